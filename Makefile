@@ -1,0 +1,67 @@
+# Tessera: the two entry points are `make demo` and `make test`. Both install
+# what they need (Debian packages), configure and build, and are quick when
+# everything is already in place.
+
+SHELL := /bin/bash
+BUILD ?= build
+FUZZ_BUILD ?= $(BUILD)/fuzz
+LLVM_PREFIX := /usr/lib/llvm-22
+JOBS ?= $(shell nproc)
+FUZZ_SECONDS ?= 30
+
+APT_PACKAGES := cmake ninja-build ccache python3 clang-22 lld-22 llvm-22-dev \
+  llvm-22-tools libmlir-22-dev mlir-22-tools libclang-rt-22-dev libgtest-dev
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+export CCACHE_BASEDIR := $(CURDIR)
+
+CMAKE_FLAGS := -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  -DMLIR_DIR=$(LLVM_PREFIX)/lib/cmake/mlir \
+  -DLLVM_EXTERNAL_LIT=$(LLVM_PREFIX)/bin/lit \
+  -DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22 \
+  -DLLVM_USE_LINKER=lld -DCMAKE_C_COMPILER_LAUNCHER=ccache \
+  -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DPython3_EXECUTABLE=/usr/bin/python3
+
+.PHONY: all deps build test demo fuzz fuzz-build clean
+
+all: build
+
+# Installs the Debian packages that are missing (nothing when all are there).
+deps:
+	@missing=$$(for p in $(APT_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || echo $$p; \
+	done); \
+	if [ -n "$$missing" ]; then \
+	  echo "Installing Debian packages:" $$missing; \
+	  $(SUDO) apt-get update -q && \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q $$missing; \
+	fi
+
+$(BUILD)/build.ninja: | deps
+	cmake -S . -B $(BUILD) $(CMAKE_FLAGS) -DTESSERA_WERROR=ON
+
+build: deps $(BUILD)/build.ninja
+	ninja -C $(BUILD) -j $(JOBS)
+
+# The whole suite: lit IR tests, gtest unit tests, and a short fuzzing run of
+# the parser, verifiers and shape inference under ASan+UBSan.
+test: build fuzz-build
+	ninja -C $(BUILD) check-tessera
+	$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$(FUZZ_SECONDS)
+
+demo: build
+	@./examples/demo.sh $(BUILD)/bin/tessera-opt
+
+$(FUZZ_BUILD)/build.ninja: | deps
+	cmake -S . -B $(FUZZ_BUILD) $(CMAKE_FLAGS) \
+	  -DTESSERA_ENABLE_FUZZER=ON -DTESSERA_SANITIZE=ON -DTESSERA_USE_PCH=OFF
+
+fuzz-build: deps $(FUZZ_BUILD)/build.ninja
+	ninja -C $(FUZZ_BUILD) -j $(JOBS) tessera-fuzz
+
+# `make fuzz FUZZ_SECONDS=600` is the long run; crashes land in
+# $(FUZZ_BUILD)/artifacts and fail the target.
+fuzz: fuzz-build
+	@./tools/tessera-fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
+
+clean:
+	rm -rf $(BUILD)

@@ -1,0 +1,28 @@
+//===- TGraphCanonicalize.td - peephole rewrites ------------*- tablegen -*-===//
+//
+// Declarative rewrites used by the ops' canonicalizers. Each states its
+// algebra; all of them hold for every input (NaN and inf included) and keep
+// the result type, so no run-time behaviour changes.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TESSERA_TGRAPH_CANONICALIZE
+#define TESSERA_TGRAPH_CANONICALIZE
+
+include "mlir/IR/PatternBase.td"
+include "tessera/Dialect/TGraph/IR/TGraphOps.td"
+
+def HasSameType : Constraint<CPred<"$0.getType() == $1.getType()">,
+                             "has the same type">;
+
+// cast(cast(x : A -> B) : B -> C) -> cast(x : A -> C) when B holds every
+// value of A exactly (a widening float or integer conversion).
+def IsExactWidening : Constraint<CPred<
+    "::mlir::tessera::tgraph::isExactWidening($0.getType(), $1.getType())">,
+    "is an exact widening">;
+def CastOfWideningCast : Pat<
+    (TGraph_CastOp:$outer (TGraph_CastOp:$inner $x, $p0), $p1),
+    (TGraph_CastOp $x, $p1),
+    [(IsExactWidening $x, $inner), (HasSameType $inner, $inner)]>;
+
+#endif // TESSERA_TGRAPH_CANONICALIZE

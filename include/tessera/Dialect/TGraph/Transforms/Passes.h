@@ -1,0 +1,33 @@
+//===- Passes.h - Graph IR passes -------------------------------*- C++ -*-===//
+
+#ifndef TESSERA_DIALECT_TGRAPH_TRANSFORMS_PASSES_H
+#define TESSERA_DIALECT_TGRAPH_TRANSFORMS_PASSES_H
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Pass/Pass.h"
+
+#include <string>
+
+namespace mlir::tessera::tgraph {
+
+#define GEN_PASS_DECL
+#include "tessera/Dialect/TGraph/Transforms/Passes.h.inc"
+
+/// Runs the shape functions of every Graph IR op in `module` in program
+/// order, refining `?` dims and inserting run-time checks. Returns failure
+/// (with diagnostics) on a shape error.
+LogicalResult inferShapes(ModuleOp module, bool allowRuntimeChecks);
+
+/// Adds the patterns that expand composite ops; `only` restricts them to the
+/// named ops (mnemonics without the dialect prefix), empty = all.
+void populateDecompositionPatterns(RewritePatternSet &patterns,
+                                   ArrayRef<std::string> only = {});
+
+#define GEN_PASS_REGISTRATION
+#include "tessera/Dialect/TGraph/Transforms/Passes.h.inc"
+
+} // namespace mlir::tessera::tgraph
+
+#endif // TESSERA_DIALECT_TGRAPH_TRANSFORMS_PASSES_H

@@ -1,0 +1,62 @@
+//===- Passes.td - Graph IR passes -------------------------*- tablegen -*-===//
+
+#ifndef TESSERA_TGRAPH_PASSES
+#define TESSERA_TGRAPH_PASSES
+
+include "mlir/Pass/PassBase.td"
+
+def TGraphInferShapes : Pass<"tessera-tgraph-infer-shapes", "ModuleOp"> {
+  let summary = "Infer and refine symbolic shapes; insert run-time shape checks";
+  let description = [{
+    Runs every op's shape function in program order, replacing `?` dims of
+    results (and of function results, region arguments and call results)
+    by what the operands determine, and inserting a `tgraph.assert_dim_eq`
+    before an op wherever two dims must be equal but that depends on symbol
+    values. Dims that can never be equal are errors.
+
+    Before:
+    ```mlir
+    %0 = tgraph.add %a, %b : (tensor<4x?xf32, #tgraph.dims<[4, S]>>,
+        tensor<4x?xf32, #tgraph.dims<[4, T]>>) -> tensor<?x?xf32>
+    ```
+    After:
+    ```mlir
+    %s = tgraph.dim %a, 1 : tensor<4x?xf32, #tgraph.dims<[4, S]>>
+    %t = tgraph.dim %b, 1 : tensor<4x?xf32, #tgraph.dims<[4, T]>>
+    tgraph.assert_dim_eq %s, %t, "'tgraph.add' op at f.mlir:3:8: broadcast mismatch: ..."
+    %0 = tgraph.add %a, %b : (...) -> tensor<4x?xf32, #tgraph.dims<[4, S]>>
+    ```
+  }];
+  let options = [
+    Option<"allowRuntimeChecks", "allow-runtime-checks", "bool", "true",
+           "Insert run-time checks for dims that cannot be decided statically; "
+           "when false, such dims are compile-time errors">,
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect"];
+}
+
+def TGraphDecompose : Pass<"tessera-tgraph-decompose"> {
+  let summary = "Expand composite Graph IR ops into primitive ones";
+  let description = [{
+    Rewrites composite ops (softmax, layernorm, attention, cross_entropy,
+    gelu, ...) into primitives (exp, reduce_max, reduce_sum, matmul, ...).
+    Back ends that fuse composites keep them; `ops=softmax,gelu` limits the
+    expansion to the named ops.
+
+    Before:
+    ```mlir
+    %y = tgraph.silu %x : tensor<8xf32>
+    ```
+    After:
+    ```mlir
+    %s = tgraph.sigmoid %x : tensor<8xf32>
+    %y = tgraph.mul %x, %s : tensor<8xf32>
+    ```
+  }];
+  let options = [
+    ListOption<"ops", "ops", "std::string",
+               "Only expand these ops (names without the tgraph. prefix)">,
+  ];
+}
+
+#endif // TESSERA_TGRAPH_PASSES

@@ -1,0 +1,103 @@
+//===- ShapeDiag.h - Shape checking results and messages --------*- C++ -*-===//
+//
+// Shape functions report through a ShapeDiag: the first error (a dimension
+// pair that can never be equal, a bad attribute) and the run-time checks that
+// remain when equality depends on symbol values (S vs T). The texts are the
+// ones users see, from the compiler and from the Python tracer alike, so they
+// name operand positions, dimensions and symbols.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TESSERA_SHAPE_SHAPEDIAG_H
+#define TESSERA_SHAPE_SHAPEDIAG_H
+
+#include "tessera/Shape/DimExpr.h"
+
+#include "llvm/ADT/ArrayRef.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tessera::shape {
+
+/// A ranked tensor shape: one DimExpr per dimension.
+struct TensorShape {
+  std::vector<DimExpr> dims;
+
+  TensorShape() = default;
+  explicit TensorShape(std::vector<DimExpr> dims) : dims(std::move(dims)) {}
+  static TensorShape ofConstants(llvm::ArrayRef<int64_t> sizes);
+
+  size_t rank() const { return dims.size(); }
+  /// `[B, 2*S, 64]`.
+  std::string str() const;
+  /// Product of all dims (1 for rank 0).
+  DimExpr numElements() const;
+};
+
+/// A dimension of an operand (`operand` >= 0) or of the result being
+/// inferred (`operand` == -1), for messages and run-time guards.
+struct DimRef {
+  int operand = -1;
+  int dim = -1;
+};
+
+/// `lhs == rhs` must hold at run time. A side with refs is the product of
+/// those operand dimensions; a side without refs is its expression over the
+/// function's symbols.
+struct DimConstraint {
+  DimExpr lhs, rhs;
+  std::vector<DimRef> lhsRefs, rhsRefs;
+  std::string message;
+};
+
+/// Collects the outcome of one shape function.
+class ShapeDiag {
+public:
+  /// `operandNames[i]` names operand i in messages ("lhs", "input").
+  explicit ShapeDiag(std::vector<std::string> operandNames = {})
+      : operandNames(std::move(operandNames)) {}
+
+  /// "lhs (operand 0)" or "operand 0".
+  std::string operandLabel(unsigned operand) const;
+  /// "lhs (operand 0) dim 1".
+  std::string dimLabel(unsigned operand, unsigned dim) const;
+
+  /// Records an error (only the first is kept). Returns std::nullopt so shape
+  /// functions can `return diag.error(...)`.
+  std::nullopt_t error(std::string message);
+  bool failed() const { return firstError.has_value(); }
+  const std::string &message() const { return *firstError; }
+
+  /// Requires dims `a` and `b` to be equal. Returns the unified dimension
+  /// (the more specific one), records an error if they can never be equal,
+  /// and a run-time constraint if that depends on symbol values. `what`
+  /// opens the message ("contracting dimensions differ").
+  std::optional<DimExpr> unify(const DimExpr &a, const std::string &aLabel,
+                               std::vector<DimRef> aRefs, const DimExpr &b,
+                               const std::string &bLabel,
+                               std::vector<DimRef> bRefs,
+                               const std::string &what);
+  /// unify() of dimension `ad` of operand `ao` with dimension `bd` of `bo`.
+  std::optional<DimExpr> unifyOperandDims(const TensorShape &a, unsigned ao,
+                                          unsigned ad, const TensorShape &b,
+                                          unsigned bo, unsigned bd,
+                                          const std::string &what);
+
+  /// Records `lhs == rhs` as a run-time constraint.
+  void addConstraint(DimConstraint c) { runtime.push_back(std::move(c)); }
+  const std::vector<DimConstraint> &constraints() const { return runtime; }
+
+private:
+  std::vector<std::string> operandNames;
+  std::optional<std::string> firstError;
+  std::vector<DimConstraint> runtime;
+};
+
+/// "D" / "D and H" / "B, S and T": the symbols of the expressions.
+std::string describeSymbols(llvm::ArrayRef<DimExpr> exprs);
+
+} // namespace tessera::shape
+
+#endif // TESSERA_SHAPE_SHAPEDIAG_H

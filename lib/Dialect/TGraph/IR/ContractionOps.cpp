@@ -1,0 +1,224 @@
+//===- ContractionOps.cpp - matmul, dot_general, conv, attention ----------===//
+//
+// Shape functions and numeric-policy rules of TGraphContractionOps.td.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tessera/Dialect/TGraph/IR/TGraph.h"
+
+#include "mlir/IR/PatternMatch.h"
+
+using namespace mlir;
+using namespace mlir::tessera::tgraph;
+
+//===----------------------------------------------------------------------===//
+// Numeric policy rules shared by contractions, reductions and losses
+//===----------------------------------------------------------------------===//
+
+LogicalResult mlir::tessera::tgraph::checkComputePolicy(TypeInference &ti, PolicyAttr policy,
+                                 Type computeType, Type resultType,
+                                 bool scalarResult) {
+  if (!policy)
+    return success();
+  if (policy.getLossScale() && !scalarResult)
+    return ti.fail("loss_scale applies to ops that produce a scalar loss, but "
+                   "the result is not a scalar");
+  Type accum = policy.getAccum() ? policy.getAccum() : computeType;
+  if (policy.getAccum() && !isa<FloatType>(computeType))
+    return ti.fail("the accum policy applies to float computations, but the "
+                   "operands are " + typeName(computeType));
+  Type element = getElementTypeOrSelf(resultType);
+  if (policy.getStochasticRound() &&
+      (!isa<FloatType>(element) || isExactWidening(accum, element)))
+    return ti.fail("stochastic_round needs a float result narrower than the "
+                   "accumulation type (" + typeName(accum) + "), but it is " +
+                   typeName(element));
+  if (policy.getSaturate() && !isFloat8(element))
+    return ti.fail("saturate applies to fp8 results, but the result is " +
+                   typeName(element));
+  return success();
+}
+
+/// Element types of a contraction: operands share one (two fp8 formats may
+/// mix), fp8 needs an accumulation policy, and the result is the operand
+/// type, a wider type, or (with fp8 operands) any float type. Returns the
+/// result element type: the declared one, else the operand's.
+static FailureOr<Type> contractionElementType(TypeInference &ti, Value lhs,
+                                              unsigned lhsIdx, Value rhs,
+                                              unsigned rhsIdx,
+                                              PolicyAttr policy) {
+  Type lt = getElementTypeOrSelf(lhs.getType());
+  Type rt = getElementTypeOrSelf(rhs.getType());
+  bool fp8 = isFloat8(lt) && isFloat8(rt);
+  if (!fp8 && lt != rt) {
+    (void)ti.fail(ti.diag().operandLabel(lhsIdx) + " has element type " +
+                  typeName(lt) + " but " + ti.diag().operandLabel(rhsIdx) +
+                  " has " + typeName(rt) +
+                  (isFloat8(lt) || isFloat8(rt)
+                       ? "; fp8 operands pair only with fp8"
+                       : "; insert a tgraph.cast to make them agree"));
+    return failure();
+  }
+  if (fp8 && (!policy || !policy.getAccum())) {
+    (void)ti.fail("fp8 operands (" + typeName(lt) + " x " + typeName(rt) +
+                  ") must accumulate in f32 or bf16: add {policy = "
+                  "#tgraph.policy<accum = f32>}");
+    return failure();
+  }
+  Type accum = fp8 ? policy.getAccum() : lt;
+  auto declared = dyn_cast_or_null<RankedTensorType>(ti.declared(0));
+  Type result = declared ? declared.getElementType() : accum;
+  bool ok;
+  if (fp8)
+    ok = isa<FloatType>(result);
+  else if (isa<FloatType>(lt))
+    ok = isExactWidening(lt, result) ||
+         (policy && policy.getAccum() == result);
+  else
+    ok = isa<IntegerType>(result) && isExactWidening(lt, result);
+  if (!ok) {
+    (void)ti.fail("result element type " + typeName(result) +
+                  " is not a valid product type for " + typeName(lt) +
+                  " operands (expected " + typeName(lt) +
+                  (fp8 ? " or any float type" : " or a wider type") + ")");
+    return failure();
+  }
+  if (failed(checkComputePolicy(ti, policy, fp8 ? accum : lt, result, false)))
+    return failure();
+  return result;
+}
+
+//===----------------------------------------------------------------------===//
+// matmul, batch_matmul, dot_general
+//===----------------------------------------------------------------------===//
+
+LogicalResult MatmulOp::inferTypes(TypeInference &ti, Adaptor a) {
+  ti.setOperandNames({"lhs", "rhs"});
+  FailureOr<Type> element = contractionElementType(
+      ti, a.getLhs(), 0, a.getRhs(), 1, a.getPolicyAttr());
+  if (failed(element))
+    return failure();
+  auto result = shape::inferMatmul(ti.diag(), getShape(a.getLhs().getType()),
+                                   getShape(a.getRhs().getType()),
+                                   a.getTransposeLhs(), a.getTransposeRhs());
+  if (!result)
+    return failure();
+  ti.addResult(*result, *element);
+  return success();
+}
+
+/// matmul(transpose(x), y) -> matmul(x, y) {transpose_lhs} when the
+/// transpose swaps the last two dims: the kernel reads x transposed for free.
+static LogicalResult foldTransposeIntoMatmul(MatmulOp op,
+                                             PatternRewriter &rewriter) {
+  auto isLastTwoSwap = [](TransposeOp t) {
+    ArrayRef<int64_t> p = t.getPermutation();
+    int64_t r = p.size();
+    if (r < 2 || p[r - 1] != r - 2 || p[r - 2] != r - 1)
+      return false;
+    for (int64_t i = 0; i + 2 < r; ++i)
+      if (p[i] != i)
+        return false;
+    return true;
+  };
+  auto lhsT = op.getLhs().getDefiningOp<TransposeOp>();
+  auto rhsT = op.getRhs().getDefiningOp<TransposeOp>();
+  bool foldLhs = lhsT && isLastTwoSwap(lhsT);
+  bool foldRhs = rhsT && isLastTwoSwap(rhsT);
+  if (!foldLhs && !foldRhs)
+    return failure();
+  rewriter.modifyOpInPlace(op, [&] {
+    if (foldLhs) {
+      op.getLhsMutable().assign(lhsT.getX());
+      op.setTransposeLhs(!op.getTransposeLhs());
+    }
+    if (foldRhs) {
+      op.getRhsMutable().assign(rhsT.getX());
+      op.setTransposeRhs(!op.getTransposeRhs());
+    }
+  });
+  return success();
+}
+
+void MatmulOp::getCanonicalizationPatterns(RewritePatternSet &results,
+                                           MLIRContext *context) {
+  results.add(foldTransposeIntoMatmul);
+}
+
+LogicalResult BatchMatmulOp::inferTypes(TypeInference &ti, Adaptor a) {
+  ti.setOperandNames({"lhs", "rhs"});
+  FailureOr<Type> element = contractionElementType(
+      ti, a.getLhs(), 0, a.getRhs(), 1, a.getPolicyAttr());
+  if (failed(element))
+    return failure();
+  auto result = shape::inferBatchMatmul(
+      ti.diag(), getShape(a.getLhs().getType()), getShape(a.getRhs().getType()));
+  if (!result)
+    return failure();
+  ti.addResult(*result, *element);
+  return success();
+}
+
+LogicalResult DotGeneralOp::inferTypes(TypeInference &ti, Adaptor a) {
+  ti.setOperandNames({"lhs", "rhs"});
+  FailureOr<Type> element = contractionElementType(
+      ti, a.getLhs(), 0, a.getRhs(), 1, a.getPolicyAttr());
+  if (failed(element))
+    return failure();
+  auto result = shape::inferDotGeneral(
+      ti.diag(), getShape(a.getLhs().getType()), getShape(a.getRhs().getType()),
+      a.getLhsBatchingDims(), a.getRhsBatchingDims(),
+      a.getLhsContractingDims(), a.getRhsContractingDims());
+  if (!result)
+    return failure();
+  ti.addResult(*result, *element);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// conv2d, attention
+//===----------------------------------------------------------------------===//
+
+LogicalResult Conv2dOp::inferTypes(TypeInference &ti, Adaptor a) {
+  ti.setOperandNames({"input", "filter"});
+  FailureOr<Type> element = contractionElementType(
+      ti, a.getInput(), 0, a.getFilter(), 1, a.getPolicyAttr());
+  if (failed(element))
+    return failure();
+  shape::Conv2dParams p;
+  p.strides.assign(a.getStrides().begin(), a.getStrides().end());
+  p.padding.assign(a.getPadding().begin(), a.getPadding().end());
+  p.dilation.assign(a.getDilation().begin(), a.getDilation().end());
+  p.groups = a.getGroups();
+  p.channelsLast = a.getLayout() == ConvLayout::nhwc;
+  auto result = shape::inferConv2d(ti.diag(), getShape(a.getInput().getType()),
+                                   getShape(a.getFilter().getType()), p);
+  if (!result)
+    return failure();
+  ti.addResult(*result, *element);
+  return success();
+}
+
+LogicalResult AttentionOp::inferTypes(TypeInference &ti, Adaptor a) {
+  ti.setOperandNames({"query", "key", "value"});
+  if (failed(ti.requireSameElementType(
+          {{a.getQuery(), 0}, {a.getKey(), 1}, {a.getValue(), 2}})))
+    return failure();
+  Type element = getElementTypeOrSelf(a.getQuery().getType());
+  PolicyAttr policy = a.getPolicyAttr();
+  if (isFloat8(element) && (!policy || !policy.getAccum()))
+    return ti.fail("fp8 attention must accumulate in f32 or bf16: add "
+                   "{policy = #tgraph.policy<accum = f32>}");
+  if (auto scale = a.getScaleAttr(); scale && !(scale.getValueAsDouble() > 0))
+    return ti.fail("scale must be positive, but is " +
+                   std::to_string(scale.getValueAsDouble()));
+  if (failed(checkComputePolicy(ti, policy, element, element, false)))
+    return failure();
+  auto result = shape::inferAttention(
+      ti.diag(), getShape(a.getQuery().getType()),
+      getShape(a.getKey().getType()), getShape(a.getValue().getType()));
+  if (!result)
+    return failure();
+  ti.addResult(*result, element);
+  return success();
+}

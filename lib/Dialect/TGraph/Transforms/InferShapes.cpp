@@ -1,0 +1,353 @@
+//===- InferShapes.cpp - Refine shapes and insert run-time checks ---------===//
+//
+// Walks each function in program order. For every op with a shape function
+// it refines the declared result types with the inferred ones (a `?` takes
+// the inferred dim), and turns each equality the shape function could not
+// decide (S vs T) into a `tgraph.assert_dim_eq` right before the op. Region
+// arguments are refined from the operands before the region is walked, and
+// function results from what `func.return` returns.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tessera/Dialect/TGraph/IR/TGraph.h"
+#include "tessera/Dialect/TGraph/Transforms/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+namespace mlir::tessera::tgraph {
+#define GEN_PASS_DEF_TGRAPHINFERSHAPES
+#include "tessera/Dialect/TGraph/Transforms/Passes.h.inc"
+} // namespace mlir::tessera::tgraph
+
+using namespace mlir;
+using namespace mlir::tessera::tgraph;
+
+//===----------------------------------------------------------------------===//
+// Type refinement
+//===----------------------------------------------------------------------===//
+
+/// "file.py:12:5" for the first file location inside `loc`.
+static std::string describeLocation(Location loc) {
+  std::string text;
+  loc->walk([&](Location l) {
+    if (auto file = dyn_cast<FileLineColLoc>(l)) {
+      text = (file.getFilename().getValue() + ":" + Twine(file.getLine()) +
+              ":" + Twine(file.getColumn()))
+                 .str();
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  if (text.empty()) {
+    llvm::raw_string_ostream os(text);
+    loc.print(os);
+  }
+  return text;
+}
+
+/// Combines a declared type with the inferred one: `?` dims take the
+/// inferred dim; two known dims that may differ stay as declared and their
+/// equality is added to `checks`.
+static Type refineType(Type declared, Type inferred, unsigned resultIdx,
+                       std::vector<shape::DimConstraint> &checks) {
+  auto d = dyn_cast<RankedTensorType>(declared);
+  auto n = dyn_cast<RankedTensorType>(inferred);
+  if (!d || !n || d.getRank() != n.getRank())
+    return declared;
+  shape::TensorShape ds = getShape(d), ns = getShape(n), out;
+  for (size_t k = 0; k < ds.rank(); ++k) {
+    const shape::DimExpr &a = ds.dims[k], &b = ns.dims[k];
+    if (a.isUnknown() || shape::decideEqual(a, b) == shape::Truth::Always) {
+      out.dims.push_back(b);
+      continue;
+    }
+    out.dims.push_back(a);
+    if (!b.isUnknown())
+      checks.push_back({a, b, {}, {},
+                        "result " + std::to_string(resultIdx) + " dim " +
+                            std::to_string(k) + " is declared as " + a.str() +
+                            " but the op produces " + b.str()});
+  }
+  return getTensorType(out, d.getElementType());
+}
+
+namespace {
+
+/// Materializes dimension expressions as `index` values before an op.
+class DimMaterializer {
+public:
+  DimMaterializer(Operation *op) : op(op), builder(op) {}
+
+  /// The run-time value of one side of a constraint, or failure with an
+  /// error naming the unbound symbol.
+  FailureOr<Value> side(const shape::DimExpr &expr,
+                        ArrayRef<shape::DimRef> refs) {
+    if (!refs.empty()) {
+      Value product;
+      for (const shape::DimRef &r : refs) {
+        Value d = dimOf(op->getOperand(r.operand), r.dim);
+        product = product ? arith::MulIOp::create(builder, op->getLoc(),
+                                                  product, d)
+                          : d;
+      }
+      return product;
+    }
+    return expression(expr);
+  }
+
+private:
+  Operation *op;
+  OpBuilder builder;
+  llvm::StringMap<Value> symbols;
+
+  Value dimOf(Value tensor, int64_t dim) {
+    return DimOp::create(builder, op->getLoc(), tensor, dim);
+  }
+
+  Value constant(int64_t v) {
+    return arith::ConstantIndexOp::create(builder, op->getLoc(), v);
+  }
+
+  /// A value carrying symbol `name`: a dim of an operand or of a function
+  /// argument that is exactly that symbol.
+  FailureOr<Value> symbol(StringRef name) {
+    if (Value v = symbols.lookup(name))
+      return v;
+    SmallVector<Value> candidates(op->getOperands());
+    if (auto fn = op->getParentOfType<func::FuncOp>())
+      candidates.append(fn.getArguments().begin(), fn.getArguments().end());
+    for (Value c : candidates) {
+      if (!isa<RankedTensorType>(c.getType()))
+        continue;
+      for (auto [i, d] : llvm::enumerate(getShape(c.getType()).dims))
+        if (d.getSymbolName() == name.str())
+          return symbols[name] = dimOf(c, i);
+    }
+    return op->emitOpError()
+           << "cannot check a shape at run time: symbol " << name
+           << " is not a dim of any operand or function argument";
+  }
+
+  FailureOr<Value> expression(const shape::DimExpr &e) {
+    if (e.isUnknown())
+      return op->emitOpError("cannot check an unknown dim at run time");
+    Value sum = constant(0);
+    for (const shape::DimExpr::Product &t : e.products()) {
+      Value prod = constant(t.coeff);
+      for (const auto &[atom, power] : t.factors) {
+        FailureOr<Value> v = atomValue(atom);
+        if (failed(v))
+          return failure();
+        for (unsigned p = 0; p < power; ++p)
+          prod = arith::MulIOp::create(builder, op->getLoc(), prod, *v);
+      }
+      sum = arith::AddIOp::create(builder, op->getLoc(), sum, prod);
+    }
+    return sum;
+  }
+
+  FailureOr<Value> atomValue(const shape::DimExpr &atom) {
+    if (auto name = atom.getSymbolName())
+      return symbol(*name);
+    auto q = atom.getQuotient();
+    FailureOr<Value> num = expression(q->first);
+    FailureOr<Value> den = expression(q->second);
+    if (failed(num) || failed(den))
+      return failure();
+    return Value(arith::FloorDivSIOp::create(builder, op->getLoc(), *num, *den));
+  }
+};
+
+class ShapeRefiner {
+public:
+  explicit ShapeRefiner(bool allowRuntimeChecks)
+      : allowRuntimeChecks(allowRuntimeChecks) {}
+
+  /// Refines `module`; sets `changedSignature` when a function's result
+  /// types changed (callers may then refine further).
+  LogicalResult run(ModuleOp module, bool &changedSignature) {
+    changedSignature = false;
+    SymbolTableCollection symbols;
+    this->symbols = &symbols;
+    for (auto fn : module.getOps<func::FuncOp>()) {
+      if (fn.isExternal())
+        continue;
+      if (failed(refineRegion(fn.getBody())))
+        return failure();
+      changedSignature |= refineSignature(fn);
+    }
+    return success();
+  }
+
+private:
+  bool allowRuntimeChecks;
+  SymbolTableCollection *symbols = nullptr;
+
+  LogicalResult refineRegion(Region &region) {
+    for (Block &block : region)
+      for (Operation &op : llvm::make_early_inc_range(block))
+        if (failed(refineOp(&op)))
+          return failure();
+    return success();
+  }
+
+  LogicalResult refineOp(Operation *op) {
+    refineRegionArguments(op);
+    for (Region &r : op->getRegions())
+      if (failed(refineRegion(r)))
+        return failure();
+    TypeInference ti(op->getContext(), op->getLoc(),
+                     op->getName().getStringRef(), op->getResultTypes());
+    LogicalResult inferred = inferResults(op, ti);
+    if (failed(inferred) && !ti.diag().failed())
+      return success(); // not an op with a shape rule
+    if (failed(inferred) || ti.diag().failed())
+      return op->emitOpError() << ti.message();
+    std::vector<shape::DimConstraint> checks = ti.diag().constraints();
+    for (auto [i, result] : llvm::enumerate(op->getResults()))
+      if (i < ti.getResults().size())
+        result.setType(refineType(result.getType(), ti.getResults()[i], i,
+                                  checks));
+    return insertChecks(op, checks);
+  }
+
+  /// Runs the op's shape rule; failure without a diag error means "none".
+  LogicalResult inferResults(Operation *op, TypeInference &ti) {
+    if (auto shaped = dyn_cast<ShapeInferenceOpInterface>(op))
+      return shaped.inferResultTypes(ti);
+    FlatSymbolRefAttr callee =
+        TypeSwitch<Operation *, FlatSymbolRefAttr>(op)
+            .Case<CallOp, CustomVjpOp, CustomJvpOp>(
+                [](auto c) { return c.getCalleeAttr(); })
+            .Default([](Operation *) { return FlatSymbolRefAttr(); });
+    if (!callee)
+      return failure();
+    auto fn = symbols->lookupNearestSymbolFrom<func::FuncOp>(op, callee);
+    if (!fn)
+      return failure(); // the verifier reports it
+    return inferCallResults(ti, fn.getFunctionType(),
+                            op->getOperandTypes());
+  }
+
+  /// Region arguments take the (refined) types of the values they receive.
+  void refineRegionArguments(Operation *op) {
+    auto refine = [](Block &block, unsigned first, TypeRange types) {
+      for (auto [i, t] : llvm::enumerate(types)) {
+        BlockArgument arg = block.getArgument(first + i);
+        std::vector<shape::DimConstraint> unused;
+        arg.setType(refineType(arg.getType(), t, i, unused));
+      }
+    };
+    TypeSwitch<Operation *>(op)
+        .Case<CheckpointOp>([&](auto c) {
+          refine(c.getBody().front(), 0, c.getArgs().getTypes());
+        })
+        .Case<FixedPointOp, SolveOp>([&](auto s) {
+          refine(s.getBody().front(), 0, s.getInit().getType());
+          refine(s.getBody().front(), 1, s.getParams().getTypes());
+        })
+        .Case<ScanOp>([&](ScanOp s) {
+          size_t n = s.getInits().size();
+          SmallVector<Type> slices;
+          for (Value x : s.getXs()) {
+            shape::TensorShape sh = getShape(x.getType());
+            sh.dims.erase(sh.dims.begin());
+            slices.push_back(getTensorType(sh, getElementTypeOrSelf(x.getType())));
+          }
+          refine(s.getBody().front(), n, slices);
+        });
+  }
+
+  LogicalResult insertChecks(Operation *op,
+                             ArrayRef<shape::DimConstraint> checks) {
+    if (checks.empty())
+      return success();
+    std::string prefix = "'" + op->getName().getStringRef().str() +
+                         "' op at " + describeLocation(op->getLoc()) + ": ";
+    if (!allowRuntimeChecks)
+      return op->emitOpError()
+             << "cannot prove at compile time that " << checks.front().message
+             << " (run-time checks are disabled)";
+    DimMaterializer dims(op);
+    for (const shape::DimConstraint &c : checks) {
+      std::string message = prefix + c.message;
+      if (hasCheckBefore(op, message))
+        continue;
+      FailureOr<Value> lhs = dims.side(c.lhs, c.lhsRefs);
+      FailureOr<Value> rhs = dims.side(c.rhs, c.rhsRefs);
+      if (failed(lhs) || failed(rhs))
+        return failure();
+      OpBuilder builder(op);
+      AssertDimEqOp::create(builder, op->getLoc(), *lhs, *rhs, message);
+    }
+    return success();
+  }
+
+  /// True if a check with `message` already guards `op` (the pass is
+  /// idempotent).
+  static bool hasCheckBefore(Operation *op, StringRef message) {
+    for (Operation *prev = op->getPrevNode(); prev; prev = prev->getPrevNode()) {
+      if (auto check = dyn_cast<AssertDimEqOp>(prev)) {
+        if (check.getMessage() == message)
+          return true;
+        continue;
+      }
+      if (!isa<DimOp, arith::ConstantOp, arith::AddIOp, arith::MulIOp,
+               arith::FloorDivSIOp>(prev))
+        return false;
+    }
+    return false;
+  }
+
+  /// Updates a function's result types to what it returns.
+  static bool refineSignature(func::FuncOp fn) {
+    SmallVector<Type> results;
+    bool found = false;
+    fn.walk([&](func::ReturnOp ret) {
+      if (ret->getParentOp() != fn)
+        return;
+      if (!found) {
+        results.assign(ret.getOperandTypes().begin(),
+                       ret.getOperandTypes().end());
+        found = true;
+        return;
+      }
+      for (auto [i, t] : llvm::enumerate(ret.getOperandTypes()))
+        if (i < results.size() && results[i] != t)
+          results[i] = fn.getFunctionType().getResult(i);
+    });
+    if (!found || TypeRange(results) == fn.getFunctionType().getResults())
+      return false;
+    fn.setFunctionType(FunctionType::get(
+        fn.getContext(), fn.getFunctionType().getInputs(), results));
+    return true;
+  }
+};
+
+struct TGraphInferShapesPass
+    : public mlir::tessera::tgraph::impl::TGraphInferShapesBase<TGraphInferShapesPass> {
+  using Base::Base;
+  void runOnOperation() override {
+    if (failed(inferShapes(getOperation(), allowRuntimeChecks)))
+      signalPassFailure();
+  }
+};
+
+} // namespace
+
+LogicalResult mlir::tessera::tgraph::inferShapes(ModuleOp module,
+                                                 bool allowRuntimeChecks) {
+  // A refined function signature can refine its callers: iterate a few
+  // times (call graphs in Graph IR are shallow).
+  ShapeRefiner refiner(allowRuntimeChecks);
+  for (int round = 0; round < 4; ++round) {
+    bool changed = false;
+    if (failed(refiner.run(module, changed)))
+      return failure();
+    if (!changed)
+      break;
+  }
+  return success();
+}
