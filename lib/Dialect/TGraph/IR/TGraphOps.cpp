@@ -64,5 +64,28 @@ static void printOpTypes(OpAsmPrinter &printer, Operation *, Ts... types) {
   printer << ") -> " << result;
 }
 
+//===----------------------------------------------------------------------===//
+// custom<CompareDirection>: the bare keyword (`lt`)
+//===----------------------------------------------------------------------===//
+
+static ParseResult parseCompareDirection(OpAsmParser &parser,
+                                         CompareDirectionAttr &attr) {
+  SMLoc loc = parser.getCurrentLocation();
+  StringRef keyword;
+  if (parser.parseKeyword(&keyword))
+    return failure();
+  std::optional<CompareDirection> dir = symbolizeCompareDirection(keyword);
+  if (!dir)
+    return parser.emitError(loc) << "unknown comparison '" << keyword
+                                 << "'; expected eq, ne, lt, le, gt or ge";
+  attr = CompareDirectionAttr::get(parser.getContext(), *dir);
+  return success();
+}
+
+static void printCompareDirection(OpAsmPrinter &printer, Operation *,
+                                  CompareDirectionAttr attr) {
+  printer << stringifyCompareDirection(attr.getValue());
+}
+
 #define GET_OP_CLASSES
 #include "tessera/Dialect/TGraph/IR/TGraphOps.cpp.inc"

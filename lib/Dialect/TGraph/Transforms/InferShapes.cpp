@@ -87,7 +87,9 @@ public:
     if (!refs.empty()) {
       Value product;
       for (const shape::DimRef &r : refs) {
-        Value d = dimOf(op->getOperand(r.operand), r.dim);
+        Value operand = op->getOperand(r.operand);
+        auto size = getShape(operand.getType()).dims[r.dim].getConstant();
+        Value d = size ? constant(*size) : dimOf(operand, r.dim);
         product = product ? arith::MulIOp::create(builder, op->getLoc(),
                                                   product, d)
                           : d;
@@ -100,10 +102,14 @@ public:
 private:
   Operation *op;
   OpBuilder builder;
-  llvm::StringMap<Value> symbols;
+  llvm::DenseMap<std::pair<Value, int64_t>, Value> dims;
 
+  /// `tgraph.dim %tensor, dim`, created once per (tensor, dim).
   Value dimOf(Value tensor, int64_t dim) {
-    return DimOp::create(builder, op->getLoc(), tensor, dim);
+    Value &v = dims[{tensor, dim}];
+    if (!v)
+      v = DimOp::create(builder, op->getLoc(), tensor, dim);
+    return v;
   }
 
   Value constant(int64_t v) {
@@ -113,8 +119,6 @@ private:
   /// A value carrying symbol `name`: a dim of an operand or of a function
   /// argument that is exactly that symbol.
   FailureOr<Value> symbol(StringRef name) {
-    if (Value v = symbols.lookup(name))
-      return v;
     SmallVector<Value> candidates(op->getOperands());
     if (auto fn = op->getParentOfType<func::FuncOp>())
       candidates.append(fn.getArguments().begin(), fn.getArguments().end());
@@ -123,29 +127,31 @@ private:
         continue;
       for (auto [i, d] : llvm::enumerate(getShape(c.getType()).dims))
         if (d.getSymbolName() == name.str())
-          return symbols[name] = dimOf(c, i);
+          return dimOf(c, i);
     }
     return op->emitOpError()
            << "cannot check a shape at run time: symbol " << name
            << " is not a dim of any operand or function argument";
   }
 
+  /// sum of coeff * atom^power over the canonical terms.
   FailureOr<Value> expression(const shape::DimExpr &e) {
     if (e.isUnknown())
       return op->emitOpError("cannot check an unknown dim at run time");
-    Value sum = constant(0);
+    Value sum;
     for (const shape::DimExpr::Product &t : e.products()) {
-      Value prod = constant(t.coeff);
+      Value prod = t.factors.empty() || t.coeff != 1 ? constant(t.coeff) : Value();
       for (const auto &[atom, power] : t.factors) {
         FailureOr<Value> v = atomValue(atom);
         if (failed(v))
           return failure();
         for (unsigned p = 0; p < power; ++p)
-          prod = arith::MulIOp::create(builder, op->getLoc(), prod, *v);
+          prod = prod ? arith::MulIOp::create(builder, op->getLoc(), prod, *v)
+                      : *v;
       }
-      sum = arith::AddIOp::create(builder, op->getLoc(), sum, prod);
+      sum = sum ? arith::AddIOp::create(builder, op->getLoc(), sum, prod) : prod;
     }
-    return sum;
+    return sum ? sum : constant(0);
   }
 
   FailureOr<Value> atomValue(const shape::DimExpr &atom) {

@@ -205,7 +205,8 @@ def TGraph_CompareOp : TGraph_InferOp<"compare", [Pure]> {
   let arguments = (ins TGraph_CompareDirectionAttr:$direction,
                        TGraph_Tensor:$lhs, TGraph_Tensor:$rhs);
   let results = (outs TGraph_PredTensor:$result);
-  let assemblyFormat = "$direction `,` $lhs `,` $rhs attr-dict `:` "
+  let assemblyFormat = "custom<CompareDirection>($direction) `,` $lhs `,` $rhs "
+                       "attr-dict `:` "
                        # "custom<OpTypes>(type($lhs), type($rhs), type($result))";
   let hasFolder = 1;
 }

@@ -1,0 +1,306 @@
+// RUN: tessera-opt %s -split-input-file --tessera-tgraph-decompose | FileCheck %s
+// RUN: tessera-opt %s -split-input-file --tessera-tgraph-decompose=ops=silu | FileCheck %s --check-prefix=ONLY
+// RUN: not tessera-opt %s --tessera-tgraph-decompose=ops=conv 2>&1 | FileCheck %s --check-prefix=BADOPT
+
+// Each composite op expands into the textbook formula over primitives, with
+// symbolic shapes carried through.
+
+// BADOPT: error: -tessera-tgraph-decompose: unknown composite op 'conv'; expected one of gelu, silu,
+
+// silu(x) = x * sigmoid(x); with ops=silu only silu expands. (The greedy
+// driver moves constants to the right of commutative ops.)
+// CHECK-LABEL: func.func @silu_and_gelu
+// CHECK-SAME: (%[[X:.+]]: tensor<?x?xf32, #tgraph.dims<[B, S]>>)
+// CHECK-DAG: %[[HALF:.+]] = tgraph.constant dense<5.000000e-01> : tensor<f32>
+// CHECK-DAG: %[[ONE:.+]] = tgraph.constant dense<1.000000e+00> : tensor<f32>
+// CHECK-DAG: %[[RSQRT2:.+]] = tgraph.constant dense<0.707106769> : tensor<f32>
+// CHECK: %[[SIG:.+]] = tgraph.sigmoid %[[X]]
+// CHECK: %[[SILU:.+]] = tgraph.mul %[[X]], %[[SIG]]
+// CHECK: %[[SCALED:.+]] = tgraph.mul %[[X]], %[[RSQRT2]]
+// CHECK: %[[ERF:.+]] = tgraph.erf %[[SCALED]]
+// CHECK: %[[HX:.+]] = tgraph.mul %[[X]], %[[HALF]]
+// CHECK: %[[ONEPLUS:.+]] = tgraph.add %[[ERF]], %[[ONE]]
+// CHECK: %[[GELU:.+]] = tgraph.mul %[[HX]], %[[ONEPLUS]]
+// CHECK: return %[[SILU]], %[[GELU]]
+// ONLY-LABEL: func.func @silu_and_gelu
+// ONLY: tgraph.sigmoid
+// ONLY: tgraph.gelu
+func.func @silu_and_gelu(%x: tensor<?x?xf32, #tgraph.dims<[B, S]>>) -> (tensor<?x?xf32, #tgraph.dims<[B, S]>>, tensor<?x?xf32, #tgraph.dims<[B, S]>>) {
+  %s = tgraph.silu %x : tensor<?x?xf32, #tgraph.dims<[B, S]>>
+  %g = tgraph.gelu %x : tensor<?x?xf32, #tgraph.dims<[B, S]>>
+  return %s, %g : tensor<?x?xf32, #tgraph.dims<[B, S]>>, tensor<?x?xf32, #tgraph.dims<[B, S]>>
+}
+
+// -----
+
+// gelu with tanh: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+// CHECK-LABEL: func.func @gelu_tanh
+// CHECK-SAME: (%[[X:.+]]: tensor<8xf32>)
+// CHECK-DAG: %[[C:.+]] = tgraph.constant dense<4.471500e-02> : tensor<f32>
+// CHECK-DAG: %[[K:.+]] = tgraph.constant dense<0.797884583> : tensor<f32>
+// CHECK: %[[SQ:.+]] = tgraph.square %[[X]]
+// CHECK: %[[CUBE:.+]] = tgraph.mul %[[SQ]], %[[X]]
+// CHECK: %[[T:.+]] = tgraph.mul %[[CUBE]], %[[C]]
+// CHECK: %[[P:.+]] = tgraph.add %[[X]], %[[T]]
+// CHECK: %[[KP:.+]] = tgraph.mul %[[P]], %[[K]]
+// CHECK: tgraph.tanh %[[KP]]
+func.func @gelu_tanh(%x: tensor<8xf32>) -> tensor<8xf32> {
+  %g = tgraph.gelu %x {approximate} : tensor<8xf32>
+  return %g : tensor<8xf32>
+}
+
+// -----
+
+// softmax = exp(x - max) / sum(exp(x - max)), reductions keep the dim
+// CHECK-LABEL: func.func @softmax
+// CHECK-SAME: (%[[X:.+]]: tensor<?x?xf32, #tgraph.dims<[B, S]>>)
+// CHECK: %[[M:.+]] = tgraph.reduce_max %[[X]] {dims = array<i64: 1>, keepdims} : tensor<?x?xf32, #tgraph.dims<[B, S]>> -> tensor<?x1xf32, #tgraph.dims<[B, 1]>>
+// CHECK: %[[D:.+]] = tgraph.sub %[[X]], %[[M]]
+// CHECK: %[[E:.+]] = tgraph.exp %[[D]]
+// CHECK: %[[S:.+]] = tgraph.reduce_sum %[[E]] {dims = array<i64: 1>, keepdims}
+// CHECK: %[[P:.+]] = tgraph.div %[[E]], %[[S]] : (tensor<?x?xf32, #tgraph.dims<[B, S]>>, tensor<?x1xf32, #tgraph.dims<[B, 1]>>) -> tensor<?x?xf32, #tgraph.dims<[B, S]>>
+// CHECK: return %[[P]]
+func.func @softmax(%x: tensor<?x?xf32, #tgraph.dims<[B, S]>>) -> tensor<?x?xf32, #tgraph.dims<[B, S]>> {
+  %p = tgraph.softmax %x {dim = 1 : i64} : tensor<?x?xf32, #tgraph.dims<[B, S]>>
+  return %p : tensor<?x?xf32, #tgraph.dims<[B, S]>>
+}
+
+// -----
+
+// log_softmax = (x - max) - log(sum(exp(x - max)))
+// CHECK-LABEL: func.func @log_softmax
+// CHECK: %[[M:.+]] = tgraph.reduce_max %{{.*}} {dims = array<i64: 0>, keepdims}
+// CHECK: %[[D:.+]] = tgraph.sub %{{.*}}, %[[M]]
+// CHECK: %[[E:.+]] = tgraph.exp %[[D]]
+// CHECK: %[[S:.+]] = tgraph.reduce_sum %[[E]] {dims = array<i64: 0>, keepdims}
+// CHECK: %[[L:.+]] = tgraph.log %[[S]]
+// CHECK: %[[R:.+]] = tgraph.sub %[[D]], %[[L]]
+// CHECK: return %[[R]]
+func.func @log_softmax(%x: tensor<?x?xf32, #tgraph.dims<[B, S]>>) -> tensor<?x?xf32, #tgraph.dims<[B, S]>> {
+  %p = tgraph.log_softmax %x {dim = 0 : i64} : tensor<?x?xf32, #tgraph.dims<[B, S]>>
+  return %p : tensor<?x?xf32, #tgraph.dims<[B, S]>>
+}
+
+// -----
+
+// softmax_safe: a fully masked row shifts by 0 and gives 0, not NaN.
+// CHECK-LABEL: func.func @softmax_safe
+// CHECK-DAG: %[[ZERO:.+]] = tgraph.constant dense<0.000000e+00> : tensor<f32>
+// CHECK-DAG: %[[NINF:.+]] = tgraph.constant dense<0xFF800000> : tensor<f32>
+// CHECK: %[[M:.+]] = tgraph.reduce_max
+// CHECK: %[[MASKED:.+]] = tgraph.compare eq, %[[M]], %[[NINF]]
+// CHECK: %[[SHIFT:.+]] = tgraph.select %[[MASKED]], %[[ZERO]], %[[M]]
+// CHECK: %[[E:.+]] = tgraph.exp
+// CHECK: %[[S:.+]] = tgraph.reduce_sum %[[E]]
+// CHECK: %[[EMPTY:.+]] = tgraph.compare eq, %[[S]], %[[ZERO]]
+// CHECK: %[[P:.+]] = tgraph.div %[[E]], %[[S]]
+// CHECK: %[[R:.+]] = tgraph.select %[[EMPTY]], %[[ZERO]], %[[P]]
+// CHECK: return %[[R]]
+func.func @softmax_safe(%x: tensor<?x?xf32, #tgraph.dims<[B, S]>>) -> tensor<?x?xf32, #tgraph.dims<[B, S]>> {
+  %p = tgraph.softmax_safe %x {dim = 1 : i64} : tensor<?x?xf32, #tgraph.dims<[B, S]>>
+  return %p : tensor<?x?xf32, #tgraph.dims<[B, S]>>
+}
+
+// -----
+
+// logsumexp without keepdims ends with a reshape dropping the size-1 dim.
+// CHECK-LABEL: func.func @logsumexp
+// CHECK: %[[M:.+]] = tgraph.reduce_max %{{.*}} {dims = array<i64: 1>, keepdims}
+// CHECK: %[[L:.+]] = tgraph.log
+// CHECK: %[[A:.+]] = tgraph.add %[[M]], %[[L]] : tensor<?x1xf32, #tgraph.dims<[B, 1]>>
+// CHECK: %[[R:.+]] = tgraph.reshape %[[A]] : tensor<?x1xf32, #tgraph.dims<[B, 1]>> -> tensor<?xf32, #tgraph.dims<[B]>>
+// CHECK: return %[[R]]
+func.func @logsumexp(%x: tensor<?x?xf32, #tgraph.dims<[B, S]>>) -> tensor<?xf32, #tgraph.dims<[B]>> {
+  %l = tgraph.logsumexp %x {dim = 1 : i64} : tensor<?x?xf32, #tgraph.dims<[B, S]>> -> tensor<?xf32, #tgraph.dims<[B]>>
+  return %l : tensor<?xf32, #tgraph.dims<[B]>>
+}
+
+// -----
+
+// logsumexp_safe keeps the dim here and shifts by 0 on masked rows.
+// CHECK-LABEL: func.func @logsumexp_safe
+// CHECK: tgraph.compare eq
+// CHECK: tgraph.select
+// CHECK-NOT: tgraph.reshape
+// CHECK: return
+func.func @logsumexp_safe(%x: tensor<?x?xf32, #tgraph.dims<[B, S]>>) -> tensor<?x1xf32, #tgraph.dims<[B, 1]>> {
+  %l = tgraph.logsumexp_safe %x {dim = 1 : i64, keepdims} : tensor<?x?xf32, #tgraph.dims<[B, S]>> -> tensor<?x1xf32, #tgraph.dims<[B, 1]>>
+  return %l : tensor<?x1xf32, #tgraph.dims<[B, 1]>>
+}
+
+// -----
+
+// reduce_mean = reduce_sum / (product of the reduced dim sizes); the static
+// size folds to a constant and 1 * B to B.
+// CHECK-LABEL: func.func @mean
+// CHECK-SAME: (%[[X:.+]]: tensor<?x?x4xf32, #tgraph.dims<[B, S, 4]>>)
+// CHECK-DAG: %[[FOUR:.+]] = tgraph.constant dense<4.000000e+00> : tensor<f32>
+// CHECK: %[[N0:.+]] = tgraph.dim_size %[[X]] {dim = 0 : i64}
+// CHECK: %[[C2:.+]] = tgraph.mul %[[N0]], %[[FOUR]] : tensor<f32>
+// CHECK: %[[S:.+]] = tgraph.reduce_sum %[[X]] {dims = array<i64: 0, 2>, stable} : tensor<?x?x4xf32, #tgraph.dims<[B, S, 4]>> -> tensor<?xf32, #tgraph.dims<[S]>>
+// CHECK: %[[M:.+]] = tgraph.div %[[S]], %[[C2]]
+// CHECK: return %[[M]]
+func.func @mean(%x: tensor<?x?x4xf32, #tgraph.dims<[B, S, 4]>>) -> tensor<?xf32, #tgraph.dims<[S]>> {
+  %m = tgraph.reduce_mean %x {dims = array<i64: 0, 2>, stable} : tensor<?x?x4xf32, #tgraph.dims<[B, S, 4]>> -> tensor<?xf32, #tgraph.dims<[S]>>
+  return %m : tensor<?xf32, #tgraph.dims<[S]>>
+}
+
+// -----
+
+// layernorm = (x - mean) * rsqrt(var + eps) * scale + bias
+// CHECK-LABEL: func.func @layernorm
+// CHECK-SAME: (%[[X:.+]]: tensor<?x?xf32, #tgraph.dims<[B, S]>>, %[[G:.+]]: tensor<?xf32, #tgraph.dims<[S]>>, %[[BI:.+]]: tensor<?xf32, #tgraph.dims<[S]>>)
+// CHECK-DAG: %[[EPS:.+]] = tgraph.constant dense<1.000000e-03> : tensor<f32>
+// CHECK: %[[MEAN:.+]] = tgraph.div
+// CHECK: %[[XC:.+]] = tgraph.sub %[[X]], %[[MEAN]]
+// CHECK: %[[SQ:.+]] = tgraph.square %[[XC]]
+// CHECK: %[[VAR:.+]] = tgraph.div
+// CHECK: %[[VE:.+]] = tgraph.add %[[VAR]], %[[EPS]]
+// CHECK: %[[INV:.+]] = tgraph.rsqrt %[[VE]]
+// CHECK: %[[Y:.+]] = tgraph.mul %[[XC]], %[[INV]]
+// CHECK: %[[YS:.+]] = tgraph.mul %[[Y]], %[[G]]
+// CHECK: %[[YB:.+]] = tgraph.add %[[YS]], %[[BI]]
+// CHECK: return %[[YB]]
+func.func @layernorm(%x: tensor<?x?xf32, #tgraph.dims<[B, S]>>, %g: tensor<?xf32, #tgraph.dims<[S]>>,
+                     %b: tensor<?xf32, #tgraph.dims<[S]>>) -> tensor<?x?xf32, #tgraph.dims<[B, S]>> {
+  %y = tgraph.layernorm %x scale %g bias %b {axis = 1 : i64, epsilon = 1.0e-3 : f64}
+      : (tensor<?x?xf32, #tgraph.dims<[B, S]>>, tensor<?xf32, #tgraph.dims<[S]>>, tensor<?xf32, #tgraph.dims<[S]>>) -> tensor<?x?xf32, #tgraph.dims<[B, S]>>
+  return %y : tensor<?x?xf32, #tgraph.dims<[B, S]>>
+}
+
+// -----
+
+// layernorm_safe on bf16: statistics in f32, variance clamped at 0, cast back.
+// CHECK-LABEL: func.func @layernorm_safe
+// CHECK-SAME: (%[[X:.+]]: tensor<?x64xbf16, #tgraph.dims<[B, 64]>>)
+// CHECK-DAG: %[[ZERO:.+]] = tgraph.constant dense<0.000000e+00> : tensor<f32>
+// CHECK: %[[XF:.+]] = tgraph.cast %[[X]] : tensor<?x64xbf16, #tgraph.dims<[B, 64]>> -> tensor<?x64xf32, #tgraph.dims<[B, 64]>>
+// CHECK: %[[MEAN:.+]] = tgraph.div
+// CHECK: %[[VAR:.+]] = tgraph.div
+// CHECK: %[[CLAMPED:.+]] = tgraph.max %[[VAR]], %[[ZERO]]
+// CHECK: %[[Y:.+]] = tgraph.cast %{{.*}} : tensor<?x64xf32, #tgraph.dims<[B, 64]>> -> tensor<?x64xbf16, #tgraph.dims<[B, 64]>>
+// CHECK: return %[[Y]]
+func.func @layernorm_safe(%x: tensor<?x64xbf16, #tgraph.dims<[B, 64]>>) -> tensor<?x64xbf16, #tgraph.dims<[B, 64]>> {
+  %y = tgraph.layernorm_safe %x {axis = 1 : i64} : (tensor<?x64xbf16, #tgraph.dims<[B, 64]>>) -> tensor<?x64xbf16, #tgraph.dims<[B, 64]>>
+  return %y : tensor<?x64xbf16, #tgraph.dims<[B, 64]>>
+}
+
+// -----
+
+// rmsnorm = x * rsqrt(mean(x^2) + eps) * scale; no cast for f32 storage.
+// CHECK-LABEL: func.func @rmsnorm
+// CHECK-SAME: (%[[X:.+]]: tensor<?x?xf32, #tgraph.dims<[B, S]>>, %[[G:.+]]: tensor<?xf32, #tgraph.dims<[S]>>)
+// CHECK-NOT: tgraph.cast
+// CHECK: %[[SQ:.+]] = tgraph.square %[[X]]
+// CHECK: %[[MS:.+]] = tgraph.div
+// CHECK: %[[INV:.+]] = tgraph.rsqrt
+// CHECK: %[[Y:.+]] = tgraph.mul %[[X]], %[[INV]]
+// CHECK: %[[YS:.+]] = tgraph.mul %[[Y]], %[[G]]
+// CHECK: return %[[YS]]
+func.func @rmsnorm(%x: tensor<?x?xf32, #tgraph.dims<[B, S]>>, %g: tensor<?xf32, #tgraph.dims<[S]>>) -> tensor<?x?xf32, #tgraph.dims<[B, S]>> {
+  %y = tgraph.rmsnorm %x scale %g {axis = 1 : i64} : (tensor<?x?xf32, #tgraph.dims<[B, S]>>, tensor<?xf32, #tgraph.dims<[S]>>) -> tensor<?x?xf32, #tgraph.dims<[B, S]>>
+  return %y : tensor<?x?xf32, #tgraph.dims<[B, S]>>
+}
+
+// -----
+
+// rmsnorm_safe on bf16 computes in f32 (the scale is widened too).
+// CHECK-LABEL: func.func @rmsnorm_safe
+// CHECK: tgraph.cast %{{.*}} : tensor<?x?xbf16, #tgraph.dims<[B, S]>> -> tensor<?x?xf32, #tgraph.dims<[B, S]>>
+// CHECK: tgraph.cast %{{.*}} : tensor<?xbf16, #tgraph.dims<[S]>> -> tensor<?xf32, #tgraph.dims<[S]>>
+// CHECK: tgraph.cast %{{.*}} : tensor<?x?xf32, #tgraph.dims<[B, S]>> -> tensor<?x?xbf16, #tgraph.dims<[B, S]>>
+func.func @rmsnorm_safe(%x: tensor<?x?xbf16, #tgraph.dims<[B, S]>>, %g: tensor<?xbf16, #tgraph.dims<[S]>>) -> tensor<?x?xbf16, #tgraph.dims<[B, S]>> {
+  %y = tgraph.rmsnorm_safe %x scale %g {axis = 1 : i64} : (tensor<?x?xbf16, #tgraph.dims<[B, S]>>, tensor<?xbf16, #tgraph.dims<[S]>>) -> tensor<?x?xbf16, #tgraph.dims<[B, S]>>
+  return %y : tensor<?x?xbf16, #tgraph.dims<[B, S]>>
+}
+
+// -----
+
+// attention = softmax(q k^T / sqrt(D) [masked]) v; the causal mask keeps
+// key j for query i when j <= i + (Sk - Sq).
+// CHECK-LABEL: func.func @attention
+// CHECK-SAME: (%[[Q:.+]]: tensor<2x?x16xf32, #tgraph.dims<[2, S, 16]>>, %[[K:.+]]: tensor<2x?x16xf32, #tgraph.dims<[2, T, 16]>>, %[[V:.+]]: tensor<2x?x8xf32, #tgraph.dims<[2, T, 8]>>)
+// CHECK-DAG: %[[NINF:.+]] = tgraph.constant dense<0xFF800000> : tensor<f32>
+// CHECK-DAG: %[[SCALE:.+]] = tgraph.constant dense<2.500000e-01> : tensor<f32>
+// CHECK: %[[S:.+]] = tgraph.matmul %[[Q]], %[[K]] {transpose_rhs} : (tensor<2x?x16xf32, #tgraph.dims<[2, S, 16]>>, tensor<2x?x16xf32, #tgraph.dims<[2, T, 16]>>) -> tensor<2x?x?xf32, #tgraph.dims<[2, S, T]>>
+// CHECK: %[[SS:.+]] = tgraph.mul %[[S]], %[[SCALE]]
+// CHECK: %[[ROW:.+]] = tgraph.iota {dim = 0 : i64} : tensor<?x?xi64, #tgraph.dims<[S, T]>>
+// CHECK: %[[COL:.+]] = tgraph.iota {dim = 1 : i64} : tensor<?x?xi64, #tgraph.dims<[S, T]>>
+// CHECK: %[[SK:.+]] = tgraph.dim_size %[[K]] {dim = 1 : i64} : tensor<2x?x16xf32, #tgraph.dims<[2, T, 16]>> -> tensor<i64>
+// CHECK: %[[SQ:.+]] = tgraph.dim_size %[[Q]] {dim = 1 : i64} : tensor<2x?x16xf32, #tgraph.dims<[2, S, 16]>> -> tensor<i64>
+// CHECK: %[[OFF:.+]] = tgraph.sub %[[SK]], %[[SQ]]
+// CHECK: %[[LAST:.+]] = tgraph.add %[[ROW]], %[[OFF]]
+// CHECK: %[[VIS:.+]] = tgraph.compare le, %[[COL]], %[[LAST]]
+// CHECK: %[[MASKED:.+]] = tgraph.select %[[VIS]], %[[SS]], %[[NINF]]
+// CHECK: %[[P:.+]] = tgraph.div
+// CHECK: %[[O:.+]] = tgraph.matmul %[[P]], %[[V]] : (tensor<2x?x?xf32, #tgraph.dims<[2, S, T]>>, tensor<2x?x8xf32, #tgraph.dims<[2, T, 8]>>) -> tensor<2x?x8xf32, #tgraph.dims<[2, S, 8]>>
+// CHECK: return %[[O]]
+func.func @attention(%q: tensor<2x?x16xf32, #tgraph.dims<[2, S, 16]>>,
+                     %k: tensor<2x?x16xf32, #tgraph.dims<[2, T, 16]>>,
+                     %v: tensor<2x?x8xf32, #tgraph.dims<[2, T, 8]>>) -> tensor<2x?x8xf32, #tgraph.dims<[2, S, 8]>> {
+  %o = tgraph.attention %q, %k, %v {causal} : (tensor<2x?x16xf32, #tgraph.dims<[2, S, 16]>>,
+      tensor<2x?x16xf32, #tgraph.dims<[2, T, 16]>>, tensor<2x?x8xf32, #tgraph.dims<[2, T, 8]>>)
+      -> tensor<2x?x8xf32, #tgraph.dims<[2, S, 8]>>
+  return %o : tensor<2x?x8xf32, #tgraph.dims<[2, S, 8]>>
+}
+
+// -----
+
+// A causal mask over unknown ('?') lengths cannot be built: the op stays.
+// CHECK-LABEL: func.func @attention_unknown_lengths
+// CHECK: tgraph.attention
+func.func @attention_unknown_lengths(%q: tensor<?x16xf32>) -> tensor<?x16xf32> {
+  %o = tgraph.attention %q, %q, %q {causal} : tensor<?x16xf32>
+  return %o : tensor<?x16xf32>
+}
+
+// -----
+
+// cross_entropy with class indices: one-hot, log-softmax, mean of the NLL.
+// CHECK-LABEL: func.func @cross_entropy
+// CHECK-SAME: (%[[L:.+]]: tensor<?x10xf32, #tgraph.dims<[B, 10]>>, %[[Y:.+]]: tensor<?xi64, #tgraph.dims<[B]>>)
+// CHECK: %[[COL:.+]] = tgraph.reshape %[[Y]] : tensor<?xi64, #tgraph.dims<[B]>> -> tensor<?x1xi64, #tgraph.dims<[B, 1]>>
+// CHECK: %[[CLS:.+]] = tgraph.iota {dim = 0 : i64} : tensor<10xi64>
+// CHECK: %[[HOT:.+]] = tgraph.compare eq, %[[COL]], %[[CLS]] : (tensor<?x1xi64, #tgraph.dims<[B, 1]>>, tensor<10xi64>) -> tensor<?x10xi1, #tgraph.dims<[B, 10]>>
+// CHECK: %[[OH:.+]] = tgraph.cast %[[HOT]] : tensor<?x10xi1, #tgraph.dims<[B, 10]>> -> tensor<?x10xf32, #tgraph.dims<[B, 10]>>
+// CHECK: %[[SHIFTED:.+]] = tgraph.sub
+// CHECK: %[[LP:.+]] = tgraph.sub %[[SHIFTED]]
+// CHECK: %[[T:.+]] = tgraph.mul %[[OH]], %[[LP]]
+// CHECK: %[[S:.+]] = tgraph.reduce_sum %[[T]] {dims = array<i64: 1>}
+// CHECK: %[[NLL:.+]] = tgraph.neg %[[S]] : tensor<?xf32, #tgraph.dims<[B]>>
+// CHECK: %[[TOT:.+]] = tgraph.reduce_sum %[[NLL]] {dims = array<i64: 0>} : tensor<?xf32, #tgraph.dims<[B]>> -> tensor<f32>
+// CHECK: %[[MEAN:.+]] = tgraph.div %[[TOT]]
+// CHECK: return %[[MEAN]]
+func.func @cross_entropy(%logits: tensor<?x10xf32, #tgraph.dims<[B, 10]>>,
+                         %labels: tensor<?xi64, #tgraph.dims<[B]>>) -> tensor<f32> {
+  %l = tgraph.cross_entropy %logits, %labels : (tensor<?x10xf32, #tgraph.dims<[B, 10]>>,
+      tensor<?xi64, #tgraph.dims<[B]>>) -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// Soft labels multiply the log-probabilities directly; reduction none.
+// CHECK-LABEL: func.func @cross_entropy_soft
+// CHECK-NOT: tgraph.one_hot
+// CHECK: %[[T:.+]] = tgraph.mul %arg1, %{{.*}}
+// CHECK: %[[S:.+]] = tgraph.reduce_sum %[[T]] {dims = array<i64: 1>}
+// CHECK: %[[NLL:.+]] = tgraph.neg %[[S]]
+// CHECK: return %[[NLL]]
+func.func @cross_entropy_soft(%logits: tensor<?x10xf32, #tgraph.dims<[B, 10]>>,
+                              %p: tensor<?x10xf32, #tgraph.dims<[B, 10]>>) -> tensor<?xf32, #tgraph.dims<[B]>> {
+  %l = tgraph.cross_entropy %logits, %p {reduction = #tgraph<loss_reduction none>}
+      : (tensor<?x10xf32, #tgraph.dims<[B, 10]>>, tensor<?x10xf32, #tgraph.dims<[B, 10]>>) -> tensor<?xf32, #tgraph.dims<[B]>>
+  return %l : tensor<?xf32, #tgraph.dims<[B]>>
+}
+
+// -----
+
+// embedding(table, ids) = gather(table, ids, dim 0)
+// CHECK-LABEL: func.func @embedding
+// CHECK: %[[G:.+]] = tgraph.gather %arg0, %arg1 {dim = 0 : i64} : (tensor<100x16xf32>, tensor<?xi32, #tgraph.dims<[B]>>) -> tensor<?x16xf32, #tgraph.dims<[B, 16]>>
+// CHECK: return %[[G]]
+func.func @embedding(%t: tensor<100x16xf32>, %ids: tensor<?xi32, #tgraph.dims<[B]>>) -> tensor<?x16xf32, #tgraph.dims<[B, 16]>> {
+  %e = tgraph.embedding %t, %ids : (tensor<100x16xf32>, tensor<?xi32, #tgraph.dims<[B]>>) -> tensor<?x16xf32, #tgraph.dims<[B, 16]>>
+  return %e : tensor<?x16xf32, #tgraph.dims<[B, 16]>>
+}
