@@ -51,6 +51,8 @@ test: build fuzz-build
 demo: build
 	@./examples/demo.sh $(BUILD)/bin/tessera-opt
 
+# The sanitizer build also skips precompiled headers, so it catches a source
+# file that forgets an include the PCH happened to provide.
 $(FUZZ_BUILD)/build.ninja: | deps
 	cmake -S . -B $(FUZZ_BUILD) $(CMAKE_FLAGS) \
 	  -DTESSERA_ENABLE_FUZZER=ON -DTESSERA_SANITIZE=ON -DTESSERA_USE_PCH=OFF

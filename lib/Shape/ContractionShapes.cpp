@@ -46,7 +46,8 @@ ShapeResult tessera::shape::inferBatchMatmul(ShapeDiag &diag,
     return rankError(diag, 0, lhs, "rank 3 ([batch, M, K])");
   if (rhs.rank() != 3)
     return rankError(diag, 1, rhs, "rank 3 ([batch, K, N])");
-  auto b = diag.unifyOperandDims(lhs, 0, 0, rhs, 1, 0, "batch dimension mismatch");
+  auto b =
+      diag.unifyOperandDims(lhs, 0, 0, rhs, 1, 0, "batch dimension mismatch");
   if (!b)
     return std::nullopt;
   if (!diag.unifyOperandDims(lhs, 0, 2, rhs, 1, 1,
@@ -80,13 +81,13 @@ ShapeResult tessera::shape::inferDotGeneral(
     llvm::ArrayRef<int64_t> lhsContract, llvm::ArrayRef<int64_t> rhsContract) {
   if (lhsBatch.size() != rhsBatch.size())
     return diag.error("lhs_batching_dims has " +
-                      std::to_string(lhsBatch.size()) +
-                      " entries but rhs_batching_dims has " +
+                      countOf(lhsBatch.size(), "entry", "entries") +
+                      " but rhs_batching_dims has " +
                       std::to_string(rhsBatch.size()));
   if (lhsContract.size() != rhsContract.size())
     return diag.error("lhs_contracting_dims has " +
-                      std::to_string(lhsContract.size()) +
-                      " entries but rhs_contracting_dims has " +
+                      countOf(lhsContract.size(), "entry", "entries") +
+                      " but rhs_contracting_dims has " +
                       std::to_string(rhsContract.size()));
   llvm::SmallSet<int64_t, 8> lhsUsed, rhsUsed;
   if (!checkDims(diag, lhsBatch, lhs.rank(), lhsUsed, "lhs_batching_dims") ||
@@ -120,8 +121,8 @@ ShapeResult tessera::shape::inferDotGeneral(
 static bool checkPositive(ShapeDiag &diag, llvm::ArrayRef<int64_t> values,
                           size_t count, int64_t min, const std::string &name) {
   if (values.size() != count) {
-    diag.error(name + " must have " + std::to_string(count) +
-               " entries, but has " + std::to_string(values.size()));
+    diag.error(name + " must have " + countOf(count, "entry", "entries") +
+               ", but has " + std::to_string(values.size()));
     return false;
   }
   for (int64_t v : values)
@@ -134,15 +135,14 @@ static bool checkPositive(ShapeDiag &diag, llvm::ArrayRef<int64_t> values,
 }
 
 /// floor((in + padLo + padHi - dilation*(k-1) - 1) / stride) + 1
-static std::optional<DimExpr> convOutDim(ShapeDiag &diag, const DimExpr &in,
-                                         const DimExpr &k, int64_t lo,
-                                         int64_t hi, int64_t dil,
-                                         int64_t stride,
-                                         const std::string &which) {
+static std::optional<DimExpr>
+convOutDim(ShapeDiag &diag, const DimExpr &in, const DimExpr &k, int64_t lo,
+           int64_t hi, int64_t dil, int64_t stride, const std::string &which) {
   DimExpr span = in + DimExpr::constant(lo + hi) -
                  DimExpr::constant(dil) * (k - DimExpr::constant(1)) -
                  DimExpr::constant(1);
-  DimExpr out = *span.floorDiv(DimExpr::constant(stride)) + DimExpr::constant(1);
+  DimExpr out =
+      *span.floorDiv(DimExpr::constant(stride)) + DimExpr::constant(1);
   if (auto c = out.getConstant(); c && *c < 1)
     return diag.error("the dilated kernel " + which + " (" + k.str() +
                       ", dilation " + std::to_string(dil) +
@@ -165,7 +165,8 @@ ShapeResult tessera::shape::inferConv2d(ShapeDiag &diag,
       !checkPositive(diag, p.padding, 4, 0, "padding"))
     return std::nullopt;
   if (p.groups < 1)
-    return diag.error("groups must be >= 1, but is " + std::to_string(p.groups));
+    return diag.error("groups must be >= 1, but is " +
+                      std::to_string(p.groups));
   unsigned cDim = nhwc ? 3 : 1, hDim = nhwc ? 1 : 2, wDim = nhwc ? 2 : 3;
   unsigned oDim = nhwc ? 3 : 0, iDim = nhwc ? 2 : 1, khDim = nhwc ? 0 : 2,
            kwDim = nhwc ? 1 : 3;
@@ -201,18 +202,22 @@ ShapeResult tessera::shape::inferAttention(ShapeDiag &diag,
   for (unsigned i = 1; i < 3; ++i) {
     const TensorShape &s = i == 1 ? k : v;
     if (s.rank() != q.rank())
-      return rankError(diag, i, s, "the rank of the query (" +
-                                       std::to_string(q.rank()) + ")");
+      return rankError(diag, i, s,
+                       "the rank of the query (" + std::to_string(q.rank()) +
+                           ")");
   }
   unsigned r = q.rank();
   TensorShape result;
   for (unsigned d = 0; d + 2 < r; ++d) {
-    auto b = diag.unifyOperandDims(q, 0, d, k, 1, d, "batch dimension mismatch");
-    if (!b || !diag.unifyOperandDims(q, 0, d, v, 2, d, "batch dimension mismatch"))
+    auto b =
+        diag.unifyOperandDims(q, 0, d, k, 1, d, "batch dimension mismatch");
+    if (!b ||
+        !diag.unifyOperandDims(q, 0, d, v, 2, d, "batch dimension mismatch"))
       return std::nullopt;
     result.dims.push_back(*b);
   }
-  if (!diag.unifyOperandDims(q, 0, r - 1, k, 1, r - 1, "head dimension mismatch") ||
+  if (!diag.unifyOperandDims(q, 0, r - 1, k, 1, r - 1,
+                             "head dimension mismatch") ||
       !diag.unifyOperandDims(k, 1, r - 2, v, 2, r - 2,
                              "key/value sequence length mismatch"))
     return std::nullopt;

@@ -291,6 +291,16 @@ std::string DimExpr::str() const {
     int64_t c = t.coeff;
     bool negative = c < 0;
     uint64_t mag = negative ? 0 - static_cast<uint64_t>(c) : c;
+    // A leading '-' is a unary minus, which binds tighter than '/': the
+    // quotient needs parentheses (-(S/2), not -S/2).
+    bool unaryMinus = first && negative;
+    if (!first && c == std::numeric_limits<int64_t>::min()) {
+      // 2^63 has no positive int64 literal: write the coefficient signed.
+      s += "+(-" + std::to_string(mag) + ")";
+      if (!t.factors.empty())
+        s += "*" + monomialText(t.factors, true);
+      continue;
+    }
     if (first)
       s += negative ? "-" : "";
     else
@@ -302,7 +312,7 @@ std::string DimExpr::str() const {
     }
     if (mag != 1)
       s += std::to_string(mag) + "*";
-    s += monomialText(t.factors, mag != 1);
+    s += monomialText(t.factors, mag != 1 || unaryMinus);
   }
   return s;
 }
@@ -689,12 +699,33 @@ private:
 
   std::optional<DimExpr> parseUnaryImpl() {
     if (consume('-')) {
+      skipSpace();
+      if (pos < text.size() && std::isdigit(text[pos]))
+        return parseNegativeLiteral();
       auto e = parseUnary();
       if (!e)
         return std::nullopt;
       return checked(*e * DimExpr::constant(-1));
     }
     return parsePrimary();
+  }
+
+  /// `-<digits>`, read as one literal so that INT64_MIN (which str() prints)
+  /// parses back.
+  std::optional<DimExpr> parseNegativeLiteral() {
+    size_t start = pos;
+    while (pos < text.size() && std::isdigit(text[pos]))
+      ++pos;
+    uint64_t magnitude;
+    constexpr uint64_t kMinMagnitude = uint64_t(1) << 63;
+    if (text.substr(start, pos - start).getAsInteger(10, magnitude) ||
+        magnitude > kMinMagnitude) {
+      pos = start;
+      return fail("integer does not fit in 64 bits");
+    }
+    return DimExpr::constant(magnitude == kMinMagnitude
+                                 ? std::numeric_limits<int64_t>::min()
+                                 : -int64_t(magnitude));
   }
 
   std::optional<DimExpr> parsePrimary() {

@@ -35,6 +35,7 @@ ShapeResult tessera::shape::inferScatterAdd(ShapeDiag &diag,
                       expected.str() + " (operand dims around dim " +
                       std::to_string(dim) + " with the index shape inside), "
                       "but has shape " + updates.str());
+  TensorShape result = x;
   for (size_t d = 0; d < expected.rank(); ++d) {
     // Map each updates dim back to the operand it comes from.
     int64_t d0 = int64_t(d);
@@ -42,12 +43,15 @@ ShapeResult tessera::shape::inferScatterAdd(ShapeDiag &diag,
     int srcDim = d0 < dim ? d0
                  : src == 1 ? d0 - dim
                             : d0 - int64_t(indices.rank()) + 1;
-    if (!diag.unify(expected.dims[d], diag.dimLabel(src, srcDim),
-                    {{src, srcDim}}, updates.dims[d], diag.dimLabel(2, d),
-                    {{2, int(d)}}, "updates dimension mismatch"))
+    auto u = diag.unify(expected.dims[d], diag.dimLabel(src, srcDim),
+                        {{src, srcDim}}, updates.dims[d], diag.dimLabel(2, d),
+                        {{2, int(d)}}, "updates dimension mismatch");
+    if (!u)
       return std::nullopt;
+    if (src == 0)
+      result.dims[srcDim] = *u;
   }
-  return x;
+  return result;
 }
 
 ShapeResult tessera::shape::inferEmbedding(ShapeDiag &diag,

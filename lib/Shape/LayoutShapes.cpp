@@ -10,9 +10,9 @@ ShapeResult tessera::shape::inferTranspose(ShapeDiag &diag,
                                            const TensorShape &x,
                                            llvm::ArrayRef<int64_t> perm) {
   if (perm.size() != x.rank())
-    return diag.error("permutation has " + std::to_string(perm.size()) +
-                      " entries but the operand has rank " +
-                      std::to_string(x.rank()));
+    return diag.error("permutation has " +
+                      countOf(perm.size(), "entry", "entries") +
+                      " but the operand has rank " + std::to_string(x.rank()));
   if (!checkDimList(diag, perm, x.rank(), "permutation"))
     return std::nullopt;
   TensorShape result;
@@ -32,7 +32,8 @@ ShapeResult tessera::shape::inferReshape(ShapeDiag &diag, const TensorShape &x,
     }
     if (unknownAt >= 0)
       return diag.error("the result may have at most one '?' dimension, but "
-                        "dims " + std::to_string(unknownAt) + " and " +
+                        "dims " +
+                        std::to_string(unknownAt) + " and " +
                         std::to_string(d) + " are both '?'");
     unknownAt = int(d);
   }
@@ -58,15 +59,16 @@ ShapeResult tessera::shape::inferReshape(ShapeDiag &diag, const TensorShape &x,
   return result;
 }
 
-ShapeResult tessera::shape::inferBroadcastInDim(
-    ShapeDiag &diag, const TensorShape &x, const TensorShape &target,
-    llvm::ArrayRef<int64_t> broadcastDims) {
+ShapeResult
+tessera::shape::inferBroadcastInDim(ShapeDiag &diag, const TensorShape &x,
+                                    const TensorShape &target,
+                                    llvm::ArrayRef<int64_t> broadcastDims) {
   if (broadcastDims.size() != x.rank())
     return diag.error("broadcast_dimensions has " +
-                      std::to_string(broadcastDims.size()) +
-                      " entries but the operand has rank " +
-                      std::to_string(x.rank()));
-  if (!checkDimList(diag, broadcastDims, target.rank(), "broadcast_dimensions"))
+                      countOf(broadcastDims.size(), "entry", "entries") +
+                      " but the operand has rank " + std::to_string(x.rank()));
+  if (!checkDimList(diag, broadcastDims, target.rank(), "broadcast_dimensions",
+                    "the result"))
     return std::nullopt;
   TensorShape result = target;
   for (size_t i = 0; i < x.rank(); ++i) {
@@ -97,7 +99,8 @@ ShapeResult tessera::shape::inferSlice(ShapeDiag &diag, const TensorShape &x,
   size_t r = x.rank();
   if (start.size() != r || limit.size() != r || stride.size() != r)
     return diag.error("start, limit and stride need one entry per operand dim "
-                      "(" + std::to_string(r) + "), but have " +
+                      "(" +
+                      std::to_string(r) + "), but have " +
                       std::to_string(start.size()) + ", " +
                       std::to_string(limit.size()) + " and " +
                       std::to_string(stride.size()));
@@ -109,11 +112,15 @@ ShapeResult tessera::shape::inferSlice(ShapeDiag &diag, const TensorShape &x,
     if (stride[d] < 1)
       return diag.error("stride of " + at + " must be >= 1, but is " +
                         std::to_string(stride[d]));
-    if (auto c = start[d].getConstant(); c && *c < 0)
+    auto negativeFor = [](const DimExpr &e) { // e < 0 for all symbols
+      auto lb = (DimExpr::constant(0) - e).lowerBound();
+      return lb && *lb > 0;
+    };
+    if (negativeFor(start[d]))
       return diag.error("start of " + at + " is negative (" + start[d].str() +
                         ")");
     DimExpr size = limit[d] - start[d];
-    if (auto c = size.getConstant(); c && *c < 0)
+    if (negativeFor(size))
       return diag.error("limit of " + at + " (" + limit[d].str() +
                         ") is below its start (" + start[d].str() + ")");
     auto over = (limit[d] - x.dims[d]).lowerBound();
@@ -121,9 +128,8 @@ ShapeResult tessera::shape::inferSlice(ShapeDiag &diag, const TensorShape &x,
       return diag.error("limit of " + at + " (" + limit[d].str() +
                         ") is past the end of " + diag.dimLabel(0, d) + " (" +
                         x.dims[d].str() + ")");
-    result.dims.push_back(
-        *(size + DimExpr::constant(stride[d] - 1))
-             .floorDiv(DimExpr::constant(stride[d])));
+    result.dims.push_back(*(size + DimExpr::constant(stride[d] - 1))
+                               .floorDiv(DimExpr::constant(stride[d])));
   }
   return result;
 }
@@ -137,9 +143,8 @@ ShapeResult tessera::shape::inferDynamicSlice(ShapeDiag &diag,
                       std::to_string(x.rank()) + "), but got " +
                       std::to_string(numStarts));
   if (sizes.size() != x.rank())
-    return diag.error("sizes has " + std::to_string(sizes.size()) +
-                      " entries but the operand has rank " +
-                      std::to_string(x.rank()));
+    return diag.error("sizes has " + countOf(sizes.size(), "entry", "entries") +
+                      " but the operand has rank " + std::to_string(x.rank()));
   for (size_t d = 0; d < x.rank(); ++d) {
     if (sizes[d].isUnknown())
       return diag.error("size of dim " + std::to_string(d) + " must be known");
@@ -192,7 +197,8 @@ ShapeResult tessera::shape::inferPad(ShapeDiag &diag, const TensorShape &x,
   size_t r = x.rank();
   if (low.size() != r || high.size() != r || interior.size() != r)
     return diag.error("low, high and interior need one entry per operand dim "
-                      "(" + std::to_string(r) + "), but have " +
+                      "(" +
+                      std::to_string(r) + "), but have " +
                       std::to_string(low.size()) + ", " +
                       std::to_string(high.size()) + " and " +
                       std::to_string(interior.size()));

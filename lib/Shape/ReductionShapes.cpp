@@ -8,12 +8,13 @@ using namespace tessera::shape;
 
 bool tessera::shape::checkDimList(ShapeDiag &diag,
                                   llvm::ArrayRef<int64_t> dims, size_t rank,
-                                  const std::string &attrName) {
+                                  const std::string &attrName,
+                                  const std::string &subject) {
   llvm::SmallSet<int64_t, 8> seen;
   for (int64_t d : dims) {
     if (d < 0 || d >= int64_t(rank)) {
       diag.error(attrName + " entry " + std::to_string(d) +
-                 " is out of range for an operand of rank " +
+                 " is out of range for " + subject + " of rank " +
                  std::to_string(rank));
       return false;
     }
@@ -30,10 +31,14 @@ bool tessera::shape::checkAxis(ShapeDiag &diag, int64_t axis, size_t rank,
                                const std::string &attrName) {
   if (axis >= 0 && axis < int64_t(rank))
     return true;
-  diag.error(attrName + " " + std::to_string(axis) +
-             " is out of range for an operand of rank " +
-             std::to_string(rank) + " (expected 0.." +
-             std::to_string(int64_t(rank) - 1) + ")");
+  if (rank == 0)
+    diag.error(attrName + " " + std::to_string(axis) +
+               " is out of range: the operand is a scalar and has no dims");
+  else
+    diag.error(attrName + " " + std::to_string(axis) +
+               " is out of range for an operand of rank " +
+               std::to_string(rank) + " (expected 0.." +
+               std::to_string(int64_t(rank) - 1) + ")");
   return false;
 }
 
@@ -61,6 +66,7 @@ ShapeResult tessera::shape::inferNormalization(
     return std::nullopt;
   TensorShape normalized(
       std::vector<DimExpr>(x.dims.begin() + axis, x.dims.end()));
+  TensorShape result = x;
   unsigned operand = 1;
   for (const auto *param : {&scale, &bias}) {
     if (!param->has_value())
@@ -71,13 +77,16 @@ ShapeResult tessera::shape::inferNormalization(
                         std::to_string(normalized.rank()) +
                         " (the normalized dims " + normalized.str() +
                         " of the input), but has shape " + p.str());
-    for (size_t d = 0; d < p.rank(); ++d)
-      if (!diag.unifyOperandDims(x, 0, axis + d, p, operand, d,
-                                 "normalized dimension mismatch"))
+    for (size_t d = 0; d < p.rank(); ++d) {
+      auto u = diag.unifyOperandDims(x, 0, axis + d, p, operand, d,
+                                     "normalized dimension mismatch");
+      if (!u)
         return std::nullopt;
+      result.dims[axis + d] = *u;
+    }
     ++operand;
   }
-  return x;
+  return result;
 }
 
 ShapeResult tessera::shape::inferCrossEntropy(ShapeDiag &diag,
@@ -96,7 +105,7 @@ ShapeResult tessera::shape::inferCrossEntropy(ShapeDiag &diag,
                     : " (class indices have the logits' shape without the "
                       "class dim)") +
         ", but has shape " + labels.str());
-  TensorShape perExample;
+  TensorShape perExample; // the logits' dims without the class dim
   for (size_t d = 0; d < expectedRank; ++d) {
     auto u = diag.unifyOperandDims(logits, 0, d, labels, 1, d,
                                    "label dimension mismatch");
@@ -105,8 +114,6 @@ ShapeResult tessera::shape::inferCrossEntropy(ShapeDiag &diag,
     if (d + 1 < logits.rank())
       perExample.dims.push_back(*u);
   }
-  if (softLabels)
-    perExample.dims.assign(logits.dims.begin(), logits.dims.end() - 1);
   if (reduce)
     return TensorShape();
   return perExample;

@@ -2,6 +2,8 @@
 
 #include "tessera/Shape/ShapeDiag.h"
 
+#include <cstdio>
+
 using namespace tessera::shape;
 
 TensorShape TensorShape::ofConstants(llvm::ArrayRef<int64_t> sizes) {
@@ -57,6 +59,17 @@ std::string tessera::shape::describeSymbols(llvm::ArrayRef<DimExpr> exprs) {
   return s;
 }
 
+std::string tessera::shape::countOf(size_t n, const char *singular,
+                                    const char *plural) {
+  return std::to_string(n) + " " + (n == 1 ? singular : plural);
+}
+
+std::string tessera::shape::formatNumber(double value) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%g", value);
+  return buf;
+}
+
 std::optional<DimExpr> ShapeDiag::unify(const DimExpr &a,
                                         const std::string &aLabel,
                                         std::vector<DimRef> aRefs,
@@ -78,14 +91,16 @@ std::optional<DimExpr> ShapeDiag::unify(const DimExpr &a,
   case Truth::Unknown:
     break;
   }
+  // A '?' that no operand dim carries (a declared result dim, a callee
+  // parameter) is simply refined by the other side: there is nothing to
+  // compare at run time.
+  if ((a.isUnknown() && aRefs.empty()) || (b.isUnknown() && bRefs.empty()))
+    return a.isUnknown() ? b : a;
   // Equality depends on run-time values: check it then.
-  DimConstraint c{a, b, std::move(aRefs), std::move(bRefs),
-                  what + ": " + aLabel + " (" + a.str() + ") must equal " +
-                      bLabel + " (" + b.str() + ")"};
-  if (a.isUnknown() && b.isUnknown() && c.lhsRefs.empty() &&
-      c.rhsRefs.empty())
-    return a; // nothing to check against
-  runtime.push_back(std::move(c));
+  runtime.push_back(DimConstraint{a, b, std::move(aRefs), std::move(bRefs),
+                                  what + ": " + aLabel + " (" + a.str() +
+                                      ") must equal " + bLabel + " (" +
+                                      b.str() + ")"});
   if (a.isUnknown())
     return b;
   if (b.isUnknown())

@@ -130,3 +130,18 @@ TEST(DimExpr, Overflow) {
 }
 
 } // namespace
+
+namespace {
+TEST(DimExpr, PrintedFormParsesBack) {
+  for (const char *text :
+       {"-9223372036854775808", "S-9223372036854775807-1", "-2*S+3",
+        "(S+1)/2", "2*(D/H)", "B*H*(D/H)", "-(S/2)", "D/(2*H)"}) {
+    DimExpr e = parse(text);
+    EXPECT_TRUE(parse(e.str()).isIdentical(e)) << text << " -> " << e.str();
+  }
+  EXPECT_EQ(parse("-9223372036854775808").getConstant(),
+            std::numeric_limits<int64_t>::min());
+  EXPECT_NE(parseError("-9223372036854775809").find("64 bits"),
+            std::string::npos);
+}
+} // namespace

@@ -98,6 +98,12 @@ private:
 /// "D" / "D and H" / "B, S and T": the symbols of the expressions.
 std::string describeSymbols(llvm::ArrayRef<DimExpr> exprs);
 
+/// "1 entry", "3 entries".
+std::string countOf(size_t n, const char *singular, const char *plural);
+
+/// A double as users write it: "1e-05", "-0.5", "inf".
+std::string formatNumber(double value);
+
 } // namespace tessera::shape
 
 #endif // TESSERA_SHAPE_SHAPEDIAG_H

@@ -68,9 +68,11 @@ ShapeResult inferAttention(ShapeDiag &diag, const TensorShape &q,
 
 //===-- Reductions and normalizations ------------------------------------===//
 
-/// Checks a list of distinct in-range dims ("reduction dims").
+/// Checks a list of distinct in-range dims ("reduction dims") of `subject`
+/// ("an operand", "the result").
 bool checkDimList(ShapeDiag &diag, llvm::ArrayRef<int64_t> dims, size_t rank,
-                  const std::string &attrName);
+                  const std::string &attrName,
+                  const std::string &subject = "an operand");
 /// Reduction over `dims` (all dims if empty and `allIfEmpty`).
 ShapeResult inferReduce(ShapeDiag &diag, const TensorShape &x,
                         llvm::ArrayRef<int64_t> dims, bool keepDims);

@@ -211,7 +211,7 @@ LogicalResult AttentionOp::inferTypes(TypeInference &ti, Adaptor a) {
                    "{policy = #tgraph.policy<accum = f32>}");
   if (auto scale = a.getScaleAttr(); scale && !(scale.getValueAsDouble() > 0))
     return ti.fail("scale must be positive, but is " +
-                   std::to_string(scale.getValueAsDouble()));
+                   shape::formatNumber(scale.getValueAsDouble()));
   if (failed(checkComputePolicy(ti, policy, element, element, false)))
     return failure();
   auto result = shape::inferAttention(

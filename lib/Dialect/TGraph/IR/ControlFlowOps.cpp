@@ -293,7 +293,7 @@ static LogicalResult inferIterative(TypeInference &ti, AdaptorT a,
                    " params as arguments");
   if (!(a.getTol().convertToDouble() > 0))
     return ti.fail("tol must be positive, but is " +
-                   std::to_string(a.getTol().convertToDouble()));
+                   shape::formatNumber(a.getTol().convertToDouble()));
   int64_t maxIter = a.getMaxIter();
   if (maxIter < 1)
     return ti.fail("max_iter must be >= 1, but is " + std::to_string(maxIter));
@@ -362,17 +362,21 @@ LogicalResult mlir::tessera::tgraph::inferCallResults(TypeInference &ti,
     return ti.fail("the callee takes " + std::to_string(callee.getNumInputs()) +
                    " arguments but " + std::to_string(args.size()) +
                    " are passed");
+  // One shape per argument, so messages name the right operand; non-tensor
+  // arguments (keys, caches) must match exactly and contribute no dims.
   std::vector<shape::TensorShape> params, actual;
   for (auto [i, pair] : llvm::enumerate(llvm::zip(callee.getInputs(), args))) {
     auto [p, a] = pair;
     auto pt = dyn_cast<RankedTensorType>(p);
     auto at = dyn_cast<RankedTensorType>(a);
     if (!pt || !at || pt.getElementType() != at.getElementType()) {
-      if (p == a)
-        continue;
-      return ti.fail(ti.diag().operandLabel(i) + " has type " + typeName(a) +
-                     " but the callee's parameter " + std::to_string(i) +
-                     " has type " + typeName(p));
+      if (p != a)
+        return ti.fail(ti.diag().operandLabel(i) + " has type " +
+                       typeName(a) + " but the callee's parameter " +
+                       std::to_string(i) + " has type " + typeName(p));
+      params.emplace_back();
+      actual.emplace_back();
+      continue;
     }
     params.push_back(getShape(pt));
     actual.push_back(getShape(at));
@@ -386,8 +390,19 @@ LogicalResult mlir::tessera::tgraph::inferCallResults(TypeInference &ti,
       ti.addResult(r);
       continue;
     }
-    ti.addResult(shape::substitute(getShape(rt), bindings),
-                 rt.getElementType());
+    // A result dim using a symbol the arguments do not bind says nothing
+    // about the caller's symbols of the same name: it is unknown here.
+    shape::TensorShape s = shape::substitute(getShape(rt), bindings);
+    shape::TensorShape declared = getShape(rt);
+    for (size_t d = 0; d < s.rank(); ++d) {
+      std::set<std::string> syms;
+      declared.dims[d].collectSymbols(syms);
+      if (llvm::any_of(syms, [&](const std::string &n) {
+            return !bindings.count(n);
+          }))
+        s.dims[d] = shape::DimExpr::unknown();
+    }
+    ti.addResult(s, rt.getElementType());
   }
   return success();
 }
@@ -454,9 +469,9 @@ LogicalResult CustomVjpOp::verifySymbolUses(SymbolTableCollection &symbols) {
                           "fwd must take the callee's arguments")))
     return failure();
   size_t nr = ft.getNumResults();
-  if (fwdT.getNumResults() < nr ||
-      failed(requireTypes(*this, fwdT.getResults().take_front(nr),
-                          ft.getResults(),
+  TypeRange fwdLead = fwdT.getResults().take_front(
+      std::min<size_t>(nr, fwdT.getNumResults()));
+  if (failed(requireTypes(*this, fwdLead, ft.getResults(),
                           "fwd must return the callee's results first")))
     return failure();
   TypeRange residuals = fwdT.getResults().drop_front(nr);

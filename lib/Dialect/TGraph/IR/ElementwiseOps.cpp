@@ -520,18 +520,21 @@ static LogicalResult checkCast(TypeInference &ti, Type from, Type to,
     return ti.fail("the accum policy does not apply to a cast");
   if (policy.getLossScale())
     return ti.fail("the loss_scale policy does not apply to a cast");
-  bool narrowing = toFloat && fromFloat &&
-                   !isExactWidening(from, to);
-  if (policy.getStochasticRound() && !narrowing)
-    return ti.fail("stochastic_round needs a float cast that loses "
-                   "precision, but " + typeName(from) + " -> " +
-                   typeName(to) + " is exact");
-  bool canOverflow = (toFloat && isFloat8(to)) ||
-                     (isa<IntegerType>(to) && !to.isInteger(1) &&
-                      !isExactWidening(from, to));
+  if (policy.getStochasticRound()) {
+    if (!fromFloat || !toFloat)
+      return ti.fail("stochastic_round applies to float-to-float casts, but "
+                     "this cast is " + typeName(from) + " -> " + typeName(to));
+    if (isExactWidening(from, to))
+      return ti.fail("stochastic_round needs a float cast that loses "
+                     "precision, but " + typeName(from) + " -> " +
+                     typeName(to) + " is exact");
+  }
+  bool canOverflow = !isExactWidening(from, to) &&
+                     (isFloat8(to) || (isa<IntegerType>(to) && !to.isInteger(1)));
   if (policy.getSaturate() && !canOverflow)
-    return ti.fail("saturate needs a cast to fp8 or to a narrower integer, "
-                   "but the result type is " + typeName(to));
+    return ti.fail("saturate needs a cast whose values can overflow the "
+                   "result type (to fp8 or a narrower integer), but " +
+                   typeName(from) + " -> " + typeName(to) + " cannot");
   return success();
 }
 

@@ -125,18 +125,24 @@ LogicalResult LogsumexpSafeOp::inferTypes(TypeInference &ti, Adaptor a) {
 
 template <typename AdaptorT>
 static LogicalResult inferNorm(TypeInference &ti, AdaptorT a, Value bias) {
-  ti.setOperandNames({"x", "scale", "bias"});
   Value x = a.getX(), scale = a.getScale();
+  // Operand positions shift when the scale is absent.
+  std::vector<std::string> names{"x"};
   SmallVector<std::pair<Value, unsigned>> same{{x, 0}};
-  if (scale)
-    same.push_back({scale, 1});
-  if (bias)
-    same.push_back({bias, scale ? 2u : 1u});
+  if (scale) {
+    names.push_back("scale");
+    same.push_back({scale, unsigned(names.size() - 1)});
+  }
+  if (bias) {
+    names.push_back("bias");
+    same.push_back({bias, unsigned(names.size() - 1)});
+  }
+  ti.setOperandNames(names);
   if (failed(ti.requireSameElementType(same)))
     return failure();
   double eps = a.getEpsilon().convertToDouble();
   if (!(eps >= 0))
-    return ti.fail("epsilon must be >= 0, but is " + std::to_string(eps));
+    return ti.fail("epsilon must be >= 0, but is " + shape::formatNumber(eps));
   std::optional<shape::TensorShape> scaleShape, biasShape;
   if (scale)
     scaleShape = getShape(scale.getType());

@@ -58,8 +58,9 @@ DimsAttr::verifyEncoding(ArrayRef<int64_t> sizes, Type elementType,
                          function_ref<InFlightDiagnostic()> emitError) const {
   std::vector<shape::DimExpr> dims = getDims();
   if (dims.size() != sizes.size())
-    return emitError() << "#tgraph.dims has " << dims.size()
-                       << " entries but the tensor has rank " << sizes.size();
+    return emitError() << "#tgraph.dims has "
+                       << shape::countOf(dims.size(), "entry", "entries")
+                       << " but the tensor has rank " << sizes.size();
   bool anySymbolic = false;
   for (size_t i = 0; i < dims.size(); ++i) {
     auto c = dims[i].getConstant();

@@ -8,7 +8,9 @@ using namespace mlir;
 using namespace mlir::tessera::tgraph;
 
 shape::TensorShape mlir::tessera::tgraph::getShape(Type type) {
-  auto tensor = cast<RankedTensorType>(type);
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  if (!tensor)
+    return shape::TensorShape(); // only reached for IR the verifier rejects
   if (auto dims = dyn_cast_or_null<DimsAttr>(tensor.getEncoding()))
     return shape::TensorShape(dims.getDims());
   shape::TensorShape s;
@@ -188,20 +190,34 @@ bool mlir::tessera::tgraph::isFloat8(Type t) {
   return isa<Float8E4M3FNType, Float8E5M2Type>(t);
 }
 
+/// True if every finite value, infinity and NaN of `a` has an exact value
+/// in `b`: b's exponent range and precision cover a's (then a's subnormals
+/// also land on b's grid), and b has inf where a has.
+static bool floatCovers(const llvm::fltSemantics &a,
+                        const llvm::fltSemantics &b) {
+  using llvm::APFloat;
+  return APFloat::semanticsMaxExponent(b) >= APFloat::semanticsMaxExponent(a) &&
+         APFloat::semanticsMinExponent(b) <= APFloat::semanticsMinExponent(a) &&
+         APFloat::semanticsPrecision(b) >= APFloat::semanticsPrecision(a) &&
+         (!APFloat::semanticsHasInf(a) || APFloat::semanticsHasInf(b)) &&
+         (!APFloat::semanticsHasNaN(a) || APFloat::semanticsHasNaN(b));
+}
+
 bool mlir::tessera::tgraph::isExactWidening(Type from, Type to) {
   Type a = getElementTypeOrSelf(from), b = getElementTypeOrSelf(to);
   if (a == b)
     return true;
   auto fa = dyn_cast<FloatType>(a), fb = dyn_cast<FloatType>(b);
-  if (fa && fb) {
-    // Every value of a fits if b has at least a's exponent range and
-    // mantissa bits (tf32 and bf16 are not ordered by width alone).
-    const llvm::fltSemantics &sa = fa.getFloatSemantics();
-    const llvm::fltSemantics &sb = fb.getFloatSemantics();
-    return llvm::APFloat::isRepresentableAsNormalIn(sa, sb) &&
-           llvm::APFloat::semanticsPrecision(sa) <=
-               llvm::APFloat::semanticsPrecision(sb);
-  }
   auto ia = dyn_cast<IntegerType>(a), ib = dyn_cast<IntegerType>(b);
-  return ia && ib && ia.getWidth() > 1 && ia.getWidth() <= ib.getWidth();
+  if (fa && fb)
+    return floatCovers(fa.getFloatSemantics(), fb.getFloatSemantics());
+  // i1 converts to 0 or 1; other integers are signed and need their
+  // magnitude bits (width - 1) to fit.
+  unsigned magnitude = ia ? (ia.getWidth() == 1 ? 1 : ia.getWidth() - 1) : 0;
+  if (ia && ib)
+    return ia.getWidth() == 1 ? ib.getWidth() >= 2
+                              : ia.getWidth() <= ib.getWidth() && ib.getWidth() > 1;
+  if (ia && fb)
+    return magnitude <= llvm::APFloat::semanticsPrecision(fb.getFloatSemantics());
+  return false;
 }

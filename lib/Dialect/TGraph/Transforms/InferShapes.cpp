@@ -238,6 +238,8 @@ private:
   }
 
   /// Region arguments take the (refined) types of the values they receive.
+  /// Loop carries (scan, while) also receive what the body yields, so they
+  /// keep their declared types.
   void refineRegionArguments(Operation *op) {
     auto refine = [](Block &block, unsigned first, TypeRange types) {
       for (auto [i, t] : llvm::enumerate(types)) {
