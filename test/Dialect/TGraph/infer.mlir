@@ -1651,3 +1651,72 @@ func.func @unified_dims_reach_results(%logits: tensor<?x10xf32>, %p: tensor<?x10
       : (tensor<100x?xf32>, tensor<?xi32, #tgraph.dims<[N]>>, tensor<?x64xf32, #tgraph.dims<[N, 64]>>) -> tensor<100x?xf32>
   return %0, %1, %2 : tensor<?xf32>, tensor<?x?xf32>, tensor<100x?xf32>
 }
+
+// -----
+
+// Ops that create tensors state their (symbolic) shapes; inference carries
+// those shapes into their users.
+// CHECK-LABEL: func.func @generators_feed_inference
+// CHECK-SAME: -> (tensor<?x64xf32, #tgraph.dims<[B, 64]>>, tensor<?x64xi1, #tgraph.dims<[B, 64]>>, tensor<?x?xf32, #tgraph.dims<[B, S]>>, tensor<?xf32, #tgraph.dims<[B]>>)
+// CHECK: %[[K:.+]] = tgraph.rng.key {seed = 7 : i64}
+// CHECK: %[[K1:.+]]:2 = tgraph.rng.split %[[K]] : !tgraph.key, !tgraph.key
+// CHECK: %[[K2:.+]] = tgraph.rng.fold_in %[[K1]]#1, %{{.*}} : tensor<i64>
+// CHECK: %[[U:.+]] = tgraph.rng.uniform %[[K1]]#0 : tensor<?x64xf32, #tgraph.dims<[B, 64]>>
+// CHECK: %[[N:.+]] = tgraph.rng.normal %[[K2]] : tensor<?x64xf32, #tgraph.dims<[B, 64]>>
+// CHECK: %[[F:.+]] = tgraph.full {value = 1.000000e+00 : f32} : tensor<?x64xf32, #tgraph.dims<[B, 64]>>
+// CHECK: %[[S:.+]] = tgraph.add %[[U]], %[[N]] : tensor<?x64xf32, #tgraph.dims<[B, 64]>>
+// CHECK: %[[T:.+]] = tgraph.mul %[[S]], %[[F]] : tensor<?x64xf32, #tgraph.dims<[B, 64]>>
+// CHECK: %[[M:.+]] = tgraph.rng.bernoulli %[[K2]] {p = 5.000000e-01 : f64} : tensor<?x64xi1, #tgraph.dims<[B, 64]>>
+// CHECK: %[[I:.+]] = tgraph.iota {dim = 1 : i64} : tensor<?x?xf32, #tgraph.dims<[B, S]>>
+// CHECK: %[[NS:.+]] = tgraph.dim_size %arg0 {dim = 1 : i64} : tensor<?x?xf32, #tgraph.dims<[B, S]>> -> tensor<f32>
+// CHECK: %[[D:.+]] = tgraph.div %[[I]], %[[NS]] : (tensor<?x?xf32, #tgraph.dims<[B, S]>>, tensor<f32>) -> tensor<?x?xf32, #tgraph.dims<[B, S]>>
+// CHECK: %[[R:.+]] = tgraph.reduce_sum %[[D]] {dims = array<i64: 1>} : tensor<?x?xf32, #tgraph.dims<[B, S]>> -> tensor<?xf32, #tgraph.dims<[B]>>
+// CHECK: return %[[T]], %[[M]], %[[D]], %[[R]]
+func.func @generators_feed_inference(%x: tensor<?x?xf32, #tgraph.dims<[B, S]>>, %step: tensor<i64>)
+    -> (tensor<?x?xf32>, tensor<?x64xi1, #tgraph.dims<[B, 64]>>, tensor<?x?xf32>, tensor<?xf32>) {
+  %k = tgraph.rng.key {seed = 7 : i64}
+  %k1, %k2 = tgraph.rng.split %k : !tgraph.key, !tgraph.key
+  %k3 = tgraph.rng.fold_in %k2, %step : tensor<i64>
+  %u = tgraph.rng.uniform %k1 : tensor<?x64xf32, #tgraph.dims<[B, 64]>>
+  %n = tgraph.rng.normal %k3 : tensor<?x64xf32, #tgraph.dims<[B, 64]>>
+  %f = tgraph.full {value = 1.0 : f32} : tensor<?x64xf32, #tgraph.dims<[B, 64]>>
+  %s = tgraph.add %u, %n : (tensor<?x64xf32, #tgraph.dims<[B, 64]>>, tensor<?x64xf32, #tgraph.dims<[B, 64]>>) -> tensor<?x?xf32>
+  %t = tgraph.mul %s, %f : (tensor<?x?xf32>, tensor<?x64xf32, #tgraph.dims<[B, 64]>>) -> tensor<?x?xf32>
+  %m = tgraph.rng.bernoulli %k3 {p = 0.5 : f64} : tensor<?x64xi1, #tgraph.dims<[B, 64]>>
+  %i = tgraph.iota {dim = 1 : i64} : tensor<?x?xf32, #tgraph.dims<[B, S]>>
+  %ns = tgraph.dim_size %x {dim = 1 : i64} : tensor<?x?xf32, #tgraph.dims<[B, S]>> -> tensor<f32>
+  %d = tgraph.div %i, %ns : (tensor<?x?xf32, #tgraph.dims<[B, S]>>, tensor<f32>) -> tensor<?x?xf32>
+  %r = tgraph.reduce_sum %d {dims = array<i64: 1>} : (tensor<?x?xf32>) -> tensor<?xf32>
+  return %t, %m, %d, %r : tensor<?x?xf32>, tensor<?x64xi1, #tgraph.dims<[B, 64]>>, tensor<?x?xf32>, tensor<?xf32>
+}
+
+// -----
+
+// custom_vjp / custom_jvp results follow the callee, like tgraph.call.
+// CHECK-LABEL: func.func @custom_rules
+// CHECK-SAME: -> (tensor<?x8xf32, #tgraph.dims<[B, 8]>>, tensor<?x8xf32, #tgraph.dims<[B, 8]>>)
+// CHECK: tgraph.custom_vjp @f(%arg0) fwd @f_fwd bwd @f_bwd : (tensor<?x8xf32, #tgraph.dims<[B, 8]>>) -> tensor<?x8xf32, #tgraph.dims<[B, 8]>>
+// CHECK: tgraph.custom_jvp @f(%arg0) jvp @f_jvp : (tensor<?x8xf32, #tgraph.dims<[B, 8]>>) -> tensor<?x8xf32, #tgraph.dims<[B, 8]>>
+func.func private @f(tensor<?x8xf32, #tgraph.dims<[N, 8]>>) -> tensor<?x8xf32, #tgraph.dims<[N, 8]>>
+func.func private @f_fwd(tensor<?x8xf32, #tgraph.dims<[N, 8]>>) -> (tensor<?x8xf32, #tgraph.dims<[N, 8]>>, tensor<?x8xf32, #tgraph.dims<[N, 8]>>)
+func.func private @f_bwd(tensor<?x8xf32, #tgraph.dims<[N, 8]>>, tensor<?x8xf32, #tgraph.dims<[N, 8]>>) -> tensor<?x8xf32, #tgraph.dims<[N, 8]>>
+func.func private @f_jvp(tensor<?x8xf32, #tgraph.dims<[N, 8]>>, tensor<?x8xf32, #tgraph.dims<[N, 8]>>) -> (tensor<?x8xf32, #tgraph.dims<[N, 8]>>, tensor<?x8xf32, #tgraph.dims<[N, 8]>>)
+func.func @custom_rules(%x: tensor<?x8xf32, #tgraph.dims<[B, 8]>>) -> (tensor<?x?xf32>, tensor<?x?xf32>) {
+  %0 = tgraph.custom_vjp @f(%x) fwd @f_fwd bwd @f_bwd : (tensor<?x8xf32, #tgraph.dims<[B, 8]>>) -> tensor<?x?xf32>
+  %1 = tgraph.custom_jvp @f(%x) jvp @f_jvp : (tensor<?x8xf32, #tgraph.dims<[B, 8]>>) -> tensor<?x?xf32>
+  return %0, %1 : tensor<?x?xf32>, tensor<?x?xf32>
+}
+
+// -----
+
+// kv_cache.read returns the cache's full contents, as its type states;
+// the keys feed inference like any tensor.
+// CHECK-LABEL: func.func @kv_cache_read_feeds_inference
+// CHECK: %[[K:.+]], %{{.*}}, %{{.*}} = tgraph.kv_cache.read
+// CHECK: tgraph.reduce_max %[[K]] {dims = array<i64: 2>} : tensor<?x8x128x64xbf16, #tgraph.dims<[B, 8, 128, 64]>> -> tensor<?x8x64xbf16, #tgraph.dims<[B, 8, 64]>>
+func.func @kv_cache_read_feeds_inference(%c: !tgraph.kv_cache<[B, 8, 128, 64], bf16>) -> tensor<?x?x?xbf16> {
+  %k, %v, %n = tgraph.kv_cache.read %c : !tgraph.kv_cache<[B, 8, 128, 64], bf16>
+      -> tensor<?x8x128x64xbf16, #tgraph.dims<[B, 8, 128, 64]>>, tensor<?x8x128x64xbf16, #tgraph.dims<[B, 8, 128, 64]>>, tensor<i64>
+  %m = tgraph.reduce_max %k {dims = array<i64: 2>} : tensor<?x8x128x64xbf16, #tgraph.dims<[B, 8, 128, 64]>> -> tensor<?x?x?xbf16>
+  return %m : tensor<?x?x?xbf16>
+}
