@@ -101,10 +101,7 @@ LogicalResult MatmulOp::inferTypes(TypeInference &ti, Adaptor a) {
   auto result = shape::inferMatmul(ti.diag(), getShape(a.getLhs().getType()),
                                    getShape(a.getRhs().getType()),
                                    a.getTransposeLhs(), a.getTransposeRhs());
-  if (!result)
-    return failure();
-  ti.addResult(*result, *element);
-  return success();
+  return ti.addResult(result, *element);
 }
 
 /// matmul(transpose(x), y) -> matmul(x, y) {transpose_lhs} when the
@@ -153,10 +150,7 @@ LogicalResult BatchMatmulOp::inferTypes(TypeInference &ti, Adaptor a) {
     return failure();
   auto result = shape::inferBatchMatmul(
       ti.diag(), getShape(a.getLhs().getType()), getShape(a.getRhs().getType()));
-  if (!result)
-    return failure();
-  ti.addResult(*result, *element);
-  return success();
+  return ti.addResult(result, *element);
 }
 
 LogicalResult DotGeneralOp::inferTypes(TypeInference &ti, Adaptor a) {
@@ -169,10 +163,7 @@ LogicalResult DotGeneralOp::inferTypes(TypeInference &ti, Adaptor a) {
       ti.diag(), getShape(a.getLhs().getType()), getShape(a.getRhs().getType()),
       a.getLhsBatchingDims(), a.getRhsBatchingDims(),
       a.getLhsContractingDims(), a.getRhsContractingDims());
-  if (!result)
-    return failure();
-  ti.addResult(*result, *element);
-  return success();
+  return ti.addResult(result, *element);
 }
 
 //===----------------------------------------------------------------------===//
@@ -193,10 +184,7 @@ LogicalResult Conv2dOp::inferTypes(TypeInference &ti, Adaptor a) {
   p.channelsLast = a.getLayout() == ConvLayout::nhwc;
   auto result = shape::inferConv2d(ti.diag(), getShape(a.getInput().getType()),
                                    getShape(a.getFilter().getType()), p);
-  if (!result)
-    return failure();
-  ti.addResult(*result, *element);
-  return success();
+  return ti.addResult(result, *element);
 }
 
 LogicalResult AttentionOp::inferTypes(TypeInference &ti, Adaptor a) {
@@ -217,8 +205,5 @@ LogicalResult AttentionOp::inferTypes(TypeInference &ti, Adaptor a) {
   auto result = shape::inferAttention(
       ti.diag(), getShape(a.getQuery().getType()),
       getShape(a.getKey().getType()), getShape(a.getValue().getType()));
-  if (!result)
-    return failure();
-  ti.addResult(*result, element);
-  return success();
+  return ti.addResult(result, element);
 }

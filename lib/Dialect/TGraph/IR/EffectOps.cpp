@@ -85,10 +85,7 @@ LogicalResult AllGatherOp::inferTypes(TypeInference &ti, Adaptor a) {
     return failure();
   auto result = shape::inferAllGather(ti.diag(), getShape(a.getX().getType()),
                                       a.getDim(), a.getGroupSize());
-  if (!result)
-    return failure();
-  ti.addResult(*result, getElementTypeOrSelf(a.getX().getType()));
-  return success();
+  return ti.addResult(result, getElementTypeOrSelf(a.getX().getType()));
 }
 
 LogicalResult ReduceScatterOp::inferTypes(TypeInference &ti, Adaptor a) {
@@ -96,10 +93,7 @@ LogicalResult ReduceScatterOp::inferTypes(TypeInference &ti, Adaptor a) {
     return failure();
   auto result = shape::inferReduceScatter(
       ti.diag(), getShape(a.getX().getType()), a.getDim(), a.getGroupSize());
-  if (!result)
-    return failure();
-  ti.addResult(*result, getElementTypeOrSelf(a.getX().getType()));
-  return success();
+  return ti.addResult(result, getElementTypeOrSelf(a.getX().getType()));
 }
 
 LogicalResult AllToAllOp::inferTypes(TypeInference &ti, Adaptor a) {
@@ -108,10 +102,7 @@ LogicalResult AllToAllOp::inferTypes(TypeInference &ti, Adaptor a) {
   auto result = shape::inferAllToAll(ti.diag(), getShape(a.getX().getType()),
                                      a.getSplitDim(), a.getConcatDim(),
                                      a.getGroupSize());
-  if (!result)
-    return failure();
-  ti.addResult(*result, getElementTypeOrSelf(a.getX().getType()));
-  return success();
+  return ti.addResult(result, getElementTypeOrSelf(a.getX().getType()));
 }
 
 LogicalResult PermuteOp::inferTypes(TypeInference &ti, Adaptor a) {

@@ -32,10 +32,7 @@ static std::vector<shape::TensorShape> shapesOf(ValueRange values) {
 static LogicalResult addBroadcastResult(TypeInference &ti, ValueRange operands,
                                         Type elementType) {
   auto result = shape::inferBroadcast(ti.diag(), shapesOf(operands));
-  if (!result)
-    return failure();
-  ti.addResult(*result, elementType);
-  return success();
+  return ti.addResult(result, elementType);
 }
 
 /// A result shape must be fully determined for ops that create tensors:

@@ -16,10 +16,7 @@ using namespace mlir::tessera::tgraph;
 /// The result shape `s` with the element type of `v`.
 static LogicalResult addResultLike(TypeInference &ti,
                                    const shape::ShapeResult &s, Value v) {
-  if (!s)
-    return failure();
-  ti.addResult(*s, getElementTypeOrSelf(v.getType()));
-  return success();
+  return ti.addResult(s, getElementTypeOrSelf(v.getType()));
 }
 
 //===----------------------------------------------------------------------===//
@@ -232,22 +229,25 @@ LogicalResult OneHotOp::inferTypes(TypeInference &ti, Adaptor a) {
   auto result = shape::inferOneHot(
       ti.diag(), getShape(a.getIds().getType()),
       shape::DimExpr::constant(a.getNumClasses()));
-  if (!result)
-    return failure();
-  ti.addResult(*result, declared->getElementType());
-  return success();
+  return ti.addResult(result, declared->getElementType());
 }
 
 //===----------------------------------------------------------------------===//
 // dim, dim_size, assert_dim_eq
 //===----------------------------------------------------------------------===//
 
-LogicalResult DimOp::verify() {
-  int64_t rank = getX().getType().getRank(), index = getIndex();
-  if (index < 0 || index >= rank)
-    return emitOpError() << "index " << index
-                         << " is out of range for an operand of rank " << rank;
+/// `dim` names a dim of `x`.
+static LogicalResult verifyDimIndex(Operation *op, RankedTensorType x,
+                                    int64_t dim, StringRef attr) {
+  if (dim < 0 || dim >= x.getRank())
+    return op->emitOpError() << attr << " " << dim
+                             << " is out of range for an operand of rank "
+                             << x.getRank();
   return success();
+}
+
+LogicalResult DimOp::verify() {
+  return verifyDimIndex(*this, getX().getType(), getIndex(), "index");
 }
 
 OpFoldResult DimOp::fold(FoldAdaptor) {
@@ -258,11 +258,7 @@ OpFoldResult DimOp::fold(FoldAdaptor) {
 }
 
 LogicalResult DimSizeOp::verify() {
-  int64_t rank = getX().getType().getRank(), dim = getDim();
-  if (dim < 0 || dim >= rank)
-    return emitOpError() << "dim " << dim
-                         << " is out of range for an operand of rank " << rank;
-  return success();
+  return verifyDimIndex(*this, getX().getType(), getDim(), "dim");
 }
 
 OpFoldResult DimSizeOp::fold(FoldAdaptor) {

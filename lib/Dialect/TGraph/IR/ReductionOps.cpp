@@ -153,10 +153,7 @@ static LogicalResult inferNorm(TypeInference &ti, AdaptorT a, Value bias) {
     return failure();
   auto result = shape::inferNormalization(ti.diag(), getShape(x.getType()),
                                           scaleShape, biasShape, a.getAxis());
-  if (!result)
-    return failure();
-  ti.addResult(*result, element);
-  return success();
+  return ti.addResult(result, element);
 }
 
 LogicalResult LayerNormOp::inferTypes(TypeInference &ti, Adaptor a) {
@@ -195,8 +192,5 @@ LogicalResult CrossEntropyOp::inferTypes(TypeInference &ti, Adaptor a) {
   auto result = shape::inferCrossEntropy(
       ti.diag(), getShape(a.getLogits().getType()),
       getShape(a.getLabels().getType()), soft, reduce);
-  if (!result)
-    return failure();
-  ti.addResult(*result, element);
-  return success();
+  return ti.addResult(result, element);
 }

@@ -69,6 +69,15 @@ void TypeInference::addResult(const shape::TensorShape &s, Type elementType) {
   results.push_back(getTensorType(s, elementType));
 }
 
+LogicalResult
+TypeInference::addResult(const std::optional<shape::TensorShape> &s,
+                         Type elementType) {
+  if (!s)
+    return failure();
+  addResult(*s, elementType);
+  return success();
+}
+
 LogicalResult TypeInference::fail(const Twine &message) {
   shapeDiag.error(message.str());
   return failure();

@@ -48,6 +48,9 @@ public:
   FailureOr<RankedTensorType> requireDeclaredTensor(unsigned i);
 
   void addResult(const shape::TensorShape &shape, Type elementType);
+  /// Adds the result of a shape function, or fails if it failed.
+  LogicalResult addResult(const std::optional<shape::TensorShape> &shape,
+                          Type elementType);
   void addResult(Type type) { results.push_back(type); }
   ArrayRef<Type> getResults() const { return results; }
 
