@@ -138,16 +138,19 @@ static bool checkPositive(ShapeDiag &diag, llvm::ArrayRef<int64_t> values,
 static std::optional<DimExpr>
 convOutDim(ShapeDiag &diag, const DimExpr &in, const DimExpr &k, int64_t lo,
            int64_t hi, int64_t dil, int64_t stride, const std::string &which) {
-  DimExpr span = in + DimExpr::constant(lo + hi) -
+  DimExpr padded = in + DimExpr::constant(lo) + DimExpr::constant(hi);
+  DimExpr span = padded -
                  DimExpr::constant(dil) * (k - DimExpr::constant(1)) -
                  DimExpr::constant(1);
   DimExpr out =
       *span.floorDiv(DimExpr::constant(stride)) + DimExpr::constant(1);
+  if (out.isUnknown() && !in.isUnknown() && !k.isUnknown())
+    return diag.error("the padded input " + which + " overflows 64-bit sizes");
   if (auto c = out.getConstant(); c && *c < 1)
     return diag.error("the dilated kernel " + which + " (" + k.str() +
                       ", dilation " + std::to_string(dil) +
                       ") is larger than the padded input " + which + " (" +
-                      (in + DimExpr::constant(lo + hi)).str() + ")");
+                      padded.str() + ")");
   return out;
 }
 
@@ -171,11 +174,13 @@ ShapeResult tessera::shape::inferConv2d(ShapeDiag &diag,
   unsigned oDim = nhwc ? 3 : 0, iDim = nhwc ? 2 : 1, khDim = nhwc ? 0 : 2,
            kwDim = nhwc ? 1 : 3;
   DimExpr groupedIn = filter.dims[iDim] * DimExpr::constant(p.groups);
-  if (!diag.unify(input.dims[cDim], diag.dimLabel(0, cDim), {{0, int(cDim)}},
-                  groupedIn,
-                  diag.dimLabel(1, iDim) + " times groups (" +
-                      std::to_string(p.groups) + ")",
-                  {}, "input channel mismatch"))
+  if (!diag.unify(DimSide{input.dims[cDim], diag.dimLabel(0, cDim),
+                          {{0, int(cDim)}}},
+                  DimSide{groupedIn,
+                          diag.dimLabel(1, iDim) + " times groups (" +
+                              std::to_string(p.groups) + ")",
+                          {{1, int(iDim)}}, p.groups},
+                  "input channel mismatch"))
     return std::nullopt;
   if (auto o = filter.dims[oDim].getConstant(); o && *o % p.groups != 0)
     return diag.error(diag.dimLabel(1, oDim) + " (output channels, " +

@@ -98,13 +98,11 @@ ShapeResult tessera::shape::inferAllGather(ShapeDiag &diag,
 static std::optional<DimExpr> splitDim(ShapeDiag &diag, const TensorShape &x,
                                        int64_t dim, int64_t n) {
   const DimExpr &d = x.dims[dim];
-  DimExpr part = *d.floorDiv(DimExpr::constant(n));
-  if (!diag.unify(d, diag.dimLabel(0, dim), {{0, int(dim)}},
-                  part * DimExpr::constant(n),
-                  "group_size (" + std::to_string(n) + ") times its share",
-                  {}, "the split dimension must divide evenly over the group"))
+  if (!diag.requireDivisible(
+          DimSide{d, diag.dimLabel(0, dim), {{0, int(dim)}}}, n,
+          "the split dimension must divide evenly over group_size"))
     return std::nullopt;
-  return part;
+  return *d.floorDiv(DimExpr::constant(n));
 }
 
 ShapeResult tessera::shape::inferReduceScatter(ShapeDiag &diag,
@@ -149,7 +147,7 @@ bool tessera::shape::bindSymbols(ShapeDiag &diag,
                " are passed");
     return false;
   }
-  for (size_t i = 0; i < params.size(); ++i) {
+  for (size_t i = 0; i < params.size(); ++i)
     if (params[i].rank() != args[i].rank()) {
       diag.error(diag.operandLabel(i) + " has shape " + args[i].str() +
                  " but the callee's parameter " + std::to_string(i) +
@@ -157,21 +155,49 @@ bool tessera::shape::bindSymbols(ShapeDiag &diag,
                  params[i].str());
       return false;
     }
+  auto paramLabel = [](size_t i, size_t d, const DimExpr &p) {
+    return "the callee's parameter " + std::to_string(i) + " dim " +
+           std::to_string(d) + " (" + p.str() + ")";
+  };
+  // Pass 1: a parameter dim that is a plain symbol binds it at its first
+  // occurrence; later occurrences must equal that argument dim.
+  llvm::StringMap<DimRef> boundAt;
+  for (size_t i = 0; i < params.size(); ++i)
     for (size_t d = 0; d < params[i].rank(); ++d) {
-      const DimExpr &p = params[i].dims[d];
-      if (auto name = p.getSymbolName(); name && !bindings.count(*name)) {
+      auto name = params[i].dims[d].getSymbolName();
+      if (!name)
+        continue;
+      DimRef here{int(i), int(d)};
+      auto [it, inserted] = boundAt.try_emplace(*name, here);
+      if (inserted) {
         bindings[*name] = args[i].dims[d];
         continue;
       }
-      DimExpr expected = p.substitute(bindings);
-      if (!diag.unify(args[i].dims[d], diag.dimLabel(i, d), {{int(i), int(d)}},
-                      expected,
-                      "the callee's parameter " + std::to_string(i) + " dim " +
-                          std::to_string(d) + " (" + p.str() + ")",
-                      {}, "argument shape mismatch"))
+      if (!diag.unify(
+              DimSide{args[i].dims[d], diag.dimLabel(i, d), {here}},
+              DimSide{bindings[*name], paramLabel(i, d, params[i].dims[d]),
+                      {it->second}},
+              "argument shape mismatch"))
         return false;
     }
-  }
+  // Pass 2: every other parameter dim, in terms of the bound symbols. A dim
+  // using a symbol no argument binds cannot be related to the caller.
+  for (size_t i = 0; i < params.size(); ++i)
+    for (size_t d = 0; d < params[i].rank(); ++d) {
+      const DimExpr &p = params[i].dims[d];
+      if (p.getSymbolName())
+        continue;
+      std::set<std::string> syms;
+      p.collectSymbols(syms);
+      if (llvm::any_of(syms, [&](const std::string &n) {
+            return !bindings.count(n);
+          }))
+        continue;
+      if (!diag.unify(args[i].dims[d], diag.dimLabel(i, d), {{int(i), int(d)}},
+                      p.substitute(bindings), paramLabel(i, d, p), {},
+                      "argument shape mismatch"))
+        return false;
+    }
   return true;
 }
 

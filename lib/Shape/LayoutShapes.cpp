@@ -48,6 +48,12 @@ ShapeResult tessera::shape::inferReshape(ShapeDiag &diag, const TensorShape &x,
     if (auto k = known.getConstant(); k && *k == 0)
       return diag.error("cannot solve the '?' dimension: the other result "
                         "dims have zero elements");
+    auto c = count.getConstant(), k = known.getConstant();
+    if (c && k && *c % *k != 0)
+      return diag.error("cannot solve the '?' dimension: " +
+                        diag.operandLabel(0) + " has " + std::to_string(*c) +
+                        " elements, which is not a multiple of the other "
+                        "result dims' product " + std::to_string(*k));
     DimExpr solved = *count.floorDiv(known);
     result.dims[unknownAt] = solved;
     known = known * solved;
@@ -72,17 +78,16 @@ tessera::shape::inferBroadcastInDim(ShapeDiag &diag, const TensorShape &x,
     return std::nullopt;
   TensorShape result = target;
   for (size_t i = 0; i < x.rank(); ++i) {
-    auto c = x.dims[i].getConstant();
-    if (c && *c == 1)
-      continue;
     int64_t r = broadcastDims[i];
-    auto u = diag.unify(x.dims[i], diag.dimLabel(0, i), {{0, int(i)}},
-                        target.dims[r], "result dim " + std::to_string(r), {},
-                        "broadcast_in_dim needs each operand dim to be 1 or "
-                        "equal to its result dim");
-    if (!u)
+    // A '?' result dim cannot be expanded to: it takes the operand's dim.
+    auto d = diag.requireEqualOrOne(
+        DimSide{x.dims[i], diag.dimLabel(0, i), {{0, int(i)}}},
+        DimSide{target.dims[r], "result dim " + std::to_string(r), {}},
+        "broadcast_in_dim needs each operand dim to be 1 or equal to its "
+        "result dim");
+    if (!d)
       return std::nullopt;
-    result.dims[r] = *u;
+    result.dims[r] = *d;
   }
   for (size_t r = 0; r < result.rank(); ++r)
     if (result.dims[r].isUnknown() &&
@@ -213,6 +218,9 @@ ShapeResult tessera::shape::inferPad(ShapeDiag &diag, const TensorShape &x,
       gaps = DimExpr::constant(0);
     DimExpr out = n + DimExpr::constant(low[d]) + DimExpr::constant(high[d]) +
                   gaps * DimExpr::constant(interior[d]);
+    if (out.isUnknown() && !n.isUnknown())
+      return diag.error("padding of dim " + std::to_string(d) +
+                        " overflows 64-bit sizes");
     if (auto c = out.getConstant(); c && *c < 0)
       return diag.error("padding makes dim " + std::to_string(d) +
                         " negative (" + std::to_string(*c) + ")");

@@ -70,6 +70,67 @@ std::string tessera::shape::formatNumber(double value) {
   return buf;
 }
 
+/// A side can be evaluated at run time if it is a known expression or has
+/// operand dims to read.
+static bool checkable(const DimSide &s) {
+  return !s.expr.isUnknown() || !s.refs.empty();
+}
+
+static void addCheck(std::vector<DimConstraint> &out, DimRelation rel,
+                     DimSide a, DimSide b, std::string message) {
+  DimConstraint c;
+  c.relation = rel;
+  c.lhs = a.expr;
+  c.rhs = b.expr;
+  c.lhsRefs = std::move(a.refs);
+  c.rhsRefs = std::move(b.refs);
+  c.lhsFactor = a.factor;
+  c.rhsFactor = b.factor;
+  c.message = std::move(message);
+  out.push_back(std::move(c));
+}
+
+std::nullopt_t ShapeDiag::neverEqual(const DimSide &a, const DimSide &b,
+                                     const std::string &what) {
+  std::string msg = what + ": " + a.label + " is " + a.expr.str() + " but " +
+                    b.label + " is " + b.expr.str();
+  std::string syms = describeSymbols({a.expr, b.expr});
+  if (!syms.empty())
+    msg += ", which differ for every value of " + syms;
+  return error(std::move(msg));
+}
+
+std::optional<DimExpr> ShapeDiag::unify(DimSide a, DimSide b,
+                                        const std::string &what) {
+  switch (decideEqual(a.expr, b.expr)) {
+  case Truth::Always:
+    return a.expr;
+  case Truth::Never:
+    return neverEqual(a, b, what);
+  case Truth::Unknown:
+    break;
+  }
+  DimExpr ea = a.expr, eb = b.expr;
+  // A '?' that no operand dim carries (a declared result dim, a callee
+  // parameter) is simply refined by the other side: there is nothing to
+  // compare at run time.
+  if (!checkable(a) || !checkable(b))
+    return ea.isUnknown() ? eb : ea;
+  // Equality depends on run-time values: check it then.
+  std::string message = what + ": " + a.label + " (" + ea.str() +
+                        ") must equal " + b.label + " (" + eb.str() + ")";
+  addCheck(runtime, DimRelation::Equal, std::move(a), std::move(b),
+           std::move(message));
+  if (ea.isUnknown())
+    return eb;
+  if (eb.isUnknown())
+    return ea;
+  // Prefer the constant, then the simpler expression.
+  if (eb.getConstant() && !ea.getConstant())
+    return eb;
+  return ea;
+}
+
 std::optional<DimExpr> ShapeDiag::unify(const DimExpr &a,
                                         const std::string &aLabel,
                                         std::vector<DimRef> aRefs,
@@ -77,38 +138,56 @@ std::optional<DimExpr> ShapeDiag::unify(const DimExpr &a,
                                         const std::string &bLabel,
                                         std::vector<DimRef> bRefs,
                                         const std::string &what) {
-  switch (decideEqual(a, b)) {
+  return unify(DimSide{a, aLabel, std::move(aRefs)},
+               DimSide{b, bLabel, std::move(bRefs)}, what);
+}
+
+std::optional<DimExpr> ShapeDiag::requireEqualOrOne(DimSide a, DimSide b,
+                                                    const std::string &what) {
+  auto one = a.expr.getConstant();
+  if (one && *one == 1)
+    return b.expr;
+  Truth t = decideEqual(a.expr, b.expr);
+  if (t == Truth::Always)
+    return b.expr;
+  bool mayBeOne = decideEqual(a.expr, DimExpr::constant(1)) != Truth::Never;
+  if (t == Truth::Never && !mayBeOne)
+    return neverEqual(a, b, what);
+  if (!checkable(a) || !checkable(b))
+    return b.expr.isUnknown() ? a.expr : b.expr;
+  DimExpr eb = b.expr, ea = a.expr;
+  std::string message = what + ": " + a.label + " (" + ea.str() +
+                        ") must be 1 or equal " + b.label + " (" + eb.str() +
+                        ")";
+  addCheck(runtime, DimRelation::EqualOrOne, std::move(a), std::move(b),
+           std::move(message));
+  return eb.isUnknown() ? ea : eb;
+}
+
+bool ShapeDiag::requireDivisible(DimSide a, int64_t n,
+                                 const std::string &what) {
+  if (n == 1)
+    return true;
+  DimExpr quotient = *a.expr.floorDiv(DimExpr::constant(n));
+  DimExpr multiple = quotient * DimExpr::constant(n);
+  std::string label = std::to_string(n);
+  switch (decideEqual(a.expr, multiple)) {
   case Truth::Always:
-    return a;
-  case Truth::Never: {
-    std::string msg = what + ": " + aLabel + " is " + a.str() + " but " +
-                      bLabel + " is " + b.str();
-    std::string syms = describeSymbols({a, b});
-    if (!syms.empty())
-      msg += ", which differ for every value of " + syms;
-    return error(std::move(msg));
-  }
+    return true;
+  case Truth::Never:
+    error(what + ": " + a.label + " is " + a.expr.str() +
+          ", which is not a multiple of " + label);
+    return false;
   case Truth::Unknown:
     break;
   }
-  // A '?' that no operand dim carries (a declared result dim, a callee
-  // parameter) is simply refined by the other side: there is nothing to
-  // compare at run time.
-  if ((a.isUnknown() && aRefs.empty()) || (b.isUnknown() && bRefs.empty()))
-    return a.isUnknown() ? b : a;
-  // Equality depends on run-time values: check it then.
-  runtime.push_back(DimConstraint{a, b, std::move(aRefs), std::move(bRefs),
-                                  what + ": " + aLabel + " (" + a.str() +
-                                      ") must equal " + bLabel + " (" +
-                                      b.str() + ")"});
-  if (a.isUnknown())
-    return b;
-  if (b.isUnknown())
-    return a;
-  // Prefer the constant, then the simpler expression.
-  if (b.getConstant() && !a.getConstant())
-    return b;
-  return a;
+  if (!checkable(a))
+    return true;
+  std::string message = what + ": " + a.label + " (" + a.expr.str() +
+                        ") must be a multiple of " + label;
+  addCheck(runtime, DimRelation::Divisible, std::move(a),
+           DimSide{DimExpr::constant(n), label, {}, 1}, std::move(message));
+  return true;
 }
 
 std::optional<DimExpr> ShapeDiag::unifyOperandDims(const TensorShape &a,

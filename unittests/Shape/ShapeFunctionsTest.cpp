@@ -129,6 +129,33 @@ TEST(ShapeFunctions, ConcatAndPad) {
   EXPECT_EQ(p->str(), "[2*S+2]");
 }
 
+TEST(ShapeFunctions, BroadcastInDimAllowsRuntimeOne) {
+  ShapeDiag diag;
+  auto r = inferBroadcastInDim(diag, shape({"S"}), shape({"B", "T"}), {1});
+  ASSERT_TRUE(r) << diag.message();
+  EXPECT_EQ(r->str(), "[B, T]"); // T, whether S is T or 1
+  ASSERT_EQ(diag.constraints().size(), 1u);
+  EXPECT_EQ(diag.constraints()[0].relation, DimRelation::EqualOrOne);
+}
+
+TEST(ShapeFunctions, CallBindsPlainSymbolsFirst) {
+  // @g(["2*S"], [S]) called with ([K], [M]): S binds to M, then K == 2*M.
+  ShapeDiag diag;
+  llvm::StringMap<DimExpr> b;
+  ASSERT_TRUE(bindSymbols(diag, {shape({"2*S"}), shape({"S"})},
+                          {shape({"K"}), shape({"M"})}, b));
+  EXPECT_EQ(b.lookup("S").str(), "M");
+  ASSERT_EQ(diag.constraints().size(), 1u);
+  EXPECT_EQ(diag.constraints()[0].lhs.str(), "K");
+  EXPECT_EQ(diag.constraints()[0].rhs.str(), "2*M");
+  // @g(["T+1"], [T]) with ([T], [N]) is fine when T == N + 1: no error.
+  ShapeDiag d2;
+  llvm::StringMap<DimExpr> b2;
+  EXPECT_TRUE(bindSymbols(d2, {shape({"T+1"}), shape({"T"})},
+                          {shape({"T"}), shape({"N"})}, b2));
+  EXPECT_FALSE(d2.failed());
+}
+
 TEST(ShapeFunctions, CallBindsSymbols) {
   ShapeDiag diag;
   llvm::StringMap<DimExpr> b;
@@ -151,8 +178,18 @@ TEST(ShapeFunctions, CollectivesDivideEvenly) {
   ShapeDiag bad;
   EXPECT_FALSE(inferReduceScatter(bad, shape({"10"}), 0, 4));
   EXPECT_EQ(bad.message(),
-            "the split dimension must divide evenly over the group: operand 0 "
-            "dim 0 is 10 but group_size (4) times its share is 8");
+            "the split dimension must divide evenly over group_size: operand "
+            "0 dim 0 is 10, which is not a multiple of 4");
+  // A symbolic dim is checked at run time.
+  ShapeDiag sym;
+  std::string e;
+  TensorShape s;
+  s.dims.push_back(*parseDimExpr("S", e));
+  auto r2 = inferReduceScatter(sym, s, 0, 4);
+  ASSERT_TRUE(r2);
+  EXPECT_EQ(r2->str(), "[S/4]");
+  ASSERT_EQ(sym.constraints().size(), 1u);
+  EXPECT_EQ(sym.constraints()[0].relation, DimRelation::Divisible);
 }
 
 } // namespace

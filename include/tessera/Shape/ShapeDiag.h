@@ -43,12 +43,32 @@ struct DimRef {
   int dim = -1;
 };
 
-/// `lhs == rhs` must hold at run time. A side with refs is the product of
-/// those operand dimensions; a side without refs is its expression over the
-/// function's symbols.
+/// What a run-time dimension check requires of its two sides.
+enum class DimRelation {
+  /// lhs == rhs
+  Equal,
+  /// lhs == rhs or lhs == 1 (lhs is broadcast)
+  EqualOrOne,
+  /// lhs is a multiple of rhs
+  Divisible,
+};
+
+/// One side of a run-time check: `factor` times the product of the operand
+/// dims in `refs`, or, without refs, the expression over the function's
+/// symbols.
+struct DimSide {
+  DimExpr expr;
+  std::string label;
+  std::vector<DimRef> refs;
+  int64_t factor = 1;
+};
+
+/// A relation between two dims that must hold at run time.
 struct DimConstraint {
+  DimRelation relation = DimRelation::Equal;
   DimExpr lhs, rhs;
   std::vector<DimRef> lhsRefs, rhsRefs;
+  int64_t lhsFactor = 1, rhsFactor = 1;
   std::string message;
 };
 
@@ -79,6 +99,14 @@ public:
                                const std::string &bLabel,
                                std::vector<DimRef> bRefs,
                                const std::string &what);
+  /// unify() with sides that may be scaled operand dims.
+  std::optional<DimExpr> unify(DimSide a, DimSide b, const std::string &what);
+  /// Requires `a` to be `b` or 1 (broadcast_in_dim's rule); returns b.
+  std::optional<DimExpr> requireEqualOrOne(DimSide a, DimSide b,
+                                           const std::string &what);
+  /// Requires `a` to be a multiple of the positive constant `n`.
+  bool requireDivisible(DimSide a, int64_t n, const std::string &what);
+
   /// unify() of dimension `ad` of operand `ao` with dimension `bd` of `bo`.
   std::optional<DimExpr> unifyOperandDims(const TensorShape &a, unsigned ao,
                                           unsigned ad, const TensorShape &b,
@@ -90,6 +118,9 @@ public:
   const std::vector<DimConstraint> &constraints() const { return runtime; }
 
 private:
+  std::nullopt_t neverEqual(const DimSide &a, const DimSide &b,
+                            const std::string &what);
+
   std::vector<std::string> operandNames;
   std::optional<std::string> firstError;
   std::vector<DimConstraint> runtime;

@@ -303,8 +303,8 @@ func.func @generators(%x: tensor<?x8xf32, #tgraph.dims<[B, 8]>>, %i: tensor<?xi3
 // CHECK-DAG: %[[C4:.+]] = arith.constant 4 : index
 // CHECK-DAG: %[[N:.+]] = tgraph.constant dense<8.000000e+00> : tensor<f32>
 // CHECK-DAG: %[[B:.+]] = tgraph.dim %[[X]], 0
-// CHECK: tgraph.assert_dim_eq %[[C8]], %[[C4]], "never"
-// CHECK-NOT: assert_dim_eq
+// CHECK: tgraph.assert_dim eq %[[C8]], %[[C4]], "never"
+// CHECK-NOT: assert_dim
 // CHECK: return %[[C8]], %[[B]], %[[N]]
 func.func @dims(%x: tensor<?x8xf32, #tgraph.dims<[B, 8]>>) -> (index, index, tensor<f32>) {
   %d = tgraph.dim %x, 1 : tensor<?x8xf32, #tgraph.dims<[B, 8]>>
@@ -312,9 +312,9 @@ func.func @dims(%x: tensor<?x8xf32, #tgraph.dims<[B, 8]>>) -> (index, index, ten
   %n = tgraph.dim_size %x {dim = 1 : i64} : tensor<?x8xf32, #tgraph.dims<[B, 8]>> -> tensor<f32>
   %c8 = arith.constant 8 : index
   %c4 = arith.constant 4 : index
-  tgraph.assert_dim_eq %b, %b, "same value"
-  tgraph.assert_dim_eq %d, %c8, "equal constants"
-  tgraph.assert_dim_eq %c8, %c4, "never"
+  tgraph.assert_dim eq %b, %b, "same value"
+  tgraph.assert_dim eq %d, %c8, "equal constants"
+  tgraph.assert_dim eq %c8, %c4, "never"
   return %d, %b, %n : index, index, tensor<f32>
 }
 

@@ -10,7 +10,7 @@
 // coefficients first, symbols sorted, constant term last, `/` is floor
 // division with the remainder of the numerator's coefficients in [0, c).
 // CHECK-NEXT from the signature on checks that no run-time check
-// (tgraph.dim / tgraph.assert_dim_eq) is inserted where every equality is
+// (tgraph.dim / tgraph.assert_dim) is inserted where every equality is
 // decidable. The second RUN line checks that the pass is idempotent.
 
 //===----------------------------------------------------------------------===//
@@ -1558,7 +1558,7 @@ func.func @g(%y: tensor<?x?xf32, #tgraph.dims<[N, D]>>) -> tensor<?x?xf32> {
 // left to check at run time.
 // CHECK-LABEL: func.func @broadcast_in_dim_refines_unknown
 // CHECK-SAME: -> tensor<?x4x?xf32, #tgraph.dims<[B, 4, S]>>
-// CHECK-NOT: tgraph.assert_dim_eq
+// CHECK-NOT: tgraph.assert_dim
 // CHECK: tgraph.broadcast_in_dim {{.*}} -> tensor<?x4x?xf32, #tgraph.dims<[B, 4, S]>>
 func.func @broadcast_in_dim_refines_unknown(%x: tensor<?xf32, #tgraph.dims<[S]>>)
     -> tensor<?x4x?xf32, #tgraph.dims<[B, 4, ?]>> {
@@ -1572,7 +1572,7 @@ func.func @broadcast_in_dim_refines_unknown(%x: tensor<?xf32, #tgraph.dims<[S]>>
 // A callee parameter written '?' accepts any size: no check, and the
 // result keeps the callee's '?'.
 // CHECK-LABEL: func.func @call_unknown_parameter
-// CHECK-NOT: tgraph.assert_dim_eq
+// CHECK-NOT: tgraph.assert_dim
 // CHECK: tgraph.call @k(%arg0) : (tensor<?x64xf32, #tgraph.dims<[B, 64]>>) -> tensor<?x64xf32>
 func.func private @k(tensor<?x64xf32>) -> tensor<?x64xf32>
 func.func @call_unknown_parameter(%x: tensor<?x64xf32, #tgraph.dims<[B, 64]>>) -> tensor<?x64xf32> {
@@ -1589,7 +1589,7 @@ func.func @call_unknown_parameter(%x: tensor<?x64xf32, #tgraph.dims<[B, 64]>>) -
 // CHECK: %[[Y:.+]] = tgraph.call @g(%arg0) : (tensor<?xf32, #tgraph.dims<[B]>>) -> tensor<?xf32>
 // CHECK: %[[N:.+]] = tgraph.dim %[[Y]], 0 : tensor<?xf32>
 // CHECK: %[[M:.+]] = tgraph.dim %arg1, 0
-// CHECK: tgraph.assert_dim_eq %[[N]], %[[M]]
+// CHECK: tgraph.assert_dim eq %[[N]], %[[M]]
 func.func private @g(tensor<?xf32, #tgraph.dims<[N]>>) -> tensor<?xf32, #tgraph.dims<[M]>>
 func.func @callee_symbols_do_not_leak(%y: tensor<?xf32, #tgraph.dims<[B]>>,
                                       %x: tensor<?xf32, #tgraph.dims<[M]>>) -> tensor<?xf32> {
@@ -1618,9 +1618,12 @@ func.func @loop_carries_stay(%x: tensor<?x64xf32, #tgraph.dims<[B, 64]>>, %p: te
 
 // -----
 
-// '?' operands of collectives that split a dim: the share stays '?'.
+// '?' operands of collectives that split a dim: the share stays '?', and
+// the dim must divide by the group size at run time.
 // CHECK-LABEL: func.func @split_unknown
-// CHECK-NOT: tgraph.assert_dim_eq
+// CHECK: %[[D:.+]] = tgraph.dim %arg0, 0 : tensor<?x64xf32>
+// CHECK: %[[N:.+]] = arith.constant 4 : index
+// CHECK: tgraph.assert_dim divisible %[[D]], %[[N]], "'tgraph.reduce_scatter' op at {{.*}}: the split dimension must divide evenly over group_size: operand 0 dim 0 (?) must be a multiple of 4"
 // CHECK: tgraph.reduce_scatter {{.*}} : tensor<?x64xf32>{{$}}
 func.func @split_unknown(%x: tensor<?x64xf32>) -> tensor<?x64xf32> {
   %0 = tgraph.reduce_scatter %x {reduction = #tgraph<reduction sum>, dim = 0 : i64,

@@ -100,7 +100,7 @@ func.func @all_gather_group(%g: tensor<512x64xf32>) {
 
 // reduce_scatter: the scattered dim divides evenly over the group.
 func.func @reduce_scatter_divisible(%g: tensor<10x64xf32>) {
-  // expected-error @+1 {{'tgraph.reduce_scatter' op the split dimension must divide evenly over the group: operand 0 dim 0 is 10 but group_size (4) times its share is 8}}
+  // expected-error @+1 {{'tgraph.reduce_scatter' op the split dimension must divide evenly over group_size: operand 0 dim 0 is 10, which is not a multiple of 4}}
   %0 = tgraph.reduce_scatter %g {reduction = #tgraph<reduction sum>, dim = 0 : i64, axis = "data", group_size = 4 : i64} : tensor<10x64xf32> -> tensor<2x64xf32>
   return
 }

@@ -103,10 +103,21 @@ func.func @broadcast_dims_duplicate(%x: tensor<64x64xf32>) {
 // -----
 
 // broadcast_in_dim: an operand dim that is not 1 must equal its result dim.
-func.func @broadcast_dim_mismatch(%v: tensor<?xf32, #tgraph.dims<[D]>>) {
-  // expected-error @+1 {{'tgraph.broadcast_in_dim' op broadcast_in_dim needs each operand dim to be 1 or equal to its result dim: operand 0 dim 0 is D but result dim 1 is 2*D, which differ for every value of D}}
+// (D against 2*D is allowed: D may be 1, which a run-time check decides.)
+func.func @broadcast_dim_mismatch(%v: tensor<3xf32>) {
+  // expected-error @+1 {{'tgraph.broadcast_in_dim' op broadcast_in_dim needs each operand dim to be 1 or equal to its result dim: operand 0 dim 0 is 3 but result dim 1 is 4}}
   %0 = tgraph.broadcast_in_dim %v {broadcast_dimensions = array<i64: 1>}
-      : tensor<?xf32, #tgraph.dims<[D]>> -> tensor<?x?xf32, #tgraph.dims<[B, "2*D"]>>
+      : tensor<3xf32> -> tensor<?x4xf32, #tgraph.dims<[B, 4]>>
+  return
+}
+
+// -----
+
+// broadcast_in_dim: "D+1" is never 1 and never 2*D+2.
+func.func @broadcast_dim_never(%v: tensor<?xf32, #tgraph.dims<["D+1"]>>) {
+  // expected-error @+1 {{'tgraph.broadcast_in_dim' op broadcast_in_dim needs each operand dim to be 1 or equal to its result dim: operand 0 dim 0 is D+1 but result dim 0 is 2*D+2, which differ for every value of D}}
+  %0 = tgraph.broadcast_in_dim %v {broadcast_dimensions = array<i64: 0>}
+      : tensor<?xf32, #tgraph.dims<["D+1"]>> -> tensor<?xf32, #tgraph.dims<["2*D+2"]>>
   return
 }
 

@@ -252,8 +252,8 @@ func.func @dims(%x: tensor<?x?xf32, #tgraph.dims<[B, S]>>) {
   %b = tgraph.dim %x, 0 : tensor<?x?xf32, #tgraph.dims<[B, S]>>
   // CHECK: tgraph.dim_size %{{.*}} {dim = 1 : i64} : tensor<?x?xf32, #tgraph.dims<[B, S]>> -> tensor<f32>
   %s = tgraph.dim_size %x {dim = 1 : i64} : tensor<?x?xf32, #tgraph.dims<[B, S]>> -> tensor<f32>
-  // CHECK: tgraph.assert_dim_eq %[[B]], %[[B]], "B must equal B"
-  tgraph.assert_dim_eq %b, %b, "B must equal B"
+  // CHECK: tgraph.assert_dim eq %[[B]], %[[B]], "B must equal B"
+  tgraph.assert_dim eq %b, %b, "B must equal B"
   return
 }
 

@@ -272,15 +272,32 @@ OpFoldResult DimSizeOp::fold(FoldAdaptor) {
   return DenseElementsAttr::get(getType(), v);
 }
 
-void AssertDimEqOp::getCanonicalizationPatterns(RewritePatternSet &results,
-                                                MLIRContext *context) {
+/// True if `rel` holds for the constants l and r.
+static bool holds(DimRelation rel, const APInt &l, const APInt &r) {
+  switch (rel) {
+  case DimRelation::eq:
+    return l == r;
+  case DimRelation::eq_or_one:
+    return l == r || l.isOne();
+  case DimRelation::divisible:
+    return !r.isZero() && l.srem(r).isZero();
+  }
+  llvm_unreachable("unknown relation");
+}
+
+void AssertDimOp::getCanonicalizationPatterns(RewritePatternSet &results,
+                                              MLIRContext *context) {
   // A check that holds by construction is dropped.
-  results.add(+[](AssertDimEqOp op, PatternRewriter &rewriter) {
+  results.add(+[](AssertDimOp op, PatternRewriter &rewriter) {
     APInt l, r;
-    bool same = op.getLhs() == op.getRhs() ||
-                (matchPattern(op.getLhs(), m_ConstantInt(&l)) &&
-                 matchPattern(op.getRhs(), m_ConstantInt(&r)) && l == r);
-    if (!same)
+    bool lc = matchPattern(op.getLhs(), m_ConstantInt(&l));
+    bool rc = matchPattern(op.getRhs(), m_ConstantInt(&r));
+    DimRelation rel = op.getRelation();
+    bool same = op.getLhs() == op.getRhs() && rel != DimRelation::divisible;
+    bool trivial = same || (lc && rc && holds(rel, l, r)) ||
+                   (rel == DimRelation::eq_or_one && lc && l.isOne()) ||
+                   (rel == DimRelation::divisible && rc && r.isOne());
+    if (!trivial)
       return failure();
     rewriter.eraseOp(op);
     return success();

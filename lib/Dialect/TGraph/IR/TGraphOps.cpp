@@ -87,5 +87,28 @@ static void printCompareDirection(OpAsmPrinter &printer, Operation *,
   printer << stringifyCompareDirection(attr.getValue());
 }
 
+//===----------------------------------------------------------------------===//
+// custom<DimRelation>: the bare keyword (`eq`, `eq_or_one`, `divisible`)
+//===----------------------------------------------------------------------===//
+
+static ParseResult parseDimRelation(OpAsmParser &parser,
+                                    DimRelationAttr &attr) {
+  SMLoc loc = parser.getCurrentLocation();
+  StringRef keyword;
+  if (parser.parseKeyword(&keyword))
+    return failure();
+  std::optional<DimRelation> rel = symbolizeDimRelation(keyword);
+  if (!rel)
+    return parser.emitError(loc) << "unknown relation '" << keyword
+                                 << "'; expected eq, eq_or_one or divisible";
+  attr = DimRelationAttr::get(parser.getContext(), *rel);
+  return success();
+}
+
+static void printDimRelation(OpAsmPrinter &printer, Operation *,
+                             DimRelationAttr attr) {
+  printer << stringifyDimRelation(attr.getValue());
+}
+
 #define GET_OP_CLASSES
 #include "tessera/Dialect/TGraph/IR/TGraphOps.cpp.inc"

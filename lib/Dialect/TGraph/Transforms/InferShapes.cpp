@@ -3,7 +3,7 @@
 // Walks each function in program order. For every op with a shape function
 // it refines the declared result types with the inferred ones (a `?` takes
 // the inferred dim), and turns each equality the shape function could not
-// decide (S vs T) into a `tgraph.assert_dim_eq` right before the op. Region
+// decide (S vs T) into a `tgraph.assert_dim` right before the op. Region
 // arguments are refined from the operands before the region is walked, and
 // function results from what `func.return` returns.
 //
@@ -64,13 +64,29 @@ static Type refineType(Type declared, Type inferred, unsigned resultIdx,
       continue;
     }
     out.dims.push_back(a);
-    if (!b.isUnknown())
-      checks.push_back({a, b, {}, {},
-                        "result " + std::to_string(resultIdx) + " dim " +
-                            std::to_string(k) + " is declared as " + a.str() +
-                            " but the op produces " + b.str()});
+    if (!b.isUnknown()) {
+      shape::DimConstraint c;
+      c.lhs = a;
+      c.rhs = b;
+      c.message = "result " + std::to_string(resultIdx) + " dim " +
+                  std::to_string(k) + " is declared as " + a.str() +
+                  " but the op produces " + b.str();
+      checks.push_back(std::move(c));
+    }
   }
   return getTensorType(out, d.getElementType());
+}
+
+static DimRelation relationOf(shape::DimRelation r) {
+  switch (r) {
+  case shape::DimRelation::Equal:
+    return DimRelation::eq;
+  case shape::DimRelation::EqualOrOne:
+    return DimRelation::eq_or_one;
+  case shape::DimRelation::Divisible:
+    return DimRelation::divisible;
+  }
+  llvm_unreachable("unknown relation");
 }
 
 namespace {
@@ -83,9 +99,9 @@ public:
   /// The run-time value of one side of a constraint, or failure with an
   /// error naming the unbound symbol.
   FailureOr<Value> side(const shape::DimExpr &expr,
-                        ArrayRef<shape::DimRef> refs) {
+                        ArrayRef<shape::DimRef> refs, int64_t factor) {
     if (!refs.empty()) {
-      Value product;
+      Value product = factor != 1 ? constant(factor) : Value();
       for (const shape::DimRef &r : refs) {
         Value operand = op->getOperand(r.operand);
         auto size = getShape(operand.getType()).dims[r.dim].getConstant();
@@ -283,12 +299,13 @@ private:
       std::string message = prefix + c.message;
       if (hasCheckBefore(op, message))
         continue;
-      FailureOr<Value> lhs = dims.side(c.lhs, c.lhsRefs);
-      FailureOr<Value> rhs = dims.side(c.rhs, c.rhsRefs);
+      FailureOr<Value> lhs = dims.side(c.lhs, c.lhsRefs, c.lhsFactor);
+      FailureOr<Value> rhs = dims.side(c.rhs, c.rhsRefs, c.rhsFactor);
       if (failed(lhs) || failed(rhs))
         return failure();
       OpBuilder builder(op);
-      AssertDimEqOp::create(builder, op->getLoc(), *lhs, *rhs, message);
+      AssertDimOp::create(builder, op->getLoc(), relationOf(c.relation), *lhs,
+                          *rhs, message);
     }
     return success();
   }
@@ -297,7 +314,7 @@ private:
   /// idempotent).
   static bool hasCheckBefore(Operation *op, StringRef message) {
     for (Operation *prev = op->getPrevNode(); prev; prev = prev->getPrevNode()) {
-      if (auto check = dyn_cast<AssertDimEqOp>(prev)) {
+      if (auto check = dyn_cast<AssertDimOp>(prev)) {
         if (check.getMessage() == message)
           return true;
         continue;

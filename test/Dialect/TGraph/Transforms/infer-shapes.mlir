@@ -14,8 +14,8 @@
 // CHECK-SAME: -> tensor<4x?xf32, #tgraph.dims<[4, S]>>
 // CHECK: %[[S:.+]] = tgraph.dim %arg0, 1
 // CHECK: %[[T:.+]] = tgraph.dim %arg1, 1
-// CHECK: tgraph.assert_dim_eq %[[S]], %[[T]], "'tgraph.add' op at {{.*}}infer-shapes.mlir:[[@LINE+7]]:8: broadcast mismatch: lhs (operand 0) dim 1 (S) must equal rhs (operand 1) dim 1 (T)"
-// CHECK-NOT: tgraph.assert_dim_eq
+// CHECK: tgraph.assert_dim eq %[[S]], %[[T]], "'tgraph.add' op at {{.*}}infer-shapes.mlir:[[@LINE+7]]:8: broadcast mismatch: lhs (operand 0) dim 1 (S) must equal rhs (operand 1) dim 1 (T)"
+// CHECK-NOT: tgraph.assert_dim
 // CHECK: tgraph.add %arg0, %arg1 {{.*}} -> tensor<4x?xf32, #tgraph.dims<[4, S]>>
 // STATIC: infer-shapes.mlir:[[@LINE+4]]:8: error: 'tgraph.add' op cannot prove at compile time that broadcast mismatch: lhs (operand 0) dim 1 (S) must equal rhs (operand 1) dim 1 (T) (run-time checks are disabled)
 func.func @broadcast_s_vs_t(%a: tensor<4x?xf32, #tgraph.dims<[4, S]>>,
@@ -34,7 +34,7 @@ func.func @broadcast_s_vs_t(%a: tensor<4x?xf32, #tgraph.dims<[4, S]>>,
 // CHECK-SAME: -> tensor<4xf32>
 // CHECK-DAG: %[[N:.+]] = tgraph.dim %arg0, 0 : tensor<?xf32>
 // CHECK-DAG: %[[FOUR:.+]] = arith.constant 4 : index
-// CHECK: tgraph.assert_dim_eq %[[N]], %[[FOUR]], "'tgraph.mul' op at {{.*}}: broadcast mismatch: lhs (operand 0) dim 0 (?) must equal rhs (operand 1) dim 0 (4)"
+// CHECK: tgraph.assert_dim eq %[[N]], %[[FOUR]], "'tgraph.mul' op at {{.*}}: broadcast mismatch: lhs (operand 0) dim 0 (?) must equal rhs (operand 1) dim 0 (4)"
 // CHECK: tgraph.mul %arg0, %arg1 : (tensor<?xf32>, tensor<4xf32>) -> tensor<4xf32>
 func.func @unknown_vs_constant(%a: tensor<?xf32>, %b: tensor<4xf32>) -> tensor<?xf32> {
   %0 = tgraph.mul %a, %b : (tensor<?xf32>, tensor<4xf32>) -> tensor<?xf32>
@@ -53,7 +53,7 @@ func.func @unknown_vs_constant(%a: tensor<?xf32>, %b: tensor<4xf32>) -> tensor<?
 // CHECK: %[[DH:.+]] = arith.floordivsi %[[D]], %[[H]] : index
 // CHECK: %[[T:.+]] = arith.muli %[[B]], %[[DH]] : index
 // CHECK: %[[OUT:.+]] = arith.muli %[[T]], %[[H]] : index
-// CHECK: tgraph.assert_dim_eq %[[IN]], %[[OUT]], "'tgraph.reshape' op at {{.*}}: reshape must preserve the element count: operand 0 element count (B*D) must equal result element count (B*(D/H)*H)"
+// CHECK: tgraph.assert_dim eq %[[IN]], %[[OUT]], "'tgraph.reshape' op at {{.*}}: reshape must preserve the element count: operand 0 element count (B*D) must equal result element count (B*(D/H)*H)"
 func.func @reshape_into_heads(%x: tensor<?x?xf32, #tgraph.dims<[B, D]>>,
                               %heads: tensor<?xf32, #tgraph.dims<[H]>>)
     -> tensor<?x?x?xf32, #tgraph.dims<[B, H, "D/H"]>> {
@@ -66,7 +66,7 @@ func.func @reshape_into_heads(%x: tensor<?x?xf32, #tgraph.dims<[B, D]>>,
 
 // An exact split (512 = 8 * 64) needs no check.
 // CHECK-LABEL: func.func @reshape_exact
-// CHECK-NOT: tgraph.assert_dim_eq
+// CHECK-NOT: tgraph.assert_dim
 // CHECK: tgraph.reshape
 func.func @reshape_exact(%x: tensor<?x512xf32, #tgraph.dims<[B, 512]>>)
     -> tensor<?x8x64xf32, #tgraph.dims<[B, 8, 64]>> {
@@ -94,7 +94,7 @@ func.func @unbound_symbol(%x: tensor<?x?xf32, #tgraph.dims<[B, D]>>)
 // CHECK-LABEL: func.func @declared_vs_inferred
 // CHECK-DAG: %[[H:.+]] = tgraph.dim %arg1, 1
 // CHECK-DAG: %[[T:.+]] = tgraph.dim %arg2, 0
-// CHECK: tgraph.assert_dim_eq %[[T]], %[[H]], "'tgraph.matmul' op at {{.*}}: result 0 dim 1 is declared as T but the op produces H"
+// CHECK: tgraph.assert_dim eq %[[T]], %[[H]], "'tgraph.matmul' op at {{.*}}: result 0 dim 1 is declared as T but the op produces H"
 // CHECK: tgraph.matmul {{.*}} -> tensor<?x?xf32, #tgraph.dims<[B, T]>>
 func.func @declared_vs_inferred(%x: tensor<?x8xf32, #tgraph.dims<[B, 8]>>,
                                 %w: tensor<8x?xf32, #tgraph.dims<[8, H]>>,
@@ -148,7 +148,7 @@ func.func @caller(%x: tensor<?x64xf32, #tgraph.dims<[B, 64]>>) -> tensor<?x?xf32
 // CHECK-LABEL: func.func @call_binding_check
 // CHECK-DAG: %[[T:.+]] = tgraph.dim %arg1, 0
 // CHECK-DAG: %[[S:.+]] = tgraph.dim %arg0, 0
-// CHECK: tgraph.assert_dim_eq %[[T]], %[[S]], "'tgraph.call' op at {{.*}}: argument shape mismatch: operand 1 dim 0 (T) must equal the callee's parameter 1 dim 0 (N) (S)"
+// CHECK: tgraph.assert_dim eq %[[T]], %[[S]], "'tgraph.call' op at {{.*}}: argument shape mismatch: operand 1 dim 0 (T) must equal the callee's parameter 1 dim 0 (N) (S)"
 func.func private @pair(tensor<?xf32, #tgraph.dims<[N]>>, tensor<?xf32, #tgraph.dims<[N]>>)
     -> tensor<?xf32, #tgraph.dims<[N]>>
 func.func @call_binding_check(%a: tensor<?xf32, #tgraph.dims<[S]>>,

@@ -96,6 +96,16 @@ def TGraph_LossReduction : I32EnumAttr<"LossReduction",
 def TGraph_LossReductionAttr
     : EnumAttr<TGraph_Dialect, TGraph_LossReduction, "loss_reduction">;
 
+def TGraph_DimRelation : I32EnumAttr<"DimRelation",
+    "relation a run-time dimension check requires", [
+      I32EnumAttrCase<"eq", 0>, I32EnumAttrCase<"eq_or_one", 1>,
+      I32EnumAttrCase<"divisible", 2>]> {
+  let cppNamespace = "::mlir::tessera::tgraph";
+  let genSpecializedAttr = 0;
+}
+def TGraph_DimRelationAttr
+    : EnumAttr<TGraph_Dialect, TGraph_DimRelation, "dim_relation">;
+
 def TGraph_ConvLayout : I32EnumAttr<"ConvLayout",
     "data layout of a convolution", [
       I32EnumAttrCase<"nchw", 0>, I32EnumAttrCase<"nhwc", 1>]> {

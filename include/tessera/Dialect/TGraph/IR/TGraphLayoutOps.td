@@ -228,21 +228,26 @@ def TGraph_DimSizeOp : TGraph_Op<"dim_size", [Pure]> {
   let hasFolder = 1;
 }
 
-def TGraph_AssertDimEqOp : TGraph_Op<"assert_dim_eq",
+def TGraph_AssertDimOp : TGraph_Op<"assert_dim",
     [MemoryEffects<[MemWrite]>]> {
-  let summary = "run-time check that two dimension sizes are equal";
+  let summary = "run-time check of a relation between two dimension sizes";
   let description = [{
-    Inserted by shape inference where equality depends on symbol values.
+    Inserted by shape inference where a shape rule depends on symbol values.
+    `eq` requires `lhs == rhs`, `eq_or_one` allows `lhs == 1` as well (a
+    broadcast), `divisible` requires `lhs` to be a multiple of `rhs`.
     Execution stops with `message` (which names the op, its location, the
-    operands and the symbols) when the sizes differ.
+    operands and the symbols) when the relation does not hold.
 
     ```mlir
     %s = tgraph.dim %a, 1 : tensor<4x?xf32, #tgraph.dims<[4, S]>>
     %t = tgraph.dim %b, 1 : tensor<4x?xf32, #tgraph.dims<[4, T]>>
-    tgraph.assert_dim_eq %s, %t, "'tgraph.add' op at model.py:3:8: broadcast mismatch: ..."
+    tgraph.assert_dim eq %s, %t, "'tgraph.add' op at model.py:3:8: broadcast mismatch: ..."
     ```
   }];
-  let arguments = (ins Index:$lhs, Index:$rhs, StrAttr:$message);
-  let assemblyFormat = "$lhs `,` $rhs `,` $message attr-dict";
+  let arguments = (ins TGraph_DimRelationAttr:$relation, Index:$lhs,
+                       Index:$rhs, StrAttr:$message);
+  let assemblyFormat = [{
+    custom<DimRelation>($relation) $lhs `,` $rhs `,` $message attr-dict
+  }];
   let hasCanonicalizer = 1;
 }

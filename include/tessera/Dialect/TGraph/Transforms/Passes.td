@@ -10,7 +10,7 @@ def TGraphInferShapes : Pass<"tessera-tgraph-infer-shapes", "ModuleOp"> {
   let description = [{
     Runs every op's shape function in program order, replacing `?` dims of
     results (and of function results, region arguments and call results)
-    by what the operands determine, and inserting a `tgraph.assert_dim_eq`
+    by what the operands determine, and inserting a `tgraph.assert_dim`
     before an op wherever two dims must be equal but that depends on symbol
     values. Dims that can never be equal are errors.
 
@@ -23,7 +23,7 @@ def TGraphInferShapes : Pass<"tessera-tgraph-infer-shapes", "ModuleOp"> {
     ```mlir
     %s = tgraph.dim %a, 1 : tensor<4x?xf32, #tgraph.dims<[4, S]>>
     %t = tgraph.dim %b, 1 : tensor<4x?xf32, #tgraph.dims<[4, T]>>
-    tgraph.assert_dim_eq %s, %t, "'tgraph.add' op at f.mlir:3:8: broadcast mismatch: ..."
+    tgraph.assert_dim eq %s, %t, "'tgraph.add' op at f.mlir:3:8: broadcast mismatch: ..."
     %0 = tgraph.add %a, %b : (...) -> tensor<4x?xf32, #tgraph.dims<[4, S]>>
     ```
   }];
