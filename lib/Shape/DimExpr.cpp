@@ -395,6 +395,8 @@ static std::optional<Monomial> divideMonomial(const Monomial &m,
 /// floor(num / c) for a constant c > 0: every coefficient is split as
 /// c*q + r (0 <= r < c); the multiples of c leave the quotient exactly.
 static DimExpr divideByPositiveConstant(const DimExpr &num, int64_t c) {
+  if (num.isUnknown())
+    return num;
   std::vector<Term> whole, rest;
   for (const Term &t : num.getImpl()->terms) {
     int64_t q = floorDivInt(t.coeff, c);
@@ -424,7 +426,10 @@ std::optional<DimExpr> DimExpr::floorDiv(const DimExpr &rhs) const {
     if (*c == std::numeric_limits<int64_t>::min())
       return DimExpr();
     // floor(a / -c) == floor(-a / c)
-    return divideByPositiveConstant(*this * DimExpr::constant(-1), -*c);
+    DimExpr negated = *this * DimExpr::constant(-1);
+    if (negated.isUnknown())
+      return DimExpr(); // -a overflowed
+    return divideByPositiveConstant(negated, -*c);
   }
   const auto &den = rhs.impl->terms;
   // Exact division by a single positive term c*m.
@@ -442,9 +447,11 @@ std::optional<DimExpr> DimExpr::floorDiv(const DimExpr &rhs) const {
     if (exact)
       return DimExprImpl::fromTerms(std::move(out));
   }
-  // num == k * den for an integer k.
+  // num == k * den for an integer k (INT64_MIN / -1 overflows: skip).
   const auto &num = impl->terms;
-  if (num.size() == den.size() && !num.empty()) {
+  bool overflows = num.size() && den[0].coeff == -1 &&
+                   num[0].coeff == std::numeric_limits<int64_t>::min();
+  if (num.size() == den.size() && !num.empty() && !overflows) {
     bool proportional = den[0].coeff != 0 && num[0].coeff % den[0].coeff == 0;
     int64_t k = proportional ? num[0].coeff / den[0].coeff : 0;
     for (size_t i = 0; proportional && i < num.size(); ++i) {

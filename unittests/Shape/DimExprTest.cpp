@@ -122,6 +122,16 @@ TEST(DimExpr, ParseErrors) {
             std::string::npos);
 }
 
+TEST(DimExpr, DivisionOverflowIsNotACrash) {
+  // (INT64_MIN * S) / (-S) is 2^63 for every S: it stays a quotient, whose
+  // evaluation reports the overflow.
+  DimExpr e = parse("(-9223372036854775808*S)/(-S)");
+  EXPECT_FALSE(e.isUnknown());
+  EXPECT_EQ(e.evaluate({{"S", 1}}), std::nullopt);
+  EXPECT_NE(parseError("S + (-9223372036854775808*S)/(-1)").find("overflow"),
+            std::string::npos);
+}
+
 TEST(DimExpr, Overflow) {
   DimExpr big = DimExpr::constant(std::numeric_limits<int64_t>::max());
   EXPECT_TRUE((big + DimExpr::constant(1)).isUnknown());

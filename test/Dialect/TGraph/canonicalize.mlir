@@ -336,3 +336,23 @@ func.func @constant_cond(%x: tensor<4xf32>) -> tensor<4xf32> {
   }
   return %r : tensor<4xf32>
 }
+
+// -----
+
+// i1 compares as 0/1 (true > false); relu(-0.0) is +0.0 like max(-0.0, +0.0).
+// CHECK-LABEL: func.func @bool_compare_and_relu_zero
+// CHECK-DAG: %[[GT:.+]] = tgraph.constant dense<true> : tensor<1xi1>
+// CHECK-DAG: %[[LT:.+]] = tgraph.constant dense<false> : tensor<1xi1>
+// CHECK-DAG: %[[Z:.+]] = tgraph.constant dense<0.000000e+00> : tensor<1xf32>
+// CHECK: return %[[GT]], %[[LT]], %[[Z]], %[[Z]]
+func.func @bool_compare_and_relu_zero() -> (tensor<1xi1>, tensor<1xi1>, tensor<1xf32>, tensor<1xf32>) {
+  %t = tgraph.constant dense<true> : tensor<1xi1>
+  %f = tgraph.constant dense<false> : tensor<1xi1>
+  %gt = tgraph.compare gt, %t, %f : (tensor<1xi1>, tensor<1xi1>) -> tensor<1xi1>
+  %lt = tgraph.compare lt, %t, %f : (tensor<1xi1>, tensor<1xi1>) -> tensor<1xi1>
+  %nz = tgraph.constant dense<-0.0> : tensor<1xf32>
+  %pz = tgraph.constant dense<0.0> : tensor<1xf32>
+  %r = tgraph.relu %nz : tensor<1xf32>
+  %m = tgraph.max %nz, %pz : tensor<1xf32>
+  return %gt, %lt, %r, %m : tensor<1xi1>, tensor<1xi1>, tensor<1xf32>, tensor<1xf32>
+}

@@ -190,3 +190,13 @@ func.func @int64_min_dim(
     %x: tensor<?xf32, #tgraph.dims<[-9223372036854775808]>>) {
   return
 }
+
+// -----
+
+// Negating the numerator of a division by -1 overflows: an error, not a
+// silently wrong dim.
+func.func @dim_negation_overflow(
+    // expected-error @+1 {{integer overflow or expression too large}}
+    %x: tensor<?xf32, #tgraph.dims<["S + (-9223372036854775808*S)/(-1)"]>>) {
+  return
+}

@@ -482,3 +482,12 @@ func.func @attention_kv_length(%q: tensor<2x8x16xf32>, %v: tensor<2x9x16xf32>) {
   %0 = tgraph.attention %q, %q, %v : (tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<2x9x16xf32>) -> tensor<2x8x16xf32>
   return
 }
+
+// -----
+
+// conv2d: padding that overflows 64-bit sizes.
+func.func @conv_padding_overflow(%x: tensor<1x3x4x4xf32>, %w: tensor<8x3x3x3xf32>) {
+  // expected-error @+1 {{'tgraph.conv2d' op the padded input height overflows 64-bit sizes}}
+  %0 = tgraph.conv2d %x, %w {padding = array<i64: 9223372036854775807, 9223372036854775807, 0, 0>} : (tensor<1x3x4x4xf32>, tensor<8x3x3x3xf32>) -> tensor<1x8x4x2xf32>
+  return
+}

@@ -631,3 +631,16 @@ func.func @call_names_operand_after_key(%k: !tgraph.key, %x: tensor<5xf32>) {
   %0 = tgraph.call @keyed(%k, %x) : (!tgraph.key, tensor<5xf32>) -> tensor<4xf32>
   return
 }
+
+// -----
+
+// cond: a branch yields a size that contradicts the declared result.
+func.func @cond_branch_contradicts_result(%p: tensor<i1>, %a: tensor<4xf32>, %b: tensor<8xf32>) {
+  // expected-error @+1 {{'tgraph.cond' op branch/result mismatch: the else branch's result 0 dim 0 is 8 but result 0 dim 0 is 4}}
+  %r = tgraph.cond %p -> tensor<4xf32> {
+    tgraph.yield %a : tensor<4xf32>
+  } else {
+    tgraph.yield %b : tensor<8xf32>
+  }
+  return
+}

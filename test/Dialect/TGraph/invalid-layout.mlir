@@ -418,3 +418,21 @@ func.func @slice_limit_below_start(%x: tensor<?xf32, #tgraph.dims<[S]>>) {
   %0 = tgraph.slice %x {start = #tgraph.dims<["S+1"]>, limit = #tgraph.dims<[S]>, stride = array<i64: 1>} : tensor<?xf32, #tgraph.dims<[S]>> -> tensor<?xf32>
   return
 }
+
+// -----
+
+// dim_size: narrow integer results cannot hold sizes.
+func.func @dim_size_narrow(%x: tensor<300xf32>) {
+  // expected-error @+1 {{'tgraph.dim_size' op result element type i8 cannot hold dimension sizes; use i32, i64 or a float type}}
+  %n = tgraph.dim_size %x {dim = 0 : i64} : tensor<300xf32> -> tensor<i8>
+  return
+}
+
+// -----
+
+// pad: padding that overflows 64-bit sizes.
+func.func @pad_overflow(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'tgraph.pad' op padding of dim 0 overflows 64-bit sizes}}
+  %0 = tgraph.pad %x {low = array<i64: 9223372036854775807>, high = array<i64: 9223372036854775807>, interior = array<i64: 0>, value = 0.0 : f32} : tensor<4xf32> -> tensor<6xf32>
+  return
+}

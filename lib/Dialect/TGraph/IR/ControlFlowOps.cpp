@@ -97,10 +97,23 @@ LogicalResult CondOp::inferTypes(TypeInference &ti, Adaptor a) {
                    " values but the else region yields " +
                    std::to_string(elseVals->size()));
   for (auto [i, pair] : llvm::enumerate(llvm::zip(*thenVals, *elseVals))) {
-    auto joined = joinTypes(ti, std::get<0>(pair).getType(),
-                            std::get<1>(pair).getType(), i);
+    Type thenType = std::get<0>(pair).getType();
+    Type elseType = std::get<1>(pair).getType();
+    auto joined = joinTypes(ti, thenType, elseType, i);
     if (failed(joined))
       return failure();
+    // Each branch must fit the declared result: 4 against 8 is an error,
+    // S against T a run-time check.
+    if (Type declared = ti.declared(i)) {
+      std::string result = "result " + std::to_string(i);
+      if (failed(requireCompatible(ti, declared, result, thenType,
+                                   "the then branch's " + result,
+                                   "branch/result mismatch")) ||
+          failed(requireCompatible(ti, declared, result, elseType,
+                                   "the else branch's " + result,
+                                   "branch/result mismatch")))
+        return failure();
+    }
     ti.addResult(*joined);
   }
   return success();

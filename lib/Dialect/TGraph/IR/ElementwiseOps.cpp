@@ -247,10 +247,9 @@ OpFoldResult ReluOp::fold(FoldAdaptor adaptor) {
   if (isa<FloatType>(getType().getElementType()))
     return constFoldUnaryOp<FloatAttr, APFloat, void>(
         adaptor.getOperands(), getType(), [](const APFloat &a) {
-          // relu(NaN) stays NaN; relu(-0) is -0 like max(x, 0) on x == 0.
-          return a.isNegative() && !a.isZero() && !a.isNaN()
-                     ? APFloat::getZero(a.getSemantics())
-                     : a;
+          // relu(x) = max(x, +0.0), as tgraph.max folds: NaN propagates and
+          // -0.0 becomes +0.0.
+          return llvm::maximum(a, APFloat::getZero(a.getSemantics()));
         });
   return constFoldUnaryOp<IntegerAttr, APInt, void>(
       adaptor.getOperands(), getType(), [](const APInt &a) {
@@ -479,9 +478,11 @@ OpFoldResult CompareOp::fold(FoldAdaptor a) {
                                                                          : 0);
           return APInt(1, v);
         });
+  // i1 holds 0 and 1 (true > false); other integers are signed.
   return constFoldBinaryOp<IntegerAttr, APInt, void, IntegerAttr>(
       a.getOperands(), getType(), [&](const APInt &x, const APInt &y) {
-        return APInt(1, evalCompare(dir, x.slt(y) ? -1 : (x == y ? 0 : 1)));
+        bool less = x.getBitWidth() == 1 ? x.ult(y) : x.slt(y);
+        return APInt(1, evalCompare(dir, less ? -1 : (x == y ? 0 : 1)));
       });
 }
 

@@ -258,7 +258,23 @@ OpFoldResult DimOp::fold(FoldAdaptor) {
 }
 
 LogicalResult DimSizeOp::verify() {
-  return verifyDimIndex(*this, getX().getType(), getDim(), "dim");
+  if (failed(verifyDimIndex(*this, getX().getType(), getDim(), "dim")))
+    return failure();
+  // Sizes are non-negative int64 values: integers need 32 or 64 bits (and a
+  // static size must fit), floats round to nearest.
+  auto element = dyn_cast<IntegerType>(getType().getElementType());
+  if (!element)
+    return success();
+  if (element.getWidth() < 32)
+    return emitOpError() << "result element type " << typeName(element)
+                         << " cannot hold dimension sizes; use i32, i64 or "
+                            "a float type";
+  auto size = getShape(getX().getType()).dims[getDim()].getConstant();
+  if (size && element.getWidth() == 32 &&
+      *size > std::numeric_limits<int32_t>::max())
+    return emitOpError() << "dim " << getDim() << " has size " << *size
+                         << ", which does not fit in i32";
+  return success();
 }
 
 OpFoldResult DimSizeOp::fold(FoldAdaptor) {

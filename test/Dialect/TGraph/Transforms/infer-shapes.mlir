@@ -194,3 +194,21 @@ func.func @fixed_point_body(%x0: tensor<?xf64, #tgraph.dims<[N]>>,
   }
   return %x : tensor<?xf64, #tgraph.dims<[N]>>
 }
+
+// -----
+
+// A branch of length T under a result declared [S]: checked before the cond.
+// CHECK-LABEL: func.func @cond_branch_check
+// CHECK-DAG: %[[S:.+]] = tgraph.dim %arg1, 0
+// CHECK-DAG: %[[T:.+]] = tgraph.dim %arg2, 0
+// CHECK: tgraph.assert_dim eq %[[T]], %[[S]], "'tgraph.cond' op at {{.*}}: branch/result mismatch: the else branch's result 0 dim 0 (T) must equal result 0 dim 0 (S)"
+// CHECK: tgraph.cond
+func.func @cond_branch_check(%p: tensor<i1>, %a: tensor<?xf32, #tgraph.dims<[S]>>,
+                             %b: tensor<?xf32, #tgraph.dims<[T]>>) -> tensor<?xf32, #tgraph.dims<[S]>> {
+  %r = tgraph.cond %p -> tensor<?xf32, #tgraph.dims<[S]>> {
+    tgraph.yield %a : tensor<?xf32, #tgraph.dims<[S]>>
+  } else {
+    tgraph.yield %b : tensor<?xf32, #tgraph.dims<[T]>>
+  }
+  return %r : tensor<?xf32, #tgraph.dims<[S]>>
+}
