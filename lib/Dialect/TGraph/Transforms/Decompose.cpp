@@ -57,22 +57,36 @@ public:
   Value select(Value c, Value x, Value y) {
     return SelectOp::create(b, loc, c, x, y);
   }
-  Value reduceSum(Value x, ArrayRef<int64_t> dims, bool keep) {
+  Value reduceSum(Value x, ArrayRef<int64_t> dims, bool keep,
+                  PolicyAttr policy = {}) {
     return ReduceSumOp::create(b, loc, x, dims, keep, /*stable=*/false,
-                               PolicyAttr());
+                               policy);
   }
-  Value reduceMean(Value x, ArrayRef<int64_t> dims, bool keep) {
+  Value reduceMean(Value x, ArrayRef<int64_t> dims, bool keep,
+                   PolicyAttr policy = {}) {
     return ReduceMeanOp::create(b, loc, x, dims, keep, /*stable=*/false,
-                                PolicyAttr());
+                                policy);
   }
   Value reduceMax(Value x, ArrayRef<int64_t> dims, bool keep) {
     return ReduceMaxOp::create(b, loc, x, dims, keep);
   }
-  Value cast(Value x, Type element) {
+  Value cast(Value x, Type element, PolicyAttr policy = {}) {
     auto t = llvm::cast<RankedTensorType>(x.getType());
     if (t.getElementType() == element)
       return x;
-    return CastOp::create(b, loc, t.clone(element), x, PolicyAttr());
+    return CastOp::create(b, loc, t.clone(element), x, policy);
+  }
+  /// The most negative value of `element`: -inf, or the lowest finite value
+  /// for types without infinity (f8E4M3FN), where -inf would become NaN.
+  Value lowest(Type element) {
+    const llvm::fltSemantics &sem =
+        llvm::cast<FloatType>(element).getFloatSemantics();
+    APFloat v = APFloat::semanticsHasInf(sem)
+                    ? APFloat::getInf(sem, /*Negative=*/true)
+                    : APFloat::getLargest(sem, /*Negative=*/true);
+    auto type = RankedTensorType::get({}, element);
+    return ConstantOp::create(
+        b, loc, type, DenseElementsAttr::get(type, FloatAttr::get(element, v)));
   }
   Type elementOf(Value v) { return getElementTypeOrSelf(v.getType()); }
 
@@ -80,10 +94,52 @@ public:
   Location loc;
 };
 
-/// True if every dim of `type` is known (a created tensor needs that).
-static bool isDetermined(Type type) {
-  return llvm::none_of(getShape(type).dims,
-                       [](const shape::DimExpr &d) { return d.isUnknown(); });
+/// The type a composite computes in: the policy's accumulation type, else
+/// f32 for the safe forms and for means of narrow floats, else the storage
+/// type.
+static Type computeType(Type storage, PolicyAttr policy, bool widen) {
+  if (policy && policy.getAccum())
+    return policy.getAccum();
+  Type f32 = Float32Type::get(storage.getContext());
+  if (widen && isa<FloatType>(storage) && storage != f32 &&
+      isExactWidening(storage, f32))
+    return f32;
+  return storage;
+}
+
+/// The parts of `policy` that apply once the composite has computed in its
+/// accumulation type: loss_scale on the final reduction...
+static PolicyAttr lossPart(PolicyAttr policy) {
+  if (!policy || !policy.getLossScale())
+    return {};
+  return PolicyAttr::get(policy.getContext(), Type(), false,
+                         policy.getLossScale(), false);
+}
+
+/// ...and rounding (stochastic_round, saturate) on the final cast.
+static PolicyAttr roundingPart(PolicyAttr policy) {
+  if (!policy || (!policy.getStochasticRound() && !policy.getSaturate()))
+    return {};
+  return PolicyAttr::get(policy.getContext(), Type(),
+                         policy.getStochasticRound(), FloatAttr(),
+                         policy.getSaturate());
+}
+
+/// A composite expands only when its declared result types are exactly the
+/// inferred ones; otherwise the expansion would change the types its users
+/// see (run -tessera-tgraph-infer-shapes first).
+static LogicalResult requireInferredTypes(Operation *op,
+                                          PatternRewriter &rewriter) {
+  auto shaped = dyn_cast<ShapeInferenceOpInterface>(op);
+  if (!shaped)
+    return success();
+  TypeInference ti(op->getContext(), op->getLoc(),
+                   op->getName().getStringRef(), op->getResultTypes());
+  if (failed(shaped.inferResultTypes(ti)) ||
+      TypeRange(ti.getResults()) != op->getResultTypes())
+    return rewriter.notifyMatchFailure(
+        op, "result types are less refined than inferred");
+  return success();
 }
 
 /// The dims [from, rank).
@@ -147,9 +203,9 @@ static LogicalResult decomposeLogSoftmax(LogSoftmaxOp op,
 
 /// max over `d` (kept), with -inf replaced by 0 so fully masked rows do not
 /// produce inf - inf.
-static Value safeMax(Emitter &e, Value x, int64_t d) {
+static Value safeMax(Emitter &e, Value x, int64_t d, bool keep = true) {
   Type t = e.elementOf(x);
-  Value m = e.reduceMax(x, {d}, true);
+  Value m = e.reduceMax(x, {d}, keep);
   Value isNegInf = e.compare(CompareDirection::eq, m,
                              e.scalar(t, -INFINITY));
   return e.select(isNegInf, e.scalar(t, 0.0), m);
@@ -175,12 +231,16 @@ static LogicalResult decomposeLogsumexp(OpTy op, PatternRewriter &rewriter,
                                         bool safe) {
   Emitter e(rewriter, op.getLoc());
   int64_t d = op.getDim();
-  Value m = safe ? safeMax(e, op.getX(), d)
-                 : e.reduceMax(op.getX(), {d}, true);
-  Value lse = e.add(m, e.log(e.reduceSum(e.exp(e.sub(op.getX(), m)), {d}, true)));
-  if (!op.getKeepdims())
-    lse = ReshapeOp::create(rewriter, op.getLoc(), op.getType(), lse);
-  rewriter.replaceOp(op, lse);
+  bool keep = op.getKeepdims();
+  auto shift = [&](bool keepDim) {
+    return safe ? safeMax(e, op.getX(), d, keepDim)
+                : e.reduceMax(op.getX(), {d}, keepDim);
+  };
+  // The shift is subtracted with the dim kept; without keepdims the result
+  // adds the (recomputed) shift without it, so no reshape is needed.
+  Value m = shift(true);
+  Value sum = e.reduceSum(e.exp(e.sub(op.getX(), m)), {d}, keep);
+  rewriter.replaceOp(op, e.add(keep ? m : shift(false), e.log(sum)));
   return success();
 }
 
@@ -188,19 +248,24 @@ static LogicalResult decomposeLogsumexp(OpTy op, PatternRewriter &rewriter,
 // Normalization and reductions
 //===----------------------------------------------------------------------===//
 
-// reduce_mean(x) = reduce_sum(x) / (product of the reduced dims)
+// reduce_mean = reduce_sum / (product of the reduced dim sizes), computed
+// in the accumulation type (f32 for narrow floats: a count of 65536 is inf
+// in f16) and cast back once.
 static LogicalResult decomposeMean(ReduceMeanOp op, PatternRewriter &rewriter) {
   Emitter e(rewriter, op.getLoc());
-  Type t = e.elementOf(op.getX());
+  Type storage = e.elementOf(op.getX());
+  Type t = computeType(storage, op.getPolicyAttr(), /*widen=*/true);
   auto scalarType = RankedTensorType::get({}, t);
+  Value x = e.cast(op.getX(), t);
   Value count = e.scalar(t, 1.0);
   for (int64_t d : op.getDims())
     count = e.mul(count, DimSizeOp::create(rewriter, op.getLoc(), scalarType,
                                            op.getX(), d));
-  Value sum = ReduceSumOp::create(rewriter, op.getLoc(), op.getX(),
-                                  op.getDims(), op.getKeepdims(),
-                                  op.getStable(), op.getPolicyAttr());
-  rewriter.replaceOp(op, e.div(sum, count));
+  Value sum = ReduceSumOp::create(rewriter, op.getLoc(), x, op.getDims(),
+                                  op.getKeepdims(), op.getStable(),
+                                  lossPart(op.getPolicyAttr()));
+  rewriter.replaceOp(op, e.cast(e.div(sum, count), storage,
+                                roundingPart(op.getPolicyAttr())));
   return success();
 }
 
@@ -220,7 +285,7 @@ static LogicalResult decomposeLayerNorm(OpTy op, PatternRewriter &rewriter,
                                         bool safe) {
   Emitter e(rewriter, op.getLoc());
   Type storage = e.elementOf(op.getX());
-  Type compute = safe && !storage.isF64() ? rewriter.getF32Type() : storage;
+  Type compute = computeType(storage, op.getPolicyAttr(), safe);
   Value x = e.cast(op.getX(), compute);
   SmallVector<int64_t> dims =
       trailingDims(op.getAxis(), cast<RankedTensorType>(x.getType()).getRank());
@@ -232,7 +297,8 @@ static LogicalResult decomposeLayerNorm(OpTy op, PatternRewriter &rewriter,
   Value y = e.mul(centered, e.rsqrt(e.add(var, eps)));
   Value scale = op.getScale() ? e.cast(op.getScale(), compute) : Value();
   Value bias = op.getBias() ? e.cast(op.getBias(), compute) : Value();
-  rewriter.replaceOp(op, e.cast(affine(e, y, scale, bias), storage));
+  rewriter.replaceOp(op, e.cast(affine(e, y, scale, bias), storage,
+                                roundingPart(op.getPolicyAttr())));
   return success();
 }
 
@@ -242,7 +308,7 @@ static LogicalResult decomposeRMSNorm(OpTy op, PatternRewriter &rewriter,
                                       bool safe) {
   Emitter e(rewriter, op.getLoc());
   Type storage = e.elementOf(op.getX());
-  Type compute = safe && !storage.isF64() ? rewriter.getF32Type() : storage;
+  Type compute = computeType(storage, op.getPolicyAttr(), safe);
   Value x = e.cast(op.getX(), compute);
   SmallVector<int64_t> dims =
       trailingDims(op.getAxis(), cast<RankedTensorType>(x.getType()).getRank());
@@ -250,7 +316,8 @@ static LogicalResult decomposeRMSNorm(OpTy op, PatternRewriter &rewriter,
   Value eps = e.scalar(compute, op.getEpsilon().convertToDouble());
   Value y = e.mul(x, e.rsqrt(e.add(ms, eps)));
   Value scale = op.getScale() ? e.cast(op.getScale(), compute) : Value();
-  rewriter.replaceOp(op, e.cast(affine(e, y, scale, Value()), storage));
+  rewriter.replaceOp(op, e.cast(affine(e, y, scale, Value()), storage,
+                                roundingPart(op.getPolicyAttr())));
   return success();
 }
 
@@ -258,7 +325,8 @@ static LogicalResult decomposeRMSNorm(OpTy op, PatternRewriter &rewriter,
 // Attention, losses, lookups
 //===----------------------------------------------------------------------===//
 
-// attention: softmax(q k^T * scale [+ causal mask]) v
+// attention: softmax(q k^T * scale [+ causal mask]) v, with the scores,
+// softmax and P v in the accumulation type when the policy names one.
 static LogicalResult decomposeAttention(AttentionOp op,
                                         PatternRewriter &rewriter) {
   Emitter e(rewriter, op.getLoc());
@@ -269,11 +337,12 @@ static LogicalResult decomposeAttention(AttentionOp op,
   const shape::DimExpr &sq = q.dims[r - 2], &sk = k.dims[r - 2];
   if (op.getCausal() && (sq.isUnknown() || sk.isUnknown()))
     return rewriter.notifyMatchFailure(op, "causal mask needs known lengths");
-  Type t = qType.getElementType();
-  double scale = op.getScale() ? op.getScale()->convertToDouble()
-                               : 1.0 / std::sqrt(double(qType.getShape()[r - 1]));
   if (!op.getScale() && ShapedType::isDynamic(qType.getShape()[r - 1]))
     return rewriter.notifyMatchFailure(op, "default scale needs a static D");
+  Type storage = qType.getElementType();
+  Type t = computeType(storage, op.getPolicyAttr(), /*widen=*/false);
+  double scale = op.getScale() ? op.getScale()->convertToDouble()
+                               : 1.0 / std::sqrt(double(qType.getShape()[r - 1]));
   // scores [..., Sq, Sk]
   TypeInference ti(op.getContext(), loc, MatmulOp::getOperationName());
   auto scores = shape::inferMatmul(ti.diag(), q, k, false, true);
@@ -295,43 +364,74 @@ static LogicalResult decomposeAttention(AttentionOp op,
         DimSizeOp::create(rewriter, loc, scalarI64, op.getQuery(), r - 2));
     Value visible =
         e.compare(CompareDirection::le, col, e.add(row, offset));
-    s = e.select(visible, s, e.scalar(t, -INFINITY));
+    s = e.select(visible, s, e.lowest(t));
   }
   Value p = SoftmaxOp::create(rewriter, loc, s, r - 1);
-  rewriter.replaceOpWithNewOp<MatmulOp>(op, op.getType(), p, op.getValue(),
-                                        false, false, op.getPolicyAttr());
+  Value v = e.cast(op.getValue(), t);
+  shape::TensorShape outShape = getShape(op.getType());
+  Value o = MatmulOp::create(rewriter, loc, getTensorType(outShape, t), p, v,
+                             false, false, PolicyAttr());
+  rewriter.replaceOp(op, e.cast(o, storage, roundingPart(op.getPolicyAttr())));
   return success();
 }
 
-// cross_entropy = reduction(-sum_c labels_c * log_softmax(logits)_c)
+/// `ids [...]` with a trailing unit dim, `[..., 1]`, for comparing against
+/// the classes.
+static Value expandLastDim(PatternRewriter &rewriter, Location loc, Value ids) {
+  auto type = cast<RankedTensorType>(ids.getType());
+  shape::TensorShape expanded = getShape(type);
+  expanded.dims.push_back(shape::DimExpr::constant(1));
+  return BroadcastInDimOp::create(
+      rewriter, loc, getTensorType(expanded, type.getElementType()), ids,
+      llvm::to_vector(llvm::seq<int64_t>(0, type.getRank())));
+}
+
+// cross_entropy = reduction(-sum_c labels_c * log_softmax(logits)_c). Class
+// indices select log p[label] (a product with one-hot would turn a -inf
+// logit of another class into 0 * -inf = NaN); soft labels use
+// 0 * log 0 = 0. Computed in the accumulation type; loss_scale goes on the
+// final reduction.
 static LogicalResult decomposeCrossEntropy(CrossEntropyOp op,
                                            PatternRewriter &rewriter) {
   Emitter e(rewriter, op.getLoc());
+  Location loc = op.getLoc();
   auto logitsType = cast<RankedTensorType>(op.getLogits().getType());
   int64_t c = logitsType.getRank() - 1;
-  Value labels = op.getLabels();
-  if (!isa<FloatType>(e.elementOf(labels))) {
-    if (ShapedType::isDynamic(logitsType.getShape()[c]) ||
-        !isDetermined(logitsType))
-      return rewriter.notifyMatchFailure(op, "one-hot needs known dims");
-    labels = OneHotOp::create(rewriter, op.getLoc(), logitsType, labels,
-                              logitsType.getShape()[c]);
+  Type storage = logitsType.getElementType();
+  Type t = computeType(storage, op.getPolicyAttr(), /*widen=*/false);
+  Value logp = LogSoftmaxOp::create(rewriter, loc, e.cast(op.getLogits(), t), c);
+  Value zero = e.scalar(t, 0.0);
+  Value terms;
+  if (isa<FloatType>(e.elementOf(op.getLabels()))) {
+    Value p = e.cast(op.getLabels(), t);
+    Value absent = e.compare(CompareDirection::eq, p, zero);
+    terms = e.select(absent, zero, e.mul(p, logp));
+  } else {
+    if (ShapedType::isDynamic(logitsType.getShape()[c]))
+      return rewriter.notifyMatchFailure(op, "needs a static class count");
+    Type idType = e.elementOf(op.getLabels());
+    Value classes = IotaOp::create(
+        rewriter, loc, RankedTensorType::get({logitsType.getShape()[c]}, idType),
+        0);
+    Value hit = e.compare(CompareDirection::eq,
+                          expandLastDim(rewriter, loc, op.getLabels()), classes);
+    terms = e.select(hit, logp, zero);
   }
-  Value logp = LogSoftmaxOp::create(rewriter, op.getLoc(), op.getLogits(), c);
-  Value nll = e.neg(e.reduceSum(e.mul(labels, logp), {c}, false));
+  Value nll = e.neg(e.reduceSum(terms, {c}, false));
   int64_t rank = cast<RankedTensorType>(nll.getType()).getRank();
   SmallVector<int64_t> all = trailingDims(0, rank);
+  PolicyAttr loss = lossPart(op.getPolicyAttr());
   switch (op.getReduction()) {
   case LossReduction::none:
     break;
   case LossReduction::sum:
-    nll = e.reduceSum(nll, all, false);
+    nll = e.reduceSum(nll, all, false, loss);
     break;
   case LossReduction::mean:
-    nll = e.reduceMean(nll, all, false);
+    nll = e.reduceMean(nll, all, false, loss);
     break;
   }
-  rewriter.replaceOp(op, nll);
+  rewriter.replaceOp(op, e.cast(nll, storage, roundingPart(op.getPolicyAttr())));
   return success();
 }
 
@@ -342,71 +442,81 @@ static LogicalResult decomposeEmbedding(EmbeddingOp op,
   return success();
 }
 
-// one_hot(ids) = cast(reshape(ids, [..., 1]) == iota(C))
+// one_hot(ids) = cast(ids[..., None] == iota(C))
 static LogicalResult decomposeOneHot(OneHotOp op, PatternRewriter &rewriter) {
   Emitter e(rewriter, op.getLoc());
   auto idsType = cast<RankedTensorType>(op.getIds().getType());
-  shape::TensorShape expanded = getShape(idsType);
-  expanded.dims.push_back(shape::DimExpr::constant(1));
-  Value ids = ReshapeOp::create(
-      rewriter, op.getLoc(), getTensorType(expanded, idsType.getElementType()),
-      op.getIds());
   Value classes = IotaOp::create(
       rewriter, op.getLoc(),
-      RankedTensorType::get({int64_t(op.getNumClasses())}, idsType.getElementType()), 0);
-  Value hot = e.compare(CompareDirection::eq, ids, classes);
+      RankedTensorType::get({int64_t(op.getNumClasses())},
+                            idsType.getElementType()),
+      0);
+  Value hot = e.compare(CompareDirection::eq,
+                        expandLastDim(rewriter, op.getLoc(), op.getIds()),
+                        classes);
   rewriter.replaceOp(op, e.cast(hot, op.getType().getElementType()));
   return success();
 }
 
-/// Adds `fn` for the op named `name` if `only` is empty or names it.
-template <typename OpTy, typename Fn>
+static LogicalResult decomposeLogsumexpPlain(LogsumexpOp op,
+                                             PatternRewriter &r) {
+  return decomposeLogsumexp(op, r, false);
+}
+static LogicalResult decomposeLogsumexpSafe(LogsumexpSafeOp op,
+                                            PatternRewriter &r) {
+  return decomposeLogsumexp(op, r, true);
+}
+static LogicalResult decomposeLayerNormPlain(LayerNormOp op,
+                                             PatternRewriter &r) {
+  return decomposeLayerNorm(op, r, false);
+}
+static LogicalResult decomposeLayerNormSafe(LayerNormSafeOp op,
+                                            PatternRewriter &r) {
+  return decomposeLayerNorm(op, r, true);
+}
+static LogicalResult decomposeRMSNormPlain(RMSNormOp op, PatternRewriter &r) {
+  return decomposeRMSNorm(op, r, false);
+}
+static LogicalResult decomposeRMSNormSafe(RMSNormSafeOp op,
+                                          PatternRewriter &r) {
+  return decomposeRMSNorm(op, r, true);
+}
+
+/// Adds `Fn` for `OpTy` if `only` is empty or names it; the pattern leaves
+/// ops whose declared types are less refined than inferred alone.
+template <typename OpTy, LogicalResult (*Fn)(OpTy, PatternRewriter &)>
 static void addIfSelected(RewritePatternSet &patterns,
-                          ArrayRef<std::string> only, Fn fn) {
+                          ArrayRef<std::string> only) {
   StringRef name = OpTy::getOperationName().drop_front(strlen("tgraph."));
   if (!only.empty() && !llvm::is_contained(only, name.str()))
     return;
-  patterns.add(fn);
+  patterns.add(+[](OpTy op, PatternRewriter &rewriter) -> LogicalResult {
+    if (failed(requireInferredTypes(op, rewriter)))
+      return failure();
+    return Fn(op, rewriter);
+  });
 }
 
 } // namespace
 
 void mlir::tessera::tgraph::populateDecompositionPatterns(
     RewritePatternSet &patterns, ArrayRef<std::string> only) {
-  addIfSelected<GeluOp>(patterns, only, decomposeGelu);
-  addIfSelected<SiluOp>(patterns, only, decomposeSilu);
-  addIfSelected<SoftmaxOp>(patterns, only, decomposeSoftmax);
-  addIfSelected<LogSoftmaxOp>(patterns, only, decomposeLogSoftmax);
-  addIfSelected<SoftmaxSafeOp>(patterns, only, decomposeSoftmaxSafe);
-  addIfSelected<LogsumexpOp>(
-      patterns, only, +[](LogsumexpOp op, PatternRewriter &r) {
-        return decomposeLogsumexp(op, r, false);
-      });
-  addIfSelected<LogsumexpSafeOp>(
-      patterns, only, +[](LogsumexpSafeOp op, PatternRewriter &r) {
-        return decomposeLogsumexp(op, r, true);
-      });
-  addIfSelected<ReduceMeanOp>(patterns, only, decomposeMean);
-  addIfSelected<LayerNormOp>(
-      patterns, only, +[](LayerNormOp op, PatternRewriter &r) {
-        return decomposeLayerNorm(op, r, false);
-      });
-  addIfSelected<LayerNormSafeOp>(
-      patterns, only, +[](LayerNormSafeOp op, PatternRewriter &r) {
-        return decomposeLayerNorm(op, r, true);
-      });
-  addIfSelected<RMSNormOp>(
-      patterns, only, +[](RMSNormOp op, PatternRewriter &r) {
-        return decomposeRMSNorm(op, r, false);
-      });
-  addIfSelected<RMSNormSafeOp>(
-      patterns, only, +[](RMSNormSafeOp op, PatternRewriter &r) {
-        return decomposeRMSNorm(op, r, true);
-      });
-  addIfSelected<AttentionOp>(patterns, only, decomposeAttention);
-  addIfSelected<CrossEntropyOp>(patterns, only, decomposeCrossEntropy);
-  addIfSelected<EmbeddingOp>(patterns, only, decomposeEmbedding);
-  addIfSelected<OneHotOp>(patterns, only, decomposeOneHot);
+  addIfSelected<GeluOp, decomposeGelu>(patterns, only);
+  addIfSelected<SiluOp, decomposeSilu>(patterns, only);
+  addIfSelected<SoftmaxOp, decomposeSoftmax>(patterns, only);
+  addIfSelected<LogSoftmaxOp, decomposeLogSoftmax>(patterns, only);
+  addIfSelected<SoftmaxSafeOp, decomposeSoftmaxSafe>(patterns, only);
+  addIfSelected<LogsumexpOp, decomposeLogsumexpPlain>(patterns, only);
+  addIfSelected<LogsumexpSafeOp, decomposeLogsumexpSafe>(patterns, only);
+  addIfSelected<ReduceMeanOp, decomposeMean>(patterns, only);
+  addIfSelected<LayerNormOp, decomposeLayerNormPlain>(patterns, only);
+  addIfSelected<LayerNormSafeOp, decomposeLayerNormSafe>(patterns, only);
+  addIfSelected<RMSNormOp, decomposeRMSNormPlain>(patterns, only);
+  addIfSelected<RMSNormSafeOp, decomposeRMSNormSafe>(patterns, only);
+  addIfSelected<AttentionOp, decomposeAttention>(patterns, only);
+  addIfSelected<CrossEntropyOp, decomposeCrossEntropy>(patterns, only);
+  addIfSelected<EmbeddingOp, decomposeEmbedding>(patterns, only);
+  addIfSelected<OneHotOp, decomposeOneHot>(patterns, only);
 }
 
 namespace {

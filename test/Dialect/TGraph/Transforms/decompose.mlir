@@ -103,12 +103,17 @@ func.func @softmax_safe(%x: tensor<?x?xf32, #tgraph.dims<[B, S]>>) -> tensor<?x?
 
 // -----
 
-// logsumexp without keepdims ends with a reshape dropping the size-1 dim.
+// logsumexp without keepdims: the shift is subtracted with the dim kept and
+// added back without it (no reshape, which '?' dims could not express).
 // CHECK-LABEL: func.func @logsumexp
-// CHECK: %[[M:.+]] = tgraph.reduce_max %{{.*}} {dims = array<i64: 1>, keepdims}
-// CHECK: %[[L:.+]] = tgraph.log
-// CHECK: %[[A:.+]] = tgraph.add %[[M]], %[[L]] : tensor<?x1xf32, #tgraph.dims<[B, 1]>>
-// CHECK: %[[R:.+]] = tgraph.reshape %[[A]] : tensor<?x1xf32, #tgraph.dims<[B, 1]>> -> tensor<?xf32, #tgraph.dims<[B]>>
+// CHECK: %[[MK:.+]] = tgraph.reduce_max %{{.*}} {dims = array<i64: 1>, keepdims}
+// CHECK: %[[D:.+]] = tgraph.sub %{{.*}}, %[[MK]]
+// CHECK: %[[E:.+]] = tgraph.exp %[[D]]
+// CHECK: %[[S:.+]] = tgraph.reduce_sum %[[E]] {dims = array<i64: 1>} : {{.*}} -> tensor<?xf32, #tgraph.dims<[B]>>
+// CHECK: %[[M:.+]] = tgraph.reduce_max %{{.*}} {dims = array<i64: 1>} : {{.*}} -> tensor<?xf32, #tgraph.dims<[B]>>
+// CHECK: %[[L:.+]] = tgraph.log %[[S]]
+// CHECK: %[[R:.+]] = tgraph.add %[[M]], %[[L]] : tensor<?xf32, #tgraph.dims<[B]>>
+// CHECK-NOT: tgraph.reshape
 // CHECK: return %[[R]]
 func.func @logsumexp(%x: tensor<?x?xf32, #tgraph.dims<[B, S]>>) -> tensor<?xf32, #tgraph.dims<[B]>> {
   %l = tgraph.logsumexp %x {dim = 1 : i64} : tensor<?x?xf32, #tgraph.dims<[B, S]>> -> tensor<?xf32, #tgraph.dims<[B]>>
@@ -256,17 +261,19 @@ func.func @attention_unknown_lengths(%q: tensor<?x16xf32>) -> tensor<?x16xf32> {
 
 // -----
 
-// cross_entropy with class indices: one-hot, log-softmax, mean of the NLL.
+// cross_entropy with class indices selects log p[label] (a product with a
+// one-hot vector would make 0 * -inf = NaN for a -inf logit of another
+// class), then takes the mean of the NLL.
 // CHECK-LABEL: func.func @cross_entropy
 // CHECK-SAME: (%[[L:.+]]: tensor<?x10xf32, #tgraph.dims<[B, 10]>>, %[[Y:.+]]: tensor<?xi64, #tgraph.dims<[B]>>)
-// CHECK: %[[COL:.+]] = tgraph.reshape %[[Y]] : tensor<?xi64, #tgraph.dims<[B]>> -> tensor<?x1xi64, #tgraph.dims<[B, 1]>>
-// CHECK: %[[CLS:.+]] = tgraph.iota {dim = 0 : i64} : tensor<10xi64>
-// CHECK: %[[HOT:.+]] = tgraph.compare eq, %[[COL]], %[[CLS]] : (tensor<?x1xi64, #tgraph.dims<[B, 1]>>, tensor<10xi64>) -> tensor<?x10xi1, #tgraph.dims<[B, 10]>>
-// CHECK: %[[OH:.+]] = tgraph.cast %[[HOT]] : tensor<?x10xi1, #tgraph.dims<[B, 10]>> -> tensor<?x10xf32, #tgraph.dims<[B, 10]>>
+// CHECK-DAG: %[[ZERO:.+]] = tgraph.constant dense<0.000000e+00> : tensor<f32>
 // CHECK: %[[SHIFTED:.+]] = tgraph.sub
 // CHECK: %[[LP:.+]] = tgraph.sub %[[SHIFTED]]
-// CHECK: %[[T:.+]] = tgraph.mul %[[OH]], %[[LP]]
-// CHECK: %[[S:.+]] = tgraph.reduce_sum %[[T]] {dims = array<i64: 1>}
+// CHECK: %[[CLS:.+]] = tgraph.iota {dim = 0 : i64} : tensor<10xi64>
+// CHECK: %[[COL:.+]] = tgraph.broadcast_in_dim %[[Y]] {broadcast_dimensions = array<i64: 0>} : tensor<?xi64, #tgraph.dims<[B]>> -> tensor<?x1xi64, #tgraph.dims<[B, 1]>>
+// CHECK: %[[HIT:.+]] = tgraph.compare eq, %[[COL]], %[[CLS]] : (tensor<?x1xi64, #tgraph.dims<[B, 1]>>, tensor<10xi64>) -> tensor<?x10xi1, #tgraph.dims<[B, 10]>>
+// CHECK: %[[PICK:.+]] = tgraph.select %[[HIT]], %[[LP]], %[[ZERO]]
+// CHECK: %[[S:.+]] = tgraph.reduce_sum %[[PICK]] {dims = array<i64: 1>}
 // CHECK: %[[NLL:.+]] = tgraph.neg %[[S]] : tensor<?xf32, #tgraph.dims<[B]>>
 // CHECK: %[[TOT:.+]] = tgraph.reduce_sum %[[NLL]] {dims = array<i64: 0>} : tensor<?xf32, #tgraph.dims<[B]>> -> tensor<f32>
 // CHECK: %[[MEAN:.+]] = tgraph.div %[[TOT]]
@@ -280,11 +287,14 @@ func.func @cross_entropy(%logits: tensor<?x10xf32, #tgraph.dims<[B, 10]>>,
 
 // -----
 
-// Soft labels multiply the log-probabilities directly; reduction none.
+// Soft labels: sum of p * log q, with 0 * log 0 taken as 0; reduction none.
 // CHECK-LABEL: func.func @cross_entropy_soft
-// CHECK-NOT: tgraph.one_hot
-// CHECK: %[[T:.+]] = tgraph.mul %arg1, %{{.*}}
-// CHECK: %[[S:.+]] = tgraph.reduce_sum %[[T]] {dims = array<i64: 1>}
+// CHECK-SAME: (%{{.*}}: tensor<?x10xf32, #tgraph.dims<[B, 10]>>, %[[P:.+]]: tensor<?x10xf32, #tgraph.dims<[B, 10]>>)
+// CHECK-DAG: %[[ZERO:.+]] = tgraph.constant dense<0.000000e+00> : tensor<f32>
+// CHECK: %[[ABSENT:.+]] = tgraph.compare eq, %[[P]], %[[ZERO]]
+// CHECK: %[[T:.+]] = tgraph.mul %[[P]], %{{.*}}
+// CHECK: %[[TERMS:.+]] = tgraph.select %[[ABSENT]], %[[ZERO]], %[[T]]
+// CHECK: %[[S:.+]] = tgraph.reduce_sum %[[TERMS]] {dims = array<i64: 1>}
 // CHECK: %[[NLL:.+]] = tgraph.neg %[[S]]
 // CHECK: return %[[NLL]]
 func.func @cross_entropy_soft(%logits: tensor<?x10xf32, #tgraph.dims<[B, 10]>>,
@@ -296,6 +306,20 @@ func.func @cross_entropy_soft(%logits: tensor<?x10xf32, #tgraph.dims<[B, 10]>>,
 
 // -----
 
+// loss_scale moves to the final reduction, and a bf16 loss with accum f32
+// computes in f32 and casts once.
+// CHECK-LABEL: func.func @cross_entropy_policy
+// CHECK: tgraph.cast %arg0 : tensor<8x10xbf16> -> tensor<8x10xf32>
+// CHECK: tgraph.reduce_sum %{{.*}} {dims = array<i64: 0>, policy = #tgraph.policy<loss_scale = 1.024000e+03>} : tensor<8xf32> -> tensor<f32>
+// CHECK: tgraph.cast %{{.*}} : tensor<f32> -> tensor<bf16>
+func.func @cross_entropy_policy(%logits: tensor<8x10xbf16>, %labels: tensor<8xi32>) -> tensor<bf16> {
+  %l = tgraph.cross_entropy %logits, %labels {reduction = #tgraph<loss_reduction sum>,
+      policy = #tgraph.policy<accum = f32, loss_scale = 1024.0>} : (tensor<8x10xbf16>, tensor<8xi32>) -> tensor<bf16>
+  return %l : tensor<bf16>
+}
+
+// -----
+
 // embedding(table, ids) = gather(table, ids, dim 0)
 // CHECK-LABEL: func.func @embedding
 // CHECK: %[[G:.+]] = tgraph.gather %arg0, %arg1 {dim = 0 : i64} : (tensor<100x16xf32>, tensor<?xi32, #tgraph.dims<[B]>>) -> tensor<?x16xf32, #tgraph.dims<[B, 16]>>
@@ -303,4 +327,70 @@ func.func @cross_entropy_soft(%logits: tensor<?x10xf32, #tgraph.dims<[B, 10]>>,
 func.func @embedding(%t: tensor<100x16xf32>, %ids: tensor<?xi32, #tgraph.dims<[B]>>) -> tensor<?x16xf32, #tgraph.dims<[B, 16]>> {
   %e = tgraph.embedding %t, %ids : (tensor<100x16xf32>, tensor<?xi32, #tgraph.dims<[B]>>) -> tensor<?x16xf32, #tgraph.dims<[B, 16]>>
   return %e : tensor<?x16xf32, #tgraph.dims<[B, 16]>>
+}
+
+// -----
+
+// fp8 attention with an f32 accumulation policy: scores, the mask (-inf is
+// available in f32) and softmax in f32, v widened, one cast at the end.
+// CHECK-LABEL: func.func @attention_fp8
+// CHECK: %[[S:.+]] = tgraph.matmul %arg0, %arg1 {policy = #tgraph.policy<accum = f32>, transpose_rhs} : (tensor<4x16xf8E4M3FN>, tensor<4x16xf8E4M3FN>) -> tensor<4x4xf32>
+// CHECK: tgraph.select %{{.*}}, %{{.*}}, %{{.*}} : (tensor<4x4xi1>, tensor<4x4xf32>, tensor<f32>) -> tensor<4x4xf32>
+// CHECK: %[[V:.+]] = tgraph.cast %arg2 : tensor<4x16xf8E4M3FN> -> tensor<4x16xf32>
+// CHECK: %[[O:.+]] = tgraph.matmul %{{.*}}, %[[V]] : (tensor<4x4xf32>, tensor<4x16xf32>) -> tensor<4x16xf32>
+// CHECK: tgraph.cast %[[O]] : tensor<4x16xf32> -> tensor<4x16xf8E4M3FN>
+func.func @attention_fp8(%q: tensor<4x16xf8E4M3FN>, %k: tensor<4x16xf8E4M3FN>, %v: tensor<4x16xf8E4M3FN>) -> tensor<4x16xf8E4M3FN> {
+  %o = tgraph.attention %q, %k, %v {causal, policy = #tgraph.policy<accum = f32>} : tensor<4x16xf8E4M3FN>
+  return %o : tensor<4x16xf8E4M3FN>
+}
+
+// -----
+
+// A mean over 65536 f16 values: the count (inf in f16) and the division are
+// in f32, with one cast back.
+// CHECK-LABEL: func.func @mean_f16
+// CHECK-DAG: %[[N:.+]] = tgraph.constant dense<6.553600e+04> : tensor<f32>
+// CHECK-DAG: %[[X:.+]] = tgraph.cast %arg0 : tensor<256x256xf16> -> tensor<256x256xf32>
+// CHECK: %[[S:.+]] = tgraph.reduce_sum %[[X]] {dims = array<i64: 0, 1>} : tensor<256x256xf32> -> tensor<f32>
+// CHECK: %[[M:.+]] = tgraph.div %[[S]], %[[N]] : tensor<f32>
+// CHECK: tgraph.cast %[[M]] : tensor<f32> -> tensor<f16>
+func.func @mean_f16(%x: tensor<256x256xf16>) -> tensor<f16> {
+  %m = tgraph.reduce_mean %x {dims = array<i64: 0, 1>} : tensor<256x256xf16> -> tensor<f16>
+  return %m : tensor<f16>
+}
+
+// -----
+
+// A composite whose declared result is less refined than inferred is left
+// alone: its expansion would change the types its users see.
+// CHECK-LABEL: func.func @less_refined_stays
+// CHECK: tgraph.reduce_mean
+func.func @less_refined_stays(%x: tensor<?x8xf32, #tgraph.dims<[B, 8]>>) -> tensor<?xf32> {
+  %m = tgraph.reduce_mean %x {dims = array<i64: 1>} : tensor<?x8xf32, #tgraph.dims<[B, 8]>> -> tensor<?xf32>
+  return %m : tensor<?xf32>
+}
+
+// -----
+
+// logsumexp and one_hot over several '?' dims need no reshape.
+// CHECK-LABEL: func.func @unknown_dims
+// CHECK-NOT: tgraph.reshape
+// CHECK-NOT: tgraph.logsumexp
+// CHECK-NOT: tgraph.one_hot
+func.func @unknown_dims(%x: tensor<?x?x?xf32>, %ids: tensor<?x?xi64>) -> (tensor<?x?xf32>, tensor<?x?x5xf32>) {
+  %l = tgraph.logsumexp %x {dim = 2 : i64} : tensor<?x?x?xf32> -> tensor<?x?xf32>
+  %o = tgraph.one_hot %ids {num_classes = 5 : i64} : tensor<?x?xi64> -> tensor<?x?x5xf32>
+  return %l, %o : tensor<?x?xf32>, tensor<?x?x5xf32>
+}
+
+// -----
+
+// layernorm with accum = f32 on bf16 storage computes its statistics in f32.
+// CHECK-LABEL: func.func @layernorm_accum
+// CHECK: tgraph.cast %arg0 : tensor<4x64xbf16> -> tensor<4x64xf32>
+// CHECK: tgraph.reduce_sum %{{.*}} : tensor<4x64xf32> -> tensor<4x1xf32>
+// CHECK: tgraph.cast %{{.*}} : tensor<4x64xf32> -> tensor<4x64xbf16>
+func.func @layernorm_accum(%x: tensor<4x64xbf16>) -> tensor<4x64xbf16> {
+  %y = tgraph.layernorm %x {axis = 1 : i64, policy = #tgraph.policy<accum = f32>} : (tensor<4x64xbf16>) -> tensor<4x64xbf16>
+  return %y : tensor<4x64xbf16>
 }
