@@ -356,3 +356,18 @@ func.func @bool_compare_and_relu_zero() -> (tensor<1xi1>, tensor<1xi1>, tensor<1
   %m = tgraph.max %nz, %pz : tensor<1xf32>
   return %gt, %lt, %r, %m : tensor<1xi1>, tensor<1xi1>, tensor<1xf32>, tensor<1xf32>
 }
+
+// -----
+
+// A cast chain keeps both casts when the outer one has a policy: the policy
+// may not apply to the combined cast (f8 -> bf16 is exact, i8 -> i8 cannot
+// overflow).
+// CHECK-LABEL: func.func @cast_chain_with_policy
+// CHECK-COUNT-4: tgraph.cast
+func.func @cast_chain_with_policy(%a: tensor<4xf8E4M3FN>, %i: tensor<4xi8>) -> (tensor<4xbf16>, tensor<4xi8>) {
+  %a1 = tgraph.cast %a : tensor<4xf8E4M3FN> -> tensor<4xf16>
+  %a2 = tgraph.cast %a1 {policy = #tgraph.policy<stochastic_round>} : tensor<4xf16> -> tensor<4xbf16>
+  %i1 = tgraph.cast %i : tensor<4xi8> -> tensor<4xi32>
+  %i2 = tgraph.cast %i1 {policy = #tgraph.policy<saturate>} : tensor<4xi32> -> tensor<4xi8>
+  return %a2, %i2 : tensor<4xbf16>, tensor<4xi8>
+}

@@ -132,12 +132,23 @@ private:
     return arith::ConstantIndexOp::create(builder, op->getLoc(), v);
   }
 
-  /// A value carrying symbol `name`: a dim of an operand or of a function
-  /// argument that is exactly that symbol.
+  /// The innermost enclosing region whose parent is isolated from above.
+  Region *isolatedScope() {
+    for (Region *r = op->getParentRegion(); r; r = r->getParentRegion())
+      if (r->getParentOp()->hasTrait<OpTrait::IsIsolatedFromAbove>())
+        return r;
+    return nullptr;
+  }
+
+  /// A value carrying symbol `name`: a dim of an operand, or of an argument
+  /// of the nearest region that values cannot cross into (the function, or
+  /// an isolated region such as a checkpoint body), that is exactly that
+  /// symbol.
   FailureOr<Value> symbol(StringRef name) {
     SmallVector<Value> candidates(op->getOperands());
-    if (auto fn = op->getParentOfType<func::FuncOp>())
-      candidates.append(fn.getArguments().begin(), fn.getArguments().end());
+    if (Region *scope = isolatedScope())
+      candidates.append(scope->getArguments().begin(),
+                        scope->getArguments().end());
     for (Value c : candidates) {
       if (!isa<RankedTensorType>(c.getType()))
         continue;
@@ -198,7 +209,7 @@ public:
         continue;
       if (failed(refineRegion(fn.getBody())))
         return failure();
-      changedSignature |= refineSignature(fn);
+      changedSignature |= refineSignature(fn, module);
     }
     return success();
   }
@@ -326,8 +337,9 @@ private:
     return false;
   }
 
-  /// Updates a function's result types to what it returns.
-  static bool refineSignature(func::FuncOp fn) {
+  /// Updates a function's result types to what it returns, and the result
+  /// types of func.call ops calling it.
+  static bool refineSignature(func::FuncOp fn, ModuleOp module) {
     SmallVector<Type> results;
     bool found = false;
     fn.walk([&](func::ReturnOp ret) {
@@ -347,6 +359,11 @@ private:
       return false;
     fn.setFunctionType(FunctionType::get(
         fn.getContext(), fn.getFunctionType().getInputs(), results));
+    if (auto uses = SymbolTable::getSymbolUses(fn, module))
+      for (const SymbolTable::SymbolUse &use : *uses)
+        if (auto call = dyn_cast<func::CallOp>(use.getUser()))
+          for (auto [r, t] : llvm::zip(call.getResults(), results))
+            r.setType(t);
     return true;
   }
 };
@@ -364,10 +381,12 @@ struct TGraphInferShapesPass
 
 LogicalResult mlir::tessera::tgraph::inferShapes(ModuleOp module,
                                                  bool allowRuntimeChecks) {
-  // A refined function signature can refine its callers: iterate a few
-  // times (call graphs in Graph IR are shallow).
+  // A refined function signature can refine its callers: iterate until
+  // nothing changes. Each round refines at least one more signature, so
+  // there are at most as many rounds as functions.
   ShapeRefiner refiner(allowRuntimeChecks);
-  for (int round = 0; round < 4; ++round) {
+  size_t functions = llvm::range_size(module.getOps<func::FuncOp>());
+  for (size_t round = 0; round <= functions; ++round) {
     bool changed = false;
     if (failed(refiner.run(module, changed)))
       return failure();

@@ -212,3 +212,71 @@ func.func @cond_branch_check(%p: tensor<i1>, %a: tensor<?xf32, #tgraph.dims<[S]>
   }
   return %r : tensor<?xf32, #tgraph.dims<[S]>>
 }
+
+// -----
+
+// Inside an isolated region (a checkpoint body) a check reads its symbols
+// from the region's arguments, not from the function's.
+// CHECK-LABEL: func.func @check_inside_isolated_region
+// CHECK: tgraph.checkpoint
+// CHECK: ^bb0(%[[A:.+]]: tensor<?xf32, #tgraph.dims<[N]>>, %[[M:.+]]: tensor<?xf32, #tgraph.dims<[M]>>):
+// CHECK: %[[N:.+]] = tgraph.dim %[[A]], 0
+// CHECK: %[[MV:.+]] = tgraph.dim %[[M]], 0
+// CHECK: tgraph.assert_dim eq %[[N]], %[[MV]]
+func.func @check_inside_isolated_region(%x: tensor<?xf32, #tgraph.dims<[N]>>, %m: tensor<?xf32, #tgraph.dims<[M]>>)
+    -> tensor<?xf32, #tgraph.dims<[M]>> {
+  %r = tgraph.checkpoint (%x, %m : tensor<?xf32, #tgraph.dims<[N]>>, tensor<?xf32, #tgraph.dims<[M]>>)
+      -> tensor<?xf32, #tgraph.dims<[M]>> {
+  ^bb0(%a: tensor<?xf32, #tgraph.dims<[N]>>, %b: tensor<?xf32, #tgraph.dims<[M]>>):
+    %y = tgraph.reshape %a : tensor<?xf32, #tgraph.dims<[N]>> -> tensor<?xf32, #tgraph.dims<[M]>>
+    tgraph.yield %y : tensor<?xf32, #tgraph.dims<[M]>>
+  }
+  return %r : tensor<?xf32, #tgraph.dims<[M]>>
+}
+
+// -----
+
+// func.call sites follow a refined callee signature.
+// CHECK-LABEL: func.func @callee_refined
+// CHECK-SAME: -> tensor<4xf32>
+// CHECK-LABEL: func.func @func_call_site
+// CHECK: call @callee_refined(%arg0) : (tensor<4xf32>) -> tensor<4xf32>
+func.func @callee_refined(%x: tensor<4xf32>) -> tensor<?xf32> {
+  %y = tgraph.neg %x : tensor<4xf32>
+  %z = tgraph.reshape %y : tensor<4xf32> -> tensor<?xf32>
+  return %z : tensor<?xf32>
+}
+func.func @func_call_site(%x: tensor<4xf32>) -> tensor<?xf32> {
+  %y = func.call @callee_refined(%x) : (tensor<4xf32>) -> tensor<?xf32>
+  return %y : tensor<?xf32>
+}
+
+// -----
+
+// A chain of six calls refines all the way down in one run.
+// CHECK-LABEL: func.func @f0
+// CHECK-SAME: -> tensor<?x3xf32, #tgraph.dims<[B, 3]>>
+func.func @f0(%x: tensor<?x3xf32, #tgraph.dims<[B, 3]>>) -> tensor<?x?xf32> {
+  %y = tgraph.call @f1(%x) : (tensor<?x3xf32, #tgraph.dims<[B, 3]>>) -> tensor<?x?xf32>
+  return %y : tensor<?x?xf32>
+}
+func.func @f1(%x: tensor<?x3xf32, #tgraph.dims<[B, 3]>>) -> tensor<?x?xf32> {
+  %y = tgraph.call @f2(%x) : (tensor<?x3xf32, #tgraph.dims<[B, 3]>>) -> tensor<?x?xf32>
+  return %y : tensor<?x?xf32>
+}
+func.func @f2(%x: tensor<?x3xf32, #tgraph.dims<[B, 3]>>) -> tensor<?x?xf32> {
+  %y = tgraph.call @f3(%x) : (tensor<?x3xf32, #tgraph.dims<[B, 3]>>) -> tensor<?x?xf32>
+  return %y : tensor<?x?xf32>
+}
+func.func @f3(%x: tensor<?x3xf32, #tgraph.dims<[B, 3]>>) -> tensor<?x?xf32> {
+  %y = tgraph.call @f4(%x) : (tensor<?x3xf32, #tgraph.dims<[B, 3]>>) -> tensor<?x?xf32>
+  return %y : tensor<?x?xf32>
+}
+func.func @f4(%x: tensor<?x3xf32, #tgraph.dims<[B, 3]>>) -> tensor<?x?xf32> {
+  %y = tgraph.call @f5(%x) : (tensor<?x3xf32, #tgraph.dims<[B, 3]>>) -> tensor<?x?xf32>
+  return %y : tensor<?x?xf32>
+}
+func.func @f5(%x: tensor<?x3xf32, #tgraph.dims<[B, 3]>>) -> tensor<?x?xf32> {
+  %y = tgraph.add %x, %x : (tensor<?x3xf32, #tgraph.dims<[B, 3]>>, tensor<?x3xf32, #tgraph.dims<[B, 3]>>) -> tensor<?x?xf32>
+  return %y : tensor<?x?xf32>
+}
