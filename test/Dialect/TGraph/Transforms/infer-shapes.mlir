@@ -280,3 +280,37 @@ func.func @f5(%x: tensor<?x3xf32, #tgraph.dims<[B, 3]>>) -> tensor<?x?xf32> {
   %y = tgraph.add %x, %x : (tensor<?x3xf32, #tgraph.dims<[B, 3]>>, tensor<?x3xf32, #tgraph.dims<[B, 3]>>) -> tensor<?x?xf32>
   return %y : tensor<?x?xf32>
 }
+
+// -----
+
+// broadcast_in_dim allows an operand dim that is 1 at run time: S must be 1
+// or T. The result keeps the declared T (no second check).
+// CHECK-LABEL: func.func @broadcast_in_dim_runtime_one
+// CHECK-DAG: %[[S:.+]] = tgraph.dim %arg0, 0
+// CHECK-DAG: %[[T:.+]] = tgraph.dim %arg1, 0
+// CHECK: tgraph.assert_dim eq_or_one %[[S]], %[[T]], "'tgraph.broadcast_in_dim' op at {{.*}}: broadcast_in_dim needs each operand dim to be 1 or equal to its result dim: operand 0 dim 0 (S) must be 1 or equal result dim 1 (T)"
+// CHECK-NOT: tgraph.assert_dim
+// CHECK: tgraph.broadcast_in_dim {{.*}} -> tensor<4x?xf32, #tgraph.dims<[4, T]>>
+func.func @broadcast_in_dim_runtime_one(%x: tensor<?xf32, #tgraph.dims<[S]>>, %t: tensor<?xf32, #tgraph.dims<[T]>>)
+    -> tensor<4x?xf32, #tgraph.dims<[4, T]>> {
+  %0 = tgraph.broadcast_in_dim %x {broadcast_dimensions = array<i64: 1>}
+      : tensor<?xf32, #tgraph.dims<[S]>> -> tensor<4x?xf32, #tgraph.dims<[4, T]>>
+  return %0 : tensor<4x?xf32, #tgraph.dims<[4, T]>>
+}
+
+// -----
+
+// Grouped conv with a '?' filter channel dim: C == 2 * filter channels is
+// checked at run time.
+// CHECK-LABEL: func.func @conv_unknown_filter_channels
+// CHECK-DAG: %[[C:.+]] = tgraph.dim %arg0, 1
+// CHECK-DAG: %[[TWO:.+]] = arith.constant 2 : index
+// CHECK-DAG: %[[I:.+]] = tgraph.dim %arg1, 1
+// CHECK: %[[G:.+]] = arith.muli %[[TWO]], %[[I]] : index
+// CHECK: tgraph.assert_dim eq %[[C]], %[[G]], "'tgraph.conv2d' op at {{.*}}: input channel mismatch: input (operand 0) dim 1 (C) must equal filter (operand 1) dim 1 times groups (2) (?)"
+func.func @conv_unknown_filter_channels(%x: tensor<2x?x5x5xf32, #tgraph.dims<[2, C, 5, 5]>>,
+                                        %w: tensor<4x?x3x3xf32>) -> tensor<2x4x3x3xf32> {
+  %0 = tgraph.conv2d %x, %w {groups = 2 : i64}
+      : (tensor<2x?x5x5xf32, #tgraph.dims<[2, C, 5, 5]>>, tensor<4x?x3x3xf32>) -> tensor<2x4x3x3xf32>
+  return %0 : tensor<2x4x3x3xf32>
+}
