@@ -10,7 +10,8 @@ JOBS ?= $(shell nproc)
 FUZZ_SECONDS ?= 30
 
 APT_PACKAGES := cmake ninja-build ccache python3 clang-22 lld-22 llvm-22-dev \
-  llvm-22-tools libmlir-22-dev mlir-22-tools libclang-rt-22-dev libgtest-dev
+  llvm-22-tools libmlir-22-dev mlir-22-tools libclang-rt-22-dev libgtest-dev \
+  libxtensor-dev python3-numpy python3-pytest
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 export CCACHE_BASEDIR := $(CURDIR)
 
@@ -42,14 +43,15 @@ $(BUILD)/build.ninja: | deps
 build: deps $(BUILD)/build.ninja
 	ninja -C $(BUILD) -j $(JOBS)
 
-# The whole suite: lit IR tests, gtest unit tests, and a short fuzzing run of
-# the parser, verifiers and shape inference under ASan+UBSan.
+# The whole suite: lit IR tests, gtest unit tests, CPU numerics against
+# NumPy (pytest), and a short fuzzing run of the parser, verifiers and shape
+# inference under ASan+UBSan.
 test: build fuzz-build
 	ninja -C $(BUILD) check-tessera
 	$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$(FUZZ_SECONDS)
 
 demo: build
-	@./examples/demo.sh $(BUILD)/bin/tessera-opt
+	@./examples/demo.sh $(BUILD)/bin/tessera-opt $(BUILD)/bin/tessera-run
 
 # The sanitizer build also skips precompiled headers, so it catches a source
 # file that forgets an include the PCH happened to provide.

@@ -2,6 +2,7 @@
 # `make demo`: the Graph IR compiler at work on the examples in this folder.
 set -uo pipefail
 opt=${1:-build/bin/tessera-opt}
+run=${2:-$(dirname "$opt")/tessera-run}
 here=$(cd "$(dirname "$0")" && pwd)
 rule() { printf '\n\033[1m== %s ==\033[0m\n' "$*"; }
 
@@ -29,3 +30,12 @@ func.func @f(%x: tensor<?x128xf32, #tgraph.dims<[B, 128]>>) -> tensor<?x128xf32,
   return %g : tensor<?x128xf32, #tgraph.dims<[B, 128]>>
 }
 MLIR
+
+rule "5. The transformer block compiles to native code and runs on the CPU"
+echo "\$ tessera-run examples/transformer_block.mlir --dims B=2,S=32 --seed 7 --bench 3"
+"$run" "$here/transformer_block.mlir" --dims B=2,S=32 --seed 7 --bench 3 || exit 1
+echo "\$ tessera-run examples/runtime_check.mlir --dims B=4,S=8,T=9   # S != T"
+if "$run" "$here/runtime_check.mlir" --dims B=4,S=8,T=9 2>&1; then
+  echo "expected the run-time shape check to fail" >&2
+  exit 1
+fi

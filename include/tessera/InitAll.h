@@ -3,23 +3,19 @@
 #ifndef TESSERA_INITALL_H
 #define TESSERA_INITALL_H
 
-#include "tessera/Dialect/TGraph/IR/TGraph.h"
+#include "tessera/Conversion/Passes.h"
 #include "tessera/Dialect/TGraph/Transforms/Passes.h"
-
-#include "mlir/Dialect/Arith/IR/Arith.h"
-#include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/IR/DialectRegistry.h"
+#include "tessera/InitAllDialects.h"
+#include "tessera/Pipelines/Pipelines.h"
 
 namespace mlir::tessera {
 
-/// Registers Tessera's dialects and those its IR uses directly.
-inline void registerAllDialects(DialectRegistry &registry) {
-  registry.insert<tgraph::TGraphDialect, func::FuncDialect,
-                  arith::ArithDialect>();
+/// Registers Tessera's passes and pipelines with the global pass registry.
+inline void registerAllPasses() {
+  tgraph::registerTGraphPasses();
+  registerTesseraConversionPasses();
+  registerPipelines();
 }
-
-/// Registers Tessera's passes with the global pass registry.
-inline void registerAllPasses() { tgraph::registerTGraphPasses(); }
 
 } // namespace mlir::tessera
 

@@ -10,7 +10,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "tessera/InitAll.h"
+#include "tessera/Dialect/TGraph/Transforms/Passes.h"
+#include "tessera/InitAllDialects.h"
 
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Verifier.h"

@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "tessera/Dialect/TGraph/IR/DimValues.h"
 #include "tessera/Dialect/TGraph/IR/TGraph.h"
 #include "tessera/Dialect/TGraph/Transforms/Passes.h"
 
@@ -106,9 +107,9 @@ public:
         Value operand = op->getOperand(r.operand);
         auto size = getShape(operand.getType()).dims[r.dim].getConstant();
         Value d = size ? constant(*size) : dimOf(operand, r.dim);
-        product = product ? arith::MulIOp::create(builder, op->getLoc(),
-                                                  product, d)
-                          : d;
+        product = product
+                      ? arith::MulIOp::create(builder, op->getLoc(), product, d)
+                      : d;
       }
       return product;
     }
@@ -161,35 +162,11 @@ private:
            << " is not a dim of any operand or function argument";
   }
 
-  /// sum of coeff * atom^power over the canonical terms.
   FailureOr<Value> expression(const shape::DimExpr &e) {
     if (e.isUnknown())
       return op->emitOpError("cannot check an unknown dim at run time");
-    Value sum;
-    for (const shape::DimExpr::Product &t : e.products()) {
-      Value prod = t.factors.empty() || t.coeff != 1 ? constant(t.coeff) : Value();
-      for (const auto &[atom, power] : t.factors) {
-        FailureOr<Value> v = atomValue(atom);
-        if (failed(v))
-          return failure();
-        for (unsigned p = 0; p < power; ++p)
-          prod = prod ? arith::MulIOp::create(builder, op->getLoc(), prod, *v)
-                      : *v;
-      }
-      sum = sum ? arith::AddIOp::create(builder, op->getLoc(), sum, prod) : prod;
-    }
-    return sum ? sum : constant(0);
-  }
-
-  FailureOr<Value> atomValue(const shape::DimExpr &atom) {
-    if (auto name = atom.getSymbolName())
-      return symbol(*name);
-    auto q = atom.getQuotient();
-    FailureOr<Value> num = expression(q->first);
-    FailureOr<Value> den = expression(q->second);
-    if (failed(num) || failed(den))
-      return failure();
-    return Value(arith::FloorDivSIOp::create(builder, op->getLoc(), *num, *den));
+    return buildDimExpr(builder, op->getLoc(), e,
+                        [&](StringRef name) { return symbol(name); });
   }
 };
 
@@ -241,8 +218,8 @@ private:
     std::vector<shape::DimConstraint> checks = ti.diag().constraints();
     for (auto [i, result] : llvm::enumerate(op->getResults()))
       if (i < ti.getResults().size())
-        result.setType(refineType(result.getType(), ti.getResults()[i], i,
-                                  checks));
+        result.setType(
+            refineType(result.getType(), ti.getResults()[i], i, checks));
     return insertChecks(op, checks);
   }
 
@@ -260,8 +237,7 @@ private:
     auto fn = symbols->lookupNearestSymbolFrom<func::FuncOp>(op, callee);
     if (!fn)
       return failure(); // the verifier reports it
-    return inferCallResults(ti, fn.getFunctionType(),
-                            op->getOperandTypes());
+    return inferCallResults(ti, fn.getFunctionType(), op->getOperandTypes());
   }
 
   /// Region arguments take the (refined) types of the values they receive.
@@ -289,7 +265,8 @@ private:
           for (Value x : s.getXs()) {
             shape::TensorShape sh = getShape(x.getType());
             sh.dims.erase(sh.dims.begin());
-            slices.push_back(getTensorType(sh, getElementTypeOrSelf(x.getType())));
+            slices.push_back(
+                getTensorType(sh, getElementTypeOrSelf(x.getType())));
           }
           refine(s.getBody().front(), n, slices);
         });
@@ -299,8 +276,8 @@ private:
                              ArrayRef<shape::DimConstraint> checks) {
     if (checks.empty())
       return success();
-    std::string prefix = "'" + op->getName().getStringRef().str() +
-                         "' op at " + describeLocation(op->getLoc()) + ": ";
+    std::string prefix = "'" + op->getName().getStringRef().str() + "' op at " +
+                         describeLocation(op->getLoc()) + ": ";
     if (!allowRuntimeChecks)
       return op->emitOpError()
              << "cannot prove at compile time that " << checks.front().message
@@ -324,7 +301,8 @@ private:
   /// True if a check with `message` already guards `op` (the pass is
   /// idempotent).
   static bool hasCheckBefore(Operation *op, StringRef message) {
-    for (Operation *prev = op->getPrevNode(); prev; prev = prev->getPrevNode()) {
+    for (Operation *prev = op->getPrevNode(); prev;
+         prev = prev->getPrevNode()) {
       if (auto check = dyn_cast<AssertDimOp>(prev)) {
         if (check.getMessage() == message)
           return true;
@@ -369,7 +347,8 @@ private:
 };
 
 struct TGraphInferShapesPass
-    : public mlir::tessera::tgraph::impl::TGraphInferShapesBase<TGraphInferShapesPass> {
+    : public mlir::tessera::tgraph::impl::TGraphInferShapesBase<
+          TGraphInferShapesPass> {
   using Base::Base;
   void runOnOperation() override {
     if (failed(inferShapes(getOperation(), allowRuntimeChecks)))

@@ -1,0 +1,78 @@
+"""Compiles Graph IR with the CPU pipeline and runs it through tessera-run.
+
+Each test writes a small .mlir function, feeds it NumPy inputs as .npy files
+and compares the results with a float64 NumPy reference.
+"""
+
+import os
+import pathlib
+import subprocess
+import tempfile
+
+import numpy as np
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+TESSERA_RUN = os.environ.get("TESSERA_RUN", str(ROOT / "build" / "bin" / "tessera-run"))
+
+MLIR_DTYPES = {
+    np.dtype(np.float32): "f32",
+    np.dtype(np.float64): "f64",
+    np.dtype(np.int32): "i32",
+    np.dtype(np.int64): "i64",
+    np.dtype(np.int8): "i8",
+    np.dtype(np.bool_): "i1",
+}
+
+
+def tensor_type(shape, dtype, symbols=None):
+    """`tensor<...>` for `shape`; `symbols` names dims (None keeps the size)."""
+    element = MLIR_DTYPES[np.dtype(dtype)]
+    if not symbols or all(s is None for s in symbols):
+        dims = "x".join(str(d) for d in shape)
+        return f"tensor<{dims + 'x' if shape else ''}{element}>"
+    sizes = "x".join("?" if s is not None else str(d) for d, s in zip(shape, symbols))
+    names = ", ".join(s if s is not None else str(d) for d, s in zip(shape, symbols))
+    return f"tensor<{sizes}x{element}, #tgraph.dims<[{names}]>>"
+
+
+class RunError(Exception):
+    def __init__(self, returncode, stderr):
+        super().__init__(f"tessera-run failed ({returncode}): {stderr}")
+        self.returncode = returncode
+        self.stderr = stderr
+
+
+def run(mlir: str, inputs, fn="f", extra_args=()):
+    """Runs `fn` of `mlir` on `inputs`; returns the list of outputs."""
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = pathlib.Path(tmp)
+        (tmp / "f.mlir").write_text(mlir)
+        args = [TESSERA_RUN, str(tmp / "f.mlir"), "--fn", fn, "--out-dir", str(tmp)]
+        for i, a in enumerate(inputs):
+            path = tmp / f"in{i}.npy"
+            np.save(path, np.ascontiguousarray(a))
+            args += ["--input", str(path)]
+        args += list(extra_args)
+        proc = subprocess.run(args, capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise RunError(proc.returncode, proc.stderr)
+        outs = []
+        i = 0
+        while (tmp / f"out{i}.npy").exists():
+            outs.append(np.load(tmp / f"out{i}.npy"))
+            i += 1
+        return outs
+
+
+TOLERANCE = {np.dtype(np.float32): 2e-6, np.dtype(np.float64): 1e-13}
+
+
+def assert_close(actual, expected, dtype, scale=1.0):
+    """Relative error against the float64 reference, per dtype."""
+    expected = np.asarray(expected)
+    assert actual.shape == expected.shape, (actual.shape, expected.shape)
+    if np.dtype(dtype).kind in "iub":
+        np.testing.assert_array_equal(actual, expected)
+        return
+    tol = TOLERANCE[np.dtype(dtype)] * scale
+    np.testing.assert_allclose(actual.astype(np.float64), expected, rtol=tol, atol=tol)

@@ -1,0 +1,294 @@
+//===- tessera-run.cpp - Run a Graph IR function on the CPU ---------------===//
+//
+//   tessera-run model.mlir [--fn NAME] [--input a.npy --input b.npy ...]
+//               [--dims B=32,S=128 --seed 0] [--out-dir DIR] [--bench N]
+//
+// Compiles the function with the CPU pipeline, JIT-compiles it for the host
+// and calls it. Inputs come from .npy files or, for each argument, from a
+// seeded uniform generator given sizes for its symbolic dims. Outputs are
+// written as out0.npy, out1.npy, ...; --bench times repeated calls.
+//
+//===----------------------------------------------------------------------===//
+
+#include "HostArray.h"
+
+#include "tessera/InitAll.h"
+
+#include "mlir/ExecutionEngine/ExecutionEngine.h"
+#include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/TargetSelect.h"
+
+#include <algorithm>
+#include <chrono>
+#include <csetjmp>
+#include <cstdlib>
+#include <random>
+
+using namespace mlir;
+using namespace mlir::tessera::run;
+namespace shape = ::tessera::shape;
+
+static llvm::cl::OptionCategory runCategory("tessera-run options");
+static llvm::cl::opt<std::string> inputFile(llvm::cl::Positional,
+                                            llvm::cl::desc("<input .mlir>"),
+                                            llvm::cl::Required,
+                                            llvm::cl::cat(runCategory));
+static llvm::cl::opt<std::string>
+    fnName("fn", llvm::cl::desc("Function to run (default: the first public)"),
+           llvm::cl::cat(runCategory));
+static llvm::cl::list<std::string>
+    inputs("input", llvm::cl::desc("An argument as a .npy file, in order"),
+           llvm::cl::cat(runCategory));
+static llvm::cl::opt<std::string>
+    dims("dims",
+         llvm::cl::desc("Sizes of symbolic dims for random inputs, "
+                        "e.g. B=32,S=128"),
+         llvm::cl::cat(runCategory));
+static llvm::cl::opt<unsigned> seed("seed", llvm::cl::init(0),
+                                    llvm::cl::desc("Seed of random inputs"),
+                                    llvm::cl::cat(runCategory));
+static llvm::cl::opt<std::string>
+    outDir("out-dir", llvm::cl::desc("Write results as DIR/out<i>.npy"),
+           llvm::cl::cat(runCategory));
+static llvm::cl::opt<bool>
+    quiet("quiet", llvm::cl::desc("Do not print a summary of each result"),
+          llvm::cl::cat(runCategory));
+static llvm::cl::opt<unsigned>
+    bench("bench", llvm::cl::init(0),
+          llvm::cl::desc("Time N calls; print median, min and max"),
+          llvm::cl::cat(runCategory));
+
+//===----------------------------------------------------------------------===//
+// Run-time shape checks
+//===----------------------------------------------------------------------===//
+
+// Compiled code calls tessera_shape_check_failed(message, lhs, rhs) when a
+// shape rule that depends on symbol values does not hold; the call unwinds
+// (longjmp) to the point where the function was invoked, which reports the
+// message with the two sizes found.
+static std::jmp_buf *checkTarget = nullptr;
+static std::string checkMessage;
+
+extern "C" void tessera_shape_check_failed(const char *message, int64_t lhs,
+                                           int64_t rhs) {
+  checkMessage = (llvm::Twine(message) + " (found " + llvm::Twine(lhs) +
+                  " and " + llvm::Twine(rhs) + ")")
+                     .str();
+  if (checkTarget)
+    std::longjmp(*checkTarget, 1);
+  llvm::errs() << "tessera-run: run-time shape check failed: " << checkMessage
+               << "\n";
+  std::exit(2);
+}
+
+/// Prints "tessera-run: <message>" and returns 1.
+static int fail(const llvm::Twine &message) {
+  llvm::errs() << "tessera-run: " << message << "\n";
+  return 1;
+}
+
+static func::FuncOp findFunction(ModuleOp module) {
+  for (auto fn : module.getOps<func::FuncOp>())
+    if (!fn.isExternal() &&
+        (fnName.empty() ? fn.isPublic() : fn.getSymName() == fnName))
+      return fn;
+  return {};
+}
+
+/// Parses "B=32,S=128".
+static FailureOr<llvm::StringMap<int64_t>> parseDims(StringRef text) {
+  llvm::StringMap<int64_t> out;
+  SmallVector<StringRef> items;
+  text.split(items, ',', -1, /*KeepEmpty=*/false);
+  for (StringRef item : items) {
+    auto [name, value] = item.split('=');
+    int64_t v;
+    if (!shape::isValidSymbolName(name.trim()) ||
+        value.trim().getAsInteger(10, v) || v < 0) {
+      fail("--dims expects NAME=SIZE pairs with SIZE >= 0, got '" + item + "'");
+      return failure();
+    }
+    out[name.trim()] = v;
+  }
+  return out;
+}
+
+/// The arguments: loaded from --input files, or random from --dims.
+static FailureOr<std::vector<HostArray>> makeArguments(func::FuncOp fn) {
+  FunctionType type = fn.getFunctionType();
+  std::vector<HostArray> args;
+  if (!inputs.empty()) {
+    if (inputs.size() != type.getNumInputs()) {
+      fail("@" + fn.getSymName() + " takes " +
+           llvm::Twine(type.getNumInputs()) + " arguments but " +
+           llvm::Twine(inputs.size()) + " --input files were given");
+      return failure();
+    }
+    for (auto [i, path] : llvm::enumerate(inputs)) {
+      auto a = HostArray::load(path, type.getInput(i), i);
+      if (failed(a))
+        return failure();
+      args.push_back(std::move(*a));
+    }
+    if (failed(checkBindings(args, type)))
+      return failure();
+    return args;
+  }
+  auto bindings = parseDims(dims);
+  if (failed(bindings))
+    return failure();
+  std::mt19937_64 rng(seed);
+  for (auto [i, t] : llvm::enumerate(type.getInputs())) {
+    auto a = HostArray::random(t, *bindings, rng, i);
+    if (failed(a))
+      return failure();
+    args.push_back(std::move(*a));
+  }
+  return args;
+}
+
+static FailureOr<std::unique_ptr<ExecutionEngine>> compile(ModuleOp module,
+                                                           func::FuncOp fn) {
+  fn->setAttr("llvm.emit_c_interface", UnitAttr::get(module.getContext()));
+  PassManager pm(module.getContext());
+  mlir::tessera::buildCPUPipeline(pm);
+  if (failed(pm.run(module)))
+    return failure();
+  auto tmBuilder = llvm::orc::JITTargetMachineBuilder::detectHost();
+  if (!tmBuilder) {
+    fail("cannot target the host: " + llvm::toString(tmBuilder.takeError()));
+    return failure();
+  }
+  auto tm = tmBuilder->createTargetMachine();
+  if (!tm) {
+    fail("cannot target the host: " + llvm::toString(tm.takeError()));
+    return failure();
+  }
+  auto optimize = makeOptimizingTransformer(3, 0, tm->get());
+  ExecutionEngineOptions options;
+  options.transformer = optimize;
+  SmallVector<StringRef> libs{TESSERA_C_RUNNER_UTILS};
+  options.sharedLibPaths = libs;
+  auto engine = ExecutionEngine::create(module, options);
+  if (!engine) {
+    fail("JIT compilation failed: " + llvm::toString(engine.takeError()));
+    return failure();
+  }
+  (*engine)->registerSymbols([](llvm::orc::MangleAndInterner interner) {
+    llvm::orc::SymbolMap symbols;
+    symbols[interner("tessera_shape_check_failed")] = {
+        llvm::orc::ExecutorAddr::fromPtr(&tessera_shape_check_failed),
+        llvm::JITSymbolFlags::Exported};
+    return symbols;
+  });
+  return std::move(*engine);
+}
+
+/// Calls the function once; returns its results.
+static FailureOr<std::vector<HostArray>> call(ExecutionEngine &engine,
+                                              StringRef name, FunctionType type,
+                                              std::vector<HostArray> &args) {
+  ResultBuffer results(type.getResults());
+  std::vector<Descriptor> descs;
+  for (HostArray &a : args)
+    descs.push_back(a.descriptor());
+  std::vector<void *> ptrs;
+  for (Descriptor &d : descs)
+    ptrs.push_back(d.data());
+  std::vector<void *> packed;
+  void *resultPtr = results.data();
+  if (type.getNumResults())
+    packed.push_back(&resultPtr);
+  for (void *&p : ptrs)
+    packed.push_back(&p);
+  std::jmp_buf target;
+  checkTarget = &target;
+  if (setjmp(target) != 0) {
+    checkTarget = nullptr;
+    fail(llvm::Twine("run-time shape check failed: ") + checkMessage);
+    return failure();
+  }
+  llvm::Error e = engine.invokePacked(("_mlir_ciface_" + name).str(), packed);
+  checkTarget = nullptr;
+  if (e) {
+    fail("call failed: " + llvm::toString(std::move(e)));
+    return failure();
+  }
+  return results.take(args);
+}
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  llvm::InitializeNativeTarget();
+  llvm::InitializeNativeTargetAsmPrinter();
+  llvm::cl::HideUnrelatedOptions(runCategory);
+  llvm::cl::ParseCommandLineOptions(argc, argv,
+                                    "Run a Graph IR function on the CPU\n");
+
+  // The pipeline needs the upstream dialects and their interface models
+  // (bufferization, conversion to LLVM).
+  DialectRegistry registry;
+  mlir::registerAllDialects(registry);
+  mlir::registerAllExtensions(registry);
+  mlir::tessera::registerAllDialects(registry);
+  registerBuiltinDialectTranslation(registry);
+  registerLLVMDialectTranslation(registry);
+  MLIRContext context(registry);
+  context.loadAllAvailableDialects();
+
+  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(inputFile, &context);
+  if (!module)
+    return 1; // the parser reported why
+  func::FuncOp fn = findFunction(*module);
+  if (!fn)
+    return fail(fnName.empty() ? "no public function with a body"
+                               : "no function @" + fnName);
+  std::string name = fn.getSymName().str();
+  FunctionType type = fn.getFunctionType();
+  if (failed(checkSignature(type)))
+    return 1;
+  auto args = makeArguments(fn);
+  if (failed(args))
+    return 1;
+  auto engine = compile(*module, fn);
+  if (failed(engine))
+    return 1;
+  auto results = call(**engine, name, type, *args);
+  if (failed(results))
+    return 2;
+  if (!quiet)
+    for (auto [i, r] : llvm::enumerate(*results))
+      llvm::outs() << "result " << i << ": " << r.summary() << "\n";
+  if (!outDir.empty())
+    for (auto [i, r] : llvm::enumerate(*results))
+      if (failed(r.save(outDir + "/out" + std::to_string(i) + ".npy")))
+        return 1;
+  if (bench > 0) {
+    std::vector<double> ms;
+    for (unsigned i = 0; i < bench; ++i) {
+      auto start = std::chrono::steady_clock::now();
+      auto r = call(**engine, name, type, *args);
+      auto stop = std::chrono::steady_clock::now();
+      if (failed(r))
+        return 1;
+      ms.push_back(
+          std::chrono::duration<double, std::milli>(stop - start).count());
+    }
+    std::sort(ms.begin(), ms.end());
+    llvm::outs() << llvm::format("@%s: %u calls, median %.4f ms, min %.4f ms, "
+                                 "max %.4f ms\n",
+                                 name.c_str(), bench.getValue(),
+                                 ms[ms.size() / 2], ms.front(), ms.back());
+  }
+  return 0;
+}
