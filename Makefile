@@ -11,7 +11,7 @@ FUZZ_SECONDS ?= 30
 
 APT_PACKAGES := cmake ninja-build ccache python3 clang-22 lld-22 llvm-22-dev \
   llvm-22-tools libmlir-22-dev mlir-22-tools libclang-rt-22-dev libgtest-dev \
-  libxtensor-dev python3-numpy python3-pytest
+  libxtensor-dev python3-numpy python3-pytest python3-venv
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 export CCACHE_BASEDIR := $(CURDIR)
 
@@ -22,7 +22,9 @@ CMAKE_FLAGS := -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DLLVM_USE_LINKER=lld -DCMAKE_C_COMPILER_LAUNCHER=ccache \
   -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DPython3_EXECUTABLE=/usr/bin/python3
 
-.PHONY: all deps build test demo fuzz fuzz-build clean
+VENV := $(BUILD)/venv
+
+.PHONY: all deps pydeps build test demo fuzz fuzz-build clean
 
 all: build
 
@@ -40,13 +42,23 @@ deps:
 $(BUILD)/build.ninja: | deps
 	cmake -S . -B $(BUILD) $(CMAKE_FLAGS) -DTESSERA_WERROR=ON
 
+# The test suite's Python packages (python/requirements-test.txt) in a
+# virtual environment that also sees Debian's numpy and pytest.
+$(VENV)/.installed: python/requirements-test.txt | deps
+	/usr/bin/python3 -m venv --system-site-packages $(VENV)
+	$(VENV)/bin/python -m pip install -q --disable-pip-version-check \
+	  -r python/requirements-test.txt
+	touch $@
+
+pydeps: $(VENV)/.installed
+
 build: deps $(BUILD)/build.ninja
 	ninja -C $(BUILD) -j $(JOBS)
 
 # The whole suite: lit IR tests, gtest unit tests, CPU numerics against
 # NumPy (pytest), and a short fuzzing run of the parser, verifiers and shape
 # inference under ASan+UBSan.
-test: build fuzz-build
+test: build pydeps fuzz-build
 	ninja -C $(BUILD) check-tessera
 	$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$(FUZZ_SECONDS)
 

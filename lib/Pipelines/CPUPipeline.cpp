@@ -35,6 +35,8 @@ void mlir::tessera::buildCPUPipeline(OpPassManager &pm) {
   // every temporary.
   bufferization::OneShotBufferizePassOptions bufferize;
   bufferize.bufferizeFunctionBoundaries = true;
+  // Loop bodies (scf.while, scan) yield new tensors each iteration.
+  bufferize.allowReturnAllocsFromLoops = true;
   bufferize.functionBoundaryTypeConversion =
       bufferization::LayoutMapOption::IdentityLayoutMap;
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
@@ -46,6 +48,8 @@ void mlir::tessera::buildCPUPipeline(OpPassManager &pm) {
   // Loops, then the LLVM dialect. Math ops without an LLVM intrinsic (tanh,
   // erf, ...) call libm.
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
+  // LLVM has no fp8: fp8 arithmetic runs in f32, conversions on bits.
+  pm.addPass(createExpandSmallFloats());
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
   pm.addPass(createSCFToControlFlowPass());

@@ -9,6 +9,7 @@ import pathlib
 import subprocess
 import tempfile
 
+import ml_dtypes
 import numpy as np
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -21,7 +22,19 @@ MLIR_DTYPES = {
     np.dtype(np.int64): "i64",
     np.dtype(np.int8): "i8",
     np.dtype(np.bool_): "i1",
+    np.dtype(np.float16): "f16",
+    np.dtype(ml_dtypes.bfloat16): "bf16",
+    np.dtype(ml_dtypes.float8_e4m3fn): "f8E4M3FN",
+    np.dtype(ml_dtypes.float8_e5m2): "f8E5M2",
 }
+
+# 16- and 8-bit floats cross the tessera-run boundary as bit patterns.
+BITS = {2: np.uint16, 1: np.uint8}
+
+
+def is_small_float(dtype):
+    dtype = np.dtype(dtype)
+    return MLIR_DTYPES.get(dtype, "").startswith(("f16", "bf16", "f8"))
 
 
 def tensor_type(shape, dtype, symbols=None):
@@ -42,15 +55,22 @@ class RunError(Exception):
         self.stderr = stderr
 
 
-def run(mlir: str, inputs, fn="f", extra_args=()):
-    """Runs `fn` of `mlir` on `inputs`; returns the list of outputs."""
+def run(mlir: str, inputs, fn="f", extra_args=(), out_dtypes=None):
+    """Runs `fn` of `mlir` on `inputs`; returns the list of outputs.
+
+    Outputs of 16- or 8-bit float types come back as unsigned bit patterns
+    unless `out_dtypes` names their dtypes (one entry per output, None for
+    the others)."""
     with tempfile.TemporaryDirectory() as tmp:
         tmp = pathlib.Path(tmp)
         (tmp / "f.mlir").write_text(mlir)
         args = [TESSERA_RUN, str(tmp / "f.mlir"), "--fn", fn, "--out-dir", str(tmp)]
         for i, a in enumerate(inputs):
             path = tmp / f"in{i}.npy"
-            np.save(path, np.ascontiguousarray(a))
+            a = np.array(a, order="C")  # keeps 0-d arrays 0-d
+            if is_small_float(a.dtype):
+                a = a.view(BITS[a.dtype.itemsize])
+            np.save(path, a)
             args += ["--input", str(path)]
         args += list(extra_args)
         proc = subprocess.run(args, capture_output=True, text=True)
@@ -61,10 +81,19 @@ def run(mlir: str, inputs, fn="f", extra_args=()):
         while (tmp / f"out{i}.npy").exists():
             outs.append(np.load(tmp / f"out{i}.npy"))
             i += 1
+        for i, d in enumerate(out_dtypes or []):
+            if d is not None and is_small_float(d):
+                outs[i] = outs[i].view(d)
         return outs
 
 
-TOLERANCE = {np.dtype(np.float32): 2e-6, np.dtype(np.float64): 1e-13}
+# Relative tolerances: a few units in the last place of each type.
+TOLERANCE = {
+    np.dtype(np.float64): 1e-13,
+    np.dtype(np.float32): 2e-6,
+    np.dtype(np.float16): 2e-3,
+    np.dtype(ml_dtypes.bfloat16): 1.6e-2,
+}
 
 
 def assert_close(actual, expected, dtype, scale=1.0):

@@ -26,7 +26,13 @@ static LogicalResult fail(const llvm::Twine &message) {
 }
 
 /// The .npy type string and element size of a supported element type.
+/// 16- and 8-bit floats (bf16, f16, the fp8 formats) travel as their bit
+/// patterns: uint16 and uint8 arrays (ml_dtypes views them as floats).
 static std::optional<std::pair<std::string, size_t>> npyType(Type t) {
+  if (auto f = dyn_cast<FloatType>(t); f && f.getWidth() == 16)
+    return std::make_pair(std::string("<u2"), size_t(2));
+  if (auto f = dyn_cast<FloatType>(t); f && f.getWidth() == 8)
+    return std::make_pair(std::string("|u1"), size_t(1));
   if (t.isF64())
     return std::make_pair(std::string("<f8"), size_t(8));
   if (t.isF32())
@@ -65,6 +71,20 @@ Descriptor::Descriptor(void *data, llvm::ArrayRef<int64_t> shape) {
   words.insert(words.end(), strides.begin(), strides.end());
 }
 
+FunctionType mlir::tessera::run::runtimeSignature(FunctionType type) {
+  auto convert = [](Type t) -> Type {
+    if (isa<tgraph::KeyType>(t))
+      return RankedTensorType::get({2}, IntegerType::get(t.getContext(), 32));
+    return t;
+  };
+  SmallVector<Type> inputs, results;
+  for (Type t : type.getInputs())
+    inputs.push_back(convert(t));
+  for (Type t : type.getResults())
+    results.push_back(convert(t));
+  return FunctionType::get(type.getContext(), inputs, results);
+}
+
 LogicalResult mlir::tessera::run::checkSignature(FunctionType type) {
   auto check = [](Type t, const llvm::Twine &what) -> LogicalResult {
     auto tensor = dyn_cast<RankedTensorType>(t);
@@ -74,7 +94,9 @@ LogicalResult mlir::tessera::run::checkSignature(FunctionType type) {
     if (!npyType(tensor.getElementType()))
       return fail(what + " has element type " +
                   typeName(tensor.getElementType()) +
-                  "; tessera-run supports f64, f32, i64, i32, i8 and i1");
+                  "; tessera-run supports f64, f32, bf16, f16, the fp8 "
+                  "formats (as uint16/uint8 bit patterns), i64, i32, i8 and "
+                  "i1");
     return success();
   };
   for (auto [i, t] : llvm::enumerate(type.getInputs()))
@@ -156,6 +178,13 @@ FailureOr<HostArray> HostArray::random(Type type,
     } else if (a.element.isF32()) {
       float v = float(unit(rng));
       std::memcpy(p, &v, 4);
+    } else if (auto f = dyn_cast<FloatType>(a.element)) {
+      // Round the double to the narrow format and store its bits.
+      APFloat v(unit(rng));
+      bool lost;
+      v.convert(f.getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
+      uint64_t bits = v.bitcastToAPInt().getZExtValue();
+      std::memcpy(p, &bits, elementSize(a.element)); // little endian
     } else {
       int64_t v = a.element.isInteger(1) ? coin(rng) : small(rng);
       std::memcpy(p, &v, elementSize(a.element)); // little endian
@@ -209,6 +238,10 @@ LogicalResult HostArray::save(const std::string &path) const {
       dump<double>(path, bytes.data(), shape);
     else if (element.isF32())
       dump<float>(path, bytes.data(), shape);
+    else if (isa<FloatType>(element) && elementSize(element) == 2)
+      dump<uint16_t>(path, bytes.data(), shape);
+    else if (isa<FloatType>(element))
+      dump<uint8_t>(path, bytes.data(), shape);
     else if (element.isInteger(64))
       dump<int64_t>(path, bytes.data(), shape);
     else if (element.isInteger(32))
@@ -242,7 +275,18 @@ std::string HostArray::summary() const {
     v = widen<double>(bytes.data(), n);
   else if (element.isF32())
     v = widen<float>(bytes.data(), n);
-  else if (element.isInteger(64))
+  else if (auto f = dyn_cast<FloatType>(element)) {
+    size_t size = elementSize(element);
+    v.resize(n);
+    for (size_t i = 0; i < n; ++i) {
+      uint64_t bits = 0;
+      std::memcpy(&bits, bytes.data() + i * size, size);
+      APFloat x(f.getFloatSemantics(), APInt(f.getWidth(), bits));
+      bool lost;
+      x.convert(APFloat::IEEEdouble(), APFloat::rmNearestTiesToEven, &lost);
+      v[i] = x.convertToDouble();
+    }
+  } else if (element.isInteger(64))
     v = widen<int64_t>(bytes.data(), n);
   else if (element.isInteger(32))
     v = widen<int32_t>(bytes.data(), n);

@@ -72,6 +72,9 @@ private:
   std::vector<int64_t> words;
 };
 
+/// The signature as the compiled code sees it: a random key is a
+/// tensor<2xi32> (its two Philox words).
+mlir::FunctionType runtimeSignature(mlir::FunctionType type);
 /// Every argument and result must be a ranked tensor of a supported type.
 mlir::LogicalResult checkSignature(mlir::FunctionType type);
 /// Loaded arguments must bind each symbol to one size and match '?'-free

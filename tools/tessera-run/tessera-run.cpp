@@ -25,6 +25,8 @@
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/TargetSelect.h"
 
@@ -69,26 +71,34 @@ static llvm::cl::opt<unsigned>
           llvm::cl::cat(runCategory));
 
 //===----------------------------------------------------------------------===//
-// Run-time shape checks
+// Errors raised by compiled code
 //===----------------------------------------------------------------------===//
 
-// Compiled code calls tessera_shape_check_failed(message, lhs, rhs) when a
-// shape rule that depends on symbol values does not hold; the call unwinds
-// (longjmp) to the point where the function was invoked, which reports the
-// message with the two sizes found.
-static std::jmp_buf *checkTarget = nullptr;
-static std::string checkMessage;
+// Compiled code calls these hooks when a run-time check fails: a shape rule
+// that depends on symbol values, or an iteration that did not converge. The
+// hook records the message and unwinds (longjmp) to the point where the
+// function was invoked, which reports it as the error of the call.
+static std::jmp_buf *errorTarget = nullptr;
+static std::string errorMessage;
+
+[[noreturn]] static void raise(std::string message) {
+  errorMessage = std::move(message);
+  if (errorTarget)
+    std::longjmp(*errorTarget, 1);
+  llvm::errs() << "tessera-run: " << errorMessage << "\n";
+  std::exit(2);
+}
 
 extern "C" void tessera_shape_check_failed(const char *message, int64_t lhs,
                                            int64_t rhs) {
-  checkMessage = (llvm::Twine(message) + " (found " + llvm::Twine(lhs) +
-                  " and " + llvm::Twine(rhs) + ")")
-                     .str();
-  if (checkTarget)
-    std::longjmp(*checkTarget, 1);
-  llvm::errs() << "tessera-run: run-time shape check failed: " << checkMessage
-               << "\n";
-  std::exit(2);
+  raise(llvm::formatv("run-time shape check failed: {0} (found {1} and {2})",
+                      message, lhs, rhs));
+}
+
+extern "C" void tessera_not_converged(const char *message, int64_t iterations,
+                                      double change) {
+  raise(llvm::formatv("{0}; after {1} iterations the largest change was {2}",
+                      message, iterations, llvm::format("%g", change)));
 }
 
 /// Prints "tessera-run: <message>" and returns 1.
@@ -125,7 +135,7 @@ static FailureOr<llvm::StringMap<int64_t>> parseDims(StringRef text) {
 
 /// The arguments: loaded from --input files, or random from --dims.
 static FailureOr<std::vector<HostArray>> makeArguments(func::FuncOp fn) {
-  FunctionType type = fn.getFunctionType();
+  FunctionType type = runtimeSignature(fn.getFunctionType());
   std::vector<HostArray> args;
   if (!inputs.empty()) {
     if (inputs.size() != type.getNumInputs()) {
@@ -189,6 +199,9 @@ static FailureOr<std::unique_ptr<ExecutionEngine>> compile(ModuleOp module,
     symbols[interner("tessera_shape_check_failed")] = {
         llvm::orc::ExecutorAddr::fromPtr(&tessera_shape_check_failed),
         llvm::JITSymbolFlags::Exported};
+    symbols[interner("tessera_not_converged")] = {
+        llvm::orc::ExecutorAddr::fromPtr(&tessera_not_converged),
+        llvm::JITSymbolFlags::Exported};
     return symbols;
   });
   return std::move(*engine);
@@ -212,14 +225,14 @@ static FailureOr<std::vector<HostArray>> call(ExecutionEngine &engine,
   for (void *&p : ptrs)
     packed.push_back(&p);
   std::jmp_buf target;
-  checkTarget = &target;
+  errorTarget = &target;
   if (setjmp(target) != 0) {
-    checkTarget = nullptr;
-    fail(llvm::Twine("run-time shape check failed: ") + checkMessage);
+    errorTarget = nullptr;
+    fail(errorMessage);
     return failure();
   }
   llvm::Error e = engine.invokePacked(("_mlir_ciface_" + name).str(), packed);
-  checkTarget = nullptr;
+  errorTarget = nullptr;
   if (e) {
     fail("call failed: " + llvm::toString(std::move(e)));
     return failure();
@@ -254,7 +267,7 @@ int main(int argc, char **argv) {
     return fail(fnName.empty() ? "no public function with a body"
                                : "no function @" + fnName);
   std::string name = fn.getSymName().str();
-  FunctionType type = fn.getFunctionType();
+  FunctionType type = runtimeSignature(fn.getFunctionType());
   if (failed(checkSignature(type)))
     return 1;
   auto args = makeArguments(fn);

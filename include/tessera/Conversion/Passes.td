@@ -16,7 +16,9 @@ def TGraphLowerToLinalg : Pass<"tessera-tgraph-lower-to-linalg", "ModuleOp"> {
     from `tensor.dim` of the operands or of the function arguments that bind
     the symbols. Tensor types lose their `#tgraph.dims` encodings. A failed
     run-time shape check calls the runtime hook
-    `tessera_shape_check_failed(const char *message)`.
+    `tessera_shape_check_failed(const char *message, int64_t, int64_t)` with
+    the two sizes found; a `fixed_point` that does not converge calls
+    `tessera_not_converged(const char *message, int64_t, double)`.
 
     Composite ops (softmax, layernorm, attention, ...) are expected to have
     been expanded by -tessera-tgraph-decompose first.
@@ -42,6 +44,24 @@ def TGraphLowerToLinalg : Pass<"tessera-tgraph-lower-to-linalg", "ModuleOp"> {
     "::mlir::cf::ControlFlowDialect", "::mlir::func::FuncDialect",
     "::mlir::scf::SCFDialect", "::mlir::LLVM::LLVMDialect"
   ];
+}
+
+def ExpandSmallFloats : Pass<"tessera-expand-small-floats"> {
+  let summary = "Compute fp8 arithmetic in f32 and expand fp8 conversions";
+  let description = [{
+    LLVM has no fp8 types, so this pass makes fp8 code convertible to LLVM:
+    arithmetic on f8E4M3FN and f8E5M2 values runs in f32 with one rounding
+    back after each op (`arith-emulate-unsupported-floats` keeps chains of
+    ops in f32, which rounds differently), and
+    `arith.extf` from / `arith.truncf` to those types become integer code on
+    the bit patterns: round to nearest even, subnormals included; values
+    beyond the largest finite value become NaN (f8E4M3FN, which has no
+    infinity) or infinity (f8E5M2). bf16 conversions expand as in
+    `arith-expand{include-bf16}`. Scalars and vectors are both handled.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::math::MathDialect",
+                           "::mlir::vector::VectorDialect"];
 }
 
 #endif // TESSERA_CONVERSION_PASSES

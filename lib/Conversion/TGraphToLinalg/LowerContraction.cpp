@@ -10,6 +10,9 @@
 #include "Lowering.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Utils/ReshapeOpsUtils.h"
+
+#include <tuple>
 
 using namespace mlir;
 using namespace mlir::tessera::tgraph;
@@ -28,7 +31,7 @@ struct ContractionSpec {
 
 Value buildContraction(OpBuilder &b, Location loc, Value lhs, Value rhs,
                        const ContractionSpec &spec, RankedTensorType resultType,
-                       Type accum) {
+                       Type accum, bool saturate) {
   MLIRContext *ctx = b.getContext();
   int64_t iters = spec.resultRank + spec.contracted;
   auto mapFor = [&](ArrayRef<int64_t> dims) {
@@ -80,12 +83,16 @@ Value buildContraction(OpBuilder &b, Location loc, Value lhs, Value rhs,
   return linalg::GenericOp::create(
              b, loc, resultType, acc, out, idMaps, par,
              [&](OpBuilder &nb, Location l, ValueRange args) {
+               Type t = resultType.getElementType();
                linalg::YieldOp::create(
                    nb, l,
-                   convertScalar(nb, l, args[0], resultType.getElementType()));
+                   saturate ? convertScalarSaturating(nb, l, args[0], t)
+                            : convertScalar(nb, l, args[0], t));
              })
       .getResult(0);
 }
+
+bool saturates(PolicyAttr policy) { return policy && policy.getSaturate(); }
 
 Type accumulationType(PolicyAttr policy, RankedTensorType result) {
   return policy && policy.getAccum() ? policy.getAccum()
@@ -134,7 +141,8 @@ struct MatmulLowering : public OpConversionPattern<MatmulOp> {
     rewriter.replaceOp(
         op, buildContraction(rewriter, op.getLoc(), adaptor.getLhs(),
                              adaptor.getRhs(), spec, type,
-                             accumulationType(op.getPolicyAttr(), type)));
+                             accumulationType(op.getPolicyAttr(), type),
+                             saturates(op.getPolicyAttr())));
     return success();
   }
 };
@@ -155,7 +163,8 @@ struct BatchMatmulLowering : public OpConversionPattern<BatchMatmulOp> {
     rewriter.replaceOp(
         op, buildContraction(rewriter, op.getLoc(), adaptor.getLhs(),
                              adaptor.getRhs(), spec, type,
-                             accumulationType(op.getPolicyAttr(), type)));
+                             accumulationType(op.getPolicyAttr(), type),
+                             saturates(op.getPolicyAttr())));
     return success();
   }
 };
@@ -205,7 +214,213 @@ struct DotGeneralLowering : public OpConversionPattern<DotGeneralOp> {
     rewriter.replaceOp(
         op, buildContraction(rewriter, op.getLoc(), adaptor.getLhs(),
                              adaptor.getRhs(), spec, type,
-                             accumulationType(op.getPolicyAttr(), type)));
+                             accumulationType(op.getPolicyAttr(), type),
+                             saturates(op.getPolicyAttr())));
+    return success();
+  }
+};
+
+/// conv2d as one linalg.generic over (n, g, o, oh, ow | c, kh, kw): the
+/// channels split into groups with expand_shape (unit group dims when
+/// groups = 1), the input is zero-padded first, and products accumulate in
+/// the accumulation type like the other contractions.
+struct Conv2dLowering : public OpConversionPattern<Conv2dOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(Conv2dOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    OpBuilder &b = rewriter;
+    auto type = getTypeConverter()->convertType<RankedTensorType>(op.getType());
+    Type accum = accumulationType(op.getPolicyAttr(), type);
+    bool nchw = op.getLayout() == ConvLayout::nchw;
+    int64_t groups = static_cast<int64_t>(op.getGroups());
+    ArrayRef<int64_t> stride = op.getStrides(), pad = op.getPadding(),
+                      dil = op.getDilation();
+    Value input = adaptor.getInput(), filter = adaptor.getFilter();
+    auto it = cast<RankedTensorType>(input.getType());
+
+    // Dims of each operand: input (n, c, h, w), filter (o, kh, kw).
+    int64_t inC = nchw ? 1 : 3, inH = nchw ? 2 : 1, inW = nchw ? 3 : 2;
+    int64_t fO = nchw ? 0 : 3, fH = nchw ? 2 : 0, fW = nchw ? 3 : 1;
+    int64_t outC = inC, outH = inH, outW = inW;
+
+    // Zero padding of the spatial dims.
+    if (llvm::any_of(pad, [](int64_t p) { return p != 0; })) {
+      SmallVector<OpFoldResult> low(4, b.getIndexAttr(0)),
+          high(4, b.getIndexAttr(0));
+      low[inH] = b.getIndexAttr(pad[0]);
+      high[inH] = b.getIndexAttr(pad[1]);
+      low[inW] = b.getIndexAttr(pad[2]);
+      high[inW] = b.getIndexAttr(pad[3]);
+      SmallVector<int64_t> shape(it.getShape());
+      for (auto [d, lo, hi] :
+           {std::tuple{inH, pad[0], pad[1]}, std::tuple{inW, pad[2], pad[3]}})
+        if (!ShapedType::isDynamic(shape[d]))
+          shape[d] += lo + hi;
+      auto padded = RankedTensorType::get(shape, it.getElementType());
+      input = tensor::PadOp::create(
+          b, loc, padded, input, low, high,
+          scalarConstant(b, loc, it.getElementType(), 0.0));
+    }
+
+    // Output spatial sizes: (in - dil * (k - 1) - 1) / stride + 1.
+    auto spatial = [&](int64_t in, int64_t k, int64_t s, int64_t d) -> Value {
+      Value size = dimOf(b, loc, input, in);
+      Value kk = dimOf(b, loc, filter, k);
+      Value one = arith::ConstantIndexOp::create(b, loc, 1);
+      Value span = arith::MulIOp::create(
+          b, loc, arith::ConstantIndexOp::create(b, loc, d),
+          arith::SubIOp::create(b, loc, kk, one));
+      Value room = arith::SubIOp::create(
+          b, loc, arith::SubIOp::create(b, loc, size, span), one);
+      return arith::AddIOp::create(
+          b, loc,
+          arith::DivSIOp::create(b, loc, room,
+                                 arith::ConstantIndexOp::create(b, loc, s)),
+          one);
+    };
+    auto ofr = [&](RankedTensorType t, int64_t d, Value v) -> OpFoldResult {
+      return t.isDynamicDim(d) ? OpFoldResult(v)
+                               : OpFoldResult(b.getIndexAttr(t.getDimSize(d)));
+    };
+    auto splitSize = [&](Value t, int64_t d) -> OpFoldResult {
+      auto tt = cast<RankedTensorType>(t.getType());
+      if (!tt.isDynamicDim(d))
+        return b.getIndexAttr(tt.getDimSize(d) / groups);
+      return arith::DivSIOp::create(
+                 b, loc, dimOf(b, loc, t, d),
+                 arith::ConstantIndexOp::create(b, loc, groups))
+          .getResult();
+    };
+    auto splitDim = [](int64_t size, int64_t g) {
+      return ShapedType::isDynamic(size) ? size : size / g;
+    };
+    // Splits dim `d` of `t` into (groups, size / groups).
+    auto split = [&](Value t, int64_t d) -> Value {
+      auto tt = cast<RankedTensorType>(t.getType());
+      SmallVector<int64_t> shape;
+      SmallVector<OpFoldResult> sizes;
+      SmallVector<ReassociationIndices> reassoc;
+      for (int64_t i = 0, o = 0; i < tt.getRank(); ++i) {
+        if (i == d) {
+          shape.append({groups, splitDim(tt.getDimSize(i), groups)});
+          sizes.append({b.getIndexAttr(groups), splitSize(t, i)});
+          reassoc.push_back({o, o + 1});
+          o += 2;
+        } else {
+          shape.push_back(tt.getDimSize(i));
+          sizes.push_back(
+              ofr(tt, i, tt.isDynamicDim(i) ? dimOf(b, loc, t, i) : Value()));
+          reassoc.push_back({o++});
+        }
+      }
+      auto st = RankedTensorType::get(shape, tt.getElementType());
+      return tensor::ExpandShapeOp::create(b, loc, st, t, reassoc, sizes);
+    };
+    Value in5 = split(input, inC);
+    Value f5 = split(filter, fO);
+
+    // The accumulator, in the output layout with the channel dim split.
+    SmallVector<int64_t> accShape(type.getShape());
+    SmallVector<Value> accSizes;
+    Value outSizes[4];
+    outSizes[0] =
+        type.isDynamicDim(0) ? dimOf(b, loc, adaptor.getInput(), 0) : Value();
+    outSizes[outH] = spatial(inH, fH, stride[0], dil[0]);
+    outSizes[outW] = spatial(inW, fW, stride[1], dil[1]);
+    outSizes[outC] =
+        type.isDynamicDim(outC) ? dimOf(b, loc, filter, fO) : Value();
+    SmallVector<int64_t> acc5;
+    for (int64_t d = 0; d < 4; ++d) {
+      if (d == outC) {
+        acc5.append({groups, splitDim(type.getDimSize(d), groups)});
+        if (type.isDynamicDim(d))
+          accSizes.push_back(arith::DivSIOp::create(
+              b, loc, outSizes[d],
+              arith::ConstantIndexOp::create(b, loc, groups)));
+        continue;
+      }
+      acc5.push_back(type.getDimSize(d));
+      if (type.isDynamicDim(d))
+        accSizes.push_back(outSizes[d]);
+    }
+    auto accType = RankedTensorType::get(acc5, accum);
+    Value init = filledTensor(b, loc, accType, accSizes,
+                              scalarConstant(b, loc, accum, 0.0));
+
+    // Iteration dims: n, g, o, oh, ow, c, kh, kw.
+    enum { N, G, O, OH, OW, C, KH, KW };
+    auto e = [&](int d) { return b.getAffineDimExpr(d); };
+    AffineExpr ih = e(OH) * stride[0] + e(KH) * dil[0];
+    AffineExpr iw = e(OW) * stride[1] + e(KW) * dil[1];
+    SmallVector<AffineExpr> inExprs, fExprs, outExprs;
+    if (nchw) {
+      inExprs = {e(N), e(G), e(C), ih, iw};
+      fExprs = {e(G), e(O), e(C), e(KH), e(KW)};
+      outExprs = {e(N), e(G), e(O), e(OH), e(OW)};
+    } else {
+      inExprs = {e(N), ih, iw, e(G), e(C)};
+      fExprs = {e(KH), e(KW), e(C), e(G), e(O)};
+      outExprs = {e(N), e(OH), e(OW), e(G), e(O)};
+    }
+    MLIRContext *ctx = b.getContext();
+    SmallVector<AffineMap> maps{AffineMap::get(8, 0, inExprs, ctx),
+                                AffineMap::get(8, 0, fExprs, ctx),
+                                AffineMap::get(8, 0, outExprs, ctx)};
+    SmallVector<utils::IteratorType> iterators(5,
+                                               utils::IteratorType::parallel);
+    iterators.append(3, utils::IteratorType::reduction);
+    bool isFloat = isa<FloatType>(accum);
+    Value acc =
+        linalg::GenericOp::create(
+            b, loc, accType, ValueRange{in5, f5}, init, maps, iterators,
+            [&](OpBuilder &nb, Location l, ValueRange args) {
+              Value x = convertScalar(nb, l, args[0], accum);
+              Value y = convertScalar(nb, l, args[1], accum);
+              Value p = isFloat ? Value(arith::MulFOp::create(nb, l, x, y))
+                                : Value(arith::MulIOp::create(nb, l, x, y));
+              Value s = isFloat
+                            ? Value(arith::AddFOp::create(nb, l, args[2], p))
+                            : Value(arith::AddIOp::create(nb, l, args[2], p));
+              linalg::YieldOp::create(nb, l, s);
+            })
+            .getResult(0);
+
+    // Merge the group dims back and round once to the result type.
+    SmallVector<ReassociationIndices> merge;
+    for (int64_t d = 0, o = 0; d < 4; ++d) {
+      if (d == outC) {
+        merge.push_back({o, o + 1});
+        o += 2;
+      } else {
+        merge.push_back({o++});
+      }
+    }
+    auto merged = RankedTensorType::get(type.getShape(), accum);
+    Value out = tensor::CollapseShapeOp::create(b, loc, merged, acc, merge);
+    if (accum != type.getElementType()) {
+      SmallVector<Value> sizes;
+      for (int64_t d = 0; d < 4; ++d)
+        if (type.isDynamicDim(d))
+          sizes.push_back(dimOf(b, loc, out, d));
+      Value dest = emptyTensor(b, loc, type, sizes);
+      SmallVector<AffineMap> idMaps(2, b.getMultiDimIdentityMap(4));
+      SmallVector<utils::IteratorType> par(4, utils::IteratorType::parallel);
+      out = linalg::GenericOp::create(
+                b, loc, type, out, dest, idMaps, par,
+                [&](OpBuilder &nb, Location l, ValueRange args) {
+                  Type t = type.getElementType();
+                  linalg::YieldOp::create(
+                      nb, l,
+                      saturates(op.getPolicyAttr())
+                          ? convertScalarSaturating(nb, l, args[0], t)
+                          : convertScalar(nb, l, args[0], t));
+                })
+                .getResult(0);
+    }
+    rewriter.replaceOp(op, out);
     return success();
   }
 };
@@ -214,6 +429,6 @@ struct DotGeneralLowering : public OpConversionPattern<DotGeneralOp> {
 
 void mlir::tessera::tgraph::lowering::populateContractionPatterns(
     LoweringContext &ctx, RewritePatternSet &patterns) {
-  patterns.add<MatmulLowering, BatchMatmulLowering, DotGeneralLowering>(
-      ctx.types, patterns.getContext());
+  patterns.add<MatmulLowering, BatchMatmulLowering, DotGeneralLowering,
+               Conv2dLowering>(ctx.types, patterns.getContext());
 }

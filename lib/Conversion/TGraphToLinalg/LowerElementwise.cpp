@@ -236,6 +236,9 @@ Value selectS(OpBuilder &b, Location l, ValueRange a, Type) {
 Value castS(OpBuilder &b, Location l, ValueRange a, Type t) {
   return convertScalar(b, l, a[0], t);
 }
+Value saturatingCastS(OpBuilder &b, Location l, ValueRange a, Type t) {
+  return convertScalarSaturating(b, l, a[0], t);
+}
 
 /// compare: ordered float predicates (NaN compares false, except ne);
 /// signed integers, with i1 as 0/1.
@@ -303,9 +306,11 @@ struct CastLowering : public OpConversionPattern<CastOp> {
   matchAndRewrite(CastOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     auto type = getTypeConverter()->convertType<RankedTensorType>(op.getType());
-    rewriter.replaceOp(op, buildBroadcastGeneric(rewriter, op.getLoc(),
-                                                 adaptor.getOperands(), type,
-                                                 castS));
+    PolicyAttr policy = op.getPolicyAttr();
+    bool saturate = policy && policy.getSaturate();
+    rewriter.replaceOp(
+        op, buildBroadcastGeneric(rewriter, op.getLoc(), adaptor.getOperands(),
+                                  type, saturate ? saturatingCastS : castS));
     return success();
   }
 };

@@ -202,22 +202,135 @@ struct ConcatLowering : public OpConversionPattern<ConcatOp> {
 
 /// pad: tensor.pad with the constant (interior and negative padding are
 /// rejected before the conversion starts, see checkLowerable).
+/// Edge padding without interior padding is a tensor.pad (negative edges
+/// crop with an extract_slice after it); interior padding is a
+/// linalg.generic over the result that reads the source where a result
+/// position maps onto an element and yields the value elsewhere.
 struct PadLowering : public OpConversionPattern<PadOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
   matchAndRewrite(PadOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
     auto type = getTypeConverter()->convertType<RankedTensorType>(op.getType());
-    SmallVector<OpFoldResult> low, high;
-    for (auto [l, h] : llvm::zip(op.getLow(), op.getHigh())) {
-      low.push_back(rewriter.getIndexAttr(l));
-      high.push_back(rewriter.getIndexAttr(h));
-    }
-    Value value = arith::ConstantOp::create(rewriter, op.getLoc(),
+    Value x = adaptor.getX();
+    Value value = arith::ConstantOp::create(rewriter, loc,
                                             cast<TypedAttr>(op.getValue()));
-    rewriter.replaceOpWithNewOp<tensor::PadOp>(op, type, adaptor.getX(), low,
-                                               high, value);
+    ArrayRef<int64_t> lowA = op.getLow(), highA = op.getHigh(),
+                      interior = op.getInterior();
+    int64_t r = type.getRank();
+    if (llvm::any_of(interior, [](int64_t i) { return i != 0; })) {
+      rewriter.replaceOp(op, interiorPad(rewriter, loc, x, type, lowA, highA,
+                                         interior, value));
+      return success();
+    }
+    SmallVector<OpFoldResult> low, high;
+    bool crops = false;
+    for (auto [l, h] : llvm::zip(lowA, highA)) {
+      low.push_back(rewriter.getIndexAttr(std::max<int64_t>(l, 0)));
+      high.push_back(rewriter.getIndexAttr(std::max<int64_t>(h, 0)));
+      crops |= l < 0 || h < 0;
+    }
+    if (!crops) {
+      rewriter.replaceOpWithNewOp<tensor::PadOp>(op, type, x, low, high, value);
+      return success();
+    }
+    Value padded =
+        tensor::PadOp::create(rewriter, loc, Type(), x, low, high, value);
+    SmallVector<OpFoldResult> offsets, sizes;
+    SmallVector<OpFoldResult> strides(r, rewriter.getIndexAttr(1));
+    for (int64_t d = 0; d < r; ++d) {
+      int64_t cropLow = std::max<int64_t>(-lowA[d], 0);
+      int64_t cropHigh = std::max<int64_t>(-highA[d], 0);
+      offsets.push_back(rewriter.getIndexAttr(cropLow));
+      if (!type.isDynamicDim(d)) {
+        sizes.push_back(rewriter.getIndexAttr(type.getDimSize(d)));
+        continue;
+      }
+      Value size = dimOf(rewriter, loc, padded, d);
+      Value crop =
+          arith::ConstantIndexOp::create(rewriter, loc, cropLow + cropHigh);
+      sizes.push_back(
+          arith::SubIOp::create(rewriter, loc, size, crop).getResult());
+    }
+    rewriter.replaceOpWithNewOp<tensor::ExtractSliceOp>(
+        op, type, padded, offsets, sizes, strides);
     return success();
+  }
+
+  static Value interiorPad(OpBuilder &b, Location loc, Value x,
+                           RankedTensorType type, ArrayRef<int64_t> low,
+                           ArrayRef<int64_t> high, ArrayRef<int64_t> interior,
+                           Value value) {
+    int64_t r = type.getRank();
+    // Result size: low + high + n + (n - 1) * interior, n - 1 taken as 0
+    // for empty dims.
+    SmallVector<Value> sizes;
+    for (int64_t d = 0; d < r; ++d) {
+      if (!type.isDynamicDim(d))
+        continue;
+      Value n = dimOf(b, loc, x, d);
+      Value one = arith::ConstantIndexOp::create(b, loc, 1);
+      Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+      Value gaps = arith::MaxSIOp::create(
+          b, loc, arith::SubIOp::create(b, loc, n, one), zero);
+      Value size = arith::AddIOp::create(
+          b, loc, n,
+          arith::MulIOp::create(
+              b, loc, gaps,
+              arith::ConstantIndexOp::create(b, loc, interior[d])));
+      sizes.push_back(arith::AddIOp::create(
+          b, loc, size,
+          arith::ConstantIndexOp::create(b, loc, low[d] + high[d])));
+    }
+    Value out = emptyTensor(b, loc, type, sizes);
+    SmallVector<Value> extents;
+    for (int64_t d = 0; d < r; ++d)
+      extents.push_back(dimOf(b, loc, x, d));
+    SmallVector<AffineMap> maps{b.getMultiDimIdentityMap(r)};
+    SmallVector<utils::IteratorType> par(r, utils::IteratorType::parallel);
+    return linalg::GenericOp::create(
+               b, loc, type, ValueRange{}, out, maps, par,
+               [&](OpBuilder &nb, Location l, ValueRange) {
+                 Value valid =
+                     arith::ConstantOp::create(nb, l, nb.getBoolAttr(true));
+                 SmallVector<Value> at;
+                 Value zero = arith::ConstantIndexOp::create(nb, l, 0);
+                 for (int64_t d = 0; d < r; ++d) {
+                   Value p = linalg::IndexOp::create(nb, l, d);
+                   Value q = arith::SubIOp::create(
+                       nb, l, p, arith::ConstantIndexOp::create(nb, l, low[d]));
+                   Value step =
+                       arith::ConstantIndexOp::create(nb, l, interior[d] + 1);
+                   Value src = arith::DivSIOp::create(nb, l, q, step);
+                   Value onGrid = arith::CmpIOp::create(
+                       nb, l, arith::CmpIPredicate::eq,
+                       arith::RemSIOp::create(nb, l, q, step), zero);
+                   Value inside = arith::AndIOp::create(
+                       nb, l,
+                       arith::CmpIOp::create(nb, l, arith::CmpIPredicate::sge,
+                                             q, zero),
+                       arith::CmpIOp::create(nb, l, arith::CmpIPredicate::slt,
+                                             src, extents[d]));
+                   valid = arith::AndIOp::create(
+                       nb, l, valid,
+                       arith::AndIOp::create(nb, l, onGrid, inside));
+                   at.push_back(src);
+                 }
+                 auto read =
+                     scf::IfOp::create(nb, l, TypeRange{value.getType()}, valid,
+                                       /*withElse=*/true);
+                 {
+                   OpBuilder::InsertionGuard guard(nb);
+                   nb.setInsertionPointToStart(read.thenBlock());
+                   Value v = tensor::ExtractOp::create(nb, l, x, at);
+                   scf::YieldOp::create(nb, l, v);
+                   nb.setInsertionPointToStart(read.elseBlock());
+                   scf::YieldOp::create(nb, l, value);
+                 }
+                 linalg::YieldOp::create(nb, l, read.getResult(0));
+               })
+        .getResult(0);
   }
 };
 
@@ -254,8 +367,6 @@ struct DimSizeLowering : public OpConversionPattern<DimSizeOp> {
 struct AssertDimLowering : public OpConversionPattern<AssertDimOp> {
   using OpConversionPattern::OpConversionPattern;
 
-  static constexpr StringLiteral kHook = "tessera_shape_check_failed";
-
   Value holds(ConversionPatternRewriter &rewriter, Location loc, AssertDimOp op,
               Value l, Value r) const {
     auto eq = [&](Value a, Value b) {
@@ -284,54 +395,28 @@ struct AssertDimLowering : public OpConversionPattern<AssertDimOp> {
     llvm_unreachable("unknown relation");
   }
 
-  /// `llvm.func @tessera_shape_check_failed(!llvm.ptr, i64, i64)`, declared
-  /// once.
-  LLVM::LLVMFuncOp hook(ConversionPatternRewriter &rewriter,
-                        ModuleOp module) const {
-    if (auto fn = module.lookupSymbol<LLVM::LLVMFuncOp>(kHook))
-      return fn;
-    OpBuilder::InsertionGuard guard(rewriter);
-    rewriter.setInsertionPointToStart(module.getBody());
-    auto type = LLVM::LLVMFunctionType::get(
-        LLVM::LLVMVoidType::get(rewriter.getContext()),
-        {LLVM::LLVMPointerType::get(rewriter.getContext()),
-         rewriter.getI64Type(), rewriter.getI64Type()});
-    return LLVM::LLVMFuncOp::create(rewriter, module.getLoc(), kHook, type);
-  }
-
   LogicalResult
   matchAndRewrite(AssertDimOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    auto module = op->getParentOfType<ModuleOp>();
-    LLVM::LLVMFuncOp fn = hook(rewriter, module);
     Value ok = holds(rewriter, loc, op, adaptor.getLhs(), adaptor.getRhs());
     Value failed = arith::XOrIOp::create(
         rewriter, loc, ok,
         arith::ConstantOp::create(rewriter, loc, rewriter.getBoolAttr(true)));
-    std::string name = "__tessera_check_" + std::to_string(counter++);
-    std::string message = op.getMessage().str();
-    message.push_back('\0');
     auto ifOp = scf::IfOp::create(rewriter, loc, failed, /*withElse=*/false);
     {
-      // The global string needs its module: fill the region once attached.
       OpBuilder::InsertionGuard guard(rewriter);
       rewriter.setInsertionPoint(ifOp.thenBlock()->getTerminator());
-      Value text = LLVM::createGlobalString(loc, rewriter, name, message,
-                                            LLVM::Linkage::Internal);
       auto i64 = [&](Value v) -> Value {
         return arith::IndexCastOp::create(rewriter, loc, rewriter.getI64Type(),
                                           v);
       };
-      LLVM::CallOp::create(
-          rewriter, loc, fn,
-          ValueRange{text, i64(adaptor.getLhs()), i64(adaptor.getRhs())});
+      callHook(rewriter, op, RuntimeHook::ShapeCheckFailed, op.getMessage(),
+               {i64(adaptor.getLhs()), i64(adaptor.getRhs())});
     }
     rewriter.eraseOp(op);
     return success();
   }
-
-  mutable unsigned counter = 0;
 };
 
 } // namespace

@@ -19,7 +19,8 @@
 
 namespace mlir::tessera::tgraph::lowering {
 
-/// Tensor types lose their #tgraph.dims encoding; everything else stays.
+/// Tensor types lose their #tgraph.dims encoding; a random key becomes its
+/// two 32-bit words (tensor<2xi32>); everything else stays.
 class TGraphTypeConverter : public TypeConverter {
 public:
   TGraphTypeConverter();
@@ -67,8 +68,25 @@ Value scalarConstant(OpBuilder &b, Location loc, Type type, double value);
 /// rounding to nearest even, float to integer toward zero, i1 as 0/1).
 Value convertScalar(OpBuilder &b, Location loc, Value v, Type to);
 
+/// convertScalar, but values beyond the target's finite range become its
+/// largest (or lowest) finite value, infinities included; NaN stays NaN
+/// between floats and becomes 0 as an integer.
+Value convertScalarSaturating(OpBuilder &b, Location loc, Value v, Type to);
+
 /// `tensor.dim %v, i`.
 Value dimOf(OpBuilder &b, Location loc, Value v, int64_t i);
+
+/// The functions compiled code calls to report an error of the call. Each
+/// takes the op's message (a C string) and the values found:
+///   tessera_shape_check_failed(const char *, int64_t lhs, int64_t rhs)
+///   tessera_not_converged(const char *, int64_t iterations, double change)
+/// The runtime turns them into an error of the call; they do not return.
+enum class RuntimeHook { ShapeCheckFailed, NotConverged };
+
+/// Emits a call of `hook` at the insertion point with `message` (stored as a
+/// global string) and `values`; declares the hook in the module once.
+void callHook(OpBuilder &b, Operation *op, RuntimeHook hook, StringRef message,
+              ValueRange values);
 
 void populateElementwisePatterns(LoweringContext &ctx,
                                  RewritePatternSet &patterns);
@@ -77,6 +95,11 @@ void populateContractionPatterns(LoweringContext &ctx,
 void populateReductionPatterns(LoweringContext &ctx,
                                RewritePatternSet &patterns);
 void populateLayoutPatterns(LoweringContext &ctx, RewritePatternSet &patterns);
+void populateIndexingPatterns(LoweringContext &ctx,
+                              RewritePatternSet &patterns);
+void populateRandomPatterns(LoweringContext &ctx, RewritePatternSet &patterns);
+void populateControlFlowPatterns(LoweringContext &ctx,
+                                 RewritePatternSet &patterns);
 
 } // namespace mlir::tessera::tgraph::lowering
 

@@ -35,6 +35,9 @@ TGraphTypeConverter::TGraphTypeConverter() {
       return RankedTensorType::get(t.getShape(), t.getElementType());
     return t;
   });
+  addConversion([](KeyType t) -> Type {
+    return RankedTensorType::get({2}, IntegerType::get(t.getContext(), 32));
+  });
 }
 
 void SymbolEnv::build(func::FuncOp fn) {
@@ -145,6 +148,120 @@ Value mlir::tessera::tgraph::lowering::convertScalar(OpBuilder &b, Location loc,
   return arith::TruncIOp::create(b, loc, to, v);
 }
 
+void mlir::tessera::tgraph::lowering::callHook(OpBuilder &b, Operation *op,
+                                               RuntimeHook hook,
+                                               StringRef message,
+                                               ValueRange values) {
+  MLIRContext *ctx = b.getContext();
+  auto module = op->getParentOfType<ModuleOp>();
+  Location loc = op->getLoc();
+  StringRef name;
+  SmallVector<Type> params{LLVM::LLVMPointerType::get(ctx)};
+  switch (hook) {
+  case RuntimeHook::ShapeCheckFailed:
+    name = "tessera_shape_check_failed";
+    params.append({b.getI64Type(), b.getI64Type()});
+    break;
+  case RuntimeHook::NotConverged:
+    name = "tessera_not_converged";
+    params.append({b.getI64Type(), b.getF64Type()});
+    break;
+  }
+  auto fn = module.lookupSymbol<LLVM::LLVMFuncOp>(name);
+  if (!fn) {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(module.getBody());
+    auto type =
+        LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), params);
+    fn = LLVM::LLVMFuncOp::create(b, module.getLoc(), name, type);
+  }
+  // One global per message; names are unique in the module.
+  std::string global;
+  for (unsigned i = 0;; ++i) {
+    global = "__tessera_message_" + std::to_string(i);
+    if (!module.lookupSymbol(global))
+      break;
+  }
+  std::string text = message.str();
+  text.push_back('\0');
+  Value str =
+      LLVM::createGlobalString(loc, b, global, text, LLVM::Linkage::Internal);
+  SmallVector<Value> args{str};
+  args.append(values.begin(), values.end());
+  LLVM::CallOp::create(b, loc, fn, args);
+}
+
+Value mlir::tessera::tgraph::lowering::convertScalarSaturating(OpBuilder &b,
+                                                               Location loc,
+                                                               Value v,
+                                                               Type to) {
+  Type from = v.getType();
+  if (from == to || to.isInteger(1))
+    return convertScalar(b, loc, v, to);
+  auto ff = dyn_cast<FloatType>(from);
+  if (auto ft = dyn_cast<FloatType>(to)) {
+    // A strictly wider float holds every value of a narrower one.
+    if (ff && ff.getWidth() < ft.getWidth())
+      return convertScalar(b, loc, v, to);
+    // Clamp in the source type (f64 for integers), then round; NaN
+    // propagates through minimumf/maximumf.
+    FloatType wide = ff ? ff : b.getF64Type();
+    Value x = convertScalar(b, loc, v, wide);
+    APFloat max = APFloat::getLargest(ft.getFloatSemantics());
+    bool lost;
+    max.convert(wide.getFloatSemantics(), APFloat::rmTowardZero, &lost);
+    APFloat low = max;
+    low.changeSign();
+    x = arith::MinimumFOp::create(
+        b, loc, x,
+        arith::ConstantOp::create(b, loc, b.getFloatAttr(wide, max)));
+    x = arith::MaximumFOp::create(
+        b, loc, x,
+        arith::ConstantOp::create(b, loc, b.getFloatAttr(wide, low)));
+    return convertScalar(b, loc, x, to);
+  }
+  unsigned tw = to.getIntOrFloatBitWidth();
+  APInt maxInt = APInt::getSignedMaxValue(tw),
+        minInt = APInt::getSignedMinValue(tw);
+  Value maxV = arith::ConstantOp::create(b, loc, b.getIntegerAttr(to, maxInt));
+  Value minV = arith::ConstantOp::create(b, loc, b.getIntegerAttr(to, minInt));
+  if (ff) {
+    // x >= 2^(w-1) -> max, x < -2^(w-1) -> min, NaN -> 0, else truncate.
+    bool lost;
+    APFloat two(std::ldexp(1.0, tw - 1));
+    two.convert(ff.getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
+    Value hi = arith::ConstantOp::create(b, loc, b.getFloatAttr(ff, two));
+    APFloat negTwo = two;
+    negTwo.changeSign();
+    Value lo = arith::ConstantOp::create(b, loc, b.getFloatAttr(ff, negTwo));
+    Value over =
+        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGE, v, hi);
+    Value under =
+        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, v, lo);
+    Value nan = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNO, v, v);
+    Value zeroF = arith::ConstantOp::create(b, loc, b.getFloatAttr(ff, 0.0));
+    Value safe = arith::SelectOp::create(
+        b, loc,
+        arith::OrIOp::create(b, loc, arith::OrIOp::create(b, loc, over, under),
+                             nan),
+        zeroF, v);
+    Value i = arith::FPToSIOp::create(b, loc, to, safe);
+    i = arith::SelectOp::create(b, loc, over, maxV, i);
+    return arith::SelectOp::create(b, loc, under, minV, i);
+  }
+  // Integer to a narrower integer: clamp, then truncate.
+  unsigned fw = from.getIntOrFloatBitWidth();
+  if (fw <= tw)
+    return convertScalar(b, loc, v, to);
+  Value wideMax = arith::ConstantOp::create(
+      b, loc, b.getIntegerAttr(from, maxInt.sext(fw)));
+  Value wideMin = arith::ConstantOp::create(
+      b, loc, b.getIntegerAttr(from, minInt.sext(fw)));
+  Value x = arith::MinSIOp::create(b, loc, v, wideMax);
+  x = arith::MaxSIOp::create(b, loc, x, wideMin);
+  return arith::TruncIOp::create(b, loc, to, x);
+}
+
 //===----------------------------------------------------------------------===//
 // The pass
 //===----------------------------------------------------------------------===//
@@ -156,24 +273,36 @@ static LogicalResult checkLowerable(ModuleOp module) {
   module.walk([&](Operation *op) {
     if (auto cast = dyn_cast<CastOp>(op)) {
       PolicyAttr p = cast.getPolicyAttr();
-      if (p && (p.getSaturate() || p.getStochasticRound())) {
-        op->emitOpError(
-            "saturating and stochastic casts have no CPU lowering yet");
+      if (p && p.getStochasticRound()) {
+        op->emitOpError("stochastic rounding has no CPU lowering yet");
         ok = false;
       }
-    } else if (auto pad = dyn_cast<PadOp>(op)) {
-      auto negative = [](ArrayRef<int64_t> v) {
-        return llvm::any_of(v, [](int64_t x) { return x < 0; });
-      };
-      if (llvm::any_of(pad.getInterior(), [](int64_t x) { return x != 0; }) ||
-          negative(pad.getLow()) || negative(pad.getHigh())) {
-        op->emitOpError("interior or negative padding has no CPU lowering yet");
-        ok = false;
-      }
-    } else if (op->getDialect() && isa<TGraphDialect>(op->getDialect()) &&
-               op->getNumRegions() > 0) {
-      op->emitOpError("structured control flow has no CPU lowering yet");
+    } else if (isa<SolveOp>(op)) {
+      op->emitOpError("has no CPU lowering yet: Newton's method needs the "
+                      "Jacobian of its body from autodiff");
       ok = false;
+    } else if (isa<KVCacheCreateOp, KVCacheAppendOp, KVCacheReadOp,
+                   KVCachePruneOp>(op)) {
+      op->emitOpError("has no CPU lowering yet");
+      ok = false;
+    } else if (auto size = op->getAttrOfType<IntegerAttr>("group_size");
+               size && size.getInt() != 1 && op->getDialect() &&
+               isa<TGraphDialect>(op->getDialect())) {
+      op->emitOpError() << "runs over " << size.getInt()
+                        << " devices, but a CPU executable runs on one; "
+                           "only group_size = 1 can run here";
+      ok = false;
+    } else if (auto permute = dyn_cast<PermuteOp>(op)) {
+      for (Attribute a : permute.getPairs()) {
+        auto pair = llvm::cast<DenseI64ArrayAttr>(a).asArrayRef();
+        if (pair[0] != 0 || pair[1] != 0) {
+          op->emitOpError()
+              << "sends from device " << pair[0] << " to device " << pair[1]
+              << ", but a CPU executable runs on one device";
+          ok = false;
+          break;
+        }
+      }
     }
   });
   return success(ok);
@@ -198,6 +327,9 @@ struct TGraphLowerToLinalgPass
     populateContractionPatterns(ctx, patterns);
     populateReductionPatterns(ctx, patterns);
     populateLayoutPatterns(ctx, patterns);
+    populateControlFlowPatterns(ctx, patterns);
+    populateIndexingPatterns(ctx, patterns);
+    populateRandomPatterns(ctx, patterns);
     populateFunctionOpInterfaceTypeConversionPattern<func::FuncOp>(patterns,
                                                                    types);
     populateReturnOpTypeConversionPattern(patterns, types);

@@ -174,10 +174,19 @@ func.func @cast_stochastic_round_widening(%a: tensor<4xf16>) {
 
 // -----
 
-// cast policy: saturate on a cast to a float that is not fp8.
-func.func @cast_saturate_float(%a: tensor<4xf32>) {
-  // expected-error @+1 {{'tgraph.cast' op saturate needs a cast whose values can overflow the result type (to fp8 or a narrower integer), but f32 -> f16 cannot}}
-  %0 = tgraph.cast %a {policy = #tgraph.policy<saturate>} : tensor<4xf32> -> tensor<4xf16>
+// cast policy: saturate on a float cast into a wider range.
+func.func @cast_saturate_float(%a: tensor<4xf16>) {
+  // expected-error @+1 {{'tgraph.cast' op saturate needs a cast whose values can overflow the result type (to a type of smaller range), but f16 -> bf16 cannot}}
+  %0 = tgraph.cast %a {policy = #tgraph.policy<saturate>} : tensor<4xf16> -> tensor<4xbf16>
+  return
+}
+
+// -----
+
+// cast policy: an integer whose range fits the float's.
+func.func @cast_saturate_int_to_float(%a: tensor<4xi8>) {
+  // expected-error @+1 {{'tgraph.cast' op saturate needs a cast whose values can overflow the result type (to a type of smaller range), but i8 -> f16 cannot}}
+  %0 = tgraph.cast %a {policy = #tgraph.policy<saturate>} : tensor<4xi8> -> tensor<4xf16>
   return
 }
 
@@ -185,7 +194,7 @@ func.func @cast_saturate_float(%a: tensor<4xf32>) {
 
 // cast policy: saturate on an integer widening, which cannot overflow.
 func.func @cast_saturate_int_widening(%a: tensor<4xi8>) {
-  // expected-error @+1 {{'tgraph.cast' op saturate needs a cast whose values can overflow the result type (to fp8 or a narrower integer), but i8 -> i32 cannot}}
+  // expected-error @+1 {{'tgraph.cast' op saturate needs a cast whose values can overflow the result type (to a type of smaller range), but i8 -> i32 cannot}}
   %0 = tgraph.cast %a {policy = #tgraph.policy<saturate>} : tensor<4xi8> -> tensor<4xi32>
   return
 }
@@ -250,7 +259,7 @@ func.func @cast_stochastic_round_to_int(%a: tensor<4xf32>) {
 
 // cast policy: i1 -> i8 can never overflow, so saturate has nothing to do.
 func.func @cast_saturate_bool(%a: tensor<4xi1>) {
-  // expected-error @+1 {{'tgraph.cast' op saturate needs a cast whose values can overflow the result type (to fp8 or a narrower integer), but i1 -> i8 cannot}}
+  // expected-error @+1 {{'tgraph.cast' op saturate needs a cast whose values can overflow the result type (to a type of smaller range), but i1 -> i8 cannot}}
   %0 = tgraph.cast %a {policy = #tgraph.policy<saturate>} : tensor<4xi1> -> tensor<4xi8>
   return
 }

@@ -125,9 +125,10 @@ template <typename OpTy>
 static LogicalResult likeToFull(OpTy op, PatternRewriter &rewriter,
                                 double value) {
   Type element = op.getType().getElementType();
-  TypedAttr v = isa<FloatType>(element)
-                    ? TypedAttr(rewriter.getFloatAttr(element, value))
-                    : TypedAttr(rewriter.getIntegerAttr(element, int64_t(value)));
+  TypedAttr v =
+      isa<FloatType>(element)
+          ? TypedAttr(rewriter.getFloatAttr(element, value))
+          : TypedAttr(rewriter.getIntegerAttr(element, int64_t(value)));
   if (failed(verifyDeterminedShape(op, op.getType())))
     return failure();
   rewriter.replaceOpWithNewOp<FullOp>(op, op.getType(), v);
@@ -193,8 +194,7 @@ TGRAPH_SAME_TYPE_AS_X(SignOp)
 #undef TGRAPH_SAME_TYPE_AS_X
 
 /// f(f(x)) == f(x) for idempotent ops (abs, relu, floor, sign).
-template <typename OpTy>
-static OpFoldResult foldIdempotent(OpTy op) {
+template <typename OpTy> static OpFoldResult foldIdempotent(OpTy op) {
   if (auto inner = op.getX().template getDefiningOp<OpTy>())
     return inner.getResult();
   return {};
@@ -223,22 +223,28 @@ OpFoldResult AbsOp::fold(FoldAdaptor adaptor) {
 }
 
 OpFoldResult ExpOp::fold(FoldAdaptor a) {
-  return foldFloatUnary(a.getOperands(), getType(), [](double x) { return std::exp(x); });
+  return foldFloatUnary(a.getOperands(), getType(),
+                        [](double x) { return std::exp(x); });
 }
 OpFoldResult LogOp::fold(FoldAdaptor a) {
-  return foldFloatUnary(a.getOperands(), getType(), [](double x) { return std::log(x); });
+  return foldFloatUnary(a.getOperands(), getType(),
+                        [](double x) { return std::log(x); });
 }
 OpFoldResult SinOp::fold(FoldAdaptor a) {
-  return foldFloatUnary(a.getOperands(), getType(), [](double x) { return std::sin(x); });
+  return foldFloatUnary(a.getOperands(), getType(),
+                        [](double x) { return std::sin(x); });
 }
 OpFoldResult CosOp::fold(FoldAdaptor a) {
-  return foldFloatUnary(a.getOperands(), getType(), [](double x) { return std::cos(x); });
+  return foldFloatUnary(a.getOperands(), getType(),
+                        [](double x) { return std::cos(x); });
 }
 OpFoldResult TanhOp::fold(FoldAdaptor a) {
-  return foldFloatUnary(a.getOperands(), getType(), [](double x) { return std::tanh(x); });
+  return foldFloatUnary(a.getOperands(), getType(),
+                        [](double x) { return std::tanh(x); });
 }
 OpFoldResult SqrtOp::fold(FoldAdaptor a) {
-  return foldFloatUnary(a.getOperands(), getType(), [](double x) { return std::sqrt(x); });
+  return foldFloatUnary(a.getOperands(), getType(),
+                        [](double x) { return std::sqrt(x); });
 }
 
 OpFoldResult ReluOp::fold(FoldAdaptor adaptor) {
@@ -328,7 +334,8 @@ static OpFoldResult foldBinary(Operation *op, ArrayRef<Attribute> operands,
 }
 
 /// `x op c -> x` when `c` is the op's identity and no broadcast happens.
-static OpFoldResult foldIdentity(Operation *op, Attribute rhs, double identity) {
+static OpFoldResult foldIdentity(Operation *op, Attribute rhs,
+                                 double identity) {
   Value lhs = op->getOperand(0);
   if (lhs.getType() == op->getResult(0).getType() && isSplatOf(rhs, identity))
     return lhs;
@@ -342,11 +349,14 @@ static double additiveIdentity(Type type) {
 }
 
 OpFoldResult AddOp::fold(FoldAdaptor a) {
-  if (OpFoldResult r = foldIdentity(*this, a.getRhs(), additiveIdentity(getType())))
+  if (OpFoldResult r =
+          foldIdentity(*this, a.getRhs(), additiveIdentity(getType())))
     return r;
   return foldBinary(
       *this, a.getOperands(), [](APFloat x, const APFloat &y) { return x + y; },
-      [](const APInt &x, const APInt &y) -> std::optional<APInt> { return x + y; });
+      [](const APInt &x, const APInt &y) -> std::optional<APInt> {
+        return x + y;
+      });
 }
 
 OpFoldResult SubOp::fold(FoldAdaptor a) {
@@ -355,7 +365,9 @@ OpFoldResult SubOp::fold(FoldAdaptor a) {
     return r;
   return foldBinary(
       *this, a.getOperands(), [](APFloat x, const APFloat &y) { return x - y; },
-      [](const APInt &x, const APInt &y) -> std::optional<APInt> { return x - y; });
+      [](const APInt &x, const APInt &y) -> std::optional<APInt> {
+        return x - y;
+      });
 }
 
 OpFoldResult MulOp::fold(FoldAdaptor a) {
@@ -363,7 +375,9 @@ OpFoldResult MulOp::fold(FoldAdaptor a) {
     return r;
   return foldBinary(
       *this, a.getOperands(), [](APFloat x, const APFloat &y) { return x * y; },
-      [](const APInt &x, const APInt &y) -> std::optional<APInt> { return x * y; });
+      [](const APInt &x, const APInt &y) -> std::optional<APInt> {
+        return x * y;
+      });
 }
 
 OpFoldResult DivOp::fold(FoldAdaptor a) {
@@ -452,12 +466,18 @@ LogicalResult CompareOp::inferTypes(TypeInference &ti, Adaptor a) {
 
 static bool evalCompare(CompareDirection dir, int cmp) {
   switch (dir) {
-  case CompareDirection::eq: return cmp == 0;
-  case CompareDirection::ne: return cmp != 0;
-  case CompareDirection::lt: return cmp < 0;
-  case CompareDirection::le: return cmp <= 0;
-  case CompareDirection::gt: return cmp > 0;
-  case CompareDirection::ge: return cmp >= 0;
+  case CompareDirection::eq:
+    return cmp == 0;
+  case CompareDirection::ne:
+    return cmp != 0;
+  case CompareDirection::lt:
+    return cmp < 0;
+  case CompareDirection::le:
+    return cmp <= 0;
+  case CompareDirection::gt:
+    return cmp > 0;
+  case CompareDirection::ge:
+    return cmp >= 0;
   }
   llvm_unreachable("unknown compare direction");
 }
@@ -488,8 +508,8 @@ OpFoldResult CompareOp::fold(FoldAdaptor a) {
 
 LogicalResult SelectOp::inferTypes(TypeInference &ti, Adaptor a) {
   ti.setOperandNames({"cond", "on_true", "on_false"});
-  if (failed(ti.requireSameElementType(
-          {{a.getOnTrue(), 1}, {a.getOnFalse(), 2}})))
+  if (failed(
+          ti.requireSameElementType({{a.getOnTrue(), 1}, {a.getOnFalse(), 2}})))
     return failure();
   return addBroadcastResult(ti, {a.getCond(), a.getOnTrue(), a.getOnFalse()},
                             getElementTypeOrSelf(a.getOnTrue().getType()));
@@ -503,6 +523,30 @@ OpFoldResult SelectOp::fold(FoldAdaptor a) {
     return {};
   Value chosen = cond.getSplatValue<bool>() ? getOnTrue() : getOnFalse();
   return chosen.getType() == getType() ? chosen : Value();
+}
+
+/// The largest finite magnitude of a float or signed integer type.
+static APFloat largest(Type t) {
+  if (auto f = dyn_cast<FloatType>(t)) {
+    APFloat v = APFloat::getLargest(f.getFloatSemantics());
+    bool lost;
+    v.convert(APFloat::IEEEquad(), APFloat::rmTowardZero, &lost);
+    return v;
+  }
+  unsigned w = t.getIntOrFloatBitWidth();
+  APFloat v(APFloat::IEEEquad());
+  v.convertFromAPInt(APInt::getSignedMaxValue(w), /*isSigned=*/true,
+                     APFloat::rmTowardZero);
+  return v;
+}
+
+/// Whether some value of `from` lies beyond the finite range of `to`.
+static bool canOverflow(Type from, Type to) {
+  if (to.isInteger(1) || from.isInteger(1))
+    return false;
+  if (isa<FloatType>(from) && isa<IntegerType>(to))
+    return true;
+  return largest(from).compare(largest(to)) == APFloat::cmpGreaterThan;
 }
 
 /// Checks the typed cast rules and the policy of a cast from `from` to `to`.
@@ -521,17 +565,16 @@ static LogicalResult checkCast(TypeInference &ti, Type from, Type to,
   if (policy.getStochasticRound()) {
     if (!fromFloat || !toFloat)
       return ti.fail("stochastic_round applies to float-to-float casts, but "
-                     "this cast is " + typeName(from) + " -> " + typeName(to));
+                     "this cast is " +
+                     typeName(from) + " -> " + typeName(to));
     if (isExactWidening(from, to))
       return ti.fail("stochastic_round needs a float cast that loses "
-                     "precision, but " + typeName(from) + " -> " +
-                     typeName(to) + " is exact");
+                     "precision, but " +
+                     typeName(from) + " -> " + typeName(to) + " is exact");
   }
-  bool canOverflow = !isExactWidening(from, to) &&
-                     (isFloat8(to) || (isa<IntegerType>(to) && !to.isInteger(1)));
-  if (policy.getSaturate() && !canOverflow)
+  if (policy.getSaturate() && !canOverflow(from, to))
     return ti.fail("saturate needs a cast whose values can overflow the "
-                   "result type (to fp8 or a narrower integer), but " +
+                   "result type (to a type of smaller range), but " +
                    typeName(from) + " -> " + typeName(to) + " cannot");
   return success();
 }

@@ -20,8 +20,9 @@ shape::TensorShape mlir::tessera::tgraph::getShape(Type type) {
   return s;
 }
 
-RankedTensorType mlir::tessera::tgraph::getTensorType(const shape::TensorShape &s,
-                                                      Type elementType) {
+RankedTensorType
+mlir::tessera::tgraph::getTensorType(const shape::TensorShape &s,
+                                     Type elementType) {
   SmallVector<int64_t> sizes;
   bool symbolic = false;
   for (const shape::DimExpr &d : s.dims) {
@@ -33,6 +34,29 @@ RankedTensorType mlir::tessera::tgraph::getTensorType(const shape::TensorShape &
   if (symbolic)
     encoding = DimsAttr::get(elementType.getContext(), s.dims);
   return RankedTensorType::get(sizes, elementType, encoding);
+}
+
+std::string mlir::tessera::tgraph::describeLocation(Location loc) {
+  std::string text;
+  loc->walk([&](Location l) {
+    if (auto file = dyn_cast<FileLineColLoc>(l)) {
+      text = (file.getFilename().getValue() + ":" + Twine(file.getLine()) +
+              ":" + Twine(file.getColumn()))
+                 .str();
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  if (text.empty()) {
+    llvm::raw_string_ostream os(text);
+    loc.print(os);
+  }
+  return text;
+}
+
+std::string mlir::tessera::tgraph::describeOp(Operation *op) {
+  return "'" + op->getName().getStringRef().str() + "' op at " +
+         describeLocation(op->getLoc());
 }
 
 std::string mlir::tessera::tgraph::typeName(Type type) {
@@ -58,8 +82,7 @@ Type TypeInference::declared(unsigned i) const {
 FailureOr<RankedTensorType> TypeInference::requireDeclaredTensor(unsigned i) {
   auto t = dyn_cast_or_null<RankedTensorType>(declared(i));
   if (!t) {
-    (void)fail("needs an explicit ranked tensor type for result " +
-               Twine(i));
+    (void)fail("needs an explicit ranked tensor type for result " + Twine(i));
     return failure();
   }
   return t;
@@ -137,10 +160,10 @@ static LogicalResult compareResult(Operation *op, unsigned i, Type declared,
            << typeName(n.getElementType());
   shape::TensorShape ds = getShape(d), ns = getShape(n);
   if (ds.rank() != ns.rank())
-    return op->emitOpError() << "result " << i << " has shape " << ds.str()
-                             << " (rank " << ds.rank()
-                             << ") but the op produces shape " << ns.str()
-                             << " (rank " << ns.rank() << ")";
+    return op->emitOpError()
+           << "result " << i << " has shape " << ds.str() << " (rank "
+           << ds.rank() << ") but the op produces shape " << ns.str()
+           << " (rank " << ns.rank() << ")";
   for (size_t k = 0; k < ds.rank(); ++k) {
     if (shape::decideEqual(ds.dims[k], ns.dims[k]) != shape::Truth::Never)
       continue;
@@ -158,14 +181,14 @@ static LogicalResult compareResult(Operation *op, unsigned i, Type declared,
 
 LogicalResult mlir::tessera::tgraph::verifyInferredTypes(Operation *op) {
   auto iface = cast<ShapeInferenceOpInterface>(op);
-  TypeInference ti(op->getContext(), op->getLoc(),
-                   op->getName().getStringRef(), op->getResultTypes());
+  TypeInference ti(op->getContext(), op->getLoc(), op->getName().getStringRef(),
+                   op->getResultTypes());
   if (failed(iface.inferResultTypes(ti)) || ti.diag().failed())
     return op->emitOpError() << ti.message();
   if (ti.getResults().size() != op->getNumResults())
-    return op->emitOpError() << "has " << op->getNumResults()
-                             << " results but the op produces "
-                             << ti.getResults().size();
+    return op->emitOpError()
+           << "has " << op->getNumResults() << " results but the op produces "
+           << ti.getResults().size();
   for (auto [i, pair] :
        llvm::enumerate(llvm::zip(op->getResultTypes(), ti.getResults())))
     if (failed(compareResult(op, i, std::get<0>(pair), std::get<1>(pair))))
@@ -224,9 +247,11 @@ bool mlir::tessera::tgraph::isExactWidening(Type from, Type to) {
   // magnitude bits (width - 1) to fit.
   unsigned magnitude = ia ? (ia.getWidth() == 1 ? 1 : ia.getWidth() - 1) : 0;
   if (ia && ib)
-    return ia.getWidth() == 1 ? ib.getWidth() >= 2
-                              : ia.getWidth() <= ib.getWidth() && ib.getWidth() > 1;
+    return ia.getWidth() == 1
+               ? ib.getWidth() >= 2
+               : ia.getWidth() <= ib.getWidth() && ib.getWidth() > 1;
   if (ia && fb)
-    return magnitude <= llvm::APFloat::semanticsPrecision(fb.getFloatSemantics());
+    return magnitude <=
+           llvm::APFloat::semanticsPrecision(fb.getFloatSemantics());
   return false;
 }

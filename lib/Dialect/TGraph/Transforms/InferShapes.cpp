@@ -29,25 +29,6 @@ using namespace mlir::tessera::tgraph;
 // Type refinement
 //===----------------------------------------------------------------------===//
 
-/// "file.py:12:5" for the first file location inside `loc`.
-static std::string describeLocation(Location loc) {
-  std::string text;
-  loc->walk([&](Location l) {
-    if (auto file = dyn_cast<FileLineColLoc>(l)) {
-      text = (file.getFilename().getValue() + ":" + Twine(file.getLine()) +
-              ":" + Twine(file.getColumn()))
-                 .str();
-      return WalkResult::interrupt();
-    }
-    return WalkResult::advance();
-  });
-  if (text.empty()) {
-    llvm::raw_string_ostream os(text);
-    loc.print(os);
-  }
-  return text;
-}
-
 /// Combines a declared type with the inferred one: `?` dims take the
 /// inferred dim; two known dims that may differ stay as declared and their
 /// equality is added to `checks`.
@@ -276,8 +257,7 @@ private:
                              ArrayRef<shape::DimConstraint> checks) {
     if (checks.empty())
       return success();
-    std::string prefix = "'" + op->getName().getStringRef().str() + "' op at " +
-                         describeLocation(op->getLoc()) + ": ";
+    std::string prefix = describeOp(op) + ": ";
     if (!allowRuntimeChecks)
       return op->emitOpError()
              << "cannot prove at compile time that " << checks.front().message

@@ -28,6 +28,11 @@ RankedTensorType getTensorType(const shape::TensorShape &shape,
                                Type elementType);
 /// Element type names as users write them ("f32", "f8E4M3FN").
 std::string typeName(Type type);
+/// "file.py:12:5" for the first file location inside `loc` (else the
+/// location as printed).
+std::string describeLocation(Location loc);
+/// "'tgraph.add' op at file.py:12:5": how run-time errors name an op.
+std::string describeOp(Operation *op);
 
 /// One run of a shape function.
 class TypeInference {
@@ -60,7 +65,8 @@ public:
   LogicalResult check(bool ok) { return success(ok && !shapeDiag.failed()); }
 
   /// Element-type rules shared by many ops.
-  LogicalResult requireSameElementType(ArrayRef<std::pair<Value, unsigned>> vals);
+  LogicalResult
+  requireSameElementType(ArrayRef<std::pair<Value, unsigned>> vals);
 
   /// Finishes a builder-style inference: on failure emits the message at the
   /// location (when there is one); on success copies the result types.

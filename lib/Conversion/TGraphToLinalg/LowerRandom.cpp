@@ -1,0 +1,281 @@
+//===- LowerRandom.cpp - Stateless Philox random numbers ------------------===//
+//
+// A key is two 32-bit words (tensor<2xi32>). Every random value is one
+// Philox 4x32-10 block of the key and a 128-bit counter, so any element can
+// be computed on its own, on any thread, in any order:
+//
+//   rng.key {seed}          key = (seed mod 2^32, seed div 2^32)
+//   rng.split -> key_i      words 0, 1 of Philox(key, (i, 0, 1, 0))
+//   rng.fold_in(d)          words 0, 1 of Philox(key, (lo(d), hi(d), 2, 0))
+//   element n (row-major)   Philox(key, (lo(n), hi(n), 0, 0)) = (w0..w3)
+//
+// Samples use 53-bit fractions u = ((w0 << 21) | (w1 >> 11)) * 2^-53 in
+// [0, 1), computed in f64 and rounded once to the element type:
+//   uniform    low + (high - low) * u, kept inside [low, high) after rounding
+//   normal     mean + stddev * sqrt(-2 ln(1 - u)) * cos(2 pi u'), with u'
+//              the fraction of (w2, w3) (Box-Muller)
+//   bernoulli  u < p
+//
+//===----------------------------------------------------------------------===//
+
+#include "Lowering.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+
+#include <array>
+
+using namespace mlir;
+using namespace mlir::tessera::tgraph;
+using namespace mlir::tessera::tgraph::lowering;
+
+namespace {
+
+using Words = std::array<Value, 4>;
+
+Value i32Constant(OpBuilder &b, Location loc, uint32_t v) {
+  return arith::ConstantOp::create(
+      b, loc, b.getIntegerAttr(b.getI32Type(), APInt(32, v)));
+}
+
+/// Philox 4x32-10 of `counter` under the key (k0, k1).
+Words philox(OpBuilder &b, Location loc, Value k0, Value k1, Words c) {
+  Value m0 = i32Constant(b, loc, 0xD2511F53u);
+  Value m1 = i32Constant(b, loc, 0xCD9E8D57u);
+  Value w0 = i32Constant(b, loc, 0x9E3779B9u);
+  Value w1 = i32Constant(b, loc, 0xBB67AE85u);
+  for (int round = 0; round < 10; ++round) {
+    if (round > 0) {
+      k0 = arith::AddIOp::create(b, loc, k0, w0);
+      k1 = arith::AddIOp::create(b, loc, k1, w1);
+    }
+    auto p0 = arith::MulUIExtendedOp::create(b, loc, m0, c[0]);
+    auto p1 = arith::MulUIExtendedOp::create(b, loc, m1, c[2]);
+    Value n0 = arith::XOrIOp::create(
+        b, loc, arith::XOrIOp::create(b, loc, p1.getHigh(), c[1]), k0);
+    Value n2 = arith::XOrIOp::create(
+        b, loc, arith::XOrIOp::create(b, loc, p0.getHigh(), c[3]), k1);
+    c = {n0, p1.getLow(), n2, p0.getLow()};
+  }
+  return c;
+}
+
+/// The two words of a key tensor.
+std::pair<Value, Value> keyWords(OpBuilder &b, Location loc, Value key) {
+  auto at = [&](int64_t i) {
+    Value idx = arith::ConstantIndexOp::create(b, loc, i);
+    return tensor::ExtractOp::create(b, loc, key, idx).getResult();
+  };
+  return {at(0), at(1)};
+}
+
+/// The low and high words of a 64-bit integer.
+std::pair<Value, Value> split64(OpBuilder &b, Location loc, Value v) {
+  Value lo = arith::TruncIOp::create(b, loc, b.getI32Type(), v);
+  Value shift = arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(32));
+  Value hi = arith::TruncIOp::create(b, loc, b.getI32Type(),
+                                     arith::ShRUIOp::create(b, loc, v, shift));
+  return {lo, hi};
+}
+
+Value makeKey(OpBuilder &b, Location loc, Value w0, Value w1) {
+  auto type = RankedTensorType::get({2}, b.getI32Type());
+  return tensor::FromElementsOp::create(b, loc, type, ValueRange{w0, w1});
+}
+
+/// A 53-bit fraction in [0, 1) from two words, as f64.
+Value fraction(OpBuilder &b, Location loc, Value hiWord, Value loWord) {
+  Type i64 = b.getI64Type();
+  Value hi = arith::ExtUIOp::create(b, loc, i64, hiWord);
+  Value lo = arith::ExtUIOp::create(b, loc, i64, loWord);
+  Value bits = arith::OrIOp::create(
+      b, loc,
+      arith::ShLIOp::create(
+          b, loc, hi,
+          arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(21))),
+      arith::ShRUIOp::create(
+          b, loc, lo,
+          arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(11))));
+  Value f = arith::UIToFPOp::create(b, loc, b.getF64Type(), bits);
+  return arith::MulFOp::create(
+      b, loc, f, arith::ConstantOp::create(b, loc, b.getF64FloatAttr(0x1p-53)));
+}
+
+struct KeyLowering : public OpConversionPattern<RngKeyOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(RngKeyOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    uint64_t seed = static_cast<uint64_t>(op.getSeed());
+    Location loc = op.getLoc();
+    rewriter.replaceOp(
+        op, makeKey(rewriter, loc, i32Constant(rewriter, loc, uint32_t(seed)),
+                    i32Constant(rewriter, loc, uint32_t(seed >> 32))));
+    return success();
+  }
+};
+
+struct SplitLowering : public OpConversionPattern<RngSplitOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(RngSplitOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto [k0, k1] = keyWords(rewriter, loc, adaptor.getKey());
+    Value zero = i32Constant(rewriter, loc, 0);
+    Value tag = i32Constant(rewriter, loc, 1);
+    SmallVector<Value> keys;
+    for (size_t i = 0; i < op.getKeys().size(); ++i) {
+      Words w =
+          philox(rewriter, loc, k0, k1,
+                 {i32Constant(rewriter, loc, uint32_t(i)), zero, tag, zero});
+      keys.push_back(makeKey(rewriter, loc, w[0], w[1]));
+    }
+    rewriter.replaceOp(op, keys);
+    return success();
+  }
+};
+
+struct FoldInLowering : public OpConversionPattern<RngFoldInOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(RngFoldInOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto [k0, k1] = keyWords(rewriter, loc, adaptor.getKey());
+    Value d = tensor::ExtractOp::create(rewriter, loc, adaptor.getData(),
+                                        ValueRange{});
+    if (!d.getType().isInteger(64))
+      d = arith::ExtSIOp::create(rewriter, loc, rewriter.getI64Type(), d);
+    auto [lo, hi] = split64(rewriter, loc, d);
+    Value zero = i32Constant(rewriter, loc, 0);
+    Words w = philox(rewriter, loc, k0, k1,
+                     {lo, hi, i32Constant(rewriter, loc, 2), zero});
+    rewriter.replaceOp(op, makeKey(rewriter, loc, w[0], w[1]));
+    return success();
+  }
+};
+
+/// Fills the result with `sample(words)` of each element's block.
+template <typename OpTy>
+struct SampleLowering : public OpConversionPattern<OpTy> {
+  SampleLowering(LoweringContext &ctx, MLIRContext *mlir)
+      : OpConversionPattern<OpTy>(ctx.types, mlir), ctx(ctx) {}
+
+  LogicalResult
+  matchAndRewrite(OpTy op, typename OpTy::Adaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto type =
+        this->getTypeConverter()->template convertType<RankedTensorType>(
+            op.getType());
+    FailureOr<SmallVector<Value>> sizes =
+        dynamicSizes(rewriter, op, getShape(op.getType()), type, ctx.symbols);
+    if (failed(sizes))
+      return failure();
+    Value out = emptyTensor(rewriter, loc, type, *sizes);
+    int64_t r = type.getRank();
+    // Row-major strides of the result.
+    SmallVector<Value> strides(r);
+    Value stride = arith::ConstantIndexOp::create(rewriter, loc, 1);
+    for (int64_t d = r - 1; d >= 0; --d) {
+      strides[d] = stride;
+      stride = arith::MulIOp::create(rewriter, loc, stride,
+                                     dimOf(rewriter, loc, out, d));
+    }
+    std::pair<Value, Value> key = keyWords(rewriter, loc, adaptor.getKey());
+    SmallVector<AffineMap> maps{rewriter.getMultiDimIdentityMap(r)};
+    SmallVector<utils::IteratorType> par(r, utils::IteratorType::parallel);
+    Type element = type.getElementType();
+    auto generic = linalg::GenericOp::create(
+        rewriter, loc, type, ValueRange{}, out, maps, par,
+        [&](OpBuilder &b, Location l, ValueRange) {
+          Value n = arith::ConstantIndexOp::create(b, l, 0);
+          for (int64_t d = 0; d < r; ++d)
+            n = arith::AddIOp::create(
+                b, l, n,
+                arith::MulIOp::create(b, l, linalg::IndexOp::create(b, l, d),
+                                      strides[d]));
+          Value n64 = arith::IndexCastUIOp::create(b, l, b.getI64Type(), n);
+          auto [lo, hi] = split64(b, l, n64);
+          Value zero = i32Constant(b, l, 0);
+          Words w = philox(b, l, key.first, key.second, {lo, hi, zero, zero});
+          linalg::YieldOp::create(b, l, sample(b, l, op, w, element));
+        });
+    rewriter.replaceOp(op, generic.getResult(0));
+    return success();
+  }
+
+  /// The largest value of `t` below `v` (or `v` itself when `below` is
+  /// false: the smallest value of `t` at or above it).
+  static Value boundary(OpBuilder &b, Location loc, FloatType t, double v,
+                        bool below) {
+    APFloat f(v);
+    bool lost;
+    f.convert(t.getFloatSemantics(),
+              below ? APFloat::rmTowardNegative : APFloat::rmTowardPositive,
+              &lost);
+    if (below && f.convertToDouble() >= v)
+      f.next(/*nextDown=*/true);
+    return arith::ConstantOp::create(b, loc, b.getFloatAttr(t, f));
+  }
+
+  static Value sample(OpBuilder &b, Location loc, RngUniformOp op, Words w,
+                      Type element) {
+    double lo = op.getLow().convertToDouble();
+    double hi = op.getHigh().convertToDouble();
+    Value u = fraction(b, loc, w[0], w[1]);
+    Value x = arith::AddFOp::create(
+        b, loc, arith::ConstantOp::create(b, loc, b.getF64FloatAttr(lo)),
+        arith::MulFOp::create(
+            b, loc, u,
+            arith::ConstantOp::create(b, loc, b.getF64FloatAttr(hi - lo))));
+    auto t = cast<FloatType>(element);
+    Value v = convertScalar(b, loc, x, t);
+    // Rounding to a narrower type must not leave [low, high).
+    v = arith::MinimumFOp::create(b, loc, v, boundary(b, loc, t, hi, true));
+    return arith::MaximumFOp::create(b, loc, v, boundary(b, loc, t, lo, false));
+  }
+
+  static Value sample(OpBuilder &b, Location loc, RngNormalOp op, Words w,
+                      Type element) {
+    auto f64 = [&](double v) {
+      return arith::ConstantOp::create(b, loc, b.getF64FloatAttr(v))
+          .getResult();
+    };
+    Value u1 = arith::SubFOp::create(b, loc, f64(1.0),
+                                     fraction(b, loc, w[0], w[1])); // (0, 1]
+    Value u2 = fraction(b, loc, w[2], w[3]);
+    Value radius = math::SqrtOp::create(
+        b, loc,
+        arith::MulFOp::create(b, loc, f64(-2.0),
+                              math::LogOp::create(b, loc, u1)));
+    Value angle = arith::MulFOp::create(b, loc, f64(2.0 * M_PI), u2);
+    Value z = arith::MulFOp::create(b, loc, radius,
+                                    math::CosOp::create(b, loc, angle));
+    Value x = arith::AddFOp::create(
+        b, loc, f64(op.getMean().convertToDouble()),
+        arith::MulFOp::create(b, loc, f64(op.getStddev().convertToDouble()),
+                              z));
+    return convertScalar(b, loc, x, element);
+  }
+
+  static Value sample(OpBuilder &b, Location loc, RngBernoulliOp op, Words w,
+                      Type element) {
+    Value u = fraction(b, loc, w[0], w[1]);
+    Value p = arith::ConstantOp::create(b, loc, op.getPAttr());
+    return arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, u, p);
+  }
+
+  LoweringContext &ctx;
+};
+
+} // namespace
+
+void mlir::tessera::tgraph::lowering::populateRandomPatterns(
+    LoweringContext &ctx, RewritePatternSet &patterns) {
+  MLIRContext *mlir = patterns.getContext();
+  patterns.add<KeyLowering, SplitLowering, FoldInLowering>(ctx.types, mlir);
+  patterns.add<SampleLowering<RngUniformOp>, SampleLowering<RngNormalOp>,
+               SampleLowering<RngBernoulliOp>>(ctx, mlir);
+}
