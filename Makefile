@@ -11,7 +11,7 @@ FUZZ_SECONDS ?= 30
 
 APT_PACKAGES := cmake ninja-build ccache python3 clang-22 lld-22 llvm-22-dev \
   llvm-22-tools libmlir-22-dev mlir-22-tools libclang-rt-22-dev libgtest-dev \
-  libxtensor-dev python3-numpy python3-pytest python3-venv
+  libxtensor-dev python3-numpy python3-pytest python3-venv libomp-22-dev
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 export CCACHE_BASEDIR := $(CURDIR)
 

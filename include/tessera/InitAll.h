@@ -5,6 +5,7 @@
 
 #include "tessera/Conversion/Passes.h"
 #include "tessera/Dialect/TGraph/Transforms/Passes.h"
+#include "tessera/Dialect/TSched/Transforms/Passes.h"
 #include "tessera/InitAllDialects.h"
 #include "tessera/Pipelines/Pipelines.h"
 
@@ -13,6 +14,7 @@ namespace mlir::tessera {
 /// Registers Tessera's passes and pipelines with the global pass registry.
 inline void registerAllPasses() {
   tgraph::registerTGraphPasses();
+  tsched::registerTSchedPasses();
   registerTesseraConversionPasses();
   registerPipelines();
 }

@@ -9,6 +9,7 @@
 #define TESSERA_INITALLDIALECTS_H
 
 #include "tessera/Dialect/TGraph/IR/TGraph.h"
+#include "tessera/Dialect/TSched/IR/TSched.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -18,8 +19,8 @@ namespace mlir::tessera {
 
 /// Registers Tessera's dialects and those its IR uses directly.
 inline void registerAllDialects(DialectRegistry &registry) {
-  registry
-      .insert<tgraph::TGraphDialect, func::FuncDialect, arith::ArithDialect>();
+  registry.insert<tgraph::TGraphDialect, tsched::TSchedDialect,
+                  func::FuncDialect, arith::ArithDialect>();
 }
 
 } // namespace mlir::tessera

@@ -4,6 +4,7 @@
 
 #include "tessera/Conversion/Passes.h"
 #include "tessera/Dialect/TGraph/Transforms/Passes.h"
+#include "tessera/Dialect/TSched/Transforms/Passes.h"
 
 #include "mlir/Conversion/BufferizationToMemRef/BufferizationToMemRef.h"
 #include "mlir/Conversion/Passes.h"
@@ -11,6 +12,7 @@
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Dialect/SCF/Transforms/Passes.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
 
@@ -30,6 +32,10 @@ void mlir::tessera::buildCPUPipeline(OpPassManager &pm) {
   pm.addPass(createCSEPass());
   // Chains of elementwise ops become one loop nest before buffers exist.
   pm.addPass(createLinalgElementwiseOpFusionPass());
+  // Schedule IR: tiles, packed micro-kernels, vectors, scf.forall.
+  pm.addPass(tsched::createTSchedCPUSchedule());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
   // Tensors -> buffers, including function arguments and results (plain
   // strided layouts, so callers pass ordinary dense arrays), then frees for
   // every temporary.
@@ -45,22 +51,38 @@ void mlir::tessera::buildCPUPipeline(OpPassManager &pm) {
   bufferization::buildBufferDeallocationPipeline(pm, dealloc);
   // Results that alias arguments are cloned for the caller to own.
   pm.addPass(createConvertBufferizationToMemRefPass());
-  // Loops, then the LLVM dialect. Math ops without an LLVM intrinsic (tanh,
-  // erf, ...) call libm.
+  // Parallel tiles run on OpenMP threads.
+  pm.addPass(createForallToParallelLoopPass());
+  pm.addPass(createConvertSCFToOpenMPPass());
+  // What the schedule left as linalg becomes loops; vector transfers
+  // become plain loads and stores (fully unrolled: no stack temporaries).
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
+  pm.addPass(createConvertVectorToSCFPass(
+      VectorTransferToSCFOptions().enableFullUnroll()));
   // LLVM has no fp8: fp8 arithmetic runs in f32, conversions on bits.
   pm.addPass(createExpandSmallFloats());
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
+  // Memrefs go first: OpenMP loop bodies sit in memref.alloca_scope, which
+  // must become LLVM before its region is split into blocks. Allocations
+  // go through the runtime's allocator (_mlir_memref_to_llvm_alloc/free).
+  FinalizeMemRefToLLVMConversionPassOptions memrefToLLVM;
+  memrefToLLVM.useGenericFunctions = true;
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass(memrefToLLVM));
   pm.addPass(createSCFToControlFlowPass());
+  // Math ops with an LLVM intrinsic become it; the others (tanh, erf, ...)
+  // call libm, one element at a time for vectors (so before vectors become
+  // LLVM).
   pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createConvertMathToLibmPass());
-  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+  pm.addPass(createConvertVectorToLLVMPass());
   pm.addPass(createArithToLLVMConversionPass());
   pm.addPass(createConvertIndexToLLVMPass());
   pm.addPass(createConvertControlFlowToLLVMPass());
   pm.addPass(createConvertFuncToLLVMPass());
   pm.addPass(createUBToLLVMConversionPass());
+  // Last: the OpenMP regions hold code the passes above converted.
+  pm.addPass(createConvertOpenMPToLLVMPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
 }
 

@@ -2,6 +2,8 @@
 
 #include "HostArray.h"
 
+#include "tessera/Runtime/Allocator.h"
+
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -331,19 +333,21 @@ ResultBuffer::ResultBuffer(TypeRange resultTypes) {
   words.assign(n, 0);
 }
 
-std::vector<HostArray> ResultBuffer::take(llvm::ArrayRef<HostArray> inputs) {
+std::vector<HostArray> ResultBuffer::take(llvm::ArrayRef<HostArray> inputs,
+                                          bool copy) {
   std::vector<HostArray> out;
   std::set<int64_t> freed;
   const int64_t *w = words.data();
   for (RankedTensorType t : types) {
     unsigned rank = t.getRank();
-    out.push_back(HostArray::fromDescriptor(t.getElementType(), w, rank));
-    const char *allocated = reinterpret_cast<const char *>(w[0]);
-    bool isInput = llvm::any_of(inputs, [&](const HostArray &a) {
-      return allocated >= a.begin() && allocated < a.end();
-    });
-    if (allocated && !isInput && freed.insert(w[0]).second)
-      std::free(const_cast<char *>(allocated));
+    if (copy)
+      out.push_back(HostArray::fromDescriptor(t.getElementType(), w, rank));
+    // Compiled code allocates through the runtime; anything else (an
+    // argument, a constant) is not ours to free.
+    void *allocated = reinterpret_cast<void *>(w[0]);
+    auto &allocator = ::tessera::runtime::CachingAllocator::global();
+    if (allocated && allocator.owns(allocated) && freed.insert(w[0]).second)
+      allocator.deallocate(allocated);
     w += 3 + 2 * rank;
   }
   return out;

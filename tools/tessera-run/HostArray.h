@@ -63,9 +63,11 @@ class ResultBuffer {
 public:
   explicit ResultBuffer(mlir::TypeRange types);
   void *data() { return words.data(); }
-  /// Copies the results out and frees the buffers the callee allocated
-  /// (never memory that belongs to `inputs`).
-  std::vector<HostArray> take(llvm::ArrayRef<HostArray> inputs);
+  /// Copies the results out (unless `copy` is false) and frees the buffers
+  /// the callee allocated (never memory that belongs to `inputs` or to
+  /// constants).
+  std::vector<HostArray> take(llvm::ArrayRef<HostArray> inputs,
+                              bool copy = true);
 
 private:
   std::vector<mlir::RankedTensorType> types;

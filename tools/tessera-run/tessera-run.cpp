@@ -12,6 +12,9 @@
 
 #include "HostArray.h"
 
+#include "tessera/Runtime/Allocator.h"
+#include "tessera/Runtime/Errors.h"
+
 #include "tessera/InitAll.h"
 
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
@@ -19,10 +22,13 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
+#include "mlir/InitAllPasses.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/OpenMP/OpenMPToLLVMIRTranslation.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Format.h"
@@ -32,7 +38,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <csetjmp>
 #include <cstdlib>
 #include <random>
 
@@ -62,6 +67,11 @@ static llvm::cl::opt<unsigned> seed("seed", llvm::cl::init(0),
 static llvm::cl::opt<std::string>
     outDir("out-dir", llvm::cl::desc("Write results as DIR/out<i>.npy"),
            llvm::cl::cat(runCategory));
+static llvm::cl::opt<std::string> passPipeline(
+    "pass-pipeline",
+    llvm::cl::desc("Compile with this textual pass pipeline instead of "
+                   "--tessera-cpu-pipeline (it must end in the LLVM dialect)"),
+    llvm::cl::cat(runCategory));
 static llvm::cl::opt<bool>
     quiet("quiet", llvm::cl::desc("Do not print a summary of each result"),
           llvm::cl::cat(runCategory));
@@ -69,37 +79,6 @@ static llvm::cl::opt<unsigned>
     bench("bench", llvm::cl::init(0),
           llvm::cl::desc("Time N calls; print median, min and max"),
           llvm::cl::cat(runCategory));
-
-//===----------------------------------------------------------------------===//
-// Errors raised by compiled code
-//===----------------------------------------------------------------------===//
-
-// Compiled code calls these hooks when a run-time check fails: a shape rule
-// that depends on symbol values, or an iteration that did not converge. The
-// hook records the message and unwinds (longjmp) to the point where the
-// function was invoked, which reports it as the error of the call.
-static std::jmp_buf *errorTarget = nullptr;
-static std::string errorMessage;
-
-[[noreturn]] static void raise(std::string message) {
-  errorMessage = std::move(message);
-  if (errorTarget)
-    std::longjmp(*errorTarget, 1);
-  llvm::errs() << "tessera-run: " << errorMessage << "\n";
-  std::exit(2);
-}
-
-extern "C" void tessera_shape_check_failed(const char *message, int64_t lhs,
-                                           int64_t rhs) {
-  raise(llvm::formatv("run-time shape check failed: {0} (found {1} and {2})",
-                      message, lhs, rhs));
-}
-
-extern "C" void tessera_not_converged(const char *message, int64_t iterations,
-                                      double change) {
-  raise(llvm::formatv("{0}; after {1} iterations the largest change was {2}",
-                      message, iterations, llvm::format("%g", change)));
-}
 
 /// Prints "tessera-run: <message>" and returns 1.
 static int fail(const llvm::Twine &message) {
@@ -171,7 +150,20 @@ static FailureOr<std::unique_ptr<ExecutionEngine>> compile(ModuleOp module,
                                                            func::FuncOp fn) {
   fn->setAttr("llvm.emit_c_interface", UnitAttr::get(module.getContext()));
   PassManager pm(module.getContext());
-  mlir::tessera::buildCPUPipeline(pm);
+  if (passPipeline.empty()) {
+    mlir::tessera::buildCPUPipeline(pm);
+  } else if (failed(parsePassPipeline(
+                 // The manager already runs on the module.
+                 StringRef(passPipeline).trim().starts_with("builtin.module(")
+                     ? StringRef(passPipeline)
+                           .trim()
+                           .drop_front(strlen("builtin.module("))
+                           .drop_back()
+                     : StringRef(passPipeline),
+                 pm, llvm::errs()))) {
+    fail("cannot parse --pass-pipeline");
+    return failure();
+  }
   if (failed(pm.run(module)))
     return failure();
   auto tmBuilder = llvm::orc::JITTargetMachineBuilder::detectHost();
@@ -187,63 +179,84 @@ static FailureOr<std::unique_ptr<ExecutionEngine>> compile(ModuleOp module,
   auto optimize = makeOptimizingTransformer(3, 0, tm->get());
   ExecutionEngineOptions options;
   options.transformer = optimize;
-  SmallVector<StringRef> libs{TESSERA_C_RUNNER_UTILS};
+  SmallVector<StringRef> libs{TESSERA_C_RUNNER_UTILS, TESSERA_OPENMP_RUNTIME};
   options.sharedLibPaths = libs;
   auto engine = ExecutionEngine::create(module, options);
   if (!engine) {
     fail("JIT compilation failed: " + llvm::toString(engine.takeError()));
     return failure();
   }
+  // The runtime's hooks and allocator.
   (*engine)->registerSymbols([](llvm::orc::MangleAndInterner interner) {
     llvm::orc::SymbolMap symbols;
-    symbols[interner("tessera_shape_check_failed")] = {
-        llvm::orc::ExecutorAddr::fromPtr(&tessera_shape_check_failed),
-        llvm::JITSymbolFlags::Exported};
-    symbols[interner("tessera_not_converged")] = {
-        llvm::orc::ExecutorAddr::fromPtr(&tessera_not_converged),
-        llvm::JITSymbolFlags::Exported};
+    auto add = [&](llvm::StringRef name, void *address) {
+      symbols[interner(name)] = {llvm::orc::ExecutorAddr::fromPtr(address),
+                                 llvm::JITSymbolFlags::Exported};
+    };
+    add("tessera_shape_check_failed",
+        reinterpret_cast<void *>(&tessera_shape_check_failed));
+    add("tessera_not_converged",
+        reinterpret_cast<void *>(&tessera_not_converged));
+    add("_mlir_memref_to_llvm_alloc",
+        reinterpret_cast<void *>(&_mlir_memref_to_llvm_alloc));
+    add("_mlir_memref_to_llvm_aligned_alloc",
+        reinterpret_cast<void *>(&_mlir_memref_to_llvm_aligned_alloc));
+    add("_mlir_memref_to_llvm_free",
+        reinterpret_cast<void *>(&_mlir_memref_to_llvm_free));
     return symbols;
   });
   return std::move(*engine);
 }
 
-/// Calls the function once; returns its results.
-static FailureOr<std::vector<HostArray>> call(ExecutionEngine &engine,
-                                              StringRef name, FunctionType type,
-                                              std::vector<HostArray> &args) {
-  ResultBuffer results(type.getResults());
-  std::vector<Descriptor> descs;
-  for (HostArray &a : args)
-    descs.push_back(a.descriptor());
-  std::vector<void *> ptrs;
-  for (Descriptor &d : descs)
-    ptrs.push_back(d.data());
+/// A prepared call of the compiled function: argument descriptors and the
+/// packed argument list, built once and reused by every run().
+class Invocation {
+public:
+  Invocation(void (*function)(void **), FunctionType type,
+             std::vector<HostArray> &args)
+      : function(function), results(type.getResults()), args(args) {
+    for (HostArray &a : args)
+      descriptors.push_back(a.descriptor());
+    for (Descriptor &d : descriptors)
+      pointers.push_back(d.data());
+    resultPointer = results.data();
+    if (type.getNumResults())
+      packed.push_back(&resultPointer);
+    for (void *&p : pointers)
+      packed.push_back(&p);
+  }
+
+  /// Runs the function once; the error it raised, if any.
+  std::optional<std::string> run() {
+    return ::tessera::runtime::callCatchingErrors(
+        [](void *self) {
+          auto *me = static_cast<Invocation *>(self);
+          me->function(me->packed.data());
+        },
+        this);
+  }
+
+  /// Copies the results of the last run out and frees them.
+  std::vector<HostArray> take() { return results.take(args); }
+  /// Frees the results of the last run.
+  void drop() { results.take(args, /*copy=*/false); }
+
+private:
+  void (*function)(void **);
+  ResultBuffer results;
+  std::vector<HostArray> &args;
+  std::vector<Descriptor> descriptors;
+  std::vector<void *> pointers;
+  void *resultPointer;
   std::vector<void *> packed;
-  void *resultPtr = results.data();
-  if (type.getNumResults())
-    packed.push_back(&resultPtr);
-  for (void *&p : ptrs)
-    packed.push_back(&p);
-  std::jmp_buf target;
-  errorTarget = &target;
-  if (setjmp(target) != 0) {
-    errorTarget = nullptr;
-    fail(errorMessage);
-    return failure();
-  }
-  llvm::Error e = engine.invokePacked(("_mlir_ciface_" + name).str(), packed);
-  errorTarget = nullptr;
-  if (e) {
-    fail("call failed: " + llvm::toString(std::move(e)));
-    return failure();
-  }
-  return results.take(args);
-}
+};
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();
+  mlir::registerAllPasses();
+  mlir::tessera::registerAllPasses();
   llvm::cl::HideUnrelatedOptions(runCategory);
   llvm::cl::ParseCommandLineOptions(argc, argv,
                                     "Run a Graph IR function on the CPU\n");
@@ -256,6 +269,7 @@ int main(int argc, char **argv) {
   mlir::tessera::registerAllDialects(registry);
   registerBuiltinDialectTranslation(registry);
   registerLLVMDialectTranslation(registry);
+  registerOpenMPDialectTranslation(registry);
   MLIRContext context(registry);
   context.loadAllAvailableDialects();
 
@@ -276,24 +290,36 @@ int main(int argc, char **argv) {
   auto engine = compile(*module, fn);
   if (failed(engine))
     return 1;
-  auto results = call(**engine, name, type, *args);
-  if (failed(results))
+  auto function = (*engine)->lookupPacked("_mlir_ciface_" + name);
+  if (!function)
+    return fail("cannot find the compiled @" + name + ": " +
+                llvm::toString(function.takeError()));
+  Invocation invocation(*function, type, *args);
+  if (std::optional<std::string> error = invocation.run()) {
+    fail(*error);
     return 2;
+  }
+  std::vector<HostArray> results = invocation.take();
   if (!quiet)
-    for (auto [i, r] : llvm::enumerate(*results))
+    for (auto [i, r] : llvm::enumerate(results))
       llvm::outs() << "result " << i << ": " << r.summary() << "\n";
   if (!outDir.empty())
-    for (auto [i, r] : llvm::enumerate(*results))
+    for (auto [i, r] : llvm::enumerate(results))
       if (failed(r.save(outDir + "/out" + std::to_string(i) + ".npy")))
         return 1;
   if (bench > 0) {
+    // Each timed call includes freeing its results (back to the runtime's
+    // cache), not copying them out.
     std::vector<double> ms;
     for (unsigned i = 0; i < bench; ++i) {
       auto start = std::chrono::steady_clock::now();
-      auto r = call(**engine, name, type, *args);
+      std::optional<std::string> error = invocation.run();
+      invocation.drop();
       auto stop = std::chrono::steady_clock::now();
-      if (failed(r))
-        return 1;
+      if (error) {
+        fail(*error);
+        return 2;
+      }
       ms.push_back(
           std::chrono::duration<double, std::milli>(stop - start).count());
     }

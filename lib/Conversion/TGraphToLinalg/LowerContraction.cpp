@@ -1,9 +1,9 @@
 //===- LowerContraction.cpp - matmul, batch_matmul, dot_general -----------===//
 //
 // Each contraction becomes a linalg.generic over (result dims, contracted
-// dims) accumulating `acc + a * b` in the accumulation type (the policy's,
-// else the result's), with one conversion to the result type at the end
-// when they differ. Batch dims that are statically 1 broadcast.
+// dims) accumulating `acc + a * b` (fused) in the accumulation type (the
+// policy's, else the result's), with one conversion to the result type at the
+// end when they differ. Batch dims that are statically 1 broadcast.
 //
 //===----------------------------------------------------------------------===//
 
@@ -28,6 +28,20 @@ struct ContractionSpec {
   SmallVector<std::pair<int, int64_t>>
       sizeFrom; // (operand, dim) per result dim
 };
+
+/// acc + x * y. Float products and sums carry the `contract` flag: the
+/// code generator fuses them into one multiply-add (a single rounding),
+/// which is what the vector units execute; the vectorizer still sees an
+/// add reduction.
+Value multiplyAdd(OpBuilder &b, Location loc, Value x, Value y, Value acc) {
+  if (isa<FloatType>(x.getType())) {
+    auto contract = arith::FastMathFlags::contract;
+    Value p = arith::MulFOp::create(b, loc, x, y, contract);
+    return arith::AddFOp::create(b, loc, acc, p, contract);
+  }
+  return arith::AddIOp::create(b, loc, acc,
+                               arith::MulIOp::create(b, loc, x, y));
+}
 
 Value buildContraction(OpBuilder &b, Location loc, Value lhs, Value rhs,
                        const ContractionSpec &spec, RankedTensorType resultType,
@@ -59,18 +73,13 @@ Value buildContraction(OpBuilder &b, Location loc, Value lhs, Value rhs,
   auto accType = RankedTensorType::get(resultType.getShape(), accum);
   Value init =
       filledTensor(b, loc, accType, sizes, scalarConstant(b, loc, accum, 0.0));
-  bool isFloat = isa<FloatType>(accum);
   Value acc =
       linalg::GenericOp::create(
           b, loc, accType, ValueRange{lhs, rhs}, init, maps, iterators,
           [&](OpBuilder &nb, Location l, ValueRange args) {
             Value x = convertScalar(nb, l, args[0], accum);
             Value y = convertScalar(nb, l, args[1], accum);
-            Value p = isFloat ? Value(arith::MulFOp::create(nb, l, x, y))
-                              : Value(arith::MulIOp::create(nb, l, x, y));
-            Value s = isFloat ? Value(arith::AddFOp::create(nb, l, args[2], p))
-                              : Value(arith::AddIOp::create(nb, l, args[2], p));
-            linalg::YieldOp::create(nb, l, s);
+            linalg::YieldOp::create(nb, l, multiplyAdd(nb, l, x, y, args[2]));
           })
           .getResult(0);
   if (accum == resultType.getElementType())
@@ -372,19 +381,13 @@ struct Conv2dLowering : public OpConversionPattern<Conv2dOp> {
     SmallVector<utils::IteratorType> iterators(5,
                                                utils::IteratorType::parallel);
     iterators.append(3, utils::IteratorType::reduction);
-    bool isFloat = isa<FloatType>(accum);
     Value acc =
         linalg::GenericOp::create(
             b, loc, accType, ValueRange{in5, f5}, init, maps, iterators,
             [&](OpBuilder &nb, Location l, ValueRange args) {
               Value x = convertScalar(nb, l, args[0], accum);
               Value y = convertScalar(nb, l, args[1], accum);
-              Value p = isFloat ? Value(arith::MulFOp::create(nb, l, x, y))
-                                : Value(arith::MulIOp::create(nb, l, x, y));
-              Value s = isFloat
-                            ? Value(arith::AddFOp::create(nb, l, args[2], p))
-                            : Value(arith::AddIOp::create(nb, l, args[2], p));
-              linalg::YieldOp::create(nb, l, s);
+              linalg::YieldOp::create(nb, l, multiplyAdd(nb, l, x, y, args[2]));
             })
             .getResult(0);
 

@@ -38,6 +38,22 @@ Value i32Constant(OpBuilder &b, Location loc, uint32_t v) {
       b, loc, b.getIntegerAttr(b.getI32Type(), APInt(32, v)));
 }
 
+/// The high and low words of the 64-bit product of two 32-bit words
+/// (single-result ops only, which vectorize everywhere).
+std::pair<Value, Value> mulHiLo(OpBuilder &b, Location loc, Value x, Value y) {
+  Type i64 = b.getI64Type(), i32 = b.getI32Type();
+  Value p =
+      arith::MulIOp::create(b, loc, arith::ExtUIOp::create(b, loc, i64, x),
+                            arith::ExtUIOp::create(b, loc, i64, y));
+  Value hi = arith::TruncIOp::create(
+      b, loc, i32,
+      arith::ShRUIOp::create(
+          b, loc, p,
+          arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(32))));
+  Value lo = arith::TruncIOp::create(b, loc, i32, p);
+  return {hi, lo};
+}
+
 /// Philox 4x32-10 of `counter` under the key (k0, k1).
 Words philox(OpBuilder &b, Location loc, Value k0, Value k1, Words c) {
   Value m0 = i32Constant(b, loc, 0xD2511F53u);
@@ -49,13 +65,13 @@ Words philox(OpBuilder &b, Location loc, Value k0, Value k1, Words c) {
       k0 = arith::AddIOp::create(b, loc, k0, w0);
       k1 = arith::AddIOp::create(b, loc, k1, w1);
     }
-    auto p0 = arith::MulUIExtendedOp::create(b, loc, m0, c[0]);
-    auto p1 = arith::MulUIExtendedOp::create(b, loc, m1, c[2]);
+    auto [hi0, lo0] = mulHiLo(b, loc, m0, c[0]);
+    auto [hi1, lo1] = mulHiLo(b, loc, m1, c[2]);
     Value n0 = arith::XOrIOp::create(
-        b, loc, arith::XOrIOp::create(b, loc, p1.getHigh(), c[1]), k0);
+        b, loc, arith::XOrIOp::create(b, loc, hi1, c[1]), k0);
     Value n2 = arith::XOrIOp::create(
-        b, loc, arith::XOrIOp::create(b, loc, p0.getHigh(), c[3]), k1);
-    c = {n0, p1.getLow(), n2, p0.getLow()};
+        b, loc, arith::XOrIOp::create(b, loc, hi0, c[3]), k1);
+    c = {n0, lo1, n2, lo0};
   }
   return c;
 }

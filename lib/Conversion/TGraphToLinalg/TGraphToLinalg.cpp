@@ -10,6 +10,7 @@
 
 #include "tessera/Conversion/Passes.h"
 #include "tessera/Dialect/TGraph/IR/DimValues.h"
+#include "tessera/Dialect/TSched/IR/TSched.h"
 
 #include "mlir/Dialect/Func/Transforms/FuncConversions.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -347,8 +348,41 @@ struct TGraphLowerToLinalgPass
     });
     target.addDynamicallyLegalOp<func::ReturnOp, func::CallOp>(
         [&](Operation *op) { return types.isLegal(op); });
+    // Schedules travel with the ops: every op a pattern creates for a
+    // scheduled Graph IR op carries that op's location, tagged here and
+    // untagged (onto the linalg ops it produced) after the conversion.
+    SmallVector<Attribute> schedules;
+    StringRef scheduleName =
+        mlir::tessera::tsched::TSchedDialect::kScheduleAttrName;
+    module.walk([&](Operation *op) {
+      if (!isa_and_nonnull<TGraphDialect>(op->getDialect()))
+        return;
+      Attribute s = op->getAttr(scheduleName);
+      if (!s)
+        return;
+      op->setLoc(NameLoc::get(
+          StringAttr::get(&getContext(),
+                          "tsched." + std::to_string(schedules.size())),
+          op->getLoc()));
+      schedules.push_back(s);
+    });
     if (failed(applyPartialConversion(module, target, std::move(patterns))))
-      signalPassFailure();
+      return signalPassFailure();
+    if (schedules.empty())
+      return;
+    module.walk([&](Operation *op) {
+      auto name = dyn_cast<NameLoc>(op->getLoc());
+      if (!name)
+        return;
+      StringRef text = name.getName().getValue();
+      unsigned index;
+      if (!text.consume_front("tsched.") || text.getAsInteger(10, index) ||
+          index >= schedules.size())
+        return;
+      op->setLoc(name.getChildLoc());
+      if (isa<linalg::LinalgOp>(op) && !isa<linalg::FillOp>(op))
+        op->setAttr(scheduleName, schedules[index]);
+    });
   }
 };
 } // namespace

@@ -1,0 +1,47 @@
+//===- Passes.td - Schedule IR passes ----------------------*- tablegen -*-===//
+
+#ifndef TESSERA_TSCHED_PASSES
+#define TESSERA_TSCHED_PASSES
+
+include "mlir/Pass/PassBase.td"
+
+def TSchedCPUSchedule : Pass<"tessera-cpu-schedule", "ModuleOp"> {
+  let summary = "Tile, pack, vectorize and parallelize linalg ops for the host CPU";
+  let description = [{
+    Runs on linalg ops on tensors (after -tessera-tgraph-lower-to-linalg).
+    Each op gets a schedule: the `tsched.schedule` attribute it carries from
+    the Graph IR, completed with defaults for its kind and the target's
+    vector width. The schedule becomes a transform-dialect script, which
+    this pass prints with `print-scripts` and then applies:
+
+    - contractions with one M, N and K loop (matmul, batch_matmul, most
+      dot_generals) are packed into register tiles (`tile(MR, NR)`; padded,
+      so every size works), split into cache blocks (`block(M, N)`, `k(K)`)
+      whose (M, N) grid is an `scf.forall`, and computed by a vectorized
+      micro-kernel whose MR x NR accumulators stay in registers;
+    - ops whose innermost loop is a reduction (row sums, maxima, norms) keep
+      one partial result per vector lane and combine the lanes at the end;
+    - every other op (elementwise, broadcasts, transposes, outer reductions,
+      convolutions) is vectorized along its innermost loop; the loop is
+      peeled so that only the last partial vector is masked.
+
+    Outer parallel loops become `scf.forall` (OpenMP later in the pipeline);
+    reductions are never split across threads, so results do not depend on
+    the thread count. Ops the vectorizer cannot handle keep scalar loops.
+  }];
+  let options = [
+    Option<"vectorBytes", "vector-bytes", "int64_t", /*default=*/"0",
+           "Vector register width in bytes (0: from the host CPU)">,
+    Option<"printScripts", "print-scripts", "bool", /*default=*/"false",
+           "Print the generated transform script">,
+  ];
+  let dependentDialects = [
+    "::mlir::transform::TransformDialect", "::mlir::linalg::LinalgDialect",
+    "::mlir::scf::SCFDialect", "::mlir::vector::VectorDialect",
+    "::mlir::tensor::TensorDialect", "::mlir::arith::ArithDialect",
+    "::mlir::affine::AffineDialect", "::mlir::math::MathDialect",
+    "::mlir::memref::MemRefDialect", "::mlir::ub::UBDialect"
+  ];
+}
+
+#endif // TESSERA_TSCHED_PASSES

@@ -1,0 +1,161 @@
+//===- TSchedDialect.cpp - Schedule IR dialect and attributes -------------===//
+
+#include "tessera/Dialect/TSched/IR/TSched.h"
+
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace mlir::tessera::tsched;
+
+#include "tessera/Dialect/TSched/IR/TSchedDialect.cpp.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "tessera/Dialect/TSched/IR/TSchedAttrs.cpp.inc"
+
+void TSchedDialect::initialize() {
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "tessera/Dialect/TSched/IR/TSchedAttrs.cpp.inc"
+      >();
+}
+
+//===----------------------------------------------------------------------===//
+// #tsched.schedule<"block(128, 256).k(256).tile(8, 32).vector(16).threads(2)">
+//===----------------------------------------------------------------------===//
+
+/// Parses the Halide-style chain `block(128, 256).k(256).vector(16)`. MLIR
+/// tokens have no '.', so the chain is written as a string.
+static FailureOr<ScheduleAttr>
+parseChain(StringRef text, MLIRContext *ctx,
+           function_ref<InFlightDiagnostic()> emitError) {
+  SmallVector<int64_t> block, tile;
+  int64_t k = 0, vector = 0, threads = 0;
+  llvm::StringSet<> seen;
+  StringRef rest = text.trim();
+  if (rest.empty())
+    return emitError() << "a schedule needs at least one part";
+  while (true) {
+    size_t open = rest.find('(');
+    if (open == StringRef::npos)
+      return emitError() << "expected '(' after schedule part '" << rest << "'";
+    StringRef part = rest.take_front(open).trim();
+    size_t close = rest.find(')', open);
+    if (close == StringRef::npos)
+      return emitError() << "missing ')' after schedule part '" << part << "'";
+    SmallVector<StringRef> fields;
+    rest.slice(open + 1, close).split(fields, ',');
+    SmallVector<int64_t> args;
+    for (StringRef f : fields) {
+      int64_t v;
+      if (f.trim().getAsInteger(10, v))
+        return emitError() << "schedule part '" << part
+                           << "' takes integers, but got '" << f.trim() << "'";
+      args.push_back(v);
+    }
+    if (!seen.insert(part).second)
+      return emitError() << "schedule part '" << part << "' appears twice";
+    auto want = [&](size_t n) -> LogicalResult {
+      if (args.size() == n)
+        return success();
+      return emitError() << "schedule part '" << part << "' takes " << n
+                         << (n == 1 ? " value" : " values") << ", but got "
+                         << args.size();
+    };
+    if (part == "block" || part == "tile") {
+      if (failed(want(2)))
+        return failure();
+      (part == "block" ? block : tile) = args;
+    } else if (part == "k" || part == "vector" || part == "threads") {
+      if (failed(want(1)))
+        return failure();
+      (part == "k" ? k : part == "vector" ? vector : threads) = args[0];
+    } else {
+      return emitError() << "unknown schedule part '" << part
+                         << "'; expected block, k, tile, vector or threads";
+    }
+    rest = rest.drop_front(close + 1).ltrim();
+    if (rest.empty())
+      break;
+    if (!rest.consume_front("."))
+      return emitError() << "expected '.' between schedule parts, but got '"
+                         << rest << "'";
+  }
+  if (failed(ScheduleAttr::verify(emitError, block, k, tile, vector, threads)))
+    return failure();
+  return ScheduleAttr::get(ctx, block, k, tile, vector, threads);
+}
+
+FailureOr<ScheduleAttr>
+ScheduleAttr::parseSchedule(StringRef text, MLIRContext *ctx,
+                            function_ref<InFlightDiagnostic()> emitError) {
+  return parseChain(text, ctx, emitError);
+}
+
+Attribute ScheduleAttr::parse(AsmParser &parser, Type) {
+  std::string text;
+  SMLoc at = parser.getCurrentLocation();
+  if (parser.parseLess() || parser.parseString(&text) || parser.parseGreater())
+    return {};
+  FailureOr<ScheduleAttr> attr = parseChain(
+      text, parser.getContext(), [&] { return parser.emitError(at); });
+  if (failed(attr))
+    return {};
+  return *attr;
+}
+
+std::string ScheduleAttr::str() const {
+  SmallVector<std::string> parts;
+  auto pair = [](StringRef name, ArrayRef<int64_t> v) {
+    return (name + "(" + Twine(v[0]) + ", " + Twine(v[1]) + ")").str();
+  };
+  auto one = [](StringRef name, int64_t v) {
+    return (name + "(" + Twine(v) + ")").str();
+  };
+  if (!getBlock().empty())
+    parts.push_back(pair("block", getBlock()));
+  if (getK())
+    parts.push_back(one("k", getK()));
+  if (!getTile().empty())
+    parts.push_back(pair("tile", getTile()));
+  if (getVector())
+    parts.push_back(one("vector", getVector()));
+  if (getThreads())
+    parts.push_back(one("threads", getThreads()));
+  return llvm::join(parts, ".");
+}
+
+void ScheduleAttr::print(AsmPrinter &printer) const {
+  printer << "<\"" << str() << "\">";
+}
+
+LogicalResult ScheduleAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                   ArrayRef<int64_t> block, int64_t k,
+                                   ArrayRef<int64_t> tile, int64_t vector,
+                                   int64_t threads) {
+  if (block.empty() && !k && tile.empty() && !vector && !threads)
+    return emitError() << "a schedule needs at least one part";
+  for (int64_t v : block)
+    if (v <= 0)
+      return emitError() << "block sizes must be positive, but got " << v;
+  for (int64_t v : tile)
+    if (v <= 0)
+      return emitError() << "tile sizes must be positive, but got " << v;
+  if (k < 0 || vector < 0 || threads < 0)
+    return emitError() << "k, vector and threads must be positive";
+  if (vector && !llvm::isPowerOf2_64(vector))
+    return emitError() << "vector width must be a power of two, but got "
+                       << vector;
+  if (!tile.empty() && vector && tile[1] % vector != 0)
+    return emitError() << "tile NR (" << tile[1]
+                       << ") must be a multiple of the vector width (" << vector
+                       << ")";
+  if (!block.empty() && !tile.empty() &&
+      (block[0] % tile[0] != 0 || block[1] % tile[1] != 0))
+    return emitError() << "block (" << block[0] << ", " << block[1]
+                       << ") must be a multiple of tile (" << tile[0] << ", "
+                       << tile[1] << ")";
+  return success();
+}

@@ -1,0 +1,739 @@
+//===- CPUSchedule.cpp - Schedules to transform scripts for the CPU -------===//
+//
+// Every linalg op on tensors gets a schedule (its `tsched.schedule`
+// attribute completed with defaults), and the schedule is written out as
+// transform-dialect text: one block of transform ops per payload op, which
+// finds its op by a `tsched.id` attribute. The script is parsed and applied
+// with the transform interpreter; `print-scripts` shows it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tessera/Dialect/TSched/Transforms/Passes.h"
+
+#include "mlir/Dialect/Affine/TransformOps/AffineTransformOps.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/TransformOps/DialectExtension.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/SCF/TransformOps/SCFTransformOps.h"
+#include "mlir/Dialect/Tensor/TransformOps/TensorTransformOps.h"
+#include "mlir/Dialect/Transform/LoopExtension/LoopExtension.h"
+#include "mlir/Dialect/Transform/Transforms/TransformInterpreterUtils.h"
+#include "mlir/Dialect/Vector/TransformOps/VectorTransformOps.h"
+#include "mlir/Dialect/Vector/Transforms/LoweringPatterns.h"
+#include "mlir/Dialect/Vector/Transforms/VectorRewritePatterns.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "mlir/Transforms/Passes.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/TargetParser/Host.h"
+
+namespace mlir::tessera::tsched {
+#define GEN_PASS_DEF_TSCHEDCPUSCHEDULE
+#include "tessera/Dialect/TSched/Transforms/Passes.h.inc"
+} // namespace mlir::tessera::tsched
+
+using namespace mlir;
+using namespace mlir::tessera::tsched;
+
+int64_t mlir::tessera::tsched::hostVectorBytes() {
+  llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();
+  if (features.lookup("avx512f"))
+    return 64;
+  if (features.lookup("avx2"))
+    return 32;
+  return 16;
+}
+
+namespace {
+
+constexpr StringLiteral kIdAttr = "tsched.id";
+constexpr StringLiteral kHoistAttr = "tsched.hoist";
+
+/// "[1, 0, 16]"
+std::string list(ArrayRef<int64_t> v) {
+  return "[" +
+         llvm::join(
+             llvm::map_range(v, [](int64_t x) { return std::to_string(x); }),
+             ", ") +
+         "]";
+}
+
+/// Writes the transform ops of one payload op. Handles are named
+/// %o<id>_<n> so blocks of different ops never clash.
+class ScriptWriter {
+public:
+  ScriptWriter(std::string &out, int64_t id) : os(out), id(id) {}
+
+  std::string fresh() { return llvm::formatv("%o{0}_{1}", id, next++).str(); }
+
+  /// A handle to the payload op.
+  std::string matchOp() {
+    std::string h = fresh();
+    line(h + " = transform.structured.match attributes{" + kIdAttr.str() +
+         " = " + std::to_string(id) +
+         " : i64} in %root : (!transform.any_op) -> !transform.any_op");
+    return h;
+  }
+
+  void line(const Twine &text) { os += ("    " + text + "\n").str(); }
+
+  std::string &os;
+  int64_t id;
+  int next = 0;
+};
+
+/// The schedule of one op: the attribute's parts, defaults for the rest.
+struct Schedule {
+  int64_t blockM = 0, blockN = 0, k = 0, tileM = 0, tileN = 0, vector = 0,
+          threads = 0;
+};
+
+Schedule scheduleOf(Operation *op) {
+  Schedule s;
+  auto attr = op->getAttrOfType<ScheduleAttr>(TSchedDialect::kScheduleAttrName);
+  if (!attr)
+    return s;
+  if (!attr.getBlock().empty()) {
+    s.blockM = attr.getBlock()[0];
+    s.blockN = attr.getBlock()[1];
+  }
+  if (!attr.getTile().empty()) {
+    s.tileM = attr.getTile()[0];
+    s.tileN = attr.getTile()[1];
+  }
+  s.k = attr.getK();
+  s.vector = attr.getVector();
+  s.threads = attr.getThreads();
+  return s;
+}
+
+/// The widest element type among the operands of `op`, in bytes.
+int64_t widestElementBytes(linalg::LinalgOp op) {
+  int64_t bytes = 1;
+  for (OpOperand &o : op->getOpOperands()) {
+    Type t = getElementTypeOrSelf(o.get().getType());
+    if (t.isIntOrFloat())
+      bytes = std::max<int64_t>(bytes, (t.getIntOrFloatBitWidth() + 7) / 8);
+  }
+  return bytes;
+}
+
+/// Positions of the loops of `op` that the operand's map uses, in the
+/// order of the operand's dims (-1 for a non-dim expression).
+SmallVector<int64_t> operandLoops(linalg::LinalgOp op, OpOperand &operand) {
+  SmallVector<int64_t> dims;
+  for (AffineExpr e : op.getMatchingIndexingMap(&operand).getResults()) {
+    auto d = dyn_cast<AffineDimExpr>(e);
+    dims.push_back(d ? int64_t(d.getPosition()) : -1);
+  }
+  return dims;
+}
+
+class CPUScheduler {
+public:
+  CPUScheduler(int64_t vectorBytes) : vectorBytes(vectorBytes) {}
+
+  /// Whether `op` gets the packed contraction schedule.
+  bool isGemm(linalg::LinalgOp op) {
+    if (!op.hasPureTensorSemantics())
+      return false;
+    Schedule s = withDefaults(op);
+    return gemmShape(op, s).has_value();
+  }
+
+  /// Appends the script of `op` (tagged with `id`); false when the op is
+  /// left alone.
+  bool schedule(linalg::LinalgOp op, int64_t id, std::string &script) {
+    if (!op.hasPureTensorSemantics() || op.getNumLoops() == 0)
+      return false;
+    Schedule s = withDefaults(op);
+    ScriptWriter w(script, id);
+    w.line("// " + op->getName().getStringRef() + " (id " + Twine(id) + ")");
+    if (gemm(op, s, w))
+      return true;
+    if (innerReduction(op, s, w))
+      return true;
+    if (innerParallel(op, s, w))
+      return true;
+    return parallelOnly(op, s, w);
+  }
+
+  bool usedPacking = false;
+
+private:
+  int64_t vectorBytes;
+
+  static SmallVector<utils::IteratorType> iterators(linalg::LinalgOp op) {
+    return op.getIteratorTypesArray();
+  }
+
+  /// Tiles the leading parallel loops with scf.forall: each parallel loop
+  /// other than the innermost one with size 1 (or `threads` chunks of the
+  /// first), or chunks of `chunk` when only the innermost loop is parallel.
+  /// Returns the tile sizes used (0: not distributed).
+  SmallVector<int64_t> distribute(linalg::LinalgOp op, const Schedule &s,
+                                  ScriptWriter &w, std::string &handle,
+                                  int64_t chunk) {
+    auto its = iterators(op);
+    int64_t n = its.size();
+    SmallVector<int64_t> sizes(n, 0);
+    bool any = false;
+    for (int64_t d = 0; d + 1 < n; ++d)
+      if (its[d] == utils::IteratorType::parallel) {
+        sizes[d] = 1;
+        any = true;
+      }
+    if (!any && its[n - 1] == utils::IteratorType::parallel) {
+      sizes[n - 1] = chunk;
+      any = true;
+    }
+    if (!any)
+      return SmallVector<int64_t>(n, 0);
+    std::string tiled = w.fresh(), forall = w.fresh();
+    if (s.threads) {
+      // `threads` chunks of the first distributed loop, the others whole.
+      SmallVector<int64_t> counts(n, 0);
+      for (int64_t d = 0; d < n; ++d)
+        if (sizes[d]) {
+          counts[d] = s.threads;
+          break;
+        }
+      w.line(
+          tiled + ", " + forall + " = transform.structured.tile_using_forall " +
+          handle + " num_threads " + list(counts) +
+          " : (!transform.any_op) -> (!transform.any_op, !transform.any_op)");
+      handle = tiled;
+      // The tiles are no longer of size 1: nothing is known statically.
+      return SmallVector<int64_t>(n, 0);
+    }
+    w.line(tiled + ", " + forall +
+           " = transform.structured.tile_using_forall " + handle +
+           " tile_sizes " + list(sizes) +
+           " : (!transform.any_op) -> (!transform.any_op, !transform.any_op)");
+    handle = tiled;
+    return sizes;
+  }
+
+  //===------------------------------------------------------------------===//
+  // Contractions: packed register tiles, cache blocks, a vector micro-kernel
+  //===------------------------------------------------------------------===//
+
+  /// The schedule of `op` with every part filled in.
+  Schedule withDefaults(linalg::LinalgOp op) {
+    Schedule s = scheduleOf(op);
+    int64_t lanes = vectorBytes / widestElementBytes(op);
+    if (!s.vector)
+      s.vector = lanes;
+    // Contractions: NR = two vectors, MR rows of accumulators.
+    if (!s.tileN)
+      s.tileN = 2 * s.vector;
+    if (!s.tileM)
+      s.tileM = vectorBytes >= 64 ? 8 : 6;
+    if (!s.blockM)
+      s.blockM = s.tileM * 16;
+    if (!s.blockN)
+      s.blockN = s.tileN * 8;
+    if (!s.k)
+      s.k = 256;
+    return s;
+  }
+
+  /// The M, N, K loops of a contraction the packed schedule handles.
+  std::optional<linalg::ContractionDimensions> gemmShape(linalg::LinalgOp op,
+                                                         const Schedule &s) {
+    if (op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1 ||
+        !linalg::isaContractionOpInterface(op))
+      return std::nullopt;
+    FailureOr<linalg::ContractionDimensions> dims =
+        linalg::inferContractionDims(op);
+    if (failed(dims) || dims->m.size() != 1 || dims->n.size() != 1 ||
+        dims->k.size() != 1)
+      return std::nullopt;
+    // Every operand must index its dims with plain loop indices.
+    for (OpOperand &o : op->getOpOperands())
+      if (llvm::is_contained(operandLoops(op, o), -1) ||
+          !op.getMatchingIndexingMap(&o).isProjectedPermutation())
+        return std::nullopt;
+    if (s.blockM % s.tileM || s.blockN % s.tileN)
+      return std::nullopt;
+    return *dims;
+  }
+
+  bool gemm(linalg::LinalgOp op, Schedule s, ScriptWriter &w) {
+    std::optional<linalg::ContractionDimensions> dims = gemmShape(op, s);
+    if (!dims)
+      return false;
+    int64_t m = dims->m[0], n = dims->n[0], k = dims->k[0];
+    int64_t loops = op.getNumLoops();
+
+    SmallVector<int64_t> packed(loops, 0);
+    packed[m] = s.tileM;
+    packed[n] = s.tileN;
+    packed[k] = 1;
+    std::string h = w.matchOp();
+    std::string p = w.fresh();
+    w.line(p + " = transform.structured.pack " + h +
+           " packed_sizes = " + list(packed) +
+           " : (!transform.any_op) -> !transform.op<\"linalg.generic\">");
+    // Outer dims of each packed input in the order the micro-kernel walks
+    // them: A as (.., M, K), B as (.., N, K), so one register tile of each
+    // is contiguous over K.
+    for (int64_t input = 0; input < 2; ++input) {
+      SmallVector<int64_t> ls = operandLoops(op, *op.getDpsInputOperand(input));
+      int64_t free = llvm::is_contained(ls, m) ? m : n;
+      auto posFree = llvm::find(ls, free) - ls.begin();
+      auto posK = llvm::find(ls, k) - ls.begin();
+      if (posFree < posK)
+        continue;
+      SmallVector<int64_t> perm = llvm::to_vector(
+          llvm::seq<int64_t>(0, static_cast<int64_t>(ls.size())));
+      std::swap(perm[posFree], perm[posK]);
+      std::string pk = w.fresh(), pk2 = w.fresh(), p2 = w.fresh(),
+                  un = w.fresh();
+      w.line(pk + " = transform.get_producer_of_operand " + p + "[" +
+             Twine(input) +
+             "] : (!transform.op<\"linalg.generic\">) -> "
+             "!transform.op<\"linalg.pack\">");
+      w.line(p2 + ", " + pk2 + ", " + un +
+             " = transform.structured.pack_transpose " + pk +
+             " with_compute_op(" + p + ") outer_perm = " + list(perm) +
+             " : (!transform.op<\"linalg.pack\">, "
+             "!transform.op<\"linalg.generic\">) -> "
+             "(!transform.op<\"linalg.generic\">, "
+             "!transform.op<\"linalg.pack\">, !transform.any_op)");
+      p = p2;
+    }
+    usedPacking = true;
+    // Packed loops: the original ones, then MR, NR and the unit K tile.
+    int64_t packedLoops = loops + 3;
+    std::string fill = w.fresh();
+    w.line(fill + " = transform.get_producer_of_operand " + p +
+           "[2] : (!transform.op<\"linalg.generic\">) -> !transform.any_op");
+    // Cache blocks of C over threads.
+    SmallVector<int64_t> blocks(packedLoops, 0);
+    for (unsigned b : dims->batch)
+      blocks[b] = 1;
+    blocks[m] = s.blockM / s.tileM;
+    blocks[n] = s.blockN / s.tileN;
+    std::string t0 = w.fresh(), forall = w.fresh();
+    if (s.threads) {
+      SmallVector<int64_t> counts(packedLoops, 0);
+      counts[m] = s.threads;
+      w.line(t0 + ", " + forall + " = transform.structured.tile_using_forall " +
+             p + " num_threads " + list(counts) +
+             " : (!transform.op<\"linalg.generic\">) -> (!transform.any_op, "
+             "!transform.any_op)");
+    } else {
+      w.line(t0 + ", " + forall + " = transform.structured.tile_using_forall " +
+             p + " tile_sizes " + list(blocks) +
+             " : (!transform.op<\"linalg.generic\">) -> (!transform.any_op, "
+             "!transform.any_op)");
+    }
+    std::string f2 = w.fresh(), fa2 = w.fresh();
+    w.line(f2 + ", " + fa2 +
+           " = transform.structured.fuse_into_containing_op " + fill +
+           " into " + forall +
+           " : (!transform.any_op, !transform.any_op) -> (!transform.any_op, "
+           "!transform.any_op)");
+    // K blocks.
+    SmallVector<int64_t> kBlock(packedLoops, 0);
+    kBlock[k] = s.k;
+    std::string t1 = w.fresh(), l1 = w.fresh();
+    w.line(t1 + ", " + l1 + " = transform.structured.tile_using_for " + t0 +
+           " tile_sizes " + list(kBlock) +
+           " : (!transform.any_op) -> (!transform.any_op, !transform.any_op)");
+    // Register tiles: NR panels outside, MR panels inside.
+    SmallVector<int64_t> regs(packedLoops, 0), order;
+    regs[m] = 1;
+    regs[n] = 1;
+    for (unsigned b : dims->batch)
+      regs[b] = 1;
+    order.push_back(n);
+    order.push_back(m);
+    for (int64_t d = 0; d < packedLoops; ++d)
+      if (d != m && d != n)
+        order.push_back(d);
+    std::string t2 = w.fresh(), l2 = w.fresh();
+    int64_t regLoops = 2 + dims->batch.size();
+    std::string loopTypes;
+    for (int64_t i = 0; i < regLoops; ++i)
+      loopTypes += ", !transform.any_op";
+    w.line(t2 + ", " + l2 + ":" + Twine(regLoops) +
+           " = transform.structured.tile_using_for " + t1 + " tile_sizes " +
+           list(regs) + " interchange = " + list(order) +
+           " : (!transform.any_op) -> (!transform.any_op" + loopTypes + ")");
+    // The micro-kernel: one K step of an MR x NR tile.
+    SmallVector<int64_t> kStep(packedLoops, 0);
+    kStep[k] = 1;
+    std::string t3 = w.fresh(), l3 = w.fresh();
+    w.line(t3 + ", " + l3 + " = transform.structured.tile_using_for " + t2 +
+           " tile_sizes " + list(kStep) +
+           " : (!transform.any_op) -> (!transform.any_op, !transform.any_op)");
+    w.line("transform.structured.vectorize " + t3 + " : !transform.any_op");
+    // The accumulators stay in registers across this loop (second script).
+    w.line("transform.annotate " + l3 + " \"" + kHoistAttr.str() +
+           "\" : !transform.any_op");
+    return true;
+  }
+
+  //===------------------------------------------------------------------===//
+  // Innermost-loop reductions: one partial result per lane
+  //===------------------------------------------------------------------===//
+
+  /// Vectors of i1 are bit-packed in memory while i1 buffers hold a byte
+  /// per element: ops touching i1 tensors keep scalar loops.
+  static bool hasBoolOperands(linalg::LinalgOp op) {
+    return llvm::any_of(op->getOperandTypes(), [](Type t) {
+      return getElementTypeOrSelf(t).isInteger(1);
+    });
+  }
+
+  /// Reads at computed indices (tensor.extract in the body: gathers,
+  /// run-time broadcasts) and nested regions keep scalar loops.
+  static bool hasIrregularBody(linalg::LinalgOp op) {
+    bool irregular = false;
+    op->walk([&](Operation *inner) {
+      if (inner != op.getOperation() &&
+          (isa<tensor::ExtractOp>(inner) || inner->getNumRegions() > 0))
+        irregular = true;
+    });
+    return irregular;
+  }
+
+  bool innerReduction(linalg::LinalgOp op, const Schedule &s, ScriptWriter &w) {
+    if (hasBoolOperands(op) || hasIrregularBody(op) || !contiguousInnermost(op))
+      return false;
+    auto its = iterators(op);
+    int64_t n = its.size();
+    if (its[n - 1] != utils::IteratorType::reduction ||
+        op.getNumReductionLoops() != 1 || op.getNumDpsInits() != 1)
+      return false;
+    SmallVector<int64_t> probe(n, 1);
+    probe[n - 1] = s.vector;
+    if (failed(linalg::vectorizeOpPrecondition(op, probe)))
+      return false;
+    std::string h = w.matchOp();
+    distribute(op, s, w, h, /*chunk=*/1024);
+    SmallVector<int64_t> sizes(n, 0);
+    sizes[n - 1] = s.vector;
+    std::string fill = w.fresh(), split = w.fresh(), comb = w.fresh(),
+                loop = w.fresh();
+    w.line(fill + ", " + split + ", " + comb + ", " + loop +
+           " = transform.structured.tile_reduction_using_for " + h +
+           " by tile_sizes = " + list(sizes) +
+           " : (!transform.any_op) -> (!transform.any_op, !transform.any_op, "
+           "!transform.any_op, !transform.op<\"scf.for\">)");
+    vectorizeChunks(w, loop, n, n - 1, s.vector, peel(op, n - 1, s.vector));
+    w.line("transform.structured.vectorize " + fill + " vector_sizes " +
+           list(probe) + " : !transform.any_op");
+    w.line("transform.structured.vectorize " + comb + " vector_sizes " +
+           list(probe) + " : !transform.any_op");
+    return true;
+  }
+
+  //===------------------------------------------------------------------===//
+  // Everything else with a parallel innermost loop: vectors along it
+  //===------------------------------------------------------------------===//
+
+  /// Whether every operand reads or writes its innermost dim along the
+  /// innermost loop with unit stride (or does not depend on that loop):
+  /// vectors then load and store contiguous memory. Transposed and strided
+  /// accesses would be gathers; those ops keep scalar loops.
+  static bool contiguousInnermost(linalg::LinalgOp op) {
+    unsigned inner = op.getNumLoops() - 1;
+    for (OpOperand &o : op->getOpOperands()) {
+      AffineMap map = op.getMatchingIndexingMap(&o);
+      for (unsigned r = 0; r < map.getNumResults(); ++r) {
+        AffineExpr e = map.getResult(r);
+        if (!e.isFunctionOfDim(inner))
+          continue;
+        if (r + 1 != map.getNumResults())
+          return false;
+        if (e == getAffineDimExpr(inner, op->getContext()))
+          continue;
+        // d_inner + (terms without d_inner), as a stride-1 convolution has.
+        auto add = dyn_cast<AffineBinaryOpExpr>(e);
+        if (!add || add.getKind() != AffineExprKind::Add)
+          return false;
+        AffineExpr dim = getAffineDimExpr(inner, op->getContext());
+        bool lhs = add.getLHS() == dim && !add.getRHS().isFunctionOfDim(inner);
+        bool rhs = add.getRHS() == dim && !add.getLHS().isFunctionOfDim(inner);
+        if (!lhs && !rhs)
+          return false;
+      }
+    }
+    return true;
+  }
+
+  bool innerParallel(linalg::LinalgOp op, const Schedule &s, ScriptWriter &w) {
+    if (hasBoolOperands(op) || hasIrregularBody(op) || !contiguousInnermost(op))
+      return false;
+    auto its = iterators(op);
+    int64_t n = its.size();
+    if (its[n - 1] != utils::IteratorType::parallel)
+      return false;
+    SmallVector<int64_t> probe(n, 1);
+    probe[n - 1] = s.vector;
+    if (failed(linalg::vectorizeOpPrecondition(op, probe)))
+      return false;
+    std::string h = w.matchOp();
+    SmallVector<int64_t> done = distribute(op, s, w, h, /*chunk=*/4096);
+    // Inner tiles: the innermost loop by V (outermost of the new loops),
+    // reduction loops by 1 inside it, other parallel loops by 1.
+    SmallVector<int64_t> sizes(n, 0), order{n - 1};
+    for (int64_t d = 0; d + 1 < n; ++d)
+      if (its[d] == utils::IteratorType::reduction) {
+        sizes[d] = 1;
+        order.push_back(d);
+      }
+    for (int64_t d = 0; d + 1 < n; ++d)
+      if (its[d] == utils::IteratorType::parallel) {
+        if (done[d] != 1)
+          sizes[d] = 1;
+        order.push_back(d);
+      }
+    sizes[n - 1] = s.vector;
+    int64_t count = llvm::count_if(sizes, [](int64_t x) { return x != 0; });
+    std::string t = w.fresh(), l = w.fresh();
+    std::string types;
+    for (int64_t i = 0; i < count; ++i)
+      types += i == 0 ? ", !transform.op<\"scf.for\">" : ", !transform.any_op";
+    w.line(t + ", " + l + (count > 1 ? ":" + std::to_string(count) : "") +
+           " = transform.structured.tile_using_for " + h + " tile_sizes " +
+           list(sizes) + " interchange = " + list(order) +
+           " : (!transform.any_op) -> (!transform.any_op" + types + ")");
+    vectorizeChunks(w, count > 1 ? l + "#0" : l, n, n - 1, s.vector,
+                    peel(op, n - 1, s.vector));
+    return true;
+  }
+
+  /// Whether the loop over vector chunks of loop `dim` has both full
+  /// chunks and a partial one (otherwise there is nothing to peel).
+  static bool peel(linalg::LinalgOp op, int64_t dim, int64_t lanes) {
+    int64_t size = op.getStaticLoopRanges()[dim];
+    return ShapedType::isDynamic(size) || (size > lanes && size % lanes != 0);
+  }
+
+  /// Vectorizes the ops inside `loop` (the loop over vector chunks of loop
+  /// dim `dim`): with `peel`, the full chunks get static vectors and the
+  /// last one masks; otherwise every chunk is masked (a no-op mask when
+  /// the chunks are full). Loops inside are marked for hoisting their
+  /// loop-carried vectors.
+  void vectorizeChunks(ScriptWriter &w, const std::string &loop, int64_t n,
+                       int64_t dim, int64_t lanes, bool peel) {
+    SmallVector<int64_t> sizes(n, 1);
+    sizes[dim] = lanes;
+    SmallVector<std::string> parts;
+    if (peel) {
+      std::string main = w.fresh(), rest = w.fresh();
+      w.line(main + ", " + rest + " = transform.loop.peel " + loop +
+             " : (!transform.op<\"scf.for\">) -> (!transform.any_op, "
+             "!transform.any_op)");
+      parts = {main, rest};
+    } else {
+      parts = {loop};
+    }
+    for (const std::string &part : parts) {
+      std::string ops = w.fresh(), inner = w.fresh();
+      w.line(
+          ops + " = transform.structured.match interface{LinalgOp} in " + part +
+          " : (" +
+          (part == loop ? "!transform.op<\"scf.for\">" : "!transform.any_op") +
+          ") -> !transform.any_op");
+      w.line("transform.structured.vectorize " + ops + " vector_sizes " +
+             list(sizes) + " : !transform.any_op");
+      w.line(
+          inner + " = transform.structured.match ops{[\"scf.for\"]} in " +
+          part + " : (" +
+          (part == loop ? "!transform.op<\"scf.for\">" : "!transform.any_op") +
+          ") -> !transform.any_op");
+      w.line("transform.annotate " + inner + " \"" + kHoistAttr.str() +
+             "\" : !transform.any_op");
+    }
+    // Masked transfers become masked loads and stores before any other
+    // rewrite sees the vector.mask regions.
+    std::string fn = w.fresh();
+    w.line(fn + " = transform.get_parent_op " + parts[0] +
+           " {op_name = \"func.func\"} : (" +
+           (peel ? "!transform.any_op" : "!transform.op<\"scf.for\">") +
+           ") -> !transform.any_op");
+    w.line("transform.apply_patterns to " + fn + " {");
+    w.line("  transform.apply_patterns.vector.lower_masked_transfers");
+    w.line("  transform.apply_patterns.vector.lower_masks");
+    w.line("} : !transform.any_op");
+  }
+
+  //===------------------------------------------------------------------===//
+  // Ops the vectorizer cannot take: parallel loops only
+  //===------------------------------------------------------------------===//
+
+  bool parallelOnly(linalg::LinalgOp op, const Schedule &s, ScriptWriter &w) {
+    if (op.getNumParallelLoops() == 0)
+      return false;
+    std::string h = w.matchOp();
+    distribute(op, s, w, h, /*chunk=*/1024);
+    return true;
+  }
+};
+
+void registerTransformExtensions(DialectRegistry &registry) {
+  linalg::registerTransformDialectExtension(registry);
+  scf::registerTransformDialectExtension(registry);
+  tensor::registerTransformDialectExtension(registry);
+  vector::registerTransformDialectExtension(registry);
+  affine::registerTransformDialectExtension(registry);
+  transform::registerLoopExtension(registry);
+}
+
+/// addf(x, mulf(a, b)) with the `contract` flag on the product (set by the
+/// Graph IR lowering for contractions) becomes one fused multiply-add; the
+/// vectorizer rebuilds the sum without flags, so look at the product only.
+struct FuseMultiplyAdd : public OpRewritePattern<arith::AddFOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(arith::AddFOp add,
+                                PatternRewriter &rewriter) const override {
+    for (int i = 0; i < 2; ++i) {
+      auto mul = add->getOperand(i).getDefiningOp<arith::MulFOp>();
+      if (!mul || !mul->hasOneUse() ||
+          !bitEnumContainsAll(mul.getFastmath(),
+                              arith::FastMathFlags::contract))
+        continue;
+      rewriter.replaceOpWithNewOp<math::FmaOp>(add, mul.getLhs(), mul.getRhs(),
+                                               add->getOperand(1 - i));
+      return success();
+    }
+    return failure();
+  }
+};
+
+struct CPUSchedulePass
+    : public mlir::tessera::tsched::impl::TSchedCPUScheduleBase<
+          CPUSchedulePass> {
+  using TSchedCPUScheduleBase::TSchedCPUScheduleBase;
+
+  void getDependentDialects(DialectRegistry &registry) const override {
+    TSchedCPUScheduleBase::getDependentDialects(registry);
+    registerTransformExtensions(registry);
+  }
+
+  static std::string wrapScript(const std::string &body) {
+    return "module attributes {transform.with_named_sequence} {\n"
+           "  transform.named_sequence @__transform_main(%root: "
+           "!transform.any_op {transform.readonly}) {\n" +
+           body + "    transform.yield\n  }\n}\n";
+  }
+
+  /// Parses and applies a transform script to the module.
+  LogicalResult applyScript(ModuleOp module, const std::string &body) {
+    ParserConfig config(&getContext());
+    OwningOpRef<ModuleOp> transforms =
+        parseSourceString<ModuleOp>(wrapScript(body), config, "tsched-script");
+    if (!transforms)
+      return module.emitError("internal error: a generated schedule script "
+                              "does not parse (print-scripts shows it)");
+    Operation *entry = transform::detail::findTransformEntryPoint(
+        module, *transforms, "__transform_main");
+    if (!entry)
+      return failure();
+    return transform::applyTransformNamedSequence(
+        module, entry, *transforms, transform::TransformOptions());
+  }
+
+  /// Canonical vector code: unit dims gone, transfers with permutations
+  /// and multi-reductions lowered, products and sums fused.
+  LogicalResult cleanUp(ModuleOp module) {
+    OpPassManager pm(ModuleOp::getOperationName());
+    pm.addPass(createCanonicalizerPass());
+    pm.addPass(createCSEPass());
+    if (failed(runPipeline(pm, module)))
+      return failure();
+    MLIRContext *ctx = &getContext();
+    RewritePatternSet patterns(ctx);
+    vector::populateCastAwayVectorLeadingOneDimPatterns(patterns);
+    vector::populateDropUnitDimWithShapeCastPatterns(patterns);
+    vector::populateVectorTransferPermutationMapLoweringPatterns(patterns);
+    vector::populateVectorMultiReductionLoweringPatterns(
+        patterns, vector::VectorMultiReductionLowering::InnerReduction);
+    patterns.add<FuseMultiplyAdd>(ctx);
+    for (Dialect *d : ctx->getLoadedDialects())
+      d->getCanonicalizationPatterns(patterns);
+    for (RegisteredOperationName op : ctx->getRegisteredOperations())
+      op.getCanonicalizationPatterns(patterns, ctx);
+    return applyPatternsGreedily(module, std::move(patterns));
+  }
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    MLIRContext *ctx = &getContext();
+    CPUScheduler scheduler(vectorBytes ? int64_t(vectorBytes)
+                                       : hostVectorBytes());
+    std::string body;
+    int64_t next = 0;
+    SmallVector<linalg::LinalgOp> ops;
+    module.walk([&](linalg::LinalgOp op) { ops.push_back(op); });
+    // The initial value of a packed contraction is packed with it.
+    llvm::SmallPtrSet<Operation *, 8> packedInits;
+    for (linalg::LinalgOp op : ops)
+      if (scheduler.isGemm(op))
+        if (Operation *init = op.getDpsInitOperand(0)->get().getDefiningOp())
+          if (isa<linalg::FillOp>(init) && init->hasOneUse())
+            packedInits.insert(init);
+    for (linalg::LinalgOp op : ops) {
+      if (packedInits.contains(op))
+        continue;
+      int64_t id = next++;
+      op->setAttr(kIdAttr, IntegerAttr::get(IntegerType::get(ctx, 64), id));
+      scheduler.schedule(op, id, body);
+    }
+    if (scheduler.usedPacking) {
+      // Packing and unpacking become pad/reshape/transpose.
+      body += "    %packs = transform.structured.match ops{[\"linalg.pack\"]} "
+              "in %root : (!transform.any_op) -> "
+              "!transform.op<\"linalg.pack\">\n"
+              "    transform.structured.lower_pack %packs : "
+              "(!transform.op<\"linalg.pack\">) -> "
+              "(!transform.op<\"tensor.pad\">, "
+              "!transform.op<\"tensor.expand_shape\">, "
+              "!transform.op<\"linalg.transpose\">)\n"
+              "    %unpacks = transform.structured.match "
+              "ops{[\"linalg.unpack\"]} in %root : (!transform.any_op) -> "
+              "!transform.op<\"linalg.unpack\">\n"
+              "    transform.structured.lower_unpack %unpacks : "
+              "(!transform.op<\"linalg.unpack\">) -> "
+              "(!transform.op<\"tensor.empty\">, "
+              "!transform.op<\"linalg.transpose\">, "
+              "!transform.op<\"tensor.collapse_shape\">, "
+              "!transform.op<\"tensor.extract_slice\">)\n";
+    }
+    if (printScripts)
+      llvm::outs() << wrapScript(body);
+    if (!body.empty() && failed(applyScript(module, body)))
+      return signalPassFailure();
+    if (failed(cleanUp(module)))
+      return signalPassFailure();
+    // Loop-carried vectors (accumulators) move out of the loops marked for
+    // it, once the vector code is in canonical form.
+    std::string hoist =
+        "    %hoist = transform.structured.match ops{[\"scf.for\"]} "
+        "attributes{" +
+        kHoistAttr.str() +
+        "} in %root : "
+        "(!transform.any_op) -> !transform.any_op\n"
+        "    transform.loop.hoist_loop_invariant_subsets %hoist : "
+        "!transform.any_op\n"
+        "    transform.loop.hoist_loop_invariant_subsets %hoist : "
+        "!transform.any_op\n";
+    if (printScripts)
+      llvm::outs() << wrapScript(hoist);
+    if (failed(applyScript(module, hoist)) || failed(cleanUp(module)))
+      return signalPassFailure();
+    module.walk([](Operation *op) {
+      op->removeAttr(kIdAttr);
+      op->removeAttr(kHoistAttr);
+    });
+  }
+};
+
+} // namespace

@@ -1,0 +1,86 @@
+//===- Allocator.h - Host memory for compiled code --------------*- C++ -*-===//
+//
+// Part of the Tessera runtime: no MLIR or LLVM types in this header.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TESSERA_RUNTIME_ALLOCATOR_H
+#define TESSERA_RUNTIME_ALLOCATOR_H
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+namespace tessera::runtime {
+
+/// Counters of a CachingAllocator.
+struct AllocatorStats {
+  std::size_t bytesInUse = 0; ///< held by live allocations (rounded sizes)
+  std::size_t peakBytesInUse = 0;
+  std::size_t bytesCached = 0; ///< freed, kept for reuse
+  std::uint64_t allocations = 0;
+  std::uint64_t cacheHits = 0;
+};
+
+/// Host memory for buffers: blocks are 64-byte aligned and, once freed,
+/// kept in size classes for the next allocation of a similar size, so a
+/// function called in a loop does not go back to the OS (and take page
+/// faults) for its temporaries on every call. Sizes round up to one of
+/// four classes per power of two (at most 25% slack). Thread safe.
+class CachingAllocator {
+public:
+  explicit CachingAllocator(std::size_t cacheLimitBytes = std::size_t(1) << 30);
+  ~CachingAllocator();
+  CachingAllocator(const CachingAllocator &) = delete;
+  CachingAllocator &operator=(const CachingAllocator &) = delete;
+
+  /// `bytes` of memory aligned to `alignment` (a power of two; 64 when
+  /// smaller). Never null: a failed allocation raises an error of the call
+  /// in progress (see Errors.h).
+  void *allocate(std::size_t bytes, std::size_t alignment = 64);
+  /// Returns a block from allocate(); null is ignored. A pointer this
+  /// allocator did not hand out is reported on stderr and left alone.
+  void deallocate(void *pointer);
+  /// Whether `pointer` is a live block of this allocator.
+  bool owns(const void *pointer) const;
+  /// Gives every cached block back to the OS.
+  void releaseCached();
+
+  AllocatorStats stats() const;
+  /// Starts a new peak measurement at the current use.
+  void resetPeak();
+
+  /// The allocator compiled code uses.
+  static CachingAllocator &global();
+
+private:
+  struct Block {
+    std::size_t size;
+    std::size_t alignment;
+  };
+  static std::size_t roundUp(std::size_t bytes);
+  void trimTo(std::size_t limit);
+
+  mutable std::mutex mutex;
+  std::unordered_map<void *, Block> live;
+  // (size class, alignment) -> cached blocks
+  std::map<std::pair<std::size_t, std::size_t>, std::vector<void *>> cached;
+  std::size_t cacheLimit;
+  AllocatorStats counters;
+};
+
+} // namespace tessera::runtime
+
+/// The memory functions compiled code calls (the names MLIR's memref
+/// lowering emits with generic allocation functions).
+extern "C" {
+void *_mlir_memref_to_llvm_alloc(std::size_t size);
+void *_mlir_memref_to_llvm_aligned_alloc(std::size_t alignment,
+                                         std::size_t size);
+void _mlir_memref_to_llvm_free(void *pointer);
+}
+
+#endif // TESSERA_RUNTIME_ALLOCATOR_H

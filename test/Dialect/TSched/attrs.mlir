@@ -1,0 +1,62 @@
+// RUN: tessera-opt %s -split-input-file -verify-diagnostics | FileCheck %s
+
+// A schedule is the Halide-style chain, kept as written (parts in a fixed
+// order).
+// CHECK-LABEL: func.func @schedules
+// CHECK: tsched.schedule = #tsched.schedule<"block(128, 256).k(256).tile(8, 32).vector(16).threads(2)">
+// CHECK: tsched.schedule = #tsched.schedule<"k(64).vector(8)">
+func.func @schedules(%a: tensor<4x4xf32>) -> tensor<4x4xf32> {
+  %0 = tgraph.matmul %a, %a {tsched.schedule = #tsched.schedule<"vector(16).block(128, 256).tile(8, 32).k(256).threads(2)">} : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+  %1 = tgraph.exp %0 {tsched.schedule = #tsched.schedule<" vector(8) . k(64) ">} : tensor<4x4xf32>
+  return %1 : tensor<4x4xf32>
+}
+
+// -----
+
+// expected-error @+1 {{unknown schedule part 'warp'; expected block, k, tile, vector or threads}}
+func.func private @f() attributes {s = #tsched.schedule<"block(64, 64).warp(4)">}
+
+// -----
+
+// expected-error @+1 {{schedule part 'block' takes 2 values, but got 1}}
+func.func private @f() attributes {s = #tsched.schedule<"block(64)">}
+
+// -----
+
+// expected-error @+1 {{schedule part 'k' appears twice}}
+func.func private @f() attributes {s = #tsched.schedule<"k(64).k(32)">}
+
+// -----
+
+// expected-error @+1 {{expected '.' between schedule parts, but got 'k(32)'}}
+func.func private @f() attributes {s = #tsched.schedule<"k(64) k(32)">}
+
+// -----
+
+// expected-error @+1 {{schedule part 'k' takes integers, but got 'x'}}
+func.func private @f() attributes {s = #tsched.schedule<"k(x)">}
+
+// -----
+
+// expected-error @+1 {{vector width must be a power of two, but got 12}}
+func.func private @f() attributes {s = #tsched.schedule<"vector(12)">}
+
+// -----
+
+// expected-error @+1 {{tile NR (24) must be a multiple of the vector width (16)}}
+func.func private @f() attributes {s = #tsched.schedule<"tile(8, 24).vector(16)">}
+
+// -----
+
+// expected-error @+1 {{block (100, 256) must be a multiple of tile (8, 32)}}
+func.func private @f() attributes {s = #tsched.schedule<"block(100, 256).tile(8, 32)">}
+
+// -----
+
+// expected-error @+1 {{block sizes must be positive, but got 0}}
+func.func private @f() attributes {s = #tsched.schedule<"block(0, 32)">}
+
+// -----
+
+// expected-error @+1 {{a schedule needs at least one part}}
+func.func private @f() attributes {s = #tsched.schedule<"">}
