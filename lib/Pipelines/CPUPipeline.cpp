@@ -34,6 +34,8 @@ void mlir::tessera::buildCPUPipeline(OpPassManager &pm) {
   pm.addPass(createLinalgElementwiseOpFusionPass());
   // Schedule IR: tiles, packed micro-kernels, vectors, scf.forall.
   pm.addPass(tsched::createTSchedCPUSchedule());
+  // f32 transcendentals as straight-line (vector) code, not libm calls.
+  pm.addPass(createMathApproximations());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   // Tensors -> buffers, including function arguments and results (plain

@@ -414,3 +414,36 @@ def test_runtime_shape_check_fails_with_the_message():
     assert ("run-time shape check failed" in err.value.stderr)
     assert ("broadcast mismatch: lhs (operand 0) dim 1 (S) must equal rhs "
             "(operand 1) dim 1 (T) (found 3 and 5)") in err.value.stderr
+
+
+# The f32 transcendentals are polynomial approximations on the CPU: check
+# them over their whole useful range, in units in the last place of f32.
+WIDE = {
+    "exp": (np.exp, lambda n: rng.uniform(-87, 88, n)),
+    "log": (np.log, lambda n: np.exp(rng.uniform(-80, 80, n))),
+    "log1p": (np.log1p, lambda n: np.concatenate([rng.uniform(-0.999, 1, n // 2),
+                                                   np.exp(rng.uniform(-30, 60, n - n // 2))])),
+    "tanh": (np.tanh, lambda n: rng.uniform(-12, 12, n)),
+    "erf": (erf, lambda n: rng.uniform(-5, 5, n)),
+    "sigmoid": (lambda x: 1 / (1 + np.exp(-x)), lambda n: rng.uniform(-30, 30, n)),
+}
+
+
+@pytest.mark.parametrize("op", sorted(WIDE))
+def test_f32_transcendentals_over_their_range(op):
+    ref_fn, sample = WIDE[op]
+    x = sample(4099).astype(np.float32)
+    t = tensor_type(x.shape, np.float32, ["N"])
+    ir = f"""func.func @f(%x: {t}) -> {t} {{
+      %y = tgraph.{op} %x : {t}
+      return %y : {t}
+    }}"""
+    (y,) = run(ir, [x])
+    ref = ref_fn(x.astype(np.float64))
+    ulp = np.spacing(np.abs(ref).astype(np.float32)).astype(np.float64)
+    err = np.abs(y.astype(np.float64) - ref) / np.maximum(ulp, np.finfo(np.float32).tiny)
+    # Near zero crossings (erf, tanh, log1p around 0) relative ulps are
+    # meaningless; allow an absolute error of a few f32 epsilons there.
+    small = np.abs(ref) < 1e-6
+    assert err[~small].max() <= 8, (op, err.max(), x[np.argmax(err)])
+    assert np.abs(y.astype(np.float64) - ref)[small].max(initial=0) <= 4e-7

@@ -64,4 +64,20 @@ def ExpandSmallFloats : Pass<"tessera-expand-small-floats"> {
                            "::mlir::vector::VectorDialect"];
 }
 
+def MathApproximations : Pass<"tessera-math-approximations"> {
+  let summary = "Vectorizable polynomial approximations of f32 math functions";
+  let description = [{
+    Replaces f32 `exp`, `expm1`, `log`, `log1p`, `log2`, `tanh` and `erf`
+    (scalars and vectors) with MLIR's polynomial approximations, which
+    compile to straight-line vector code instead of one libm call per
+    lane. They stay within a few units in the last place of the correctly
+    rounded result over the whole f32 range (the CPU numerics tests check
+    them against float64). f64 keeps libm; sin and cos keep libm because
+    their approximations lose accuracy for large arguments.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::math::MathDialect",
+                           "::mlir::vector::VectorDialect"];
+}
+
 #endif // TESSERA_CONVERSION_PASSES
