@@ -12,6 +12,7 @@
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/SCF/Transforms/Passes.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
@@ -48,7 +49,26 @@ void mlir::tessera::buildCPUPipeline(OpPassManager &pm) {
   bufferize.functionBoundaryTypeConversion =
       bufferization::LayoutMapOption::IdentityLayoutMap;
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  // Identical subviews merge, and copies between them disappear.
+  pm.addPass(createCSEPass());
   pm.addPass(createCanonicalizerPass());
+  // Small fixed-size temporaries (a row's partial sums) live on the stack,
+  // except in sequential loops, where allocas would pile up per iteration
+  // (parallel loop bodies get their own stack scope).
+  pm.addNestedPass<func::FuncOp>(
+      bufferization::createPromoteBuffersToStackPass([](Value alloc) {
+        auto type = dyn_cast<MemRefType>(alloc.getType());
+        if (!type || !type.hasStaticShape() ||
+            !type.getElementType().isIntOrFloat())
+          return false;
+        int64_t bytes =
+            type.getNumElements() * ((type.getElementTypeBitWidth() + 7) / 8);
+        if (bytes > 4096)
+          return false;
+        Operation *op = alloc.getDefiningOp();
+        return op && !op->getParentOfType<scf::ForOp>() &&
+               !op->getParentOfType<scf::WhileOp>();
+      }));
   bufferization::BufferDeallocationPipelineOptions dealloc;
   bufferization::buildBufferDeallocationPipeline(pm, dealloc);
   // Results that alias arguments are cloned for the caller to own.

@@ -1,4 +1,11 @@
 //===- Allocator.cpp - Host memory for compiled code ----------------------===//
+//
+// Each block carries a header just before the pointer handed out: a magic
+// word, the size class and the alignment (the header is `alignment` bytes,
+// at least 64, so the payload keeps the alignment). Freed blocks go to a
+// small per-thread cache first, then to shared size-class bins.
+//
+//===----------------------------------------------------------------------===//
 
 #include "tessera/Runtime/Allocator.h"
 #include "tessera/Runtime/Errors.h"
@@ -9,13 +16,46 @@
 
 using namespace tessera::runtime;
 
+namespace {
+
+constexpr std::uint64_t kMagic = 0x7e55e7a0b10c4ull;
+
+struct Header {
+  std::uint64_t magic;
+  std::size_t size; // size class of the payload
+  std::size_t alignment;
+  CachingAllocator *owner;
+};
+
+Header *headerOf(const void *pointer) {
+  return reinterpret_cast<Header *>(
+      const_cast<char *>(static_cast<const char *>(pointer)) - sizeof(Header));
+}
+
+/// A thread's most recently freed blocks.
+struct ThreadCache {
+  static constexpr int kSlots = 8;
+  void *slots[kSlots] = {};
+  ~ThreadCache() {
+    for (void *&p : slots)
+      if (p) {
+        headerOf(p)->owner->returnToShared(p);
+        p = nullptr;
+      }
+  }
+};
+
+thread_local ThreadCache threadCache;
+
+// Blocks larger than this skip the thread caches.
+constexpr std::size_t kThreadCacheMaxBytes = std::size_t(4) << 20;
+
+} // namespace
+
 CachingAllocator::CachingAllocator(std::size_t cacheLimitBytes)
     : cacheLimit(cacheLimitBytes) {}
 
-CachingAllocator::~CachingAllocator() {
-  releaseCached();
-  // Live blocks belong to their owners (results handed to callers).
-}
+CachingAllocator::~CachingAllocator() { releaseCached(); }
 
 std::size_t CachingAllocator::roundUp(std::size_t bytes) {
   if (bytes <= 256)
@@ -26,6 +66,25 @@ std::size_t CachingAllocator::roundUp(std::size_t bytes) {
   return (bytes + step - 1) / step * step;
 }
 
+void CachingAllocator::countIn(std::size_t size) {
+  std::size_t now = inUse.fetch_add(size, std::memory_order_relaxed) + size;
+  std::size_t seen = peak.load(std::memory_order_relaxed);
+  while (now > seen &&
+         !peak.compare_exchange_weak(seen, now, std::memory_order_relaxed))
+    ;
+}
+
+void *CachingAllocator::fromShared(std::size_t size, std::size_t alignment) {
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = cached.find({size, alignment});
+  if (it == cached.end() || it->second.empty())
+    return nullptr;
+  void *p = it->second.back();
+  it->second.pop_back();
+  counters.bytesCached -= size;
+  return p;
+}
+
 void *CachingAllocator::allocate(std::size_t bytes, std::size_t alignment) {
   if (alignment < 64)
     alignment = 64;
@@ -33,63 +92,73 @@ void *CachingAllocator::allocate(std::size_t bytes, std::size_t alignment) {
     raiseError("memory alignment must be a power of two, but is " +
                std::to_string(alignment));
   std::size_t size = roundUp(bytes ? bytes : 1);
-  {
-    std::lock_guard<std::mutex> lock(mutex);
-    ++counters.allocations;
-    auto it = cached.find({size, alignment});
-    if (it != cached.end() && !it->second.empty()) {
-      void *p = it->second.back();
-      it->second.pop_back();
-      counters.bytesCached -= size;
-      ++counters.cacheHits;
-      live[p] = {size, alignment};
-      counters.bytesInUse += size;
-      if (counters.bytesInUse > counters.peakBytesInUse)
-        counters.peakBytesInUse = counters.bytesInUse;
-      return p;
-    }
+  allocationCount.fetch_add(1, std::memory_order_relaxed);
+  if (size <= kThreadCacheMaxBytes)
+    for (void *&slot : threadCache.slots)
+      if (slot) {
+        Header *h = headerOf(slot);
+        if (h->size == size && h->alignment == alignment && h->owner == this) {
+          void *p = slot;
+          slot = nullptr;
+          hitCount.fetch_add(1, std::memory_order_relaxed);
+          countIn(size);
+          return p;
+        }
+      }
+  if (void *p = fromShared(size, alignment)) {
+    hitCount.fetch_add(1, std::memory_order_relaxed);
+    countIn(size);
+    return p;
   }
-  void *p = nullptr;
-  if (posix_memalign(&p, alignment, size) != 0) {
+  void *base = nullptr;
+  if (posix_memalign(&base, alignment, size + alignment) != 0) {
     // Retry once with the cache emptied.
     releaseCached();
-    if (posix_memalign(&p, alignment, size) != 0)
+    if (posix_memalign(&base, alignment, size + alignment) != 0)
       raiseError("out of memory: cannot allocate " + std::to_string(bytes) +
-                 " bytes (" + std::to_string(counters.bytesInUse) +
-                 " bytes in use)");
+                 " bytes (" + std::to_string(inUse.load()) + " bytes in use)");
   }
-  std::lock_guard<std::mutex> lock(mutex);
-  live[p] = {size, alignment};
-  counters.bytesInUse += size;
-  if (counters.bytesInUse > counters.peakBytesInUse)
-    counters.peakBytesInUse = counters.bytesInUse;
+  void *p = static_cast<char *>(base) + alignment;
+  *headerOf(p) = {kMagic, size, alignment, this};
+  countIn(size);
   return p;
 }
 
 void CachingAllocator::deallocate(void *pointer) {
   if (!pointer)
     return;
-  std::lock_guard<std::mutex> lock(mutex);
-  auto it = live.find(pointer);
-  if (it == live.end()) {
+  Header *h = headerOf(pointer);
+  if (h->magic != kMagic || h->owner != this) {
     std::fprintf(stderr,
                  "tessera runtime: ignoring free of %p, which the allocator "
                  "did not hand out\n",
                  pointer);
     return;
   }
-  Block block = it->second;
-  live.erase(it);
-  counters.bytesInUse -= block.size;
-  cached[{block.size, block.alignment}].push_back(pointer);
-  counters.bytesCached += block.size;
+  inUse.fetch_sub(h->size, std::memory_order_relaxed);
+  if (h->size <= kThreadCacheMaxBytes)
+    for (void *&slot : threadCache.slots)
+      if (!slot) {
+        slot = pointer;
+        return;
+      }
+  returnToShared(pointer);
+}
+
+void CachingAllocator::returnToShared(void *pointer) {
+  Header *h = headerOf(pointer);
+  std::lock_guard<std::mutex> lock(mutex);
+  cached[{h->size, h->alignment}].push_back(pointer);
+  counters.bytesCached += h->size;
   if (counters.bytesCached > cacheLimit)
     trimTo(cacheLimit / 2);
 }
 
 bool CachingAllocator::owns(const void *pointer) const {
-  std::lock_guard<std::mutex> lock(mutex);
-  return live.count(const_cast<void *>(pointer)) != 0;
+  if (!pointer)
+    return false;
+  const Header *h = headerOf(pointer);
+  return h->magic == kMagic && h->owner == this;
 }
 
 void CachingAllocator::trimTo(std::size_t limit) {
@@ -97,8 +166,11 @@ void CachingAllocator::trimTo(std::size_t limit) {
   for (auto it = cached.rbegin();
        it != cached.rend() && counters.bytesCached > limit; ++it) {
     while (!it->second.empty() && counters.bytesCached > limit) {
-      std::free(it->second.back());
+      void *p = it->second.back();
       it->second.pop_back();
+      Header *h = headerOf(p);
+      h->magic = 0;
+      std::free(static_cast<char *>(p) - h->alignment);
       counters.bytesCached -= it->first.first;
     }
   }
@@ -111,14 +183,19 @@ void CachingAllocator::releaseCached() {
 }
 
 AllocatorStats CachingAllocator::stats() const {
-  std::lock_guard<std::mutex> lock(mutex);
-  return counters;
+  AllocatorStats s;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    s.bytesCached = counters.bytesCached;
+  }
+  s.bytesInUse = inUse.load();
+  s.peakBytesInUse = peak.load();
+  s.allocations = allocationCount.load();
+  s.cacheHits = hitCount.load();
+  return s;
 }
 
-void CachingAllocator::resetPeak() {
-  std::lock_guard<std::mutex> lock(mutex);
-  counters.peakBytesInUse = counters.bytesInUse;
-}
+void CachingAllocator::resetPeak() { peak.store(inUse.load()); }
 
 CachingAllocator &CachingAllocator::global() {
   // Never destroyed: compiled code may free during static destruction.

@@ -72,6 +72,10 @@ static llvm::cl::opt<std::string> passPipeline(
     llvm::cl::desc("Compile with this textual pass pipeline instead of "
                    "--tessera-cpu-pipeline (it must end in the LLVM dialect)"),
     llvm::cl::cat(runCategory));
+static llvm::cl::opt<bool> timeCompile(
+    "time-compile",
+    llvm::cl::desc("Print how long compiling (pipeline and JIT) took"),
+    llvm::cl::cat(runCategory));
 static llvm::cl::opt<bool>
     quiet("quiet", llvm::cl::desc("Do not print a summary of each result"),
           llvm::cl::cat(runCategory));
@@ -287,6 +291,7 @@ int main(int argc, char **argv) {
   auto args = makeArguments(fn);
   if (failed(args))
     return 1;
+  auto compileStart = std::chrono::steady_clock::now();
   auto engine = compile(*module, fn);
   if (failed(engine))
     return 1;
@@ -294,6 +299,12 @@ int main(int argc, char **argv) {
   if (!function)
     return fail("cannot find the compiled @" + name + ": " +
                 llvm::toString(function.takeError()));
+  if (timeCompile)
+    llvm::outs() << llvm::format(
+        "compile: %.1f ms\n",
+        std::chrono::duration<double, std::milli>(
+            std::chrono::steady_clock::now() - compileStart)
+            .count());
   Invocation invocation(*function, type, *args);
   if (std::optional<std::string> error = invocation.run()) {
     fail(*error);

@@ -103,17 +103,33 @@ RankedTensorType reducedType(Value x, ArrayRef<int64_t> kept, Type element) {
   return RankedTensorType::get(shape, element);
 }
 
-/// keepdims: reshape the reduced value to `type`, whose reduced dims are 1.
+/// keepdims: expand the reduced value to `type`, whose reduced dims are 1
+/// (an expand_shape, which fusion can fold into the consumers' indexing
+/// maps).
 Value restoreKeptDims(OpBuilder &b, Location loc, Value reduced, Value x,
                       RankedTensorType type, ArrayRef<int64_t> dims) {
   llvm::SmallSet<int64_t, 8> set(dims.begin(), dims.end());
-  SmallVector<Value> extents;
+  SmallVector<OpFoldResult> sizes;
   for (int64_t d = 0; d < type.getRank(); ++d)
-    extents.push_back(set.count(d)
-                          ? Value(arith::ConstantIndexOp::create(b, loc, 1))
-                          : dimOf(b, loc, x, d));
-  Value shape = tensor::FromElementsOp::create(b, loc, extents);
-  return tensor::ReshapeOp::create(b, loc, type, reduced, shape);
+    sizes.push_back(set.count(d) ? OpFoldResult(b.getIndexAttr(1))
+                    : type.isDynamicDim(d)
+                        ? OpFoldResult(dimOf(b, loc, x, d))
+                        : OpFoldResult(b.getIndexAttr(type.getDimSize(d))));
+  // Each kept dim takes the reduced dims that precede it (the leading ones
+  // go with the first kept dim; with no kept dim, everything collapses
+  // from a 0-d tensor: no groups).
+  SmallVector<ReassociationIndices> groups;
+  ReassociationIndices pending;
+  for (int64_t d = 0; d < type.getRank(); ++d) {
+    pending.push_back(d);
+    if (!set.count(d)) {
+      groups.push_back(pending);
+      pending.clear();
+    }
+  }
+  if (!pending.empty() && !groups.empty())
+    llvm::append_range(groups.back(), pending);
+  return tensor::ExpandShapeOp::create(b, loc, type, reduced, groups, sizes);
 }
 
 template <typename OpTy, Kind kind>

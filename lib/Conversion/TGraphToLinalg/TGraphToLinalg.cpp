@@ -15,6 +15,7 @@
 #include "mlir/Dialect/Func/Transforms/FuncConversions.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace mlir::tessera {
 #define GEN_PASS_DEF_TGRAPHLOWERTOLINALG
@@ -310,6 +311,56 @@ static LogicalResult checkLowerable(ModuleOp module) {
 }
 
 namespace {
+/// A generic reading `tensor.expand_shape` that only inserts unit dims
+/// (keepdims results) at positions it indexes with 0 reads the source
+/// directly instead, so the reduction and its consumers stay in one row
+/// space for fusion.
+struct FoldUnitExpandIntoConsumer : public OpRewritePattern<linalg::GenericOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(linalg::GenericOp op,
+                                PatternRewriter &rewriter) const override {
+    for (OpOperand *input : op.getDpsInputOperands()) {
+      auto expand = input->get().getDefiningOp<tensor::ExpandShapeOp>();
+      if (!expand)
+        continue;
+      auto outType = expand.getResultType();
+      AffineMap map = op.getMatchingIndexingMap(input);
+      // Per group: the one dim that carries the source dim; the others
+      // must be static 1 and read at index 0.
+      SmallVector<AffineExpr> kept;
+      bool ok = true;
+      for (ReassociationIndices group : expand.getReassociationIndices()) {
+        int64_t carrier = -1;
+        for (int64_t d : group)
+          if (outType.getDimSize(d) != 1) {
+            ok &= carrier < 0;
+            carrier = d;
+          }
+        if (carrier < 0)
+          carrier = group.front();
+        for (int64_t d : group) {
+          if (d == carrier)
+            continue;
+          auto c = dyn_cast<AffineConstantExpr>(map.getResult(d));
+          ok &= outType.getDimSize(d) == 1 && c && c.getValue() == 0;
+        }
+        kept.push_back(map.getResult(carrier));
+      }
+      if (!ok)
+        continue;
+      SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+      maps[input->getOperandNumber()] =
+          AffineMap::get(map.getNumDims(), 0, kept, op.getContext());
+      rewriter.modifyOpInPlace(op, [&] {
+        input->set(expand.getSrc());
+        op.setIndexingMapsAttr(rewriter.getAffineMapArrayAttr(maps));
+      });
+      return success();
+    }
+    return failure();
+  }
+};
+
 struct TGraphLowerToLinalgPass
     : public mlir::tessera::impl::TGraphLowerToLinalgBase<
           TGraphLowerToLinalgPass> {
@@ -368,6 +419,12 @@ struct TGraphLowerToLinalgPass
     });
     if (failed(applyPartialConversion(module, target, std::move(patterns))))
       return signalPassFailure();
+    {
+      RewritePatternSet cleanup(&getContext());
+      cleanup.add<FoldUnitExpandIntoConsumer>(&getContext());
+      if (failed(applyPatternsGreedily(module, std::move(cleanup))))
+        return signalPassFailure();
+    }
     if (schedules.empty())
       return;
     module.walk([&](Operation *op) {

@@ -48,13 +48,13 @@ func.func @bf16_accumulate_f32(%a: tensor<8x16xbf16>, %b: tensor<16x4xbf16>) -> 
 
 // -----
 
-// A stable sum carries a Kahan compensation term; keepdims reshapes.
+// A stable sum carries a Kahan compensation term; keepdims expands.
 // CHECK-LABEL: func.func @stable_sum_keepdims
 // CHECK: %[[R:.+]]:2 = linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]
 // CHECK: %[[Y:.+]] = arith.subf %{{.*}}, %{{.*}} : f32
 // CHECK: %[[T:.+]] = arith.addf %{{.*}}, %[[Y]] : f32
 // CHECK: linalg.yield %[[T]], %{{.*}} : f32, f32
-// CHECK: tensor.reshape %[[R]]#0
+// CHECK: tensor.expand_shape %[[R]]#0 {{\[\[}}0, 1]] output_shape [%{{.+}}, 1] : tensor<?xf32> into tensor<?x1xf32>
 func.func @stable_sum_keepdims(%x: tensor<?x?xf32, #tgraph.dims<[B, S]>>) -> tensor<?x1xf32, #tgraph.dims<[B, 1]>> {
   %0 = tgraph.reduce_sum %x {dims = array<i64: 1>, keepdims, stable} : tensor<?x?xf32, #tgraph.dims<[B, S]>> -> tensor<?x1xf32, #tgraph.dims<[B, 1]>>
   return %0 : tensor<?x1xf32, #tgraph.dims<[B, 1]>>

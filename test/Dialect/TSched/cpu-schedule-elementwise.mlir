@@ -1,14 +1,16 @@
 // RUN: tessera-opt %s --tessera-tgraph-lower-to-linalg --canonicalize "--tessera-cpu-schedule=vector-bytes=32 print-scripts" | FileCheck %s
 
 // Elementwise: rows over scf.forall, 8-lane (AVX2, f32) chunks along the
-// row, peeled so only the last chunk is masked.
+// row; the last partial chunk is peeled off and stays scalar.
 // CHECK: // linalg.generic (id 0)
 // CHECK: transform.structured.tile_using_forall %{{.+}} tile_sizes [1, 0]
 // CHECK: transform.structured.tile_using_for %{{.+}} tile_sizes [0, 8]
 // CHECK: transform.loop.peel
-// CHECK-COUNT-2: transform.structured.vectorize %{{.+}} vector_sizes [1, 8]
-// Row sums: one partial sum per lane, combined at the end.
-// CHECK: // linalg.generic (id 2)
+// CHECK: transform.structured.vectorize %{{.+}} vector_sizes [1, 8]
+// Row sums: the fill of the result joins the reduction's row loop; one
+// partial sum per lane, combined at the end of the row.
+// CHECK: // row-fused group of 2 ops, root linalg.generic (id 2)
+// CHECK: transform.structured.fuse_into_containing_op
 // CHECK: transform.structured.tile_reduction_using_for %{{.+}} by tile_sizes = [0, 8]
 // CHECK-LABEL: func.func @f
 // CHECK: scf.forall

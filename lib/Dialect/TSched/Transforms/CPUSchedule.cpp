@@ -11,9 +11,11 @@
 #include "tessera/Dialect/TSched/Transforms/Passes.h"
 
 #include "mlir/Dialect/Affine/TransformOps/AffineTransformOps.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/TransformOps/DialectExtension.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/MemRef/TransformOps/MemRefTransformOps.h"
 #include "mlir/Dialect/SCF/TransformOps/SCFTransformOps.h"
 #include "mlir/Dialect/Tensor/TransformOps/TensorTransformOps.h"
 #include "mlir/Dialect/Transform/LoopExtension/LoopExtension.h"
@@ -158,6 +160,78 @@ public:
     if (innerParallel(op, s, w))
       return true;
     return parallelOnly(op, s, w);
+  }
+
+  /// Whether `op` can lead or join a row-fused group: not a packed
+  /// contraction, first loop parallel.
+  bool fusible(linalg::LinalgOp op) {
+    if (!op.hasPureTensorSemantics() || op.getNumLoops() == 0 || isGemm(op))
+      return false;
+    return op.getIteratorTypesArray()[0] == utils::IteratorType::parallel;
+  }
+
+  /// Schedules `group` (producers in program order, then the root last) as
+  /// one scf.forall over rows (the first loop of every op) with each
+  /// producer computed inside it, row by row, so intermediate rows stay in
+  /// cache; then each op gets its vector schedule inside the row.
+  void scheduleGroup(ArrayRef<linalg::LinalgOp> group, ArrayRef<int64_t> ids,
+                     std::string &script) {
+    linalg::LinalgOp root = group.back();
+    ScriptWriter w(script, ids.back());
+    w.line("// row-fused group of " + Twine(group.size()) + " ops, root " +
+           root->getName().getStringRef() + " (id " + Twine(ids.back()) + ")");
+    std::string h = w.matchOp();
+    std::string fn = w.fresh();
+    w.line(fn + " = transform.get_parent_op " + h +
+           " {op_name = \"func.func\"} : (!transform.any_op) -> "
+           "!transform.any_op");
+    SmallVector<int64_t> rows(root.getNumLoops(), 0);
+    rows[0] = 1;
+    std::string tiled = w.fresh(), forall = w.fresh();
+    w.line(tiled + ", " + forall +
+           " = transform.structured.tile_using_forall " + h + " tile_sizes " +
+           list(rows) +
+           " : (!transform.any_op) -> (!transform.any_op, !transform.any_op)");
+    SmallVector<std::string> handles(group.size());
+    handles.back() = tiled;
+    // Nearest producers first: each fusion exposes the next one's slice.
+    for (int64_t i = int64_t(group.size()) - 2; i >= 0; --i) {
+      ScriptWriter pw(script, ids[i]);
+      std::string ph = pw.matchOp();
+      std::string fusedOp = w.fresh(), next = w.fresh();
+      w.line(fusedOp + ", " + next +
+             " = transform.structured.fuse_into_containing_op " + ph +
+             " into " + forall +
+             " : (!transform.any_op, !transform.any_op) -> "
+             "(!transform.any_op, !transform.any_op)");
+      forall = next;
+      handles[i] = fusedOp;
+      // The original is dead now (once sizes read from its result are
+      // read from its operands); removing it leaves the next producer
+      // with uses inside the loop only.
+      w.line("transform.apply_patterns to " + fn + " {");
+      w.line("  transform.apply_patterns.memref.resolve_ranked_shaped_type_"
+             "result_dims");
+      w.line("} : !transform.any_op");
+      w.line("transform.apply_dce to " + fn + " : !transform.any_op");
+    }
+    // A producer with several consumers in the group was fused once per
+    // consumer: identical row computations, merged here.
+    w.line("transform.apply_cse to " + fn + " : !transform.any_op");
+    for (auto [op, handle] : llvm::zip(group, handles)) {
+      if (isa<linalg::FillOp>(op))
+        continue;
+      // One copy at a time (a handle may still hold several).
+      std::string unique = w.fresh(), one = w.fresh();
+      w.line(unique + " = transform.merge_handles " + handle +
+             " {deduplicate} : !transform.any_op");
+      w.line("transform.foreach " + unique + " : !transform.any_op {");
+      w.line("^bb0(" + one + ": !transform.any_op):");
+      Schedule s = withDefaults(op);
+      if (!innerReduction(op, s, w, &one))
+        innerParallel(op, s, w, &one);
+      w.line("}");
+    }
   }
 
   bool usedPacking = false;
@@ -402,7 +476,8 @@ private:
     return irregular;
   }
 
-  bool innerReduction(linalg::LinalgOp op, const Schedule &s, ScriptWriter &w) {
+  bool innerReduction(linalg::LinalgOp op, const Schedule &s, ScriptWriter &w,
+                      const std::string *fused = nullptr) {
     if (hasBoolOperands(op) || hasIrregularBody(op) || !contiguousInnermost(op))
       return false;
     auto its = iterators(op);
@@ -414,8 +489,9 @@ private:
     probe[n - 1] = s.vector;
     if (failed(linalg::vectorizeOpPrecondition(op, probe)))
       return false;
-    std::string h = w.matchOp();
-    distribute(op, s, w, h, /*chunk=*/1024);
+    std::string h = fused ? *fused : w.matchOp();
+    if (!fused)
+      distribute(op, s, w, h, /*chunk=*/1024);
     SmallVector<int64_t> sizes(n, 0);
     sizes[n - 1] = s.vector;
     std::string fill = w.fresh(), split = w.fresh(), comb = w.fresh(),
@@ -425,11 +501,13 @@ private:
            " by tile_sizes = " + list(sizes) +
            " : (!transform.any_op) -> (!transform.any_op, !transform.any_op, "
            "!transform.any_op, !transform.op<\"scf.for\">)");
-    vectorizeChunks(w, loop, n, n - 1, s.vector, peel(op, n - 1, s.vector));
-    w.line("transform.structured.vectorize " + fill + " vector_sizes " +
-           list(probe) + " : !transform.any_op");
-    w.line("transform.structured.vectorize " + comb + " vector_sizes " +
-           list(probe) + " : !transform.any_op");
+    Chunks how = chunks(op, n - 1, s.vector);
+    vectorizeChunks(w, loop, n, n - 1, s.vector, how);
+    if (how == Chunks::Partial)
+      return true;
+    // The lane partials have static shapes.
+    w.line("transform.structured.vectorize " + fill + " : !transform.any_op");
+    w.line("transform.structured.vectorize " + comb + " : !transform.any_op");
     return true;
   }
 
@@ -467,7 +545,8 @@ private:
     return true;
   }
 
-  bool innerParallel(linalg::LinalgOp op, const Schedule &s, ScriptWriter &w) {
+  bool innerParallel(linalg::LinalgOp op, const Schedule &s, ScriptWriter &w,
+                     const std::string *fused = nullptr) {
     if (hasBoolOperands(op) || hasIrregularBody(op) || !contiguousInnermost(op))
       return false;
     auto its = iterators(op);
@@ -478,8 +557,13 @@ private:
     probe[n - 1] = s.vector;
     if (failed(linalg::vectorizeOpPrecondition(op, probe)))
       return false;
-    std::string h = w.matchOp();
-    SmallVector<int64_t> done = distribute(op, s, w, h, /*chunk=*/4096);
+    std::string h = fused ? *fused : w.matchOp();
+    // A fused op is already one row of its group's scf.forall.
+    SmallVector<int64_t> done(n, 0);
+    if (fused)
+      done[0] = 1;
+    else
+      done = distribute(op, s, w, h, /*chunk=*/4096);
     // Inner tiles: the innermost loop by V (outermost of the new loops),
     // reduction loops by 1 inside it, other parallel loops by 1.
     SmallVector<int64_t> sizes(n, 0), order{n - 1};
@@ -505,64 +589,54 @@ private:
            list(sizes) + " interchange = " + list(order) +
            " : (!transform.any_op) -> (!transform.any_op" + types + ")");
     vectorizeChunks(w, count > 1 ? l + "#0" : l, n, n - 1, s.vector,
-                    peel(op, n - 1, s.vector));
+                    chunks(op, n - 1, s.vector));
     return true;
   }
 
-  /// Whether the loop over vector chunks of loop `dim` has both full
-  /// chunks and a partial one (otherwise there is nothing to peel).
-  static bool peel(linalg::LinalgOp op, int64_t dim, int64_t lanes) {
+  /// How the loop over vector chunks of loop `dim` splits: only full
+  /// chunks, full chunks and a partial last one (peeled off), or only one
+  /// partial chunk.
+  enum class Chunks { Full, Peel, Partial };
+  static Chunks chunks(linalg::LinalgOp op, int64_t dim, int64_t lanes) {
     int64_t size = op.getStaticLoopRanges()[dim];
-    return ShapedType::isDynamic(size) || (size > lanes && size % lanes != 0);
+    if (ShapedType::isDynamic(size))
+      return Chunks::Peel;
+    if (size < lanes)
+      return Chunks::Partial;
+    return size % lanes ? Chunks::Peel : Chunks::Full;
   }
 
   /// Vectorizes the ops inside `loop` (the loop over vector chunks of loop
-  /// dim `dim`): with `peel`, the full chunks get static vectors and the
-  /// last one masks; otherwise every chunk is masked (a no-op mask when
-  /// the chunks are full). Loops inside are marked for hoisting their
-  /// loop-carried vectors.
+  /// dim `dim`): full chunks get static vectors (no masks); a partial last
+  /// chunk keeps scalar code, after peeling when there are full ones too.
+  /// Loops inside are marked for hoisting their loop-carried vectors.
   void vectorizeChunks(ScriptWriter &w, const std::string &loop, int64_t n,
-                       int64_t dim, int64_t lanes, bool peel) {
-    SmallVector<int64_t> sizes(n, 1);
-    sizes[dim] = lanes;
-    SmallVector<std::string> parts;
-    if (peel) {
-      std::string main = w.fresh(), rest = w.fresh();
-      w.line(main + ", " + rest + " = transform.loop.peel " + loop +
+                       int64_t dim, int64_t lanes, Chunks how) {
+    if (how == Chunks::Partial)
+      return;
+    std::string full = loop, fullType = "!transform.op<\"scf.for\">";
+    if (how == Chunks::Peel) {
+      std::string rest = w.fresh();
+      full = w.fresh();
+      fullType = "!transform.any_op";
+      w.line(full + ", " + rest + " = transform.loop.peel " + loop +
              " : (!transform.op<\"scf.for\">) -> (!transform.any_op, "
              "!transform.any_op)");
-      parts = {main, rest};
-    } else {
-      parts = {loop};
     }
-    for (const std::string &part : parts) {
-      std::string ops = w.fresh(), inner = w.fresh();
-      w.line(
-          ops + " = transform.structured.match interface{LinalgOp} in " + part +
-          " : (" +
-          (part == loop ? "!transform.op<\"scf.for\">" : "!transform.any_op") +
-          ") -> !transform.any_op");
-      w.line("transform.structured.vectorize " + ops + " vector_sizes " +
-             list(sizes) + " : !transform.any_op");
-      w.line(
-          inner + " = transform.structured.match ops{[\"scf.for\"]} in " +
-          part + " : (" +
-          (part == loop ? "!transform.op<\"scf.for\">" : "!transform.any_op") +
-          ") -> !transform.any_op");
-      w.line("transform.annotate " + inner + " \"" + kHoistAttr.str() +
-             "\" : !transform.any_op");
-    }
-    // Masked transfers become masked loads and stores before any other
-    // rewrite sees the vector.mask regions.
-    std::string fn = w.fresh();
-    w.line(fn + " = transform.get_parent_op " + parts[0] +
-           " {op_name = \"func.func\"} : (" +
-           (peel ? "!transform.any_op" : "!transform.op<\"scf.for\">") +
-           ") -> !transform.any_op");
-    w.line("transform.apply_patterns to " + fn + " {");
-    w.line("  transform.apply_patterns.vector.lower_masked_transfers");
-    w.line("  transform.apply_patterns.vector.lower_masks");
-    w.line("} : !transform.any_op");
+    // The chunk sizes are constants by now but the tensor types are not
+    // refined yet: vector sizes give the shape, and the masks they imply
+    // fold to all-true.
+    SmallVector<int64_t> sizes(n, 1);
+    sizes[dim] = lanes;
+    std::string ops = w.fresh(), inner = w.fresh();
+    w.line(ops + " = transform.structured.match interface{LinalgOp} in " +
+           full + " : (" + fullType + ") -> !transform.any_op");
+    w.line("transform.structured.vectorize " + ops + " vector_sizes " +
+           list(sizes) + " : !transform.any_op");
+    w.line(inner + " = transform.structured.match ops{[\"scf.for\"]} in " +
+           full + " : (" + fullType + ") -> !transform.any_op");
+    w.line("transform.annotate " + inner + " \"" + kHoistAttr.str() +
+           "\" : !transform.any_op");
   }
 
   //===------------------------------------------------------------------===//
@@ -584,6 +658,7 @@ void registerTransformExtensions(DialectRegistry &registry) {
   tensor::registerTransformDialectExtension(registry);
   vector::registerTransformDialectExtension(registry);
   affine::registerTransformDialectExtension(registry);
+  memref::registerTransformDialectExtension(registry);
   transform::registerLoopExtension(registry);
 }
 
@@ -667,6 +742,19 @@ struct CPUSchedulePass
   void runOnOperation() override {
     ModuleOp module = getOperation();
     MLIRContext *ctx = &getContext();
+    // One new buffer per use of a tensor.empty, as an alloc_tensor that
+    // CSE cannot merge again: ops fused into one loop must not share an
+    // output buffer (that forces copies).
+    module.walk([&](tensor::EmptyOp empty) {
+      SmallVector<OpOperand *> uses;
+      for (OpOperand &use : empty->getUses())
+        uses.push_back(&use);
+      OpBuilder b(empty);
+      for (OpOperand *use : uses)
+        use->set(bufferization::AllocTensorOp::create(
+            b, empty.getLoc(), empty.getType(), empty.getDynamicSizes()));
+      empty->erase();
+    });
     CPUScheduler scheduler(vectorBytes ? int64_t(vectorBytes)
                                        : hostVectorBytes());
     std::string body;
@@ -680,12 +768,78 @@ struct CPUSchedulePass
         if (Operation *init = op.getDpsInitOperand(0)->get().getDefiningOp())
           if (isa<linalg::FillOp>(init) && init->hasOneUse())
             packedInits.insert(init);
+    // Row-fused groups: a root and the producers that only feed the
+    // group, row for row (the producer's result rows are the consumer's
+    // first loop).
+    DenseMap<Operation *, int64_t> groupOf;
+    SmallVector<SmallVector<linalg::LinalgOp>> groups;
+    for (linalg::LinalgOp root : llvm::reverse(ops)) {
+      if (groupOf.count(root) || packedInits.contains(root) ||
+          !scheduler.fusible(root))
+        continue;
+      int64_t g = groups.size();
+      groups.emplace_back();
+      groups.back().push_back(root);
+      groupOf[root] = g;
+      SmallVector<linalg::LinalgOp> work{root};
+      while (!work.empty()) {
+        linalg::LinalgOp consumer = work.pop_back_val();
+        for (OpOperand &use : consumer->getOpOperands()) {
+          auto producer = use.get().getDefiningOp<linalg::LinalgOp>();
+          if (!producer || groupOf.count(producer) ||
+              packedInits.contains(producer) || !scheduler.fusible(producer) ||
+              producer->getBlock() != root->getBlock())
+            continue;
+          // Row i of the consumer reads row i of the producer.
+          AffineMap read = consumer.getMatchingIndexingMap(&use);
+          auto result = cast<OpResult>(use.get());
+          AffineMap write = producer.getIndexingMapMatchingResult(result);
+          if (read.getNumResults() == 0 || write.getNumResults() == 0 ||
+              read.getResult(0) != getAffineDimExpr(0, ctx) ||
+              write.getResult(0) != getAffineDimExpr(0, ctx))
+            continue;
+          // Every use of the producer must be inside the group.
+          bool onlyGroup =
+              llvm::all_of(producer->getUsers(), [&](Operation *u) {
+                auto it = groupOf.find(u);
+                return it != groupOf.end() && it->second == g;
+              });
+          if (!onlyGroup)
+            continue;
+          groupOf[producer] = g;
+          groups.back().push_back(producer);
+          work.push_back(producer);
+        }
+      }
+    }
+    DenseMap<Operation *, int64_t> ids;
     for (linalg::LinalgOp op : ops) {
       if (packedInits.contains(op))
         continue;
       int64_t id = next++;
+      ids[op] = id;
       op->setAttr(kIdAttr, IntegerAttr::get(IntegerType::get(ctx, 64), id));
-      scheduler.schedule(op, id, body);
+    }
+    for (linalg::LinalgOp op : ops) {
+      if (packedInits.contains(op))
+        continue;
+      auto it = groupOf.find(op);
+      if (it == groupOf.end() || groups[it->second].size() == 1) {
+        scheduler.schedule(op, ids[op], body);
+        continue;
+      }
+      // A group is scheduled once, at its root (the last op).
+      SmallVector<linalg::LinalgOp> &group = groups[it->second];
+      if (group.front() != op)
+        continue;
+      SmallVector<linalg::LinalgOp> ordered(group.rbegin(), group.rend());
+      llvm::sort(ordered, [](linalg::LinalgOp a, linalg::LinalgOp b) {
+        return a->isBeforeInBlock(b);
+      });
+      SmallVector<int64_t> groupIds;
+      for (linalg::LinalgOp member : ordered)
+        groupIds.push_back(ids[member]);
+      scheduler.scheduleGroup(ordered, groupIds, body);
     }
     if (scheduler.usedPacking) {
       // Packing and unpacking become pad/reshape/transpose.

@@ -7,11 +7,11 @@
 #ifndef TESSERA_RUNTIME_ALLOCATOR_H
 #define TESSERA_RUNTIME_ALLOCATOR_H
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <map>
 #include <mutex>
-#include <unordered_map>
 #include <vector>
 
 namespace tessera::runtime {
@@ -29,7 +29,9 @@ struct AllocatorStats {
 /// kept in size classes for the next allocation of a similar size, so a
 /// function called in a loop does not go back to the OS (and take page
 /// faults) for its temporaries on every call. Sizes round up to one of
-/// four classes per power of two (at most 25% slack). Thread safe.
+/// four classes per power of two (at most 25% slack). Each thread keeps a
+/// few freed blocks of its own, so per-iteration temporaries of parallel
+/// loops take no lock. Thread safe.
 class CachingAllocator {
 public:
   explicit CachingAllocator(std::size_t cacheLimitBytes = std::size_t(1) << 30);
@@ -44,7 +46,9 @@ public:
   /// Returns a block from allocate(); null is ignored. A pointer this
   /// allocator did not hand out is reported on stderr and left alone.
   void deallocate(void *pointer);
-  /// Whether `pointer` is a live block of this allocator.
+  /// Whether `pointer` is a live block of this allocator. `pointer` must be
+  /// a block of this allocator or point at least 64 bytes into readable
+  /// memory (any argument array or constant qualifies).
   bool owns(const void *pointer) const;
   /// Gives every cached block back to the OS.
   void releaseCached();
@@ -56,20 +60,22 @@ public:
   /// The allocator compiled code uses.
   static CachingAllocator &global();
 
+  /// Internal: a thread's cache hands its blocks back when the thread ends.
+  void returnToShared(void *pointer);
+
 private:
-  struct Block {
-    std::size_t size;
-    std::size_t alignment;
-  };
   static std::size_t roundUp(std::size_t bytes);
   void trimTo(std::size_t limit);
+  void *fromShared(std::size_t size, std::size_t alignment);
+  void countIn(std::size_t size);
 
   mutable std::mutex mutex;
-  std::unordered_map<void *, Block> live;
-  // (size class, alignment) -> cached blocks
+  // (size class, alignment) -> cached blocks (user pointers)
   std::map<std::pair<std::size_t, std::size_t>, std::vector<void *>> cached;
   std::size_t cacheLimit;
-  AllocatorStats counters;
+  AllocatorStats counters; // under `mutex`, except bytesInUse/peak below
+  std::atomic<std::size_t> inUse{0}, peak{0};
+  std::atomic<std::uint64_t> allocationCount{0}, hitCount{0};
 };
 
 } // namespace tessera::runtime

@@ -40,7 +40,8 @@ def TSchedCPUSchedule : Pass<"tessera-cpu-schedule", "ModuleOp"> {
     "::mlir::scf::SCFDialect", "::mlir::vector::VectorDialect",
     "::mlir::tensor::TensorDialect", "::mlir::arith::ArithDialect",
     "::mlir::affine::AffineDialect", "::mlir::math::MathDialect",
-    "::mlir::memref::MemRefDialect", "::mlir::ub::UBDialect"
+    "::mlir::memref::MemRefDialect", "::mlir::ub::UBDialect",
+    "::mlir::bufferization::BufferizationDialect"
   ];
 }
 
