@@ -55,12 +55,12 @@ class RunError(Exception):
         self.stderr = stderr
 
 
-def run(mlir: str, inputs, fn="f", extra_args=(), out_dtypes=None):
+def run(mlir: str, inputs, fn="f", extra_args=(), out_dtypes=None, threads=None):
     """Runs `fn` of `mlir` on `inputs`; returns the list of outputs.
 
     Outputs of 16- or 8-bit float types come back as unsigned bit patterns
     unless `out_dtypes` names their dtypes (one entry per output, None for
-    the others)."""
+    the others). `threads` sets OMP_NUM_THREADS for the run."""
     with tempfile.TemporaryDirectory() as tmp:
         tmp = pathlib.Path(tmp)
         (tmp / "f.mlir").write_text(mlir)
