@@ -14,6 +14,9 @@ import numpy as np
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 TESSERA_RUN = os.environ.get("TESSERA_RUN", str(ROOT / "build" / "bin" / "tessera-run"))
+# Compiled test functions are cached next to the build (not in ~/.cache).
+CACHE_DIR = os.environ.get("TESSERA_TEST_CACHE_DIR",
+                           str(pathlib.Path(TESSERA_RUN).resolve().parents[1] / "test-cache"))
 
 MLIR_DTYPES = {
     np.dtype(np.float32): "f32",

@@ -12,13 +12,13 @@
 
 #include "HostArray.h"
 
+#include "tessera/Execution/CPUCompiler.h"
 #include "tessera/Runtime/Allocator.h"
+#include "tessera/Runtime/CompileCache.h"
 #include "tessera/Runtime/Errors.h"
 
 #include "tessera/InitAll.h"
 
-#include "mlir/ExecutionEngine/ExecutionEngine.h"
-#include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
@@ -26,10 +26,6 @@
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
-#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
-#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
-#include "mlir/Target/LLVMIR/Dialect/OpenMP/OpenMPToLLVMIRTranslation.h"
-#include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -72,6 +68,14 @@ static llvm::cl::opt<std::string> passPipeline(
     llvm::cl::desc("Compile with this textual pass pipeline instead of "
                    "--tessera-cpu-pipeline (it must end in the LLVM dialect)"),
     llvm::cl::cat(runCategory));
+static llvm::cl::opt<std::string> cacheDir(
+    "cache-dir",
+    llvm::cl::desc("Compile cache directory (default: $TESSERA_CACHE_DIR, "
+                   "else ~/.cache/tessera)"),
+    llvm::cl::cat(runCategory));
+static llvm::cl::opt<bool>
+    noCache("no-cache", llvm::cl::desc("Compile without the compile cache"),
+            llvm::cl::cat(runCategory));
 static llvm::cl::opt<bool> timeCompile(
     "time-compile",
     llvm::cl::desc("Print how long compiling (pipeline and JIT) took"),
@@ -150,68 +154,6 @@ static FailureOr<std::vector<HostArray>> makeArguments(func::FuncOp fn) {
   return args;
 }
 
-static FailureOr<std::unique_ptr<ExecutionEngine>> compile(ModuleOp module,
-                                                           func::FuncOp fn) {
-  fn->setAttr("llvm.emit_c_interface", UnitAttr::get(module.getContext()));
-  PassManager pm(module.getContext());
-  if (passPipeline.empty()) {
-    mlir::tessera::buildCPUPipeline(pm);
-  } else if (failed(parsePassPipeline(
-                 // The manager already runs on the module.
-                 StringRef(passPipeline).trim().starts_with("builtin.module(")
-                     ? StringRef(passPipeline)
-                           .trim()
-                           .drop_front(strlen("builtin.module("))
-                           .drop_back()
-                     : StringRef(passPipeline),
-                 pm, llvm::errs()))) {
-    fail("cannot parse --pass-pipeline");
-    return failure();
-  }
-  if (failed(pm.run(module)))
-    return failure();
-  auto tmBuilder = llvm::orc::JITTargetMachineBuilder::detectHost();
-  if (!tmBuilder) {
-    fail("cannot target the host: " + llvm::toString(tmBuilder.takeError()));
-    return failure();
-  }
-  auto tm = tmBuilder->createTargetMachine();
-  if (!tm) {
-    fail("cannot target the host: " + llvm::toString(tm.takeError()));
-    return failure();
-  }
-  auto optimize = makeOptimizingTransformer(3, 0, tm->get());
-  ExecutionEngineOptions options;
-  options.transformer = optimize;
-  SmallVector<StringRef> libs{TESSERA_C_RUNNER_UTILS, TESSERA_OPENMP_RUNTIME};
-  options.sharedLibPaths = libs;
-  auto engine = ExecutionEngine::create(module, options);
-  if (!engine) {
-    fail("JIT compilation failed: " + llvm::toString(engine.takeError()));
-    return failure();
-  }
-  // The runtime's hooks and allocator.
-  (*engine)->registerSymbols([](llvm::orc::MangleAndInterner interner) {
-    llvm::orc::SymbolMap symbols;
-    auto add = [&](llvm::StringRef name, void *address) {
-      symbols[interner(name)] = {llvm::orc::ExecutorAddr::fromPtr(address),
-                                 llvm::JITSymbolFlags::Exported};
-    };
-    add("tessera_shape_check_failed",
-        reinterpret_cast<void *>(&tessera_shape_check_failed));
-    add("tessera_not_converged",
-        reinterpret_cast<void *>(&tessera_not_converged));
-    add("_mlir_memref_to_llvm_alloc",
-        reinterpret_cast<void *>(&_mlir_memref_to_llvm_alloc));
-    add("_mlir_memref_to_llvm_aligned_alloc",
-        reinterpret_cast<void *>(&_mlir_memref_to_llvm_aligned_alloc));
-    add("_mlir_memref_to_llvm_free",
-        reinterpret_cast<void *>(&_mlir_memref_to_llvm_free));
-    return symbols;
-  });
-  return std::move(*engine);
-}
-
 /// A prepared call of the compiled function: argument descriptors and the
 /// packed argument list, built once and reused by every run().
 class Invocation {
@@ -271,9 +213,6 @@ int main(int argc, char **argv) {
   mlir::registerAllDialects(registry);
   mlir::registerAllExtensions(registry);
   mlir::tessera::registerAllDialects(registry);
-  registerBuiltinDialectTranslation(registry);
-  registerLLVMDialectTranslation(registry);
-  registerOpenMPDialectTranslation(registry);
   MLIRContext context(registry);
   context.loadAllAvailableDialects();
 
@@ -292,19 +231,25 @@ int main(int argc, char **argv) {
   if (failed(args))
     return 1;
   auto compileStart = std::chrono::steady_clock::now();
-  auto engine = compile(*module, fn);
-  if (failed(engine))
+  mlir::tessera::CPUCompileOptions options;
+  options.passPipeline = passPipeline;
+  if (!noCache)
+    options.cacheDirectory =
+        cacheDir.empty() ? ::tessera::runtime::CompileCache::defaultDirectory()
+                         : std::string(cacheDir);
+  auto compiled = mlir::tessera::compileForCPU(*module, options);
+  if (failed(compiled))
     return 1;
-  auto function = (*engine)->lookupPacked("_mlir_ciface_" + name);
+  auto function = compiled->executable->lookup(name);
   if (!function)
-    return fail("cannot find the compiled @" + name + ": " +
-                llvm::toString(function.takeError()));
+    return fail(function.error().message);
   if (timeCompile)
     llvm::outs() << llvm::format(
-        "compile: %.1f ms\n",
+        "compile: %.1f ms%s\n",
         std::chrono::duration<double, std::milli>(
             std::chrono::steady_clock::now() - compileStart)
-            .count());
+            .count(),
+        compiled->cached ? " (cached)" : "");
   Invocation invocation(*function, type, *args);
   if (std::optional<std::string> error = invocation.run()) {
     fail(*error);

@@ -52,6 +52,7 @@ namespace {
 
 constexpr StringLiteral kIdAttr = "tsched.id";
 constexpr StringLiteral kHoistAttr = "tsched.hoist";
+constexpr StringLiteral kUnrollAttr = "tsched.unroll";
 
 /// "[1, 0, 16]"
 std::string list(ArrayRef<int64_t> v) {
@@ -446,8 +447,11 @@ private:
            " tile_sizes " + list(kStep) +
            " : (!transform.any_op) -> (!transform.any_op, !transform.any_op)");
     w.line("transform.structured.vectorize " + t3 + " : !transform.any_op");
-    // The accumulators stay in registers across this loop (second script).
+    // The accumulators stay in registers across this loop, which is then
+    // unrolled (second script).
     w.line("transform.annotate " + l3 + " \"" + kHoistAttr.str() +
+           "\" : !transform.any_op");
+    w.line("transform.annotate " + l3 + " \"" + kUnrollAttr.str() +
            "\" : !transform.any_op");
     return true;
   }
@@ -878,6 +882,11 @@ struct CPUSchedulePass
         "    transform.loop.hoist_loop_invariant_subsets %hoist : "
         "!transform.any_op\n"
         "    transform.loop.hoist_loop_invariant_subsets %hoist : "
+        "!transform.any_op\n"
+        "    %unroll = transform.structured.match ops{[\"scf.for\"]} "
+        "attributes{" + kUnrollAttr.str() + "} in %root : "
+        "(!transform.any_op) -> !transform.any_op\n"
+        "    transform.loop.unroll %unroll {factor = 4} : "
         "!transform.any_op\n";
     if (printScripts)
       llvm::outs() << wrapScript(hoist);
@@ -886,6 +895,7 @@ struct CPUSchedulePass
     module.walk([](Operation *op) {
       op->removeAttr(kIdAttr);
       op->removeAttr(kHoistAttr);
+      op->removeAttr(kUnrollAttr);
     });
   }
 };

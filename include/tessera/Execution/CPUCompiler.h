@@ -1,0 +1,47 @@
+//===- CPUCompiler.h - Graph IR to loaded native code -----------*- C++ -*-===//
+//
+// Compiles a module with the CPU pipeline into a shared library for the
+// host CPU and loads it through the runtime. Compiled libraries are kept in
+// memory (per process) and on disk (the compile cache), keyed by a digest
+// of the IR, the pipeline, the target CPU and the compiler version.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TESSERA_EXECUTION_CPUCOMPILER_H
+#define TESSERA_EXECUTION_CPUCOMPILER_H
+
+#include "tessera/Runtime/Executable.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Support/LLVM.h"
+
+#include <memory>
+#include <string>
+
+namespace mlir::tessera {
+
+struct CPUCompileOptions {
+  /// A textual pass pipeline replacing the CPU pipeline (empty: the CPU
+  /// pipeline). It must end in the LLVM dialect.
+  std::string passPipeline;
+  /// Where compiled libraries are kept across processes; empty: nowhere.
+  std::string cacheDirectory;
+};
+
+struct CPUCompileResult {
+  std::shared_ptr<::tessera::runtime::Executable> executable;
+  /// Found compiled (in this process or in the compile cache).
+  bool cached = false;
+};
+
+/// Compiles every public function of `module` (left unchanged). Errors are
+/// reported as diagnostics on the module.
+FailureOr<CPUCompileResult> compileForCPU(ModuleOp module,
+                                          const CPUCompileOptions &options);
+
+/// The cache key of `module` under `options` for this host and compiler.
+std::string cacheKey(ModuleOp module, const CPUCompileOptions &options);
+
+} // namespace mlir::tessera
+
+#endif // TESSERA_EXECUTION_CPUCOMPILER_H

@@ -1,0 +1,348 @@
+//===- CPUCompiler.cpp - Graph IR to loaded native code -------------------===//
+
+#include "tessera/Execution/CPUCompiler.h"
+
+#include "tessera/Pipelines/Pipelines.h"
+#include "tessera/Runtime/CompileCache.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/OpenMP/OpenMPToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Export.h"
+#include "llvm/ADT/ScopeExit.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Module.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Passes/PassBuilder.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/SHA256.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/TargetParser/Host.h"
+
+#include <chrono>
+#include <mutex>
+#include <unordered_map>
+
+using namespace mlir;
+using namespace mlir::tessera;
+namespace rt = ::tessera::runtime;
+
+#ifndef TESSERA_VERSION
+#define TESSERA_VERSION "0.1"
+#endif
+
+namespace {
+
+/// With TESSERA_COMPILE_TIMING set, each phase of a compile reports its
+/// wall time on stderr.
+class PhaseTimer {
+public:
+  explicit PhaseTimer(const char *phase)
+      : phase(phase), start(std::chrono::steady_clock::now()) {}
+  ~PhaseTimer() {
+    static const bool enabled = std::getenv("TESSERA_COMPILE_TIMING");
+    if (enabled)
+      llvm::errs() << llvm::format("tessera: %s %.1f ms\n", phase,
+                                   std::chrono::duration<double, std::milli>(
+                                       std::chrono::steady_clock::now() - start)
+                                       .count());
+  }
+
+private:
+  const char *phase;
+  std::chrono::steady_clock::time_point start;
+};
+
+/// The host CPU as the code generator sees it: name and feature string.
+std::pair<std::string, std::string> hostCPU() {
+  std::string features;
+  llvm::StringMap<bool> map = llvm::sys::getHostCPUFeatures();
+  std::vector<std::string> list;
+  for (auto &f : map)
+    list.push_back((f.second ? "+" : "-") + f.first().str());
+  std::sort(list.begin(), list.end());
+  for (const std::string &f : list)
+    features += (features.empty() ? "" : ",") + f;
+  return {llvm::sys::getHostCPUName().str(), features};
+}
+
+std::string pipelineText(const CPUCompileOptions &options) {
+  if (!options.passPipeline.empty())
+    return options.passPipeline;
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  // The default pipeline, spelled out, so a change to it changes the key.
+  OpPassManager opm(ModuleOp::getOperationName());
+  buildCPUPipeline(opm);
+  opm.printAsTextualPipeline(os);
+  return text;
+}
+
+/// Runs the pipeline on `module`, which ends in the LLVM dialect.
+LogicalResult lowerToLLVMDialect(ModuleOp module,
+                                 const CPUCompileOptions &options) {
+  PassManager pm(module.getContext());
+  if (options.passPipeline.empty()) {
+    buildCPUPipeline(pm);
+  } else {
+    StringRef text = StringRef(options.passPipeline).trim();
+    if (text.consume_front("builtin.module("))
+      text = text.drop_back();
+    std::string error;
+    llvm::raw_string_ostream os(error);
+    if (failed(parsePassPipeline(text, pm, os)))
+      return module.emitError("cannot parse the pass pipeline: ") << error;
+  }
+  return pm.run(module);
+}
+
+/// For every C-interface function `_mlir_ciface_<f>`, a packed wrapper
+/// `_mlir__mlir_ciface_<f>(void **args)` that loads each parameter from
+/// the pointer in args[i] (and stores a return value through the last
+/// one): one calling convention for every signature.
+void addPackedWrappers(llvm::Module &module) {
+  llvm::LLVMContext &ctx = module.getContext();
+  SmallVector<llvm::Function *> targets;
+  for (llvm::Function &f : module)
+    if (!f.isDeclaration() && f.getName().starts_with("_mlir_ciface_"))
+      targets.push_back(&f);
+  for (llvm::Function *f : targets) {
+    auto *ptr = llvm::PointerType::get(ctx, 0);
+    auto *type = llvm::FunctionType::get(llvm::Type::getVoidTy(ctx), {ptr},
+                                         /*isVarArg=*/false);
+    auto *wrapper =
+        llvm::Function::Create(type, llvm::GlobalValue::ExternalLinkage,
+                               "_mlir_" + f->getName(), module);
+    llvm::IRBuilder<> b(llvm::BasicBlock::Create(ctx, "entry", wrapper));
+    llvm::Value *args = wrapper->getArg(0);
+    SmallVector<llvm::Value *> values;
+    for (auto [i, param] : llvm::enumerate(f->args())) {
+      llvm::Value *slot = b.CreateLoad(
+          ptr, b.CreateConstGEP1_64(ptr, args, static_cast<int64_t>(i)));
+      values.push_back(b.CreateLoad(param.getType(), slot));
+    }
+    llvm::Value *result = b.CreateCall(f, values);
+    if (!result->getType()->isVoidTy()) {
+      llvm::Value *slot = b.CreateLoad(
+          ptr,
+          b.CreateConstGEP1_64(ptr, args, static_cast<int64_t>(f->arg_size())));
+      b.CreateStore(result, slot);
+    }
+    b.CreateRetVoid();
+  }
+}
+
+/// LLVM IR for the host, optimized, as an object file at `path`.
+LogicalResult emitObject(ModuleOp module, const std::string &path) {
+  static std::once_flag initialized;
+  std::call_once(initialized, [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+  });
+  MLIRContext *ctx = module.getContext();
+  registerBuiltinDialectTranslation(*ctx);
+  registerLLVMDialectTranslation(*ctx);
+  registerOpenMPDialectTranslation(*ctx);
+  llvm::LLVMContext llvmContext;
+  std::unique_ptr<llvm::Module> llvmModule =
+      translateModuleToLLVMIR(module, llvmContext);
+  if (!llvmModule)
+    return module.emitError("cannot translate the module to LLVM IR");
+
+  llvm::Triple triple(llvm::sys::getProcessTriple());
+  std::string error;
+  const llvm::Target *target =
+      llvm::TargetRegistry::lookupTarget(triple, error);
+  if (!target)
+    return module.emitError("no code generator for ")
+           << triple.str() << ": " << error;
+  auto [cpu, features] = hostCPU();
+  std::unique_ptr<llvm::TargetMachine> machine(target->createTargetMachine(
+      triple, cpu, features, llvm::TargetOptions(), llvm::Reloc::PIC_,
+      std::nullopt, llvm::CodeGenOptLevel::Default));
+  llvmModule->setDataLayout(machine->createDataLayout());
+  llvmModule->setTargetTriple(triple);
+  addPackedWrappers(*llvmModule);
+
+  // O2 cleans the code up at half the cost of O3.
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  // The code is vectorized and tiled already; LLVM's loop vectorizer and
+  // unroller would only grow it (and the compile time) further.
+  llvm::PipelineTuningOptions tuning;
+  tuning.LoopUnrolling = false;
+  tuning.LoopVectorization = false;
+  tuning.SLPVectorization = false;
+  llvm::PassBuilder pb(machine.get(), tuning);
+  pb.registerModuleAnalyses(mam);
+  pb.registerCGSCCAnalyses(cgam);
+  pb.registerFunctionAnalyses(fam);
+  pb.registerLoopAnalyses(lam);
+  pb.crossRegisterProxies(lam, fam, cgam, mam);
+  llvm::ModulePassManager mpm =
+      pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O2);
+  {
+    PhaseTimer timer("LLVM optimization");
+    mpm.run(*llvmModule, mam);
+  }
+
+  std::error_code ec;
+  llvm::raw_fd_ostream out(path, ec, llvm::sys::fs::OF_None);
+  if (ec)
+    return module.emitError("cannot write ") << path << ": " << ec.message();
+  llvm::legacy::PassManager codegen;
+  if (machine->addPassesToEmitFile(codegen, out, nullptr,
+                                   llvm::CodeGenFileType::ObjectFile))
+    return module.emitError("the code generator cannot emit object files");
+  {
+    PhaseTimer timer("code generation");
+    codegen.run(*llvmModule);
+  }
+  out.close();
+  return success();
+}
+
+/// Links the object at `object` into the shared library `library`.
+LogicalResult link(ModuleOp module, const std::string &object,
+                   const std::string &library) {
+  SmallVector<StringRef> args{TESSERA_LLD,
+                              "-shared",
+                              "-o",
+                              library,
+                              object,
+                              "-L" TESSERA_RUNTIME_DIR,
+                              "-lTesseraRuntime",
+                              "-rpath",
+                              TESSERA_RUNTIME_DIR,
+                              "-L" TESSERA_LLVM_LIBRARY_DIR,
+                              "-lomp",
+                              "-lmlir_c_runner_utils",
+                              "-rpath",
+                              TESSERA_LLVM_LIBRARY_DIR,
+                              TESSERA_LIBM};
+  PhaseTimer timer("linking");
+  std::string error;
+  int status = llvm::sys::ExecuteAndWait(TESSERA_LLD, args, std::nullopt, {}, 0,
+                                         0, &error);
+  if (status != 0)
+    return module.emitError("linking the compiled code failed (")
+           << TESSERA_LLD << " exited with " << status
+           << (error.empty() ? "" : ": " + error) << ")";
+  return success();
+}
+
+std::mutex memoryCacheMutex;
+std::unordered_map<std::string, std::weak_ptr<rt::Executable>> memoryCache;
+
+} // namespace
+
+std::string mlir::tessera::cacheKey(ModuleOp module,
+                                    const CPUCompileOptions &options) {
+  llvm::SHA256 digest;
+  auto add = [&](StringRef part) {
+    digest.update(part);
+    digest.update(StringRef("\0", 1));
+  };
+  add("tessera-cpu");
+  add(TESSERA_VERSION);
+  add(LLVM_VERSION_STRING);
+  auto [cpu, features] = hostCPU();
+  add(cpu);
+  add(features);
+  add(pipelineText(options));
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  module->print(os, OpPrintingFlags().enableDebugInfo(true, false));
+  add(text);
+  return llvm::toHex(digest.final(), /*LowerCase=*/true);
+}
+
+FailureOr<CPUCompileResult>
+mlir::tessera::compileForCPU(ModuleOp module,
+                             const CPUCompileOptions &options) {
+  OwningOpRef<ModuleOp> work = module.clone();
+  // Every public function gets a C interface (and its packed wrapper).
+  for (auto fn : work->getOps<func::FuncOp>())
+    if (fn.isPublic() && !fn.isExternal())
+      fn->setAttr("llvm.emit_c_interface", UnitAttr::get(module.getContext()));
+  std::string key = cacheKey(*work, options);
+
+  {
+    std::lock_guard<std::mutex> lock(memoryCacheMutex);
+    if (auto it = memoryCache.find(key); it != memoryCache.end())
+      if (std::shared_ptr<rt::Executable> e = it->second.lock())
+        return CPUCompileResult{e, true};
+  }
+  std::optional<rt::CompileCache> cache;
+  if (!options.cacheDirectory.empty())
+    cache.emplace(options.cacheDirectory);
+  if (cache)
+    if (std::optional<std::string> path = cache->find(key)) {
+      auto loaded = rt::Executable::load(*path);
+      if (loaded) {
+        std::lock_guard<std::mutex> lock(memoryCacheMutex);
+        memoryCache[key] = *loaded;
+        return CPUCompileResult{*loaded, true};
+      }
+      // A library that passed its checksum but does not load (a different
+      // runtime, say) is rebuilt.
+      std::remove(path->c_str());
+    }
+
+  {
+    PhaseTimer timer("MLIR pipeline");
+    if (failed(lowerToLLVMDialect(*work, options)))
+      return failure();
+  }
+  SmallString<128> object;
+  if (std::error_code ec =
+          llvm::sys::fs::createTemporaryFile("tessera", "o", object))
+    return module.emitError("cannot create a temporary file: ") << ec.message();
+  llvm::scope_exit removeObject([&] { llvm::sys::fs::remove(object); });
+  if (failed(emitObject(*work, std::string(object))))
+    return failure();
+
+  std::string library;
+  bool temporary = !cache;
+  if (cache) {
+    auto scratch = cache->scratchPath(key);
+    if (!scratch)
+      return module.emitError(scratch.error().message);
+    library = *scratch;
+  } else {
+    SmallString<128> path;
+    if (std::error_code ec =
+            llvm::sys::fs::createTemporaryFile("tessera", "so", path))
+      return module.emitError("cannot create a temporary file: ")
+             << ec.message();
+    library = std::string(path);
+  }
+  if (failed(link(*work, std::string(object), library)))
+    return failure();
+  if (cache) {
+    auto stored = cache->store(key, library);
+    if (!stored)
+      return module.emitError(stored.error().message);
+    library = *stored;
+  }
+  auto loaded = rt::Executable::load(library);
+  if (temporary)
+    llvm::sys::fs::remove(library); // stays mapped while loaded
+  if (!loaded)
+    return module.emitError(loaded.error().message);
+  std::lock_guard<std::mutex> lock(memoryCacheMutex);
+  memoryCache[key] = *loaded;
+  return CPUCompileResult{*loaded, false};
+}
