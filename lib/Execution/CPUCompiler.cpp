@@ -2,11 +2,16 @@
 
 #include "tessera/Execution/CPUCompiler.h"
 
+#include "tessera/Dialect/TGraph/IR/TGraph.h"
+#include "tessera/Dialect/TGraph/IR/TypeInference.h"
 #include "tessera/Pipelines/Pipelines.h"
 #include "tessera/Runtime/CompileCache.h"
+#include "tessera/Runtime/Signature.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/ExecutionEngine/ExecutionEngine.h"
+#include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
@@ -86,6 +91,87 @@ std::string pipelineText(const CPUCompileOptions &options) {
   buildCPUPipeline(opm);
   opm.printAsTextualPipeline(os);
   return text;
+}
+
+/// The runtime's name for a tensor element type.
+std::optional<rt::DType> runtimeDType(Type t) {
+  if (t.isF64())
+    return rt::DType::f64;
+  if (t.isF32())
+    return rt::DType::f32;
+  if (t.isF16())
+    return rt::DType::f16;
+  if (t.isBF16())
+    return rt::DType::bf16;
+  if (isa<Float8E4M3FNType>(t))
+    return rt::DType::f8E4M3FN;
+  if (isa<Float8E5M2Type>(t))
+    return rt::DType::f8E5M2;
+  for (auto [width, type] :
+       {std::pair(64, rt::DType::i64), std::pair(32, rt::DType::i32),
+        std::pair(16, rt::DType::i16), std::pair(8, rt::DType::i8),
+        std::pair(1, rt::DType::i1)})
+    if (t.isSignlessInteger(width))
+      return type;
+  return std::nullopt;
+}
+
+/// The signatures of the public functions, as the runtime checks them.
+FailureOr<std::vector<rt::FunctionSignature>> buildManifest(ModuleOp module) {
+  std::vector<rt::FunctionSignature> out;
+  for (auto fn : module.getOps<func::FuncOp>()) {
+    if (!fn.isPublic() || fn.isExternal())
+      continue;
+    rt::FunctionSignature sig;
+    sig.name = fn.getSymName().str();
+    auto spec = [&](Type t, const Twine &what) -> FailureOr<rt::TensorSpec> {
+      rt::TensorSpec s;
+      if (isa<tgraph::KeyType>(t)) {
+        s.isKey = true;
+        s.dtype = rt::DType::i32;
+        s.dims = {"2"};
+        return s;
+      }
+      auto tensor = dyn_cast<RankedTensorType>(t);
+      std::optional<rt::DType> dtype =
+          tensor ? runtimeDType(tensor.getElementType()) : std::nullopt;
+      if (!dtype)
+        return fn.emitError()
+               << what << " has type " << tgraph::typeName(t)
+               << ", but compiled functions take and return ranked tensors of "
+                  "f64, f32, f16, bf16, f8E4M3FN, f8E5M2, i64, i32, i16, i8 "
+                  "or i1, and random keys";
+      s.dtype = *dtype;
+      for (const ::tessera::shape::DimExpr &d : tgraph::getShape(t).dims)
+        s.dims.push_back(d.str());
+      return s;
+    };
+    for (auto [i, t] : llvm::enumerate(fn.getArgumentTypes())) {
+      auto s = spec(t, "argument " + Twine(i));
+      if (failed(s))
+        return failure();
+      sig.arguments.push_back(*s);
+    }
+    for (auto [i, t] : llvm::enumerate(fn.getResultTypes())) {
+      auto s = spec(t, "result " + Twine(i));
+      if (failed(s))
+        return failure();
+      sig.results.push_back(*s);
+    }
+    out.push_back(std::move(sig));
+  }
+  return out;
+}
+
+/// Adds the manifest to `module` (in the LLVM dialect) as a constant
+/// NUL-terminated string the runtime finds by name.
+void addManifest(ModuleOp module, const std::string &manifest) {
+  OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
+  std::string text = manifest + '\0';
+  auto type = LLVM::LLVMArrayType::get(b.getI8Type(), text.size());
+  LLVM::GlobalOp::create(b, module.getLoc(), type, /*isConstant=*/true,
+                         LLVM::Linkage::External, rt::kManifestSymbol,
+                         b.getStringAttr(text));
 }
 
 /// Runs the pipeline on `module`, which ends in the LLVM dialect.
@@ -222,13 +308,15 @@ LogicalResult link(ModuleOp module, const std::string &object,
                               "-o",
                               library,
                               object,
+                              "--as-needed",
                               "-L" TESSERA_RUNTIME_DIR,
                               "-lTesseraRuntime",
+                              "-rpath",
+                              "$ORIGIN",
                               "-rpath",
                               TESSERA_RUNTIME_DIR,
                               "-L" TESSERA_LLVM_LIBRARY_DIR,
                               "-lomp",
-                              "-lmlir_c_runner_utils",
                               "-rpath",
                               TESSERA_LLVM_LIBRARY_DIR,
                               TESSERA_LIBM};
@@ -269,22 +357,126 @@ std::string mlir::tessera::cacheKey(ModuleOp module,
   return llvm::toHex(digest.final(), /*LowerCase=*/true);
 }
 
+namespace {
+/// A module ready to lower: a clone with C interfaces on its public
+/// functions, and the manifest of their Graph IR signatures.
+struct Prepared {
+  OwningOpRef<ModuleOp> module;
+  std::string manifest;
+};
+
+FailureOr<Prepared> prepare(ModuleOp module) {
+  Prepared p{module.clone(), ""};
+  auto manifest = buildManifest(*p.module);
+  if (failed(manifest))
+    return failure();
+  p.manifest = rt::printManifest(*manifest);
+  // Every public function gets a C interface (and its packed wrapper).
+  for (auto fn : p.module->getOps<func::FuncOp>())
+    if (fn.isPublic() && !fn.isExternal())
+      fn->setAttr("llvm.emit_c_interface", UnitAttr::get(module.getContext()));
+  return p;
+}
+
+/// Pipeline, manifest, object, link: the shared library `library`.
+LogicalResult buildLibrary(ModuleOp module, Prepared &p,
+                           const CPUCompileOptions &options,
+                           const std::string &library) {
+  {
+    PhaseTimer timer("MLIR pipeline");
+    if (failed(lowerToLLVMDialect(*p.module, options)))
+      return failure();
+  }
+  addManifest(*p.module, p.manifest);
+  SmallString<128> object;
+  if (std::error_code ec =
+          llvm::sys::fs::createTemporaryFile("tessera", "o", object))
+    return module.emitError("cannot create a temporary file: ") << ec.message();
+  llvm::scope_exit removeObject([&] { llvm::sys::fs::remove(object); });
+  if (failed(emitObject(*p.module, std::string(object))))
+    return failure();
+  return link(module, std::string(object), library);
+}
+
+/// Compiles in process with mlir::ExecutionEngine (ORC JIT).
+FailureOr<std::shared_ptr<rt::Executable>>
+compileInProcess(ModuleOp module, Prepared &p,
+                 const CPUCompileOptions &options) {
+  {
+    PhaseTimer timer("MLIR pipeline");
+    if (failed(lowerToLLVMDialect(*p.module, options)))
+      return failure();
+  }
+  addManifest(*p.module, p.manifest);
+  MLIRContext *ctx = module.getContext();
+  registerBuiltinDialectTranslation(*ctx);
+  registerLLVMDialectTranslation(*ctx);
+  registerOpenMPDialectTranslation(*ctx);
+  static std::once_flag initialized;
+  std::call_once(initialized, [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+  });
+  // The runtime (allocator, errors, memref copies) is already loaded in
+  // this process; OpenMP is loaded with the code.
+  SmallVector<StringRef> libraries{TESSERA_LLVM_LIBRARY_DIR "/libomp.so"};
+  std::function<llvm::Error(llvm::Module *)> optimize =
+      makeOptimizingTransformer(2, 0, nullptr);
+  ExecutionEngineOptions engineOptions;
+  engineOptions.transformer = optimize;
+  engineOptions.sharedLibPaths = libraries;
+  std::unique_ptr<ExecutionEngine> engine;
+  {
+    PhaseTimer timer("JIT compilation");
+    auto created = ExecutionEngine::create(*p.module, engineOptions);
+    if (!created)
+      return module.emitError("JIT compilation failed: ")
+             << llvm::toString(created.takeError());
+    engine = std::move(*created);
+    engine->initialize();
+  }
+  std::shared_ptr<ExecutionEngine> owner(std::move(engine));
+  ExecutionEngine *raw = owner.get();
+  auto executable = rt::Executable::fromResolver(
+      [raw](const std::string &symbol) -> void * {
+        auto address = raw->lookup(symbol);
+        if (!address) {
+          llvm::consumeError(address.takeError());
+          return nullptr;
+        }
+        return *address;
+      },
+      owner, "in-process JIT code");
+  if (!executable)
+    return module.emitError(executable.error().message);
+  return *executable;
+}
+} // namespace
+
 FailureOr<CPUCompileResult>
 mlir::tessera::compileForCPU(ModuleOp module,
                              const CPUCompileOptions &options) {
-  OwningOpRef<ModuleOp> work = module.clone();
-  // Every public function gets a C interface (and its packed wrapper).
-  for (auto fn : work->getOps<func::FuncOp>())
-    if (fn.isPublic() && !fn.isExternal())
-      fn->setAttr("llvm.emit_c_interface", UnitAttr::get(module.getContext()));
-  std::string key = cacheKey(*work, options);
+  auto prepared = prepare(module);
+  if (failed(prepared))
+    return failure();
+  std::string key = cacheKey(*prepared->module, options);
+  std::string memoryKey = key + (options.jit ? ":jit" : ":library");
 
   {
     std::lock_guard<std::mutex> lock(memoryCacheMutex);
-    if (auto it = memoryCache.find(key); it != memoryCache.end())
+    if (auto it = memoryCache.find(memoryKey); it != memoryCache.end())
       if (std::shared_ptr<rt::Executable> e = it->second.lock())
         return CPUCompileResult{e, true};
   }
+  if (options.jit) {
+    auto executable = compileInProcess(module, *prepared, options);
+    if (failed(executable))
+      return failure();
+    std::lock_guard<std::mutex> lock(memoryCacheMutex);
+    memoryCache[memoryKey] = *executable;
+    return CPUCompileResult{*executable, false};
+  }
+
   std::optional<rt::CompileCache> cache;
   if (!options.cacheDirectory.empty())
     cache.emplace(options.cacheDirectory);
@@ -293,26 +485,16 @@ mlir::tessera::compileForCPU(ModuleOp module,
       auto loaded = rt::Executable::load(*path);
       if (loaded) {
         std::lock_guard<std::mutex> lock(memoryCacheMutex);
-        memoryCache[key] = *loaded;
+        memoryCache[memoryKey] = *loaded;
         return CPUCompileResult{*loaded, true};
       }
       // A library that passed its checksum but does not load (a different
-      // runtime, say) is rebuilt.
+      // runtime, say) is reported and rebuilt.
+      llvm::errs() << "tessera: compile cache entry " << *path
+                   << " does not load (" << loaded.error().message
+                   << "); recompiling\n";
       std::remove(path->c_str());
     }
-
-  {
-    PhaseTimer timer("MLIR pipeline");
-    if (failed(lowerToLLVMDialect(*work, options)))
-      return failure();
-  }
-  SmallString<128> object;
-  if (std::error_code ec =
-          llvm::sys::fs::createTemporaryFile("tessera", "o", object))
-    return module.emitError("cannot create a temporary file: ") << ec.message();
-  llvm::scope_exit removeObject([&] { llvm::sys::fs::remove(object); });
-  if (failed(emitObject(*work, std::string(object))))
-    return failure();
 
   std::string library;
   bool temporary = !cache;
@@ -329,8 +511,10 @@ mlir::tessera::compileForCPU(ModuleOp module,
              << ec.message();
     library = std::string(path);
   }
-  if (failed(link(*work, std::string(object), library)))
+  if (failed(buildLibrary(module, *prepared, options, library))) {
+    llvm::sys::fs::remove(library);
     return failure();
+  }
   if (cache) {
     auto stored = cache->store(key, library);
     if (!stored)
@@ -343,6 +527,26 @@ mlir::tessera::compileForCPU(ModuleOp module,
   if (!loaded)
     return module.emitError(loaded.error().message);
   std::lock_guard<std::mutex> lock(memoryCacheMutex);
-  memoryCache[key] = *loaded;
+  memoryCache[memoryKey] = *loaded;
   return CPUCompileResult{*loaded, false};
+}
+
+LogicalResult mlir::tessera::compileToLibrary(ModuleOp module,
+                                              const CPUCompileOptions &options,
+                                              StringRef path) {
+  auto prepared = prepare(module);
+  if (failed(prepared))
+    return failure();
+  // Written next to its destination, then renamed: a failed compile leaves
+  // no half-written library behind.
+  std::string scratch = (path + ".tmp").str();
+  if (failed(buildLibrary(module, *prepared, options, scratch))) {
+    llvm::sys::fs::remove(scratch);
+    return failure();
+  }
+  if (std::error_code ec = llvm::sys::fs::rename(scratch, path)) {
+    llvm::sys::fs::remove(scratch);
+    return module.emitError("cannot write ") << path << ": " << ec.message();
+  }
+  return success();
 }

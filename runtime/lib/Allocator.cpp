@@ -12,6 +12,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 
 using namespace tessera::runtime;
@@ -214,4 +215,59 @@ extern "C" void *_mlir_memref_to_llvm_aligned_alloc(std::size_t alignment,
 
 extern "C" void _mlir_memref_to_llvm_free(void *pointer) {
   CachingAllocator::global().deallocate(pointer);
+}
+
+namespace {
+/// A ranked memref descriptor behind an unranked one: allocated and
+/// aligned pointers, offset, then `rank` sizes and `rank` strides.
+struct RankedDescriptor {
+  void *allocated;
+  char *aligned;
+  int64_t offset;
+  const int64_t *sizesAndStrides() const {
+    return reinterpret_cast<const int64_t *>(this + 1);
+  }
+};
+struct UnrankedDescriptor {
+  int64_t rank;
+  RankedDescriptor *ranked;
+};
+} // namespace
+
+extern "C" void memrefCopy(int64_t elementSize, void *sourceArg,
+                           void *destinationArg) {
+  auto *source = static_cast<UnrankedDescriptor *>(sourceArg);
+  auto *destination = static_cast<UnrankedDescriptor *>(destinationArg);
+  int64_t rank = source->rank;
+  const int64_t *sizes = source->ranked->sizesAndStrides();
+  const int64_t *srcStrides = sizes + rank;
+  const int64_t *dstStrides = destination->ranked->sizesAndStrides() + rank;
+  const char *src =
+      source->ranked->aligned + source->ranked->offset * elementSize;
+  char *dst =
+      destination->ranked->aligned + destination->ranked->offset * elementSize;
+  int64_t count = 1;
+  for (int64_t d = 0; d < rank; ++d)
+    count *= sizes[d];
+  if (count == 0)
+    return;
+  // Innermost runs that are contiguous on both sides go through memcpy.
+  int64_t run = 1, d = rank;
+  while (d > 0 && srcStrides[d - 1] == run && dstStrides[d - 1] == run)
+    run *= sizes[--d];
+  std::vector<int64_t> index(d, 0);
+  for (int64_t done = 0; done < count; done += run) {
+    int64_t s = 0, t = 0;
+    for (int64_t i = 0; i < d; ++i) {
+      s += index[i] * srcStrides[i];
+      t += index[i] * dstStrides[i];
+    }
+    std::memcpy(dst + t * elementSize, src + s * elementSize,
+                run * elementSize);
+    for (int64_t i = d; i-- > 0;) {
+      if (++index[i] < sizes[i])
+        break;
+      index[i] = 0;
+    }
+  }
 }

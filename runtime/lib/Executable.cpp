@@ -2,9 +2,23 @@
 
 #include "tessera/Runtime/Executable.h"
 
+#include "tessera/Runtime/Allocator.h"
+#include "tessera/Runtime/Device.h"
+#include "tessera/Runtime/Errors.h"
+
+#include "DimEval.h"
+
 #include <dlfcn.h>
 
+#include <cstring>
+#include <set>
+
 using namespace tessera::runtime;
+using detail::DimEval;
+
+//===----------------------------------------------------------------------===//
+// Executable
+//===----------------------------------------------------------------------===//
 
 Result<std::shared_ptr<Executable>> Executable::load(const std::string &path) {
   // RTLD_LOCAL: two executables may define functions of the same name.
@@ -14,19 +28,359 @@ Result<std::shared_ptr<Executable>> Executable::load(const std::string &path) {
     return Error{"cannot load compiled code from " + path + ": " +
                  (why ? why : "unknown error")};
   }
-  return std::shared_ptr<Executable>(new Executable(handle, path));
+  auto resolve = [handle](const std::string &symbol) {
+    dlerror();
+    return dlsym(handle, symbol.c_str());
+  };
+  return finish(std::shared_ptr<Executable>(
+      new Executable(handle, resolve, nullptr, path)));
 }
 
-Executable::~Executable() { dlclose(handle); }
+Result<std::shared_ptr<Executable>>
+Executable::fromResolver(SymbolResolver resolve, std::shared_ptr<void> owner,
+                         std::string description) {
+  return finish(std::shared_ptr<Executable>(new Executable(
+      nullptr, std::move(resolve), std::move(owner), std::move(description))));
+}
+
+Result<std::shared_ptr<Executable>>
+Executable::finish(std::shared_ptr<Executable> executable) {
+  auto *text = static_cast<const char *>(executable->resolve(kManifestSymbol));
+  if (!text)
+    return Error{executable->description +
+                 " is not a Tessera library: it has no manifest"};
+  auto manifest = parseManifest(text);
+  if (!manifest)
+    return Error{executable->description + ": " + manifest.error().message};
+  executable->manifest = std::move(*manifest);
+  return executable;
+}
+
+Executable::~Executable() {
+  if (handle)
+    dlclose(handle);
+}
 
 Result<Executable::PackedFunction>
 Executable::lookup(const std::string &name) const {
   // The compiler emits a packed wrapper `_mlir__mlir_ciface_<name>` for
   // the C interface of every public function.
-  std::string symbol = "_mlir__mlir_ciface_" + name;
-  dlerror();
-  void *address = dlsym(handle, symbol.c_str());
+  void *address = resolve("_mlir__mlir_ciface_" + name);
   if (!address)
-    return Error{libraryPath + " has no compiled function @" + name};
+    return Error{description + " has no compiled function @" + name};
   return reinterpret_cast<PackedFunction>(address);
+}
+
+//===----------------------------------------------------------------------===//
+// Call plans: a signature parsed once for argument checking
+//===----------------------------------------------------------------------===//
+
+namespace tessera::runtime::detail {
+struct CallPlan {
+  FunctionSignature signature;
+  Executable::PackedFunction entry;
+  /// Per argument, per dim: its expression.
+  std::vector<std::vector<DimEval>> argumentDims;
+  /// Words of the result descriptors (allocated and aligned pointers,
+  /// offset, sizes, strides per result).
+  size_t resultWords = 0;
+};
+} // namespace tessera::runtime::detail
+
+using detail::CallPlan;
+
+Result<Function> Executable::function(const std::string &name) const {
+  const FunctionSignature *signature = nullptr;
+  for (const FunctionSignature &s : manifest)
+    if (s.name == name)
+      signature = &s;
+  if (!signature) {
+    std::string names;
+    for (const FunctionSignature &s : manifest)
+      names += (names.empty() ? "@" : ", @") + s.name;
+    return Error{description + " has no function @" + name +
+                 (names.empty() ? "" : " (it has " + names + ")")};
+  }
+  auto entry = lookup(name);
+  if (!entry)
+    return entry.error();
+  auto plan = std::make_shared<CallPlan>();
+  plan->signature = *signature;
+  plan->entry = *entry;
+  for (const TensorSpec &a : signature->arguments) {
+    std::vector<DimEval> dims;
+    for (const std::string &d : a.dims) {
+      std::string error;
+      auto e = DimEval::parse(d, error);
+      if (!e)
+        return Error{description + ": bad dim '" + d + "' in the signature " +
+                     signature->describe() + ": " + error};
+      dims.push_back(*e);
+    }
+    plan->argumentDims.push_back(std::move(dims));
+  }
+  for (const TensorSpec &r : signature->results)
+    plan->resultWords += 3 + 2 * r.dims.size();
+  return Function(shared_from_this(), std::move(plan));
+}
+
+//===----------------------------------------------------------------------===//
+// Function
+//===----------------------------------------------------------------------===//
+
+const FunctionSignature &Function::signature() const { return plan->signature; }
+
+namespace {
+/// Where a symbol got its size.
+struct Binding {
+  int64_t value;
+  std::string where;
+};
+
+/// For `e` with exactly one symbol S not in `env`, and linear in it
+/// (c*S + d, c != 0): (S, c, d).
+std::optional<std::tuple<std::string, int64_t, int64_t>>
+linearInOneSymbol(const DimEval &e, const std::map<std::string, int64_t> &env) {
+  std::optional<std::string> symbol;
+  for (const std::string &s : e.symbols())
+    if (!env.count(s)) {
+      if (symbol)
+        return std::nullopt;
+      symbol = s;
+    }
+  if (!symbol)
+    return std::nullopt;
+  std::map<std::string, int64_t> at = env;
+  auto f = [&](int64_t v) {
+    at[*symbol] = v;
+    return e.evaluate(at);
+  };
+  auto f1 = f(1), f2 = f(2), f3 = f(3), f5 = f(5);
+  if (!f1 || !f2 || !f3 || !f5)
+    return std::nullopt;
+  int64_t c = *f2 - *f1, d = *f1 - c;
+  if (c == 0 || *f3 != 3 * c + d || *f5 != 5 * c + d)
+    return std::nullopt;
+  return std::make_tuple(*symbol, c, d);
+}
+} // namespace
+
+Result<std::map<std::string, int64_t>>
+Function::bind(const std::vector<HostBuffer> &arguments) const {
+  const FunctionSignature &sig = plan->signature;
+  std::string fn = "@" + sig.name;
+  if (arguments.size() != sig.arguments.size())
+    return Error{fn + " takes " + std::to_string(sig.arguments.size()) +
+                 " argument" + (sig.arguments.size() == 1 ? "" : "s") + " " +
+                 sig.describe() + " but " + std::to_string(arguments.size()) +
+                 (arguments.size() == 1 ? " was" : " were") + " given"};
+  std::map<std::string, Binding> bound;
+  struct Pending {
+    size_t argument, dim;
+    int64_t actual;
+  };
+  std::vector<Pending> pending;
+  auto where = [&](size_t i, size_t d) {
+    return "argument " + std::to_string(i) + " dim " + std::to_string(d);
+  };
+  for (size_t i = 0; i < arguments.size(); ++i) {
+    const TensorSpec &spec = sig.arguments[i];
+    const HostBuffer &a = arguments[i];
+    std::string expected = spec.isKey ? "a key (i32[2])" : spec.describe();
+    if (a.dtype() != spec.dtype || a.rank() != int64_t(spec.dims.size()))
+      return Error{fn + " argument " + std::to_string(i) + " must be " +
+                   expected + " but is " + a.describe()};
+    if (a.numElements() && !a.data())
+      return Error{fn + " argument " + std::to_string(i) + " (" + a.describe() +
+                   ") has no data"};
+    for (size_t d = 0; d < spec.dims.size(); ++d) {
+      const DimEval &e = plan->argumentDims[i][d];
+      int64_t actual = a.shape()[d];
+      if (auto c = e.getConstant()) {
+        if (*c != actual)
+          return Error{fn + " " + where(i, d) + " must be " +
+                       std::to_string(*c) + " but is " +
+                       std::to_string(actual) + " (expected " + expected +
+                       ", found " + a.describe() + ")"};
+      } else if (auto name = e.getSymbol()) {
+        if (actual < 1)
+          return Error{fn + " " + where(i, d) + " is " + *name + " = " +
+                       std::to_string(actual) +
+                       ", but symbolic dims are at least 1"};
+        auto [it, inserted] = bound.try_emplace(*name, Binding{actual, ""});
+        if (inserted)
+          it->second.where = where(i, d);
+        else if (it->second.value != actual)
+          return Error{fn + " " + where(i, d) + " is " + *name + " = " +
+                       std::to_string(actual) + ", but " + it->second.where +
+                       " bound " + *name + " = " +
+                       std::to_string(it->second.value)};
+      } else if (!e.isUnknown()) {
+        pending.push_back({i, d, actual});
+      }
+    }
+  }
+  // Dims that are expressions: check those whose symbols are bound, and
+  // solve c*S + d = size for a symbol S bound nowhere else.
+  for (bool progress = true; progress && !pending.empty();) {
+    progress = false;
+    for (auto it = pending.begin(); it != pending.end();) {
+      const DimEval &e = plan->argumentDims[it->argument][it->dim];
+      std::map<std::string, int64_t> values;
+      for (auto &[name, b] : bound)
+        values[name] = b.value;
+      std::string at = fn + " " + where(it->argument, it->dim);
+      if (auto v = e.evaluate(values)) {
+        if (*v != it->actual) {
+          std::string with;
+          for (const std::string &s : e.symbols())
+            with += (with.empty() ? "" : ", ") + s + " = " +
+                    std::to_string(bound[s].value) + " from " + bound[s].where;
+          return Error{at + " must be " + e.str() + " = " + std::to_string(*v) +
+                       " (" + with + ") but is " + std::to_string(it->actual)};
+        }
+        it = pending.erase(it);
+        progress = true;
+        continue;
+      }
+      if (auto linear = linearInOneSymbol(e, values)) {
+        auto [name, coeff, constant] = *linear;
+        int64_t rest = it->actual - constant;
+        if (rest % coeff != 0 || rest / coeff < 1)
+          return Error{at + " must be " + e.str() + " for some " + name +
+                       " >= 1, but is " + std::to_string(it->actual)};
+        bound[name] = Binding{rest / coeff, where(it->argument, it->dim)};
+        progress = true;
+        continue; // checked on the next pass
+      }
+      ++it;
+    }
+  }
+  std::map<std::string, int64_t> out;
+  for (auto &[name, b] : bound)
+    out[name] = b.value;
+  return out;
+}
+
+namespace {
+/// One memref descriptor of a contiguous row-major buffer.
+void appendDescriptor(std::vector<int64_t> &words, const HostBuffer &b) {
+  auto base = reinterpret_cast<int64_t>(b.data());
+  words.push_back(base);
+  words.push_back(base);
+  words.push_back(0);
+  words.insert(words.end(), b.shape().begin(), b.shape().end());
+  size_t rank = b.shape().size();
+  words.resize(words.size() + rank);
+  int64_t stride = 1;
+  for (size_t d = rank; d-- > 0;) {
+    words[words.size() - rank + d] = stride;
+    stride *= b.shape()[d];
+  }
+}
+
+/// Copies a (possibly strided) memref into `out`.
+void copyStrided(const char *base, int64_t offset, const int64_t *sizes,
+                 const int64_t *strides, size_t rank, size_t elementBytes,
+                 char *out) {
+  int64_t n = 1;
+  for (size_t d = 0; d < rank; ++d)
+    n *= sizes[d];
+  std::vector<int64_t> index(rank, 0);
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t at = offset;
+    for (size_t d = 0; d < rank; ++d)
+      at += index[d] * strides[d];
+    std::memcpy(out + i * elementBytes, base + at * elementBytes, elementBytes);
+    for (size_t d = rank; d-- > 0;) {
+      if (++index[d] < sizes[d])
+        break;
+      index[d] = 0;
+    }
+  }
+}
+} // namespace
+
+Result<std::vector<HostBuffer>>
+Function::call(const std::vector<HostBuffer> &arguments) const {
+  if (auto bindings = bind(arguments); !bindings)
+    return bindings.error();
+  const FunctionSignature &sig = plan->signature;
+
+  std::vector<std::vector<int64_t>> descriptors(arguments.size());
+  for (size_t i = 0; i < arguments.size(); ++i)
+    appendDescriptor(descriptors[i], arguments[i]);
+  std::vector<int64_t> results(plan->resultWords, 0);
+  std::vector<void *> descriptorPointers;
+  for (auto &d : descriptors)
+    descriptorPointers.push_back(d.data());
+  void *resultPointer = results.data();
+  std::vector<void *> packed;
+  if (!sig.results.empty())
+    packed.push_back(&resultPointer);
+  for (void *&p : descriptorPointers)
+    packed.push_back(&p);
+
+  struct Context {
+    Executable::PackedFunction entry;
+    void **packed;
+  } context{plan->entry, packed.data()};
+  detail::applyThreadCount();
+  if (auto error = callCatchingErrors(
+          [](void *c) {
+            auto *ctx = static_cast<Context *>(c);
+            ctx->entry(ctx->packed);
+          },
+          &context))
+    return Error{"@" + sig.name + ": " + *error};
+
+  // Results the compiled code allocated (through the runtime's allocator)
+  // become the buffers' storage; anything else (a constant, a strided view,
+  // a second result of the same memory) is copied. Arguments are never
+  // taken over.
+  CachingAllocator &allocator = CachingAllocator::global();
+  std::set<const void *> taken;
+  for (const HostBuffer &a : arguments)
+    taken.insert(a.data());
+  std::vector<HostBuffer> out;
+  std::vector<void *> toFree;
+  const int64_t *w = results.data();
+  for (const TensorSpec &spec : sig.results) {
+    size_t rank = spec.dims.size();
+    auto *allocated = reinterpret_cast<void *>(w[0]);
+    auto *aligned = reinterpret_cast<char *>(w[1]);
+    int64_t offset = w[2];
+    const int64_t *sizes = w + 3, *strides = w + 3 + rank;
+    std::vector<int64_t> shape(sizes, sizes + rank);
+    size_t bytes = byteSize(spec.dtype);
+    bool contiguous = true;
+    for (int64_t d = int64_t(rank) - 1, s = 1; d >= 0; --d) {
+      if (sizes[d] != 1 && strides[d] != s)
+        contiguous = false;
+      s *= sizes[d];
+    }
+    bool ours =
+        allocated && !taken.count(allocated) && allocator.owns(allocated);
+    if (ours && contiguous) {
+      taken.insert(allocated);
+      std::shared_ptr<void> storage(
+          allocated, [](void *p) { CachingAllocator::global().deallocate(p); });
+      out.push_back(HostBuffer(spec.dtype, std::move(shape), std::move(storage),
+                               aligned + offset * bytes));
+    } else {
+      auto copy = HostBuffer::allocate(spec.dtype, shape);
+      if (!copy)
+        return copy.error();
+      copyStrided(aligned, offset, sizes, strides, rank, bytes,
+                  static_cast<char *>(copy->data()));
+      out.push_back(std::move(*copy));
+      if (ours)
+        toFree.push_back(allocated);
+    }
+    w += 3 + 2 * rank;
+  }
+  for (void *p : toFree)
+    if (taken.insert(p).second)
+      allocator.deallocate(p);
+  return out;
 }

@@ -2,20 +2,22 @@
 //
 //   tessera-run model.mlir [--fn NAME] [--input a.npy --input b.npy ...]
 //               [--dims B=32,S=128 --seed 0] [--out-dir DIR] [--bench N]
+//               [--num-threads T] [--jit] [--cache-dir DIR | --no-cache]
+//   tessera-run model.mlir --emit-library model.so
+//   tessera-run model.so [--fn NAME] ...
 //
-// Compiles the function with the CPU pipeline, JIT-compiles it for the host
-// and calls it. Inputs come from .npy files or, for each argument, from a
-// seeded uniform generator given sizes for its symbolic dims. Outputs are
-// written as out0.npy, out1.npy, ...; --bench times repeated calls.
+// Compiles the function with the CPU pipeline (through the compile cache)
+// and calls it through the runtime, or, given a library compiled ahead of
+// time with --emit-library, loads and calls it without compiling. Inputs
+// come from .npy files or, for each argument, from a seeded uniform
+// generator given sizes for its symbolic dims. Outputs are written as
+// out0.npy, out1.npy, ...; --bench times repeated calls.
 //
 //===----------------------------------------------------------------------===//
 
-#include "HostArray.h"
-
 #include "tessera/Execution/CPUCompiler.h"
-#include "tessera/Runtime/Allocator.h"
-#include "tessera/Runtime/CompileCache.h"
-#include "tessera/Runtime/Errors.h"
+#include "tessera/Runtime/Runtime.h"
+#include "tessera/Shape/DimExpr.h"
 
 #include "tessera/InitAll.h"
 
@@ -24,28 +26,28 @@
 #include "mlir/InitAllExtensions.h"
 #include "mlir/InitAllPasses.h"
 #include "mlir/Parser/Parser.h"
-#include "mlir/Pass/PassManager.h"
-#include "mlir/Pass/PassRegistry.h"
+#include "llvm/ADT/APFloat.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Format.h"
-#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
-#include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
+#include <cmath>
+#include <cstring>
 #include <random>
+#include <set>
 
 using namespace mlir;
-using namespace mlir::tessera::run;
+namespace rt = ::tessera::runtime;
 namespace shape = ::tessera::shape;
 
 static llvm::cl::OptionCategory runCategory("tessera-run options");
-static llvm::cl::opt<std::string> inputFile(llvm::cl::Positional,
-                                            llvm::cl::desc("<input .mlir>"),
-                                            llvm::cl::Required,
-                                            llvm::cl::cat(runCategory));
+static llvm::cl::opt<std::string>
+    inputFile(llvm::cl::Positional,
+              llvm::cl::desc("<input .mlir, or a library from --emit-library>"),
+              llvm::cl::Required, llvm::cl::cat(runCategory));
 static llvm::cl::opt<std::string>
     fnName("fn", llvm::cl::desc("Function to run (default: the first public)"),
            llvm::cl::cat(runCategory));
@@ -76,10 +78,24 @@ static llvm::cl::opt<std::string> cacheDir(
 static llvm::cl::opt<bool>
     noCache("no-cache", llvm::cl::desc("Compile without the compile cache"),
             llvm::cl::cat(runCategory));
-static llvm::cl::opt<bool> timeCompile(
-    "time-compile",
-    llvm::cl::desc("Print how long compiling (pipeline and JIT) took"),
+static llvm::cl::opt<bool>
+    jit("jit",
+        llvm::cl::desc("Compile in process with the ORC JIT "
+                       "(mlir::ExecutionEngine) instead of a shared library"),
+        llvm::cl::cat(runCategory));
+static llvm::cl::opt<std::string> emitLibrary(
+    "emit-library",
+    llvm::cl::desc("Compile ahead of time into this shared library and exit"),
     llvm::cl::cat(runCategory));
+static llvm::cl::opt<bool>
+    timeCompile("time-compile",
+                llvm::cl::desc("Print how long compiling (or loading) took"),
+                llvm::cl::cat(runCategory));
+static llvm::cl::opt<int>
+    threads("num-threads",
+            llvm::cl::desc("Threads for parallel loops (default: "
+                           "OMP_NUM_THREADS, else every hardware thread)"),
+            llvm::cl::init(0), llvm::cl::cat(runCategory));
 static llvm::cl::opt<bool>
     quiet("quiet", llvm::cl::desc("Do not print a summary of each result"),
           llvm::cl::cat(runCategory));
@@ -94,16 +110,8 @@ static int fail(const llvm::Twine &message) {
   return 1;
 }
 
-static func::FuncOp findFunction(ModuleOp module) {
-  for (auto fn : module.getOps<func::FuncOp>())
-    if (!fn.isExternal() &&
-        (fnName.empty() ? fn.isPublic() : fn.getSymName() == fnName))
-      return fn;
-  return {};
-}
-
 /// Parses "B=32,S=128".
-static FailureOr<llvm::StringMap<int64_t>> parseDims(StringRef text) {
+static std::optional<llvm::StringMap<int64_t>> parseDims(StringRef text) {
   llvm::StringMap<int64_t> out;
   SmallVector<StringRef> items;
   text.split(items, ',', -1, /*KeepEmpty=*/false);
@@ -111,171 +119,264 @@ static FailureOr<llvm::StringMap<int64_t>> parseDims(StringRef text) {
     auto [name, value] = item.split('=');
     int64_t v;
     if (!shape::isValidSymbolName(name.trim()) ||
-        value.trim().getAsInteger(10, v) || v < 0) {
-      fail("--dims expects NAME=SIZE pairs with SIZE >= 0, got '" + item + "'");
-      return failure();
+        value.trim().getAsInteger(10, v) || v < 1) {
+      fail("--dims expects NAME=SIZE pairs with SIZE >= 1, got '" + item + "'");
+      return std::nullopt;
     }
     out[name.trim()] = v;
   }
   return out;
 }
 
+/// The LLVM semantics of a narrow float dtype.
+static const llvm::fltSemantics &semantics(rt::DType t) {
+  switch (t) {
+  case rt::DType::f16:
+    return llvm::APFloat::IEEEhalf();
+  case rt::DType::bf16:
+    return llvm::APFloat::BFloat();
+  case rt::DType::f8E4M3FN:
+    return llvm::APFloat::Float8E4M3FN();
+  default:
+    return llvm::APFloat::Float8E5M2();
+  }
+}
+
+/// A seeded uniform fill ([-1, 1) for floats, [0, 8) for integers, fair
+/// coins for i1) of argument `index`, sized by `sizes` for symbolic dims.
+static std::optional<rt::HostBuffer>
+randomArgument(const rt::TensorSpec &spec,
+               const llvm::StringMap<int64_t> &sizes, std::mt19937_64 &rng,
+               size_t index) {
+  std::vector<int64_t> shape;
+  for (auto [d, text] : llvm::enumerate(spec.dims)) {
+    std::string error;
+    auto e = shape::parseDimExpr(text, error);
+    std::optional<int64_t> v = e ? e->evaluate(sizes) : std::nullopt;
+    if (!v || *v < 0) {
+      std::set<std::string> symbols;
+      if (e)
+        e->collectSymbols(symbols);
+      std::string names;
+      for (const std::string &s : symbols)
+        names += (names.empty() ? "" : ", ") + s;
+      fail("argument " + llvm::Twine(index) + " dim " + llvm::Twine(d) +
+           " is " + text +
+           (text == "?" ? "; pass the argument as an .npy file with --input"
+                        : "; give its size with --dims (" + names + ")"));
+      return std::nullopt;
+    }
+    shape.push_back(*v);
+  }
+  auto buffer = rt::HostBuffer::allocate(spec.dtype, shape);
+  if (!buffer) {
+    fail(buffer.error().message);
+    return std::nullopt;
+  }
+  std::uniform_real_distribution<double> unit(-1.0, 1.0);
+  std::uniform_int_distribution<int64_t> small(0, 7), coin(0, 1);
+  size_t size = rt::byteSize(spec.dtype);
+  auto *p = static_cast<char *>(buffer->data());
+  for (int64_t i = 0, n = buffer->numElements(); i < n; ++i, p += size) {
+    if (spec.dtype == rt::DType::f64) {
+      double v = unit(rng);
+      std::memcpy(p, &v, 8);
+    } else if (spec.dtype == rt::DType::f32) {
+      float v = float(unit(rng));
+      std::memcpy(p, &v, 4);
+    } else if (rt::isFloat(spec.dtype)) {
+      // Round the double to the narrow format and store its bits.
+      llvm::APFloat v(unit(rng));
+      bool lost;
+      v.convert(semantics(spec.dtype), llvm::APFloat::rmNearestTiesToEven,
+                &lost);
+      uint64_t bits = v.bitcastToAPInt().getZExtValue();
+      std::memcpy(p, &bits, size); // little endian
+    } else {
+      int64_t v = spec.dtype == rt::DType::i1 ? coin(rng) : small(rng);
+      std::memcpy(p, &v, size); // little endian
+    }
+  }
+  return std::move(*buffer);
+}
+
 /// The arguments: loaded from --input files, or random from --dims.
-static FailureOr<std::vector<HostArray>> makeArguments(func::FuncOp fn) {
-  FunctionType type = runtimeSignature(fn.getFunctionType());
-  std::vector<HostArray> args;
+static std::optional<std::vector<rt::HostBuffer>>
+makeArguments(const rt::FunctionSignature &sig) {
+  std::vector<rt::HostBuffer> args;
   if (!inputs.empty()) {
-    if (inputs.size() != type.getNumInputs()) {
-      fail("@" + fn.getSymName() + " takes " +
-           llvm::Twine(type.getNumInputs()) + " arguments but " +
+    if (inputs.size() != sig.arguments.size()) {
+      fail("@" + sig.name + " takes " + llvm::Twine(sig.arguments.size()) +
+           " arguments " + sig.describe() + " but " +
            llvm::Twine(inputs.size()) + " --input files were given");
-      return failure();
+      return std::nullopt;
     }
     for (auto [i, path] : llvm::enumerate(inputs)) {
-      auto a = HostArray::load(path, type.getInput(i), i);
-      if (failed(a))
-        return failure();
+      auto a = rt::HostBuffer::loadNpy(path, sig.arguments[i].dtype);
+      if (!a) {
+        fail("argument " + llvm::Twine(i) + ": " + a.error().message);
+        return std::nullopt;
+      }
       args.push_back(std::move(*a));
     }
-    if (failed(checkBindings(args, type)))
-      return failure();
     return args;
   }
-  auto bindings = parseDims(dims);
-  if (failed(bindings))
-    return failure();
+  auto sizes = parseDims(dims);
+  if (!sizes)
+    return std::nullopt;
   std::mt19937_64 rng(seed);
-  for (auto [i, t] : llvm::enumerate(type.getInputs())) {
-    auto a = HostArray::random(t, *bindings, rng, i);
-    if (failed(a))
-      return failure();
+  for (auto [i, spec] : llvm::enumerate(sig.arguments)) {
+    auto a = randomArgument(spec, *sizes, rng, i);
+    if (!a)
+      return std::nullopt;
     args.push_back(std::move(*a));
   }
   return args;
 }
 
-/// A prepared call of the compiled function: argument descriptors and the
-/// packed argument list, built once and reused by every run().
-class Invocation {
-public:
-  Invocation(void (*function)(void **), FunctionType type,
-             std::vector<HostArray> &args)
-      : function(function), results(type.getResults()), args(args) {
-    for (HostArray &a : args)
-      descriptors.push_back(a.descriptor());
-    for (Descriptor &d : descriptors)
-      pointers.push_back(d.data());
-    resultPointer = results.data();
-    if (type.getNumResults())
-      packed.push_back(&resultPointer);
-    for (void *&p : pointers)
-      packed.push_back(&p);
+/// One line: dtype, shape, min/max/mean of the finite values, the count of
+/// non-finite ones and the first few values.
+static std::string summary(const rt::HostBuffer &b) {
+  size_t n = b.numElements(), size = rt::byteSize(b.dtype());
+  auto *p = static_cast<const char *>(b.data());
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << rt::name(b.dtype()) << "[";
+  llvm::interleave(b.shape(), os, "x");
+  os << "]";
+  size_t nonFinite = 0;
+  double lo = INFINITY, hi = -INFINITY, sum = 0;
+  for (size_t i = 0; i < n; ++i) {
+    double x = rt::toDouble(b.dtype(), p + i * size);
+    if (!std::isfinite(x)) {
+      ++nonFinite;
+      continue;
+    }
+    lo = std::min(lo, x);
+    hi = std::max(hi, x);
+    sum += x;
   }
+  size_t finite = n - nonFinite;
+  if (finite)
+    os << llvm::format(" min %.6g max %.6g mean %.6g", lo, hi, sum / finite);
+  if (nonFinite)
+    os << " (" << nonFinite << " not finite)";
+  os << " first [";
+  for (size_t i = 0; i < std::min<size_t>(n, 4); ++i)
+    os << (i ? ", " : "")
+       << llvm::format("%.6g", rt::toDouble(b.dtype(), p + i * size));
+  os << (n > 4 ? ", ...]" : "]");
+  return text;
+}
 
-  /// Runs the function once; the error it raised, if any.
-  std::optional<std::string> run() {
-    return ::tessera::runtime::callCatchingErrors(
-        [](void *self) {
-          auto *me = static_cast<Invocation *>(self);
-          me->function(me->packed.data());
-        },
-        this);
-  }
-
-  /// Copies the results of the last run out and frees them.
-  std::vector<HostArray> take() { return results.take(args); }
-  /// Frees the results of the last run.
-  void drop() { results.take(args, /*copy=*/false); }
-
-private:
-  void (*function)(void **);
-  ResultBuffer results;
-  std::vector<HostArray> &args;
-  std::vector<Descriptor> descriptors;
-  std::vector<void *> pointers;
-  void *resultPointer;
-  std::vector<void *> packed;
-};
-
-int main(int argc, char **argv) {
-  llvm::InitLLVM init(argc, argv);
-  llvm::InitializeNativeTarget();
-  llvm::InitializeNativeTargetAsmPrinter();
-  mlir::registerAllPasses();
-  mlir::tessera::registerAllPasses();
-  llvm::cl::HideUnrelatedOptions(runCategory);
-  llvm::cl::ParseCommandLineOptions(argc, argv,
-                                    "Run a Graph IR function on the CPU\n");
-
-  // The pipeline needs the upstream dialects and their interface models
-  // (bufferization, conversion to LLVM).
+/// Compiles the .mlir input (or writes it as a library with
+/// --emit-library, returning null).
+static std::optional<std::shared_ptr<rt::Executable>> compile(bool &cached) {
   DialectRegistry registry;
   mlir::registerAllDialects(registry);
   mlir::registerAllExtensions(registry);
   mlir::tessera::registerAllDialects(registry);
   MLIRContext context(registry);
   context.loadAllAvailableDialects();
-
   OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(inputFile, &context);
   if (!module)
-    return 1; // the parser reported why
-  func::FuncOp fn = findFunction(*module);
-  if (!fn)
-    return fail(fnName.empty() ? "no public function with a body"
-                               : "no function @" + fnName);
-  std::string name = fn.getSymName().str();
-  FunctionType type = runtimeSignature(fn.getFunctionType());
-  if (failed(checkSignature(type)))
-    return 1;
-  auto args = makeArguments(fn);
-  if (failed(args))
-    return 1;
-  auto compileStart = std::chrono::steady_clock::now();
+    return std::nullopt; // the parser reported why
   mlir::tessera::CPUCompileOptions options;
   options.passPipeline = passPipeline;
-  if (!noCache)
-    options.cacheDirectory =
-        cacheDir.empty() ? ::tessera::runtime::CompileCache::defaultDirectory()
-                         : std::string(cacheDir);
+  options.jit = jit;
+  if (!emitLibrary.empty()) {
+    if (failed(mlir::tessera::compileToLibrary(*module, options, emitLibrary)))
+      return std::nullopt;
+    return std::shared_ptr<rt::Executable>();
+  }
+  if (!noCache && !jit)
+    options.cacheDirectory = cacheDir.empty()
+                                 ? rt::CompileCache::defaultDirectory()
+                                 : std::string(cacheDir);
   auto compiled = mlir::tessera::compileForCPU(*module, options);
   if (failed(compiled))
-    return 1;
-  auto function = compiled->executable->lookup(name);
-  if (!function)
-    return fail(function.error().message);
+    return std::nullopt;
+  cached = compiled->cached;
+  return compiled->executable;
+}
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  mlir::registerAllPasses();
+  mlir::tessera::registerAllPasses();
+  llvm::cl::HideUnrelatedOptions(runCategory);
+  llvm::cl::ParseCommandLineOptions(argc, argv,
+                                    "Run a Graph IR function on the CPU\n");
+  if (threads.getNumOccurrences())
+    if (rt::Status s = rt::Device::host().setThreadCount(threads); !s)
+      return fail("--num-threads: " + s.error().message);
+
+  auto compileStart = std::chrono::steady_clock::now();
+  bool cached = false;
+  std::shared_ptr<rt::Executable> executable;
+  if (StringRef(inputFile).ends_with(".so")) {
+    if (!emitLibrary.empty())
+      return fail("--emit-library needs an .mlir input, got " + inputFile);
+    auto loaded = rt::Executable::load(inputFile);
+    if (!loaded)
+      return fail(loaded.error().message);
+    executable = *loaded;
+  } else {
+    auto compiled = compile(cached);
+    if (!compiled)
+      return 1;
+    if (!*compiled)
+      return 0; // --emit-library
+    executable = *compiled;
+  }
   if (timeCompile)
     llvm::outs() << llvm::format(
         "compile: %.1f ms%s\n",
         std::chrono::duration<double, std::milli>(
             std::chrono::steady_clock::now() - compileStart)
             .count(),
-        compiled->cached ? " (cached)" : "");
-  Invocation invocation(*function, type, *args);
-  if (std::optional<std::string> error = invocation.run()) {
-    fail(*error);
+        cached ? " (cached)" : "");
+
+  if (executable->functions().empty())
+    return fail(inputFile + " has no public function with a body");
+  std::string name =
+      fnName.empty() ? executable->functions().front().name : fnName;
+  auto function = executable->function(name);
+  if (!function)
+    return fail(function.error().message);
+  auto args = makeArguments(function->signature());
+  if (!args)
+    return 1;
+  if (auto bound = function->bind(*args); !bound)
+    return fail(bound.error().message);
+
+  auto results = function->call(*args);
+  if (!results) {
+    fail(results.error().message);
     return 2;
   }
-  std::vector<HostArray> results = invocation.take();
   if (!quiet)
-    for (auto [i, r] : llvm::enumerate(results))
-      llvm::outs() << "result " << i << ": " << r.summary() << "\n";
+    for (auto [i, r] : llvm::enumerate(*results))
+      llvm::outs() << "result " << i << ": " << summary(r) << "\n";
   if (!outDir.empty())
-    for (auto [i, r] : llvm::enumerate(results))
-      if (failed(r.save(outDir + "/out" + std::to_string(i) + ".npy")))
-        return 1;
+    for (auto [i, r] : llvm::enumerate(*results))
+      if (rt::Status s =
+              r.saveNpy(outDir + "/out" + std::to_string(i) + ".npy");
+          !s)
+        return fail(s.error().message);
   if (bench > 0) {
-    // Each timed call includes freeing its results (back to the runtime's
-    // cache), not copying them out.
+    // Each timed call includes checking the arguments and freeing the
+    // results (back to the runtime's cache), not copying them.
     std::vector<double> ms;
     for (unsigned i = 0; i < bench; ++i) {
       auto start = std::chrono::steady_clock::now();
-      std::optional<std::string> error = invocation.run();
-      invocation.drop();
-      auto stop = std::chrono::steady_clock::now();
-      if (error) {
-        fail(*error);
+      auto r = function->call(*args);
+      if (!r) {
+        fail(r.error().message);
         return 2;
       }
+      r->clear();
+      auto stop = std::chrono::steady_clock::now();
       ms.push_back(
           std::chrono::duration<double, std::milli>(stop - start).count());
     }

@@ -26,6 +26,9 @@ struct CPUCompileOptions {
   std::string passPipeline;
   /// Where compiled libraries are kept across processes; empty: nowhere.
   std::string cacheDirectory;
+  /// Compile in process with mlir::ExecutionEngine (ORC JIT) instead of
+  /// linking a shared library; nothing is written to disk.
+  bool jit = false;
 };
 
 struct CPUCompileResult {
@@ -38,6 +41,13 @@ struct CPUCompileResult {
 /// reported as diagnostics on the module.
 FailureOr<CPUCompileResult> compileForCPU(ModuleOp module,
                                           const CPUCompileOptions &options);
+
+/// Ahead of time: compiles every public function of `module` into a shared
+/// library at `path` that the runtime loads without the compiler (it finds
+/// libTesseraRuntime.so beside itself or where this build put it).
+LogicalResult compileToLibrary(ModuleOp module,
+                               const CPUCompileOptions &options,
+                               StringRef path);
 
 /// The cache key of `module` under `options` for this host and compiler.
 std::string cacheKey(ModuleOp module, const CPUCompileOptions &options);

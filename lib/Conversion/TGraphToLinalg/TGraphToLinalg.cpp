@@ -425,6 +425,15 @@ struct TGraphLowerToLinalgPass
       if (failed(applyPatternsGreedily(module, std::move(cleanup))))
         return signalPassFailure();
     }
+    // Callers own their arguments: compiled code never writes into them
+    // (one-shot bufferization would otherwise reuse an argument's buffer
+    // for a result or a temporary).
+    for (auto fn : module.getOps<func::FuncOp>())
+      if (fn.isPublic() && !fn.isExternal())
+        for (BlockArgument arg : fn.getArguments())
+          if (isa<TensorType>(arg.getType()))
+            fn.setArgAttr(arg.getArgNumber(), "bufferization.writable",
+                          BoolAttr::get(&getContext(), false));
     if (schedules.empty())
       return;
     module.walk([&](Operation *op) {

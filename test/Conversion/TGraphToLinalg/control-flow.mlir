@@ -3,7 +3,7 @@
 // cond: the predicate is read out of its 0-d tensor; each region becomes a
 // branch of scf.if.
 // CHECK-LABEL: func.func @cond
-// CHECK-SAME: (%[[P:.+]]: tensor<i1>, %[[A:.+]]: tensor<?xf32>)
+// CHECK-SAME: (%[[P:[^:]+]]: tensor<i1> {bufferization.writable = false}, %[[A:[^:]+]]: tensor<?xf32> {bufferization.writable = false})
 // CHECK: %[[C:.+]] = tensor.extract %[[P]][] : tensor<i1>
 // CHECK: scf.if %[[C]] -> (tensor<?xf32>) {
 // CHECK: math.exp
@@ -54,7 +54,7 @@ func.func @count(%ten: tensor<i64>) -> tensor<i64> {
 // scan: an scf.for over T that slices the input and inserts each output
 // step into a tensor sized from the symbol.
 // CHECK-LABEL: func.func @scan
-// CHECK-SAME: (%[[H:.+]]: tensor<4xf32>, %[[XS:.+]]: tensor<?x4xf32>)
+// CHECK-SAME: (%[[H:[^:]+]]: tensor<4xf32> {bufferization.writable = false}, %[[XS:[^:]+]]: tensor<?x4xf32> {bufferization.writable = false})
 // CHECK: %[[T:.+]] = tensor.dim %[[XS]], %{{.+}} : tensor<?x4xf32>
 // CHECK: %[[YS:.+]] = tensor.empty(%[[T]]) : tensor<?x4xf32>
 // CHECK: scf.for %[[I:.+]] = %{{.+}} to %[[T]] step %{{.+}} iter_args(%[[C:.+]] = %[[H]], %[[ACC:.+]] = %[[YS]])

@@ -5,7 +5,7 @@
 // CHECK-DAG: #[[ID:.+]] = affine_map<(d0, d1) -> (d0, d1)>
 // CHECK-DAG: #[[ROW:.+]] = affine_map<(d0, d1) -> (d1)>
 // CHECK-LABEL: func.func @broadcast_add
-// CHECK-SAME: (%[[X:.+]]: tensor<?x64xf32>, %[[B:.+]]: tensor<64xf32>) -> tensor<?x64xf32>
+// CHECK-SAME: (%[[X:[^:]+]]: tensor<?x64xf32> {bufferization.writable = false}, %[[B:[^:]+]]: tensor<64xf32> {bufferization.writable = false}) -> tensor<?x64xf32>
 // CHECK: %[[N:.+]] = tensor.dim %[[X]], %{{.*}} : tensor<?x64xf32>
 // CHECK: %[[E:.+]] = tensor.empty(%[[N]]) : tensor<?x64xf32>
 // CHECK: linalg.generic {indexing_maps = [#[[ID]], #[[ROW]], #[[ID]]], iterator_types = ["parallel", "parallel"]} ins(%[[X]], %[[B]] : tensor<?x64xf32>, tensor<64xf32>) outs(%[[E]] : tensor<?x64xf32>)
@@ -64,7 +64,7 @@ func.func @stable_sum_keepdims(%x: tensor<?x?xf32, #tgraph.dims<[B, S]>>) -> ten
 
 // A reshape's target extents come from the function's symbols.
 // CHECK-LABEL: func.func @reshape_heads
-// CHECK-SAME: (%[[X:.+]]: tensor<?x?xf32>, %[[H:.+]]: tensor<?xf32>)
+// CHECK-SAME: (%[[X:[^:]+]]: tensor<?x?xf32> {bufferization.writable = false}, %[[H:[^:]+]]: tensor<?xf32> {bufferization.writable = false})
 // CHECK-DAG: %[[B:.+]] = tensor.dim %[[X]], %c0
 // CHECK-DAG: %[[D:.+]] = tensor.dim %[[X]], %c1
 // CHECK-DAG: %[[NH:.+]] = tensor.dim %[[H]], %c0

@@ -87,6 +87,10 @@ void *_mlir_memref_to_llvm_alloc(std::size_t size);
 void *_mlir_memref_to_llvm_aligned_alloc(std::size_t alignment,
                                          std::size_t size);
 void _mlir_memref_to_llvm_free(void *pointer);
+/// Copies between two strided memrefs of one shape (the function MLIR's
+/// memref.copy lowering calls for non-contiguous layouts); the arguments
+/// are unranked memref descriptors.
+void memrefCopy(std::int64_t elementSize, void *source, void *destination);
 }
 
 #endif // TESSERA_RUNTIME_ALLOCATOR_H

@@ -1,43 +1,104 @@
 //===- Executable.h - Compiled code loaded into the process -----*- C++ -*-===//
 //
+// Part of the Tessera runtime: no MLIR or LLVM types in this header.
+//
 // Compiled functions live in a shared library (written by the compiler,
-// kept in the compile cache or shipped ahead of time); an Executable loads
-// one and finds its functions. Loading needs no compiler.
+// kept in the compile cache or shipped ahead of time) or in the compiler's
+// in-process JIT; an Executable finds them and their signatures, and a
+// Function calls one with checked arguments. Loading a library needs no
+// compiler.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef TESSERA_RUNTIME_EXECUTABLE_H
 #define TESSERA_RUNTIME_EXECUTABLE_H
 
+#include "tessera/Runtime/Buffer.h"
 #include "tessera/Runtime/Result.h"
+#include "tessera/Runtime/Signature.h"
 
+#include <functional>
+#include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace tessera::runtime {
 
-class Executable {
+class Function;
+
+class Executable : public std::enable_shared_from_this<Executable> {
 public:
   /// A compiled function in its packed calling convention: one pointer per
-  /// argument descriptor, the result descriptor first.
+  /// argument descriptor, the result descriptors first.
   using PackedFunction = void (*)(void **);
+  /// Finds the address of a symbol of compiled code (null if absent).
+  using SymbolResolver = std::function<void *(const std::string &)>;
 
   /// Loads the shared library at `path`.
   static Result<std::shared_ptr<Executable>> load(const std::string &path);
+  /// Compiled code already in the process (an in-process JIT): symbols come
+  /// from `resolve`; `owner` (the JIT) lives as long as the executable.
+  static Result<std::shared_ptr<Executable>>
+  fromResolver(SymbolResolver resolve, std::shared_ptr<void> owner,
+               std::string description);
   ~Executable();
   Executable(const Executable &) = delete;
   Executable &operator=(const Executable &) = delete;
 
-  /// The packed entry of function `name` (as written in the IR).
+  /// The signatures of the compiled functions, in the order of the IR.
+  const std::vector<FunctionSignature> &functions() const { return manifest; }
+  /// Function `name` (as written in the IR, without '@').
+  Result<Function> function(const std::string &name) const;
+  /// The raw packed entry of function `name`.
   Result<PackedFunction> lookup(const std::string &name) const;
 
-  const std::string &path() const { return libraryPath; }
+  /// The library path, or the description given to fromResolver().
+  const std::string &path() const { return description; }
 
 private:
-  Executable(void *handle, std::string path)
-      : handle(handle), libraryPath(std::move(path)) {}
-  void *handle;
-  std::string libraryPath;
+  Executable(void *handle, SymbolResolver resolve, std::shared_ptr<void> owner,
+             std::string description)
+      : handle(handle), resolve(std::move(resolve)), owner(std::move(owner)),
+        description(std::move(description)) {}
+  static Result<std::shared_ptr<Executable>>
+  finish(std::shared_ptr<Executable> executable);
+
+  void *handle; // dlopen handle, or null
+  SymbolResolver resolve;
+  std::shared_ptr<void> owner;
+  std::string description;
+  std::vector<FunctionSignature> manifest;
+};
+
+namespace detail {
+struct CallPlan;
+} // namespace detail
+
+/// One compiled function, callable with host buffers. Arguments are checked
+/// against the signature (count, dtype, rank, static dims, and one size per
+/// symbol across all arguments) before any compiled code runs; errors name
+/// the argument, what was expected and what was found. Compiled code never
+/// writes into its arguments. Thread safe; calls from several threads run
+/// concurrently.
+class Function {
+public:
+  const FunctionSignature &signature() const;
+  /// Runs the function. Results own their memory.
+  Result<std::vector<HostBuffer>>
+  call(const std::vector<HostBuffer> &arguments) const;
+  /// The sizes of the symbolic dims `arguments` bind, or why they cannot
+  /// be passed.
+  Result<std::map<std::string, int64_t>>
+  bind(const std::vector<HostBuffer> &arguments) const;
+
+private:
+  friend class Executable;
+  Function(std::shared_ptr<const Executable> executable,
+           std::shared_ptr<const detail::CallPlan> plan)
+      : executable(std::move(executable)), plan(std::move(plan)) {}
+  std::shared_ptr<const Executable> executable;
+  std::shared_ptr<const detail::CallPlan> plan;
 };
 
 } // namespace tessera::runtime

@@ -1,0 +1,174 @@
+"""The runtime as users meet it: libraries compiled ahead of time and run
+by an application that links only the runtime, the in-process JIT, thread
+control, and clear errors for bad arguments."""
+
+import os
+import pathlib
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+from harness import CACHE_DIR, TESSERA_RUN
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+BUILD = pathlib.Path(TESSERA_RUN).resolve().parents[1]
+EXAMPLE = os.environ.get("TESSERA_EXAMPLE_RUN_COMPILED",
+                         str(BUILD / "bin" / "tessera-example-run-compiled"))
+RUNTIME = os.environ.get("TESSERA_RUNTIME_LIBRARY",
+                         str(BUILD / "lib" / "libTesseraRuntime.so"))
+
+T = "tensor<?x8xf32, #tgraph.dims<[B, 8]>>"
+W = "tensor<8x8xf32>"
+V = "tensor<?xf32, #tgraph.dims<[\"2*B\"]>>"
+IR = f"""func.func @layer(%x: {T}, %w: {W}, %v: {V}) -> ({T}, tensor<f32>) {{
+  %h = tgraph.matmul %x, %w : ({T}, {W}) -> {T}
+  %t = tgraph.tanh %h : {T}
+  %s = tgraph.reduce_sum %v {{dims = array<i64: 0>}} : {V} -> tensor<f32>
+  return %t, %s : {T}, tensor<f32>
+}}
+"""
+
+
+def reference(x, w, v):
+    return np.tanh(x.astype(np.float64) @ w.astype(np.float64)), v.astype(np.float64).sum()
+
+
+def tessera_run(*args, check=True):
+    proc = subprocess.run([TESSERA_RUN, *map(str, args)], capture_output=True, text=True,
+                          env={**os.environ, "TESSERA_CACHE_DIR": CACHE_DIR})
+    if check:
+        assert proc.returncode == 0, proc.stderr
+    return proc
+
+
+@pytest.fixture
+def model(tmp_path):
+    source = tmp_path / "layer.mlir"
+    source.write_text(IR)
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((5, 8)).astype(np.float32)
+    w = rng.standard_normal((8, 8)).astype(np.float32) / 3
+    v = rng.standard_normal(10).astype(np.float32)
+    for name, a in (("x", x), ("w", w), ("v", v)):
+        np.save(tmp_path / f"{name}.npy", a)
+    return source, (x, w, v)
+
+
+def inputs(tmp):
+    return [str(tmp / f"{n}.npy") for n in ("x", "w", "v")]
+
+
+def check_outputs(out_dir, x, w, v):
+    t, s = reference(x, w, v)
+    np.testing.assert_allclose(np.load(out_dir / "out0.npy"), t, rtol=2e-6, atol=2e-6)
+    np.testing.assert_allclose(np.load(out_dir / "out1.npy"), s, rtol=2e-6, atol=2e-6)
+
+
+def test_ahead_of_time_library_runs_without_the_compiler(tmp_path, model):
+    source, (x, w, v) = model
+    # Shipped: the library and the runtime in a directory of their own.
+    ship = tmp_path / "ship"
+    ship.mkdir()
+    tessera_run(source, "--emit-library", ship / "layer.so")
+    shutil.copy(RUNTIME, ship)
+    needed = subprocess.run(["ldd", str(EXAMPLE)], capture_output=True, text=True).stdout
+    needed += subprocess.run(["ldd", str(ship / "layer.so")], capture_output=True, text=True).stdout
+    assert "libMLIR" not in needed and "libLLVM" not in needed, needed
+    assert str(ship / "libTesseraRuntime.so") in needed  # found beside the library
+    proc = subprocess.run([EXAMPLE, str(ship / "layer.so"), "layer", *inputs(tmp_path),
+                           str(tmp_path)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "@layer(f32[B, 8], f32[8, 8], f32[2*B]) -> (f32[B, 8], f32[])" in proc.stdout
+    check_outputs(tmp_path, x, w, v)
+    # The same library through tessera-run (no compiling either).
+    tessera_run(ship / "layer.so", "--input", *inputs(tmp_path)[:1], "--input",
+                inputs(tmp_path)[1], "--input", inputs(tmp_path)[2], "--out-dir", tmp_path)
+    check_outputs(tmp_path, x, w, v)
+
+
+def test_jit_and_library_agree(tmp_path, model):
+    source, (x, w, v) = model
+    args = [a for p in inputs(tmp_path) for a in ("--input", p)]
+    for mode in (["--jit"], ["--no-cache"], []):
+        out = tmp_path / (mode[0].strip("-") if mode else "cached")
+        out.mkdir()
+        tessera_run(source, *args, "--out-dir", out, "--quiet", *mode)
+        check_outputs(out, x, w, v)
+    assert (np.load(tmp_path / "jit" / "out0.npy").tobytes()
+            == np.load(tmp_path / "no-cache" / "out0.npy").tobytes())
+
+
+def test_thread_count_option(tmp_path, model):
+    source, (x, w, v) = model
+    args = [a for p in inputs(tmp_path) for a in ("--input", p)]
+    outs = []
+    for n in (1, 2):
+        out = tmp_path / f"t{n}"
+        out.mkdir()
+        tessera_run(source, *args, "--out-dir", out, "--quiet", "--num-threads", n)
+        outs.append(np.load(out / "out0.npy").tobytes())
+    assert outs[0] == outs[1]
+    proc = tessera_run(source, "--num-threads", "0", check=False)
+    assert proc.returncode == 1
+    assert "--num-threads: thread count must be at least 1, got 0" in proc.stderr
+
+
+@pytest.mark.parametrize("case, message", [
+    ("count", "@layer takes 3 arguments @layer(f32[B, 8], f32[8, 8], f32[2*B]) -> "
+              "(f32[B, 8], f32[]) but 2 --input files were given"),
+    ("dtype", "argument 1: {w} has dtype <f8 but f32 (stored as <f4) was expected"),
+    ("rank", "@layer argument 1 must be f32[8, 8] but is f32[64]"),
+    ("static", "@layer argument 1 dim 0 must be 8 but is 7 (expected f32[8, 8], found f32[7, 8])"),
+    ("symbol", "@layer argument 2 dim 0 must be 2*B = 10 (B = 5 from argument 0 dim 0) but is 12"),
+    ("truncated", "argument 0: {x} is shorter than its header says (truncated?)"),
+])
+def test_bad_arguments_are_named(tmp_path, model, case, message):
+    source, (x, w, v) = model
+    files = inputs(tmp_path)
+    if case == "count":
+        files = files[:2]
+    elif case == "dtype":
+        np.save(files[1], w.astype(np.float64))
+    elif case == "rank":
+        np.save(files[1], w.reshape(64))
+    elif case == "static":
+        np.save(files[1], w[:7])
+    elif case == "symbol":
+        np.save(files[2], np.zeros(12, np.float32))
+    elif case == "truncated":
+        data = pathlib.Path(files[0]).read_bytes()
+        pathlib.Path(files[0]).write_bytes(data[:-7])
+    proc = tessera_run(source, *[a for p in files for a in ("--input", p)], check=False)
+    assert proc.returncode == 1, proc.stderr
+    assert message.format(x=files[0], w=files[1]) in proc.stderr, proc.stderr
+
+
+def test_bad_command_lines(tmp_path, model):
+    source, _ = model
+    cases = [
+        ([source, "--fn", "nope"], "has no function @nope (it has @layer)"),
+        ([source, "--dims", "B=0"], "--dims expects NAME=SIZE pairs with SIZE >= 1, got 'B=0'"),
+        ([source], "argument 0 dim 0 is B; give its size with --dims (B)"),
+        ([tmp_path / "missing.so"], "cannot load compiled code from"),
+        ([RUNTIME.replace("libTesseraRuntime", "libTesseraRuntime")], None),
+    ]
+    for args, message in cases[:-1]:
+        proc = tessera_run(*args, check=False)
+        assert proc.returncode == 1, (args, proc.stderr)
+        assert message in proc.stderr, (args, proc.stderr)
+    # A shared library that is not Tessera code: renamed to .so, loaded,
+    # refused by name.
+    other = tmp_path / "runtime.so"
+    shutil.copy(RUNTIME, other)
+    proc = tessera_run(other, check=False)
+    assert proc.returncode == 1
+    assert "is not a Tessera library: it has no manifest" in proc.stderr
+
+
+def test_random_inputs_and_bench(tmp_path, model):
+    source, _ = model
+    proc = tessera_run(source, "--dims", "B=3", "--bench", "5")
+    assert "result 0: f32[3x8]" in proc.stdout
+    assert "@layer: 5 calls, median" in proc.stdout
