@@ -35,6 +35,7 @@
 #include "llvm/TargetParser/Host.h"
 
 #include <chrono>
+#include <dlfcn.h>
 #include <mutex>
 #include <unordered_map>
 
@@ -331,6 +332,26 @@ LogicalResult link(ModuleOp module, const std::string &object,
   return success();
 }
 
+/// The compiler binary this code was linked into (its path, size and
+/// modification time): a rebuilt compiler, whose passes may emit different
+/// code under the same version number, does not reuse old entries.
+std::string compilerBuild() {
+  static const std::string build = [] {
+    Dl_info info;
+    if (!dladdr(reinterpret_cast<void *>(&compilerBuild), &info) ||
+        !info.dli_fname)
+      return std::string("unknown build");
+    llvm::sys::fs::file_status status;
+    if (llvm::sys::fs::status(info.dli_fname, status))
+      return std::string(info.dli_fname);
+    return std::string(info.dli_fname) + ":" +
+           std::to_string(status.getSize()) + ":" +
+           std::to_string(
+               status.getLastModificationTime().time_since_epoch().count());
+  }();
+  return build;
+}
+
 std::mutex memoryCacheMutex;
 std::unordered_map<std::string, std::weak_ptr<rt::Executable>> memoryCache;
 
@@ -345,6 +366,7 @@ std::string mlir::tessera::cacheKey(ModuleOp module,
   };
   add("tessera-cpu");
   add(TESSERA_VERSION);
+  add(compilerBuild());
   add(LLVM_VERSION_STRING);
   auto [cpu, features] = hostCPU();
   add(cpu);

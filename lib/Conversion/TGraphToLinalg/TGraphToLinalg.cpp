@@ -315,6 +315,26 @@ namespace {
 /// (keepdims results) at positions it indexes with 0 reads the source
 /// directly instead, so the reduction and its consumers stay in one row
 /// space for fusion.
+/// Whether loop `e` (a dim) of `op` has trip count 1 fixed by an operand
+/// other than `except`: some operand indexes a static unit dim with it.
+static bool boundToOneElsewhere(linalg::GenericOp op, OpOperand *except,
+                                AffineExpr e) {
+  if (!isa<AffineDimExpr>(e))
+    return false;
+  for (OpOperand &other : op->getOpOperands()) {
+    if (&other == except)
+      continue;
+    auto type = dyn_cast<RankedTensorType>(other.get().getType());
+    if (!type)
+      continue;
+    AffineMap m = op.getMatchingIndexingMap(&other);
+    for (auto [i, r] : llvm::enumerate(m.getResults()))
+      if (r == e && type.getDimSize(i) == 1)
+        return true;
+  }
+  return false;
+}
+
 struct FoldUnitExpandIntoConsumer : public OpRewritePattern<linalg::GenericOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(linalg::GenericOp op,
@@ -342,7 +362,9 @@ struct FoldUnitExpandIntoConsumer : public OpRewritePattern<linalg::GenericOp> {
           if (d == carrier)
             continue;
           auto c = dyn_cast<AffineConstantExpr>(map.getResult(d));
-          ok &= outType.getDimSize(d) == 1 && c && c.getValue() == 0;
+          ok &= outType.getDimSize(d) == 1 &&
+                ((c && c.getValue() == 0) ||
+                 boundToOneElsewhere(op, input, map.getResult(d)));
         }
         kept.push_back(map.getResult(carrier));
       }

@@ -27,8 +27,7 @@ namespace {
 /// Emits primitive ops at one location.
 class Emitter {
 public:
-  Emitter(PatternRewriter &rewriter, Location loc)
-      : b(rewriter), loc(loc) {}
+  Emitter(PatternRewriter &rewriter, Location loc) : b(rewriter), loc(loc) {}
 
   /// A 0-d constant of `element` (broadcasts against anything).
   Value scalar(Type element, double v) {
@@ -59,8 +58,7 @@ public:
   }
   Value reduceSum(Value x, ArrayRef<int64_t> dims, bool keep,
                   PolicyAttr policy = {}) {
-    return ReduceSumOp::create(b, loc, x, dims, keep, /*stable=*/false,
-                               policy);
+    return ReduceSumOp::create(b, loc, x, dims, keep, /*stable=*/false, policy);
   }
   Value reduceMean(Value x, ArrayRef<int64_t> dims, bool keep,
                    PolicyAttr policy = {}) {
@@ -133,8 +131,8 @@ static LogicalResult requireInferredTypes(Operation *op,
   auto shaped = dyn_cast<ShapeInferenceOpInterface>(op);
   if (!shaped)
     return success();
-  TypeInference ti(op->getContext(), op->getLoc(),
-                   op->getName().getStringRef(), op->getResultTypes());
+  TypeInference ti(op->getContext(), op->getLoc(), op->getName().getStringRef(),
+                   op->getResultTypes());
   if (failed(shaped.inferResultTypes(ti)) ||
       TypeRange(ti.getResults()) != op->getResultTypes())
     return rewriter.notifyMatchFailure(
@@ -181,12 +179,15 @@ static LogicalResult decomposeSilu(SiluOp op, PatternRewriter &rewriter) {
 // Softmax family
 //===----------------------------------------------------------------------===//
 
-// softmax(x) = exp(x - max) / sum(exp(x - max))
+// softmax(x) = exp(x - max) * (1 / sum(exp(x - max))): one division per
+// row, a multiplication per element (within an ulp of dividing each).
 static LogicalResult decomposeSoftmax(SoftmaxOp op, PatternRewriter &rewriter) {
   Emitter e(rewriter, op.getLoc());
   int64_t d = op.getDim();
+  Type t = e.elementOf(op.getX());
   Value ex = e.exp(e.sub(op.getX(), e.reduceMax(op.getX(), {d}, true)));
-  rewriter.replaceOp(op, e.div(ex, e.reduceSum(ex, {d}, true)));
+  Value inverse = e.div(e.scalar(t, 1.0), e.reduceSum(ex, {d}, true));
+  rewriter.replaceOp(op, e.mul(ex, inverse));
   return success();
 }
 
@@ -206,8 +207,7 @@ static LogicalResult decomposeLogSoftmax(LogSoftmaxOp op,
 static Value safeMax(Emitter &e, Value x, int64_t d, bool keep = true) {
   Type t = e.elementOf(x);
   Value m = e.reduceMax(x, {d}, keep);
-  Value isNegInf = e.compare(CompareDirection::eq, m,
-                             e.scalar(t, -INFINITY));
+  Value isNegInf = e.compare(CompareDirection::eq, m, e.scalar(t, -INFINITY));
   return e.select(isNegInf, e.scalar(t, 0.0), m);
 }
 
@@ -264,8 +264,8 @@ static LogicalResult decomposeMean(ReduceMeanOp op, PatternRewriter &rewriter) {
   Value sum = ReduceSumOp::create(rewriter, op.getLoc(), x, op.getDims(),
                                   op.getKeepdims(), op.getStable(),
                                   lossPart(op.getPolicyAttr()));
-  rewriter.replaceOp(op, e.cast(e.div(sum, count), storage,
-                                roundingPart(op.getPolicyAttr())));
+  rewriter.replaceOp(
+      op, e.cast(e.div(sum, count), storage, roundingPart(op.getPolicyAttr())));
   return success();
 }
 
@@ -341,29 +341,29 @@ static LogicalResult decomposeAttention(AttentionOp op,
     return rewriter.notifyMatchFailure(op, "default scale needs a static D");
   Type storage = qType.getElementType();
   Type t = computeType(storage, op.getPolicyAttr(), /*widen=*/false);
-  double scale = op.getScale() ? op.getScale()->convertToDouble()
-                               : 1.0 / std::sqrt(double(qType.getShape()[r - 1]));
+  double scale = op.getScale()
+                     ? op.getScale()->convertToDouble()
+                     : 1.0 / std::sqrt(double(qType.getShape()[r - 1]));
   // scores [..., Sq, Sk]
   TypeInference ti(op.getContext(), loc, MatmulOp::getOperationName());
   auto scores = shape::inferMatmul(ti.diag(), q, k, false, true);
   if (!scores)
     return rewriter.notifyMatchFailure(op, ti.message());
-  Value s = MatmulOp::create(rewriter, loc, getTensorType(*scores, t),
-                             op.getQuery(), op.getKey(), false, true,
-                             op.getPolicyAttr());
+  Value s =
+      MatmulOp::create(rewriter, loc, getTensorType(*scores, t), op.getQuery(),
+                       op.getKey(), false, true, op.getPolicyAttr());
   s = e.mul(s, e.scalar(t, scale));
   if (op.getCausal()) {
     Type i64 = rewriter.getI64Type();
-    Value row = IotaOp::create(rewriter, loc,
-                               getTensorType(shape::TensorShape({sq, sk}), i64), 0);
-    Value col = IotaOp::create(rewriter, loc,
-                               getTensorType(shape::TensorShape({sq, sk}), i64), 1);
+    Value row = IotaOp::create(
+        rewriter, loc, getTensorType(shape::TensorShape({sq, sk}), i64), 0);
+    Value col = IotaOp::create(
+        rewriter, loc, getTensorType(shape::TensorShape({sq, sk}), i64), 1);
     auto scalarI64 = RankedTensorType::get({}, i64);
     Value offset = e.sub(
         DimSizeOp::create(rewriter, loc, scalarI64, op.getKey(), r - 2),
         DimSizeOp::create(rewriter, loc, scalarI64, op.getQuery(), r - 2));
-    Value visible =
-        e.compare(CompareDirection::le, col, e.add(row, offset));
+    Value visible = e.compare(CompareDirection::le, col, e.add(row, offset));
     s = e.select(visible, s, e.lowest(t));
   }
   Value p = SoftmaxOp::create(rewriter, loc, s, r - 1);
@@ -399,7 +399,8 @@ static LogicalResult decomposeCrossEntropy(CrossEntropyOp op,
   int64_t c = logitsType.getRank() - 1;
   Type storage = logitsType.getElementType();
   Type t = computeType(storage, op.getPolicyAttr(), /*widen=*/false);
-  Value logp = LogSoftmaxOp::create(rewriter, loc, e.cast(op.getLogits(), t), c);
+  Value logp =
+      LogSoftmaxOp::create(rewriter, loc, e.cast(op.getLogits(), t), c);
   Value zero = e.scalar(t, 0.0);
   Value terms;
   if (isa<FloatType>(e.elementOf(op.getLabels()))) {
@@ -411,10 +412,11 @@ static LogicalResult decomposeCrossEntropy(CrossEntropyOp op,
       return rewriter.notifyMatchFailure(op, "needs a static class count");
     Type idType = e.elementOf(op.getLabels());
     Value classes = IotaOp::create(
-        rewriter, loc, RankedTensorType::get({logitsType.getShape()[c]}, idType),
-        0);
-    Value hit = e.compare(CompareDirection::eq,
-                          expandLastDim(rewriter, loc, op.getLabels()), classes);
+        rewriter, loc,
+        RankedTensorType::get({logitsType.getShape()[c]}, idType), 0);
+    Value hit =
+        e.compare(CompareDirection::eq,
+                  expandLastDim(rewriter, loc, op.getLabels()), classes);
     terms = e.select(hit, logp, zero);
   }
   Value nll = e.neg(e.reduceSum(terms, {c}, false));
@@ -431,7 +433,8 @@ static LogicalResult decomposeCrossEntropy(CrossEntropyOp op,
     nll = e.reduceMean(nll, all, false, loss);
     break;
   }
-  rewriter.replaceOp(op, e.cast(nll, storage, roundingPart(op.getPolicyAttr())));
+  rewriter.replaceOp(op,
+                     e.cast(nll, storage, roundingPart(op.getPolicyAttr())));
   return success();
 }
 
@@ -446,14 +449,14 @@ static LogicalResult decomposeEmbedding(EmbeddingOp op,
 static LogicalResult decomposeOneHot(OneHotOp op, PatternRewriter &rewriter) {
   Emitter e(rewriter, op.getLoc());
   auto idsType = cast<RankedTensorType>(op.getIds().getType());
-  Value classes = IotaOp::create(
-      rewriter, op.getLoc(),
-      RankedTensorType::get({int64_t(op.getNumClasses())},
-                            idsType.getElementType()),
-      0);
-  Value hot = e.compare(CompareDirection::eq,
-                        expandLastDim(rewriter, op.getLoc(), op.getIds()),
-                        classes);
+  Value classes =
+      IotaOp::create(rewriter, op.getLoc(),
+                     RankedTensorType::get({int64_t(op.getNumClasses())},
+                                           idsType.getElementType()),
+                     0);
+  Value hot =
+      e.compare(CompareDirection::eq,
+                expandLastDim(rewriter, op.getLoc(), op.getIds()), classes);
   rewriter.replaceOp(op, e.cast(hot, op.getType().getElementType()));
   return success();
 }
@@ -522,13 +525,14 @@ void mlir::tessera::tgraph::populateDecompositionPatterns(
 namespace {
 /// The composite ops the pass knows, for checking the `ops` option.
 constexpr const char *kComposites[] = {
-    "gelu",   "silu",          "softmax",   "log_softmax",    "softmax_safe",
-    "logsumexp", "logsumexp_safe", "reduce_mean", "layernorm", "layernorm_safe",
-    "rmsnorm", "rmsnorm_safe", "attention", "cross_entropy", "embedding",
-    "one_hot"};
+    "gelu",         "silu",           "softmax",        "log_softmax",
+    "softmax_safe", "logsumexp",      "logsumexp_safe", "reduce_mean",
+    "layernorm",    "layernorm_safe", "rmsnorm",        "rmsnorm_safe",
+    "attention",    "cross_entropy",  "embedding",      "one_hot"};
 
 struct TGraphDecomposePass
-    : public mlir::tessera::tgraph::impl::TGraphDecomposeBase<TGraphDecomposePass> {
+    : public mlir::tessera::tgraph::impl::TGraphDecomposeBase<
+          TGraphDecomposePass> {
   using Base::Base;
   void runOnOperation() override {
     for (const std::string &name : ops)

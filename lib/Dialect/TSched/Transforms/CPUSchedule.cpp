@@ -17,6 +17,7 @@
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/MemRef/TransformOps/MemRefTransformOps.h"
 #include "mlir/Dialect/SCF/TransformOps/SCFTransformOps.h"
+#include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
 #include "mlir/Dialect/Tensor/TransformOps/TensorTransformOps.h"
 #include "mlir/Dialect/Transform/LoopExtension/LoopExtension.h"
 #include "mlir/Dialect/Transform/Transforms/TransformInterpreterUtils.h"
@@ -743,6 +744,79 @@ struct CPUSchedulePass
     return applyPatternsGreedily(module, std::move(patterns));
   }
 
+  /// A slice, taken inside a loop, of a buffer allocated outside it holds
+  /// an iteration's private part of an intermediate (a producer fused into
+  /// a row loop writes its row there). The buffer's contents start out
+  /// undefined, so the slice may as well be a buffer of its own: one row,
+  /// allocated per iteration (from the runtime's per-thread cache), instead
+  /// of a whole intermediate that makes a round trip through memory.
+  static void privatizeSlices(ModuleOp module) {
+    SmallVector<tensor::ExtractSliceOp> slices;
+    module.walk([&](tensor::ExtractSliceOp slice) {
+      auto alloc =
+          slice.getSource().getDefiningOp<bufferization::AllocTensorOp>();
+      if (!alloc || alloc.getCopy() ||
+          alloc->getParentRegion() == slice->getParentRegion() ||
+          !slice->getParentOfType<LoopLikeOpInterface>())
+        return;
+      slices.push_back(slice);
+    });
+    for (tensor::ExtractSliceOp slice : slices) {
+      OpBuilder b(slice);
+      SmallVector<Value> dynamicSizes;
+      for (OpFoldResult size : slice.getMixedSizes())
+        if (auto v = dyn_cast<Value>(size))
+          dynamicSizes.push_back(v);
+      // Rank-reducing slices keep only the result's dims.
+      auto type = slice.getResultType();
+      if (dynamicSizes.size() != size_t(type.getNumDynamicDims()))
+        continue;
+      Value fresh = bufferization::AllocTensorOp::create(b, slice.getLoc(),
+                                                         type, dynamicSizes);
+      slice.replaceAllUsesWith(fresh);
+      slice.erase();
+    }
+    module.walk([](bufferization::AllocTensorOp alloc) {
+      if (alloc->use_empty())
+        alloc.erase();
+    });
+  }
+
+  /// Data movement left at function level (packing a GEMM's operands:
+  /// padding and transposing into panels; unpacking its result) is split
+  /// over rows into a parallel loop: otherwise one thread copies whole
+  /// matrices while the others wait.
+  static void parallelizeDataMovement(ModuleOp module) {
+    SmallVector<TilingInterface> ops;
+    module.walk([&](Operation *op) {
+      if (!isa_and_nonnull<func::FuncOp>(op->getParentOp()))
+        return;
+      if (!isa<linalg::TransposeOp, linalg::CopyOp, tensor::PadOp>(op))
+        return;
+      auto type = dyn_cast<RankedTensorType>(op->getResult(0).getType());
+      if (!type || type.getRank() < 2)
+        return;
+      ops.push_back(cast<TilingInterface>(op));
+    });
+    for (TilingInterface op : ops) {
+      IRRewriter rewriter(op);
+      auto type = cast<RankedTensorType>(op->getResult(0).getType());
+      // Panels (rank 4: a block of rows each) one at a time; plain
+      // matrices 16 rows at a time.
+      int64_t rows = type.getRank() > 2 ? 1 : 16;
+      SmallVector<OpFoldResult> sizes(type.getRank(), rewriter.getIndexAttr(0));
+      sizes[0] = rewriter.getIndexAttr(rows);
+      scf::SCFTilingOptions options;
+      options.setTileSizes(sizes);
+      options.setLoopType(scf::SCFTilingOptions::LoopType::ForallOp);
+      FailureOr<scf::SCFTilingResult> tiled =
+          scf::tileUsingSCF(rewriter, op, options);
+      if (failed(tiled))
+        continue; // stays sequential
+      rewriter.replaceOp(op, tiled->replacements);
+    }
+  }
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
     MLIRContext *ctx = &getContext();
@@ -785,34 +859,39 @@ struct CPUSchedulePass
       groups.emplace_back();
       groups.back().push_back(root);
       groupOf[root] = g;
-      SmallVector<linalg::LinalgOp> work{root};
-      while (!work.empty()) {
-        linalg::LinalgOp consumer = work.pop_back_val();
-        for (OpOperand &use : consumer->getOpOperands()) {
-          auto producer = use.get().getDefiningOp<linalg::LinalgOp>();
-          if (!producer || groupOf.count(producer) ||
-              packedInits.contains(producer) || !scheduler.fusible(producer) ||
-              producer->getBlock() != root->getBlock())
-            continue;
-          // Row i of the consumer reads row i of the producer.
-          AffineMap read = consumer.getMatchingIndexingMap(&use);
-          auto result = cast<OpResult>(use.get());
-          AffineMap write = producer.getIndexingMapMatchingResult(result);
-          if (read.getNumResults() == 0 || write.getNumResults() == 0 ||
-              read.getResult(0) != getAffineDimExpr(0, ctx) ||
-              write.getResult(0) != getAffineDimExpr(0, ctx))
-            continue;
-          // Every use of the producer must be inside the group.
-          bool onlyGroup =
-              llvm::all_of(producer->getUsers(), [&](Operation *u) {
-                auto it = groupOf.find(u);
-                return it != groupOf.end() && it->second == g;
-              });
-          if (!onlyGroup)
-            continue;
-          groupOf[producer] = g;
-          groups.back().push_back(producer);
-          work.push_back(producer);
+      // Grow to a fixed point: a producer joins once all its users have
+      // (a value read by two ops of the group joins after both).
+      for (bool grew = true; grew;) {
+        grew = false;
+        for (size_t m = 0; m < groups[g].size(); ++m) {
+          linalg::LinalgOp consumer = groups[g][m];
+          for (OpOperand &use : consumer->getOpOperands()) {
+            auto producer = use.get().getDefiningOp<linalg::LinalgOp>();
+            if (!producer || groupOf.count(producer) ||
+                packedInits.contains(producer) ||
+                !scheduler.fusible(producer) ||
+                producer->getBlock() != root->getBlock())
+              continue;
+            // Row i of the consumer reads row i of the producer.
+            AffineMap read = consumer.getMatchingIndexingMap(&use);
+            auto result = cast<OpResult>(use.get());
+            AffineMap write = producer.getIndexingMapMatchingResult(result);
+            if (read.getNumResults() == 0 || write.getNumResults() == 0 ||
+                read.getResult(0) != getAffineDimExpr(0, ctx) ||
+                write.getResult(0) != getAffineDimExpr(0, ctx))
+              continue;
+            // Every use of the producer must be inside the group.
+            bool onlyGroup =
+                llvm::all_of(producer->getUsers(), [&](Operation *u) {
+                  auto it = groupOf.find(u);
+                  return it != groupOf.end() && it->second == g;
+                });
+            if (!onlyGroup)
+              continue;
+            groupOf[producer] = g;
+            groups[g].push_back(producer);
+            grew = true;
+          }
         }
       }
     }
@@ -871,6 +950,8 @@ struct CPUSchedulePass
       return signalPassFailure();
     if (failed(cleanUp(module)))
       return signalPassFailure();
+    privatizeSlices(module);
+    parallelizeDataMovement(module);
     // Loop-carried vectors (accumulators) move out of the loops marked for
     // it, once the vector code is in canonical form.
     std::string hoist =
@@ -884,7 +965,9 @@ struct CPUSchedulePass
         "    transform.loop.hoist_loop_invariant_subsets %hoist : "
         "!transform.any_op\n"
         "    %unroll = transform.structured.match ops{[\"scf.for\"]} "
-        "attributes{" + kUnrollAttr.str() + "} in %root : "
+        "attributes{" +
+        kUnrollAttr.str() +
+        "} in %root : "
         "(!transform.any_op) -> !transform.any_op\n"
         "    transform.loop.unroll %unroll {factor = 4} : "
         "!transform.any_op\n";
