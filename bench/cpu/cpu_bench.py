@@ -79,7 +79,9 @@ def median_ms(fn, calls, warmup=2):
 
 def tessera(run, mlir, dims, calls, threads, cache_dir=None):
     with tempfile.TemporaryDirectory() as tmp:
-        path = pathlib.Path(tmp) / "bench.mlir"
+        # In the cache directory when there is one: the IR's locations (its
+        # file name) are part of the cache key.
+        path = pathlib.Path(cache_dir or tmp) / "bench.mlir"
         path.write_text(mlir)
         cache = ["--cache-dir", str(cache_dir)] if cache_dir else []
         out = subprocess.run([run, str(path), "--dims", dims, "--bench", str(calls),
