@@ -399,8 +399,13 @@ static DimExpr divideByPositiveConstant(const DimExpr &num, int64_t c) {
     return num;
   std::vector<Term> whole, rest;
   for (const Term &t : num.getImpl()->terms) {
-    int64_t q = floorDivInt(t.coeff, c);
-    int64_t r = t.coeff - q * c;
+    // Truncating division, then adjusted: q * c itself may not fit in 64
+    // bits (for a coefficient near the minimum).
+    int64_t q = t.coeff / c, r = t.coeff % c;
+    if (r < 0) {
+      r += c;
+      --q;
+    }
     if (q != 0)
       whole.push_back(Term{q, t.factors});
     if (r != 0)

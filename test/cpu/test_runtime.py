@@ -172,3 +172,4 @@ def test_random_inputs_and_bench(tmp_path, model):
     proc = tessera_run(source, "--dims", "B=3", "--bench", "5")
     assert "result 0: f32[3x8]" in proc.stdout
     assert "@layer: 5 calls, median" in proc.stdout
+    assert "interquartile range" in proc.stdout

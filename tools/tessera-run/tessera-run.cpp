@@ -101,7 +101,8 @@ static llvm::cl::opt<bool>
           llvm::cl::cat(runCategory));
 static llvm::cl::opt<unsigned>
     bench("bench", llvm::cl::init(0),
-          llvm::cl::desc("Time N calls; print median, min and max"),
+          llvm::cl::desc("Time N calls; print median, min, max and "
+                         "interquartile range"),
           llvm::cl::cat(runCategory));
 
 /// Prints "tessera-run: <message>" and returns 1.
@@ -381,10 +382,12 @@ int main(int argc, char **argv) {
           std::chrono::duration<double, std::milli>(stop - start).count());
     }
     std::sort(ms.begin(), ms.end());
+    // Spread: the interquartile range, the middle half of the calls.
+    double iqr = ms[(ms.size() * 3) / 4] - ms[ms.size() / 4];
     llvm::outs() << llvm::format("@%s: %u calls, median %.4f ms, min %.4f ms, "
-                                 "max %.4f ms\n",
+                                 "max %.4f ms, interquartile range %.4f ms\n",
                                  name.c_str(), bench.getValue(),
-                                 ms[ms.size() / 2], ms.front(), ms.back());
+                                 ms[ms.size() / 2], ms.front(), ms.back(), iqr);
   }
   return 0;
 }

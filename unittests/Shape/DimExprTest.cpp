@@ -55,6 +55,13 @@ TEST(DimExpr, FloorDivision) {
   EXPECT_EQ(parse("-7/2").getConstant(), -4); // floor, as Python's //
   // H * (D / H) is D only when H divides D: not an identity.
   EXPECT_EQ(decideEqual(parse("H*(D/H)"), parse("D")), Truth::Unknown);
+  // A coefficient near the 64-bit minimum: floor(c / 21) * 21 does not fit
+  // in 64 bits, yet the quotient does (a fuzzer find).
+  DimExpr big = parse("(-9223372036854775807*S)/21");
+  llvm::StringMap<int64_t> one{{"S", 1}};
+  EXPECT_EQ(big.evaluate(one), -439208192231179801);
+  EXPECT_EQ(parse("S + (-9223372036854775807*S)/(21)").evaluate(one),
+            -439208192231179800);
 }
 
 TEST(DimExpr, DecideEqual) {
