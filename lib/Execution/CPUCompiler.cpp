@@ -229,17 +229,22 @@ void addPackedWrappers(llvm::Module &module) {
   }
 }
 
-/// LLVM IR for the host, optimized, as an object file at `path`.
-LogicalResult emitObject(ModuleOp module, const std::string &path) {
+/// The native target and the translations to LLVM IR, once per process
+/// (targets) and per context (translations).
+void prepareTranslation(MLIRContext *ctx) {
   static std::once_flag initialized;
   std::call_once(initialized, [] {
     llvm::InitializeNativeTarget();
     llvm::InitializeNativeTargetAsmPrinter();
   });
-  MLIRContext *ctx = module.getContext();
   registerBuiltinDialectTranslation(*ctx);
   registerLLVMDialectTranslation(*ctx);
   registerOpenMPDialectTranslation(*ctx);
+}
+
+/// LLVM IR for the host, optimized, as an object file at `path`.
+LogicalResult emitObject(ModuleOp module, const std::string &path) {
+  prepareTranslation(module.getContext());
   llvm::LLVMContext llvmContext;
   std::unique_ptr<llvm::Module> llvmModule =
       translateModuleToLLVMIR(module, llvmContext);
@@ -357,8 +362,9 @@ std::unordered_map<std::string, std::weak_ptr<rt::Executable>> memoryCache;
 
 } // namespace
 
-std::string mlir::tessera::cacheKey(ModuleOp module,
-                                    const CPUCompileOptions &options) {
+/// The cache key of a prepared module under `options` for this host and
+/// compiler build.
+static std::string cacheKey(ModuleOp module, const CPUCompileOptions &options) {
   llvm::SHA256 digest;
   auto add = [&](StringRef part) {
     digest.update(part);
@@ -400,16 +406,22 @@ FailureOr<Prepared> prepare(ModuleOp module) {
   return p;
 }
 
+/// The CPU pipeline (or the given one) to the LLVM dialect, then the
+/// manifest as a global.
+LogicalResult lower(Prepared &p, const CPUCompileOptions &options) {
+  PhaseTimer timer("MLIR pipeline");
+  if (failed(lowerToLLVMDialect(*p.module, options)))
+    return failure();
+  addManifest(*p.module, p.manifest);
+  return success();
+}
+
 /// Pipeline, manifest, object, link: the shared library `library`.
 LogicalResult buildLibrary(ModuleOp module, Prepared &p,
                            const CPUCompileOptions &options,
                            const std::string &library) {
-  {
-    PhaseTimer timer("MLIR pipeline");
-    if (failed(lowerToLLVMDialect(*p.module, options)))
-      return failure();
-  }
-  addManifest(*p.module, p.manifest);
+  if (failed(lower(p, options)))
+    return failure();
   SmallString<128> object;
   if (std::error_code ec =
           llvm::sys::fs::createTemporaryFile("tessera", "o", object))
@@ -424,21 +436,9 @@ LogicalResult buildLibrary(ModuleOp module, Prepared &p,
 FailureOr<std::shared_ptr<rt::Executable>>
 compileInProcess(ModuleOp module, Prepared &p,
                  const CPUCompileOptions &options) {
-  {
-    PhaseTimer timer("MLIR pipeline");
-    if (failed(lowerToLLVMDialect(*p.module, options)))
-      return failure();
-  }
-  addManifest(*p.module, p.manifest);
-  MLIRContext *ctx = module.getContext();
-  registerBuiltinDialectTranslation(*ctx);
-  registerLLVMDialectTranslation(*ctx);
-  registerOpenMPDialectTranslation(*ctx);
-  static std::once_flag initialized;
-  std::call_once(initialized, [] {
-    llvm::InitializeNativeTarget();
-    llvm::InitializeNativeTargetAsmPrinter();
-  });
+  if (failed(lower(p, options)))
+    return failure();
+  prepareTranslation(module.getContext());
   // The runtime (allocator, errors, memref copies) is already loaded in
   // this process; OpenMP is loaded with the code.
   SmallVector<StringRef> libraries{TESSERA_LLVM_LIBRARY_DIR "/libomp.so"};

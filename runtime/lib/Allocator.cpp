@@ -10,6 +10,8 @@
 #include "tessera/Runtime/Allocator.h"
 #include "tessera/Runtime/Errors.h"
 
+#include "Internal.h"
+
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -234,18 +236,12 @@ struct UnrankedDescriptor {
 };
 } // namespace
 
-extern "C" void memrefCopy(int64_t elementSize, void *sourceArg,
-                           void *destinationArg) {
-  auto *source = static_cast<UnrankedDescriptor *>(sourceArg);
-  auto *destination = static_cast<UnrankedDescriptor *>(destinationArg);
-  int64_t rank = source->rank;
-  const int64_t *sizes = source->ranked->sizesAndStrides();
-  const int64_t *srcStrides = sizes + rank;
-  const int64_t *dstStrides = destination->ranked->sizesAndStrides() + rank;
-  const char *src =
-      source->ranked->aligned + source->ranked->offset * elementSize;
-  char *dst =
-      destination->ranked->aligned + destination->ranked->offset * elementSize;
+void tessera::runtime::detail::copyStrided(std::size_t elementBytes,
+                                           int64_t rank, const int64_t *sizes,
+                                           const char *source,
+                                           const int64_t *sourceStrides,
+                                           char *destination,
+                                           const int64_t *destinationStrides) {
   int64_t count = 1;
   for (int64_t d = 0; d < rank; ++d)
     count *= sizes[d];
@@ -253,21 +249,41 @@ extern "C" void memrefCopy(int64_t elementSize, void *sourceArg,
     return;
   // Innermost runs that are contiguous on both sides go through memcpy.
   int64_t run = 1, d = rank;
-  while (d > 0 && srcStrides[d - 1] == run && dstStrides[d - 1] == run)
+  while (d > 0 && sourceStrides[d - 1] == run &&
+         destinationStrides[d - 1] == run)
     run *= sizes[--d];
   std::vector<int64_t> index(d, 0);
   for (int64_t done = 0; done < count; done += run) {
     int64_t s = 0, t = 0;
     for (int64_t i = 0; i < d; ++i) {
-      s += index[i] * srcStrides[i];
-      t += index[i] * dstStrides[i];
+      s += index[i] * sourceStrides[i];
+      t += index[i] * destinationStrides[i];
     }
-    std::memcpy(dst + t * elementSize, src + s * elementSize,
-                run * elementSize);
+    std::memcpy(destination + t * elementBytes, source + s * elementBytes,
+                run * elementBytes);
     for (int64_t i = d; i-- > 0;) {
       if (++index[i] < sizes[i])
         break;
       index[i] = 0;
     }
   }
+}
+
+std::shared_ptr<void> tessera::runtime::detail::adoptBlock(void *block) {
+  return std::shared_ptr<void>(
+      block, [](void *p) { CachingAllocator::global().deallocate(p); });
+}
+
+extern "C" void memrefCopy(int64_t elementSize, void *sourceArg,
+                           void *destinationArg) {
+  auto *source = static_cast<UnrankedDescriptor *>(sourceArg);
+  auto *destination = static_cast<UnrankedDescriptor *>(destinationArg);
+  int64_t rank = source->rank;
+  const int64_t *sizes = source->ranked->sizesAndStrides();
+  tessera::runtime::detail::copyStrided(
+      elementSize, rank, sizes,
+      source->ranked->aligned + source->ranked->offset * elementSize,
+      sizes + rank,
+      destination->ranked->aligned + destination->ranked->offset * elementSize,
+      destination->ranked->sizesAndStrides() + rank);
 }

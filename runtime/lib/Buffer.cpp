@@ -4,6 +4,8 @@
 
 #include "tessera/Runtime/Allocator.h"
 
+#include "Internal.h"
+
 #include <cstring>
 #include <limits>
 
@@ -34,10 +36,8 @@ tessera::runtime::elementCount(const std::vector<int64_t> &shape) {
 /// Memory of the global caching allocator, freed when the last buffer
 /// using it goes away.
 static std::shared_ptr<void> allocateStorage(std::size_t bytes) {
-  CachingAllocator &allocator = CachingAllocator::global();
-  return std::shared_ptr<void>(
-      allocator.allocate(bytes ? bytes : 1),
-      [](void *p) { CachingAllocator::global().deallocate(p); });
+  return detail::adoptBlock(
+      CachingAllocator::global().allocate(bytes ? bytes : 1));
 }
 
 Result<HostBuffer> HostBuffer::allocate(DType type,

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <mutex>
 #include <set>
@@ -70,13 +71,19 @@ tessera::runtime::checksumFile(const std::string &path, std::uint64_t *size) {
 CompileCache::CompileCache(std::string directory) : dir(std::move(directory)) {}
 
 std::string CompileCache::defaultDirectory() {
-  if (const char *d = std::getenv("TESSERA_CACHE_DIR"))
+  if (const char *d = std::getenv("TESSERA_CACHE_DIR"); d && *d)
     return d;
   if (const char *d = std::getenv("XDG_CACHE_HOME"); d && *d)
     return std::string(d) + "/tessera";
   if (const char *d = std::getenv("HOME"); d && *d)
     return std::string(d) + "/.cache/tessera";
-  return "/tmp/tessera-cache";
+  // No home directory: the system's temporary directory, one cache per
+  // user (never a directory another user could have filled).
+  std::error_code ec;
+  std::filesystem::path temporary = std::filesystem::temp_directory_path(ec);
+  if (ec)
+    temporary = P_tmpdir;
+  return (temporary / ("tessera-cache-" + std::to_string(getuid()))).string();
 }
 
 std::optional<std::string> CompileCache::find(const std::string &key) const {

@@ -7,9 +7,11 @@
 #include "tessera/Runtime/Errors.h"
 
 #include "DimEval.h"
+#include "Internal.h"
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cstring>
 #include <set>
 
@@ -81,6 +83,14 @@ struct CallPlan {
   Executable::PackedFunction entry;
   /// Per argument, per dim: its expression.
   std::vector<std::vector<DimEval>> argumentDims;
+  /// Per argument, per dim, what checking it takes: a fixed size, the
+  /// symbol `symbols[value]`, evaluating the expression, or nothing ('?').
+  struct DimCheck {
+    enum Kind { kFixed, kSymbol, kExpression, kAnySize } kind;
+    int64_t value;
+  };
+  std::vector<std::vector<DimCheck>> argumentChecks;
+  std::vector<std::string> symbols;
   /// Words of the result descriptors (allocated and aligned pointers,
   /// offset, sizes, strides per result).
   size_t resultWords = 0;
@@ -117,7 +127,25 @@ Result<Function> Executable::function(const std::string &name) const {
                      signature->describe() + ": " + error};
       dims.push_back(*e);
     }
+    std::vector<CallPlan::DimCheck> checks;
+    for (const DimEval &e : dims) {
+      if (auto c = e.getConstant()) {
+        checks.push_back({CallPlan::DimCheck::kFixed, *c});
+      } else if (auto name = e.getSymbol()) {
+        auto &symbols = plan->symbols;
+        size_t at =
+            std::find(symbols.begin(), symbols.end(), *name) - symbols.begin();
+        if (at == symbols.size())
+          symbols.push_back(*name);
+        checks.push_back({CallPlan::DimCheck::kSymbol, int64_t(at)});
+      } else {
+        checks.push_back({e.isUnknown() ? CallPlan::DimCheck::kAnySize
+                                        : CallPlan::DimCheck::kExpression,
+                          0});
+      }
+    }
     plan->argumentDims.push_back(std::move(dims));
+    plan->argumentChecks.push_back(std::move(checks));
   }
   for (const TensorSpec &r : signature->results)
     plan->resultWords += 3 + 2 * r.dims.size();
@@ -131,12 +159,6 @@ Result<Function> Executable::function(const std::string &name) const {
 const FunctionSignature &Function::signature() const { return plan->signature; }
 
 namespace {
-/// Where a symbol got its size.
-struct Binding {
-  int64_t value;
-  std::string where;
-};
-
 /// For `e` with exactly one symbol S not in `env`, and linear in it
 /// (c*S + d, c != 0): (S, c, d).
 std::optional<std::tuple<std::string, int64_t, int64_t>>
@@ -163,81 +185,109 @@ linearInOneSymbol(const DimEval &e, const std::map<std::string, int64_t> &env) {
     return std::nullopt;
   return std::make_tuple(*symbol, c, d);
 }
-} // namespace
 
-Result<std::map<std::string, int64_t>>
-Function::bind(const std::vector<HostBuffer> &arguments) const {
-  const FunctionSignature &sig = plan->signature;
-  std::string fn = "@" + sig.name;
+std::string where(size_t argument, size_t dim) {
+  return "argument " + std::to_string(argument) + " dim " + std::to_string(dim);
+}
+
+/// Checks `arguments` against `plan`; on success fills `sizes` (if given)
+/// with the symbols' sizes. The common case (fixed dims and plain symbols)
+/// builds no strings: messages are made only for errors.
+std::optional<Error> checkArguments(const CallPlan &plan,
+                                    const std::vector<HostBuffer> &arguments,
+                                    std::map<std::string, int64_t> *sizes) {
+  const FunctionSignature &sig = plan.signature;
+  auto fn = [&] { return "@" + sig.name; };
   if (arguments.size() != sig.arguments.size())
-    return Error{fn + " takes " + std::to_string(sig.arguments.size()) +
+    return Error{fn() + " takes " + std::to_string(sig.arguments.size()) +
                  " argument" + (sig.arguments.size() == 1 ? "" : "s") + " " +
                  sig.describe() + " but " + std::to_string(arguments.size()) +
                  (arguments.size() == 1 ? " was" : " were") + " given"};
-  std::map<std::string, Binding> bound;
+  // Per symbol of the plan: its size and the (argument, dim) that bound it.
+  struct Bound {
+    int64_t value = -1;
+    size_t argument = 0, dim = 0;
+  };
+  std::vector<Bound> bound(plan.symbols.size());
   struct Pending {
     size_t argument, dim;
     int64_t actual;
   };
   std::vector<Pending> pending;
-  auto where = [&](size_t i, size_t d) {
-    return "argument " + std::to_string(i) + " dim " + std::to_string(d);
-  };
   for (size_t i = 0; i < arguments.size(); ++i) {
     const TensorSpec &spec = sig.arguments[i];
     const HostBuffer &a = arguments[i];
-    std::string expected = spec.isKey ? "a key (i32[2])" : spec.describe();
+    auto expected = [&] {
+      return spec.isKey ? std::string("a key (i32[2])") : spec.describe();
+    };
     if (a.dtype() != spec.dtype || a.rank() != int64_t(spec.dims.size()))
-      return Error{fn + " argument " + std::to_string(i) + " must be " +
-                   expected + " but is " + a.describe()};
+      return Error{fn() + " argument " + std::to_string(i) + " must be " +
+                   expected() + " but is " + a.describe()};
     if (a.numElements() && !a.data())
-      return Error{fn + " argument " + std::to_string(i) + " (" + a.describe() +
-                   ") has no data"};
+      return Error{fn() + " argument " + std::to_string(i) + " (" +
+                   a.describe() + ") has no data"};
     for (size_t d = 0; d < spec.dims.size(); ++d) {
-      const DimEval &e = plan->argumentDims[i][d];
+      const CallPlan::DimCheck &check = plan.argumentChecks[i][d];
       int64_t actual = a.shape()[d];
-      if (auto c = e.getConstant()) {
-        if (*c != actual)
-          return Error{fn + " " + where(i, d) + " must be " +
-                       std::to_string(*c) + " but is " +
-                       std::to_string(actual) + " (expected " + expected +
+      switch (check.kind) {
+      case CallPlan::DimCheck::kFixed:
+        if (check.value != actual)
+          return Error{fn() + " " + where(i, d) + " must be " +
+                       std::to_string(check.value) + " but is " +
+                       std::to_string(actual) + " (expected " + expected() +
                        ", found " + a.describe() + ")"};
-      } else if (auto name = e.getSymbol()) {
+        break;
+      case CallPlan::DimCheck::kSymbol: {
+        const std::string &name = plan.symbols[check.value];
+        Bound &b = bound[check.value];
         if (actual < 1)
-          return Error{fn + " " + where(i, d) + " is " + *name + " = " +
+          return Error{fn() + " " + where(i, d) + " is " + name + " = " +
                        std::to_string(actual) +
                        ", but symbolic dims are at least 1"};
-        auto [it, inserted] = bound.try_emplace(*name, Binding{actual, ""});
-        if (inserted)
-          it->second.where = where(i, d);
-        else if (it->second.value != actual)
-          return Error{fn + " " + where(i, d) + " is " + *name + " = " +
-                       std::to_string(actual) + ", but " + it->second.where +
-                       " bound " + *name + " = " +
-                       std::to_string(it->second.value)};
-      } else if (!e.isUnknown()) {
+        if (b.value < 0)
+          b = Bound{actual, i, d};
+        else if (b.value != actual)
+          return Error{fn() + " " + where(i, d) + " is " + name + " = " +
+                       std::to_string(actual) + ", but " +
+                       where(b.argument, b.dim) + " bound " + name + " = " +
+                       std::to_string(b.value)};
+        break;
+      }
+      case CallPlan::DimCheck::kExpression:
         pending.push_back({i, d, actual});
+        break;
+      case CallPlan::DimCheck::kAnySize:
+        break;
       }
     }
   }
+  if (pending.empty() && !sizes)
+    return std::nullopt;
+  // By name from here on: expressions may name symbols that no argument
+  // binds directly.
+  std::map<std::string, int64_t> values;
+  std::map<std::string, std::string> from;
+  for (size_t s = 0; s < bound.size(); ++s)
+    if (bound[s].value >= 0) {
+      values[plan.symbols[s]] = bound[s].value;
+      from[plan.symbols[s]] = where(bound[s].argument, bound[s].dim);
+    }
   // Dims that are expressions: check those whose symbols are bound, and
   // solve c*S + d = size for a symbol S bound nowhere else.
   for (bool progress = true; progress && !pending.empty();) {
     progress = false;
     for (auto it = pending.begin(); it != pending.end();) {
-      const DimEval &e = plan->argumentDims[it->argument][it->dim];
-      std::map<std::string, int64_t> values;
-      for (auto &[name, b] : bound)
-        values[name] = b.value;
-      std::string at = fn + " " + where(it->argument, it->dim);
+      const DimEval &e = plan.argumentDims[it->argument][it->dim];
+      auto at = [&] { return fn() + " " + where(it->argument, it->dim); };
       if (auto v = e.evaluate(values)) {
         if (*v != it->actual) {
           std::string with;
           for (const std::string &s : e.symbols())
             with += (with.empty() ? "" : ", ") + s + " = " +
-                    std::to_string(bound[s].value) + " from " + bound[s].where;
-          return Error{at + " must be " + e.str() + " = " + std::to_string(*v) +
-                       " (" + with + ") but is " + std::to_string(it->actual)};
+                    std::to_string(values[s]) + " from " + from[s];
+          return Error{at() + " must be " + e.str() + " = " +
+                       std::to_string(*v) + " (" + with + ") but is " +
+                       std::to_string(it->actual)};
         }
         it = pending.erase(it);
         progress = true;
@@ -247,19 +297,28 @@ Function::bind(const std::vector<HostBuffer> &arguments) const {
         auto [name, coeff, constant] = *linear;
         int64_t rest = it->actual - constant;
         if (rest % coeff != 0 || rest / coeff < 1)
-          return Error{at + " must be " + e.str() + " for some " + name +
+          return Error{at() + " must be " + e.str() + " for some " + name +
                        " >= 1, but is " + std::to_string(it->actual)};
-        bound[name] = Binding{rest / coeff, where(it->argument, it->dim)};
+        values[name] = rest / coeff;
+        from[name] = where(it->argument, it->dim);
         progress = true;
         continue; // checked on the next pass
       }
       ++it;
     }
   }
-  std::map<std::string, int64_t> out;
-  for (auto &[name, b] : bound)
-    out[name] = b.value;
-  return out;
+  if (sizes)
+    *sizes = std::move(values);
+  return std::nullopt;
+}
+} // namespace
+
+Result<std::map<std::string, int64_t>>
+Function::bind(const std::vector<HostBuffer> &arguments) const {
+  std::map<std::string, int64_t> sizes;
+  if (std::optional<Error> error = checkArguments(*plan, arguments, &sizes))
+    return *error;
+  return sizes;
 }
 
 namespace {
@@ -279,32 +338,12 @@ void appendDescriptor(std::vector<int64_t> &words, const HostBuffer &b) {
   }
 }
 
-/// Copies a (possibly strided) memref into `out`.
-void copyStrided(const char *base, int64_t offset, const int64_t *sizes,
-                 const int64_t *strides, size_t rank, size_t elementBytes,
-                 char *out) {
-  int64_t n = 1;
-  for (size_t d = 0; d < rank; ++d)
-    n *= sizes[d];
-  std::vector<int64_t> index(rank, 0);
-  for (int64_t i = 0; i < n; ++i) {
-    int64_t at = offset;
-    for (size_t d = 0; d < rank; ++d)
-      at += index[d] * strides[d];
-    std::memcpy(out + i * elementBytes, base + at * elementBytes, elementBytes);
-    for (size_t d = rank; d-- > 0;) {
-      if (++index[d] < sizes[d])
-        break;
-      index[d] = 0;
-    }
-  }
-}
 } // namespace
 
 Result<std::vector<HostBuffer>>
 Function::call(const std::vector<HostBuffer> &arguments) const {
-  if (auto bindings = bind(arguments); !bindings)
-    return bindings.error();
+  if (std::optional<Error> error = checkArguments(*plan, arguments, nullptr))
+    return *error;
   const FunctionSignature &sig = plan->signature;
 
   std::vector<std::vector<int64_t>> descriptors(arguments.size());
@@ -363,16 +402,20 @@ Function::call(const std::vector<HostBuffer> &arguments) const {
         allocated && !taken.count(allocated) && allocator.owns(allocated);
     if (ours && contiguous) {
       taken.insert(allocated);
-      std::shared_ptr<void> storage(
-          allocated, [](void *p) { CachingAllocator::global().deallocate(p); });
-      out.push_back(HostBuffer(spec.dtype, std::move(shape), std::move(storage),
+      out.push_back(HostBuffer(spec.dtype, std::move(shape),
+                               detail::adoptBlock(allocated),
                                aligned + offset * bytes));
     } else {
       auto copy = HostBuffer::allocate(spec.dtype, shape);
       if (!copy)
         return copy.error();
-      copyStrided(aligned, offset, sizes, strides, rank, bytes,
-                  static_cast<char *>(copy->data()));
+      std::vector<int64_t> dense(rank);
+      for (int64_t d = int64_t(rank) - 1, step = 1; d >= 0; --d) {
+        dense[d] = step;
+        step *= sizes[d];
+      }
+      detail::copyStrided(bytes, rank, sizes, aligned + offset * bytes, strides,
+                          static_cast<char *>(copy->data()), dense.data());
       out.push_back(std::move(*copy));
       if (ours)
         toFree.push_back(allocated);

@@ -60,19 +60,17 @@ Result<HostBuffer> HostBuffer::loadNpy(const std::string &path,
     return Error{path + " is shorter than its header says (truncated?)"};
   if (file.m_fortran_order)
     return Error{path + " is in Fortran order; save it in C order"};
-  // NumPy's own float16 is f16 too.
+  // NumPy's own float16 holds f16 (the same bits as the uint16 patterns).
   std::string found = file.m_typestring;
-  if (type == DType::f16 && found == "<f2")
+  if (found == "<f2" && (!type || type == DType::f16)) {
+    type = DType::f16;
     found = "<u2";
+  }
   if (!type) {
     for (DType t : {DType::f64, DType::f32, DType::i64, DType::i32, DType::i16,
                     DType::i8, DType::i1})
       if (found == npyType(t))
         type = t;
-    if (found == "<f2") {
-      type = DType::f16;
-      found = "<u2";
-    }
     if (!type)
       return Error{path + " has dtype " + file.m_typestring +
                    ", which is not a Tessera dtype (uint16/uint8 bit "

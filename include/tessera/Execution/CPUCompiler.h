@@ -49,9 +49,6 @@ LogicalResult compileToLibrary(ModuleOp module,
                                const CPUCompileOptions &options,
                                StringRef path);
 
-/// The cache key of `module` under `options` for this host and compiler.
-std::string cacheKey(ModuleOp module, const CPUCompileOptions &options);
-
 } // namespace mlir::tessera
 
 #endif // TESSERA_EXECUTION_CPUCOMPILER_H
