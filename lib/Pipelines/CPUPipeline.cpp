@@ -32,7 +32,7 @@ void mlir::tessera::buildCPUPipeline(OpPassManager &pm) {
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   // Chains of elementwise ops become one loop nest before buffers exist.
-  pm.addPass(createLinalgElementwiseOpFusionPass());
+  pm.addPass(tsched::createTSchedFuseElementwise());
   // Schedule IR: tiles, packed micro-kernels, vectors, scf.forall.
   pm.addPass(tsched::createTSchedCPUSchedule());
   // f32 transcendentals as straight-line (vector) code, not libm calls.
@@ -83,6 +83,9 @@ void mlir::tessera::buildCPUPipeline(OpPassManager &pm) {
       VectorTransferToSCFOptions().enableFullUnroll()));
   // LLVM has no fp8: fp8 arithmetic runs in f32, conversions on bits.
   pm.addPass(createExpandSmallFloats());
+  // (MLIR 22's expand-strided-metadata needs this first: it handles one
+  // dynamic dim per expanded group only.)
+  pm.addPass(createExpandShapeViews());
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
   // Memrefs go first: OpenMP loop bodies sit in memref.alloca_scope, which

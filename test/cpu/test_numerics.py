@@ -193,6 +193,33 @@ def test_matmul_family(n, dtype):
     assert_close(dg, np.einsum("bki,bkj->bij", x64, x64), dtype, 8)
 
 
+@pytest.mark.parametrize("b,s", [(1, 1), (2, 7), (3, 33)])
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_matmul_tokens_by_weight(b, s, dtype):
+    # [B, S, K] x [K, N] and [B, H, S, K] x [N, K]^T with symbolic B and S:
+    # the token dims collapse into the rows of one packed matrix product
+    # (K and N not multiples of the register tile: padded panels).
+    x = rand((b, s, 37), dtype)
+    w = rand((37, 45), dtype)
+    q = rand((b, 3, s, 16), dtype)
+    v = rand((40, 16), dtype)
+    tx = tensor_type((b, s, 37), dtype, ["B", "S", None])
+    tw = tensor_type((37, 45), dtype)
+    ty = tensor_type((b, s, 45), dtype, ["B", "S", None])
+    tq = tensor_type((b, 3, s, 16), dtype, ["B", None, "S", None])
+    tv = tensor_type((40, 16), dtype)
+    tr = tensor_type((b, 3, s, 40), dtype, ["B", None, "S", None])
+    ir = f"""func.func @f(%x: {tx}, %w: {tw}, %q: {tq}, %v: {tv}) -> ({ty}, {tr}) {{
+      %y = tgraph.matmul %x, %w : ({tx}, {tw}) -> {ty}
+      %r = tgraph.matmul %q, %v {{transpose_rhs}} : ({tq}, {tv}) -> {tr}
+      return %y, %r : {ty}, {tr}
+    }}"""
+    y, r = run(ir, [x, w, q, v])
+    x64, w64, q64, v64 = (a.astype(np.float64) for a in (x, w, q, v))
+    assert_close(y, x64 @ w64, dtype, 8)
+    assert_close(r, q64 @ v64.T, dtype, 8)
+
+
 def test_matmul_bf16_accumulates_in_f32_policy():
     # i8 x i8 -> i32 accumulates exactly
     a = rand((6, 9), np.int8)

@@ -46,6 +46,21 @@ def TGraphLowerToLinalg : Pass<"tessera-tgraph-lower-to-linalg", "ModuleOp"> {
   ];
 }
 
+def ExpandShapeViews : Pass<"tessera-expand-shape-views"> {
+  let summary = "Rewrite memref.expand_shape with several dynamic dims per group as views";
+  let description = [{
+    `memref.expand_shape` ops that split one dim into several dynamic ones
+    (a `?` row count into batch and sequence, `[[0, 1], [2]]` into
+    `memref<?x?x32xf32>`) become `memref.reinterpret_cast` of the source's
+    base buffer, with the sizes of `output_shape` and strides multiplied
+    out from the source's. MLIR 22's `-expand-strided-metadata` supports at
+    most one dynamic dim per group (it crashes on more); run this pass
+    before it. Other expand_shape ops are left to it.
+  }];
+  let dependentDialects = ["::mlir::memref::MemRefDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
 def ExpandSmallFloats : Pass<"tessera-expand-small-floats"> {
   let summary = "Compute fp8 arithmetic in f32 and expand fp8 conversions";
   let description = [{

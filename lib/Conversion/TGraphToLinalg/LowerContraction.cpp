@@ -117,6 +117,10 @@ struct MatmulLowering : public OpConversionPattern<MatmulOp> {
     auto type = getTypeConverter()->convertType<RankedTensorType>(op.getType());
     auto lt = cast<RankedTensorType>(adaptor.getLhs().getType());
     auto rt = cast<RankedTensorType>(adaptor.getRhs().getType());
+    if (lt.getRank() > 2 && rt.getRank() == 2 && !op.getTransposeLhs()) {
+      rewriter.replaceOp(op, collapsedMatmul(op, adaptor, type, rewriter));
+      return success();
+    }
     int64_t r = type.getRank(), nb = r - 2;
     ContractionSpec spec;
     spec.resultRank = r;
@@ -153,6 +157,58 @@ struct MatmulLowering : public OpConversionPattern<MatmulOp> {
                              accumulationType(op.getPolicyAttr(), type),
                              saturates(op.getPolicyAttr())));
     return success();
+  }
+
+private:
+  /// Activations times a weight matrix, [..., M, K] x [K, N]: the leading
+  /// dims of the activations collapse into the rows of one matrix product
+  /// (which then gets the packed GEMM schedule, with as many rows as there
+  /// are tokens) and the result expands back. Both reshapes are views.
+  Value collapsedMatmul(MatmulOp op, OpAdaptor adaptor, RankedTensorType type,
+                        ConversionPatternRewriter &rewriter) const {
+    Location loc = op.getLoc();
+    Value lhs = adaptor.getLhs(), rhs = adaptor.getRhs();
+    auto lt = cast<RankedTensorType>(lhs.getType());
+    auto rt = cast<RankedTensorType>(rhs.getType());
+    int64_t lr = lt.getRank();
+    ReassociationIndices rows = llvm::to_vector(llvm::seq<int64_t>(0, lr - 1));
+    SmallVector<ReassociationIndices> toMatrix{rows, {lr - 1}};
+    Value flatLhs =
+        tensor::CollapseShapeOp::create(rewriter, loc, lhs, toMatrix);
+    int64_t nDim = op.getTransposeRhs() ? 0 : 1;
+    auto flatType = RankedTensorType::get(
+        {cast<RankedTensorType>(flatLhs.getType()).getDimSize(0),
+         rt.getDimSize(nDim)},
+        type.getElementType());
+    ContractionSpec spec;
+    spec.resultRank = 2;
+    spec.contracted = 1;
+    spec.lhsDims = {0, 2};
+    spec.rhsDims = op.getTransposeRhs() ? SmallVector<int64_t>{1, 2}
+                                        : SmallVector<int64_t>{2, 1};
+    spec.sizeFrom = {{0, 0}, {1, nDim}};
+    Value flat = buildContraction(rewriter, loc, flatLhs, rhs, spec, flatType,
+                                  accumulationType(op.getPolicyAttr(), type),
+                                  saturates(op.getPolicyAttr()));
+    // Back to [..., M, N], with the sizes of the operands.
+    SmallVector<int64_t> shape;
+    SmallVector<OpFoldResult> sizes;
+    for (int64_t i = 0; i < lr - 1; ++i) {
+      shape.push_back(lt.getDimSize(i));
+      sizes.push_back(lt.isDynamicDim(i)
+                          ? OpFoldResult(dimOf(rewriter, loc, lhs, i))
+                          : OpFoldResult(rewriter.getIndexAttr(shape.back())));
+    }
+    shape.push_back(rt.getDimSize(nDim));
+    sizes.push_back(rt.isDynamicDim(nDim)
+                        ? OpFoldResult(dimOf(rewriter, loc, rhs, nDim))
+                        : OpFoldResult(rewriter.getIndexAttr(shape.back())));
+    auto expandedType = RankedTensorType::get(shape, type.getElementType());
+    Value out = tensor::ExpandShapeOp::create(rewriter, loc, expandedType, flat,
+                                              toMatrix, sizes);
+    if (expandedType != type)
+      out = tensor::CastOp::create(rewriter, loc, type, out);
+    return out;
   }
 };
 

@@ -35,6 +35,19 @@ func.func @matmul(%x: tensor<?x64xf32, #tgraph.dims<[B, 64]>>, %w: tensor<64x32x
 
 // -----
 
+// Activations [B, S, K] times a weight [K, N]: B and S collapse into the
+// rows of one matrix product, whose result expands back.
+// CHECK-LABEL: func.func @matmul_tokens
+// CHECK: %[[X:.+]] = tensor.collapse_shape %{{.+}} {{\[\[}}0, 1], [2]] : tensor<?x?x64xf32> into tensor<?x64xf32>
+// CHECK: %[[P:.+]] = linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "reduction"]} ins(%[[X]], %{{.+}} : tensor<?x64xf32>, tensor<64x32xf32>) outs(%{{.+}} : tensor<?x32xf32>)
+// CHECK: tensor.expand_shape %[[P]] {{\[\[}}0, 1], [2]] output_shape [%{{.+}}, %{{.+}}, 32] : tensor<?x32xf32> into tensor<?x?x32xf32>
+func.func @matmul_tokens(%x: tensor<?x?x64xf32, #tgraph.dims<[B, S, 64]>>, %w: tensor<64x32xf32>) -> tensor<?x?x32xf32, #tgraph.dims<[B, S, 32]>> {
+  %0 = tgraph.matmul %x, %w : (tensor<?x?x64xf32, #tgraph.dims<[B, S, 64]>>, tensor<64x32xf32>) -> tensor<?x?x32xf32, #tgraph.dims<[B, S, 32]>>
+  return %0 : tensor<?x?x32xf32, #tgraph.dims<[B, S, 32]>>
+}
+
+// -----
+
 // A bf16 product accumulated in f32 (the policy) is rounded once.
 // CHECK-LABEL: func.func @bf16_accumulate_f32
 // CHECK: linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<8x16xbf16>, tensor<16x4xbf16>) outs(%{{.*}} : tensor<8x4xf32>)

@@ -347,7 +347,8 @@ private:
     SmallVector<int64_t> packed(loops, 0);
     packed[m] = s.tileM;
     packed[n] = s.tileN;
-    packed[k] = 1;
+    // K is not tiled: the inner tiles are MR rows of A and NR columns of
+    // B, read as 1-D vectors.
     std::string h = w.matchOp();
     std::string p = w.fresh();
     w.line(p + " = transform.structured.pack " + h +
@@ -382,8 +383,8 @@ private:
       p = p2;
     }
     usedPacking = true;
-    // Packed loops: the original ones, then MR, NR and the unit K tile.
-    int64_t packedLoops = loops + 3;
+    // Packed loops: the original ones, then MR and NR.
+    int64_t packedLoops = loops + 2;
     std::string fill = w.fresh();
     w.line(fill + " = transform.get_producer_of_operand " + p +
            "[2] : (!transform.op<\"linalg.generic\">) -> !transform.any_op");
@@ -688,6 +689,42 @@ struct FuseMultiplyAdd : public OpRewritePattern<arith::AddFOp> {
   }
 };
 
+/// The micro-kernel's A operand: a column x of MR values is broadcast to
+/// NR copies (vector.broadcast adds leading dims only), flattened to
+/// NR x MR and transposed to MR x NR. That is x stretched along a trailing
+/// dim, which lowers to MR splats instead of an element-by-element
+/// transpose (MR * NR extracts and inserts of code to compile).
+struct BroadcastThenTranspose : public OpRewritePattern<vector::TransposeOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(vector::TransposeOp transpose,
+                                PatternRewriter &rewriter) const override {
+    VectorType type = transpose.getResultVectorType();
+    if (type.getRank() != 2 || type.isScalable() ||
+        transpose.getPermutation() != ArrayRef<int64_t>{1, 0})
+      return failure();
+    Value source = transpose.getVector();
+    if (auto cast = source.getDefiningOp<vector::ShapeCastOp>())
+      source = cast.getSource();
+    auto broadcast = source.getDefiningOp<vector::BroadcastOp>();
+    if (!broadcast)
+      return failure();
+    auto x = dyn_cast<VectorType>(broadcast.getSourceType());
+    int64_t rows = type.getDimSize(0), copies = type.getDimSize(1);
+    // The broadcast must only prepend the NR copies.
+    if (!x || x.isScalable() || x.getNumElements() != rows ||
+        broadcast.getResultVectorType().getShape() !=
+            ArrayRef<int64_t>(llvm::to_vector(llvm::concat<const int64_t>(
+                ArrayRef<int64_t>{copies}, x.getShape()))))
+      return failure();
+    Location loc = transpose.getLoc();
+    Value column = vector::ShapeCastOp::create(
+        rewriter, loc, VectorType::get({rows, 1}, type.getElementType()),
+        broadcast.getSource());
+    rewriter.replaceOpWithNewOp<vector::BroadcastOp>(transpose, type, column);
+    return success();
+  }
+};
+
 struct CPUSchedulePass
     : public mlir::tessera::tsched::impl::TSchedCPUScheduleBase<
           CPUSchedulePass> {
@@ -736,7 +773,7 @@ struct CPUSchedulePass
     vector::populateVectorTransferPermutationMapLoweringPatterns(patterns);
     vector::populateVectorMultiReductionLoweringPatterns(
         patterns, vector::VectorMultiReductionLowering::InnerReduction);
-    patterns.add<FuseMultiplyAdd>(ctx);
+    patterns.add<FuseMultiplyAdd, BroadcastThenTranspose>(ctx);
     for (Dialect *d : ctx->getLoadedDialects())
       d->getCanonicalizationPatterns(patterns);
     for (RegisteredOperationName op : ctx->getRegisteredOperations())
@@ -814,7 +851,47 @@ struct CPUSchedulePass
       if (failed(tiled))
         continue; // stays sequential
       rewriter.replaceOp(op, tiled->replacements);
+      if (tiled->tiledOps.size() == 1 &&
+          isa<linalg::TransposeOp, linalg::CopyOp>(tiled->tiledOps[0]))
+        vectorizeMovement(rewriter, cast<TilingInterface>(tiled->tiledOps[0]));
     }
+  }
+
+  /// Copies in vectors, along the innermost dim when the source's
+  /// innermost dim moves with it (an NR-wide panel row, a head's 64
+  /// features): the other dims become loops of one element each, and each
+  /// step reads and writes one static run of contiguous elements (whole,
+  /// up to 256, else in chunks of 64). Transposes of the innermost dim (a
+  /// column of A into an MR panel) keep scalar loops: as vectors they need
+  /// shuffles that cost more code than they save.
+  static void vectorizeMovement(IRRewriter &rewriter, TilingInterface op) {
+    auto type = cast<RankedTensorType>(op->getResult(0).getType());
+    int64_t rank = type.getRank();
+    if (auto transpose = dyn_cast<linalg::TransposeOp>(op.getOperation()))
+      if (transpose.getPermutation().back() != rank - 1)
+        return;
+    int64_t inner = type.getDimSize(rank - 1);
+    if (ShapedType::isDynamic(inner) || inner < 4)
+      return;
+    int64_t chunk = inner <= 256 ? inner : (inner % 64 == 0 ? 64 : 0);
+    if (!chunk)
+      return;
+    SmallVector<OpFoldResult> sizes(rank, rewriter.getIndexAttr(1));
+    sizes.back() = rewriter.getIndexAttr(chunk == inner ? 0 : chunk);
+    scf::SCFTilingOptions options;
+    options.setTileSizes(sizes);
+    rewriter.setInsertionPoint(op);
+    FailureOr<scf::SCFTilingResult> tiled =
+        scf::tileUsingSCF(rewriter, op, options);
+    if (failed(tiled) || tiled->tiledOps.size() != 1)
+      return;
+    rewriter.replaceOp(op, tiled->replacements);
+    Operation *block = tiled->tiledOps[0];
+    rewriter.setInsertionPoint(block);
+    FailureOr<linalg::VectorizationResult> vectorized =
+        linalg::vectorize(rewriter, block);
+    if (succeeded(vectorized))
+      rewriter.replaceOp(block, vectorized->replacements);
   }
 
   void runOnOperation() override {

@@ -5,6 +5,24 @@
 
 include "mlir/Pass/PassBase.td"
 
+def TSchedFuseElementwise : Pass<"tessera-fuse-elementwise", "ModuleOp"> {
+  let summary = "Fuse chains of elementwise linalg ops before scheduling";
+  let description = [{
+    Fuses elementwise `linalg.generic` producers into their consumers (a
+    producer with one use), folds reshapes into elementwise ops by expanding
+    their iteration space, and folds constants, like upstream
+    `-linalg-fuse-elementwise-ops`, with one difference: reshapes never
+    move into or out of contractions. The Graph IR lowering collapses the
+    leading dims of `[..., M, K] x [K, N]` products into M so that they are
+    plain matrix products with the packed GEMM schedule; folding the
+    reshapes back would give them extra M loops again.
+  }];
+  let dependentDialects = [
+    "::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect",
+    "::mlir::affine::AffineDialect", "::mlir::arith::ArithDialect"
+  ];
+}
+
 def TSchedCPUSchedule : Pass<"tessera-cpu-schedule", "ModuleOp"> {
   let summary = "Tile, pack, vectorize and parallelize linalg ops for the host CPU";
   let description = [{
