@@ -20,6 +20,8 @@
 #include "mlir/Target/LLVMIR/Export.h"
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/Bitcode/BitcodeReader.h"
+#include "llvm/Bitcode/BitcodeWriter.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
@@ -33,10 +35,13 @@
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/TargetParser/Host.h"
+#include "llvm/Transforms/Utils/SplitModule.h"
+#include <atomic>
 
 #include <chrono>
 #include <dlfcn.h>
 #include <mutex>
+#include <thread>
 #include <unordered_map>
 
 using namespace mlir;
@@ -242,42 +247,37 @@ void prepareTranslation(MLIRContext *ctx) {
   registerOpenMPDialectTranslation(*ctx);
 }
 
-/// LLVM IR for the host, optimized, as an object file at `path`.
-LogicalResult emitObject(ModuleOp module, const std::string &path) {
-  prepareTranslation(module.getContext());
-  llvm::LLVMContext llvmContext;
-  std::unique_ptr<llvm::Module> llvmModule =
-      translateModuleToLLVMIR(module, llvmContext);
-  if (!llvmModule)
-    return module.emitError("cannot translate the module to LLVM IR");
-
+/// A target machine for the host, for one thread's use.
+FailureOr<std::unique_ptr<llvm::TargetMachine>>
+hostMachine(std::string &error) {
   llvm::Triple triple(llvm::sys::getProcessTriple());
-  std::string error;
   const llvm::Target *target =
       llvm::TargetRegistry::lookupTarget(triple, error);
-  if (!target)
-    return module.emitError("no code generator for ")
-           << triple.str() << ": " << error;
+  if (!target) {
+    error = "no code generator for " + triple.str() + ": " + error;
+    return failure();
+  }
   auto [cpu, features] = hostCPU();
-  std::unique_ptr<llvm::TargetMachine> machine(target->createTargetMachine(
+  return std::unique_ptr<llvm::TargetMachine>(target->createTargetMachine(
       triple, cpu, features, llvm::TargetOptions(), llvm::Reloc::PIC_,
       std::nullopt, llvm::CodeGenOptLevel::Default));
-  llvmModule->setDataLayout(machine->createDataLayout());
-  llvmModule->setTargetTriple(triple);
-  addPackedWrappers(*llvmModule);
+}
 
-  // O2 cleans the code up at half the cost of O3.
+/// Optimizes `module` (O2 without LLVM's loop vectorizer and unroller: the
+/// code is vectorized and tiled already, they would only grow it) and
+/// writes it as an object file at `path`. Returns an error message, empty
+/// on success.
+std::string optimizeAndEmit(llvm::Module &module, llvm::TargetMachine &machine,
+                            const std::string &path) {
   llvm::LoopAnalysisManager lam;
   llvm::FunctionAnalysisManager fam;
   llvm::CGSCCAnalysisManager cgam;
   llvm::ModuleAnalysisManager mam;
-  // The code is vectorized and tiled already; LLVM's loop vectorizer and
-  // unroller would only grow it (and the compile time) further.
   llvm::PipelineTuningOptions tuning;
   tuning.LoopUnrolling = false;
   tuning.LoopVectorization = false;
   tuning.SLPVectorization = false;
-  llvm::PassBuilder pb(machine.get(), tuning);
+  llvm::PassBuilder pb(&machine, tuning);
   pb.registerModuleAnalyses(mam);
   pb.registerCGSCCAnalyses(cgam);
   pb.registerFunctionAnalyses(fam);
@@ -285,47 +285,126 @@ LogicalResult emitObject(ModuleOp module, const std::string &path) {
   pb.crossRegisterProxies(lam, fam, cgam, mam);
   llvm::ModulePassManager mpm =
       pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O2);
-  {
-    PhaseTimer timer("LLVM optimization");
-    mpm.run(*llvmModule, mam);
-  }
+  mpm.run(module, mam);
 
   std::error_code ec;
   llvm::raw_fd_ostream out(path, ec, llvm::sys::fs::OF_None);
   if (ec)
-    return module.emitError("cannot write ") << path << ": " << ec.message();
+    return "cannot write " + path + ": " + ec.message();
   llvm::legacy::PassManager codegen;
-  if (machine->addPassesToEmitFile(codegen, out, nullptr,
-                                   llvm::CodeGenFileType::ObjectFile))
-    return module.emitError("the code generator cannot emit object files");
-  {
-    PhaseTimer timer("code generation");
-    codegen.run(*llvmModule);
-  }
+  if (machine.addPassesToEmitFile(codegen, out, nullptr,
+                                  llvm::CodeGenFileType::ObjectFile))
+    return "the code generator cannot emit object files";
+  codegen.run(module);
   out.close();
+  if (out.has_error())
+    return "cannot write " + path + ": " + out.error().message();
+  return "";
+}
+
+/// Parts the LLVM module is split into: its functions (the public ones,
+/// and the bodies of their parallel loops, which OpenMP outlines) are
+/// spread over this many modules by size, each optimized and compiled on
+/// its own thread. A fixed number, so the code does not depend on the
+/// machine's core count.
+constexpr unsigned kCodegenParts = 4;
+
+/// LLVM IR for the host, optimized, as object files (`objects`, one per
+/// part, created in the temp directory; the caller removes them).
+LogicalResult emitObjects(ModuleOp module,
+                          SmallVectorImpl<std::string> &objects) {
+  prepareTranslation(module.getContext());
+  llvm::LLVMContext llvmContext;
+  std::unique_ptr<llvm::Module> llvmModule =
+      translateModuleToLLVMIR(module, llvmContext);
+  if (!llvmModule)
+    return module.emitError("cannot translate the module to LLVM IR");
+  std::string error;
+  FailureOr<std::unique_ptr<llvm::TargetMachine>> machine = hostMachine(error);
+  if (failed(machine))
+    return module.emitError(error);
+  llvmModule->setDataLayout((*machine)->createDataLayout());
+  llvmModule->setTargetTriple((*machine)->getTargetTriple());
+  addPackedWrappers(*llvmModule);
+
+  // Each part crosses to its thread as bitcode (an LLVMContext belongs to
+  // one thread).
+  SmallVector<SmallString<0>> parts;
+  unsigned functions =
+      llvm::count_if(llvmModule->functions(), [](const llvm::Function &f) {
+        return !f.isDeclaration();
+      });
+  {
+    PhaseTimer timer("LLVM module split");
+    if (functions < 2) {
+      parts.emplace_back();
+      llvm::raw_svector_ostream os(parts.back());
+      llvm::WriteBitcodeToFile(*llvmModule, os);
+    } else {
+      llvm::SplitModule(*llvmModule, std::min(kCodegenParts, functions),
+                        [&](std::unique_ptr<llvm::Module> part) {
+                          parts.emplace_back();
+                          llvm::raw_svector_ostream os(parts.back());
+                          llvm::WriteBitcodeToFile(*part, os);
+                        });
+    }
+  }
+  for (size_t i = 0; i < parts.size(); ++i) {
+    SmallString<128> object;
+    if (std::error_code ec =
+            llvm::sys::fs::createTemporaryFile("tessera", "o", object))
+      return module.emitError("cannot create a temporary file: ")
+             << ec.message();
+    objects.push_back(std::string(object));
+  }
+
+  PhaseTimer timer("LLVM optimization and code generation");
+  SmallVector<std::string> errors(parts.size());
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i = next++; i < parts.size(); i = next++) {
+      llvm::LLVMContext context;
+      llvm::Expected<std::unique_ptr<llvm::Module>> part =
+          llvm::parseBitcodeFile(llvm::MemoryBufferRef(parts[i].str(), "part"),
+                                 context);
+      if (!part) {
+        errors[i] = llvm::toString(part.takeError());
+        continue;
+      }
+      std::string machineError;
+      FailureOr<std::unique_ptr<llvm::TargetMachine>> tm =
+          hostMachine(machineError);
+      if (failed(tm)) {
+        errors[i] = machineError;
+        continue;
+      }
+      errors[i] = optimizeAndEmit(**part, **tm, objects[i]);
+    }
+  };
+  unsigned threads = std::min<unsigned>(
+      parts.size(), std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<std::thread> pool;
+  for (unsigned t = 1; t < threads; ++t)
+    pool.emplace_back(work);
+  work();
+  for (std::thread &t : pool)
+    t.join();
+  for (const std::string &e : errors)
+    if (!e.empty())
+      return module.emitError("LLVM code generation failed: ") << e;
   return success();
 }
 
 /// Links the object at `object` into the shared library `library`.
-LogicalResult link(ModuleOp module, const std::string &object,
+LogicalResult link(ModuleOp module, ArrayRef<std::string> objects,
                    const std::string &library) {
-  SmallVector<StringRef> args{TESSERA_LLD,
-                              "-shared",
-                              "-o",
-                              library,
-                              object,
-                              "--as-needed",
-                              "-L" TESSERA_RUNTIME_DIR,
-                              "-lTesseraRuntime",
-                              "-rpath",
-                              "$ORIGIN",
-                              "-rpath",
-                              TESSERA_RUNTIME_DIR,
-                              "-L" TESSERA_LLVM_LIBRARY_DIR,
-                              "-lomp",
-                              "-rpath",
-                              TESSERA_LLVM_LIBRARY_DIR,
-                              TESSERA_LIBM};
+  SmallVector<StringRef> args{TESSERA_LLD, "-shared", "-o", library};
+  for (const std::string &object : objects)
+    args.push_back(object);
+  args.append({"--as-needed", "-L" TESSERA_RUNTIME_DIR, "-lTesseraRuntime",
+               "-rpath", "$ORIGIN", "-rpath", TESSERA_RUNTIME_DIR,
+               "-L" TESSERA_LLVM_LIBRARY_DIR, "-lomp", "-rpath",
+               TESSERA_LLVM_LIBRARY_DIR, TESSERA_LIBM});
   PhaseTimer timer("linking");
   std::string error;
   int status = llvm::sys::ExecuteAndWait(TESSERA_LLD, args, std::nullopt, {}, 0,
@@ -422,14 +501,14 @@ LogicalResult buildLibrary(ModuleOp module, Prepared &p,
                            const std::string &library) {
   if (failed(lower(p, options)))
     return failure();
-  SmallString<128> object;
-  if (std::error_code ec =
-          llvm::sys::fs::createTemporaryFile("tessera", "o", object))
-    return module.emitError("cannot create a temporary file: ") << ec.message();
-  llvm::scope_exit removeObject([&] { llvm::sys::fs::remove(object); });
-  if (failed(emitObject(*p.module, std::string(object))))
+  SmallVector<std::string> objects;
+  llvm::scope_exit removeObjects([&] {
+    for (const std::string &object : objects)
+      llvm::sys::fs::remove(object);
+  });
+  if (failed(emitObjects(*p.module, objects)))
     return failure();
-  return link(module, std::string(object), library);
+  return link(module, objects, library);
 }
 
 /// Compiles in process with mlir::ExecutionEngine (ORC JIT).

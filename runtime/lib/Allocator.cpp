@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <string_view>
 
 using namespace tessera::runtime;
 
@@ -206,13 +207,34 @@ CachingAllocator &CachingAllocator::global() {
   return *instance;
 }
 
+namespace {
+/// With TESSERA_POISON_ALLOCATIONS set (to anything but 0), every block
+/// compiled code allocates starts out as 0xFF bytes: NaN in every float
+/// type, -1 in integers. Reading memory that was never written then shows
+/// up in the results instead of depending on what the block held before
+/// (the tests run this way).
+bool poisonAllocations() {
+  static const bool poison = [] {
+    const char *value = std::getenv("TESSERA_POISON_ALLOCATIONS");
+    return value && *value && std::string_view(value) != "0";
+  }();
+  return poison;
+}
+
+void *poisoned(void *pointer, std::size_t size) {
+  if (pointer && poisonAllocations())
+    std::memset(pointer, 0xFF, size);
+  return pointer;
+}
+} // namespace
+
 extern "C" void *_mlir_memref_to_llvm_alloc(std::size_t size) {
-  return CachingAllocator::global().allocate(size);
+  return poisoned(CachingAllocator::global().allocate(size), size);
 }
 
 extern "C" void *_mlir_memref_to_llvm_aligned_alloc(std::size_t alignment,
                                                     std::size_t size) {
-  return CachingAllocator::global().allocate(size, alignment);
+  return poisoned(CachingAllocator::global().allocate(size, alignment), size);
 }
 
 extern "C" void _mlir_memref_to_llvm_free(void *pointer) {

@@ -58,6 +58,16 @@ class RunError(Exception):
         self.stderr = stderr
 
 
+def run_env():
+    """The environment of tessera-run in the tests: the test cache, and
+    fresh allocations of compiled code filled with NaN (0xFF bytes), so
+    reads of memory that was never written show up in the results."""
+    env = dict(os.environ)
+    env.setdefault("TESSERA_CACHE_DIR", CACHE_DIR)
+    env["TESSERA_POISON_ALLOCATIONS"] = "1"
+    return env
+
+
 def run(mlir: str, inputs, fn="f", extra_args=(), out_dtypes=None, threads=None):
     """Runs `fn` of `mlir` on `inputs`; returns the list of outputs.
 
@@ -76,7 +86,9 @@ def run(mlir: str, inputs, fn="f", extra_args=(), out_dtypes=None, threads=None)
             np.save(path, a)
             args += ["--input", str(path)]
         args += list(extra_args)
-        proc = subprocess.run(args, capture_output=True, text=True)
+        if threads is not None:
+            args += ["--num-threads", str(threads)]
+        proc = subprocess.run(args, capture_output=True, text=True, env=run_env())
         if proc.returncode != 0:
             raise RunError(proc.returncode, proc.stderr)
         outs = []

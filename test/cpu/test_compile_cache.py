@@ -8,7 +8,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from harness import TESSERA_RUN
+from harness import TESSERA_RUN, run_env
 
 IR = """func.func @f(%x: tensor<?xf32, #tgraph.dims<[N]>>) -> tensor<?xf32, #tgraph.dims<[N]>> {
   %y = tgraph.tanh %x : tensor<?xf32, #tgraph.dims<[N]>>
@@ -26,7 +26,7 @@ def run(tmp, cache, *extra):
     proc = subprocess.run([TESSERA_RUN, str(source), "--input", str(tmp / "x.npy"),
                            "--out-dir", str(tmp), "--quiet", "--time-compile",
                            "--cache-dir", str(cache), *extra],
-                          capture_output=True, text=True)
+                          capture_output=True, text=True, env=run_env())
     assert proc.returncode == 0, proc.stderr
     out = np.load(tmp / "out0.npy")
     np.testing.assert_allclose(out, np.tanh(x.astype(np.float64)) * x, rtol=1e-6, atol=1e-7)

@@ -10,7 +10,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from harness import CACHE_DIR, TESSERA_RUN
+from harness import CACHE_DIR, TESSERA_RUN, run_env
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 BUILD = pathlib.Path(TESSERA_RUN).resolve().parents[1]
@@ -37,7 +37,7 @@ def reference(x, w, v):
 
 def tessera_run(*args, check=True):
     proc = subprocess.run([TESSERA_RUN, *map(str, args)], capture_output=True, text=True,
-                          env={**os.environ, "TESSERA_CACHE_DIR": CACHE_DIR})
+                          env={**run_env(), "TESSERA_CACHE_DIR": CACHE_DIR})
     if check:
         assert proc.returncode == 0, proc.stderr
     return proc

@@ -910,6 +910,30 @@ struct CPUSchedulePass
             b, empty.getLoc(), empty.getType(), empty.getDynamicSizes()));
       empty->erase();
     });
+    // Likewise one fill per use: CSE merges identical fills (the zero
+    // initial values of two row sums), but each reduction accumulates into
+    // its init; fused into one row loop, a shared fill would be fused
+    // for one of them and leave the other accumulating into unfilled
+    // memory.
+    SmallVector<linalg::FillOp> sharedFills;
+    module.walk([&](linalg::FillOp fill) {
+      if (fill.hasPureTensorSemantics() && !fill->getResult(0).hasOneUse() &&
+          !fill->getResult(0).use_empty())
+        sharedFills.push_back(fill);
+    });
+    for (linalg::FillOp fill : sharedFills) {
+      SmallVector<OpOperand *> uses;
+      for (OpOperand &use : fill->getResult(0).getUses())
+        uses.push_back(&use);
+      OpBuilder b(fill);
+      for (OpOperand *use : llvm::drop_begin(uses)) {
+        Value dest = fill.getOutputs()[0];
+        IRMapping map;
+        if (auto alloc = dest.getDefiningOp<bufferization::AllocTensorOp>())
+          map.map(dest, b.clone(*alloc)->getResult(0));
+        use->set(b.clone(*fill, map)->getResult(0));
+      }
+    }
     CPUScheduler scheduler(vectorBytes ? int64_t(vectorBytes)
                                        : hostVectorBytes());
     std::string body;
