@@ -231,3 +231,155 @@ def test_matmul_accumulates_in_f32_policy(dtype, k):
     # that value rounded once.
     np.testing.assert_allclose(w, exact, rtol=0, atol=k * 2e-7)
     same_bits(m, w.astype(dtype))
+
+
+SR_TARGETS = [ml_dtypes.bfloat16, np.float16, ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e5m2]
+MLIR_NAME = {np.dtype(ml_dtypes.bfloat16): "bf16", np.dtype(np.float16): "f16",
+             np.dtype(ml_dtypes.float8_e4m3fn): "f8E4M3FN",
+             np.dtype(ml_dtypes.float8_e5m2): "f8E5M2",
+             np.dtype(np.float32): "f32", np.dtype(np.float64): "f64"}
+
+
+def neighbours(x, fmt):
+    """The values of `fmt` next to each x toward and away from zero, found
+    by searching the sorted list of every finite value of the format (the
+    one after the largest finite value is infinity, or NaN where the
+    format has none)."""
+    width = np.dtype(fmt).itemsize
+    codes = np.arange(2 ** (8 * width), dtype=np.uint8 if width == 1 else np.uint16)
+    every = codes.view(fmt).astype(np.float64)
+    finite = np.unique(np.abs(every[np.isfinite(every)]))
+    beyond = np.inf if np.isinf(every).any() else np.nan
+    mag = np.abs(x.astype(np.float64))
+    i = np.searchsorted(finite, mag, side="right") - 1  # finite[i] <= |x|
+    lo = finite[np.clip(i, 0, None)]
+    hi = np.where(i + 1 < finite.size, finite[np.clip(i + 1, None, finite.size - 1)], beyond)
+    exact = lo == mag
+    hi = np.where(exact, lo, hi)
+    sign = np.where(np.signbit(x), -1.0, 1.0)
+    return sign * lo, sign * hi
+
+
+def stochastic_cast(x, fmt, saturate=False, threads=None):
+    n = x.size
+    src, dst = MLIR_NAME[x.dtype], MLIR_NAME[np.dtype(fmt)]
+    policy = "stochastic_round, saturate" if saturate else "stochastic_round"
+    ir = f"""func.func @f(%x: tensor<?x{src}, #tgraph.dims<[N]>>) -> tensor<?x{dst}, #tgraph.dims<[N]>> {{
+      %y = tgraph.cast %x {{policy = #tgraph.policy<{policy}>}}
+          : tensor<?x{src}, #tgraph.dims<[N]>> -> tensor<?x{dst}, #tgraph.dims<[N]>>
+      return %y : tensor<?x{dst}, #tgraph.dims<[N]>>
+    }}"""
+    (y,) = run(ir, [x], out_dtypes=[fmt], threads=threads)
+    assert y.shape == (n,)
+    return y.astype(np.float64)
+
+
+@pytest.mark.parametrize("fmt", SR_TARGETS)
+@pytest.mark.parametrize("src", [np.float32, np.float64])
+def test_stochastic_rounding_picks_a_neighbour(fmt, src):
+    # Every result is one of the two neighbours (the value itself when it
+    # is representable); NaN stays NaN, infinities stay infinite (NaN in
+    # E4M3FN, which has none); results do not depend on the thread count.
+    info = ml_dtypes.finfo(fmt)
+    top = float(info.max)
+    x = np.concatenate([
+        rng.standard_normal(3000) * np.exp2(rng.integers(-20, 12, 3000)),
+        rng.uniform(-1, 1, 500) * float(info.smallest_normal),  # subnormals
+        [0.0, -0.0, 1.0, -2.5, top, -top, top * 1.04, top * 1.5, 1e30, np.inf, -np.inf, np.nan],
+    ]).astype(src)
+    with np.errstate(invalid="ignore", over="ignore"):
+        y = stochastic_cast(x, fmt)
+        lo, hi = neighbours(x, fmt)
+    finite = np.isfinite(x)
+    ok = (y == lo) | (y == hi) | (np.isnan(y) & np.isnan(hi))
+    assert ok[finite].all(), (x[finite & ~ok][:5], y[finite & ~ok][:5], lo[finite & ~ok][:5])
+    assert np.isnan(y[np.isnan(x)]).all()
+    inf = np.isinf(x)
+    if np.isinf(np.float64(np.array(np.inf, dtype=fmt))):
+        np.testing.assert_array_equal(y[inf], x[inf].astype(np.float64))
+    else:
+        assert np.isnan(y[inf]).all()
+    representable = x.astype(fmt).astype(np.float64) == x.astype(np.float64)
+    np.testing.assert_array_equal(y[representable], x[representable].astype(np.float64))
+    np.testing.assert_array_equal(y, stochastic_cast(x, fmt, threads=1))
+
+
+@pytest.mark.parametrize("fmt", SR_TARGETS)
+def test_stochastic_rounding_is_unbiased(fmt):
+    # 200000 copies of a value a quarter of the way (and 0.1 of the way)
+    # between two neighbours: the share rounded up is binomial with that
+    # probability; 6 standard deviations of slack.
+    n = 200000
+    for frac in (0.25, 0.1):
+        lo = 1.5
+        ulp = float(np.nextafter(np.array(lo, dtype=fmt), np.array(4, dtype=fmt))) - lo
+        x = np.full(n, lo + frac * ulp, dtype=np.float32)
+        y = stochastic_cast(x, fmt)
+        assert set(np.unique(y)) <= {lo, lo + ulp}
+        up = np.mean(y == lo + ulp)
+        assert abs(up - frac) < 6 * math.sqrt(frac * (1 - frac) / n), (fmt, frac, up)
+    # The mean of many different values is the mean of the inputs, within
+    # the noise of the rounding.
+    x = (rng.standard_normal(n) * 3).astype(np.float32)
+    y = stochastic_cast(x, fmt)
+    lo, hi = neighbours(x, fmt)
+    bound = 6 * math.sqrt(np.sum((hi - lo) ** 2) / 4) / n
+    assert abs(np.mean(y) - np.mean(x.astype(np.float64))) < bound
+
+
+@pytest.mark.parametrize("fmt", SR_TARGETS)
+def test_stochastic_rounding_saturates(fmt):
+    # With saturate, rounding up past the largest finite value stays at it.
+    top = float(ml_dtypes.finfo(fmt).max)
+    x = np.array([top * 1.01, top * 1.06, -top * 1.03, top * 4, np.inf, -np.inf, np.nan] * 50,
+                 dtype=np.float32 if top < 1e38 else np.float64)
+    y = stochastic_cast(x, fmt, saturate=True)
+    finite = ~np.isnan(x)
+    np.testing.assert_array_equal(np.abs(y[finite]), top)
+    np.testing.assert_array_equal(np.sign(y[finite]), np.sign(x[finite]))
+    assert np.isnan(y[~finite]).all()
+
+
+def nearest_even(x, fmt):
+    """Round-to-nearest-even of float64 values to `fmt` from the sorted
+    list of its finite values (midpoints of 8- to 16-bit formats are exact
+    in float64); past the largest finite value's rounding boundary,
+    infinity."""
+    lo, hi = neighbours(x, fmt)
+    mag, alo, ahi = np.abs(x), np.abs(lo), np.abs(hi)
+    top = float(ml_dtypes.finfo(fmt).max)
+    gap_top = top - float(np.nextafter(np.array(top, dtype=fmt), np.array(0, dtype=fmt)))
+    ahi = np.where(np.isfinite(ahi), ahi, top + gap_top)
+    mid = (alo + ahi) / 2
+    lo_bits = np.abs(lo).astype(fmt).view(np.uint16 if np.dtype(fmt).itemsize == 2 else np.uint8)
+    lo_even = (lo_bits & 1) == 0
+    up = (mag > mid) | ((mag == mid) & ~lo_even)
+    r = np.where(up, ahi, alo)
+    r = np.where(r > top, np.inf, r)
+    return np.where(np.isnan(x), np.nan, np.copysign(r, x))
+
+
+@pytest.mark.parametrize("fmt", [ml_dtypes.bfloat16, np.float16])
+def test_f64_to_half_casts_round_once(fmt):
+    # f64 -> bf16/f16 rounds once (not through f32, which rounds twice just
+    # beside midpoints), for midpoints and the f64 values next to them.
+    every = np.arange(2 ** 16, dtype=np.uint16).view(fmt).astype(np.float64)
+    finite = np.unique(every[np.isfinite(every)])
+    finite = finite[finite >= 0]
+    mids = (finite[:-1] + finite[1:]) / 2
+    x = np.concatenate([mids, np.nextafter(mids, np.inf), np.nextafter(mids, 0), finite,
+                        rng.standard_normal(2000) * np.exp2(rng.integers(-140, 120, 2000)),
+                        [1e300, np.inf, np.nan, 0.0, 1e-320]])
+    x = np.concatenate([x, -x])
+    n = x.size
+    t = MLIR_NAME[np.dtype(fmt)]
+    ir = f"""func.func @f(%x: tensor<{n}xf64>) -> tensor<{n}x{t}> {{
+      %y = tgraph.cast %x : tensor<{n}xf64> -> tensor<{n}x{t}>
+      return %y : tensor<{n}x{t}>
+    }}"""
+    (y,) = run(ir, [x], out_dtypes=[fmt])
+    with np.errstate(invalid="ignore", over="ignore"):
+        ref = nearest_even(x, fmt)
+    np.testing.assert_array_equal(y.astype(np.float64), ref)
+    number = ~np.isnan(ref)
+    np.testing.assert_array_equal(np.signbit(y.astype(np.float64))[number], np.signbit(ref)[number])

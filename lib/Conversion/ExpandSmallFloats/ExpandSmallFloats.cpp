@@ -281,13 +281,55 @@ struct ComputeInF32 : public RewritePattern {
   }
 };
 
+/// truncf from f64 to bf16 or f16: LLVM calls __truncdfbf2 / __truncdfhf2
+/// for these, which the libgcc of many systems lacks. Rounding to f32 with
+/// round-to-odd first (keep an inexact result's last bit set) and then to
+/// nearest even gives the correctly rounded result: f32 keeps more than two
+/// extra bits at every magnitude where either target is finite.
+struct TruncF64ToHalf : public OpRewritePattern<arith::TruncFOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(arith::TruncFOp op,
+                                PatternRewriter &b) const override {
+    Type target = getElementTypeOrSelf(op.getType());
+    Value x = op.getIn();
+    if (!getElementTypeOrSelf(x.getType()).isF64() ||
+        !(target.isBF16() || target.isF16()))
+      return failure();
+    Location loc = op.getLoc();
+    Type f32 = withElement(x.getType(), b.getF32Type());
+    Type i32 = withElement(x.getType(), b.getI32Type());
+    Value f = arith::TruncFOp::create(b, loc, f32, x);
+    Value back = arith::ExtFOp::create(b, loc, x.getType(), f);
+    Value inexact =
+        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::ONE, back, x);
+    Value bits = arith::BitcastOp::create(b, loc, i32, f);
+    Value even = arith::CmpIOp::create(
+        b, loc, arith::CmpIPredicate::eq,
+        arith::AndIOp::create(b, loc, bits, constant(b, loc, i32, 1)),
+        constant(b, loc, i32, 0));
+    // The other neighbour of x is one step toward x in the bit pattern.
+    Value outward = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT,
+                                          math::AbsFOp::create(b, loc, back),
+                                          math::AbsFOp::create(b, loc, x));
+    Value toward = arith::SelectOp::create(
+        b, loc, outward,
+        arith::SubIOp::create(b, loc, bits, constant(b, loc, i32, 1)),
+        arith::AddIOp::create(b, loc, bits, constant(b, loc, i32, 1)));
+    Value odd = arith::SelectOp::create(
+        b, loc, arith::AndIOp::create(b, loc, inexact, even), toward, bits);
+    Value rounded = arith::BitcastOp::create(b, loc, f32, odd);
+    b.replaceOpWithNewOp<arith::TruncFOp>(op, op.getType(), rounded);
+    return success();
+  }
+};
+
 struct ExpandSmallFloatsPass
     : public mlir::tessera::impl::ExpandSmallFloatsBase<ExpandSmallFloatsPass> {
   void runOnOperation() override {
     MLIRContext *ctx = &getContext();
     Operation *root = getOperation();
     RewritePatternSet patterns(ctx);
-    patterns.add<ComputeInF32, TruncToSmall, ExtFromSmall>(ctx);
+    patterns.add<ComputeInF32, TruncToSmall, ExtFromSmall, TruncF64ToHalf>(ctx);
     arith::populateExpandBFloat16Patterns(patterns);
     if (failed(applyPatternsGreedily(root, std::move(patterns))))
       return signalPassFailure();
@@ -302,13 +344,12 @@ struct MathApproximationsPass
           MathApproximationsPass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    populateMathPolynomialApproximationPatterns(
-        patterns, [](StringRef name) {
-          return llvm::is_contained(
-              {"math.exp", "math.expm1", "math.log", "math.log1p", "math.log2",
-               "math.tanh", "math.erf"},
-              name);
-        });
+    populateMathPolynomialApproximationPatterns(patterns, [](StringRef name) {
+      return llvm::is_contained({"math.exp", "math.expm1", "math.log",
+                                 "math.log1p", "math.log2", "math.tanh",
+                                 "math.erf"},
+                                name);
+    });
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();
   }

@@ -307,6 +307,8 @@ struct CastLowering : public OpConversionPattern<CastOp> {
                   ConversionPatternRewriter &rewriter) const override {
     auto type = getTypeConverter()->convertType<RankedTensorType>(op.getType());
     PolicyAttr policy = op.getPolicyAttr();
+    if (policy && policy.getStochasticRound())
+      return failure(); // LowerRandom.cpp
     bool saturate = policy && policy.getSaturate();
     rewriter.replaceOp(
         op, buildBroadcastGeneric(rewriter, op.getLoc(), adaptor.getOperands(),

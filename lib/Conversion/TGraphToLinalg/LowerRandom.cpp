@@ -16,12 +16,21 @@
 //              the fraction of (w2, w3) (Box-Muller)
 //   bernoulli  u < p
 //
+// Casts with the stochastic_round policy draw one block per element too,
+// under a key of their own (a hash of the function's name and the op's
+// position among its stochastic casts) and the counter (lo(n), hi(n), 3, 0):
+// x rounds to its neighbour toward zero, lo, or away from zero, hi, taking
+// hi when u < (|x| - |lo|) / (|hi| - |lo|), so that E[cast(x)] = x exactly.
+// The results are reproducible (the same input rounds the same way in every
+// call), like every Tessera program.
+//
 //===----------------------------------------------------------------------===//
 
 #include "Lowering.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "llvm/Support/xxhash.h"
 
 #include <array>
 
@@ -286,12 +295,142 @@ struct SampleLowering : public OpConversionPattern<OpTy> {
   LoweringContext &ctx;
 };
 
+/// The stochastic_round cast (see the file comment).
+struct StochasticCastLowering : public OpConversionPattern<CastOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(CastOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    PolicyAttr policy = op.getPolicyAttr();
+    if (!policy || !policy.getStochasticRound())
+      return failure();
+    Location loc = op.getLoc();
+    auto type = getTypeConverter()->convertType<RankedTensorType>(op.getType());
+    auto target = dyn_cast<FloatType>(type.getElementType());
+    Value x = adaptor.getX();
+    if (!target || !isa<FloatType>(getElementTypeOrSelf(x.getType())))
+      return rewriter.notifyMatchFailure(op, "verified as a float cast");
+    int64_t r = type.getRank();
+    SmallVector<Value> sizes;
+    for (int64_t d = 0; d < r; ++d)
+      if (type.isDynamicDim(d))
+        sizes.push_back(dimOf(rewriter, loc, x, d));
+    Value out = emptyTensor(rewriter, loc, type, sizes);
+    SmallVector<Value> strides(r);
+    Value stride = arith::ConstantIndexOp::create(rewriter, loc, 1);
+    for (int64_t d = r - 1; d >= 0; --d) {
+      strides[d] = stride;
+      stride = arith::MulIOp::create(rewriter, loc, stride,
+                                     dimOf(rewriter, loc, x, d));
+    }
+    uint64_t key = keyOf(op);
+    bool saturate = policy.getSaturate();
+    SmallVector<AffineMap> maps(2, rewriter.getMultiDimIdentityMap(r));
+    SmallVector<utils::IteratorType> par(r, utils::IteratorType::parallel);
+    auto generic = linalg::GenericOp::create(
+        rewriter, loc, type, x, out, maps, par,
+        [&](OpBuilder &b, Location l, ValueRange args) {
+          Value n = arith::ConstantIndexOp::create(b, l, 0);
+          for (int64_t d = 0; d < r; ++d)
+            n = arith::AddIOp::create(
+                b, l, n,
+                arith::MulIOp::create(b, l, linalg::IndexOp::create(b, l, d),
+                                      strides[d]));
+          Value n64 = arith::IndexCastUIOp::create(b, l, b.getI64Type(), n);
+          auto [lo, hi] = split64(b, l, n64);
+          Words w =
+              philox(b, l, i32Constant(b, l, uint32_t(key)),
+                     i32Constant(b, l, uint32_t(key >> 32)),
+                     {lo, hi, i32Constant(b, l, 3), i32Constant(b, l, 0)});
+          Value u = fraction(b, l, w[0], w[1]);
+          linalg::YieldOp::create(
+              b, l, roundStochastically(b, l, args[0], target, u, saturate));
+        });
+    rewriter.replaceOp(op, generic.getResult(0));
+    return success();
+  }
+
+  /// The key of `op`: its function's name and its position among the
+  /// function's stochastic casts (not its location: moving the source file
+  /// must not change the results).
+  static uint64_t keyOf(CastOp op) {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    int64_t position = 0;
+    if (auto fn = op->getParentOfType<func::FuncOp>()) {
+      os << fn.getSymName();
+      fn.walk([&](CastOp other) {
+        if (other == op)
+          return WalkResult::interrupt();
+        if (PolicyAttr p = other.getPolicyAttr(); p && p.getStochasticRound())
+          ++position;
+        return WalkResult::advance();
+      });
+    }
+    os << "#" << position;
+    return llvm::xxh3_64bits(text);
+  }
+
+  /// x rounded to `t` up (away from zero) with probability
+  /// (|x| - |lo|) / (|hi| - |lo|), computed exactly in f64: the two
+  /// neighbours are one step apart in t's bit pattern, and the gap between
+  /// them is a power of two.
+  static Value roundStochastically(OpBuilder &b, Location l, Value x,
+                                   FloatType t, Value u, bool saturate) {
+    Type f64 = b.getF64Type();
+    auto bits = IntegerType::get(b.getContext(), t.getWidth());
+    auto wide = [&](Value v) { return convertScalar(b, l, v, f64); };
+    auto fromBits = [&](Value v) {
+      return arith::BitcastOp::create(b, l, t, v).getResult();
+    };
+    auto step = [&](Value v, int64_t by) {
+      return arith::AddIOp::create(
+                 b, l, v,
+                 arith::ConstantOp::create(b, l, b.getIntegerAttr(bits, by)))
+          .getResult();
+    };
+    auto magnitude = [&](Value v) {
+      return math::AbsFOp::create(b, l, v).getResult();
+    };
+    // Nearest, but finite for finite x: past the largest finite value the
+    // neighbours are that value and the one after it (infinity or NaN,
+    // which rounding up then gives, as a plain cast would).
+    Value y = convertScalarSaturating(b, l, x, t);
+    Value ax = magnitude(wide(x));
+    Value yBits = arith::BitcastOp::create(b, l, bits, y);
+    // Rounded away from zero: y is hi; otherwise y is lo.
+    Value above = arith::CmpFOp::create(b, l, arith::CmpFPredicate::OGT,
+                                        magnitude(wide(y)), ax);
+    Value loBits = arith::SelectOp::create(b, l, above, step(yBits, -1), yBits);
+    Value hiBits = step(loBits, 1);
+    Value lo = fromBits(loBits), hi = fromBits(hiBits);
+    Value aLo = magnitude(wide(lo)), aHi = magnitude(wide(hi));
+    // Past the largest finite value, the gap is the last finite one's.
+    Value hiFinite = arith::CmpFOp::create(
+        b, l, arith::CmpFPredicate::OLT, aHi,
+        arith::ConstantOp::create(b, l, b.getF64FloatAttr(INFINITY)));
+    Value gap = arith::SelectOp::create(
+        b, l, hiFinite, arith::SubFOp::create(b, l, aHi, aLo),
+        arith::SubFOp::create(b, l, aLo,
+                              magnitude(wide(fromBits(step(loBits, -1))))));
+    Value p =
+        arith::DivFOp::create(b, l, arith::SubFOp::create(b, l, ax, aLo), gap);
+    Value up = arith::CmpFOp::create(b, l, arith::CmpFPredicate::OLT, u, p);
+    if (saturate)
+      up = arith::AndIOp::create(b, l, up, hiFinite);
+    return arith::SelectOp::create(b, l, up, hi, lo);
+  }
+};
+
 } // namespace
 
 void mlir::tessera::tgraph::lowering::populateRandomPatterns(
     LoweringContext &ctx, RewritePatternSet &patterns) {
   MLIRContext *mlir = patterns.getContext();
-  patterns.add<KeyLowering, SplitLowering, FoldInLowering>(ctx.types, mlir);
+  patterns
+      .add<KeyLowering, SplitLowering, FoldInLowering, StochasticCastLowering>(
+          ctx.types, mlir);
   patterns.add<SampleLowering<RngUniformOp>, SampleLowering<RngNormalOp>,
                SampleLowering<RngBernoulliOp>>(ctx, mlir);
 }

@@ -273,13 +273,7 @@ Value mlir::tessera::tgraph::lowering::convertScalarSaturating(OpBuilder &b,
 static LogicalResult checkLowerable(ModuleOp module) {
   bool ok = true;
   module.walk([&](Operation *op) {
-    if (auto cast = dyn_cast<CastOp>(op)) {
-      PolicyAttr p = cast.getPolicyAttr();
-      if (p && p.getStochasticRound()) {
-        op->emitOpError("stochastic rounding has no CPU lowering yet");
-        ok = false;
-      }
-    } else if (isa<SolveOp>(op)) {
+    if (isa<SolveOp>(op)) {
       op->emitOpError("has no CPU lowering yet: Newton's method needs the "
                       "Jacobian of its body from autodiff");
       ok = false;

@@ -36,3 +36,17 @@ func.func @ext(%x: f8E4M3FN) -> f64 {
   %y = arith.extf %x : f8E4M3FN to f64
   return %y : f64
 }
+
+// f64 -> bf16 (and f16) goes through f32 with round-to-odd: an inexact f32
+// result with an even last bit moves one step toward x.
+// CHECK-LABEL: func.func @f64_to_bf16
+// CHECK: %[[F:.+]] = arith.truncf %{{.+}} : f64 to f32
+// CHECK: %[[BACK:.+]] = arith.extf %[[F]] : f32 to f64
+// CHECK: arith.cmpf one, %[[BACK]], %{{.+}} : f64
+// CHECK: arith.bitcast %[[F]] : f32 to i32
+// CHECK: %[[ODD:.+]] = arith.bitcast %{{.+}} : i32 to f32
+// CHECK-NOT: arith.truncf %{{.+}} : f64 to bf16
+func.func @f64_to_bf16(%x: f64) -> bf16 {
+  %y = arith.truncf %x : f64 to bf16
+  return %y : bf16
+}

@@ -106,9 +106,16 @@ func.func @check(%a: index, %b: index) {
 
 // -----
 
-// Ops the CPU lowering does not support yet say so.
+// Stochastic rounding: a Philox block per element (from its index),
+// rounding up when the fraction is below the distance to the lower
+// neighbour over the gap.
+// CHECK-LABEL: func.func @stochastic_cast
+// CHECK: linalg.generic
+// CHECK: linalg.index 0
+// CHECK: %[[P:.+]] = arith.divf %{{.+}}, %{{.+}} : f64
+// CHECK: %[[UP:.+]] = arith.cmpf olt, %{{.+}}, %[[P]] : f64
+// CHECK: arith.select %[[UP]], %{{.+}}, %{{.+}} : bf16
 func.func @stochastic_cast(%x: tensor<4xf32>) -> tensor<4xbf16> {
-  // expected-error @+1 {{'tgraph.cast' op stochastic rounding has no CPU lowering yet}}
   %0 = tgraph.cast %x {policy = #tgraph.policy<stochastic_round>} : tensor<4xf32> -> tensor<4xbf16>
   return %0 : tensor<4xbf16>
 }
