@@ -198,6 +198,90 @@ def test_fixed_point_that_does_not_converge_is_an_error():
     assert "after 3 iterations the largest change was" in err.value.stderr
 
 
+SOLVE_SQRT = """func.func @f(%x0: {t}, %a: {t}) -> {t} {{
+  %x = tgraph.solve %x0 params(%a : {t}) {{tol = {tol} : f64}} : {t} -> {t} {{
+  ^bb0(%x: {t}, %p: {t}):
+    %sq = tgraph.mul %x, %x : {t}
+    %r = tgraph.sub %sq, %p : {t}
+    tgraph.yield %r : {t}
+  }}
+  return %x : {t}
+}}"""
+
+
+@pytest.mark.parametrize("n", [1, 7, 33])
+@pytest.mark.parametrize("dtype,tol", [(np.float64, 1e-12), (np.float32, 1e-5)])
+def test_solve_finds_square_roots(n, dtype, tol):
+    # The spec's example, x^2 = a elementwise, from x0 = 1.
+    a = rng.uniform(0.1, 50, n).astype(dtype)
+    t = tensor_type((n,), dtype, ["N"])
+    (x,) = run(SOLVE_SQRT.format(t=t, tol=f"{tol:e}"), [np.ones(n, dtype), a])
+    assert x.dtype == dtype
+    # |x^2 - a| <= tol at the root, so |x - sqrt(a)| <= tol / (2 sqrt(a)).
+    root = np.sqrt(a.astype(np.float64))
+    np.testing.assert_array_less(np.abs(x - root), tol / (2 * root) + 4 * np.finfo(dtype).eps * root)
+
+
+def test_solve_coupled_system_of_any_shape():
+    # F(x) = x^3 + x + sum(x) - b over x of shape [B, 3]: every residual
+    # depends on every element (a dense Jacobian, 3 x_i^2 + 1 + 1 on the
+    # diagonal, 1 elsewhere).
+    ir = """func.func @f(%x0: tensor<?x3xf64, #tgraph.dims<[B, 3]>>, %b: tensor<?x3xf64, #tgraph.dims<[B, 3]>>)
+        -> tensor<?x3xf64, #tgraph.dims<[B, 3]>> {
+      %x = tgraph.solve %x0 params(%b : tensor<?x3xf64, #tgraph.dims<[B, 3]>>) {tol = 1.0e-12 : f64}
+          : tensor<?x3xf64, #tgraph.dims<[B, 3]>> -> tensor<?x3xf64, #tgraph.dims<[B, 3]>> {
+      ^bb0(%x: tensor<?x3xf64, #tgraph.dims<[B, 3]>>, %c: tensor<?x3xf64, #tgraph.dims<[B, 3]>>):
+        %sq = tgraph.mul %x, %x : tensor<?x3xf64, #tgraph.dims<[B, 3]>>
+        %cube = tgraph.mul %sq, %x : tensor<?x3xf64, #tgraph.dims<[B, 3]>>
+        %s = tgraph.reduce_sum %x {dims = array<i64: 0, 1>} : tensor<?x3xf64, #tgraph.dims<[B, 3]>> -> tensor<f64>
+        %u = tgraph.add %cube, %x : tensor<?x3xf64, #tgraph.dims<[B, 3]>>
+        %v = tgraph.add %u, %s : (tensor<?x3xf64, #tgraph.dims<[B, 3]>>, tensor<f64>) -> tensor<?x3xf64, #tgraph.dims<[B, 3]>>
+        %r = tgraph.sub %v, %c : tensor<?x3xf64, #tgraph.dims<[B, 3]>>
+        tgraph.yield %r : tensor<?x3xf64, #tgraph.dims<[B, 3]>>
+      }
+      return %x : tensor<?x3xf64, #tgraph.dims<[B, 3]>>
+    }"""
+    for rows in (1, 4):
+        b = rng.uniform(-5, 5, (rows, 3))
+        (x,) = run(ir, [np.zeros((rows, 3)), b])
+        assert x.shape == (rows, 3)
+        residual = x**3 + x + x.sum() - b
+        assert np.abs(residual).max() <= 1e-12
+        # The same root from NumPy's Newton iteration with the exact Jacobian.
+        ref = np.zeros(rows * 3)
+        for _ in range(100):
+            f = ref**3 + ref + ref.sum() - b.ravel()
+            jac = np.diag(3 * ref**2 + 1) + 1
+            ref = ref - np.linalg.solve(jac, f)
+        np.testing.assert_allclose(x.ravel(), ref, rtol=0, atol=1e-11)
+
+
+def test_solve_scalar_equation():
+    # cos(x) = x, a rank-0 unknown.
+    ir = """func.func @f(%x0: tensor<f64>) -> tensor<f64> {
+      %x = tgraph.solve %x0 {tol = 1.0e-14 : f64} : tensor<f64> -> tensor<f64> {
+      ^bb0(%x: tensor<f64>):
+        %c = tgraph.cos %x : tensor<f64>
+        %r = tgraph.sub %c, %x : tensor<f64>
+        tgraph.yield %r : tensor<f64>
+      }
+      return %x : tensor<f64>
+    }"""
+    (x,) = run(ir, [np.array(0.0)])
+    assert x.shape == ()
+    assert abs(float(x) - 0.7390851332151607) < 1e-14
+
+
+def test_solve_without_a_root_is_an_error():
+    # x^2 = -1 has no real root: Newton wanders until max_iter.
+    t = tensor_type((2,), np.float64, ["N"])
+    with pytest.raises(RunError) as err:
+        run(SOLVE_SQRT.format(t=t, tol="1.0e-10"), [np.ones(2), np.array([-1.0, 4.0])])
+    assert err.value.returncode == 2
+    assert "'tgraph.solve' op at" in err.value.stderr
+    assert "did not converge to |F(x)| <= 1e-10 within 100 Newton steps" in err.value.stderr
+
+
 def test_call_binds_symbols_and_checkpoint_runs_its_body():
     ir = """func.func private @layer(%x: tensor<?x4xf32, #tgraph.dims<[B, 4]>>,
                                    %w: tensor<4x4xf32>) -> tensor<?x4xf32, #tgraph.dims<[B, 4]>> {

@@ -66,6 +66,22 @@ scf::ExecuteRegionOp inlineBody(ConversionPatternRewriter &rewriter,
   return exec;
 }
 
+/// Like inlineBody, but copies `body` (which stays in place).
+scf::ExecuteRegionOp cloneBody(ConversionPatternRewriter &rewriter,
+                               const TypeConverter *tc, Location loc,
+                               Block *body, ValueRange args,
+                               TypeRange results) {
+  IRMapping map;
+  for (auto [arg, v] : llvm::zip_equal(body->getArguments(), args))
+    map.map(arg, castTo(rewriter, loc, v, tc->convertType(arg.getType())));
+  auto exec = scf::ExecuteRegionOp::create(rewriter, loc, results);
+  OpBuilder::InsertionGuard guard(rewriter);
+  rewriter.createBlock(&exec.getRegion());
+  for (Operation &op : *body)
+    rewriter.clone(op, map);
+  return exec;
+}
+
 /// Inside scf.if and scf.execute_region: scf.yield of the parent's result
 /// types.
 struct YieldLowering : public OpConversionPattern<YieldOp> {
@@ -278,6 +294,358 @@ Value maxAbsDifference(OpBuilder &b, Location loc, Value x, Value y) {
   return convertScalar(b, loc, v, b.getF64Type());
 }
 
+/// max |x| over all elements, as an f64 scalar (NaN if any is NaN).
+Value maxAbs(OpBuilder &b, Location loc, Value x) {
+  Type element = cast<RankedTensorType>(x.getType()).getElementType();
+  auto zero = cast<RankedTensorType>(x.getType());
+  SmallVector<Value> sizes;
+  for (int64_t d = 0; d < zero.getRank(); ++d)
+    if (zero.isDynamicDim(d))
+      sizes.push_back(dimOf(b, loc, x, d));
+  Value zeros = filledTensor(
+      b, loc, zero, sizes,
+      arith::ConstantOp::create(b, loc, b.getFloatAttr(element, 0.0)));
+  return maxAbsDifference(b, loc, x, zeros);
+}
+
+/// Solves a x = rhs (a: N x N, rhs: N) by Gaussian elimination with
+/// partial pivoting. A zero pivot (a singular Jacobian) gives infinities or
+/// NaN, which the caller's convergence test rejects.
+Value solveDense(OpBuilder &b, Location loc, Value a, Value rhs, Value n) {
+  Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
+  Value c1 = arith::ConstantIndexOp::create(b, loc, 1);
+  auto at = [](OpBuilder &b, Location l, Value m, ValueRange ij) {
+    return tensor::ExtractOp::create(b, l, m, ij).getResult();
+  };
+  auto put = [](OpBuilder &b, Location l, Value v, Value m, ValueRange ij) {
+    return tensor::InsertOp::create(b, l, v, m, ij).getResult();
+  };
+  auto abs = [](OpBuilder &b, Location l, Value v) {
+    return math::AbsFOp::create(b, l, v).getResult();
+  };
+  auto elimination = scf::ForOp::create(
+      b, loc, c0, n, c1, ValueRange{a, rhs},
+      [&](OpBuilder &b, Location l, Value k, ValueRange acc) {
+        Value kp1 = arith::AddIOp::create(b, l, k, c1);
+        // The largest |a[i, k]|, i >= k, becomes the pivot.
+        auto search = scf::ForOp::create(
+            b, l, kp1, n, c1,
+            ValueRange{k, abs(b, l, at(b, l, acc[0], {k, k}))},
+            [&](OpBuilder &b, Location l, Value i, ValueRange best) {
+              Value v = abs(b, l, at(b, l, acc[0], {i, k}));
+              Value better = arith::CmpFOp::create(
+                  b, l, arith::CmpFPredicate::OGT, v, best[1]);
+              scf::YieldOp::create(
+                  b, l,
+                  ValueRange{
+                      arith::SelectOp::create(b, l, better, i, best[0]),
+                      arith::SelectOp::create(b, l, better, v, best[1])});
+            });
+        Value p = search.getResult(0);
+        auto swap = scf::ForOp::create(
+            b, l, c0, n, c1, ValueRange{acc[0]},
+            [&](OpBuilder &b, Location l, Value j, ValueRange m) {
+              Value x = at(b, l, m[0], {k, j}), y = at(b, l, m[0], {p, j});
+              Value s = put(b, l, y, m[0], {k, j});
+              scf::YieldOp::create(b, l, put(b, l, x, s, {p, j}));
+            });
+        Value bk = at(b, l, acc[1], {k}), bp = at(b, l, acc[1], {p});
+        Value rhsSwapped = put(b, l, bk, put(b, l, bp, acc[1], {k}), {p});
+        Value swapped = swap.getResult(0);
+        Value pivot = at(b, l, swapped, {k, k});
+        auto rows = scf::ForOp::create(
+            b, l, kp1, n, c1, ValueRange{swapped, rhsSwapped},
+            [&](OpBuilder &b, Location l, Value i, ValueRange m) {
+              Value f =
+                  arith::DivFOp::create(b, l, at(b, l, m[0], {i, k}), pivot);
+              auto cols = scf::ForOp::create(
+                  b, l, k, n, c1, ValueRange{m[0]},
+                  [&](OpBuilder &b, Location l, Value j, ValueRange mm) {
+                    Value v = arith::SubFOp::create(
+                        b, l, at(b, l, mm[0], {i, j}),
+                        arith::MulFOp::create(b, l, f,
+                                              at(b, l, mm[0], {k, j})));
+                    scf::YieldOp::create(b, l, put(b, l, v, mm[0], {i, j}));
+                  });
+              Value bi = arith::SubFOp::create(
+                  b, l, at(b, l, m[1], {i}),
+                  arith::MulFOp::create(b, l, f, at(b, l, m[1], {k})));
+              scf::YieldOp::create(
+                  b, l,
+                  ValueRange{cols.getResult(0), put(b, l, bi, m[1], {i})});
+            });
+        scf::YieldOp::create(b, l, rows.getResults());
+      });
+  Value u = elimination.getResult(0);
+  // Back substitution, last row first, into the right-hand side.
+  auto back = scf::ForOp::create(
+      b, loc, c0, n, c1, ValueRange{elimination.getResult(1)},
+      [&](OpBuilder &b, Location l, Value t, ValueRange x) {
+        Value i =
+            arith::SubIOp::create(b, l, arith::SubIOp::create(b, l, n, c1), t);
+        Value ip1 = arith::AddIOp::create(b, l, i, c1);
+        auto sum = scf::ForOp::create(
+            b, l, ip1, n, c1, ValueRange{at(b, l, x[0], {i})},
+            [&](OpBuilder &b, Location l, Value j, ValueRange s) {
+              scf::YieldOp::create(
+                  b, l,
+                  arith::SubFOp::create(
+                      b, l, s[0],
+                      arith::MulFOp::create(b, l, at(b, l, u, {i, j}),
+                                            at(b, l, x[0], {j})))
+                      .getResult());
+            });
+        Value xi =
+            arith::DivFOp::create(b, l, sum.getResult(0), at(b, l, u, {i, i}));
+        scf::YieldOp::create(b, l, put(b, l, xi, x[0], {i}));
+      });
+  return back.getResult(0);
+}
+
+/// solve: Newton's method on F(x, params) = 0 (see the file comment).
+struct SolveLowering : public OpConversionPattern<SolveOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(SolveOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    const TypeConverter *tc = getTypeConverter();
+    Block *body = &op.getBody().front();
+    auto xType =
+        cast<RankedTensorType>(tc->convertType(body->getArgument(0).getType()));
+    auto element = cast<FloatType>(xType.getElementType());
+    Type resultType = tc->convertType(op.getType());
+    Type i1 = rewriter.getI1Type(), f64 = rewriter.getF64Type();
+    Type index = rewriter.getIndexType();
+    SmallVector<Type> carried{xType, index, i1, f64, i1};
+    SmallVector<Location> locs(carried.size(), loc);
+
+    Value init = castTo(rewriter, loc, adaptor.getInit(), xType);
+    SmallVector<OpFoldResult> xSizes =
+        tensor::getMixedSizes(rewriter, loc, init);
+    Value n = arith::ConstantIndexOp::create(rewriter, loc, 1);
+    for (OpFoldResult size : xSizes)
+      n = arith::MulIOp::create(
+          rewriter, loc, n,
+          getValueOrCreateConstantIndexOp(rewriter, loc, size));
+    int64_t staticN =
+        xType.hasStaticShape() ? xType.getNumElements() : ShapedType::kDynamic;
+    auto flatType = RankedTensorType::get({staticN}, element);
+    int64_t rank = xType.getRank();
+    SmallVector<ReassociationIndices> all;
+    if (rank > 0)
+      all.push_back(llvm::to_vector(llvm::seq<int64_t>(0, rank)));
+    auto flat = [&](OpBuilder &b, Location l, Value v) -> Value {
+      v = castTo(b, l, v, xType);
+      if (rank == 1)
+        return castTo(b, l, v, flatType);
+      if (rank == 0)
+        return tensor::ExpandShapeOp::create(
+            b, l, flatType, v, ArrayRef<ReassociationIndices>{},
+            ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
+      return tensor::CollapseShapeOp::create(b, l, flatType, v, all);
+    };
+    auto shaped = [&](OpBuilder &b, Location l, Value v) -> Value {
+      if (rank == 1)
+        return castTo(b, l, v, xType);
+      if (rank == 0)
+        return tensor::CollapseShapeOp::create(
+            b, l, xType, v, ArrayRef<ReassociationIndices>{});
+      return tensor::ExpandShapeOp::create(b, l, xType, v, all, xSizes);
+    };
+
+    Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
+    Value no =
+        arith::ConstantOp::create(rewriter, loc, rewriter.getBoolAttr(0));
+    Value yes =
+        arith::ConstantOp::create(rewriter, loc, rewriter.getBoolAttr(1));
+    Value inf = arith::ConstantOp::create(
+        rewriter, loc,
+        rewriter.getF64FloatAttr(std::numeric_limits<double>::infinity()));
+    auto loop = scf::WhileOp::create(rewriter, loc, carried,
+                                     ValueRange{init, zero, no, inf, no});
+    {
+      OpBuilder::InsertionGuard guard(rewriter);
+      Block *before =
+          rewriter.createBlock(&loop.getBefore(), {}, carried, locs);
+      // Go on while neither converged nor out of steps.
+      Value stop = arith::OrIOp::create(rewriter, loc, before->getArgument(2),
+                                        before->getArgument(4));
+      scf::ConditionOp::create(rewriter, loc,
+                               arith::XOrIOp::create(rewriter, loc, stop, yes),
+                               before->getArguments());
+
+      Block *after = rewriter.createBlock(&loop.getAfter(), {}, carried, locs);
+      Value x = after->getArgument(0), steps = after->getArgument(1);
+      SmallVector<Value> args{x};
+      llvm::append_range(args, adaptor.getParams());
+      Value r = cloneBody(rewriter, tc, loc, body, args, xType).getResult(0);
+      Value norm = maxAbs(rewriter, loc, r);
+      Value tol = arith::ConstantOp::create(rewriter, loc, op.getTolAttr());
+      Value done = arith::CmpFOp::create(rewriter, loc,
+                                         arith::CmpFPredicate::OLE, norm, tol);
+      Value maxIter = arith::ConstantIndexOp::create(
+          rewriter, loc, static_cast<int64_t>(op.getMaxIter()));
+      Value canStep = arith::CmpIOp::create(
+          rewriter, loc, arith::CmpIPredicate::ult, steps, maxIter);
+      Value exhausted = arith::AndIOp::create(
+          rewriter, loc, arith::XOrIOp::create(rewriter, loc, done, yes),
+          arith::XOrIOp::create(rewriter, loc, canStep, yes));
+      Value step = arith::AndIOp::create(
+          rewriter, loc, arith::XOrIOp::create(rewriter, loc, done, yes),
+          canStep);
+      auto update = scf::IfOp::create(rewriter, loc, TypeRange{xType}, step,
+                                      /*withElseRegion=*/true);
+      {
+        OpBuilder::InsertionGuard g(rewriter);
+        rewriter.setInsertionPointToStart(update.elseBlock());
+        scf::YieldOp::create(rewriter, loc, x);
+        rewriter.setInsertionPointToStart(update.thenBlock());
+        Value next = newtonStep(rewriter, loc, tc, body, op, x, r, n, element,
+                                flat, shaped, adaptor.getParams());
+        scf::YieldOp::create(rewriter, loc, next);
+      }
+      Value count = arith::SelectOp::create(
+          rewriter, loc, step,
+          arith::AddIOp::create(
+              rewriter, loc, steps,
+              arith::ConstantIndexOp::create(rewriter, loc, 1)),
+          steps);
+      scf::YieldOp::create(
+          rewriter, loc,
+          ValueRange{update.getResult(0), count, done, norm, exhausted});
+    }
+    auto failedIf = scf::IfOp::create(
+        rewriter, loc,
+        arith::XOrIOp::create(rewriter, loc, loop.getResult(2), yes),
+        /*withElse=*/false);
+    {
+      OpBuilder::InsertionGuard guard(rewriter);
+      rewriter.setInsertionPoint(failedIf.thenBlock()->getTerminator());
+      std::string message;
+      llvm::raw_string_ostream(message)
+          << describeOp(op) << ": did not converge to |F(x)| <= "
+          << llvm::format("%g", op.getTol().convertToDouble()) << " within "
+          << op.getMaxIter()
+          << " Newton steps (a singular Jacobian, or no root near init?)";
+      Value iterations = arith::IndexCastOp::create(
+          rewriter, loc, rewriter.getI64Type(), loop.getResult(1));
+      callHook(rewriter, op, RuntimeHook::NotConverged, message,
+               {iterations, loop.getResult(3)});
+    }
+    rewriter.replaceOp(op,
+                       castTo(rewriter, loc, loop.getResult(0), resultType));
+    return success();
+  }
+
+  /// x - J^-1 r, with J by forward differences: column j is
+  /// (F(x + h e_j) - r) / h, h = sqrt(eps) max(|x_j|, 1) (the step
+  /// actually taken after rounding).
+  template <typename Flat, typename Shaped>
+  static Value newtonStep(ConversionPatternRewriter &rewriter, Location loc,
+                          const TypeConverter *tc, Block *body, SolveOp op,
+                          Value x, Value r, Value n, FloatType element,
+                          Flat flat, Shaped shaped, ValueRange params) {
+    Value xf = flat(rewriter, loc, x);
+    Value rf = flat(rewriter, loc, r);
+    auto flatType = cast<RankedTensorType>(xf.getType());
+    int64_t staticN = flatType.getDimSize(0);
+    auto matrixType = RankedTensorType::get({staticN, staticN}, element);
+    SmallVector<Value> dyn;
+    if (ShapedType::isDynamic(staticN))
+      dyn = {n, n};
+    Value jt = emptyTensor(rewriter, loc, matrixType, dyn);
+    Value c0 = arith::ConstantIndexOp::create(rewriter, loc, 0);
+    Value c1 = arith::ConstantIndexOp::create(rewriter, loc, 1);
+    // sqrt of the element type's machine epsilon.
+    double eps = std::ldexp(
+        1.0, 1 - int(APFloat::semanticsPrecision(element.getFloatSemantics())));
+    Value root = arith::ConstantOp::create(
+        rewriter, loc, rewriter.getFloatAttr(element, std::sqrt(eps)));
+    Value one = arith::ConstantOp::create(rewriter, loc,
+                                          rewriter.getFloatAttr(element, 1));
+    auto columns = scf::ForOp::create(rewriter, loc, c0, n, c1, ValueRange{jt});
+    {
+      OpBuilder::InsertionGuard g(rewriter);
+      rewriter.setInsertionPointToStart(columns.getBody());
+      Value j = columns.getInductionVar();
+      Value acc = columns.getRegionIterArgs()[0];
+      Value xj = tensor::ExtractOp::create(rewriter, loc, xf, ValueRange{j});
+      Value h = arith::MulFOp::create(
+          rewriter, loc, root,
+          arith::MaximumFOp::create(
+              rewriter, loc, math::AbsFOp::create(rewriter, loc, xj), one));
+      Value moved = arith::AddFOp::create(rewriter, loc, xj, h);
+      Value taken = arith::SubFOp::create(rewriter, loc, moved, xj);
+      Value xp =
+          tensor::InsertOp::create(rewriter, loc, moved, xf, ValueRange{j});
+      SmallVector<Value> args{shaped(rewriter, loc, xp)};
+      llvm::append_range(args, params);
+      Value fj = flat(rewriter, loc,
+                      inlineBody(rewriter, tc, loc, body, args,
+                                 TypeRange{cast<RankedTensorType>(x.getType())})
+                          .getResult(0));
+      SmallVector<AffineMap> maps(3, rewriter.getMultiDimIdentityMap(1));
+      Value colInit =
+          emptyTensor(rewriter, loc, flatType,
+                      flatType.hasStaticShape() ? ValueRange{} : ValueRange{n});
+      Value col =
+          linalg::GenericOp::create(
+              rewriter, loc, flatType, ValueRange{fj, rf}, colInit, maps,
+              {utils::IteratorType::parallel},
+              [&](OpBuilder &b, Location l, ValueRange a) {
+                Value d = arith::SubFOp::create(b, l, a[0], a[1]);
+                linalg::YieldOp::create(
+                    b, l, arith::DivFOp::create(b, l, d, taken).getResult());
+              })
+              .getResult(0);
+      SmallVector<OpFoldResult> offsets{j, rewriter.getIndexAttr(0)};
+      SmallVector<OpFoldResult> sizes{rewriter.getIndexAttr(1),
+                                      ShapedType::isDynamic(staticN)
+                                          ? OpFoldResult(n)
+                                          : rewriter.getIndexAttr(staticN)};
+      SmallVector<OpFoldResult> strides(2, rewriter.getIndexAttr(1));
+      Value row = tensor::InsertSliceOp::create(rewriter, loc, col, acc,
+                                                offsets, sizes, strides);
+      scf::YieldOp::create(rewriter, loc, row);
+    }
+    // J is the transpose of the rows just built.
+    Value jInit = emptyTensor(rewriter, loc, matrixType, dyn);
+    Value jac = linalg::TransposeOp::create(rewriter, loc, columns.getResult(0),
+                                            jInit, ArrayRef<int64_t>{1, 0})
+                    .getResult()[0];
+    Value negInit =
+        emptyTensor(rewriter, loc, flatType,
+                    flatType.hasStaticShape() ? ValueRange{} : ValueRange{n});
+    SmallVector<AffineMap> maps(2, rewriter.getMultiDimIdentityMap(1));
+    Value minusR =
+        linalg::GenericOp::create(
+            rewriter, loc, flatType, ValueRange{rf}, negInit, maps,
+            {utils::IteratorType::parallel},
+            [](OpBuilder &b, Location l, ValueRange a) {
+              linalg::YieldOp::create(
+                  b, l, arith::NegFOp::create(b, l, a[0]).getResult());
+            })
+            .getResult(0);
+    Value dx = solveDense(rewriter, loc, jac, minusR, n);
+    SmallVector<AffineMap> addMaps(3, rewriter.getMultiDimIdentityMap(1));
+    Value sumInit =
+        emptyTensor(rewriter, loc, flatType,
+                    flatType.hasStaticShape() ? ValueRange{} : ValueRange{n});
+    Value next =
+        linalg::GenericOp::create(
+            rewriter, loc, flatType, ValueRange{xf, dx}, sumInit, addMaps,
+            {utils::IteratorType::parallel},
+            [](OpBuilder &b, Location l, ValueRange a) {
+              linalg::YieldOp::create(
+                  b, l, arith::AddFOp::create(b, l, a[0], a[1]).getResult());
+            })
+            .getResult(0);
+    return shaped(rewriter, loc, next);
+  }
+};
+
 /// Iterates x <- F(x, params) while the largest change exceeds `tol`, at
 /// most `max_iter` times; if it never got within `tol` the call fails with
 /// the op's message, the iteration count and the last change.
@@ -457,7 +825,7 @@ void mlir::tessera::tgraph::lowering::populateControlFlowPatterns(
     LoweringContext &ctx, RewritePatternSet &patterns) {
   MLIRContext *mlir = patterns.getContext();
   patterns.add<YieldLowering, CondLowering, WhileLowering, FixedPointLowering,
-               CheckpointLowering, CallLowering<CallOp>,
+               SolveLowering, CheckpointLowering, CallLowering<CallOp>,
                CallLowering<CustomVjpOp>, CallLowering<CustomJvpOp>,
                SingleDeviceCollectiveLowering<AllReduceOp>,
                SingleDeviceCollectiveLowering<AllGatherOp>,

@@ -273,12 +273,8 @@ Value mlir::tessera::tgraph::lowering::convertScalarSaturating(OpBuilder &b,
 static LogicalResult checkLowerable(ModuleOp module) {
   bool ok = true;
   module.walk([&](Operation *op) {
-    if (isa<SolveOp>(op)) {
-      op->emitOpError("has no CPU lowering yet: Newton's method needs the "
-                      "Jacobian of its body from autodiff");
-      ok = false;
-    } else if (isa<KVCacheCreateOp, KVCacheAppendOp, KVCacheReadOp,
-                   KVCachePruneOp>(op)) {
+    if (isa<KVCacheCreateOp, KVCacheAppendOp, KVCacheReadOp, KVCachePruneOp>(
+            op)) {
       op->emitOpError("has no CPU lowering yet");
       ok = false;
     } else if (auto size = op->getAttrOfType<IntegerAttr>("group_size");

@@ -120,8 +120,20 @@ func.func @caller(%x: tensor<3x4xf32>) -> tensor<3x4xf32> {
 
 // -----
 
+// solve: Newton steps in an scf.while that carries x, the step count, the
+// converged flag, the residual norm and an out-of-steps flag; a step builds
+// the Jacobian column by column (a loop over the 4 unknowns with the body
+// inside), transposes it, eliminates and substitutes back.
+// CHECK-LABEL: func.func @solve
+// CHECK: scf.while ({{.+}}) : (tensor<4xf64>, index, i1, f64, i1) -> (tensor<4xf64>, index, i1, f64
+// CHECK: arith.cmpf ole
+// CHECK: scf.if %{{.+}} -> (tensor<4xf64>)
+// CHECK: scf.for %{{.+}} = %{{.+}} to %c4 step %c1 iter_args(%{{.+}} = %{{.+}}) -> (tensor<4x4xf64>)
+// CHECK: arith.mulf
+// CHECK: tensor.insert_slice %{{.+}} into %{{.+}}[%{{.+}}, 0] [1, 4] [1, 1] : tensor<4xf64> into tensor<4x4xf64>
+// CHECK: linalg.transpose
+// CHECK: llvm.call @tessera_not_converged
 func.func @solve(%x0: tensor<4xf64>, %a: tensor<4xf64>) -> tensor<4xf64> {
-  // expected-error @+1 {{'tgraph.solve' op has no CPU lowering yet: Newton's method needs the Jacobian of its body from autodiff}}
   %x = tgraph.solve %x0 params(%a : tensor<4xf64>) : tensor<4xf64> -> tensor<4xf64> {
   ^bb0(%x: tensor<4xf64>, %p: tensor<4xf64>):
     %sq = tgraph.mul %x, %x : tensor<4xf64>

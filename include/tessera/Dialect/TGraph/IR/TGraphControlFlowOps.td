@@ -138,10 +138,13 @@ def TGraph_FixedPointOp : TGraph_IterativeSolveOp<"fixed_point"> {
 def TGraph_SolveOp : TGraph_IterativeSolveOp<"solve"> {
   let summary = "root x* of F(x*, params) = 0";
   let description = [{
-    Finds `x` with `F(x, params) = 0` (Newton's method from `init`, with
-    Jacobians from autodiff) to tolerance `tol` in at most `max_iter` steps.
-    The body takes `x` then the params and yields the residual F, which has
-    the shape of `x`. Gradients come from the implicit function theorem.
+    Finds `x` with `F(x, params) = 0` by Newton's method from `init`, until
+    `max |F(x)| <= tol`, in at most `max_iter` steps (otherwise the call
+    fails with an error). The body takes `x` then the params and yields the
+    residual F, which has the shape of `x`. The CPU back end treats x as a
+    vector of its N elements and forms the Jacobian by forward differences
+    (N + 1 evaluations of the body and a dense O(N^3) solve per step), which
+    suits small systems. Gradients come from the implicit function theorem.
 
     ```mlir
     %x = tgraph.solve %x0 params(%a : tensor<4xf64>) : tensor<4xf64> -> tensor<4xf64> {
