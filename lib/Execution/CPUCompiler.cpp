@@ -138,6 +138,11 @@ FailureOr<std::vector<rt::FunctionSignature>> buildManifest(ModuleOp module) {
         s.dims = {"2"};
         return s;
       }
+      if (isa<tgraph::KVCacheType>(t))
+        return fn.emitError()
+               << what
+               << " is a kv_cache, but caches are state: pass the cache as an "
+                  "argument, which the function updates in place";
       auto tensor = dyn_cast<RankedTensorType>(t);
       std::optional<rt::DType> dtype =
           tensor ? runtimeDType(tensor.getElementType()) : std::nullopt;
@@ -153,6 +158,27 @@ FailureOr<std::vector<rt::FunctionSignature>> buildManifest(ModuleOp module) {
       return s;
     };
     for (auto [i, t] : llvm::enumerate(fn.getArgumentTypes())) {
+      // A KV cache is three state buffers: keys, values, (length, window).
+      if (auto cache = dyn_cast<tgraph::KVCacheType>(t)) {
+        std::optional<rt::DType> dtype = runtimeDType(cache.getElementType());
+        if (!dtype)
+          return fn.emitError() << "argument " << i << " is a kv_cache of "
+                                << tgraph::typeName(cache.getElementType())
+                                << ", which the runtime has no dtype for";
+        rt::TensorSpec buffer;
+        buffer.isState = true;
+        buffer.dtype = *dtype;
+        for (const ::tessera::shape::DimExpr &d : cache.getShape().getDims())
+          buffer.dims.push_back(d.str());
+        sig.arguments.push_back(buffer);
+        sig.arguments.push_back(buffer);
+        rt::TensorSpec words;
+        words.isState = true;
+        words.dtype = rt::DType::i64;
+        words.dims = {"2"};
+        sig.arguments.push_back(words);
+        continue;
+      }
       auto s = spec(t, "argument " + Twine(i));
       if (failed(s))
         return failure();
@@ -398,7 +424,11 @@ LogicalResult emitObjects(ModuleOp module,
 /// Links the object at `object` into the shared library `library`.
 LogicalResult link(ModuleOp module, ArrayRef<std::string> objects,
                    const std::string &library) {
-  SmallVector<StringRef> args{TESSERA_LLD, "-shared", "-o", library};
+  // -Bsymbolic: calls inside the library bind to its own functions, even
+  // where a function shares its name with one loaded earlier (a model
+  // function called `step` or `index` must not call libc's).
+  SmallVector<StringRef> args{TESSERA_LLD, "-shared", "-Bsymbolic", "-o",
+                              library};
   for (const std::string &object : objects)
     args.push_back(object);
   args.append({"--as-needed", "-L" TESSERA_RUNTIME_DIR, "-lTesseraRuntime",

@@ -22,7 +22,7 @@ using namespace tessera::runtime;
 std::string TensorSpec::describe() const {
   if (isKey)
     return "key";
-  std::string text = std::string(name(dtype)) + "[";
+  std::string text = std::string(isState ? "state " : "") + name(dtype) + "[";
   for (size_t i = 0; i < dims.size(); ++i)
     text += (i ? ", " : "") + dims[i];
   return text + "]";
@@ -45,7 +45,8 @@ static void printSpec(std::ostringstream &os, const char *what,
     os << " key\n";
     return;
   }
-  os << " " << name(spec.dtype) << " " << spec.dims.size();
+  os << (spec.isState ? " state " : " ") << name(spec.dtype) << " "
+     << spec.dims.size();
   for (const std::string &d : spec.dims) {
     os << " ";
     for (char c : d)
@@ -110,7 +111,11 @@ tessera::runtime::parseManifest(std::string_view text) {
     TensorSpec spec;
     std::string dtype;
     words >> dtype;
-    if (dtype == "key") {
+    if (dtype == "state") {
+      spec.isState = true;
+      words >> dtype;
+    }
+    if (dtype == "key" && !spec.isState) {
       spec.isKey = true;
       spec.dtype = DType::i32;
       spec.dims = {"2"};

@@ -1,7 +1,8 @@
 //===- tessera-run.cpp - Run a Graph IR function on the CPU ---------------===//
 //
 //   tessera-run model.mlir [--fn NAME] [--input a.npy --input b.npy ...]
-//               [--dims B=32,S=128 --seed 0] [--out-dir DIR] [--bench N]
+//               [--dims B=32,S=128 --seed 0] [--out-dir DIR] [--calls N]
+//               [--bench N]
 //               [--num-threads T] [--jit] [--cache-dir DIR | --no-cache]
 //   tessera-run model.mlir --emit-library model.so
 //   tessera-run model.so [--fn NAME] ...
@@ -10,8 +11,10 @@
 // and calls it through the runtime, or, given a library compiled ahead of
 // time with --emit-library, loads and calls it without compiling. Inputs
 // come from .npy files or, for each argument, from a seeded uniform
-// generator given sizes for its symbolic dims. Outputs are written as
-// out0.npy, out1.npy, ...; --bench times repeated calls.
+// generator given sizes for its symbolic dims; state arguments (the
+// buffers of a KV cache) start empty (zeros) and carry over from call to
+// call. Outputs are written as out0.npy, out1.npy, ... (state as
+// arg<i>.npy); --bench times repeated calls.
 //
 //===----------------------------------------------------------------------===//
 
@@ -62,9 +65,16 @@ static llvm::cl::opt<std::string>
 static llvm::cl::opt<unsigned> seed("seed", llvm::cl::init(0),
                                     llvm::cl::desc("Seed of random inputs"),
                                     llvm::cl::cat(runCategory));
-static llvm::cl::opt<std::string>
-    outDir("out-dir", llvm::cl::desc("Write results as DIR/out<i>.npy"),
-           llvm::cl::cat(runCategory));
+static llvm::cl::opt<std::string> outDir(
+    "out-dir",
+    llvm::cl::desc("Write results as DIR/out<i>.npy (and state arguments, "
+                   "such as KV caches, as DIR/arg<i>.npy)"),
+    llvm::cl::cat(runCategory));
+static llvm::cl::opt<unsigned>
+    calls("calls",
+          llvm::cl::desc("Call the function N times before reporting (state "
+                         "arguments carry over from call to call)"),
+          llvm::cl::init(1), llvm::cl::cat(runCategory));
 static llvm::cl::opt<std::string> passPipeline(
     "pass-pipeline",
     llvm::cl::desc("Compile with this textual pass pipeline instead of "
@@ -173,6 +183,12 @@ randomArgument(const rt::TensorSpec &spec,
   if (!buffer) {
     fail(buffer.error().message);
     return std::nullopt;
+  }
+  // State (a KV cache) starts empty: zeros, length 0, no window.
+  if (spec.isState) {
+    std::memset(buffer->data(), 0,
+                buffer->numElements() * rt::byteSize(spec.dtype));
+    return std::move(*buffer);
   }
   std::uniform_real_distribution<double> unit(-1.0, 1.0);
   std::uniform_int_distribution<int64_t> small(0, 7), coin(0, 1);
@@ -352,6 +368,8 @@ int main(int argc, char **argv) {
     return fail(bound.error().message);
 
   auto results = function->call(*args);
+  for (unsigned call = 1; results && call < calls; ++call)
+    results = function->call(*args);
   if (!results) {
     fail(results.error().message);
     return 2;
@@ -359,12 +377,20 @@ int main(int argc, char **argv) {
   if (!quiet)
     for (auto [i, r] : llvm::enumerate(*results))
       llvm::outs() << "result " << i << ": " << summary(r) << "\n";
-  if (!outDir.empty())
+  if (!outDir.empty()) {
     for (auto [i, r] : llvm::enumerate(*results))
       if (rt::Status s =
               r.saveNpy(outDir + "/out" + std::to_string(i) + ".npy");
           !s)
         return fail(s.error().message);
+    // State arguments after the calls, to inspect or to pass back in.
+    for (auto [i, spec] : llvm::enumerate(function->signature().arguments))
+      if (spec.isState)
+        if (rt::Status s = (*args)[i].saveNpy(outDir + "/arg" +
+                                              std::to_string(i) + ".npy");
+            !s)
+          return fail(s.error().message);
+  }
   if (bench > 0) {
     // Each timed call includes checking the arguments and freeing the
     // results (back to the runtime's cache), not copying them.

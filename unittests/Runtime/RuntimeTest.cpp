@@ -172,7 +172,23 @@ TEST(Runtime, ManifestRoundTripAndErrors) {
   EXPECT_EQ((*fns)[0].describe(),
             "@add(f32[B, 4], f32[B, 4], f32[2*B+1]) -> (f32[B, 4])");
   EXPECT_EQ(printManifest(*fns), kManifest);
+  // A KV cache argument: three state buffers.
+  auto state = parseManifest("tessera-manifest 1\nfunction step 3 0\n"
+                             "arg state bf16 4 B 8 128 64\n"
+                             "arg state bf16 4 B 8 128 64\n"
+                             "arg state i64 1 2\n");
+  ASSERT_TRUE(state) << state.error().message;
+  EXPECT_TRUE((*state)[0].arguments[2].isState);
+  EXPECT_EQ((*state)[0].describe(),
+            "@step(state bf16[B, 8, 128, 64], state bf16[B, 8, 128, 64], "
+            "state i64[2]) -> ()");
+  EXPECT_EQ(printManifest(*state), "tessera-manifest 1\nfunction step 3 0\n"
+                                   "arg state bf16 4 B 8 128 64\n"
+                                   "arg state bf16 4 B 8 128 64\n"
+                                   "arg state i64 1 2\n");
   for (const char *bad : {"", "tessera-manifest 2\n",
+                          "tessera-manifest 1\nfunction f 1 0\narg state\n",
+                          "tessera-manifest 1\nfunction f 1 0\narg state key\n",
                           "tessera-manifest 1\nfunction f 1 0\narg f33 1 4\n",
                           "tessera-manifest 1\nfunction f 1 0\narg f32 2 4\n",
                           "tessera-manifest 1\nfunction f 1 0\narg f32 1 4*\n",

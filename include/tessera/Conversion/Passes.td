@@ -42,7 +42,9 @@ def TGraphLowerToLinalg : Pass<"tessera-tgraph-lower-to-linalg", "ModuleOp"> {
     "::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect",
     "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
     "::mlir::cf::ControlFlowDialect", "::mlir::func::FuncDialect",
-    "::mlir::scf::SCFDialect", "::mlir::LLVM::LLVMDialect"
+    "::mlir::scf::SCFDialect", "::mlir::LLVM::LLVMDialect",
+    "::mlir::memref::MemRefDialect",
+    "::mlir::bufferization::BufferizationDialect"
   ];
 }
 

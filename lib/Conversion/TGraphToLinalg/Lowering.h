@@ -98,6 +98,9 @@ void populateLayoutPatterns(LoweringContext &ctx, RewritePatternSet &patterns);
 void populateIndexingPatterns(LoweringContext &ctx,
                               RewritePatternSet &patterns);
 void populateRandomPatterns(LoweringContext &ctx, RewritePatternSet &patterns);
+/// KV caches (LowerState.cpp): three buffers per cache.
+void populateStatePatterns(LoweringContext &ctx, RewritePatternSet &patterns);
+void addStateConversions(TypeConverter &types);
 void populateControlFlowPatterns(LoweringContext &ctx,
                                  RewritePatternSet &patterns);
 

@@ -12,8 +12,10 @@
 #include "tessera/Dialect/TGraph/IR/DimValues.h"
 #include "tessera/Dialect/TSched/IR/TSched.h"
 
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/Transforms/FuncConversions.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
@@ -40,6 +42,7 @@ TGraphTypeConverter::TGraphTypeConverter() {
   addConversion([](KeyType t) -> Type {
     return RankedTensorType::get({2}, IntegerType::get(t.getContext(), 32));
   });
+  addStateConversions(*this);
 }
 
 void SymbolEnv::build(func::FuncOp fn) {
@@ -273,9 +276,11 @@ Value mlir::tessera::tgraph::lowering::convertScalarSaturating(OpBuilder &b,
 static LogicalResult checkLowerable(ModuleOp module) {
   bool ok = true;
   module.walk([&](Operation *op) {
-    if (isa<KVCacheCreateOp, KVCacheAppendOp, KVCacheReadOp, KVCachePruneOp>(
-            op)) {
-      op->emitOpError("has no CPU lowering yet");
+    if (auto fn = dyn_cast<func::FuncOp>(op);
+        fn && llvm::any_of(fn.getResultTypes(), llvm::IsaPred<KVCacheType>)) {
+      op->emitOpError("returns a kv_cache, but caches are state: pass the "
+                      "cache as an argument, which the function updates in "
+                      "place");
       ok = false;
     } else if (auto size = op->getAttrOfType<IntegerAttr>("group_size");
                size && size.getInt() != 1 && op->getDialect() &&
@@ -394,16 +399,18 @@ struct TGraphLowerToLinalgPass
     populateControlFlowPatterns(ctx, patterns);
     populateIndexingPatterns(ctx, patterns);
     populateRandomPatterns(ctx, patterns);
+    populateStatePatterns(ctx, patterns);
     populateFunctionOpInterfaceTypeConversionPattern<func::FuncOp>(patterns,
                                                                    types);
     populateReturnOpTypeConversionPattern(patterns, types);
     populateCallOpTypeConversionPattern(patterns, types);
 
     ConversionTarget target(getContext());
-    target.addLegalDialect<linalg::LinalgDialect, tensor::TensorDialect,
-                           arith::ArithDialect, math::MathDialect,
-                           cf::ControlFlowDialect, scf::SCFDialect,
-                           LLVM::LLVMDialect>();
+    target.addLegalDialect<
+        linalg::LinalgDialect, tensor::TensorDialect, memref::MemRefDialect,
+        bufferization::BufferizationDialect, arith::ArithDialect,
+        math::MathDialect, cf::ControlFlowDialect, scf::SCFDialect,
+        LLVM::LLVMDialect>();
     target.addIllegalDialect<TGraphDialect>();
     target.addDynamicallyLegalOp<func::FuncOp>([&](func::FuncOp fn) {
       return types.isSignatureLegal(fn.getFunctionType()) &&

@@ -27,8 +27,12 @@ struct TensorSpec {
   std::vector<std::string> dims;
   /// A random key: an i32[2] buffer holding its two Philox words.
   bool isKey = false;
+  /// State the call updates in place (the buffers of a KV cache: keys,
+  /// values, and i64[2] holding the valid length and the window, 0 for
+  /// none). The caller keeps the buffers between calls.
+  bool isState = false;
 
-  /// "f32[B, 64]" (or "key").
+  /// "f32[B, 64]" (or "key", or "state f32[B, 8, 128, 64]").
   std::string describe() const;
 };
 
