@@ -3,6 +3,7 @@ include 1 and sizes that are not multiples of any vector width."""
 
 import math
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -323,6 +324,36 @@ def test_safe_forms_on_masked_rows():
     assert_close(p[1], softmax(x[1:], 1)[0], np.float64, 10)
     assert s[0] == -np.inf
     assert_close(s[1:], np.log(np.exp(0.0) + np.exp(1.0))[None], np.float64, 10)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, ml_dtypes.bfloat16])
+def test_safe_norms_and_like_constants(dtype):
+    # layernorm_safe / rmsnorm_safe compute their statistics in f32 with the
+    # variance clamped at 0: finite on constant rows (variance exactly 0),
+    # where the results are the bias and 0; ones_like / zeros_like.
+    x = rand((5, 8), np.float64)
+    x[1] = 3.0  # a constant row
+    x = x.astype(dtype)
+    g = rand((8,), np.float64).astype(dtype)
+    b = rand((8,), np.float64).astype(dtype)
+    tx, tg = tensor_type((5, 8), dtype, ["N", None]), tensor_type((8,), dtype)
+    ir = f"""func.func @f(%x: {tx}, %g: {tg}, %b: {tg}) -> ({tx}, {tx}, {tx}, {tx}) {{
+      %l = tgraph.layernorm_safe %x scale %g bias %b {{axis = 1 : i64, epsilon = 1.0e-5 : f64}} : ({tx}, {tg}, {tg}) -> {tx}
+      %r = tgraph.rmsnorm_safe %x scale %g {{axis = 1 : i64, epsilon = 1.0e-5 : f64}} : ({tx}, {tg}) -> {tx}
+      %o = tgraph.ones_like %x : {tx}
+      %z = tgraph.zeros_like %x : {tx}
+      return %l, %r, %o, %z : {tx}, {tx}, {tx}, {tx}
+    }}"""
+    l, r, o, z = run(ir, [x, g, b], out_dtypes=[dtype] * 4)
+    x64, g64, b64 = (a.astype(np.float64) for a in (x, g, b))
+    mu = x64.mean(1, keepdims=True)
+    var = ((x64 - mu) ** 2).mean(1, keepdims=True)
+    tol = np.float32 if dtype == np.float32 else dtype
+    assert_close(l, (x64 - mu) / np.sqrt(var + 1e-5) * g64 + b64, tol, 100)
+    assert_close(r, x64 / np.sqrt((x64**2).mean(1, keepdims=True) + 1e-5) * g64, tol, 100)
+    assert np.isfinite(l.astype(np.float64)).all()
+    np.testing.assert_array_equal(o.astype(np.float64), np.ones((5, 8)))
+    np.testing.assert_array_equal(z.astype(np.float64), np.zeros((5, 8)))
 
 
 @pytest.mark.parametrize("n", SIZES)
