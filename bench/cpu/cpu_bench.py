@@ -8,6 +8,8 @@
 - a fused elementwise chain gelu(x * w + b) over 16M floats against NumPy
   and against this machine's copy bandwidth (np.copyto, measured here);
 - row softmax and layernorm (8192 x 1024) against the copy bandwidth;
+- the example transformer block's forward pass against the same block in
+  NumPy;
 - compile time of a 2-layer transformer block (d_model 512).
 
 Each Tessera figure is the median of timed calls inside tessera-run (the
@@ -223,6 +225,21 @@ def main():
         t_ms, _ = tessera(run, mlir, f"R={rows},C={cols}", calls, 2)
         print(f"{name} {rows}x{cols} f32: Tessera {t_ms:.2f} ms, copy {copy_ms:.2f} ms, "
               f"copy bandwidth fraction {copy_ms / t_ms:.2f}")
+
+    print("\n## Transformer block forward (examples/transformer_block.mlir, d_model 512), 2 threads")
+    print("# peer: the same block in NumPy float32 (examples/transformer_block.py; NumPy's BLAS)")
+    sys.path.insert(0, str(ROOT / "examples"))
+    import transformer_block as block_ref
+    block_mlir = (ROOT / "examples" / "transformer_block.mlir").read_text()
+    weights = block_ref.random_weights(rng, np.float32)
+    for b, s in ((2, 32), (4, 128)):
+        x = rng.standard_normal((b, s, 512), dtype=np.float32)
+        np_ms = median_ms(lambda: block_ref.block(x, *weights), calls)
+        t_ms, _ = tessera(run, block_mlir, f"B={b},S={s}", calls, 2)
+        tokens = b * s
+        flops = tokens * 2.0 * (4 * 512 * 512 + 2 * 512 * 2048) + b * 2.0 * 2 * s * s * 512
+        print(f"B={b}, S={s} ({tokens} tokens): Tessera {t_ms:.2f} ms ({flops / t_ms / 1e6:.0f} GFLOP/s), "
+              f"NumPy {np_ms:.2f} ms, ratio {np_ms / t_ms:.2f}")
 
     print("\n## Compile time (tessera-run process: parse, compile or load, first call excluded)")
     with tempfile.TemporaryDirectory() as cache:
