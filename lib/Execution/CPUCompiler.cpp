@@ -35,6 +35,7 @@
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/TargetParser/Host.h"
+#include "llvm/Transforms/IPO/MergeFunctions.h"
 #include "llvm/Transforms/Utils/SplitModule.h"
 #include <atomic>
 
@@ -352,6 +353,12 @@ LogicalResult emitObjects(ModuleOp module,
   llvmModule->setDataLayout((*machine)->createDataLayout());
   llvmModule->setTargetTriple((*machine)->getTargetTriple());
   addPackedWrappers(*llvmModule);
+  {
+    // Identical functions (the parallel loop bodies of identical layers)
+    // are compiled once: one calls the other.
+    PhaseTimer timer("LLVM function merging");
+    llvm::MergeFunctionsPass::runOnModule(*llvmModule);
+  }
 
   // Each part crosses to its thread as bitcode (an LLVMContext belongs to
   // one thread).

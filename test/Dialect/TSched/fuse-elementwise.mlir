@@ -61,3 +61,36 @@ func.func @chain(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
   } -> tensor<4x8xf32>
   return %b : tensor<4x8xf32>
 }
+
+// A per-row value (1 / sum) read by every element of the row is not fused
+// into the elementwise consumer: it would be divided once per element.
+// CHECK-LABEL: func.func @row_value_not_recomputed
+// CHECK: %[[R:.+]] = linalg.generic {{.*}} iterator_types = ["parallel"]} ins(%{{.+}} : tensor<?xf32>)
+// CHECK: arith.divf
+// CHECK: linalg.generic {{.*}} ins(%{{.+}}, %[[R]] : tensor<?x?xf32>, tensor<?xf32>)
+// CHECK-NOT: arith.divf
+// CHECK: arith.mulf
+#row = affine_map<(d0, d1) -> (d0)>
+#id1 = affine_map<(d0) -> (d0)>
+func.func @row_value_not_recomputed(%x: tensor<?x?xf32>, %s: tensor<?xf32>) -> tensor<?x?xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %one = arith.constant 1.0 : f32
+  %r = tensor.dim %x, %c0 : tensor<?x?xf32>
+  %c = tensor.dim %x, %c1 : tensor<?x?xf32>
+  %e1 = tensor.empty(%r) : tensor<?xf32>
+  %inv = linalg.generic {indexing_maps = [#id1, #id1], iterator_types = ["parallel"]}
+      ins(%s : tensor<?xf32>) outs(%e1 : tensor<?xf32>) {
+  ^bb0(%u: f32, %o: f32):
+    %t = arith.divf %one, %u : f32
+    linalg.yield %t : f32
+  } -> tensor<?xf32>
+  %e2 = tensor.empty(%r, %c) : tensor<?x?xf32>
+  %y = linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %inv : tensor<?x?xf32>, tensor<?xf32>) outs(%e2 : tensor<?x?xf32>) {
+  ^bb0(%u: f32, %v: f32, %o: f32):
+    %t = arith.mulf %u, %v : f32
+    linalg.yield %t : f32
+  } -> tensor<?x?xf32>
+  return %y : tensor<?x?xf32>
+}

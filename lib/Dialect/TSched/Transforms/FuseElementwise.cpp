@@ -9,6 +9,7 @@
 #include "tessera/Dialect/TSched/Transforms/Passes.h"
 
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/MemRef/Transforms/Transforms.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace mlir::tessera::tsched {
@@ -42,8 +43,18 @@ struct FuseElementwise
       return oneUse(fused) && !isContraction(fused->getOwner()) &&
              !isContraction(fused->get().getDefiningOp());
     };
+    // A producer over fewer loops than its consumer reads it (a per-row
+    // value, 1 / sum or rsqrt(var + eps), broadcast along the row) would be
+    // recomputed for every element: it stays a loop of its own, which the
+    // CPU schedule then computes once per row.
+    linalg::ControlFusionFn elementwise = [&](OpOperand *fused) {
+      auto consumer = dyn_cast<linalg::LinalgOp>(fused->getOwner());
+      if (consumer && !consumer.getMatchingIndexingMap(fused).isPermutation())
+        return false;
+      return oneUse(fused);
+    };
     RewritePatternSet patterns(ctx);
-    linalg::populateElementwiseOpsFusionPatterns(patterns, oneUse);
+    linalg::populateElementwiseOpsFusionPatterns(patterns, elementwise);
     linalg::populateFoldReshapeOpsByExpansionPatterns(patterns, reshapes);
     affine::AffineApplyOp::getCanonicalizationPatterns(patterns, ctx);
     linalg::GenericOp::getCanonicalizationPatterns(patterns, ctx);
@@ -52,6 +63,11 @@ struct FuseElementwise
     ctx->getLoadedDialect<linalg::LinalgDialect>()->getCanonicalizationPatterns(
         patterns);
     linalg::populateConstantFoldLinalgOperations(patterns, oneUse);
+    // Sizes read from results (tensor.dim of a reshape of a reduction) come
+    // from the operands instead, so nothing keeps an op alive only for its
+    // shape once the CPU schedule fuses it into a loop.
+    memref::populateResolveRankedShapedTypeResultDimsPatterns(patterns);
+    memref::populateResolveShapedTypeResultDimsPatterns(patterns);
     if (failed(applyPatternsGreedily(
             getOperation(), std::move(patterns),
             GreedyRewriteConfig().setUseTopDownTraversal(true))))

@@ -11,8 +11,10 @@ def TSchedFuseElementwise : Pass<"tessera-fuse-elementwise", "ModuleOp"> {
     Fuses elementwise `linalg.generic` producers into their consumers (a
     producer with one use), folds reshapes into elementwise ops by expanding
     their iteration space, and folds constants, like upstream
-    `-linalg-fuse-elementwise-ops`, with one difference: reshapes never
-    move into or out of contractions. The Graph IR lowering collapses the
+    `-linalg-fuse-elementwise-ops`, with two differences: reshapes never
+    move into or out of contractions, and a producer is not fused into a
+    consumer that broadcasts it (a per-row 1 / sum read by every element of
+    the row would be recomputed per element). The Graph IR lowering collapses the
     leading dims of `[..., M, K] x [K, N]` products into M so that they are
     plain matrix products with the packed GEMM schedule; folding the
     reshapes back would give them extra M loops again.
