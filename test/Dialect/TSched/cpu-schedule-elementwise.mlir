@@ -22,3 +22,4 @@ func.func @f(%x: tensor<?x?xf32, #tgraph.dims<[R, C]>>) -> (tensor<?x?xf32, #tgr
   %s = tgraph.reduce_sum %x {dims = array<i64: 1>} : tensor<?x?xf32, #tgraph.dims<[R, C]>> -> tensor<?xf32, #tgraph.dims<[R]>>
   return %e, %s : tensor<?x?xf32, #tgraph.dims<[R, C]>>, tensor<?xf32, #tgraph.dims<[R]>>
 }
+

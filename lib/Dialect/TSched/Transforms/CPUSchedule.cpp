@@ -262,6 +262,11 @@ private:
         any = true;
       }
     if (!any && its[n - 1] == utils::IteratorType::parallel) {
+      // A static size of at most one chunk stays whole (one task; a
+      // min(chunk, size) tile would lose its static size).
+      int64_t size = op.getStaticLoopRanges()[n - 1];
+      if (!ShapedType::isDynamic(size) && size <= chunk)
+        return SmallVector<int64_t>(n, 0);
       sizes[n - 1] = chunk;
       any = true;
     }
@@ -482,6 +487,22 @@ private:
     return irregular;
   }
 
+  /// Whether the vectorizer takes the op's tiles (one element of each
+  /// outer loop, `lanes` of the innermost). The probe gives static loops
+  /// their full size: the vectorizer refuses vector sizes below a static
+  /// size (masks only cover the part of a vector past the data), while
+  /// the real tiles are static and small.
+  static bool vectorizable(linalg::LinalgOp op, int64_t lanes) {
+    SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+    int64_t n = ranges.size();
+    SmallVector<int64_t> probe(n, 1);
+    for (int64_t d = 0; d < n; ++d)
+      probe[d] = !ShapedType::isDynamic(ranges[d]) ? ranges[d]
+                 : d == n - 1                      ? lanes
+                                                   : 1;
+    return succeeded(linalg::vectorizeOpPrecondition(op, probe));
+  }
+
   bool innerReduction(linalg::LinalgOp op, const Schedule &s, ScriptWriter &w,
                       const std::string *fused = nullptr) {
     if (hasBoolOperands(op) || hasIrregularBody(op) || !contiguousInnermost(op))
@@ -491,13 +512,27 @@ private:
     if (its[n - 1] != utils::IteratorType::reduction ||
         op.getNumReductionLoops() != 1 || op.getNumDpsInits() != 1)
       return false;
-    SmallVector<int64_t> probe(n, 1);
-    probe[n - 1] = s.vector;
-    if (failed(linalg::vectorizeOpPrecondition(op, probe)))
+    if (!vectorizable(op, s.vector))
       return false;
     std::string h = fused ? *fused : w.matchOp();
-    if (!fused)
+    if (!fused) {
       distribute(op, s, w, h, /*chunk=*/1024);
+    } else if (n > 2) {
+      // A row of a group fixes the first loop only: the other outer loops
+      // (S of a [B, S, D] norm) step one element at a time, so each lane
+      // partial is one vector.
+      SmallVector<int64_t> outer(n, 0);
+      for (int64_t d = 1; d + 1 < n; ++d)
+        outer[d] = 1;
+      std::string t = w.fresh(), l = w.fresh(), types;
+      for (int64_t d = 1; d + 1 < n; ++d)
+        types += ", !transform.any_op";
+      w.line(t + ", " + l + (n > 3 ? ":" + std::to_string(n - 2) : "") +
+             " = transform.structured.tile_using_for " + h + " tile_sizes " +
+             list(outer) + " : (!transform.any_op) -> (!transform.any_op" +
+             types + ")");
+      h = t;
+    }
     SmallVector<int64_t> sizes(n, 0);
     sizes[n - 1] = s.vector;
     std::string fill = w.fresh(), split = w.fresh(), comb = w.fresh(),
@@ -559,9 +594,7 @@ private:
     int64_t n = its.size();
     if (its[n - 1] != utils::IteratorType::parallel)
       return false;
-    SmallVector<int64_t> probe(n, 1);
-    probe[n - 1] = s.vector;
-    if (failed(linalg::vectorizeOpPrecondition(op, probe)))
+    if (!vectorizable(op, s.vector))
       return false;
     std::string h = fused ? *fused : w.matchOp();
     // A fused op is already one row of its group's scf.forall.
@@ -594,8 +627,14 @@ private:
            " = transform.structured.tile_using_for " + h + " tile_sizes " +
            list(sizes) + " interchange = " + list(order) +
            " : (!transform.any_op) -> (!transform.any_op" + types + ")");
-    vectorizeChunks(w, count > 1 ? l + "#0" : l, n, n - 1, s.vector,
-                    chunks(op, n - 1, s.vector));
+    Chunks how = chunks(op, n - 1, s.vector);
+    // Chunks of the innermost loop over threads end with a partial one
+    // unless the chunk divides the static size.
+    int64_t size = op.getStaticLoopRanges()[n - 1];
+    if (done[n - 1] > 1 &&
+        (ShapedType::isDynamic(size) || size % done[n - 1] != 0))
+      how = Chunks::Peel;
+    vectorizeChunks(w, count > 1 ? l + "#0" : l, n, n - 1, s.vector, how);
     return true;
   }
 
