@@ -19,26 +19,29 @@
 
 using namespace mlir;
 
+// Passes that work function by function are nested on func.func, so the
+// functions of a module (the layers of a model) go through them on
+// parallel threads.
 void mlir::tessera::buildCPUPipeline(OpPassManager &pm) {
   // Shapes first: every '?' that can be named is, and the rules that depend
   // on symbol values become run-time checks (cf.assert after lowering).
   pm.addPass(tgraph::createTGraphInferShapes());
   // The CPU back end has no fused kernels for composites yet: expand them.
   pm.addPass(tgraph::createTGraphDecompose());
-  pm.addPass(createCanonicalizerPass());
-  pm.addPass(createCSEPass());
+  pm.addNestedPass<func::FuncOp>(createCanonicalizerPass());
+  pm.addNestedPass<func::FuncOp>(createCSEPass());
   // Graph IR -> linalg on tensors; folds the dim arithmetic it introduced.
   pm.addPass(createTGraphLowerToLinalg());
-  pm.addPass(createCanonicalizerPass());
-  pm.addPass(createCSEPass());
+  pm.addNestedPass<func::FuncOp>(createCanonicalizerPass());
+  pm.addNestedPass<func::FuncOp>(createCSEPass());
   // Chains of elementwise ops become one loop nest before buffers exist.
   pm.addPass(tsched::createTSchedFuseElementwise());
   // Schedule IR: tiles, packed micro-kernels, vectors, scf.forall.
   pm.addPass(tsched::createTSchedCPUSchedule());
   // f32 transcendentals as straight-line (vector) code, not libm calls.
-  pm.addPass(createMathApproximations());
-  pm.addPass(createCanonicalizerPass());
-  pm.addPass(createCSEPass());
+  pm.addNestedPass<func::FuncOp>(createMathApproximations());
+  pm.addNestedPass<func::FuncOp>(createCanonicalizerPass());
+  pm.addNestedPass<func::FuncOp>(createCSEPass());
   // Tensors -> buffers, including function arguments and results (plain
   // strided layouts, so callers pass ordinary dense arrays), then frees for
   // every temporary.
@@ -50,8 +53,8 @@ void mlir::tessera::buildCPUPipeline(OpPassManager &pm) {
       bufferization::LayoutMapOption::IdentityLayoutMap;
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
   // Identical subviews merge, and copies between them disappear.
-  pm.addPass(createCSEPass());
-  pm.addPass(createCanonicalizerPass());
+  pm.addNestedPass<func::FuncOp>(createCSEPass());
+  pm.addNestedPass<func::FuncOp>(createCanonicalizerPass());
   // Small fixed-size temporaries (a row's partial sums) live on the stack,
   // except in sequential loops, where allocas would pile up per iteration
   // (parallel loop bodies get their own stack scope).
@@ -79,30 +82,30 @@ void mlir::tessera::buildCPUPipeline(OpPassManager &pm) {
   // What the schedule left as linalg becomes loops; vector transfers
   // become plain loads and stores (fully unrolled: no stack temporaries).
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
-  pm.addPass(createConvertVectorToSCFPass(
+  pm.addNestedPass<func::FuncOp>(createConvertVectorToSCFPass(
       VectorTransferToSCFOptions().enableFullUnroll()));
   // LLVM has no fp8: fp8 arithmetic runs in f32, conversions on bits.
-  pm.addPass(createExpandSmallFloats());
+  pm.addNestedPass<func::FuncOp>(createExpandSmallFloats());
   // (MLIR 22's expand-strided-metadata needs this first: it handles one
   // dynamic dim per expanded group only.)
-  pm.addPass(createExpandShapeViews());
-  pm.addPass(memref::createExpandStridedMetadataPass());
-  pm.addPass(createLowerAffinePass());
+  pm.addNestedPass<func::FuncOp>(createExpandShapeViews());
+  pm.addNestedPass<func::FuncOp>(memref::createExpandStridedMetadataPass());
+  pm.addNestedPass<func::FuncOp>(createLowerAffinePass());
   // Memrefs go first: OpenMP loop bodies sit in memref.alloca_scope, which
   // must become LLVM before its region is split into blocks. Allocations
   // go through the runtime's allocator (_mlir_memref_to_llvm_alloc/free).
   FinalizeMemRefToLLVMConversionPassOptions memrefToLLVM;
   memrefToLLVM.useGenericFunctions = true;
   pm.addPass(createFinalizeMemRefToLLVMConversionPass(memrefToLLVM));
-  pm.addPass(createSCFToControlFlowPass());
+  pm.addNestedPass<func::FuncOp>(createSCFToControlFlowPass());
   // Math ops with an LLVM intrinsic become it; the others (tanh, erf, ...)
   // call libm, one element at a time for vectors (so before vectors become
   // LLVM).
-  pm.addPass(createConvertMathToLLVMPass());
+  pm.addNestedPass<func::FuncOp>(createConvertMathToLLVMPass());
   pm.addPass(createConvertMathToLibmPass());
-  pm.addPass(createConvertVectorToLLVMPass());
-  pm.addPass(createArithToLLVMConversionPass());
-  pm.addPass(createConvertIndexToLLVMPass());
+  pm.addNestedPass<func::FuncOp>(createConvertVectorToLLVMPass());
+  pm.addNestedPass<func::FuncOp>(createArithToLLVMConversionPass());
+  pm.addNestedPass<func::FuncOp>(createConvertIndexToLLVMPass());
   pm.addPass(createConvertControlFlowToLLVMPass());
   pm.addPass(createConvertFuncToLLVMPass());
   pm.addPass(createUBToLLVMConversionPass());
