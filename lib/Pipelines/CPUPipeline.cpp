@@ -37,7 +37,7 @@ void mlir::tessera::buildCPUPipeline(OpPassManager &pm) {
   // Chains of elementwise ops become one loop nest before buffers exist.
   pm.addPass(tsched::createTSchedFuseElementwise());
   // Schedule IR: tiles, packed micro-kernels, vectors, scf.forall.
-  pm.addPass(tsched::createTSchedCPUSchedule());
+  pm.addNestedPass<func::FuncOp>(tsched::createTSchedCPUSchedule());
   // f32 transcendentals as straight-line (vector) code, not libm calls.
   pm.addNestedPass<func::FuncOp>(createMathApproximations());
   pm.addNestedPass<func::FuncOp>(createCanonicalizerPass());

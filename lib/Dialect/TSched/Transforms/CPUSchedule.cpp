@@ -32,6 +32,8 @@
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/TargetParser/Host.h"
 
+#include <mutex>
+
 namespace mlir::tessera::tsched {
 #define GEN_PASS_DEF_TSCHEDCPUSCHEDULE
 #include "tessera/Dialect/TSched/Transforms/Passes.h.inc"
@@ -781,8 +783,16 @@ struct CPUSchedulePass
            body + "    transform.yield\n  }\n}\n";
   }
 
-  /// Parses and applies a transform script to the module.
-  LogicalResult applyScript(ModuleOp module, const std::string &body) {
+  /// Prints a script whole (functions are scheduled on parallel threads).
+  static void printScript(const std::string &body) {
+    static std::mutex mutex;
+    std::lock_guard<std::mutex> lock(mutex);
+    llvm::outs() << wrapScript(body);
+    llvm::outs().flush();
+  }
+
+  /// Parses and applies a transform script to the function.
+  LogicalResult applyScript(func::FuncOp module, const std::string &body) {
     ParserConfig config(&getContext());
     OwningOpRef<ModuleOp> transforms =
         parseSourceString<ModuleOp>(wrapScript(body), config, "tsched-script");
@@ -799,8 +809,8 @@ struct CPUSchedulePass
 
   /// Canonical vector code: unit dims gone, transfers with permutations
   /// and multi-reductions lowered, products and sums fused.
-  LogicalResult cleanUp(ModuleOp module) {
-    OpPassManager pm(ModuleOp::getOperationName());
+  LogicalResult cleanUp(func::FuncOp module) {
+    OpPassManager pm(func::FuncOp::getOperationName());
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createCSEPass());
     if (failed(runPipeline(pm, module)))
@@ -826,7 +836,7 @@ struct CPUSchedulePass
   /// undefined, so the slice may as well be a buffer of its own: one row,
   /// allocated per iteration (from the runtime's per-thread cache), instead
   /// of a whole intermediate that makes a round trip through memory.
-  static void privatizeSlices(ModuleOp module) {
+  static void privatizeSlices(func::FuncOp module) {
     SmallVector<tensor::ExtractSliceOp> slices;
     module.walk([&](tensor::ExtractSliceOp slice) {
       auto alloc =
@@ -862,7 +872,7 @@ struct CPUSchedulePass
   /// padding and transposing into panels; unpacking its result) is split
   /// over rows into a parallel loop: otherwise one thread copies whole
   /// matrices while the others wait.
-  static void parallelizeDataMovement(ModuleOp module) {
+  static void parallelizeDataMovement(func::FuncOp module) {
     SmallVector<TilingInterface> ops;
     module.walk([&](Operation *op) {
       if (!isa_and_nonnull<func::FuncOp>(op->getParentOp()))
@@ -934,7 +944,8 @@ struct CPUSchedulePass
   }
 
   void runOnOperation() override {
-    ModuleOp module = getOperation();
+    // One function at a time (functions are scheduled in parallel).
+    func::FuncOp module = getOperation();
     MLIRContext *ctx = &getContext();
     // One new buffer per use of a tensor.empty, as an alloc_tensor that
     // CSE cannot merge again: ops fused into one loop must not share an
@@ -1085,7 +1096,7 @@ struct CPUSchedulePass
               "!transform.op<\"tensor.extract_slice\">)\n";
     }
     if (printScripts)
-      llvm::outs() << wrapScript(body);
+      printScript(body);
     if (!body.empty() && failed(applyScript(module, body)))
       return signalPassFailure();
     if (failed(cleanUp(module)))
@@ -1112,7 +1123,7 @@ struct CPUSchedulePass
         "    transform.loop.unroll %unroll {factor = 4} : "
         "!transform.any_op\n";
     if (printScripts)
-      llvm::outs() << wrapScript(hoist);
+      printScript(hoist);
     if (failed(applyScript(module, hoist)) || failed(cleanUp(module)))
       return signalPassFailure();
     module.walk([](Operation *op) {

@@ -25,7 +25,7 @@ def TSchedFuseElementwise : Pass<"tessera-fuse-elementwise", "ModuleOp"> {
   ];
 }
 
-def TSchedCPUSchedule : Pass<"tessera-cpu-schedule", "ModuleOp"> {
+def TSchedCPUSchedule : Pass<"tessera-cpu-schedule", "::mlir::func::FuncOp"> {
   let summary = "Tile, pack, vectorize and parallelize linalg ops for the host CPU";
   let description = [{
     Runs on linalg ops on tensors (after -tessera-tgraph-lower-to-linalg).
@@ -44,6 +44,10 @@ def TSchedCPUSchedule : Pass<"tessera-cpu-schedule", "ModuleOp"> {
     - every other op (elementwise, broadcasts, transposes, outer reductions,
       convolutions) is vectorized along its innermost loop; the loop is
       peeled so that only the last partial vector is masked.
+
+    The pass runs on one function at a time, so a module's functions are
+    scheduled on parallel threads (`print-scripts` prints each function's
+    script whole; `--mlir-disable-threading` keeps them in order).
 
     Outer parallel loops become `scf.forall` (OpenMP later in the pipeline);
     reductions are never split across threads, so results do not depend on
