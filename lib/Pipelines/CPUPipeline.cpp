@@ -23,25 +23,37 @@ using namespace mlir;
 // functions of a module (the layers of a model) go through them on
 // parallel threads.
 void mlir::tessera::buildCPUPipeline(OpPassManager &pm) {
+  // Consecutive function passes share one nest: each function goes through
+  // all of them without waiting for the others.
+  OpPassManager *nest = nullptr;
+  auto perFunction = [&](std::unique_ptr<Pass> pass) {
+    if (!nest)
+      nest = &pm.nest<func::FuncOp>();
+    nest->addPass(std::move(pass));
+  };
+  auto whole = [&](std::unique_ptr<Pass> pass) {
+    nest = nullptr;
+    pm.addPass(std::move(pass));
+  };
   // Shapes first: every '?' that can be named is, and the rules that depend
   // on symbol values become run-time checks (cf.assert after lowering).
-  pm.addPass(tgraph::createTGraphInferShapes());
+  whole(tgraph::createTGraphInferShapes());
   // The CPU back end has no fused kernels for composites yet: expand them.
-  pm.addPass(tgraph::createTGraphDecompose());
-  pm.addNestedPass<func::FuncOp>(createCanonicalizerPass());
-  pm.addNestedPass<func::FuncOp>(createCSEPass());
+  whole(tgraph::createTGraphDecompose());
+  perFunction(createCanonicalizerPass());
+  perFunction(createCSEPass());
   // Graph IR -> linalg on tensors; folds the dim arithmetic it introduced.
-  pm.addPass(createTGraphLowerToLinalg());
-  pm.addNestedPass<func::FuncOp>(createCanonicalizerPass());
-  pm.addNestedPass<func::FuncOp>(createCSEPass());
+  whole(createTGraphLowerToLinalg());
+  perFunction(createCanonicalizerPass());
+  perFunction(createCSEPass());
   // Chains of elementwise ops become one loop nest before buffers exist.
-  pm.addPass(tsched::createTSchedFuseElementwise());
+  whole(tsched::createTSchedFuseElementwise());
   // Schedule IR: tiles, packed micro-kernels, vectors, scf.forall.
-  pm.addNestedPass<func::FuncOp>(tsched::createTSchedCPUSchedule());
+  perFunction(tsched::createTSchedCPUSchedule());
   // f32 transcendentals as straight-line (vector) code, not libm calls.
-  pm.addNestedPass<func::FuncOp>(createMathApproximations());
-  pm.addNestedPass<func::FuncOp>(createCanonicalizerPass());
-  pm.addNestedPass<func::FuncOp>(createCSEPass());
+  perFunction(createMathApproximations());
+  perFunction(createCanonicalizerPass());
+  perFunction(createCSEPass());
   // Tensors -> buffers, including function arguments and results (plain
   // strided layouts, so callers pass ordinary dense arrays), then frees for
   // every temporary.
@@ -51,67 +63,67 @@ void mlir::tessera::buildCPUPipeline(OpPassManager &pm) {
   bufferize.allowReturnAllocsFromLoops = true;
   bufferize.functionBoundaryTypeConversion =
       bufferization::LayoutMapOption::IdentityLayoutMap;
-  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  whole(bufferization::createOneShotBufferizePass(bufferize));
   // Identical subviews merge, and copies between them disappear.
-  pm.addNestedPass<func::FuncOp>(createCSEPass());
-  pm.addNestedPass<func::FuncOp>(createCanonicalizerPass());
+  perFunction(createCSEPass());
+  perFunction(createCanonicalizerPass());
   // Small fixed-size temporaries (a row's partial sums) live on the stack,
   // except in sequential loops, where allocas would pile up per iteration
   // (parallel loop bodies get their own stack scope).
-  pm.addNestedPass<func::FuncOp>(
-      bufferization::createPromoteBuffersToStackPass([](Value alloc) {
-        auto type = dyn_cast<MemRefType>(alloc.getType());
-        if (!type || !type.hasStaticShape() ||
-            !type.getElementType().isIntOrFloat())
-          return false;
-        int64_t bytes =
-            type.getNumElements() * ((type.getElementTypeBitWidth() + 7) / 8);
-        if (bytes > 4096)
-          return false;
-        Operation *op = alloc.getDefiningOp();
-        return op && !op->getParentOfType<scf::ForOp>() &&
-               !op->getParentOfType<scf::WhileOp>();
-      }));
+  perFunction(bufferization::createPromoteBuffersToStackPass([](Value alloc) {
+    auto type = dyn_cast<MemRefType>(alloc.getType());
+    if (!type || !type.hasStaticShape() ||
+        !type.getElementType().isIntOrFloat())
+      return false;
+    int64_t bytes =
+        type.getNumElements() * ((type.getElementTypeBitWidth() + 7) / 8);
+    if (bytes > 4096)
+      return false;
+    Operation *op = alloc.getDefiningOp();
+    return op && !op->getParentOfType<scf::ForOp>() &&
+           !op->getParentOfType<scf::WhileOp>();
+  }));
   bufferization::BufferDeallocationPipelineOptions dealloc;
+  nest = nullptr;
   bufferization::buildBufferDeallocationPipeline(pm, dealloc);
   // Results that alias arguments are cloned for the caller to own.
-  pm.addPass(createConvertBufferizationToMemRefPass());
+  whole(createConvertBufferizationToMemRefPass());
   // Parallel tiles run on OpenMP threads.
-  pm.addPass(createForallToParallelLoopPass());
-  pm.addPass(createConvertSCFToOpenMPPass());
+  whole(createForallToParallelLoopPass());
+  whole(createConvertSCFToOpenMPPass());
   // What the schedule left as linalg becomes loops; vector transfers
   // become plain loads and stores (fully unrolled: no stack temporaries).
-  pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
-  pm.addNestedPass<func::FuncOp>(createConvertVectorToSCFPass(
+  perFunction(createConvertLinalgToLoopsPass());
+  perFunction(createConvertVectorToSCFPass(
       VectorTransferToSCFOptions().enableFullUnroll()));
   // LLVM has no fp8: fp8 arithmetic runs in f32, conversions on bits.
-  pm.addNestedPass<func::FuncOp>(createExpandSmallFloats());
+  perFunction(createExpandSmallFloats());
   // (MLIR 22's expand-strided-metadata needs this first: it handles one
   // dynamic dim per expanded group only.)
-  pm.addNestedPass<func::FuncOp>(createExpandShapeViews());
-  pm.addNestedPass<func::FuncOp>(memref::createExpandStridedMetadataPass());
-  pm.addNestedPass<func::FuncOp>(createLowerAffinePass());
+  perFunction(createExpandShapeViews());
+  perFunction(memref::createExpandStridedMetadataPass());
+  perFunction(createLowerAffinePass());
   // Memrefs go first: OpenMP loop bodies sit in memref.alloca_scope, which
   // must become LLVM before its region is split into blocks. Allocations
   // go through the runtime's allocator (_mlir_memref_to_llvm_alloc/free).
   FinalizeMemRefToLLVMConversionPassOptions memrefToLLVM;
   memrefToLLVM.useGenericFunctions = true;
-  pm.addPass(createFinalizeMemRefToLLVMConversionPass(memrefToLLVM));
-  pm.addNestedPass<func::FuncOp>(createSCFToControlFlowPass());
+  whole(createFinalizeMemRefToLLVMConversionPass(memrefToLLVM));
+  perFunction(createSCFToControlFlowPass());
   // Math ops with an LLVM intrinsic become it; the others (tanh, erf, ...)
   // call libm, one element at a time for vectors (so before vectors become
   // LLVM).
-  pm.addNestedPass<func::FuncOp>(createConvertMathToLLVMPass());
-  pm.addPass(createConvertMathToLibmPass());
-  pm.addNestedPass<func::FuncOp>(createConvertVectorToLLVMPass());
-  pm.addNestedPass<func::FuncOp>(createArithToLLVMConversionPass());
-  pm.addNestedPass<func::FuncOp>(createConvertIndexToLLVMPass());
-  pm.addPass(createConvertControlFlowToLLVMPass());
-  pm.addPass(createConvertFuncToLLVMPass());
-  pm.addPass(createUBToLLVMConversionPass());
+  perFunction(createConvertMathToLLVMPass());
+  whole(createConvertMathToLibmPass());
+  perFunction(createConvertVectorToLLVMPass());
+  perFunction(createArithToLLVMConversionPass());
+  perFunction(createConvertIndexToLLVMPass());
+  whole(createConvertControlFlowToLLVMPass());
+  whole(createConvertFuncToLLVMPass());
+  whole(createUBToLLVMConversionPass());
   // Last: the OpenMP regions hold code the passes above converted.
-  pm.addPass(createConvertOpenMPToLLVMPass());
-  pm.addPass(createReconcileUnrealizedCastsPass());
+  whole(createConvertOpenMPToLLVMPass());
+  whole(createReconcileUnrealizedCastsPass());
 }
 
 void mlir::tessera::registerPipelines() {
