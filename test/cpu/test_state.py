@@ -235,6 +235,14 @@ def test_invalid_cache_state_is_an_error(words, tmp_path):
     assert f"(found {words[0]} and {words[1]})" in proc.stderr
 
 
+def test_calls_must_be_positive(tmp_path):
+    proc = run_step(tmp_path, [np.zeros((1, 2, 8, 4), np.float32), np.zeros((1, 2, 8, 4), np.float32),
+                               np.zeros(2, np.int64), values(1, 1, np.float32),
+                               values(1, 1, np.float32)], calls=0)
+    assert proc.returncode == 1
+    assert "--calls expects a number of calls >= 1, got 0" in proc.stderr
+
+
 def test_returning_a_cache_is_an_error():
     c = cache_type(np.float32)
     ir = f"""func.func @f() -> {c} {{

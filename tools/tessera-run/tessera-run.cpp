@@ -327,6 +327,9 @@ int main(int argc, char **argv) {
   if (threads.getNumOccurrences())
     if (rt::Status s = rt::Device::host().setThreadCount(threads); !s)
       return fail("--num-threads: " + s.error().message);
+  if (calls < 1)
+    return fail("--calls expects a number of calls >= 1, got " +
+                llvm::Twine(calls.getValue()));
 
   auto compileStart = std::chrono::steady_clock::now();
   bool cached = false;
