@@ -39,3 +39,12 @@ if "$run" "$here/runtime_check.mlir" --dims B=4,S=8,T=9 2>&1; then
   echo "expected the run-time shape check to fail" >&2
   exit 1
 fi
+
+rule "6. A KV cache persists from call to call (five decode steps)"
+echo "\$ tessera-run examples/kv_decode.mlir --dims B=2 --calls 5 --out-dir \$tmp"
+tmp=$(mktemp -d)
+"$run" "$here/kv_decode.mlir" --dims B=2 --calls 5 --out-dir "$tmp" || exit 1
+python=/usr/bin/python3  # Debian python3-numpy (make deps)
+"$python" -c "import sys, numpy; print('cache [length, window] after 5 calls:', numpy.load(sys.argv[1]).tolist())" "$tmp/arg2.npy" \
+  || exit 1
+rm -rf "$tmp"
