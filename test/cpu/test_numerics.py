@@ -270,10 +270,10 @@ def test_stable_sum_beats_naive_summation():
     stable, naive = run(ir, [x])
     exact = 1.0 + 100000 * 1e-8
     assert abs(stable[0] - exact) / exact < 1e-6
-    # The plain sum keeps one partial per vector lane: the lane holding the
-    # 1 loses its share of the small values (1/16 of them with 16 lanes,
-    # more with fewer), the other lanes keep theirs.
-    assert abs(naive[0] - exact) / exact > 3e-5
+    # The plain sum keeps one partial per lane of four vectors: the lane
+    # holding the 1 loses its share of the small values (1/64 of them with
+    # 16-lane vectors, more with narrower ones), the other lanes keep theirs.
+    assert abs(naive[0] - exact) / exact > 5e-6
 
 
 @pytest.mark.parametrize("op,ref", [("argmax", np.argmax), ("argmin", np.argmin)])

@@ -8,10 +8,11 @@
 // CHECK: transform.loop.peel
 // CHECK: transform.structured.vectorize %{{.+}} vector_sizes [1, 8]
 // Row sums: the fill of the result joins the reduction's row loop; one
-// partial sum per lane, combined at the end of the row.
+// partial sum per lane of four vectors (four independent chains), combined
+// at the end of the row.
 // CHECK: // row-fused group of 2 ops, root linalg.generic (id 2)
 // CHECK: transform.structured.fuse_into_containing_op
-// CHECK: transform.structured.tile_reduction_using_for %{{.+}} by tile_sizes = [0, 8]
+// CHECK: transform.structured.tile_reduction_using_for %{{.+}} by tile_sizes = [0, 32]
 // CHECK-LABEL: func.func @f
 // CHECK: scf.forall
 // CHECK: vector.transfer_read {{.+}} {in_bounds = [true]} : tensor<1x8xf32>, vector<8xf32>

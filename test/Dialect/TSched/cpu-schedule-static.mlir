@@ -2,12 +2,14 @@
 
 // A static innermost dim wider than a vector (d_model 512): each row of the
 // rmsnorm group steps over S one element at a time and reduces 512 in
-// 16-lane partials; nothing stays scalar.
+// partials of four 16-lane vectors; the scaling is 16 lanes at a time;
+// nothing stays scalar.
 // CHECK-LABEL: transform.named_sequence @__transform_main
 // CHECK: // row-fused group of 4 ops
 // CHECK: transform.structured.tile_using_forall %{{.+}} tile_sizes [1, 0, 0]
 // CHECK: transform.structured.tile_using_for %{{.+}} tile_sizes [0, 1, 0]
-// CHECK: transform.structured.tile_reduction_using_for %{{.+}} by tile_sizes = [0, 0, 16]
+// CHECK: transform.structured.tile_reduction_using_for %{{.+}} by tile_sizes = [0, 0, 64]
+// CHECK: transform.structured.vectorize %{{.+}} vector_sizes [1, 1, 64]
 // CHECK: transform.structured.vectorize %{{.+}} vector_sizes [1, 1, 16]
 // CHECK-LABEL: func.func @rmsnorm_static_width
 // CHECK: vector.transfer_read {{.+}} vector<16xf32>

@@ -535,8 +535,16 @@ private:
              types + ")");
       h = t;
     }
+    // Four vectors of lane partials: four independent chains of adds or
+    // maxima per step, so the loop runs at the units' throughput rather
+    // than one operation's latency per vector (a NaN-propagating maximum
+    // takes several). Rows shorter than that use one vector.
+    int64_t size = op.getStaticLoopRanges()[n - 1];
+    int64_t width = !ShapedType::isDynamic(size) && size < 4 * s.vector
+                        ? s.vector
+                        : 4 * s.vector;
     SmallVector<int64_t> sizes(n, 0);
-    sizes[n - 1] = s.vector;
+    sizes[n - 1] = width;
     std::string fill = w.fresh(), split = w.fresh(), comb = w.fresh(),
                 loop = w.fresh();
     w.line(fill + ", " + split + ", " + comb + ", " + loop +
@@ -544,8 +552,8 @@ private:
            " by tile_sizes = " + list(sizes) +
            " : (!transform.any_op) -> (!transform.any_op, !transform.any_op, "
            "!transform.any_op, !transform.op<\"scf.for\">)");
-    Chunks how = chunks(op, n - 1, s.vector);
-    vectorizeChunks(w, loop, n, n - 1, s.vector, how);
+    Chunks how = chunks(op, n - 1, width);
+    vectorizeChunks(w, loop, n, n - 1, width, how);
     if (how == Chunks::Partial)
       return true;
     // The lane partials have static shapes.
