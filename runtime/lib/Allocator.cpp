@@ -3,7 +3,10 @@
 // Each block carries a header just before the pointer handed out: a magic
 // word, the size class and the alignment (the header is `alignment` bytes,
 // at least 64, so the payload keeps the alignment). Freed blocks go to a
-// small per-thread cache first, then to shared size-class bins.
+// small per-thread cache first, then to shared size-class bins. The
+// per-thread path (a row buffer taken and given back in every iteration of
+// a parallel loop) touches no shared counter: blocks in a thread's cache
+// count as in use.
 //
 //===----------------------------------------------------------------------===//
 
@@ -96,7 +99,7 @@ void *CachingAllocator::allocate(std::size_t bytes, std::size_t alignment) {
     raiseError("memory alignment must be a power of two, but is " +
                std::to_string(alignment));
   std::size_t size = roundUp(bytes ? bytes : 1);
-  allocationCount.fetch_add(1, std::memory_order_relaxed);
+  // The thread's own blocks: no shared state (they count as in use).
   if (size <= kThreadCacheMaxBytes)
     for (void *&slot : threadCache.slots)
       if (slot) {
@@ -104,11 +107,10 @@ void *CachingAllocator::allocate(std::size_t bytes, std::size_t alignment) {
         if (h->size == size && h->alignment == alignment && h->owner == this) {
           void *p = slot;
           slot = nullptr;
-          hitCount.fetch_add(1, std::memory_order_relaxed);
-          countIn(size);
           return p;
         }
       }
+  allocationCount.fetch_add(1, std::memory_order_relaxed);
   if (void *p = fromShared(size, alignment)) {
     hitCount.fetch_add(1, std::memory_order_relaxed);
     countIn(size);
@@ -139,7 +141,6 @@ void CachingAllocator::deallocate(void *pointer) {
                  pointer);
     return;
   }
-  inUse.fetch_sub(h->size, std::memory_order_relaxed);
   if (h->size <= kThreadCacheMaxBytes)
     for (void *&slot : threadCache.slots)
       if (!slot) {
@@ -151,6 +152,7 @@ void CachingAllocator::deallocate(void *pointer) {
 
 void CachingAllocator::returnToShared(void *pointer) {
   Header *h = headerOf(pointer);
+  inUse.fetch_sub(h->size, std::memory_order_relaxed);
   std::lock_guard<std::mutex> lock(mutex);
   cached[{h->size, h->alignment}].push_back(pointer);
   counters.bytesCached += h->size;

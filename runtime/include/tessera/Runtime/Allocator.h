@@ -17,11 +17,17 @@
 namespace tessera::runtime {
 
 /// Counters of a CachingAllocator.
+/// Blocks a thread freed and keeps for its next allocations (at most 8 per
+/// thread, up to 4 MiB each) stay counted as in use: that way the
+/// per-thread fast path touches no shared counter.
 struct AllocatorStats {
-  std::size_t bytesInUse = 0; ///< held by live allocations (rounded sizes)
+  /// Held by live allocations and the threads' kept blocks (rounded sizes).
+  std::size_t bytesInUse = 0;
   std::size_t peakBytesInUse = 0;
-  std::size_t bytesCached = 0; ///< freed, kept for reuse
+  std::size_t bytesCached = 0; ///< freed to the shared bins, kept for reuse
+  /// Blocks taken from the shared bins or the system.
   std::uint64_t allocations = 0;
+  /// Of those, the ones the shared bins supplied.
   std::uint64_t cacheHits = 0;
 };
 
