@@ -261,6 +261,23 @@ std::optional<Error> checkArguments(const CallPlan &plan,
       }
     }
   }
+  // State is written in place: two state arguments in one buffer (keys and
+  // values of a cache passed as the same array) would overwrite each other.
+  bool anyState = false;
+  for (const TensorSpec &spec : sig.arguments)
+    anyState |= spec.isState;
+  for (size_t i = 0; anyState && i < arguments.size(); ++i)
+    for (size_t j = i + 1; j < arguments.size(); ++j)
+      if ((sig.arguments[i].isState || sig.arguments[j].isState) &&
+          arguments[i].numElements() && arguments[j].numElements()) {
+        auto *a = static_cast<const char *>(arguments[i].data());
+        auto *b = static_cast<const char *>(arguments[j].data());
+        if (a < b + arguments[j].byteSize() && b < a + arguments[i].byteSize())
+          return Error{fn() + " arguments " + std::to_string(i) + " and " +
+                       std::to_string(j) +
+                       " share memory, but the call writes state arguments "
+                       "in place: pass separate buffers"};
+      }
   if (pending.empty() && !sizes)
     return std::nullopt;
   // By name from here on: expressions may name symbols that no argument

@@ -383,3 +383,20 @@ def test_f64_to_half_casts_round_once(fmt):
     np.testing.assert_array_equal(y.astype(np.float64), ref)
     number = ~np.isnan(ref)
     np.testing.assert_array_equal(np.signbit(y.astype(np.float64))[number], np.signbit(ref)[number])
+
+
+def test_stochastic_rounding_between_same_width_formats():
+    # bf16 -> f16: values past f16's largest (65504) round to it or to
+    # infinity; the rest to one of their two f16 neighbours.
+    x = np.concatenate([[65504, 65536, 1e5, -7e4, np.inf, -np.inf],
+                        rng.standard_normal(3000) * np.exp2(rng.integers(-20, 16, 3000))])
+    x = x.astype(ml_dtypes.bfloat16)
+    with np.errstate(over="ignore"):
+        y = stochastic_cast(x, np.float16)
+        lo, hi = neighbours(x, np.float16)
+    x64 = x.astype(np.float64)
+    big = np.abs(x64) > 65504
+    assert set(np.abs(y[big])) <= {65504.0, np.inf}
+    assert np.isinf(y[np.isinf(x64)]).all()
+    ok = (y == lo) | (y == hi)
+    assert ok[~big].all(), (x64[~big & ~ok][:5], y[~big & ~ok][:5])

@@ -252,3 +252,39 @@ def test_returning_a_cache_is_an_error():
     with pytest.raises(RunError) as err:
         run(ir, [], extra_args=["--dims", "B=1"])
     assert "result 0 is a kv_cache, but caches are state: pass the cache as an argument" in err.value.stderr
+
+
+def test_append_checks_sizes_the_types_leave_open():
+    # Keys whose batch the type does not name (`?`) must still match the
+    # cache's at run time, and values must cover as many positions as keys.
+    c = cache_type(np.float32)
+    tk = "tensor<?x2x?x4xf32>"
+    ir = f"""func.func @f(%c: {c}, %k: {tk}, %v: {tk}) -> tensor<i64> {{
+      tgraph.kv_cache.append %c, %k, %v : {c}, {tk}, {tk}
+      %a, %b, %n = tgraph.kv_cache.read %c : {c} -> {tensor(np.float32, "full")}, {tensor(np.float32, "full")}, tensor<i64>
+      return %n : tensor<i64>
+    }}"""
+    state = [np.zeros((2, 2, 8, 4), np.float32), np.zeros((2, 2, 8, 4), np.float32),
+             np.zeros(2, np.int64)]
+    (n,) = run(ir, state + [values(2, 3, np.float32), values(2, 3, np.float32)])
+    assert int(n) == 3
+    with pytest.raises(RunError) as err:
+        run(ir, state + [values(3, 3, np.float32), values(3, 3, np.float32)])
+    assert "keys batch vs the cache's batch (found 3 and 2)" in err.value.stderr
+    with pytest.raises(RunError) as err:
+        run(ir, state + [values(2, 3, np.float32), values(2, 2, np.float32)])
+    assert "values positions vs keys positions (found 2 and 3)" in err.value.stderr
+
+
+def test_bench_restores_state_between_timed_calls(tmp_path):
+    # 2 positions per call into 8: without restoring the cache, the fifth
+    # timed call would overflow it.
+    source = tmp_path / "step.mlir"
+    source.write_text(STEP.format(c=cache_type(np.float32), t=tensor(np.float32, "T"),
+                                  full=tensor(np.float32, "full")))
+    proc = subprocess.run([TESSERA_RUN, str(source), "--dims", "B=1,T=2", "--calls", "2",
+                           "--bench", "20", "--out-dir", str(tmp_path)],
+                          capture_output=True, text=True, env=run_env())
+    assert proc.returncode == 0, proc.stderr
+    assert "@step: 20 calls" in proc.stdout
+    assert "result 1: i64[] min 4 max 4" in proc.stdout

@@ -57,6 +57,17 @@ void transposeFn(void **packed) {
   results[1] = *x;
 }
 
+/// @bump(a: state f32[4], b: state f32[4]) -> (): a += 1, b += 2 in place
+/// (no results: the packed arguments start at index 0).
+void bumpFn(void **packed) {
+  auto *a = *static_cast<Desc<1> **>(packed[0]);
+  auto *b = *static_cast<Desc<1> **>(packed[1]);
+  for (int i = 0; i < 4; ++i) {
+    a->aligned[i] += 1;
+    b->aligned[i] += 2;
+  }
+}
+
 /// @fails(x: f32[4]) -> (): raises an error as compiled code does.
 void failsFn(void **) {
   tessera_shape_check_failed("'tgraph.add' op dims differ", 3, 5);
@@ -73,7 +84,10 @@ const char *kManifest = "tessera-manifest 1\n"
                         "result f32 2 C R\n"
                         "result f32 2 R C\n"
                         "function fails 1 0\n"
-                        "arg f32 1 4\n";
+                        "arg f32 1 4\n"
+                        "function bump 2 0\n"
+                        "arg state f32 1 4\n"
+                        "arg state f32 1 4\n";
 
 std::shared_ptr<Executable> fakeExecutable() {
   auto e = Executable::fromResolver(
@@ -86,6 +100,8 @@ std::shared_ptr<Executable> fakeExecutable() {
           return reinterpret_cast<void *>(&transposeFn);
         if (symbol == "_mlir__mlir_ciface_fails")
           return reinterpret_cast<void *>(&failsFn);
+        if (symbol == "_mlir__mlir_ciface_bump")
+          return reinterpret_cast<void *>(&bumpFn);
         return nullptr;
       },
       nullptr, "fake code");
@@ -168,7 +184,7 @@ TEST(Runtime, NpyRoundTripAndErrors) {
 TEST(Runtime, ManifestRoundTripAndErrors) {
   auto fns = parseManifest(kManifest);
   ASSERT_TRUE(fns) << fns.error().message;
-  ASSERT_EQ(fns->size(), 3u);
+  ASSERT_EQ(fns->size(), 4u);
   EXPECT_EQ((*fns)[0].describe(),
             "@add(f32[B, 4], f32[B, 4], f32[2*B+1]) -> (f32[B, 4])");
   EXPECT_EQ(printManifest(*fns), kManifest);
@@ -248,9 +264,10 @@ TEST(Runtime, BadArgumentsNameWhatWasExpected) {
   EXPECT_EQ(callError(add, {empty, empty, iota({1})}),
             "@add argument 0 dim 0 is B = 0, but symbolic dims are at least 1");
   EXPECT_FALSE(exe->function("mul"));
-  EXPECT_NE(exe->function("mul").error().message.find(
-                "has no function @mul (it has @add, @transpose, @fails)"),
-            std::string::npos);
+  EXPECT_NE(
+      exe->function("mul").error().message.find(
+          "has no function @mul (it has @add, @transpose, @fails, @bump)"),
+      std::string::npos);
 }
 
 TEST(Runtime, SymbolsSolvedFromExpressions) {
@@ -299,6 +316,26 @@ TEST(Runtime, ResultsAreCopiedUnlessOwned) {
   for (int i = 0; i < 10; ++i)
     ASSERT_TRUE(t.call({x}));
   EXPECT_EQ(CachingAllocator::global().stats().bytesInUse, before);
+}
+
+TEST(Runtime, StateArgumentsAreUpdatedInPlaceAndMustNotAlias) {
+  auto exe = fakeExecutable();
+  auto bump = exe->function("bump");
+  ASSERT_TRUE(bump) << bump.error().message;
+  HostBuffer a = iota({4}), b = iota({4}, 10);
+  for (int call = 0; call < 3; ++call)
+    ASSERT_TRUE(bump->call({a, b}));
+  EXPECT_EQ(a.as<float>()[1], 1 + 3 * 1);
+  EXPECT_EQ(b.as<float>()[1], 11 + 3 * 2);
+  // One buffer as both states: refused, nothing written.
+  auto same = bump->call({a, a});
+  ASSERT_FALSE(same);
+  EXPECT_NE(same.error().message.find("@bump arguments 0 and 1 share "
+                                      "memory, but the call writes state "
+                                      "arguments in place"),
+            std::string::npos)
+      << same.error().message;
+  EXPECT_EQ(a.as<float>()[1], 4);
 }
 
 TEST(Runtime, ErrorsFromCompiledCodeAreValues) {

@@ -295,6 +295,9 @@ struct TruncF64ToHalf : public OpRewritePattern<arith::TruncFOp> {
     if (!getElementTypeOrSelf(x.getType()).isF64() ||
         !(target.isBF16() || target.isF16()))
       return failure();
+    // Other rounding modes are not what round-to-odd then nearest gives.
+    if (op.getRoundingmodeAttr())
+      return failure();
     Location loc = op.getLoc();
     Type f32 = withElement(x.getType(), b.getF32Type());
     Type i32 = withElement(x.getType(), b.getI32Type());

@@ -351,10 +351,22 @@ struct StochasticCastLowering : public OpConversionPattern<CastOp> {
     return success();
   }
 
-  /// The key of `op`: its function's name and its position among the
+  /// The key of `op`: stamped on every stochastic cast before the
+  /// conversion starts (so copies a lowering makes, such as a solve body
+  /// evaluated twice, draw the same bits), else computed.
+  static uint64_t keyOf(CastOp op) {
+    if (auto stamp = op->getAttrOfType<IntegerAttr>(kKeyAttr))
+      return stamp.getValue().getZExtValue();
+    return computeKey(op);
+  }
+
+public:
+  static constexpr StringLiteral kKeyAttr = "tgraph.stochastic_key";
+
+  /// A hash of the function's name and the op's position among the
   /// function's stochastic casts (not its location: moving the source file
   /// must not change the results).
-  static uint64_t keyOf(CastOp op) {
+  static uint64_t computeKey(CastOp op) {
     std::string text;
     llvm::raw_string_ostream os(text);
     int64_t position = 0;
@@ -395,8 +407,10 @@ struct StochasticCastLowering : public OpConversionPattern<CastOp> {
     };
     // Nearest, but finite for finite x: past the largest finite value the
     // neighbours are that value and the one after it (infinity or NaN,
-    // which rounding up then gives, as a plain cast would).
-    Value y = convertScalarSaturating(b, l, x, t);
+    // which rounding up then gives, as a plain cast would). From f64,
+    // where x is exact and t's range fits (clamping in a narrow source
+    // type, bf16 to f16, would clamp below t's largest value).
+    Value y = convertScalarSaturating(b, l, wide(x), t);
     Value ax = magnitude(wide(x));
     Value yBits = arith::BitcastOp::create(b, l, bits, y);
     // Rounded away from zero: y is hi; otherwise y is lo.
@@ -424,6 +438,18 @@ struct StochasticCastLowering : public OpConversionPattern<CastOp> {
 };
 
 } // namespace
+
+void mlir::tessera::tgraph::lowering::stampStochasticKeys(ModuleOp module) {
+  module.walk([](CastOp op) {
+    PolicyAttr policy = op.getPolicyAttr();
+    if (!policy || !policy.getStochasticRound())
+      return;
+    uint64_t key = StochasticCastLowering::computeKey(op);
+    op->setAttr(StochasticCastLowering::kKeyAttr,
+                IntegerAttr::get(IntegerType::get(op.getContext(), 64),
+                                 APInt(64, key)));
+  });
+}
 
 void mlir::tessera::tgraph::lowering::populateRandomPatterns(
     LoweringContext &ctx, RewritePatternSet &patterns) {

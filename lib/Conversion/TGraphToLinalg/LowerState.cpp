@@ -194,6 +194,46 @@ struct AppendLowering : public OpConversionPattern<KVCacheAppendOp> {
     Value newValues = adaptor.getValues().front();
     auto bufferType = cast<MemRefType>(c.keys.getType());
     int64_t capacity = bufferType.getDimSize(2);
+    // Sizes the types leave open (a batch symbol, a `?`) are checked
+    // here: the writes below take their extents from keys and values.
+    auto mustEqual = [&](Value v, int64_t d, Value other, int64_t od,
+                         StringRef what) {
+      auto vt = cast<ShapedType>(v.getType());
+      auto ot = cast<ShapedType>(other.getType());
+      if (!vt.isDynamicDim(d) && !ot.isDynamicDim(od) &&
+          vt.getDimSize(d) == ot.getDimSize(od))
+        return;
+      Value a = isa<MemRefType>(vt)
+                    ? memref::DimOp::create(rewriter, loc, v, d).getResult()
+                    : dimOf(rewriter, loc, v, d);
+      Value e =
+          isa<MemRefType>(ot)
+              ? memref::DimOp::create(rewriter, loc, other, od).getResult()
+              : dimOf(rewriter, loc, other, od);
+      auto check = scf::IfOp::create(
+          rewriter, loc,
+          arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::ne, a, e),
+          false);
+      OpBuilder::InsertionGuard guard(rewriter);
+      rewriter.setInsertionPoint(check.thenBlock()->getTerminator());
+      std::string message;
+      llvm::raw_string_ostream(message) << describeOp(op) << ": " << what;
+      callHook(
+          rewriter, op, RuntimeHook::ShapeCheckFailed, message,
+          {arith::IndexCastOp::create(rewriter, loc, rewriter.getI64Type(), a),
+           arith::IndexCastOp::create(rewriter, loc, rewriter.getI64Type(),
+                                      e)});
+    };
+    for (auto [v, name] :
+         {std::pair(newKeys, "keys"), std::pair(newValues, "values")}) {
+      mustEqual(v, 0, c.keys, 0,
+                (Twine(name) + " batch vs the cache's batch").str());
+      mustEqual(v, 1, c.keys, 1,
+                (Twine(name) + " heads vs the cache's heads").str());
+      mustEqual(v, 3, c.keys, 3,
+                (Twine(name) + " head_dim vs the cache's head_dim").str());
+    }
+    mustEqual(newValues, 2, newKeys, 2, "values positions vs keys positions");
     auto [length, window] = checkedState(rewriter, op, c);
     Value count = dimOf(rewriter, loc, newKeys, 2);
     Value zero = index(rewriter, loc, 0);

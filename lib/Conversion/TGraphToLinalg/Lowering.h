@@ -98,6 +98,9 @@ void populateLayoutPatterns(LoweringContext &ctx, RewritePatternSet &patterns);
 void populateIndexingPatterns(LoweringContext &ctx,
                               RewritePatternSet &patterns);
 void populateRandomPatterns(LoweringContext &ctx, RewritePatternSet &patterns);
+/// Gives each stochastic-rounding cast its random key as an attribute
+/// (before the conversion copies any bodies).
+void stampStochasticKeys(ModuleOp module);
 /// KV caches (LowerState.cpp): three buffers per cache.
 void populateStatePatterns(LoweringContext &ctx, RewritePatternSet &patterns);
 void addStateConversions(TypeConverter &types);

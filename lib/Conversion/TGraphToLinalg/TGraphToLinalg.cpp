@@ -275,7 +275,43 @@ Value mlir::tessera::tgraph::lowering::convertScalarSaturating(OpBuilder &b,
 /// user gets a reason instead of "failed to legalize".
 static LogicalResult checkLowerable(ModuleOp module) {
   bool ok = true;
+  // Caches: a number or a symbol for the batch, numbers for the rest (the
+  // buffers' shape); state flows into functions, not through regions.
+  auto checkCache = [&](Operation *op, Type t, StringRef where) {
+    auto cache = dyn_cast<KVCacheType>(t);
+    if (!cache)
+      return;
+    std::vector<::tessera::shape::DimExpr> dims = cache.getShape().getDims();
+    for (size_t d = 1; d < dims.size(); ++d)
+      if (!dims[d].getConstant()) {
+        op->emitOpError() << where << " is a kv_cache whose dim " << d << " is "
+                          << dims[d].str()
+                          << "; on the CPU only the batch (dim 0) may be a "
+                             "symbol: heads, max_length and head_dim are "
+                             "numbers";
+        ok = false;
+        return;
+      }
+    if (!dims[0].getConstant() && !dims[0].getSymbolName()) {
+      op->emitOpError() << where << " is a kv_cache whose batch is "
+                        << dims[0].str()
+                        << "; on the CPU it is a number or a symbol";
+      ok = false;
+    }
+  };
   module.walk([&](Operation *op) {
+    for (auto [i, t] : llvm::enumerate(op->getResultTypes()))
+      checkCache(op, t, "result " + std::to_string(i));
+    if (auto fn = dyn_cast<func::FuncOp>(op))
+      for (auto [i, t] : llvm::enumerate(fn.getArgumentTypes()))
+        checkCache(op, t, "argument " + std::to_string(i));
+    if (isa<CondOp, WhileOp, ScanOp, FixedPointOp, SolveOp, CheckpointOp>(op) &&
+        llvm::any_of(op->getOperandTypes(), llvm::IsaPred<KVCacheType>)) {
+      op->emitOpError("takes a kv_cache, but on the CPU caches are state "
+                      "that regions cannot carry: call a function that takes "
+                      "the cache instead");
+      ok = false;
+    }
     if (auto fn = dyn_cast<func::FuncOp>(op);
         fn && llvm::any_of(fn.getResultTypes(), llvm::IsaPred<KVCacheType>)) {
       op->emitOpError("returns a kv_cache, but caches are state: pass the "
@@ -385,6 +421,7 @@ struct TGraphLowerToLinalgPass
     ModuleOp module = getOperation();
     if (failed(checkLowerable(module)))
       return signalPassFailure();
+    stampStochasticKeys(module);
     SymbolEnv symbols;
     for (auto fn : module.getOps<func::FuncOp>())
       symbols.build(fn);

@@ -50,3 +50,11 @@ func.func @f64_to_bf16(%x: f64) -> bf16 {
   %y = arith.truncf %x : f64 to bf16
   return %y : bf16
 }
+
+// A rounding mode other than to-nearest-even is left to LLVM.
+// CHECK-LABEL: func.func @f64_to_bf16_toward_zero
+// CHECK: arith.truncf %{{.+}} toward_zero : f64 to bf16
+func.func @f64_to_bf16_toward_zero(%x: f64) -> bf16 {
+  %y = arith.truncf %x toward_zero : f64 to bf16
+  return %y : bf16
+}
