@@ -1,0 +1,204 @@
+//===- ScheduleRewrites.cpp - IR rewrites around the CPU schedule ---------===//
+//
+// What the transform scripts leave to plain C++: vector patterns run while
+// cleaning up after a script, per-iteration buffers for row-fused
+// intermediates, and data movement (GEMM packing) split over threads and
+// copied in vectors.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CPUScheduler.h"
+
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
+#include "mlir/Dialect/Vector/Transforms/LoweringPatterns.h"
+#include "mlir/Dialect/Vector/Transforms/VectorRewritePatterns.h"
+#include "mlir/Interfaces/TilingInterface.h"
+
+using namespace mlir;
+
+namespace {
+
+/// addf(x, mulf(a, b)) with the `contract` flag on the product (set by the
+/// Graph IR lowering for contractions) becomes one fused multiply-add; the
+/// vectorizer rebuilds the sum without flags, so look at the product only.
+struct FuseMultiplyAdd : public OpRewritePattern<arith::AddFOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(arith::AddFOp add,
+                                PatternRewriter &rewriter) const override {
+    for (int i = 0; i < 2; ++i) {
+      auto mul = add->getOperand(i).getDefiningOp<arith::MulFOp>();
+      if (!mul || !mul->hasOneUse() ||
+          !bitEnumContainsAll(mul.getFastmath(),
+                              arith::FastMathFlags::contract))
+        continue;
+      rewriter.replaceOpWithNewOp<math::FmaOp>(add, mul.getLhs(), mul.getRhs(),
+                                               add->getOperand(1 - i));
+      return success();
+    }
+    return failure();
+  }
+};
+
+/// The micro-kernel's A operand: a column x of MR values is broadcast to
+/// NR copies (vector.broadcast adds leading dims only), flattened to
+/// NR x MR and transposed to MR x NR. That is x stretched along a trailing
+/// dim, which lowers to MR splats instead of an element-by-element
+/// transpose (MR * NR extracts and inserts of code to compile).
+struct BroadcastThenTranspose : public OpRewritePattern<vector::TransposeOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(vector::TransposeOp transpose,
+                                PatternRewriter &rewriter) const override {
+    VectorType type = transpose.getResultVectorType();
+    if (type.getRank() != 2 || type.isScalable() ||
+        transpose.getPermutation() != ArrayRef<int64_t>{1, 0})
+      return failure();
+    Value source = transpose.getVector();
+    if (auto cast = source.getDefiningOp<vector::ShapeCastOp>())
+      source = cast.getSource();
+    auto broadcast = source.getDefiningOp<vector::BroadcastOp>();
+    if (!broadcast)
+      return failure();
+    auto x = dyn_cast<VectorType>(broadcast.getSourceType());
+    int64_t rows = type.getDimSize(0), copies = type.getDimSize(1);
+    // The broadcast must only prepend the NR copies.
+    if (!x || x.isScalable() || x.getNumElements() != rows ||
+        broadcast.getResultVectorType().getShape() !=
+            ArrayRef<int64_t>(llvm::to_vector(llvm::concat<const int64_t>(
+                ArrayRef<int64_t>{copies}, x.getShape()))))
+      return failure();
+    Location loc = transpose.getLoc();
+    Value column = vector::ShapeCastOp::create(
+        rewriter, loc, VectorType::get({rows, 1}, type.getElementType()),
+        broadcast.getSource());
+    rewriter.replaceOpWithNewOp<vector::BroadcastOp>(transpose, type, column);
+    return success();
+  }
+};
+
+/// Copies in vectors, along the innermost dim when the source's
+/// innermost dim moves with it (an NR-wide panel row, a head's 64
+/// features): the other dims become loops of one element each, and each
+/// step reads and writes one static run of contiguous elements (whole,
+/// up to 256, else in chunks of 64). Transposes of the innermost dim (a
+/// column of A into an MR panel) keep scalar loops: as vectors they need
+/// shuffles that cost more code than they save.
+void vectorizeMovement(IRRewriter &rewriter, TilingInterface op) {
+  auto type = cast<RankedTensorType>(op->getResult(0).getType());
+  int64_t rank = type.getRank();
+  if (auto transpose = dyn_cast<linalg::TransposeOp>(op.getOperation()))
+    if (transpose.getPermutation().back() != rank - 1)
+      return;
+  int64_t inner = type.getDimSize(rank - 1);
+  if (ShapedType::isDynamic(inner) || inner < 4)
+    return;
+  int64_t chunk = inner <= 256 ? inner : (inner % 64 == 0 ? 64 : 0);
+  if (!chunk)
+    return;
+  SmallVector<OpFoldResult> sizes(rank, rewriter.getIndexAttr(1));
+  sizes.back() = rewriter.getIndexAttr(chunk == inner ? 0 : chunk);
+  scf::SCFTilingOptions options;
+  options.setTileSizes(sizes);
+  rewriter.setInsertionPoint(op);
+  FailureOr<scf::SCFTilingResult> tiled =
+      scf::tileUsingSCF(rewriter, op, options);
+  if (failed(tiled) || tiled->tiledOps.size() != 1)
+    return;
+  rewriter.replaceOp(op, tiled->replacements);
+  Operation *block = tiled->tiledOps[0];
+  rewriter.setInsertionPoint(block);
+  FailureOr<linalg::VectorizationResult> vectorized =
+      linalg::vectorize(rewriter, block);
+  if (succeeded(vectorized))
+    rewriter.replaceOp(block, vectorized->replacements);
+}
+
+} // namespace
+
+void mlir::tessera::tsched::populateScheduleCleanupPatterns(
+    RewritePatternSet &patterns) {
+  MLIRContext *ctx = patterns.getContext();
+  vector::populateCastAwayVectorLeadingOneDimPatterns(patterns);
+  vector::populateDropUnitDimWithShapeCastPatterns(patterns);
+  vector::populateVectorTransferPermutationMapLoweringPatterns(patterns);
+  vector::populateVectorMultiReductionLoweringPatterns(
+      patterns, vector::VectorMultiReductionLowering::InnerReduction);
+  patterns.add<FuseMultiplyAdd, BroadcastThenTranspose>(ctx);
+}
+
+/// A slice, taken inside a loop, of a buffer allocated outside it holds
+/// an iteration's private part of an intermediate (a producer fused into
+/// a row loop writes its row there). The buffer's contents start out
+/// undefined, so the slice may as well be a buffer of its own: one row,
+/// allocated per iteration (from the runtime's per-thread cache), instead
+/// of a whole intermediate that makes a round trip through memory.
+void mlir::tessera::tsched::privatizeSlices(func::FuncOp module) {
+  SmallVector<tensor::ExtractSliceOp> slices;
+  module.walk([&](tensor::ExtractSliceOp slice) {
+    auto alloc =
+        slice.getSource().getDefiningOp<bufferization::AllocTensorOp>();
+    if (!alloc || alloc.getCopy() ||
+        alloc->getParentRegion() == slice->getParentRegion() ||
+        !slice->getParentOfType<LoopLikeOpInterface>())
+      return;
+    slices.push_back(slice);
+  });
+  for (tensor::ExtractSliceOp slice : slices) {
+    OpBuilder b(slice);
+    SmallVector<Value> dynamicSizes;
+    for (OpFoldResult size : slice.getMixedSizes())
+      if (auto v = dyn_cast<Value>(size))
+        dynamicSizes.push_back(v);
+    // Rank-reducing slices keep only the result's dims.
+    auto type = slice.getResultType();
+    if (dynamicSizes.size() != size_t(type.getNumDynamicDims()))
+      continue;
+    Value fresh = bufferization::AllocTensorOp::create(b, slice.getLoc(), type,
+                                                       dynamicSizes);
+    slice.replaceAllUsesWith(fresh);
+    slice.erase();
+  }
+  module.walk([](bufferization::AllocTensorOp alloc) {
+    if (alloc->use_empty())
+      alloc.erase();
+  });
+}
+
+/// Data movement left at function level (packing a GEMM's operands:
+/// padding and transposing into panels; unpacking its result) is split
+/// over rows into a parallel loop: otherwise one thread copies whole
+/// matrices while the others wait.
+void mlir::tessera::tsched::parallelizeDataMovement(func::FuncOp module) {
+  SmallVector<TilingInterface> ops;
+  module.walk([&](Operation *op) {
+    if (!isa_and_nonnull<func::FuncOp>(op->getParentOp()))
+      return;
+    if (!isa<linalg::TransposeOp, linalg::CopyOp, tensor::PadOp>(op))
+      return;
+    auto type = dyn_cast<RankedTensorType>(op->getResult(0).getType());
+    if (!type || type.getRank() < 2)
+      return;
+    ops.push_back(cast<TilingInterface>(op));
+  });
+  for (TilingInterface op : ops) {
+    IRRewriter rewriter(op);
+    auto type = cast<RankedTensorType>(op->getResult(0).getType());
+    // Panels (rank 4: a block of rows each) one at a time; plain
+    // matrices 16 rows at a time.
+    int64_t rows = type.getRank() > 2 ? 1 : 16;
+    SmallVector<OpFoldResult> sizes(type.getRank(), rewriter.getIndexAttr(0));
+    sizes[0] = rewriter.getIndexAttr(rows);
+    scf::SCFTilingOptions options;
+    options.setTileSizes(sizes);
+    options.setLoopType(scf::SCFTilingOptions::LoopType::ForallOp);
+    FailureOr<scf::SCFTilingResult> tiled =
+        scf::tileUsingSCF(rewriter, op, options);
+    if (failed(tiled))
+      continue; // stays sequential
+    rewriter.replaceOp(op, tiled->replacements);
+    if (tiled->tiledOps.size() == 1 &&
+        isa<linalg::TransposeOp, linalg::CopyOp>(tiled->tiledOps[0]))
+      vectorizeMovement(rewriter, cast<TilingInterface>(tiled->tiledOps[0]));
+  }
+}
