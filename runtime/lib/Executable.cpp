@@ -94,6 +94,8 @@ struct CallPlan {
   /// Words of the result descriptors (allocated and aligned pointers,
   /// offset, sizes, strides per result).
   size_t resultWords = 0;
+  /// Whether any argument is state (written in place by the call).
+  bool hasState = false;
 };
 } // namespace tessera::runtime::detail
 
@@ -117,6 +119,8 @@ Result<Function> Executable::function(const std::string &name) const {
   auto plan = std::make_shared<CallPlan>();
   plan->signature = *signature;
   plan->entry = *entry;
+  for (const TensorSpec &spec : signature->arguments)
+    plan->hasState |= spec.isState;
   for (const TensorSpec &a : signature->arguments) {
     std::vector<DimEval> dims;
     for (const std::string &d : a.dims) {
@@ -263,10 +267,7 @@ std::optional<Error> checkArguments(const CallPlan &plan,
   }
   // State is written in place: two state arguments in one buffer (keys and
   // values of a cache passed as the same array) would overwrite each other.
-  bool anyState = false;
-  for (const TensorSpec &spec : sig.arguments)
-    anyState |= spec.isState;
-  for (size_t i = 0; anyState && i < arguments.size(); ++i)
+  for (size_t i = 0; plan.hasState && i < arguments.size(); ++i)
     for (size_t j = i + 1; j < arguments.size(); ++j)
       if ((sig.arguments[i].isState || sig.arguments[j].isState) &&
           arguments[i].numElements() && arguments[j].numElements()) {

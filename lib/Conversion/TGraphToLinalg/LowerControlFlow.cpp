@@ -516,24 +516,16 @@ struct SolveLowering : public OpConversionPattern<SolveOp> {
           rewriter, loc,
           ValueRange{update.getResult(0), count, done, norm, exhausted});
     }
-    auto failedIf = scf::IfOp::create(
-        rewriter, loc,
-        arith::XOrIOp::create(rewriter, loc, loop.getResult(2), yes),
-        /*withElse=*/false);
-    {
-      OpBuilder::InsertionGuard guard(rewriter);
-      rewriter.setInsertionPoint(failedIf.thenBlock()->getTerminator());
-      std::string message;
-      llvm::raw_string_ostream(message)
-          << describeOp(op) << ": did not converge to |F(x)| <= "
-          << llvm::format("%g", op.getTol().convertToDouble()) << " within "
-          << op.getMaxIter()
-          << " Newton steps (a singular Jacobian, or no root near init?)";
-      Value iterations = arith::IndexCastOp::create(
-          rewriter, loc, rewriter.getI64Type(), loop.getResult(1));
-      callHook(rewriter, op, RuntimeHook::NotConverged, message,
-               {iterations, loop.getResult(3)});
-    }
+    std::string message;
+    llvm::raw_string_ostream(message)
+        << describeOp(op) << ": did not converge to |F(x)| <= "
+        << llvm::format("%g", op.getTol().convertToDouble()) << " within "
+        << op.getMaxIter()
+        << " Newton steps (a singular Jacobian, or no root near init?)";
+    callHook(rewriter, op,
+             arith::XOrIOp::create(rewriter, loc, loop.getResult(2), yes),
+             RuntimeHook::NotConverged, message,
+             {loop.getResult(1), loop.getResult(3)});
     rewriter.replaceOp(op,
                        castTo(rewriter, loc, loop.getResult(0), resultType));
     return success();
@@ -706,26 +698,16 @@ struct FixedPointLowering : public OpConversionPattern<FixedPointOp> {
       scf::YieldOp::create(rewriter, loc,
                            ValueRange{next, count, done, change});
     }
-    Value converged = loop.getResult(2);
-    auto failedIf = scf::IfOp::create(
-        rewriter, loc,
-        arith::XOrIOp::create(
-            rewriter, loc, converged,
-            arith::ConstantOp::create(rewriter, loc, rewriter.getBoolAttr(1))),
-        /*withElse=*/false);
-    {
-      OpBuilder::InsertionGuard guard(rewriter);
-      rewriter.setInsertionPoint(failedIf.thenBlock()->getTerminator());
-      std::string message;
-      llvm::raw_string_ostream(message)
-          << describeOp(op) << ": did not converge to tol = "
-          << llvm::format("%g", op.getTol().convertToDouble())
-          << " within max_iter = " << op.getMaxIter() << " iterations";
-      Value iterations = arith::IndexCastOp::create(
-          rewriter, loc, rewriter.getI64Type(), loop.getResult(1));
-      callHook(rewriter, op, RuntimeHook::NotConverged, message,
-               {iterations, loop.getResult(3)});
-    }
+    Value notConverged = arith::XOrIOp::create(
+        rewriter, loc, loop.getResult(2),
+        arith::ConstantOp::create(rewriter, loc, rewriter.getBoolAttr(1)));
+    std::string message;
+    llvm::raw_string_ostream(message)
+        << describeOp(op) << ": did not converge to tol = "
+        << llvm::format("%g", op.getTol().convertToDouble())
+        << " within max_iter = " << op.getMaxIter() << " iterations";
+    callHook(rewriter, op, notConverged, RuntimeHook::NotConverged, message,
+             {loop.getResult(1), loop.getResult(3)});
     rewriter.replaceOp(op,
                        castTo(rewriter, loc, loop.getResult(0), resultType));
     return success();

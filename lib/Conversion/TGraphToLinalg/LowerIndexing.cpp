@@ -176,25 +176,13 @@ struct DynamicSliceLowering : public OpConversionPattern<DynamicSliceOp> {
       Value extent = dimOf(rewriter, loc, x, d);
       Value fits = arith::CmpIOp::create(
           rewriter, loc, arith::CmpIPredicate::sle, size, extent);
-      auto check = scf::IfOp::create(
-          rewriter, loc,
-          arith::XOrIOp::create(rewriter, loc, fits,
-                                arith::ConstantOp::create(
-                                    rewriter, loc, rewriter.getBoolAttr(1))),
-          /*withElse=*/false);
-      {
-        OpBuilder::InsertionGuard guard(rewriter);
-        rewriter.setInsertionPoint(check.thenBlock()->getTerminator());
-        auto i64 = [&](Value v) -> Value {
-          return arith::IndexCastOp::create(rewriter, loc,
-                                            rewriter.getI64Type(), v);
-        };
-        std::string message = describeOp(op) + ": slice size of dim " +
-                              std::to_string(d) +
-                              " must not exceed the operand's dim";
-        callHook(rewriter, op, RuntimeHook::ShapeCheckFailed, message,
-                 {i64(size), i64(extent)});
-      }
+      Value tooBig = arith::XOrIOp::create(
+          rewriter, loc, fits,
+          arith::ConstantOp::create(rewriter, loc, rewriter.getBoolAttr(1)));
+      callHook(rewriter, op, tooBig, RuntimeHook::ShapeCheckFailed,
+               describeOp(op) + ": slice size of dim " + std::to_string(d) +
+                   " must not exceed the operand's dim",
+               {size, extent});
       Value s = tensor::ExtractOp::create(rewriter, loc, start, ValueRange{});
       Value idx =
           arith::IndexCastOp::create(rewriter, loc, rewriter.getIndexType(), s);

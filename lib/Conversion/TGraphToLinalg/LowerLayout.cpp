@@ -403,17 +403,8 @@ struct AssertDimLowering : public OpConversionPattern<AssertDimOp> {
     Value failed = arith::XOrIOp::create(
         rewriter, loc, ok,
         arith::ConstantOp::create(rewriter, loc, rewriter.getBoolAttr(true)));
-    auto ifOp = scf::IfOp::create(rewriter, loc, failed, /*withElse=*/false);
-    {
-      OpBuilder::InsertionGuard guard(rewriter);
-      rewriter.setInsertionPoint(ifOp.thenBlock()->getTerminator());
-      auto i64 = [&](Value v) -> Value {
-        return arith::IndexCastOp::create(rewriter, loc, rewriter.getI64Type(),
-                                          v);
-      };
-      callHook(rewriter, op, RuntimeHook::ShapeCheckFailed, op.getMessage(),
-               {i64(adaptor.getLhs()), i64(adaptor.getRhs())});
-    }
+    callHook(rewriter, op, failed, RuntimeHook::ShapeCheckFailed,
+             op.getMessage(), {adaptor.getLhs(), adaptor.getRhs()});
     rewriter.eraseOp(op);
     return success();
   }

@@ -126,6 +126,33 @@ Value fraction(OpBuilder &b, Location loc, Value hiWord, Value loWord) {
       b, loc, f, arith::ConstantOp::create(b, loc, b.getF64FloatAttr(0x1p-53)));
 }
 
+/// Row-major strides of `shaped`'s dims (at run time).
+SmallVector<Value> rowMajorStrides(OpBuilder &b, Location loc, Value shaped) {
+  int64_t r = cast<ShapedType>(shaped.getType()).getRank();
+  SmallVector<Value> strides(r);
+  Value stride = arith::ConstantIndexOp::create(b, loc, 1);
+  for (int64_t d = r - 1; d >= 0; --d) {
+    strides[d] = stride;
+    stride = arith::MulIOp::create(b, loc, stride, dimOf(b, loc, shaped, d));
+  }
+  return strides;
+}
+
+/// Inside a linalg.generic: the Philox block of the current element, whose
+/// counter is (lo(n), hi(n), stream, 0) for its row-major index n.
+Words elementBlock(OpBuilder &b, Location l, ArrayRef<Value> strides, Value k0,
+                   Value k1, uint32_t stream) {
+  Value n = arith::ConstantIndexOp::create(b, l, 0);
+  for (auto [d, stride] : llvm::enumerate(strides))
+    n = arith::AddIOp::create(
+        b, l, n,
+        arith::MulIOp::create(b, l, linalg::IndexOp::create(b, l, d), stride));
+  Value n64 = arith::IndexCastUIOp::create(b, l, b.getI64Type(), n);
+  auto [lo, hi] = split64(b, l, n64);
+  return philox(b, l, k0, k1,
+                {lo, hi, i32Constant(b, l, stream), i32Constant(b, l, 0)});
+}
+
 struct KeyLowering : public OpConversionPattern<RngKeyOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -200,14 +227,7 @@ struct SampleLowering : public OpConversionPattern<OpTy> {
       return failure();
     Value out = emptyTensor(rewriter, loc, type, *sizes);
     int64_t r = type.getRank();
-    // Row-major strides of the result.
-    SmallVector<Value> strides(r);
-    Value stride = arith::ConstantIndexOp::create(rewriter, loc, 1);
-    for (int64_t d = r - 1; d >= 0; --d) {
-      strides[d] = stride;
-      stride = arith::MulIOp::create(rewriter, loc, stride,
-                                     dimOf(rewriter, loc, out, d));
-    }
+    SmallVector<Value> strides = rowMajorStrides(rewriter, loc, out);
     std::pair<Value, Value> key = keyWords(rewriter, loc, adaptor.getKey());
     SmallVector<AffineMap> maps{rewriter.getMultiDimIdentityMap(r)};
     SmallVector<utils::IteratorType> par(r, utils::IteratorType::parallel);
@@ -215,16 +235,7 @@ struct SampleLowering : public OpConversionPattern<OpTy> {
     auto generic = linalg::GenericOp::create(
         rewriter, loc, type, ValueRange{}, out, maps, par,
         [&](OpBuilder &b, Location l, ValueRange) {
-          Value n = arith::ConstantIndexOp::create(b, l, 0);
-          for (int64_t d = 0; d < r; ++d)
-            n = arith::AddIOp::create(
-                b, l, n,
-                arith::MulIOp::create(b, l, linalg::IndexOp::create(b, l, d),
-                                      strides[d]));
-          Value n64 = arith::IndexCastUIOp::create(b, l, b.getI64Type(), n);
-          auto [lo, hi] = split64(b, l, n64);
-          Value zero = i32Constant(b, l, 0);
-          Words w = philox(b, l, key.first, key.second, {lo, hi, zero, zero});
+          Words w = elementBlock(b, l, strides, key.first, key.second, 0);
           linalg::YieldOp::create(b, l, sample(b, l, op, w, element));
         });
     rewriter.replaceOp(op, generic.getResult(0));
@@ -317,13 +328,7 @@ struct StochasticCastLowering : public OpConversionPattern<CastOp> {
       if (type.isDynamicDim(d))
         sizes.push_back(dimOf(rewriter, loc, x, d));
     Value out = emptyTensor(rewriter, loc, type, sizes);
-    SmallVector<Value> strides(r);
-    Value stride = arith::ConstantIndexOp::create(rewriter, loc, 1);
-    for (int64_t d = r - 1; d >= 0; --d) {
-      strides[d] = stride;
-      stride = arith::MulIOp::create(rewriter, loc, stride,
-                                     dimOf(rewriter, loc, x, d));
-    }
+    SmallVector<Value> strides = rowMajorStrides(rewriter, loc, x);
     uint64_t key = keyOf(op);
     bool saturate = policy.getSaturate();
     SmallVector<AffineMap> maps(2, rewriter.getMultiDimIdentityMap(r));
@@ -331,18 +336,9 @@ struct StochasticCastLowering : public OpConversionPattern<CastOp> {
     auto generic = linalg::GenericOp::create(
         rewriter, loc, type, x, out, maps, par,
         [&](OpBuilder &b, Location l, ValueRange args) {
-          Value n = arith::ConstantIndexOp::create(b, l, 0);
-          for (int64_t d = 0; d < r; ++d)
-            n = arith::AddIOp::create(
-                b, l, n,
-                arith::MulIOp::create(b, l, linalg::IndexOp::create(b, l, d),
-                                      strides[d]));
-          Value n64 = arith::IndexCastUIOp::create(b, l, b.getI64Type(), n);
-          auto [lo, hi] = split64(b, l, n64);
           Words w =
-              philox(b, l, i32Constant(b, l, uint32_t(key)),
-                     i32Constant(b, l, uint32_t(key >> 32)),
-                     {lo, hi, i32Constant(b, l, 3), i32Constant(b, l, 0)});
+              elementBlock(b, l, strides, i32Constant(b, l, uint32_t(key)),
+                           i32Constant(b, l, uint32_t(key >> 32)), 3);
           Value u = fraction(b, l, w[0], w[1]);
           linalg::YieldOp::create(
               b, l, roundStochastically(b, l, args[0], target, u, saturate));

@@ -123,17 +123,13 @@ std::pair<Value, Value> checkedState(OpBuilder &b, Operation *op,
                   any(cmp(P::slt, window, zero), cmp(P::sgt, window, cap)));
   bad = any(bad, arith::AndIOp::create(b, loc, cmp(P::sgt, window, zero),
                                        cmp(P::sgt, length, window)));
-  auto check = scf::IfOp::create(b, loc, bad, false);
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPoint(check.thenBlock()->getTerminator());
   std::string message;
   llvm::raw_string_ostream(message)
       << describeOp(op) << ": the cache's state is invalid: its length and "
       << "window must lie in [0, " << capacity
       << "] with the length at most a nonzero window; length vs window";
-  callHook(b, op, RuntimeHook::ShapeCheckFailed, message,
-           {arith::IndexCastOp::create(b, loc, b.getI64Type(), length),
-            arith::IndexCastOp::create(b, loc, b.getI64Type(), window)});
+  callHook(b, op, bad, RuntimeHook::ShapeCheckFailed, message,
+           {length, window});
   return {length, window};
 }
 
@@ -210,19 +206,11 @@ struct AppendLowering : public OpConversionPattern<KVCacheAppendOp> {
           isa<MemRefType>(ot)
               ? memref::DimOp::create(rewriter, loc, other, od).getResult()
               : dimOf(rewriter, loc, other, od);
-      auto check = scf::IfOp::create(
-          rewriter, loc,
-          arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::ne, a, e),
-          false);
-      OpBuilder::InsertionGuard guard(rewriter);
-      rewriter.setInsertionPoint(check.thenBlock()->getTerminator());
-      std::string message;
-      llvm::raw_string_ostream(message) << describeOp(op) << ": " << what;
       callHook(
-          rewriter, op, RuntimeHook::ShapeCheckFailed, message,
-          {arith::IndexCastOp::create(rewriter, loc, rewriter.getI64Type(), a),
-           arith::IndexCastOp::create(rewriter, loc, rewriter.getI64Type(),
-                                      e)});
+          rewriter, op,
+          arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::ne, a, e),
+          RuntimeHook::ShapeCheckFailed, describeOp(op) + ": " + what.str(),
+          {a, e});
     };
     for (auto [v, name] :
          {std::pair(newKeys, "keys"), std::pair(newValues, "values")}) {
@@ -250,22 +238,14 @@ struct AppendLowering : public OpConversionPattern<KVCacheAppendOp> {
             arith::ConstantOp::create(rewriter, loc, rewriter.getBoolAttr(1))),
         arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::sgt, total,
                               limit));
-    auto check = scf::IfOp::create(rewriter, loc, overflow, false);
-    {
-      OpBuilder::InsertionGuard guard(rewriter);
-      rewriter.setInsertionPoint(check.thenBlock()->getTerminator());
-      std::string message;
-      llvm::raw_string_ostream(message)
-          << describeOp(op) << ": the cache holds " << capacity
-          << " positions, but the valid ones plus the appended ones exceed "
-             "that (use a window to drop the oldest); positions after the "
-             "append vs max_length";
-      callHook(rewriter, op, RuntimeHook::ShapeCheckFailed, message,
-               {arith::IndexCastOp::create(rewriter, loc, rewriter.getI64Type(),
-                                           total),
-                arith::IndexCastOp::create(rewriter, loc, rewriter.getI64Type(),
-                                           limit)});
-    }
+    std::string message;
+    llvm::raw_string_ostream(message)
+        << describeOp(op) << ": the cache holds " << capacity
+        << " positions, but the valid ones plus the appended ones exceed "
+           "that (use a window to drop the oldest); positions after the "
+           "append vs max_length";
+    callHook(rewriter, op, overflow, RuntimeHook::ShapeCheckFailed, message,
+             {total, limit});
     // With a window: only the last `limit` new positions can stay, and the
     // oldest cached ones make room for them.
     Value kept = arith::MinSIOp::create(rewriter, loc, count, limit);

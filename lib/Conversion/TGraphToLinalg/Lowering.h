@@ -83,10 +83,11 @@ Value dimOf(OpBuilder &b, Location loc, Value v, int64_t i);
 /// The runtime turns them into an error of the call; they do not return.
 enum class RuntimeHook { ShapeCheckFailed, NotConverged };
 
-/// Emits a call of `hook` at the insertion point with `message` (stored as a
-/// global string) and `values`; declares the hook in the module once.
-void callHook(OpBuilder &b, Operation *op, RuntimeHook hook, StringRef message,
-              ValueRange values);
+/// Emits, at the insertion point, a call of `hook` taken when `failed` (an
+/// i1) holds, with `message` (stored as a global string) and `values`
+/// (index values are passed as i64); declares the hook in the module once.
+void callHook(OpBuilder &b, Operation *op, Value failed, RuntimeHook hook,
+              StringRef message, ValueRange values);
 
 void populateElementwisePatterns(LoweringContext &ctx,
                                  RewritePatternSet &patterns);

@@ -154,10 +154,13 @@ Value mlir::tessera::tgraph::lowering::convertScalar(OpBuilder &b, Location loc,
 }
 
 void mlir::tessera::tgraph::lowering::callHook(OpBuilder &b, Operation *op,
-                                               RuntimeHook hook,
+                                               Value failed, RuntimeHook hook,
                                                StringRef message,
                                                ValueRange values) {
   MLIRContext *ctx = b.getContext();
+  auto check = scf::IfOp::create(b, op->getLoc(), failed, /*withElse=*/false);
+  OpBuilder::InsertionGuard outer(b);
+  b.setInsertionPoint(check.thenBlock()->getTerminator());
   auto module = op->getParentOfType<ModuleOp>();
   Location loc = op->getLoc();
   StringRef name;
@@ -192,7 +195,12 @@ void mlir::tessera::tgraph::lowering::callHook(OpBuilder &b, Operation *op,
   Value str =
       LLVM::createGlobalString(loc, b, global, text, LLVM::Linkage::Internal);
   SmallVector<Value> args{str};
-  args.append(values.begin(), values.end());
+  // Sizes arrive as index values; the hooks take i64.
+  for (Value v : values)
+    args.push_back(
+        v.getType().isIndex()
+            ? arith::IndexCastOp::create(b, loc, b.getI64Type(), v).getResult()
+            : v);
   LLVM::CallOp::create(b, loc, fn, args);
 }
 
