@@ -50,6 +50,26 @@ public:
 
   void line(const Twine &text) { os += ("    " + text + "\n").str(); }
 
+  /// Tiles `handle` with scf.for loops by `sizes` (optionally in `order`):
+  /// the tiled op's handle and the loops' (`%x`, or `%x#i` for the i-th
+  /// when there are several). The first loop's handle is typed scf.for
+  /// when `forLoop` (loop transforms need that).
+  std::pair<std::string, std::string> tileUsingFor(const std::string &handle,
+                                                   ArrayRef<int64_t> sizes,
+                                                   ArrayRef<int64_t> order = {},
+                                                   bool forLoop = false) {
+    int64_t count = llvm::count_if(sizes, [](int64_t x) { return x != 0; });
+    std::string tiled = fresh(), loops = fresh(), types;
+    for (int64_t i = 0; i < count; ++i)
+      types += i == 0 && forLoop ? ", !transform.op<\"scf.for\">"
+                                 : ", !transform.any_op";
+    line(tiled + ", " + loops + (count > 1 ? ":" + std::to_string(count) : "") +
+         " = transform.structured.tile_using_for " + handle + " tile_sizes " +
+         list(sizes) + (order.empty() ? "" : " interchange = " + list(order)) +
+         " : (!transform.any_op) -> (!transform.any_op" + types + ")");
+    return {tiled, loops};
+  }
+
   std::string &os;
   int64_t id;
   int next = 0;
@@ -393,10 +413,7 @@ private:
     // K blocks.
     SmallVector<int64_t> kBlock(packedLoops, 0);
     kBlock[k] = s.k;
-    std::string t1 = w.fresh(), l1 = w.fresh();
-    w.line(t1 + ", " + l1 + " = transform.structured.tile_using_for " + t0 +
-           " tile_sizes " + list(kBlock) +
-           " : (!transform.any_op) -> (!transform.any_op, !transform.any_op)");
+    std::string t1 = w.tileUsingFor(t0, kBlock).first;
     // Register tiles: NR panels outside, MR panels inside.
     SmallVector<int64_t> regs(packedLoops, 0), order;
     regs[m] = 1;
@@ -408,22 +425,11 @@ private:
     for (int64_t d = 0; d < packedLoops; ++d)
       if (d != m && d != n)
         order.push_back(d);
-    std::string t2 = w.fresh(), l2 = w.fresh();
-    int64_t regLoops = 2 + dims->batch.size();
-    std::string loopTypes;
-    for (int64_t i = 0; i < regLoops; ++i)
-      loopTypes += ", !transform.any_op";
-    w.line(t2 + ", " + l2 + ":" + Twine(regLoops) +
-           " = transform.structured.tile_using_for " + t1 + " tile_sizes " +
-           list(regs) + " interchange = " + list(order) +
-           " : (!transform.any_op) -> (!transform.any_op" + loopTypes + ")");
+    std::string t2 = w.tileUsingFor(t1, regs, order).first;
     // The micro-kernel: one K step of an MR x NR tile.
     SmallVector<int64_t> kStep(packedLoops, 0);
     kStep[k] = 1;
-    std::string t3 = w.fresh(), l3 = w.fresh();
-    w.line(t3 + ", " + l3 + " = transform.structured.tile_using_for " + t2 +
-           " tile_sizes " + list(kStep) +
-           " : (!transform.any_op) -> (!transform.any_op, !transform.any_op)");
+    auto [t3, l3] = w.tileUsingFor(t2, kStep);
     w.line("transform.structured.vectorize " + t3 + " : !transform.any_op");
     // The accumulators stay in registers across this loop, which is then
     // unrolled (second script).
@@ -495,14 +501,7 @@ private:
       SmallVector<int64_t> outer(n, 0);
       for (int64_t d = 1; d + 1 < n; ++d)
         outer[d] = 1;
-      std::string t = w.fresh(), l = w.fresh(), types;
-      for (int64_t d = 1; d + 1 < n; ++d)
-        types += ", !transform.any_op";
-      w.line(t + ", " + l + (n > 3 ? ":" + std::to_string(n - 2) : "") +
-             " = transform.structured.tile_using_for " + h + " tile_sizes " +
-             list(outer) + " : (!transform.any_op) -> (!transform.any_op" +
-             types + ")");
-      h = t;
+      h = w.tileUsingFor(h, outer).first;
     }
     // Four vectors of lane partials: four independent chains of adds or
     // maxima per step, so the loop runs at the units' throughput rather
@@ -598,14 +597,7 @@ private:
       }
     sizes[n - 1] = s.vector;
     int64_t count = llvm::count_if(sizes, [](int64_t x) { return x != 0; });
-    std::string t = w.fresh(), l = w.fresh();
-    std::string types;
-    for (int64_t i = 0; i < count; ++i)
-      types += i == 0 ? ", !transform.op<\"scf.for\">" : ", !transform.any_op";
-    w.line(t + ", " + l + (count > 1 ? ":" + std::to_string(count) : "") +
-           " = transform.structured.tile_using_for " + h + " tile_sizes " +
-           list(sizes) + " interchange = " + list(order) +
-           " : (!transform.any_op) -> (!transform.any_op" + types + ")");
+    auto [t, l] = w.tileUsingFor(h, sizes, order, /*forLoop=*/true);
     Chunks how = chunks(op, n - 1, s.vector);
     // Chunks of the innermost loop over threads end with a partial one
     // unless the chunk divides the static size.
