@@ -329,7 +329,10 @@ struct StochasticCastLowering : public OpConversionPattern<CastOp> {
         sizes.push_back(dimOf(rewriter, loc, x, d));
     Value out = emptyTensor(rewriter, loc, type, sizes);
     SmallVector<Value> strides = rowMajorStrides(rewriter, loc, x);
-    uint64_t key = keyOf(op);
+    FailureOr<uint64_t> stamped = keyOf(op);
+    if (failed(stamped))
+      return rewriter.notifyMatchFailure(op, "no key stamped");
+    uint64_t key = *stamped;
     bool saturate = policy.getSaturate();
     SmallVector<AffineMap> maps(2, rewriter.getMultiDimIdentityMap(r));
     SmallVector<utils::IteratorType> par(r, utils::IteratorType::parallel);
@@ -347,38 +350,18 @@ struct StochasticCastLowering : public OpConversionPattern<CastOp> {
     return success();
   }
 
-  /// The key of `op`: stamped on every stochastic cast before the
-  /// conversion starts (so copies a lowering makes, such as a solve body
-  /// evaluated twice, draw the same bits), else computed.
-  static uint64_t keyOf(CastOp op) {
-    if (auto stamp = op->getAttrOfType<IntegerAttr>(kKeyAttr))
-      return stamp.getValue().getZExtValue();
-    return computeKey(op);
+  /// The key stampStochasticKeys gave `op` before the conversion started
+  /// (so copies a lowering makes, such as a solve body evaluated twice,
+  /// draw the same bits).
+  static FailureOr<uint64_t> keyOf(CastOp op) {
+    auto stamp = op->getAttrOfType<IntegerAttr>(kKeyAttr);
+    if (!stamp)
+      return failure();
+    return stamp.getValue().getZExtValue();
   }
 
 public:
   static constexpr StringLiteral kKeyAttr = "tgraph.stochastic_key";
-
-  /// A hash of the function's name and the op's position among the
-  /// function's stochastic casts (not its location: moving the source file
-  /// must not change the results).
-  static uint64_t computeKey(CastOp op) {
-    std::string text;
-    llvm::raw_string_ostream os(text);
-    int64_t position = 0;
-    if (auto fn = op->getParentOfType<func::FuncOp>()) {
-      os << fn.getSymName();
-      fn.walk([&](CastOp other) {
-        if (other == op)
-          return WalkResult::interrupt();
-        if (PolicyAttr p = other.getPolicyAttr(); p && p.getStochasticRound())
-          ++position;
-        return WalkResult::advance();
-      });
-    }
-    os << "#" << position;
-    return llvm::xxh3_64bits(text);
-  }
 
   /// x rounded to `t` up (away from zero) with probability
   /// (|x| - |lo|) / (|hi| - |lo|), computed exactly in f64: the two
@@ -436,15 +419,21 @@ public:
 } // namespace
 
 void mlir::tessera::tgraph::lowering::stampStochasticKeys(ModuleOp module) {
-  module.walk([](CastOp op) {
-    PolicyAttr policy = op.getPolicyAttr();
-    if (!policy || !policy.getStochasticRound())
-      return;
-    uint64_t key = StochasticCastLowering::computeKey(op);
-    op->setAttr(StochasticCastLowering::kKeyAttr,
-                IntegerAttr::get(IntegerType::get(op.getContext(), 64),
-                                 APInt(64, key)));
-  });
+  // A hash of the function's name and the cast's position among the
+  // function's stochastic casts (not its location: moving the source file
+  // must not change the results).
+  for (auto fn : module.getOps<func::FuncOp>()) {
+    int64_t position = 0;
+    fn.walk([&](CastOp op) {
+      PolicyAttr policy = op.getPolicyAttr();
+      if (!policy || !policy.getStochasticRound())
+        return;
+      std::string text = (fn.getSymName() + "#" + Twine(position++)).str();
+      op->setAttr(StochasticCastLowering::kKeyAttr,
+                  IntegerAttr::get(IntegerType::get(op.getContext(), 64),
+                                   APInt(64, llvm::xxh3_64bits(text))));
+    });
+  }
 }
 
 void mlir::tessera::tgraph::lowering::populateRandomPatterns(
