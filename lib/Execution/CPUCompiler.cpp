@@ -18,6 +18,7 @@
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/OpenMP/OpenMPToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Export.h"
+#include "mlir/Target/LLVMIR/LLVMTranslationInterface.h"
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Bitcode/BitcodeReader.h"
@@ -207,6 +208,8 @@ void addManifest(ModuleOp module, const std::string &manifest) {
                          b.getStringAttr(text));
 }
 
+void prepareTranslation(MLIRContext *ctx);
+
 /// Runs the pipeline on `module`, which ends in the LLVM dialect.
 LogicalResult lowerToLLVMDialect(ModuleOp module,
                                  const CPUCompileOptions &options) {
@@ -215,14 +218,33 @@ LogicalResult lowerToLLVMDialect(ModuleOp module,
     buildCPUPipeline(pm);
   } else {
     StringRef text = StringRef(options.passPipeline).trim();
-    if (text.consume_front("builtin.module("))
-      text = text.drop_back();
+    if (text.consume_front("builtin.module(")) {
+      if (!text.consume_back(")"))
+        return module.emitError("cannot parse the pass pipeline: expected ')' "
+                                "closing 'builtin.module(' at its end");
+    }
     std::string error;
     llvm::raw_string_ostream os(error);
     if (failed(parsePassPipeline(text, pm, os)))
       return module.emitError("cannot parse the pass pipeline: ") << error;
   }
-  return pm.run(module);
+  if (failed(pm.run(module)))
+    return failure();
+  // A pipeline of one's own may stop short of what translates to LLVM IR
+  // (the LLVM dialect, and OpenMP's).
+  prepareTranslation(module.getContext());
+  WalkResult left = module.walk([](Operation *op) {
+    Dialect *dialect = op->getDialect();
+    if (isa<ModuleOp>(op) ||
+        (dialect &&
+         dialect->getRegisteredInterface<LLVMTranslationDialectInterface>()))
+      return WalkResult::advance();
+    op->emitError("the pass pipeline must lower everything to the LLVM "
+                  "dialect, but '")
+        << op->getName() << "' remains";
+    return WalkResult::interrupt();
+  });
+  return failure(left.wasInterrupted());
 }
 
 /// For every C-interface function `_mlir_ciface_<f>`, a packed wrapper

@@ -115,7 +115,10 @@ void mlir::tessera::buildCPUPipeline(OpPassManager &pm) {
   // LLVM).
   perFunction(createConvertMathToLLVMPass());
   whole(createConvertMathToLibmPass());
-  perFunction(createConvertVectorToLLVMPass());
+  // (x86vector: the AVX-512 exp's vscalefps.)
+  ConvertVectorToLLVMPassOptions vectorToLLVM;
+  vectorToLLVM.x86Vector = true;
+  perFunction(createConvertVectorToLLVMPass(vectorToLLVM));
   perFunction(createArithToLLVMConversionPass());
   perFunction(createConvertIndexToLLVMPass());
   whole(createConvertControlFlowToLLVMPass());

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cstring>
 #include <set>
+#include <unistd.h>
 
 using namespace tessera::runtime;
 using detail::DimEval;
@@ -23,8 +24,13 @@ using detail::DimEval;
 //===----------------------------------------------------------------------===//
 
 Result<std::shared_ptr<Executable>> Executable::load(const std::string &path) {
+  // dlopen looks a name without a slash up on the library search path
+  // only: a file of that name in the current directory comes first.
+  std::string file = path;
+  if (path.find('/') == std::string::npos && access(path.c_str(), F_OK) == 0)
+    file = "./" + path;
   // RTLD_LOCAL: two executables may define functions of the same name.
-  void *handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  void *handle = dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle) {
     const char *why = dlerror();
     return Error{"cannot load compiled code from " + path + ": " +

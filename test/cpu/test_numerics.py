@@ -255,6 +255,26 @@ def test_reductions(op, keepdims, n):
     assert_close(r, REDUCE[op](x, axis=(1, 2), keepdims=keepdims), np.float64, 4)
 
 
+@pytest.mark.parametrize("op, ref", [("reduce_max", np.max), ("reduce_min", np.min)])
+def test_max_min_rows_propagate_nan(op, ref):
+    # Rows long enough for the vector loop and its remainder; a NaN in
+    # either part (or an infinity) decides the row.
+    x = rand((6, 1037), np.float32, -3, 3)
+    x[1, 5] = np.nan
+    x[2, 1036] = np.nan
+    x[3, 700] = np.inf
+    x[4, 9] = -np.inf
+    x[5, :] = np.nan
+    tx = tensor_type(x.shape, np.float32, ["R", "C"])
+    tr = tensor_type((6,), np.float32, ["R"])
+    ir = f"""func.func @f(%x: {tx}) -> {tr} {{
+      %r = tgraph.{op} %x {{dims = array<i64: 1>}} : {tx} -> {tr}
+      return %r : {tr}
+    }}"""
+    (r,) = run(ir, [x])
+    np.testing.assert_array_equal(r, ref(x, axis=1))
+
+
 def test_stable_sum_beats_naive_summation():
     # 1 followed by many values below the f32 ulp of 1: naive f32 summation
     # loses them all, Kahan keeps them.
@@ -508,3 +528,33 @@ def test_f32_transcendentals_over_their_range(op):
     small = np.abs(ref) < 1e-6
     assert err[~small].max() <= 8, (op, err.max(), x[np.argmax(err)])
     assert np.abs(y.astype(np.float64) - ref)[small].max(initial=0) <= 4e-7
+
+
+def test_exp_specials_subnormals_and_remainders():
+    # Underflow into the subnormals and to 0, overflow to infinity, NaN and
+    # infinities, at a length where most elements are in vectors and the
+    # last ones in the loop remainder; the remainder gives the same values.
+    special = [np.nan, np.inf, -np.inf, 0.0, -0.0, 88.72, 88.73, 89.5, 1e30,
+               -1e30, -87.3, -103.27, -103.28, -103.97, -104.0, -150.0, 1e-30]
+    x = np.concatenate([np.linspace(-105, 90, 40000), special]).astype(np.float32)
+    n = len(x)
+    t = tensor_type((n,), np.float32, ["N"])
+    ir = f"""func.func @f(%x: {t}) -> {t} {{
+      %y = tgraph.exp %x : {t}
+      return %y : {t}
+    }}"""
+    (y,) = run(ir, [x])
+    with np.errstate(over="ignore"):
+        ref = np.exp(x.astype(np.float64)).astype(np.float32)
+    assert np.array_equal(np.isnan(y), np.isnan(ref))
+    ok = ~np.isnan(ref)
+    assert np.array_equal(np.isinf(y[ok]), np.isinf(ref[ok]))
+    # Distance in representable f32 values (the subnormals included): at
+    # most one.
+    steps = np.abs(y[ok].view(np.int32).astype(np.int64) - ref[ok].view(np.int32).astype(np.int64))
+    assert steps.max() <= 1, x[ok][np.argmax(steps)]
+    assert y[x == -104.0][0] == 0.0 and y[x == -np.inf][0] == 0.0
+    # The same inputs moved to the remainder of a 16-lane loop.
+    tail = x[:7]
+    (y_tail,) = run(ir, [tail])
+    assert np.array_equal(y_tail.view(np.int32), y[:7].view(np.int32))

@@ -165,6 +165,29 @@ def test_bad_command_lines(tmp_path, model):
     proc = tessera_run(other, check=False)
     assert proc.returncode == 1
     assert "is not a Tessera library: it has no manifest" in proc.stderr
+    # Pipelines of one's own that do not parse or stop short of LLVM.
+    for pipeline, message in [
+            ("builtin.module(canonicalize", "expected ')' closing 'builtin.module('"),
+            ("builtin.module(canonicalize)",
+             "the pass pipeline must lower everything to the LLVM dialect, but "
+             "'tgraph.matmul' remains")]:
+        proc = tessera_run(source, "--dims", "B=2", "--no-cache", "--pass-pipeline", pipeline,
+                           check=False)
+        assert proc.returncode == 1, proc.stderr
+        assert message in proc.stderr, proc.stderr
+
+
+def test_library_in_the_current_directory_and_new_output_directory(tmp_path, model):
+    source, (x, w, v) = model
+    tessera_run(source, "--emit-library", tmp_path / "layer.so")
+    # A bare file name is the file in the current directory (not a name for
+    # the library search path); --out-dir is created with its parents.
+    proc = subprocess.run([os.path.abspath(TESSERA_RUN), "layer.so", *[a for p in inputs(tmp_path)
+                                                       for a in ("--input", p)],
+                           "--out-dir", "new/dir", "--quiet"],
+                          capture_output=True, text=True, cwd=tmp_path, env=run_env())
+    assert proc.returncode == 0, proc.stderr
+    check_outputs(tmp_path / "new" / "dir", x, w, v)
 
 
 def test_random_inputs_and_bench(tmp_path, model):

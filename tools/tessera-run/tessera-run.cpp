@@ -31,6 +31,7 @@
 #include "mlir/Parser/Parser.h"
 #include "llvm/ADT/APFloat.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/raw_ostream.h"
@@ -381,6 +382,9 @@ int main(int argc, char **argv) {
     for (auto [i, r] : llvm::enumerate(*results))
       llvm::outs() << "result " << i << ": " << summary(r) << "\n";
   if (!outDir.empty()) {
+    if (std::error_code ec = llvm::sys::fs::create_directories(outDir))
+      return fail("cannot create the output directory " + outDir + ": " +
+                  ec.message());
     for (auto [i, r] : llvm::enumerate(*results))
       if (rt::Status s =
               r.saveNpy(outDir + "/out" + std::to_string(i) + ".npy");

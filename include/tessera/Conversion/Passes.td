@@ -85,16 +85,31 @@ def MathApproximations : Pass<"tessera-math-approximations"> {
   let summary = "Vectorizable polynomial approximations of f32 math functions";
   let description = [{
     Replaces f32 `exp`, `expm1`, `log`, `log1p`, `log2`, `tanh` and `erf`
-    (scalars and vectors) with MLIR's polynomial approximations, which
-    compile to straight-line vector code instead of one libm call per
-    lane. They stay within a few units in the last place of the correctly
-    rounded result over the whole f32 range (the CPU numerics tests check
-    them against float64). f64 keeps libm; sin and cos keep libm because
-    their approximations lose accuracy for large arguments.
+    (scalars and vectors) with polynomial approximations, which compile to
+    straight-line vector code instead of one libm call per lane. They stay
+    within a few units in the last place of the correctly rounded result
+    over the whole f32 range (the CPU numerics tests check them against
+    float64). f64 keeps libm; sin and cos keep libm because their
+    approximations lose accuracy for large arguments.
+
+    `exp` has a form of its own, within one f32 step of e^x everywhere
+    (subnormal results included) and shorter than MLIR's: k =
+    roundeven(x log2(e)), r = x - k ln2 in two FMAs, a degree-7 polynomial
+    for e^r, and 2^k applied with one rounding: by `vscalefps` for 16-lane
+    vectors with AVX-512 (`isa=avx512`, or `isa=host` on such a CPU),
+    otherwise by two multiplications by powers of two, which give the same
+    values.
   }];
+  let options = [
+    Option<"isa", "isa", "std::string", /*default=*/"\"host\"",
+           "Instruction set to approximate for: host (the compiling CPU), "
+           "avx512 or generic">,
+  ];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::math::MathDialect",
-                           "::mlir::vector::VectorDialect"];
+                           "::mlir::vector::VectorDialect",
+                           "::mlir::LLVM::LLVMDialect",
+                           "::mlir::x86vector::X86VectorDialect"];
 }
 
 #endif // TESSERA_CONVERSION_PASSES

@@ -29,7 +29,6 @@
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace mlir::tessera {
-#define GEN_PASS_DEF_MATHAPPROXIMATIONS
 #define GEN_PASS_DEF_EXPANDSMALLFLOATS
 #include "tessera/Conversion/Passes.h.inc"
 } // namespace mlir::tessera
@@ -339,22 +338,4 @@ struct ExpandSmallFloatsPass
   }
 };
 
-} // namespace
-
-namespace {
-struct MathApproximationsPass
-    : public mlir::tessera::impl::MathApproximationsBase<
-          MathApproximationsPass> {
-  void runOnOperation() override {
-    RewritePatternSet patterns(&getContext());
-    populateMathPolynomialApproximationPatterns(patterns, [](StringRef name) {
-      return llvm::is_contained({"math.exp", "math.expm1", "math.log",
-                                 "math.log1p", "math.log2", "math.tanh",
-                                 "math.erf"},
-                                name);
-    });
-    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
-      signalPassFailure();
-  }
-};
 } // namespace

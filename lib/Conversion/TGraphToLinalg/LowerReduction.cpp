@@ -73,11 +73,16 @@ Value combine(OpBuilder &b, Location loc, Kind kind, Value acc, Value x) {
   case Kind::Prod:
     return f ? Value(arith::MulFOp::create(b, loc, acc, x))
              : Value(arith::MulIOp::create(b, loc, acc, x));
+  // Float maxima and minima propagate NaN; which zero a tie of -0 and +0
+  // gives is left open (nsz): x86 then needs three instructions per vector
+  // instead of six.
   case Kind::Max:
-    return f ? Value(arith::MaximumFOp::create(b, loc, acc, x))
+    return f ? Value(arith::MaximumFOp::create(b, loc, acc, x,
+                                               arith::FastMathFlags::nsz))
              : Value(arith::MaxSIOp::create(b, loc, acc, x));
   case Kind::Min:
-    return f ? Value(arith::MinimumFOp::create(b, loc, acc, x))
+    return f ? Value(arith::MinimumFOp::create(b, loc, acc, x,
+                                               arith::FastMathFlags::nsz))
              : Value(arith::MinSIOp::create(b, loc, acc, x));
   }
   llvm_unreachable("unknown reduction");

@@ -35,7 +35,9 @@ public:
   /// Finds the address of a symbol of compiled code (null if absent).
   using SymbolResolver = std::function<void *(const std::string &)>;
 
-  /// Loads the shared library at `path`.
+  /// Loads the shared library at `path`. A bare file name is the file in
+  /// the current directory if there is one, else a name for the library
+  /// search path (as dlopen takes it).
   static Result<std::shared_ptr<Executable>> load(const std::string &path);
   /// Compiled code already in the process (an in-process JIT): symbols come
   /// from `resolve`; `owner` (the JIT) lives as long as the executable.
