@@ -4,6 +4,7 @@
 
 #include "tessera/Dialect/TGraph/IR/TGraph.h"
 #include "tessera/Dialect/TGraph/IR/TypeInference.h"
+#include "tessera/Dialect/TGraph/Transforms/Passes.h"
 #include "tessera/Pipelines/Pipelines.h"
 #include "tessera/Runtime/CompileCache.h"
 #include "tessera/Runtime/Signature.h"
@@ -533,6 +534,15 @@ struct Prepared {
 
 FailureOr<Prepared> prepare(ModuleOp module) {
   Prepared p{module.clone(), ""};
+  // Functions that autodiff declarations create are part of the interface.
+  if (llvm::any_of(p.module->getBody()->getOperations(), [](Operation &op) {
+        return isa<tgraph::AdjointOp, tgraph::JvpOp, tgraph::HvpOp>(op);
+      })) {
+    PassManager pm(module.getContext());
+    pm.addPass(tgraph::createTGraphAutodiff());
+    if (failed(pm.run(*p.module)))
+      return failure();
+  }
   auto manifest = buildManifest(*p.module);
   if (failed(manifest))
     return failure();

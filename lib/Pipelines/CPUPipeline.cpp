@@ -38,6 +38,9 @@ void mlir::tessera::buildCPUPipeline(OpPassManager &pm) {
   // Shapes first: every '?' that can be named is, and the rules that depend
   // on symbol values become run-time checks (cf.assert after lowering).
   whole(tgraph::createTGraphInferShapes());
+  // tgraph.adjoint / jvp / hvp become functions (then their shapes).
+  whole(tgraph::createTGraphAutodiff());
+  whole(tgraph::createTGraphInferShapes());
   // The CPU back end has no fused kernels for composites yet: expand them.
   whole(tgraph::createTGraphDecompose());
   perFunction(createCanonicalizerPass());

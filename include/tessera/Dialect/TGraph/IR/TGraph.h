@@ -42,10 +42,25 @@ void printDimExprList(AsmPrinter &printer, DimsAttr dims);
 
 #include "tessera/Dialect/TGraph/IR/TypeInference.h"
 
+namespace mlir::tessera::tgraph {
+class ADBuilder;
+
+/// See TGraph_NonDifferentiable.
+template <typename ConcreteType>
+class NonDifferentiable
+    : public OpTrait::TraitBase<ConcreteType, NonDifferentiable> {};
+
+/// `(d/dx op)(x) * t` for an elementwise unary op (null when `t` or the
+/// derivative is zero); emits the derivative only for a nonzero `t`.
+template <typename OpTy> Value timesDerivative(ADBuilder &ad, OpTy op, Value t);
+} // namespace mlir::tessera::tgraph
+
 #include "tessera/Dialect/TGraph/IR/TGraphInterfaces.h.inc"
 
 #define GET_OP_CLASSES
 #include "tessera/Dialect/TGraph/IR/TGraphOps.h.inc"
+
+#include "tessera/Dialect/TGraph/IR/Autodiff.h"
 
 namespace mlir::tessera::tgraph {
 /// Checks the parts of a numeric `policy` that apply to an op computing in

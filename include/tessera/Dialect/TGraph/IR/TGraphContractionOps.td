@@ -1,6 +1,6 @@
 //===- TGraphContractionOps.td - matmul, conv, attention ---*- tablegen -*-===//
 
-def TGraph_MatmulOp : TGraph_ShapedOp<"matmul", [Pure]> {
+def TGraph_MatmulOp : TGraph_ShapedOp<"matmul", [Pure, TGraph_Differentiable]> {
   let summary = "matrix product with broadcast batch dimensions";
   let description = [{
     `[..., M, K] x [..., K, N] -> [..., M, N]`; the leading (batch) dims
@@ -21,7 +21,8 @@ def TGraph_MatmulOp : TGraph_ShapedOp<"matmul", [Pure]> {
   let hasCanonicalizer = 1;
 }
 
-def TGraph_BatchMatmulOp : TGraph_ShapedOp<"batch_matmul", [Pure]> {
+def TGraph_BatchMatmulOp : TGraph_ShapedOp<"batch_matmul",
+    [Pure, TGraph_Differentiable]> {
   let summary = "batched matrix product";
   let description = [{
     `[B, M, K] x [B, K, N] -> [B, M, N]` with no broadcasting.

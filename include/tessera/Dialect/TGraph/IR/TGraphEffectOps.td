@@ -4,7 +4,7 @@
 // Random numbers: stateless, explicit keys
 //===----------------------------------------------------------------------===//
 
-def TGraph_RngKeyOp : TGraph_Op<"rng.key", [Pure]> {
+def TGraph_RngKeyOp : TGraph_Op<"rng.key", [Pure, TGraph_NonDifferentiable]> {
   let summary = "a random key from an integer seed";
   let description = [{
     ```mlir
@@ -16,7 +16,8 @@ def TGraph_RngKeyOp : TGraph_Op<"rng.key", [Pure]> {
   let assemblyFormat = "attr-dict";
 }
 
-def TGraph_RngSplitOp : TGraph_Op<"rng.split", [Pure]> {
+def TGraph_RngSplitOp : TGraph_Op<"rng.split",
+    [Pure, TGraph_NonDifferentiable]> {
   let summary = "derives independent keys from a key";
   let description = [{
     ```mlir
@@ -29,7 +30,8 @@ def TGraph_RngSplitOp : TGraph_Op<"rng.split", [Pure]> {
   let hasVerifier = 1;
 }
 
-def TGraph_RngFoldInOp : TGraph_Op<"rng.fold_in", [Pure]> {
+def TGraph_RngFoldInOp : TGraph_Op<"rng.fold_in",
+    [Pure, TGraph_NonDifferentiable]> {
   let summary = "derives a key from a key and an integer (a step, a rank)";
   let description = [{
     ```mlir
@@ -43,7 +45,7 @@ def TGraph_RngFoldInOp : TGraph_Op<"rng.fold_in", [Pure]> {
 
 class TGraph_RngSampleOp<string mnemonic, string what, dag attrs, Type resultType,
                          string example>
-    : TGraph_Op<"rng." # mnemonic, [Pure]> {
+    : TGraph_Op<"rng." # mnemonic, [Pure, TGraph_NonDifferentiable]> {
   let summary = what;
   let description = "Draws a tensor of the result's (possibly symbolic) shape "
       # "from the Philox 4x32-10 stream of `key`; the same key gives the same "

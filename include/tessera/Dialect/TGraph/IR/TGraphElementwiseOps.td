@@ -5,7 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 def TGraph_ConstantOp : TGraph_Op<"constant",
-    [ConstantLike, Pure, AllTypesMatch<["value", "result"]>]> {
+    [ConstantLike, Pure, TGraph_NonDifferentiable, AllTypesMatch<["value", "result"]>]> {
   let summary = "a tensor of statically known values";
   let description = [{
     ```mlir
@@ -18,7 +18,7 @@ def TGraph_ConstantOp : TGraph_Op<"constant",
   let hasFolder = 1;
 }
 
-def TGraph_FullOp : TGraph_Op<"full", [Pure]> {
+def TGraph_FullOp : TGraph_Op<"full", [Pure, TGraph_NonDifferentiable]> {
   let summary = "a tensor filled with one value";
   let description = [{
     The shape may be symbolic; its symbols take their values from the
@@ -36,7 +36,7 @@ def TGraph_FullOp : TGraph_Op<"full", [Pure]> {
 }
 
 def TGraph_ZerosLikeOp : TGraph_SameTypeOp<"zeros_like",
-    [Pure]> {
+    [Pure, TGraph_NonDifferentiable]> {
   let summary = "zeros with the shape and type of the operand";
   let description = [{
     ```mlir
@@ -50,7 +50,7 @@ def TGraph_ZerosLikeOp : TGraph_SameTypeOp<"zeros_like",
 }
 
 def TGraph_OnesLikeOp : TGraph_SameTypeOp<"ones_like",
-    [Pure]> {
+    [Pure, TGraph_NonDifferentiable]> {
   let summary = "ones with the shape and type of the operand";
   let description = [{
     ```mlir
@@ -63,7 +63,7 @@ def TGraph_OnesLikeOp : TGraph_SameTypeOp<"ones_like",
   let hasCanonicalizer = 1;
 }
 
-def TGraph_IotaOp : TGraph_Op<"iota", [Pure]> {
+def TGraph_IotaOp : TGraph_Op<"iota", [Pure, TGraph_NonDifferentiable]> {
   let summary = "indices 0, 1, 2, ... along one dimension";
   let description = [{
     Element `[i0, ..., in]` of the result is `i_dim`.
@@ -84,7 +84,12 @@ def TGraph_IotaOp : TGraph_Op<"iota", [Pure]> {
 
 class TGraph_UnaryOp<string mnemonic, string formula, Type tensorType,
                      list<Trait> traits = []>
-    : TGraph_SameTypeOp<mnemonic, traits # [Pure]> {
+    : TGraph_SameTypeOp<mnemonic,
+          traits # [Pure, TGraph_DifferentiableOpInterface]> {
+  let extraClassDeclaration = shapeDecl # [{
+    /// d result / d x at the op's operand (null: zero), for autodiff.
+    ::mlir::Value derivative(::mlir::tessera::tgraph::ADBuilder &ad);
+  }];
   let summary = "elementwise `" # formula # "`";
   let description = "Computes `" # formula # "` for every element; the "
       # "result has the type of the operand.\n\n```mlir\n%y = tgraph."
@@ -122,7 +127,12 @@ def TGraph_SigmoidOp
 def TGraph_ReluOp : TGraph_UnaryOp<"relu", "max(x, 0)", TGraph_NumericTensor> {
   let hasFolder = 1;
 }
-def TGraph_GeluOp : TGraph_SameTypeOp<"gelu", [Pure]> {
+def TGraph_GeluOp : TGraph_SameTypeOp<"gelu",
+    [Pure, TGraph_DifferentiableOpInterface]> {
+  let extraClassDeclaration = shapeDecl # [{
+    /// d result / d x at the op's operand, for autodiff.
+    ::mlir::Value derivative(::mlir::tessera::tgraph::ADBuilder &ad);
+  }];
   let summary = "elementwise GELU";
   let description = [{
     `x * Phi(x)` with the normal CDF `Phi(x) = (1 + erf(x / sqrt(2))) / 2`;
@@ -159,7 +169,7 @@ def TGraph_SignOp : TGraph_UnaryOp<"sign", "sign(x) (-1, 0 or 1)",
 
 class TGraph_BinaryOp<string mnemonic, string formula, Type tensorType,
                       list<Trait> traits = []>
-    : TGraph_InferOp<mnemonic, traits # [Pure]> {
+    : TGraph_InferOp<mnemonic, traits # [Pure, TGraph_Differentiable]> {
   let summary = "elementwise `" # formula # "` with broadcasting";
   let description = "Computes `" # formula # "` for every element. Operands "
       # "have one element type and broadcast NumPy-style (right-aligned); a "
@@ -191,7 +201,8 @@ def TGraph_MaxOp : TGraph_BinaryOp<"max", "max(lhs, rhs)", TGraph_NumericTensor,
 def TGraph_MinOp : TGraph_BinaryOp<"min", "min(lhs, rhs)", TGraph_NumericTensor,
                                    [Commutative]>;
 
-def TGraph_CompareOp : TGraph_InferOp<"compare", [Pure]> {
+def TGraph_CompareOp : TGraph_InferOp<"compare",
+    [Pure, TGraph_NonDifferentiable]> {
   let summary = "elementwise comparison with broadcasting";
   let description = [{
     Compares the operands (one element type, broadcast like `tgraph.add`) and
@@ -211,7 +222,8 @@ def TGraph_CompareOp : TGraph_InferOp<"compare", [Pure]> {
   let hasFolder = 1;
 }
 
-def TGraph_SelectOp : TGraph_InferOp<"select", [Pure]> {
+def TGraph_SelectOp : TGraph_InferOp<"select",
+    [Pure, TGraph_Differentiable]> {
   let summary = "elementwise choice between two tensors (where)";
   let description = [{
     `cond ? on_true : on_false` per element; all three operands broadcast
@@ -229,7 +241,7 @@ def TGraph_SelectOp : TGraph_InferOp<"select", [Pure]> {
   let hasFolder = 1;
 }
 
-def TGraph_CastOp : TGraph_ShapedOp<"cast", [Pure]> {
+def TGraph_CastOp : TGraph_ShapedOp<"cast", [Pure, TGraph_Differentiable]> {
   let summary = "elementwise conversion to another element type";
   let description = [{
     Float to float rounds to nearest even (or stochastically with the

@@ -1,6 +1,7 @@
 //===- TGraphLayoutOps.td - data movement and indexing -----*- tablegen -*-===//
 
-def TGraph_TransposeOp : TGraph_InferOp<"transpose", [Pure]> {
+def TGraph_TransposeOp : TGraph_InferOp<"transpose",
+    [Pure, TGraph_Differentiable]> {
   let summary = "permutes dimensions";
   let description = [{
     Result dim i is operand dim `permutation[i]`.
@@ -16,7 +17,8 @@ def TGraph_TransposeOp : TGraph_InferOp<"transpose", [Pure]> {
   let hasFolder = 1;
 }
 
-def TGraph_ReshapeOp : TGraph_ShapedOp<"reshape", [Pure]> {
+def TGraph_ReshapeOp : TGraph_ShapedOp<"reshape",
+    [Pure, TGraph_Differentiable]> {
   let summary = "reinterprets the elements under a new shape";
   let description = [{
     The result type gives the new shape (row-major order is kept); it may be
@@ -34,7 +36,8 @@ def TGraph_ReshapeOp : TGraph_ShapedOp<"reshape", [Pure]> {
   let hasFolder = 1;
 }
 
-def TGraph_BroadcastInDimOp : TGraph_ShapedOp<"broadcast_in_dim", [Pure]> {
+def TGraph_BroadcastInDimOp : TGraph_ShapedOp<"broadcast_in_dim",
+    [Pure, TGraph_Differentiable]> {
   let summary = "broadcasts to a larger shape with an explicit dim mapping";
   let description = [{
     Operand dim i becomes result dim `broadcast_dimensions[i]` and must be 1
@@ -51,7 +54,7 @@ def TGraph_BroadcastInDimOp : TGraph_ShapedOp<"broadcast_in_dim", [Pure]> {
   let hasFolder = 1;
 }
 
-def TGraph_SliceOp : TGraph_InferOp<"slice", [Pure]> {
+def TGraph_SliceOp : TGraph_InferOp<"slice", [Pure, TGraph_Differentiable]> {
   let summary = "a strided box of a tensor";
   let description = [{
     Per dim, elements `start, start + stride, ...` below `limit`. `start` and
@@ -88,7 +91,8 @@ def TGraph_DynamicSliceOp : TGraph_InferOp<"dynamic_slice", [Pure]> {
   let assemblyFormat = "$x `[` $starts `]` attr-dict `:` " # "functional-type(operands, results)";
 }
 
-def TGraph_ConcatOp : TGraph_InferOp<"concat", [Pure, SameOperandsElementType]> {
+def TGraph_ConcatOp : TGraph_InferOp<"concat",
+    [Pure, SameOperandsElementType, TGraph_Differentiable]> {
   let summary = "joins tensors along one dimension";
   let description = [{
     ```mlir
@@ -103,7 +107,7 @@ def TGraph_ConcatOp : TGraph_InferOp<"concat", [Pure, SameOperandsElementType]> 
   let hasFolder = 1;
 }
 
-def TGraph_PadOp : TGraph_InferOp<"pad", [Pure]> {
+def TGraph_PadOp : TGraph_InferOp<"pad", [Pure, TGraph_Differentiable]> {
   let summary = "pads with a constant value";
   let description = [{
     Per dim, `low` elements before, `high` after and `interior` between
@@ -123,7 +127,7 @@ def TGraph_PadOp : TGraph_InferOp<"pad", [Pure]> {
   let hasFolder = 1;
 }
 
-def TGraph_GatherOp : TGraph_InferOp<"gather", [Pure]> {
+def TGraph_GatherOp : TGraph_InferOp<"gather", [Pure, TGraph_Differentiable]> {
   let summary = "takes slices along one dimension at given indices";
   let description = [{
     `result[a..., i..., b...] = x[a..., indices[i...], b...]` where `a` are
@@ -142,7 +146,8 @@ def TGraph_GatherOp : TGraph_InferOp<"gather", [Pure]> {
   let assemblyFormat = "$x `,` $indices attr-dict `:` " # "custom<OpTypes>(type($x), type($indices), type($result))";
 }
 
-def TGraph_ScatterAddOp : TGraph_InferOp<"scatter_add", [Pure]> {
+def TGraph_ScatterAddOp : TGraph_InferOp<"scatter_add",
+    [Pure, TGraph_Differentiable]> {
   let summary = "adds slices into a tensor at given indices";
   let description = [{
     The adjoint of `tgraph.gather`: `updates` has the gather result's shape
@@ -178,7 +183,8 @@ def TGraph_EmbeddingOp : TGraph_InferOp<"embedding", [Pure]> {
   let assemblyFormat = "$table `,` $ids attr-dict `:` " # "custom<OpTypes>(type($table), type($ids), type($result))";
 }
 
-def TGraph_OneHotOp : TGraph_ShapedOp<"one_hot", [Pure]> {
+def TGraph_OneHotOp : TGraph_ShapedOp<"one_hot",
+    [Pure, TGraph_NonDifferentiable]> {
   let summary = "one-hot encoding of integer ids";
   let description = [{
     `ids [...]` -> `[..., num_classes]` with 1 at each id and 0 elsewhere
@@ -198,7 +204,7 @@ def TGraph_OneHotOp : TGraph_ShapedOp<"one_hot", [Pure]> {
 // Dimension values and run-time shape checks
 //===----------------------------------------------------------------------===//
 
-def TGraph_DimOp : TGraph_Op<"dim", [Pure]> {
+def TGraph_DimOp : TGraph_Op<"dim", [Pure, TGraph_NonDifferentiable]> {
   let summary = "the run-time size of one dimension, as an index";
   let description = [{
     ```mlir
@@ -212,7 +218,7 @@ def TGraph_DimOp : TGraph_Op<"dim", [Pure]> {
   let hasFolder = 1;
 }
 
-def TGraph_DimSizeOp : TGraph_Op<"dim_size", [Pure]> {
+def TGraph_DimSizeOp : TGraph_Op<"dim_size", [Pure, TGraph_NonDifferentiable]> {
   let summary = "the size of one dimension as a 0-d tensor";
   let description = [{
     Useful where a size enters arithmetic, as the count of a mean.

@@ -17,6 +17,10 @@ include "mlir/IR/SymbolInterfaces.td"
 include "mlir/IR/BuiltinAttributeInterfaces.td"
 include "tessera/Dialect/TGraph/IR/TGraphInterfaces.td"
 
+/// Ops with their own jvp and vjp rules (TGraphAutodiff.cpp).
+defvar TGraph_Differentiable =
+    DeclareOpInterfaceMethods<TGraph_DifferentiableOpInterface, ["jvp", "vjp"]>;
+
 class TGraph_Op<string mnemonic, list<Trait> traits = []>
     : Op<TGraph_Dialect, mnemonic, traits>;
 
@@ -74,5 +78,6 @@ include "tessera/Dialect/TGraph/IR/TGraphReductionOps.td"
 include "tessera/Dialect/TGraph/IR/TGraphLayoutOps.td"
 include "tessera/Dialect/TGraph/IR/TGraphControlFlowOps.td"
 include "tessera/Dialect/TGraph/IR/TGraphEffectOps.td"
+include "tessera/Dialect/TGraph/IR/TGraphAutodiffOps.td"
 
 #endif // TESSERA_TGRAPH_OPS

@@ -6,7 +6,7 @@
 
 class TGraph_ReduceOp<string mnemonic, string what, Type tensorType,
                       bit hasStable>
-    : TGraph_InferOp<mnemonic, [Pure]> {
+    : TGraph_InferOp<mnemonic, [Pure, TGraph_Differentiable]> {
   let summary = what # " over the given dimensions";
   let description = "Reduces `dims` (each at most once); with `keepdims` they "
       # "stay as size-1 dims. The order of accumulation is fixed (pairwise), "
@@ -38,7 +38,7 @@ def TGraph_ReduceMinOp
     : TGraph_ReduceOp<"reduce_min", "minimum", TGraph_NumericTensor, 0>;
 
 class TGraph_ArgReduceOp<string mnemonic, string what>
-    : TGraph_ShapedOp<mnemonic, [Pure]> {
+    : TGraph_ShapedOp<mnemonic, [Pure, TGraph_NonDifferentiable]> {
   let summary = "index of the " # what # " along one dimension";
   let description = "Returns the index of the " # what # " along `dim` "
       # "(the first one on ties, so results are deterministic) as i32 or i64."
@@ -59,7 +59,7 @@ def TGraph_ArgminOp : TGraph_ArgReduceOp<"argmin", "minimum">;
 //===----------------------------------------------------------------------===//
 
 class TGraph_SoftmaxLikeOp<string mnemonic, string what, string formula>
-    : TGraph_SameTypeOp<mnemonic, [Pure]> {
+    : TGraph_SameTypeOp<mnemonic, [Pure, TGraph_Differentiable]> {
   let summary = what # " along one dimension";
   let description = "Computes `" # formula # "` along `dim`, subtracting the "
       # "maximum first so large inputs do not overflow."
@@ -79,7 +79,7 @@ def TGraph_SoftmaxSafeOp : TGraph_SoftmaxLikeOp<"softmax_safe",
     "exp(x) / sum(exp(x)), with rows that are all -inf giving 0 instead of NaN">;
 
 class TGraph_LogsumexpLikeOp<string mnemonic, string what>
-    : TGraph_InferOp<mnemonic, [Pure]> {
+    : TGraph_InferOp<mnemonic, [Pure, TGraph_Differentiable]> {
   let summary = what;
   let description = "`max + log(sum(exp(x - max)))` along `dim`; with "
       # "`keepdims` the dim stays with size 1."

@@ -59,4 +59,28 @@ def TGraphDecompose : Pass<"tessera-tgraph-decompose"> {
   ];
 }
 
+
+def TGraphAutodiff : Pass<"tessera-tgraph-autodiff", "ModuleOp"> {
+  let summary = "Expand tgraph.adjoint, tgraph.jvp and tgraph.hvp into functions";
+  let description = [{
+    Each declaration becomes a new function built from the differentiated
+    function's body and the differentiation rules of its ops (spec 004):
+
+    ```mlir
+    tgraph.adjoint @m wrt(%x) -> @m_grad   // reverse mode (gradient, VJP)
+    tgraph.jvp @m wrt(%x) -> @m_jvp        // forward mode (JVP)
+    tgraph.hvp @m wrt(%x) dir(%v) -> @m_hvp  // forward over reverse
+    ```
+
+    Declarations may differentiate functions that other declarations
+    create (higher orders by composition). Composite ops without rules of
+    their own (the norms, attention, cross_entropy, embedding) are expanded
+    into primitives first; an op without a rule on the path from the `wrt`
+    arguments to the results is an error naming the op and its location.
+    Results that do not depend on the `wrt` arguments get zero derivatives;
+    comparisons, arg-reductions, random numbers and integer values carry
+    none.
+  }];
+}
+
 #endif // TESSERA_TGRAPH_PASSES

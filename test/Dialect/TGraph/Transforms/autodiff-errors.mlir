@@ -1,0 +1,67 @@
+// RUN: tessera-opt %s --split-input-file --tessera-tgraph-autodiff --verify-diagnostics
+
+func.func @f(%x: tensor<4xf32> {tgraph.name = "x"}) -> tensor<4xf32> {
+  return %x : tensor<4xf32>
+}
+// expected-error @+1 {{@f has no argument %y (its arguments: %x)}}
+tgraph.adjoint @f wrt(%y) -> @g
+
+// -----
+
+func.func @f(%i: tensor<4xi32>) -> tensor<4xi32> {
+  return %i : tensor<4xi32>
+}
+// expected-error @+1 {{can differentiate only with respect to floating-point tensors, but %arg0 is 'tensor<4xi32>'}}
+tgraph.jvp @f wrt(%arg0) -> @g
+
+// -----
+
+// expected-error @+1 {{differentiates @nowhere, which is not a function of this module}}
+tgraph.adjoint @nowhere wrt(%x) -> @g
+
+// -----
+
+func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+  return %x : tensor<4xf32>
+}
+// expected-error @+1 {{cannot create @f: the module already has a symbol of that name}}
+tgraph.adjoint @f wrt(%arg0) -> @f
+
+// -----
+
+func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+  return %x : tensor<4xf32>
+}
+// expected-error @+1 {{needs one direction per wrt argument (1), got 2}}
+tgraph.hvp @f wrt(%arg0) dir(%a, %b) -> @h
+
+// -----
+
+func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+  return %x : tensor<4xf32>
+}
+// expected-error @+1 {{needs @f to return one scalar float (a rank-0 tensor)}}
+tgraph.hvp @f wrt(%arg0) dir(%v) -> @h
+
+// -----
+
+// An op on the path without a rule names itself; the declaration is noted.
+func.func @f(%x: tensor<4x4xf32>) -> tensor<4x4xf32> {
+  // expected-error @+1 {{'tgraph.dot_general' has no differentiation rule}}
+  %y = tgraph.dot_general %x, %x {lhs_batching_dims = array<i64>, rhs_batching_dims = array<i64>,
+      lhs_contracting_dims = array<i64: 1>, rhs_contracting_dims = array<i64: 0>}
+      : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+  return %y : tensor<4x4xf32>
+}
+// expected-note @+1 {{needed to differentiate @f here}}
+tgraph.jvp @f wrt(%arg0) -> @g
+
+// -----
+
+// Off the path, ops without rules are fine: argmax only sees %i.
+func.func @f(%x: tensor<4xf32>, %i: tensor<4xf32>) -> (tensor<4xf32>, tensor<i64>) {
+  %e = tgraph.exp %x : tensor<4xf32>
+  %a = tgraph.argmax %i {dim = 0 : i64} : tensor<4xf32> -> tensor<i64>
+  return %e, %a : tensor<4xf32>, tensor<i64>
+}
+tgraph.jvp @f wrt(%arg0) -> @g

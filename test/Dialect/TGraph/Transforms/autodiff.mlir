@@ -1,0 +1,88 @@
+// RUN: tessera-opt %s --split-input-file --tessera-tgraph-autodiff | FileCheck %s
+
+// Spec 004 §3: the adjoint of sum(sin(x)) is cos(x) (times the seed 1
+// spread over x).
+!v = tensor<?xf32, #tgraph.dims<[N]>>
+func.func @m(%x: !v {tgraph.name = "x"}) -> tensor<f32> {
+  %y = tgraph.sin %x : !v
+  %z = tgraph.reduce_sum %y {dims = array<i64: 0>} : !v -> tensor<f32>
+  return %z : tensor<f32>
+}
+tgraph.adjoint @m wrt(%x) -> @m_grad
+
+// CHECK-LABEL: func.func @m_grad
+// CHECK-SAME: (%[[X:[a-z0-9]+]]: tensor<?xf32, #tgraph.dims<[N]>> {tgraph.name = "x"}) -> tensor<?xf32, #tgraph.dims<[N]>>
+// CHECK: %[[ONE:.*]] = tgraph.constant dense<1.000000e+00> : tensor<f32>
+// CHECK: %[[DY:.*]] = tgraph.broadcast_in_dim %[[ONE]] {broadcast_dimensions = array<i64>}
+// CHECK: %[[COS:.*]] = tgraph.cos %[[X]]
+// CHECK: %[[DX:.*]] = tgraph.mul %[[COS]], %[[DY]]
+// CHECK: return %[[DX]]
+// CHECK-NOT: tgraph.adjoint
+
+// -----
+
+// Spec 004 §4: the JVP of exp(x) is exp(x) * dx; the result comes first.
+!v = tensor<?xf32, #tgraph.dims<[N]>>
+func.func @m(%x: !v {tgraph.name = "x"}) -> !v {
+  %y = tgraph.exp %x : !v
+  return %y : !v
+}
+tgraph.jvp @m wrt(%x) -> @m_jvp
+
+// CHECK-LABEL: func.func @m_jvp
+// CHECK-SAME: (%[[X:[a-z0-9]+]]: {{.*}} {tgraph.name = "x"}, %[[DX:[a-z0-9]+]]: {{.*}} {tgraph.name = "dx"})
+// CHECK: %[[Y:.*]] = tgraph.exp %[[X]]
+// CHECK: %[[DY:.*]] = tgraph.mul %[[Y]], %[[DX]]
+// CHECK: return %[[Y]], %[[DY]]
+
+// -----
+
+// Spec 004 §9.3: Hessian-vector product of sum(sin(x)): -sin(x) * v.
+!v = tensor<?xf32, #tgraph.dims<[N]>>
+func.func @m(%x: !v {tgraph.name = "x"}) -> tensor<f32> {
+  %y = tgraph.sin %x : !v
+  %z = tgraph.reduce_sum %y {dims = array<i64: 0>} : !v -> tensor<f32>
+  return %z : tensor<f32>
+}
+tgraph.hvp @m wrt(%x) dir(%v) -> @m_hvp
+
+// CHECK-LABEL: func.func @m_hvp
+// CHECK-SAME: (%[[X:[a-z0-9]+]]: {{.*}} {tgraph.name = "x"}, %[[V:[a-z0-9]+]]: {{.*}} {tgraph.name = "v"})
+// CHECK: %[[SIN:.*]] = tgraph.sin %[[X]]
+// CHECK: %[[NEG:.*]] = tgraph.neg %[[SIN]]
+// CHECK: %[[T:.*]] = tgraph.mul %[[NEG]], %[[V]]
+// CHECK: %[[H:.*]] = tgraph.mul %[[T]], %{{.*}}
+// CHECK: return %[[H]]
+
+// -----
+
+// Non-scalar results take a seed per float result; broadcasting operands
+// get their cotangent summed back; wrt by position (%argN).
+func.func @f(%a: tensor<3x4xf32>, %b: tensor<4xf32>) -> tensor<3x4xf32> {
+  %y = tgraph.mul %a, %b : (tensor<3x4xf32>, tensor<4xf32>) -> tensor<3x4xf32>
+  return %y : tensor<3x4xf32>
+}
+tgraph.adjoint @f wrt(%arg1) -> @f_vjp
+
+// CHECK-LABEL: func.func @f_vjp
+// CHECK-SAME: (%[[A:[a-z0-9]+]]: tensor<3x4xf32>, %{{[a-z0-9]+}}: tensor<4xf32>, %[[SEED:[a-z0-9]+]]: tensor<3x4xf32> {tgraph.name = "d0"}) -> tensor<4xf32>
+// CHECK: %[[P:.*]] = tgraph.mul %[[A]], %[[SEED]]
+// CHECK: %[[S:.*]] = tgraph.reduce_sum %[[P]] {dims = array<i64: 0>} : tensor<3x4xf32> -> tensor<4xf32>
+// CHECK: return %[[S]]
+
+// -----
+
+// Higher order by composition: the JVP of a generated gradient.
+func.func @f(%x: tensor<f64> {tgraph.name = "x"}) -> tensor<f64> {
+  %y = tgraph.exp %x : tensor<f64>
+  return %y : tensor<f64>
+}
+tgraph.jvp @f_grad wrt(%x) -> @f_grad_jvp
+tgraph.adjoint @f wrt(%x) -> @f_grad
+
+// CHECK-LABEL: func.func @f_grad(
+// CHECK-LABEL: func.func @f_grad_jvp
+// CHECK-SAME: {tgraph.name = "x"}, %[[DX:[a-z0-9]+]]: tensor<f64> {tgraph.name = "dx"}
+// CHECK: %[[E:.*]] = tgraph.exp
+// CHECK: %[[DE:.*]] = tgraph.mul %[[E]], %[[DX]]
+// CHECK: return %[[E]], %[[DE]]
