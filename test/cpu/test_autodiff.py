@@ -1,0 +1,282 @@
+"""Differentiation rules against float64 central differences.
+
+For every differentiable op, a function @f applying it is differentiated
+with tgraph.adjoint (reverse mode, a random cotangent seed w) and tgraph.jvp
+(forward mode, random directions v), compiled and run. Checks, in float64:
+  - the JVP J v against (f(x + h v) - f(x - h v)) / 2h;
+  - the VJP through <w, J v> = sum_i <g_i, v_i>.
+"""
+
+import numpy as np
+import pytest
+
+from harness import run, tensor_type
+
+H = 1e-6
+# Central differences in float64 with h = 1e-6: truncation ~h^2, rounding
+# ~1e-16 / h; both well below this.
+RTOL = 1e-6
+
+
+def relative_error(actual, expected):
+    scale = max(np.linalg.norm(expected), 1e-3)
+    return np.linalg.norm(np.asarray(actual) - np.asarray(expected)) / scale
+
+
+def check_gradients(body, args, result, wrt=None, seed=0, symbols=None):
+    """`args`: [(name, array)], `result`: the result's shape; `body` defines
+    %r from the arguments, with {name} replaced by each argument's type and
+    {r} by the result's. `symbols` maps argument names to dim symbols."""
+    rng = np.random.default_rng(seed)
+    wrt = wrt or [n for n, a in args if a.dtype.kind == "f"]
+    symbols = symbols or {}
+    types = {n: tensor_type(a.shape, a.dtype, symbols.get(n)) for n, a in args}
+    types["r"] = tensor_type(result, np.float64, symbols.get("r"))
+    sig = ", ".join(f'%{n}: {types[n]} {{tgraph.name = "{n}"}}' for n, _ in args)
+    names = ", ".join(f"%{n}" for n in wrt)
+    ir = (f"func.func @f({sig}) -> {types['r']} {{\n"
+          f"  {body.format(**types)}\n"
+          f"  return %r : {types['r']}\n}}\n"
+          f"tgraph.adjoint @f wrt({names}) -> @f_vjp\n"
+          f"tgraph.jvp @f wrt({names}) -> @f_jvp\n")
+    xs = [a for _, a in args]
+    (y,) = run(ir, xs, fn="f")
+    assert y.shape == tuple(result)
+    # A scalar result is differentiated with seed 1 (no seed argument).
+    w = rng.standard_normal(y.shape) if y.ndim else np.float64(1.0)
+    vs = {n: rng.standard_normal(a.shape) for n, a in args if n in wrt}
+    grads = run(ir, xs + ([w] if y.ndim else []), fn="f_vjp")
+    y_jvp, jv = run(ir, xs + [vs[n] for n in wrt], fn="f_jvp")
+    np.testing.assert_array_equal(y_jvp, y)
+
+    def shifted(sign):
+        return [a + sign * H * vs[n] if n in vs else a for n, a in args]
+
+    (plus,) = run(ir, shifted(1), fn="f")
+    (minus,) = run(ir, shifted(-1), fn="f")
+    fd = (plus - minus) / (2 * H)
+    assert relative_error(jv, fd) < RTOL, (relative_error(jv, fd), jv, fd)
+    lhs = float(np.sum(w * fd))
+    rhs = float(sum(np.sum(g * vs[n]) for g, n in zip(grads, wrt)))
+    assert abs(lhs - rhs) <= RTOL * max(1.0, abs(lhs)), (lhs, rhs)
+    for g, n in zip(grads, wrt):
+        assert g.shape == dict(args)[n].shape
+
+
+def uniform(rng, shape, lo=-2.0, hi=2.0):
+    return rng.uniform(lo, hi, shape)
+
+
+rng = np.random.default_rng(42)
+
+# name -> (sample range)
+UNARY = {
+    "neg": (-2, 2), "abs": (-2, 2), "exp": (-2, 2), "log": (0.3, 3),
+    "log1p": (-0.5, 2), "sin": (-3, 3), "cos": (-3, 3), "tanh": (-2, 2),
+    "erf": (-2, 2), "sigmoid": (-3, 3), "relu": (-2, 2), "silu": (-3, 3),
+    "sqrt": (0.3, 3), "rsqrt": (0.3, 3), "reciprocal": (0.5, 3),
+    "square": (-2, 2),
+}
+
+
+@pytest.mark.parametrize("op", sorted(UNARY))
+def test_unary(op):
+    lo, hi = UNARY[op]
+    x = uniform(rng, (3, 5), lo, hi)
+    check_gradients(f"%r = tgraph.{op} %x : {{x}}", [("x", x)], (3, 5))
+
+
+@pytest.mark.parametrize("approximate", [False, True])
+def test_gelu(approximate):
+    x = uniform(rng, (4, 6), -3, 3)
+    attr = " {{approximate}}" if approximate else ""
+    check_gradients(f"%r = tgraph.gelu %x{attr} : {{x}}", [("x", x)], (4, 6))
+
+
+BINARY = {"add": (-2, 2), "sub": (-2, 2), "mul": (-2, 2), "div": (0.5, 2),
+          "pow": (0.5, 2), "max": (-2, 2), "min": (-2, 2)}
+
+
+@pytest.mark.parametrize("op", sorted(BINARY))
+@pytest.mark.parametrize("shapes", [((3, 4), (3, 4)), ((3, 4), (4,)), ((2, 1, 4), (3, 1)),
+                                    ((), (2, 3))])
+def test_binary_broadcasting(op, shapes):
+    lo, hi = BINARY[op]
+    a = uniform(rng, shapes[0], lo, hi)
+    b = uniform(rng, shapes[1], lo, hi)
+    result = np.broadcast_shapes(shapes[0], shapes[1])
+    check_gradients(f"%r = tgraph.{op} %a, %b : ({{a}}, {{b}}) -> {{r}}",
+                    [("a", a), ("b", b)], result)
+
+
+def test_symbolic_dims():
+    # Dims named by symbols: the rules build shapes from the symbols.
+    a = uniform(rng, (5, 3))
+    b = uniform(rng, (3,))
+    check_gradients("%m = tgraph.mul %a, %b : ({a}, {b}) -> {r}\n"
+                    "  %r = tgraph.tanh %m : {r}",
+                    [("a", a), ("b", b)], (5, 3),
+                    symbols={"a": ["B", None], "r": ["B", None]})
+
+
+def test_select_and_compare():
+    a, b = uniform(rng, (3, 4)), uniform(rng, (3, 4))
+    check_gradients("%c = tgraph.compare gt, %a, %b : ({a}, {b}) -> tensor<3x4xi1>\n"
+                    "  %r = tgraph.select %c, %a, %b : (tensor<3x4xi1>, {a}, {b}) -> {r}",
+                    [("a", a), ("b", b)], (3, 4))
+
+
+def test_cast_through_f32():
+    # Through f32 and back: the derivative is cos(x) in f32 precision.
+    x = uniform(rng, (6,))
+    w = rng.standard_normal(6)
+    (g,) = run("""func.func @f(%x: tensor<6xf64> {tgraph.name = "x"}) -> tensor<6xf64> {
+      %h = tgraph.cast %x : tensor<6xf64> -> tensor<6xf32>
+      %s = tgraph.sin %h : tensor<6xf32>
+      %r = tgraph.cast %s : tensor<6xf32> -> tensor<6xf64>
+      return %r : tensor<6xf64>
+    }
+    tgraph.adjoint @f wrt(%x) -> @g""", [x, w], fn="g")
+    np.testing.assert_allclose(g, w * np.cos(x), rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("transpose", [(False, False), (True, False), (False, True), (True, True)])
+def test_matmul_transposes(transpose):
+    ta, tb = transpose
+    a = uniform(rng, (4, 3) if ta else (3, 4))
+    b = uniform(rng, (5, 4) if tb else (4, 5))
+    attrs = ", ".join(n for n, t in (("transpose_lhs", ta), ("transpose_rhs", tb)) if t)
+    attrs = f" {{{{{attrs}}}}}" if attrs else ""
+    check_gradients(f"%r = tgraph.matmul %a, %b{attrs} : ({{a}}, {{b}}) -> {{r}}",
+                    [("a", a), ("b", b)], (3, 5))
+
+
+def test_matmul_broadcast_batch_and_batch_matmul():
+    a = uniform(rng, (2, 3, 4))
+    w = uniform(rng, (4, 5))
+    check_gradients("%r = tgraph.matmul %a, %w : ({a}, {w}) -> {r}",
+                    [("a", a), ("w", w)], (2, 3, 5))
+    b = uniform(rng, (2, 4, 5))
+    check_gradients("%r = tgraph.batch_matmul %a, %b : ({a}, {b}) -> {r}",
+                    [("a", a), ("b", b)], (2, 3, 5))
+
+
+@pytest.mark.parametrize("op", ["reduce_sum", "reduce_mean", "reduce_prod", "reduce_max",
+                                "reduce_min"])
+@pytest.mark.parametrize("dims", [(0,), (1,), (2,), (0, 2), (0, 1, 2)])
+@pytest.mark.parametrize("keep", [False, True])
+def test_reductions_over_each_axis(op, dims, keep):
+    x = uniform(rng, (2, 3, 4), 0.5, 1.5) if op == "reduce_prod" else uniform(rng, (2, 3, 4))
+    shape = [1 if d in dims else n for d, n in enumerate(x.shape)] if keep else \
+        [n for d, n in enumerate(x.shape) if d not in dims]
+    kd = ", keepdims" if keep else ""
+    dl = ", ".join(map(str, dims))
+    check_gradients(f"%r = tgraph.{op} %x {{{{dims = array<i64: {dl}>{kd}}}}} : ({{x}}) -> {{r}}",
+                    [("x", x)], tuple(shape))
+
+
+def test_reduce_prod_with_zeros():
+    # Exact products of the other elements, not prod / x: a column with
+    # one zero and a column with two.
+    x = uniform(rng, (3, 3), 0.5, 1.5)
+    x[1, 0] = 0.0
+    x[0, 1] = x[2, 1] = 0.0
+    (g,) = run("""func.func @f(%x: tensor<3x3xf64> {tgraph.name = "x"}) -> tensor<3xf64> {
+      %r = tgraph.reduce_prod %x {dims = array<i64: 0>} : tensor<3x3xf64> -> tensor<3xf64>
+      return %r : tensor<3xf64>
+    }
+    tgraph.adjoint @f wrt(%x) -> @g""", [x, np.ones(3)], fn="g")
+    expected = np.empty_like(x)
+    for i in range(3):
+        for j in range(3):
+            expected[i, j] = np.prod(np.delete(x[:, j], i))
+    np.testing.assert_allclose(g, expected, rtol=1e-14)
+
+
+def test_max_shares_ties():
+    x = np.array([[1.0, 3.0, 3.0, 2.0]])
+    (g,) = run("""func.func @f(%x: tensor<1x4xf64> {tgraph.name = "x"}) -> tensor<1xf64> {
+      %r = tgraph.reduce_max %x {dims = array<i64: 1>} : tensor<1x4xf64> -> tensor<1xf64>
+      return %r : tensor<1xf64>
+    }
+    tgraph.adjoint @f wrt(%x) -> @g""", [x, np.ones(1)], fn="g")
+    np.testing.assert_array_equal(g, [[0.0, 0.5, 0.5, 0.0]])
+
+
+@pytest.mark.parametrize("op", ["softmax", "log_softmax", "softmax_safe"])
+@pytest.mark.parametrize("dim", [0, 1])
+def test_softmax_family(op, dim):
+    x = uniform(rng, (3, 5), -3, 3)
+    check_gradients(f"%r = tgraph.{op} %x {{{{dim = {dim} : i64}}}} : {{x}}", [("x", x)], (3, 5))
+
+
+@pytest.mark.parametrize("op", ["logsumexp", "logsumexp_safe"])
+@pytest.mark.parametrize("keep", [False, True])
+def test_logsumexp(op, keep):
+    x = uniform(rng, (3, 5), -3, 3)
+    kd = ", keepdims" if keep else ""
+    check_gradients(f"%r = tgraph.{op} %x {{{{dim = 1 : i64{kd}}}}} : ({{x}}) -> {{r}}",
+                    [("x", x)], (3, 1) if keep else (3,))
+
+
+def test_softmax_gradient_is_stable_for_large_inputs():
+    # Logits around 1000: exp overflows, the stable adjoint does not.
+    x = uniform(rng, (2, 6), 995, 1005)
+    w = rng.standard_normal((2, 6))
+    (g,) = run("""func.func @f(%x: tensor<2x6xf64> {tgraph.name = "x"}) -> tensor<2x6xf64> {
+      %r = tgraph.softmax %x {dim = 1 : i64} : tensor<2x6xf64>
+      return %r : tensor<2x6xf64>
+    }
+    tgraph.adjoint @f wrt(%x) -> @g""", [x, w], fn="g")
+    p = np.exp(x - x.max(1, keepdims=True))
+    p /= p.sum(1, keepdims=True)
+    expected = p * (w - (w * p).sum(1, keepdims=True))
+    np.testing.assert_allclose(g, expected, rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.parametrize("op", ["layernorm", "rmsnorm"])
+def test_norms_through_their_decomposition(op):
+    x = uniform(rng, (3, 6))
+    g = uniform(rng, (6,), 0.5, 1.5)
+    if op == "layernorm":
+        b = uniform(rng, (6,))
+        check_gradients("%r = tgraph.layernorm %x scale %g bias %b {{axis = 1 : i64}} "
+                        ": ({x}, {g}, {b}) -> {r}", [("x", x), ("g", g), ("b", b)], (3, 6))
+    else:
+        check_gradients("%r = tgraph.rmsnorm %x scale %g {{axis = 1 : i64}} : ({x}, {g}) -> {r}",
+                        [("x", x), ("g", g)], (3, 6))
+
+
+def test_layout_ops():
+    x = uniform(rng, (2, 3, 4))
+    check_gradients("%r = tgraph.transpose %x {{permutation = array<i64: 2, 0, 1>}} "
+                    ": ({x}) -> {r}", [("x", x)], (4, 2, 3))
+    check_gradients("%r = tgraph.reshape %x : ({x}) -> {r}", [("x", x)], (6, 4))
+    v = uniform(rng, (3,))
+    check_gradients("%r = tgraph.broadcast_in_dim %v {{broadcast_dimensions = array<i64: 1>}} "
+                    ": ({v}) -> {r}", [("v", v)], (2, 3, 4))
+    m = uniform(rng, (3, 1))
+    check_gradients("%r = tgraph.broadcast_in_dim %m {{broadcast_dimensions = array<i64: 2, 0>}} "
+                    ": ({m}) -> {r}", [("m", m)], (4, 5, 3))
+    check_gradients("%r = tgraph.slice %x {{start = #tgraph.dims<[0, 1, 0]>, "
+                    "limit = #tgraph.dims<[2, 3, 4]>, stride = array<i64: 1, 1, 2>}} "
+                    ": ({x}) -> {r}", [("x", x)], (2, 2, 2))
+    y = uniform(rng, (2, 2, 4))
+    check_gradients("%r = tgraph.concat %x, %y {{dim = 1 : i64}} : ({x}, {y}) -> {r}",
+                    [("x", x), ("y", y)], (2, 5, 4))
+    check_gradients("%r = tgraph.pad %x {{low = array<i64: 0, 1, -1>, high = array<i64: 1, 0, 2>, "
+                    "interior = array<i64: 0, 0, 0>, value = 0.5 : f64}} : ({x}) -> {r}",
+                    [("x", x)], (3, 4, 5))
+    check_gradients("%r = tgraph.pad %x {{low = array<i64: 1, 0, 0>, high = array<i64: 0, 2, 1>, "
+                    "interior = array<i64: 1, 0, 2>, value = 0.0 : f64}} : ({x}) -> {r}",
+                    [("x", x)], (4, 5, 11))
+
+
+def test_gather_and_scatter_add():
+    x = uniform(rng, (5, 3))
+    idx = np.array([4, 0, 4, 2], dtype=np.int64)
+    check_gradients("%r = tgraph.gather %x, %i {{dim = 0 : i64}} : ({x}, {i}) -> {r}",
+                    [("x", x), ("i", idx)], (4, 3))
+    u = uniform(rng, (4, 3))
+    check_gradients("%r = tgraph.scatter_add %x, %i, %u {{dim = 0 : i64}} "
+                    ": ({x}, {i}, {u}) -> {r}", [("x", x), ("i", idx), ("u", u)], (5, 3))
