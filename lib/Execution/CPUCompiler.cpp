@@ -539,6 +539,8 @@ FailureOr<Prepared> prepare(ModuleOp module) {
         return isa<tgraph::AdjointOp, tgraph::JvpOp, tgraph::HvpOp>(op);
       })) {
     PassManager pm(module.getContext());
+    // Composites expand (for their derivatives) once shapes are inferred.
+    pm.addPass(tgraph::createTGraphInferShapes());
     pm.addPass(tgraph::createTGraphAutodiff());
     if (failed(pm.run(*p.module)))
       return failure();

@@ -4,6 +4,7 @@ Each test writes a small .mlir function, feeds it NumPy inputs as .npy files
 and compares the results with a float64 NumPy reference.
 """
 
+import hashlib
 import os
 import pathlib
 import subprocess
@@ -68,6 +69,20 @@ def run_env():
     return env
 
 
+def source_file(mlir: str) -> pathlib.Path:
+    """The IR at a path named by its content: locations (the file name) are
+    part of the compile cache's key, so the same IR run again (another
+    function of it, other inputs) finds its compiled code."""
+    digest = hashlib.sha256(mlir.encode()).hexdigest()[:20]
+    path = pathlib.Path(CACHE_DIR) / "sources" / f"{digest}.mlir"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_suffix(f".{os.getpid()}.tmp")
+        partial.write_text(mlir)
+        partial.replace(path)
+    return path
+
+
 def run(mlir: str, inputs, fn="f", extra_args=(), out_dtypes=None, threads=None):
     """Runs `fn` of `mlir` on `inputs`; returns the list of outputs.
 
@@ -76,8 +91,7 @@ def run(mlir: str, inputs, fn="f", extra_args=(), out_dtypes=None, threads=None)
     the others). `threads` sets OMP_NUM_THREADS for the run."""
     with tempfile.TemporaryDirectory() as tmp:
         tmp = pathlib.Path(tmp)
-        (tmp / "f.mlir").write_text(mlir)
-        args = [TESSERA_RUN, str(tmp / "f.mlir"), "--fn", fn, "--out-dir", str(tmp)]
+        args = [TESSERA_RUN, str(source_file(mlir)), "--fn", fn, "--out-dir", str(tmp)]
         for i, a in enumerate(inputs):
             path = tmp / f"in{i}.npy"
             a = np.array(a, order="C")  # keeps 0-d arrays 0-d

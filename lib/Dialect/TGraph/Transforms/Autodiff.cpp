@@ -25,6 +25,8 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
+#include <set>
+
 namespace mlir::tessera::tgraph {
 #define GEN_PASS_DEF_TGRAPHAUTODIFF
 #include "tessera/Dialect/TGraph/Transforms/Passes.h.inc"
@@ -288,10 +290,22 @@ struct TGraphAutodiffPass
       return op->emitOpError("needs @")
              << source.getName() << " to have a single block";
     Differentiator d(module, op);
+    // "d<name>" for the tangent of <name>, numbered ("dx_2") where that
+    // name is taken, so every argument can be named in a later wrt(...).
     auto tangentNames = [&](ArrayAttr names, bool prefix) {
+      std::set<std::string> taken;
+      for (unsigned i = 0; i < source.getNumArguments(); ++i)
+        taken.insert(argumentName(source, i));
       std::vector<std::string> out;
-      for (auto [i, n] : llvm::enumerate(names.getAsValueRange<StringAttr>()))
-        out.push_back(prefix ? "d" + argumentName(source, (*wrt)[i]) : n.str());
+      for (auto [i, n] : llvm::enumerate(names.getAsValueRange<StringAttr>())) {
+        std::string base =
+            prefix ? "d" + argumentName(source, (*wrt)[i]) : n.str();
+        std::string name = base;
+        for (int k = 2; prefix && taken.count(name); ++k)
+          name = base + "_" + std::to_string(k);
+        taken.insert(name);
+        out.push_back(name);
+      }
       return out;
     };
     if (isa<AdjointOp>(op)) {

@@ -36,8 +36,9 @@ def TGraph_JvpOp : TGraph_AutodiffOp<"jvp"> {
     tgraph.jvp @m wrt(%x) -> @m_jvp
     ```
     `@m_jvp` takes `@m`'s arguments, then one tangent per `wrt` argument
-    (named `d<name>`), and returns `@m`'s results followed by their tangents
-    (the Jacobian-vector product).
+    (named `d<name>`, or `d<name>_2`, `_3`, ... where that name is taken),
+    and returns `@m`'s results followed by the tangents of its float
+    results (the Jacobian-vector product).
   }];
   let arguments = (ins FlatSymbolRefAttr:$fn, StrArrayAttr:$wrt,
                        StrAttr:$result);
