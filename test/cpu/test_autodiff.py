@@ -23,7 +23,7 @@ def relative_error(actual, expected):
     return np.linalg.norm(np.asarray(actual) - np.asarray(expected)) / scale
 
 
-def check_gradients(body, args, result, wrt=None, seed=0, symbols=None):
+def check_gradients(body, args, result, wrt=None, seed=0, symbols=None, prelude=""):
     """`args`: [(name, array)], `result`: the result's shape; `body` defines
     %r from the arguments, with {name} replaced by each argument's type and
     {r} by the result's. `symbols` maps argument names to dim symbols."""
@@ -34,7 +34,8 @@ def check_gradients(body, args, result, wrt=None, seed=0, symbols=None):
     types["r"] = tensor_type(result, np.float64, symbols.get("r"))
     sig = ", ".join(f'%{n}: {types[n]} {{tgraph.name = "{n}"}}' for n, _ in args)
     names = ", ".join(f"%{n}" for n in wrt)
-    ir = (f"func.func @f({sig}) -> {types['r']} {{\n"
+    ir = (prelude +
+          f"func.func @f({sig}) -> {types['r']} {{\n"
           f"  {body.format(**types)}\n"
           f"  return %r : {types['r']}\n}}\n"
           f"tgraph.adjoint @f wrt({names}) -> @f_vjp\n"
@@ -412,3 +413,76 @@ def test_transformer_block_gradients_are_deterministic():
         again = run(ir, args + [seed], fn="block_vjp", threads=1 if i % 2 else 2)
         for a, b in zip(first, again):
             assert a.tobytes() == b.tobytes(), i
+
+
+def test_calls_are_inlined_with_their_symbols_bound():
+    # A layer called twice (its B binds to 3 at both calls) and a call
+    # inside the callee.
+    prelude = """
+    !h = tensor<?x4xf64, #tgraph.dims<[B, 4]>>
+    func.func private @act(%h: !h) -> !h {
+      %t = tgraph.tanh %h : !h
+      return %t : !h
+    }
+    func.func private @layer(%h: !h, %w: tensor<4x4xf64>) -> !h {
+      %m = tgraph.matmul %h, %w : (!h, tensor<4x4xf64>) -> !h
+      %a = tgraph.call @act(%m) : (!h) -> !h
+      return %a : !h
+    }
+    """
+    x, w = uniform(rng, (3, 4)), uniform(rng, (4, 4), -1, 1)
+    check_gradients("%a = tgraph.call @layer(%x, %w) : ({x}, {w}) -> {x}\n"
+                    "  %r = tgraph.call @layer(%a, %w) : ({x}, {w}) -> {r}",
+                    [("x", x), ("w", w)], (3, 4), prelude=prelude)
+
+
+def test_cond_both_branches():
+    # Each branch uses outer values differently; both predicates.
+    a, b = uniform(rng, (4,)), uniform(rng, (4,))
+    for p in (True, False):
+        check_gradients(
+            "%r = tgraph.cond %p -> {r} {{\n"
+            "    %m = tgraph.mul %a, %b : ({a}, {b}) -> {r}\n"
+            "    %s = tgraph.sin %m : {r}\n"
+            "    tgraph.yield %s : {r}\n"
+            "  }} else {{\n"
+            "    %e = tgraph.exp %a : {a}\n"
+            "    tgraph.yield %e : {a}\n"
+            "  }}",
+            [("p", np.array(p)), ("a", a), ("b", b)], (4,), wrt=["a", "b"])
+
+
+def test_fixed_point_implicit_gradients():
+    # x* = tanh(W x* + theta), a contraction (|W| small): derivatives with
+    # respect to theta and W through the adjoint equation, against
+    # central differences of the solved fixed point.
+    w = uniform(rng, (6, 6), -0.3, 0.3)
+    theta = uniform(rng, (6,))
+    x0 = np.zeros(6)
+    check_gradients(
+        "%r = tgraph.fixed_point %x0 params(%W, %t : {W}, {t}) {{tol = 1.0e-14 : f64, "
+        "max_iter = 500 : i64}} : {x0} -> {r} {{\n"
+        "  ^bb0(%x: {x0}, %w: {W}, %th: {t}):\n"
+        "    %wx = tgraph.matmul %w, %xc : ({W}, tensor<6x1xf64>) -> tensor<6x1xf64>\n"
+        "    %v = tgraph.reshape %wx : (tensor<6x1xf64>) -> {x0}\n"
+        "    %s = tgraph.add %v, %th : ({x0}, {t}) -> {x0}\n"
+        "    %n = tgraph.tanh %s : {x0}\n"
+        "    tgraph.yield %n : {x0}\n"
+        "  }}".replace("%xc : ", "%xm : ").replace(
+            "    %wx", "    %xm = tgraph.reshape %x : ({x0}) -> tensor<6x1xf64>\n    %wx"),
+        [("x0", x0), ("W", w), ("t", theta)], (6,), wrt=["W", "t"])
+
+
+def test_solve_implicit_gradients():
+    # x^3 + x = p elementwise (one real root): dx/dp = 1 / (3 x^2 + 1).
+    p = uniform(rng, (5,), 0.5, 3)
+    x0 = np.ones(5)
+    body = ("%r = tgraph.solve %x0 params(%p : {p}) {{tol = 1.0e-13 : f64}} : {x0} -> {r} {{\n"
+            "  ^bb0(%x: {x0}, %q: {p}):\n"
+            "    %x2 = tgraph.mul %x, %x : ({x0}, {x0}) -> {x0}\n"
+            "    %x3 = tgraph.mul %x2, %x : ({x0}, {x0}) -> {x0}\n"
+            "    %s = tgraph.add %x3, %x : ({x0}, {x0}) -> {x0}\n"
+            "    %f = tgraph.sub %s, %q : ({x0}, {p}) -> {x0}\n"
+            "    tgraph.yield %f : {x0}\n"
+            "  }}")
+    check_gradients(body, [("x0", x0), ("p", p)], (5,), wrt=["p"])

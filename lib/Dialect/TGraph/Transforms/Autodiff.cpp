@@ -24,6 +24,8 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/TypeSwitch.h"
 
 #include <set>
 
@@ -80,12 +82,16 @@ public:
   Differentiator(ModuleOp module, Operation *request)
       : module(module), request(request) {}
 
-  /// A copy of `source` named `name`, placed after it, with composites
-  /// expanded.
+  /// A copy of `source` named `name`, placed after it, with calls inlined
+  /// and composites expanded.
   FailureOr<func::FuncOp> copy(func::FuncOp source, StringRef name) {
     auto fn = source.clone();
     fn.setName(name);
     module.getBody()->getOperations().insertAfter(source->getIterator(), fn);
+    if (failed(inlineCalls(fn))) {
+      fn.erase();
+      return failure();
+    }
     RewritePatternSet patterns(module.getContext());
     std::vector<std::string> only(std::begin(kExpandedForAutodiff),
                                   std::end(kExpandedForAutodiff));
@@ -104,6 +110,7 @@ public:
   /// result is a scalar), to the cotangents of the `wrt` arguments.
   LogicalResult reverse(func::FuncOp fn, ArrayRef<unsigned> wrt,
                         StringRef source) {
+    sourceName = source;
     Block &body = fn.front();
     auto ret = cast<func::ReturnOp>(body.getTerminator());
     SmallVector<Value> results(ret.getOperands());
@@ -123,30 +130,11 @@ public:
         cotangent[r] = ad.accumulate(cotangent.lookup(r), seed);
       }
     }
-    DenseSet<Value> active = activeValues(fn, wrt);
-    SmallVector<Operation *> ops;
-    for (Operation &op : body.without_terminator())
-      ops.push_back(&op);
-    for (Operation *op : llvm::reverse(ops)) {
-      SmallVector<Value> cts;
-      bool any = false;
-      for (Value r : op->getResults()) {
-        cts.push_back(cotangent.lookup(r));
-        any |= bool(cts.back());
-      }
-      if (!any || !isActive(op, active) || op->hasTrait<NonDifferentiable>())
-        continue;
-      auto rule = dyn_cast<DifferentiableOpInterface>(op);
-      if (!rule || op->getNumRegions())
-        return missingRule(op, source);
-      ad.setLoc(op->getLoc());
-      SmallVector<Value> operandCts;
-      if (failed(rule.vjp(ad, cts, operandCts)))
-        return failure();
-      for (auto [operand, c] : llvm::zip(op->getOperands(), operandCts))
-        if (c && active.contains(operand))
-          cotangent[operand] = ad.accumulate(cotangent.lookup(operand), c);
-    }
+    DenseSet<Value> active;
+    for (unsigned i : wrt)
+      active.insert(body.getArgument(i));
+    if (failed(reverseOps(body, active, cotangent, b)))
+      return failure();
     ad.setLoc(ret.getLoc());
     SmallVector<Value> grads;
     for (unsigned i : wrt) {
@@ -162,41 +150,18 @@ public:
   /// argument, to the results and then the tangents of the float results.
   LogicalResult forward(func::FuncOp fn, ArrayRef<unsigned> wrt,
                         ArrayRef<std::string> tangentNames, StringRef source) {
+    sourceName = source;
     Block &body = fn.front();
     auto ret = cast<func::ReturnOp>(body.getTerminator());
-    OpBuilder b(ret);
-    ADBuilder ad(b, ret.getLoc());
     DenseMap<Value, Value> tangent;
     for (auto [i, name] : llvm::zip(wrt, tangentNames)) {
       Value arg = body.getArgument(i);
       tangent[arg] = addArgument(fn, arg.getType(), name);
     }
-    SmallVector<Operation *> ops;
-    for (Operation &op : body.without_terminator())
-      ops.push_back(&op);
-    for (Operation *op : ops) {
-      SmallVector<Value> ts;
-      bool any = false;
-      for (Value operand : op->getOperands()) {
-        ts.push_back(tangent.lookup(operand));
-        any |= bool(ts.back());
-      }
-      if (!any || op->hasTrait<NonDifferentiable>())
-        continue;
-      auto rule = dyn_cast<DifferentiableOpInterface>(op);
-      if (!rule || op->getNumRegions())
-        return missingRule(op, source);
-      b.setInsertionPointAfter(op);
-      ad.setLoc(op->getLoc());
-      SmallVector<Value> resultTs;
-      if (failed(rule.jvp(ad, ts, resultTs)))
-        return failure();
-      for (auto [r, t] : llvm::zip(op->getResults(), resultTs))
-        if (t && ADBuilder::isDifferentiable(r))
-          tangent[r] = t;
-    }
-    b.setInsertionPoint(ret);
-    ad.setLoc(ret.getLoc());
+    if (failed(forwardOps(body, tangent)))
+      return failure();
+    OpBuilder b(ret);
+    ADBuilder ad(b, ret.getLoc());
     SmallVector<Value> outs(ret.getOperands());
     for (Value r : ret.getOperands()) {
       if (!ADBuilder::isDifferentiable(r))
@@ -209,28 +174,507 @@ public:
   }
 
 private:
-  /// Values that depend on the `wrt` arguments through float values.
-  static DenseSet<Value> activeValues(func::FuncOp fn, ArrayRef<unsigned> wrt) {
-    DenseSet<Value> active;
-    for (unsigned i : wrt)
-      active.insert(fn.getArgument(i));
-    for (Operation &op : fn.front().without_terminator()) {
-      if (op.hasTrait<NonDifferentiable>() ||
-          llvm::none_of(op.getOperands(),
-                        [&](Value v) { return active.contains(v); }))
+  //===--------------------------------------------------------------------===//
+  // Forward mode
+  //===--------------------------------------------------------------------===//
+
+  /// Adds, after each op of `block` that a tangent reaches, the tangents of
+  /// its results.
+  LogicalResult forwardOps(Block &block, DenseMap<Value, Value> &tangent) {
+    SmallVector<Operation *> ops;
+    for (Operation &op : block.without_terminator())
+      ops.push_back(&op);
+    for (Operation *op : ops) {
+      if (op->hasTrait<NonDifferentiable>() || !reached(op, tangent))
+        continue;
+      OpBuilder b(op->getContext());
+      b.setInsertionPointAfter(op);
+      ADBuilder ad(b, op->getLoc());
+      LogicalResult done =
+          TypeSwitch<Operation *, LogicalResult>(op)
+              .Case([&](CondOp c) { return forwardCond(c, tangent); })
+              .Case([&](FixedPointOp f) {
+                return forwardImplicit(f, tangent, /*root=*/false);
+              })
+              .Case([&](SolveOp f) {
+                return forwardImplicit(f, tangent, /*root=*/true);
+              })
+              .Default([&](Operation *op) -> LogicalResult {
+                auto rule = dyn_cast<DifferentiableOpInterface>(op);
+                if (!rule || op->getNumRegions())
+                  return missingRule(op);
+                SmallVector<Value> ts, resultTs;
+                for (Value operand : op->getOperands())
+                  ts.push_back(tangent.lookup(operand));
+                if (failed(rule.jvp(ad, ts, resultTs)))
+                  return failure();
+                for (auto [r, t] : llvm::zip(op->getResults(), resultTs))
+                  if (t && ADBuilder::isDifferentiable(r))
+                    tangent[r] = t;
+                return success();
+              });
+      if (failed(done))
+        return failure();
+    }
+    return success();
+  }
+
+  /// Whether a tangent reaches `op`: through an operand, or through a value
+  /// from outside used in its regions.
+  static bool reached(Operation *op, const DenseMap<Value, Value> &tangent) {
+    if (llvm::any_of(op->getOperands(),
+                     [&](Value v) { return tangent.lookup(v); }))
+      return true;
+    bool inside = false;
+    op->walk([&](Operation *nested) {
+      if (nested != op)
+        for (Value v : nested->getOperands())
+          if (tangent.lookup(v))
+            inside = true;
+    });
+    return inside;
+  }
+
+  /// A cond with the tangents as extra results: each branch computes its
+  /// values and their tangents.
+  LogicalResult forwardCond(CondOp cond, DenseMap<Value, Value> &tangent) {
+    OpBuilder b(cond);
+    SmallVector<Type> types(cond.getResultTypes());
+    SmallVector<unsigned> floats;
+    for (auto [i, r] : llvm::enumerate(cond.getResults()))
+      if (ADBuilder::isDifferentiable(r)) {
+        floats.push_back(i);
+        types.push_back(r.getType());
+      }
+    auto next = CondOp::create(b, cond.getLoc(), types, cond.getPred());
+    for (auto [from, to] :
+         {std::pair(&cond.getThenRegion(), &next.getThenRegion()),
+          std::pair(&cond.getElseRegion(), &next.getElseRegion())}) {
+      IRMapping regionMap;
+      from->cloneInto(to, regionMap);
+      Block &block = to->front();
+      if (failed(forwardOps(block, tangent)))
+        return failure();
+      auto yield = cast<YieldOp>(block.getTerminator());
+      OpBuilder yb(yield);
+      ADBuilder ad(yb, yield.getLoc());
+      SmallVector<Value> values(yield.getValues());
+      for (unsigned i : floats) {
+        Value v = yield.getValues()[i];
+        Value t = tangent.lookup(v);
+        values.push_back(t ? t : ad.zerosLike(v));
+      }
+      YieldOp::create(yb, yield.getLoc(), values);
+      yield.erase();
+    }
+    for (auto [i, r] : llvm::enumerate(cond.getResults()))
+      r.replaceAllUsesWith(next.getResult(i));
+    for (auto [k, i] : llvm::enumerate(floats))
+      tangent[next.getResult(i)] = next.getResult(cond.getNumResults() + k);
+    cond.erase();
+    return success();
+  }
+
+  /// x* = F(x*, p) (fixed_point) or F(x*, p) = 0 (solve): the tangent t of
+  /// x* solves t = J_x t + J_p dp, resp. J_x t + J_p dp = 0, itself a
+  /// fixed_point / solve over t whose body is the JVP of F at x*.
+  template <typename OpTy>
+  LogicalResult forwardImplicit(OpTy op, DenseMap<Value, Value> &tangent,
+                                bool root) {
+    OpBuilder b(op->getContext());
+    b.setInsertionPointAfter(op);
+    ADBuilder ad(b, op.getLoc());
+    Value x = op.getResult();
+    SmallVector<Value> params{x};
+    SmallVector<int> tangentOf; // param index -> position of its tangent
+    for (Value p : op.getParams())
+      params.push_back(p);
+    for (Value p : op.getParams())
+      if (Value t = tangent.lookup(p))
+        params.push_back(t);
+    auto next = OpTy::create(b, op.getLoc(), x.getType(), ad.zerosLike(x),
+                             params, op.getTolAttr(), op.getMaxIterAttr());
+    Block *block = new Block();
+    next.getBody().push_back(block);
+    Value t = block->addArgument(x.getType(), op.getLoc());
+    SmallVector<Value> args;
+    for (Value p : params)
+      args.push_back(block->addArgument(p.getType(), op.getLoc()));
+    // The body of F on (x*, p), then its JVP with tangents t and dp.
+    IRMapping map;
+    Block &body = op.getBody().front();
+    map.map(body.getArgument(0), args[0]);
+    for (unsigned i = 1; i < body.getNumArguments(); ++i)
+      map.map(body.getArgument(i), args[i]);
+    OpBuilder inner = OpBuilder::atBlockEnd(block);
+    for (Operation &o : body.without_terminator())
+      inner.clone(o, map);
+    DenseMap<Value, Value> local;
+    local[args[0]] = t;
+    unsigned k = 1 + op.getParams().size();
+    for (auto [i, p] : llvm::enumerate(op.getParams()))
+      if (tangent.lookup(p))
+        local[args[1 + i]] = args[k++];
+    if (failed(forwardOps(*block, local)))
+      return failure();
+    Value f = map.lookup(body.getTerminator()->getOperand(0));
+    ADBuilder ia(inner, op.getLoc());
+    Value df = local.lookup(f);
+    if (!df)
+      df = ia.zerosLike(f);
+    // fixed_point: the next t is dF; solve: the residual is dF.
+    YieldOp::create(inner, op.getLoc(), ValueRange{df});
+    (void)root;
+    tangent[x] = next.getResult();
+    return success();
+  }
+
+  //===--------------------------------------------------------------------===//
+  // Reverse mode
+  //===--------------------------------------------------------------------===//
+
+  /// Backward code for the ops of `block` at `b`'s insertion point: from
+  /// the cotangents in `cotangent`, accumulates those of the values the
+  /// ops use (block arguments and values from outside). `active` holds the
+  /// values that depend on what is differentiated; it grows with the ops'
+  /// results.
+  LogicalResult reverseOps(Block &block, DenseSet<Value> &active,
+                           DenseMap<Value, Value> &cotangent, OpBuilder &b) {
+    SmallVector<Operation *> ops;
+    for (Operation &op : block.without_terminator()) {
+      ops.push_back(&op);
+      if (op.hasTrait<NonDifferentiable>() || !reachedBy(&op, active))
         continue;
       for (Value r : op.getResults())
         if (ADBuilder::isDifferentiable(r))
           active.insert(r);
     }
-    return active;
-  }
-  static bool isActive(Operation *op, const DenseSet<Value> &active) {
-    return llvm::any_of(op->getOperands(),
-                        [&](Value v) { return active.contains(v); });
+    ADBuilder ad(b, block.getParentOp()->getLoc());
+    for (Operation *op : llvm::reverse(ops)) {
+      SmallVector<Value> cts;
+      bool any = false;
+      for (Value r : op->getResults()) {
+        cts.push_back(cotangent.lookup(r));
+        any |= bool(cts.back());
+      }
+      if (!any || op->hasTrait<NonDifferentiable>() || !reachedBy(op, active))
+        continue;
+      ad.setLoc(op->getLoc());
+      LogicalResult done =
+          TypeSwitch<Operation *, LogicalResult>(op)
+              .Case([&](CondOp c) {
+                return reverseCond(c, cts, active, cotangent, b);
+              })
+              .Case([&](FixedPointOp f) {
+                return reverseImplicit(f, cts[0], active, cotangent, b,
+                                       /*root=*/false);
+              })
+              .Case([&](SolveOp f) {
+                return reverseImplicit(f, cts[0], active, cotangent, b,
+                                       /*root=*/true);
+              })
+              .Default([&](Operation *op) -> LogicalResult {
+                auto rule = dyn_cast<DifferentiableOpInterface>(op);
+                if (!rule || op->getNumRegions())
+                  return missingRule(op);
+                SmallVector<Value> operandCts;
+                if (failed(rule.vjp(ad, cts, operandCts)))
+                  return failure();
+                for (auto [operand, c] :
+                     llvm::zip(op->getOperands(), operandCts))
+                  if (c && active.contains(operand))
+                    cotangent[operand] =
+                        ad.accumulate(cotangent.lookup(operand), c);
+                return success();
+              });
+      if (failed(done))
+        return failure();
+    }
+    return success();
   }
 
-  LogicalResult missingRule(Operation *op, StringRef source) {
+  /// Whether `op` uses an active value (directly or in its regions).
+  static bool reachedBy(Operation *op, const DenseSet<Value> &active) {
+    bool found = false;
+    op->walk([&](Operation *nested) {
+      for (Value v : nested->getOperands())
+        if (active.contains(v))
+          found = true;
+    });
+    return found;
+  }
+
+  /// Active values from outside `op` that its regions use.
+  static SmallVector<Value> freeActiveValues(Operation *op,
+                                             const DenseSet<Value> &active) {
+    SetVector<Value> free;
+    op->walk([&](Operation *nested) {
+      for (Value v : nested->getOperands())
+        if (active.contains(v) &&
+            !op->isAncestor(v.getParentBlock()->getParentOp()))
+          free.insert(v);
+    });
+    return free.takeVector();
+  }
+
+  /// The adjoint of a cond is a cond on the same predicate: each branch
+  /// recomputes its values, then runs their backward code, and yields the
+  /// cotangents of the active values it uses from outside.
+  LogicalResult reverseCond(CondOp cond, ArrayRef<Value> cts,
+                            DenseSet<Value> &active,
+                            DenseMap<Value, Value> &cotangent, OpBuilder &b) {
+    SmallVector<Value> free = freeActiveValues(cond, active);
+    if (free.empty())
+      return success();
+    SmallVector<Type> types = llvm::to_vector(
+        llvm::map_range(free, [](Value v) { return v.getType(); }));
+    auto back = CondOp::create(b, cond.getLoc(), types, cond.getPred());
+    for (auto [from, to] :
+         {std::pair(&cond.getThenRegion(), &back.getThenRegion()),
+          std::pair(&cond.getElseRegion(), &back.getElseRegion())}) {
+      IRMapping regionMap;
+      from->cloneInto(to, regionMap);
+      Block &block = to->front();
+      auto yield = cast<YieldOp>(block.getTerminator());
+      OpBuilder inner(yield);
+      ADBuilder ad(inner, yield.getLoc());
+      DenseMap<Value, Value> local;
+      for (auto [v, c] : llvm::zip(yield.getValues(), cts))
+        if (c && ADBuilder::isDifferentiable(v))
+          local[v] = ad.accumulate(local.lookup(v), c);
+      DenseSet<Value> localActive(active.begin(), active.end());
+      if (failed(reverseOps(block, localActive, local, inner)))
+        return failure();
+      SmallVector<Value> outs;
+      for (Value v : free) {
+        Value c = local.lookup(v);
+        outs.push_back(c ? c : ad.zerosLike(v));
+      }
+      YieldOp::create(inner, yield.getLoc(), outs);
+      yield.erase();
+    }
+    ADBuilder ad(b, cond.getLoc());
+    for (auto [v, c] : llvm::zip(free, back.getResults()))
+      cotangent[v] = ad.accumulate(cotangent.lookup(v), c);
+    return success();
+  }
+
+  /// Implicit differentiation (spec 004 §10). With xbar the cotangent of
+  /// x*: fixed_point solves lambda = xbar + J_x^T lambda, solve solves
+  /// J_x^T lambda = xbar (each with an op of the same kind, whose body is
+  /// the VJP of F at x*); then pbar = J_p^T lambda (times -1 for solve).
+  /// The initial value gets no cotangent.
+  template <typename OpTy>
+  LogicalResult reverseImplicit(OpTy op, Value xbar, DenseSet<Value> &active,
+                                DenseMap<Value, Value> &cotangent, OpBuilder &b,
+                                bool root) {
+    Location loc = op.getLoc();
+    ADBuilder ad(b, loc);
+    Value x = op.getResult();
+    Block &body = op.getBody().front();
+    SmallVector<Value> params{x};
+    for (Value p : op.getParams())
+      params.push_back(p);
+    params.push_back(xbar);
+    auto adjoint =
+        OpTy::create(b, loc, x.getType(), root ? ad.zerosLike(x) : xbar, params,
+                     op.getTolAttr(), op.getMaxIterAttr());
+    Block *block = new Block();
+    adjoint.getBody().push_back(block);
+    Value lambda = block->addArgument(x.getType(), loc);
+    SmallVector<Value> args;
+    for (Value p : params)
+      args.push_back(block->addArgument(p.getType(), loc));
+    {
+      // J_x^T lambda: F's body on (x*, p), then its backward code seeded
+      // with lambda, keeping x's cotangent.
+      OpBuilder inner = OpBuilder::atBlockEnd(block);
+      IRMapping map;
+      for (unsigned i = 0; i < body.getNumArguments(); ++i)
+        map.map(body.getArgument(i), args[i]);
+      for (Operation &o : body.without_terminator())
+        inner.clone(o, map);
+      Value f = map.lookupOrDefault(body.getTerminator()->getOperand(0));
+      DenseMap<Value, Value> local;
+      local[f] = lambda;
+      DenseSet<Value> localActive{args[0]};
+      if (failed(reverseOps(*block, localActive, local, inner)))
+        return failure();
+      ADBuilder ia(inner, loc);
+      Value jt = local.lookup(args[0]);
+      if (!jt)
+        jt = ia.zerosLike(lambda);
+      Value next = root ? ia.sub(jt, args.back()) : ia.add(args.back(), jt);
+      YieldOp::create(inner, loc, ValueRange{next});
+    }
+    // pbar = (+/-) J_p^T lambda, from F's body on (x*, p) out here.
+    IRMapping map;
+    map.map(body.getArgument(0), x);
+    for (auto [a, p] :
+         llvm::zip(body.getArguments().drop_front(), op.getParams()))
+      map.map(a, p);
+    // The clone runs in the enclosing block, before the backward code.
+    for (Operation &o : body.without_terminator())
+      b.clone(o, map);
+    Value f = map.lookupOrDefault(body.getTerminator()->getOperand(0));
+    Value seed = adjoint.getResult();
+    if (root)
+      seed = ad.neg(seed);
+    DenseMap<Value, Value> local;
+    local[f] = seed;
+    DenseSet<Value> localActive;
+    for (Value p : op.getParams())
+      if (active.contains(p))
+        localActive.insert(p);
+    if (failed(reverseCloned(f, op, localActive, local, b)))
+      return failure();
+    for (Value p : op.getParams())
+      if (Value c = local.lookup(p); c && active.contains(p))
+        cotangent[p] = ad.accumulate(cotangent.lookup(p), c);
+    return success();
+  }
+
+  /// Backward code for the ops that compute `root` from values in
+  /// `active`: those after `after` and before `b`'s insertion point in its
+  /// block (values from before `after` are constants here).
+  LogicalResult reverseCloned(Value root, Operation *after,
+                              DenseSet<Value> &active,
+                              DenseMap<Value, Value> &cotangent, OpBuilder &b) {
+    // The ops between the first op that root depends on and the insertion
+    // point: walk back from root's definition collecting its slice.
+    SetVector<Operation *> slice;
+    SmallVector<Value> work{root};
+    while (!work.empty()) {
+      Value v = work.pop_back_val();
+      Operation *def = v.getDefiningOp();
+      if (!def || def->getBlock() != b.getInsertionBlock() ||
+          !after->isBeforeInBlock(def) || !slice.insert(def))
+        continue;
+      for (Value o : def->getOperands())
+        work.push_back(o);
+    }
+    SmallVector<Operation *> ordered(slice.begin(), slice.end());
+    llvm::sort(ordered, [](Operation *a, Operation *c) {
+      return a->isBeforeInBlock(c);
+    });
+    for (Operation *op : ordered) {
+      if (op->hasTrait<NonDifferentiable>() || !reachedBy(op, active))
+        continue;
+      for (Value r : op->getResults())
+        if (ADBuilder::isDifferentiable(r))
+          active.insert(r);
+    }
+    ADBuilder ad(b, root.getLoc());
+    for (Operation *op : llvm::reverse(ordered)) {
+      SmallVector<Value> cts;
+      bool any = false;
+      for (Value r : op->getResults()) {
+        cts.push_back(cotangent.lookup(r));
+        any |= bool(cts.back());
+      }
+      if (!any || op->hasTrait<NonDifferentiable>() || !reachedBy(op, active))
+        continue;
+      auto rule = dyn_cast<DifferentiableOpInterface>(op);
+      if (!rule || op->getNumRegions())
+        return missingRule(op);
+      ad.setLoc(op->getLoc());
+      SmallVector<Value> operandCts;
+      if (failed(rule.vjp(ad, cts, operandCts)))
+        return failure();
+      for (auto [operand, c] : llvm::zip(op->getOperands(), operandCts))
+        if (c && active.contains(operand))
+          cotangent[operand] = ad.accumulate(cotangent.lookup(operand), c);
+    }
+    return success();
+  }
+
+  /// Replaces every tgraph.call in `fn` (and in what it inlines) by the
+  /// callee's body, with the callee's shape symbols replaced by what the
+  /// call's arguments bind them to (dims with symbols the arguments do not
+  /// bind become unknown).
+  LogicalResult inlineCalls(func::FuncOp fn) {
+    for (int depth = 0;; ++depth) {
+      SmallVector<CallOp> calls;
+      fn.walk([&](CallOp c) { calls.push_back(c); });
+      if (calls.empty())
+        return success();
+      if (depth == 64)
+        return calls.front().emitOpError(
+            "calls nest more than 64 deep (recursion?); autodiff inlines "
+            "calls");
+      for (CallOp call : calls)
+        if (failed(inlineCall(call)))
+          return failure();
+    }
+  }
+
+  LogicalResult inlineCall(CallOp call) {
+    auto callee = module.lookupSymbol<func::FuncOp>(call.getCalleeAttr());
+    if (!callee || callee.isExternal() ||
+        callee.getBody().getBlocks().size() != 1)
+      return call.emitOpError("can be differentiated only by inlining a "
+                              "callee with a body of one block");
+    TypeInference ti(call.getContext(), call.getLoc(),
+                     call->getName().getStringRef());
+    std::vector<shape::TensorShape> params, actual;
+    for (auto [p, a] :
+         llvm::zip(callee.getArgumentTypes(), call.getArgs().getTypes())) {
+      bool tensors = isa<RankedTensorType>(p) && isa<RankedTensorType>(a);
+      params.push_back(tensors ? getShape(p) : shape::TensorShape());
+      actual.push_back(tensors ? getShape(a) : shape::TensorShape());
+    }
+    llvm::StringMap<shape::DimExpr> bindings;
+    if (!shape::bindSymbols(ti.diag(), params, actual, bindings))
+      return call.emitOpError("cannot bind the callee's shape symbols: ")
+             << ti.message();
+    auto retype = [&](Type t) -> Type {
+      auto rt = dyn_cast<RankedTensorType>(t);
+      if (!rt)
+        return t;
+      shape::TensorShape declared = getShape(rt);
+      shape::TensorShape out = shape::substitute(declared, bindings);
+      for (size_t d = 0; d < out.rank(); ++d) {
+        std::set<std::string> symbols;
+        declared.dims[d].collectSymbols(symbols);
+        if (llvm::any_of(symbols, [&](const std::string &n) {
+              return !bindings.count(n);
+            }))
+          out.dims[d] = shape::DimExpr::unknown();
+      }
+      return getTensorType(out, rt.getElementType());
+    };
+    IRMapping map;
+    for (auto [p, a] : llvm::zip(callee.getArguments(), call.getArgs()))
+      map.map(p, a);
+    OpBuilder b(call);
+    for (Operation &op : callee.front().without_terminator()) {
+      Operation *clone = b.clone(op, map);
+      clone->walk([&](Operation *nested) {
+        for (Value r : nested->getResults())
+          r.setType(retype(r.getType()));
+        for (Region &region : nested->getRegions())
+          for (Block &block : region)
+            for (BlockArgument arg : block.getArguments())
+              arg.setType(retype(arg.getType()));
+        for (NamedAttribute attr : nested->getAttrs())
+          if (auto dims = dyn_cast<DimsAttr>(attr.getValue())) {
+            std::vector<shape::DimExpr> exprs;
+            for (const shape::DimExpr &e : dims.getDims())
+              exprs.push_back(e.substitute(bindings));
+            nested->setAttr(attr.getName(),
+                            DimsAttr::get(nested->getContext(), exprs));
+          }
+      });
+    }
+    for (auto [r, v] : llvm::zip(call.getResults(),
+                                 callee.front().getTerminator()->getOperands()))
+      r.replaceAllUsesWith(map.lookupOrDefault(v));
+    call.erase();
+    return success();
+  }
+
+  LogicalResult missingRule(Operation *op) {
+    StringRef source = sourceName;
     InFlightDiagnostic diag = op->emitError()
                               << "'" << op->getName()
                               << "' has no differentiation rule";
@@ -243,6 +687,7 @@ private:
 
   ModuleOp module;
   Operation *request;
+  StringRef sourceName;
 };
 
 struct TGraphAutodiffPass

@@ -86,3 +86,31 @@ tgraph.adjoint @f wrt(%x) -> @f_grad
 // CHECK: %[[E:.*]] = tgraph.exp
 // CHECK: %[[DE:.*]] = tgraph.mul %[[E]], %[[DX]]
 // CHECK: return %[[E]], %[[DE]]
+
+// -----
+
+// Implicit differentiation: the adjoint of a fixed point is a fixed point
+// (lambda = xbar + J_x^T lambda), not an unrolled loop.
+func.func @f(%x0: tensor<4xf64>, %p: tensor<4xf64> {tgraph.name = "p"}) -> tensor<4xf64> {
+  %x = tgraph.fixed_point %x0 params(%p : tensor<4xf64>) : tensor<4xf64> -> tensor<4xf64> {
+  ^bb0(%x: tensor<4xf64>, %q: tensor<4xf64>):
+    %s = tgraph.add %x, %q : (tensor<4xf64>, tensor<4xf64>) -> tensor<4xf64>
+    %t = tgraph.tanh %s : tensor<4xf64>
+    tgraph.yield %t : tensor<4xf64>
+  }
+  return %x : tensor<4xf64>
+}
+tgraph.adjoint @f wrt(%p) -> @f_vjp
+
+// CHECK-LABEL: func.func @f_vjp
+// CHECK-SAME: %[[SEED:[a-z0-9]+]]: tensor<4xf64> {tgraph.name = "d0"}
+// CHECK: %[[X:.*]] = tgraph.fixed_point
+// CHECK: %[[L:.*]] = tgraph.fixed_point %[[SEED]] params(%[[X]], %{{.*}}, %[[SEED]] :
+// CHECK: ^bb0(%[[LAMBDA:.*]]: tensor<4xf64>, %{{.*}}: tensor<4xf64>, %{{.*}}: tensor<4xf64>, %[[XBAR:.*]]: tensor<4xf64>):
+// CHECK: tgraph.tanh
+// CHECK: %[[JT:.*]] = tgraph.mul %{{.*}}, %[[LAMBDA]]
+// CHECK: %[[NEXT:.*]] = tgraph.add %[[XBAR]], %[[JT]]
+// CHECK: tgraph.yield %[[NEXT]]
+// CHECK: tgraph.tanh
+// CHECK: tgraph.mul %{{.*}}, %[[L]]
+// CHECK: return
