@@ -98,6 +98,11 @@ static llvm::cl::opt<std::string> emitLibrary(
     "emit-library",
     llvm::cl::desc("Compile ahead of time into this shared library and exit"),
     llvm::cl::cat(runCategory));
+static llvm::cl::opt<bool> memoryStats(
+    "memory-stats",
+    llvm::cl::desc("Print the peak bytes the runtime's allocator held during "
+                   "the calls (arguments included)"),
+    llvm::cl::cat(runCategory));
 static llvm::cl::opt<bool>
     timeCompile("time-compile",
                 llvm::cl::desc("Print how long compiling (or loading) took"),
@@ -371,6 +376,9 @@ int main(int argc, char **argv) {
   if (auto bound = function->bind(*args); !bound)
     return fail(bound.error().message);
 
+  rt::CachingAllocator &allocator = rt::CachingAllocator::global();
+  allocator.resetPeak();
+  std::size_t atStart = allocator.stats().bytesInUse;
   auto results = function->call(*args);
   for (unsigned call = 1; results && call < calls; ++call)
     results = function->call(*args);
@@ -378,6 +386,9 @@ int main(int argc, char **argv) {
     fail(results.error().message);
     return 2;
   }
+  if (memoryStats)
+    llvm::outs() << "peak memory: " << allocator.stats().peakBytesInUse
+                 << " bytes in use (" << atStart << " before the calls)\n";
   if (!quiet)
     for (auto [i, r] : llvm::enumerate(*results))
       llvm::outs() << "result " << i << ": " << summary(r) << "\n";

@@ -84,11 +84,12 @@ public:
 
   /// A copy of `source` named `name`, placed after it, with calls inlined
   /// and composites expanded.
-  FailureOr<func::FuncOp> copy(func::FuncOp source, StringRef name) {
+  FailureOr<func::FuncOp> copy(func::FuncOp source, StringRef name,
+                               bool forwardMode) {
     auto fn = source.clone();
     fn.setName(name);
     module.getBody()->getOperations().insertAfter(source->getIterator(), fn);
-    if (failed(inlineCalls(fn))) {
+    if (failed(prepareRegions(fn, forwardMode))) {
       fn.erase();
       return failure();
     }
@@ -173,7 +174,6 @@ public:
     return success();
   }
 
-private:
   //===--------------------------------------------------------------------===//
   // Forward mode
   //===--------------------------------------------------------------------===//
@@ -199,6 +199,7 @@ private:
               .Case([&](SolveOp f) {
                 return forwardImplicit(f, tangent, /*root=*/true);
               })
+              .Case([&](CustomJvpOp c) { return forwardCustom(c, tangent); })
               .Default([&](Operation *op) -> LogicalResult {
                 auto rule = dyn_cast<DifferentiableOpInterface>(op);
                 if (!rule || op->getNumRegions())
@@ -373,6 +374,12 @@ private:
                 return reverseImplicit(f, cts[0], active, cotangent, b,
                                        /*root=*/true);
               })
+              .Case([&](CustomVjpOp c) {
+                return reverseCustom(c, cts, active, cotangent, b);
+              })
+              .Case([&](CheckpointOp c) {
+                return reverseCheckpoint(c, cts, active, cotangent, b);
+              })
               .Default([&](Operation *op) -> LogicalResult {
                 auto rule = dyn_cast<DifferentiableOpInterface>(op);
                 if (!rule || op->getNumRegions())
@@ -526,7 +533,7 @@ private:
     for (Value p : op.getParams())
       if (active.contains(p))
         localActive.insert(p);
-    if (failed(reverseCloned(f, op, localActive, local, b)))
+    if (failed(reverseCloned({f}, op, localActive, local, b)))
       return failure();
     for (Value p : op.getParams())
       if (Value c = local.lookup(p); c && active.contains(p))
@@ -534,21 +541,185 @@ private:
     return success();
   }
 
-  /// Backward code for the ops that compute `root` from values in
-  /// `active`: those after `after` and before `b`'s insertion point in its
-  /// block (values from before `after` are constants here).
-  LogicalResult reverseCloned(Value root, Operation *after,
+  /// The result types of calling `fn` with `args` (its shape symbols bound).
+  FailureOr<SmallVector<Type>> callTypes(Operation *at, StringRef fn,
+                                         ValueRange args) {
+    auto callee = module.lookupSymbol<func::FuncOp>(fn);
+    if (!callee)
+      return at->emitOpError()
+             << "refers to @" << fn << ", which is not a function";
+    TypeInference ti(at->getContext(), at->getLoc(),
+                     at->getName().getStringRef());
+    if (failed(
+            inferCallResults(ti, callee.getFunctionType(), args.getTypes())) ||
+        ti.diag().failed())
+      return at->emitOpError() << "calling @" << fn << ": " << ti.message();
+    return SmallVector<Type>(ti.getResults());
+  }
+
+  /// custom_jvp in forward mode: the user's jvp function on the arguments
+  /// and their tangents (zeros where there are none).
+  LogicalResult forwardCustom(CustomJvpOp op, DenseMap<Value, Value> &tangent) {
+    OpBuilder b(op);
+    ADBuilder ad(b, op.getLoc());
+    SmallVector<Value> args(op.getArgs());
+    for (Value a : op.getArgs()) {
+      Value t = tangent.lookup(a);
+      args.push_back(t ? t : ad.zerosLike(a));
+    }
+    auto types = callTypes(op, op.getJvp(), args);
+    if (failed(types))
+      return failure();
+    auto call = CallOp::create(b, op.getLoc(), *types, op.getJvpAttr(), args,
+                               ArrayAttr(), ArrayAttr());
+    unsigned n = op.getNumResults();
+    if (call.getNumResults() != 2 * n)
+      return op.emitOpError() << "@" << op.getJvp() << " returns "
+                              << call.getNumResults() << " values; expected "
+                              << 2 * n << " (the results, then their tangents)";
+    for (unsigned i = 0; i < n; ++i) {
+      op.getResult(i).replaceAllUsesWith(call.getResult(i));
+      if (ADBuilder::isDifferentiable(call.getResult(i)))
+        tangent[call.getResult(i)] = call.getResult(n + i);
+    }
+    op.erase();
+    return success();
+  }
+
+  /// custom_vjp in reverse mode: the primal call becomes the user's fwd
+  /// (results, then residuals); the backward code calls bwd on the
+  /// residuals and the results' cotangents (zeros where there are none).
+  LogicalResult reverseCustom(CustomVjpOp op, ArrayRef<Value> cts,
+                              DenseSet<Value> &active,
+                              DenseMap<Value, Value> &cotangent, OpBuilder &b) {
+    OpBuilder pb(op);
+    auto fwdTypes = callTypes(op, op.getFwd(), op.getArgs());
+    if (failed(fwdTypes))
+      return failure();
+    unsigned n = op.getNumResults();
+    if (fwdTypes->size() < n)
+      return op.emitOpError()
+             << "@" << op.getFwd() << " returns " << fwdTypes->size()
+             << " values; expected the " << n << " results, then residuals";
+    auto fwd = CallOp::create(pb, op.getLoc(), *fwdTypes, op.getFwdAttr(),
+                              op.getArgs(), ArrayAttr(), ArrayAttr());
+    for (unsigned i = 0; i < n; ++i)
+      op.getResult(i).replaceAllUsesWith(fwd.getResult(i));
+    ADBuilder ad(b, op.getLoc());
+    SmallVector<Value> args(fwd.getResults().drop_front(n));
+    for (unsigned i = 0; i < n; ++i)
+      args.push_back(cts[i] ? cts[i] : ad.zerosLike(fwd.getResult(i)));
+    auto bwdTypes = callTypes(op, op.getBwd(), args);
+    if (failed(bwdTypes))
+      return failure();
+    if (bwdTypes->size() != op.getArgs().size())
+      return op.emitOpError()
+             << "@" << op.getBwd() << " returns " << bwdTypes->size()
+             << " values; expected one "
+             << "cotangent per argument (" << op.getArgs().size() << ")";
+    auto bwd = CallOp::create(b, op.getLoc(), *bwdTypes, op.getBwdAttr(), args,
+                              ArrayAttr(), ArrayAttr());
+    for (auto [a, c] : llvm::zip(op.getArgs(), bwd.getResults()))
+      if (active.contains(a) && ADBuilder::isDifferentiable(a))
+        cotangent[a] = ad.accumulate(cotangent.lookup(a), c);
+    op.erase();
+    return success();
+  }
+
+  /// checkpoint: the forward pass keeps only the region's operands and
+  /// results; the backward code calls a private function that recomputes
+  /// the body from the operands and runs its backward code (a function, so
+  /// the recomputation is not merged back into the forward pass's copy of
+  /// the same ops and their results are not kept alive in between).
+  LogicalResult reverseCheckpoint(CheckpointOp op, ArrayRef<Value> cts,
+                                  DenseSet<Value> &active,
+                                  DenseMap<Value, Value> &cotangent,
+                                  OpBuilder &b) {
+    Block &body = op.getBody().front();
+    SmallVector<unsigned> wanted, seeded;
+    for (auto [i, a] : llvm::enumerate(op.getArgs()))
+      if (active.contains(a) && ADBuilder::isDifferentiable(a))
+        wanted.push_back(i);
+    for (auto [i, c] : llvm::enumerate(cts))
+      if (c)
+        seeded.push_back(i);
+    if (wanted.empty() || seeded.empty())
+      return success();
+    auto parent = op->getParentOfType<func::FuncOp>();
+    std::string name = (parent.getName() + "_recompute").str();
+    for (int k = 1; module.lookupSymbol(name); ++k)
+      name = (parent.getName() + "_recompute" + Twine(k)).str();
+    SmallVector<Type> inputs(op.getArgs().getTypes());
+    for (unsigned i : seeded)
+      inputs.push_back(cts[i].getType());
+    SmallVector<Type> outputs;
+    for (unsigned i : wanted)
+      outputs.push_back(op.getArgs()[i].getType());
+    OpBuilder mb(parent);
+    mb.setInsertionPointAfter(parent);
+    auto fn = func::FuncOp::create(mb, op.getLoc(), name,
+                                   mb.getFunctionType(inputs, outputs));
+    fn.setPrivate();
+    Block *entry = fn.addEntryBlock();
+    OpBuilder fb = OpBuilder::atBlockEnd(entry);
+    IRMapping map;
+    map.map(body.getArguments(),
+            entry->getArguments().take_front(op.getArgs().size()));
+    for (Operation &o : body.without_terminator())
+      fb.clone(o, map);
+    DenseMap<Value, Value> local;
+    SmallVector<Value> roots;
+    for (auto [k, i] : llvm::enumerate(seeded)) {
+      Value v = map.lookupOrDefault(body.getTerminator()->getOperand(i));
+      Value seed = entry->getArgument(op.getArgs().size() + k);
+      if (!ADBuilder::isDifferentiable(v))
+        continue;
+      local[v] = local.lookup(v)
+                     ? ADBuilder(fb, op.getLoc()).add(local[v], seed)
+                     : seed;
+      roots.push_back(v);
+    }
+    DenseSet<Value> localActive;
+    for (unsigned i : wanted)
+      localActive.insert(entry->getArgument(i));
+    if (failed(reverseCloned(roots, nullptr, localActive, local, fb)))
+      return failure();
+    ADBuilder fa(fb, op.getLoc());
+    SmallVector<Value> grads;
+    for (unsigned i : wanted) {
+      Value c = local.lookup(entry->getArgument(i));
+      grads.push_back(c ? c : fa.zerosLike(entry->getArgument(i)));
+    }
+    func::ReturnOp::create(fb, op.getLoc(), grads);
+    SmallVector<Value> args(op.getArgs());
+    for (unsigned i : seeded)
+      args.push_back(cts[i]);
+    auto call = CallOp::create(b, op.getLoc(), outputs,
+                               FlatSymbolRefAttr::get(fn.getSymNameAttr()),
+                               args, ArrayAttr(), ArrayAttr());
+    ADBuilder ad(b, op.getLoc());
+    for (auto [i, c] : llvm::zip(wanted, call.getResults())) {
+      Value a = op.getArgs()[i];
+      cotangent[a] = ad.accumulate(cotangent.lookup(a), c);
+    }
+    return success();
+  }
+
+  /// Backward code for the ops that compute `roots` from values in
+  /// `active`: those after `after` (all, if null) and before `b`'s
+  /// insertion point in its block (earlier values are constants here).
+  LogicalResult reverseCloned(ArrayRef<Value> roots, Operation *after,
                               DenseSet<Value> &active,
                               DenseMap<Value, Value> &cotangent, OpBuilder &b) {
     // The ops between the first op that root depends on and the insertion
     // point: walk back from root's definition collecting its slice.
     SetVector<Operation *> slice;
-    SmallVector<Value> work{root};
+    SmallVector<Value> work(roots.begin(), roots.end());
     while (!work.empty()) {
       Value v = work.pop_back_val();
       Operation *def = v.getDefiningOp();
       if (!def || def->getBlock() != b.getInsertionBlock() ||
-          !after->isBeforeInBlock(def) || !slice.insert(def))
+          (after && !after->isBeforeInBlock(def)) || !slice.insert(def))
         continue;
       for (Value o : def->getOperands())
         work.push_back(o);
@@ -564,7 +735,7 @@ private:
         if (ADBuilder::isDifferentiable(r))
           active.insert(r);
     }
-    ADBuilder ad(b, root.getLoc());
+    ADBuilder ad(b, b.getInsertionBlock()->getParentOp()->getLoc());
     for (Operation *op : llvm::reverse(ordered)) {
       SmallVector<Value> cts;
       bool any = false;
@@ -588,20 +759,49 @@ private:
     return success();
   }
 
-  /// Replaces every tgraph.call in `fn` (and in what it inlines) by the
-  /// callee's body, with the callee's shape symbols replaced by what the
-  /// call's arguments bind them to (dims with symbols the arguments do not
-  /// bind become unknown).
-  LogicalResult inlineCalls(func::FuncOp fn) {
-    for (int depth = 0;; ++depth) {
+  /// Brings `fn` into the form the walks differentiate: calls inlined; for
+  /// forward mode, custom_vjp evaluates its callee (differentiated as
+  /// usual) and checkpoints are inlined; for reverse mode, custom_jvp
+  /// evaluates its callee.
+  LogicalResult prepareRegions(func::FuncOp fn, bool forwardMode) {
+    for (int round = 0;; ++round) {
+      bool changed = false;
+      SmallVector<Operation *> ops;
+      fn.walk([&](Operation *op) {
+        if ((forwardMode && isa<CustomVjpOp, CheckpointOp>(op)) ||
+            (!forwardMode && isa<CustomJvpOp>(op)))
+          ops.push_back(op);
+      });
+      for (Operation *op : ops) {
+        changed = true;
+        OpBuilder b(op);
+        if (auto cp = dyn_cast<CheckpointOp>(op)) {
+          IRMapping map;
+          Block &body = cp.getBody().front();
+          map.map(body.getArguments(), cp.getArgs());
+          for (Operation &o : body.without_terminator())
+            b.clone(o, map);
+          for (auto [r, v] :
+               llvm::zip(cp.getResults(), body.getTerminator()->getOperands()))
+            r.replaceAllUsesWith(map.lookupOrDefault(v));
+          cp.erase();
+          continue;
+        }
+        auto callee = op->getAttrOfType<FlatSymbolRefAttr>("callee");
+        auto call =
+            CallOp::create(b, op->getLoc(), op->getResultTypes(), callee,
+                           op->getOperands(), ArrayAttr(), ArrayAttr());
+        op->replaceAllUsesWith(call.getResults());
+        op->erase();
+      }
       SmallVector<CallOp> calls;
       fn.walk([&](CallOp c) { calls.push_back(c); });
-      if (calls.empty())
+      changed |= !calls.empty();
+      if (!changed)
         return success();
-      if (depth == 64)
-        return calls.front().emitOpError(
-            "calls nest more than 64 deep (recursion?); autodiff inlines "
-            "calls");
+      if (round == 64)
+        return fn.emitOpError("calls nest more than 64 deep (recursion?); "
+                              "autodiff inlines calls");
       for (CallOp call : calls)
         if (failed(inlineCall(call)))
           return failure();
@@ -754,13 +954,13 @@ struct TGraphAutodiffPass
       return out;
     };
     if (isa<AdjointOp>(op)) {
-      auto fn = d.copy(source, name);
+      auto fn = d.copy(source, name, /*forwardMode=*/false);
       if (failed(fn) || failed(d.reverse(*fn, *wrt, source.getName())))
         return failure();
       return success();
     }
     if (isa<JvpOp>(op)) {
-      auto fn = d.copy(source, name);
+      auto fn = d.copy(source, name, /*forwardMode=*/true);
       if (failed(fn) ||
           failed(d.forward(*fn, *wrt, tangentNames(wrtNames, true),
                            source.getName())))
@@ -778,8 +978,9 @@ struct TGraphAutodiffPass
              << source.getName()
              << " to return one scalar float (a rank-0 tensor), got "
              << type.getResults();
-    auto fn = d.copy(source, name);
+    auto fn = d.copy(source, name, /*forwardMode=*/false);
     if (failed(fn) || failed(d.reverse(*fn, *wrt, source.getName())) ||
+        failed(d.prepareRegions(*fn, /*forwardMode=*/true)) ||
         failed(d.forward(
             *fn, *wrt, tangentNames(op->getAttrOfType<ArrayAttr>("dir"), false),
             source.getName())))
