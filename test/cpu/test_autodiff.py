@@ -600,3 +600,68 @@ def test_checkpoint_lowers_peak_memory_and_keeps_gradients():
     assert grads[0].tobytes() == grads[1].tobytes()
     # 16 layers x 4 kept activations of 128 KiB: at least 4 MiB saved.
     assert peaks[1] < peaks[0] - (4 << 20), peaks
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("output", ["final", "stacked"])
+def test_scan_rnn(reverse, output):
+    # h_{t+1} = tanh(W h_t + x_t) over 5 steps, with W from outside the
+    # body: derivatives with respect to h0, the xs and W.
+    h0 = uniform(rng, (3,))
+    xs = uniform(rng, (5, 3))
+    w = uniform(rng, (3, 3), -0.8, 0.8)
+    rev = " attributes {{reverse}}" if reverse else ""
+    ret = "%hf" if output == "final" else "%ys"
+    body = ("%hf, %ys = tgraph.scan init(%h0 : {h0}) over(%xs : {xs}) -> ({h0}, {xs})" + rev +
+            " {{\n"
+            "  ^bb0(%h: {h0}, %x: {h0}):\n"
+            "    %hm = tgraph.reshape %h : ({h0}) -> tensor<3x1xf64>\n"
+            "    %wh = tgraph.matmul %w, %hm : ({w}, tensor<3x1xf64>) -> tensor<3x1xf64>\n"
+            "    %v = tgraph.reshape %wh : (tensor<3x1xf64>) -> {h0}\n"
+            "    %s = tgraph.add %v, %x : ({h0}, {h0}) -> {h0}\n"
+            "    %n = tgraph.tanh %s : {h0}\n"
+            "    tgraph.yield %n, %n : {h0}, {h0}\n"
+            "  }}\n"
+            f"  %r = tgraph.sin {ret} : {{r}}")
+    check_gradients(body, [("h0", h0), ("xs", xs), ("w", w)],
+                    (3,) if output == "final" else (5, 3))
+
+
+def test_hvp_through_scan_and_cond():
+    # Forward over reverse through the backward scan and cond of the
+    # gradient: against differences of the gradient.
+    rng = np.random.default_rng(9)
+    ir = """func.func @loss(%h0: tensor<3xf64>, %xs: tensor<4x3xf64>,
+                     %w: tensor<3x3xf64> {tgraph.name = "w"}, %p: tensor<i1>) -> tensor<f64> {
+      %hf, %ys = tgraph.scan init(%h0 : tensor<3xf64>) over(%xs : tensor<4x3xf64>)
+          -> (tensor<3xf64>, tensor<4x3xf64>) {
+      ^bb0(%h: tensor<3xf64>, %x: tensor<3xf64>):
+        %hm = tgraph.reshape %h : (tensor<3xf64>) -> tensor<3x1xf64>
+        %wh = tgraph.matmul %w, %hm : (tensor<3x3xf64>, tensor<3x1xf64>) -> tensor<3x1xf64>
+        %v = tgraph.reshape %wh : (tensor<3x1xf64>) -> tensor<3xf64>
+        %s = tgraph.add %v, %x : (tensor<3xf64>, tensor<3xf64>) -> tensor<3xf64>
+        %n = tgraph.tanh %s : tensor<3xf64>
+        tgraph.yield %n, %n : tensor<3xf64>, tensor<3xf64>
+      }
+      %c = tgraph.cond %p -> tensor<3xf64> {
+        %e = tgraph.exp %hf : tensor<3xf64>
+        tgraph.yield %e : tensor<3xf64>
+      } else {
+        %q = tgraph.square %hf : tensor<3xf64>
+        tgraph.yield %q : tensor<3xf64>
+      }
+      %l = tgraph.reduce_sum %c {dims = array<i64: 0>} : (tensor<3xf64>) -> tensor<f64>
+      return %l : tensor<f64>
+    }
+    tgraph.adjoint @loss wrt(%w) -> @grad
+    tgraph.hvp @loss wrt(%w) dir(%v) -> @hvp
+    """
+    h0 = rng.uniform(-1, 1, 3)
+    xs = rng.uniform(-1, 1, (4, 3))
+    w = rng.uniform(-0.8, 0.8, (3, 3))
+    v = rng.standard_normal((3, 3))
+    for p in (True, False):
+        (hv,) = run(ir, [h0, xs, w, np.array(p), v], fn="hvp")
+        (gp,) = run(ir, [h0, xs, w + H * v, np.array(p)], fn="grad")
+        (gm,) = run(ir, [h0, xs, w - H * v, np.array(p)], fn="grad")
+        assert relative_error(hv, (gp - gm) / (2 * H)) < RTOL

@@ -200,6 +200,7 @@ public:
                 return forwardImplicit(f, tangent, /*root=*/true);
               })
               .Case([&](CustomJvpOp c) { return forwardCustom(c, tangent); })
+              .Case([&](ScanOp c) { return forwardScan(c, tangent); })
               .Default([&](Operation *op) -> LogicalResult {
                 auto rule = dyn_cast<DifferentiableOpInterface>(op);
                 if (!rule || op->getNumRegions())
@@ -380,6 +381,9 @@ public:
               .Case([&](CheckpointOp c) {
                 return reverseCheckpoint(c, cts, active, cotangent, b);
               })
+              .Case([&](ScanOp c) {
+                return reverseScan(c, cts, active, cotangent, b);
+              })
               .Default([&](Operation *op) -> LogicalResult {
                 auto rule = dyn_cast<DifferentiableOpInterface>(op);
                 if (!rule || op->getNumRegions())
@@ -538,6 +542,255 @@ public:
     for (Value p : op.getParams())
       if (Value c = local.lookup(p); c && active.contains(p))
         cotangent[p] = ad.accumulate(cotangent.lookup(p), c);
+    return success();
+  }
+
+  /// `slice` stacked along a new leading dim of `scan`'s length.
+  static Type stacked(ScanOp scan, Type slice) {
+    shape::DimExpr length =
+        scan.getXs().empty()
+            ? shape::DimExpr::constant(int64_t(*scan.getLength()))
+            : getShape(scan.getXs().front().getType()).dims.front();
+    auto t = cast<RankedTensorType>(slice);
+    shape::TensorShape s = getShape(t);
+    s.dims.insert(s.dims.begin(), length);
+    return getTensorType(s, t.getElementType());
+  }
+
+  /// Forward mode through scan: a scan that also carries the carries'
+  /// tangents, takes the tangents of xs as inputs and stacks the tangents
+  /// of its outputs.
+  LogicalResult forwardScan(ScanOp scan, DenseMap<Value, Value> &tangent) {
+    Location loc = scan.getLoc();
+    Block &body = scan.getBody().front();
+    unsigned nc = scan.getInits().size(), nx = scan.getXs().size();
+    OpBuilder b(scan);
+    ADBuilder ad(b, loc);
+    SmallVector<unsigned> fc, fy, tx;
+    for (auto [i, c] : llvm::enumerate(scan.getInits()))
+      if (ADBuilder::isDifferentiable(c))
+        fc.push_back(i);
+    for (auto [j, x] : llvm::enumerate(scan.getXs()))
+      if (tangent.lookup(x))
+        tx.push_back(j);
+    auto yields = body.getTerminator()->getOperands();
+    for (unsigned j = nc; j < yields.size(); ++j)
+      if (ADBuilder::isDifferentiable(yields[j]))
+        fy.push_back(j - nc);
+    SmallVector<Value> inits(scan.getInits()), xs(scan.getXs());
+    for (unsigned i : fc) {
+      Value t = tangent.lookup(scan.getInits()[i]);
+      inits.push_back(t ? t : ad.zerosLike(scan.getInits()[i]));
+    }
+    for (unsigned j : tx)
+      xs.push_back(tangent.lookup(scan.getXs()[j]));
+    SmallVector<Type> types;
+    for (unsigned i = 0; i < nc; ++i)
+      types.push_back(scan.getResult(i).getType());
+    for (unsigned i : fc)
+      types.push_back(scan.getResult(i).getType());
+    for (unsigned j = 0; j + nc < scan.getNumResults(); ++j)
+      types.push_back(scan.getResult(nc + j).getType());
+    for (unsigned j : fy)
+      types.push_back(scan.getResult(nc + j).getType());
+    auto next = ScanOp::create(b, loc, types, inits, xs, scan.getLengthAttr(),
+                               scan.getReverseAttr());
+    Block *block = new Block();
+    next.getBody().push_back(block);
+    SmallVector<Value> carries, dcarries, slices, dslices;
+    for (unsigned i = 0; i < nc; ++i)
+      carries.push_back(block->addArgument(body.getArgument(i).getType(), loc));
+    for (unsigned i : fc)
+      dcarries.push_back(
+          block->addArgument(body.getArgument(i).getType(), loc));
+    for (unsigned j = 0; j < nx; ++j)
+      slices.push_back(
+          block->addArgument(body.getArgument(nc + j).getType(), loc));
+    for (unsigned j : tx)
+      dslices.push_back(
+          block->addArgument(body.getArgument(nc + j).getType(), loc));
+    IRMapping map;
+    map.map(body.getArguments().take_front(nc), carries);
+    map.map(body.getArguments().drop_front(nc), slices);
+    OpBuilder inner = OpBuilder::atBlockEnd(block);
+    for (Operation &o : body.without_terminator())
+      inner.clone(o, map);
+    for (auto [k, i] : llvm::enumerate(fc))
+      tangent[carries[i]] = dcarries[k];
+    for (auto [k, j] : llvm::enumerate(tx))
+      tangent[slices[j]] = dslices[k];
+    if (failed(forwardOps(*block, tangent)))
+      return failure();
+    inner.setInsertionPointToEnd(block);
+    ADBuilder ia(inner, loc);
+    auto tangentOf = [&](Value v) {
+      Value m = map.lookupOrDefault(v);
+      Value t = tangent.lookup(m);
+      return t ? t : ia.zerosLike(m);
+    };
+    SmallVector<Value> outs;
+    for (unsigned i = 0; i < nc; ++i)
+      outs.push_back(map.lookupOrDefault(yields[i]));
+    for (unsigned i : fc)
+      outs.push_back(tangentOf(yields[i]));
+    for (unsigned j = nc; j < yields.size(); ++j)
+      outs.push_back(map.lookupOrDefault(yields[j]));
+    for (unsigned j : fy)
+      outs.push_back(tangentOf(yields[nc + j]));
+    YieldOp::create(inner, loc, outs);
+    unsigned ny = scan.getNumResults() - nc;
+    for (unsigned i = 0; i < nc; ++i)
+      scan.getResult(i).replaceAllUsesWith(next.getResult(i));
+    for (unsigned j = 0; j < ny; ++j)
+      scan.getResult(nc + j).replaceAllUsesWith(
+          next.getResult(nc + fc.size() + j));
+    for (auto [k, i] : llvm::enumerate(fc))
+      tangent[next.getResult(i)] = next.getResult(nc + k);
+    for (auto [k, j] : llvm::enumerate(fy))
+      tangent[next.getResult(nc + fc.size() + j)] =
+          next.getResult(nc + fc.size() + ny + k);
+    scan.erase();
+    return success();
+  }
+
+  /// Reverse mode through scan. The forward scan also stacks the carries
+  /// each step starts from; the backward code is a scan in the opposite
+  /// direction over those, the xs and the outputs' cotangents, carrying the
+  /// carries' cotangents and the cotangents of the outer values the body
+  /// uses: each step recomputes its body and runs its backward code.
+  LogicalResult reverseScan(ScanOp scan, ArrayRef<Value> cts,
+                            DenseSet<Value> &active,
+                            DenseMap<Value, Value> &cotangent, OpBuilder &b) {
+    Location loc = scan.getLoc();
+    Block &body = scan.getBody().front();
+    unsigned nc = scan.getInits().size(), nx = scan.getXs().size();
+    unsigned ny = scan.getNumResults() - nc;
+    // Forward: the same scan, stacking the carries as extra outputs.
+    OpBuilder pb(scan);
+    SmallVector<Type> types(scan.getResultTypes());
+    for (unsigned i = 0; i < nc; ++i)
+      types.push_back(stacked(scan, body.getArgument(i).getType()));
+    auto primal = ScanOp::create(pb, loc, types, scan.getInits(), scan.getXs(),
+                                 scan.getLengthAttr(), scan.getReverseAttr());
+    {
+      IRMapping map;
+      scan.getBody().cloneInto(&primal.getBody(), map);
+      Block &pbody = primal.getBody().front();
+      auto yield = cast<YieldOp>(pbody.getTerminator());
+      SmallVector<Value> outs(yield.getValues());
+      for (unsigned i = 0; i < nc; ++i)
+        outs.push_back(pbody.getArgument(i));
+      OpBuilder yb(yield);
+      YieldOp::create(yb, yield.getLoc(), outs);
+      yield.erase();
+    }
+    for (unsigned r = 0; r < scan.getNumResults(); ++r)
+      scan.getResult(r).replaceAllUsesWith(primal.getResult(r));
+    ADBuilder ad(b, loc);
+    SmallVector<Value> free = freeActiveValues(scan, active);
+    SmallVector<unsigned> fc, fx, fy;
+    for (unsigned i = 0; i < nc; ++i)
+      if (ADBuilder::isDifferentiable(primal.getResult(i)))
+        fc.push_back(i);
+    for (auto [j, x] : llvm::enumerate(scan.getXs()))
+      if (ADBuilder::isDifferentiable(x))
+        fx.push_back(j);
+    for (unsigned j = 0; j < ny; ++j)
+      if (ADBuilder::isDifferentiable(primal.getResult(nc + j)))
+        fy.push_back(j);
+    SmallVector<Value> inits, xs;
+    for (unsigned i : fc)
+      inits.push_back(cts[i] ? cts[i] : ad.zerosLike(primal.getResult(i)));
+    for (Value f : free)
+      inits.push_back(ad.zerosLike(f));
+    for (unsigned i = 0; i < nc; ++i)
+      xs.push_back(primal.getResult(scan.getNumResults() + i));
+    for (Value x : scan.getXs())
+      xs.push_back(x);
+    for (unsigned j : fy)
+      xs.push_back(cts[nc + j] ? cts[nc + j]
+                               : ad.zerosLike(primal.getResult(nc + j)));
+    SmallVector<Type> backTypes;
+    for (Value v : inits)
+      backTypes.push_back(v.getType());
+    for (unsigned j : fx)
+      backTypes.push_back(scan.getXs()[j].getType());
+    auto back = ScanOp::create(b, loc, backTypes, inits, xs,
+                               scan.getLengthAttr(), !scan.getReverse());
+    Block *block = new Block();
+    back.getBody().push_back(block);
+    SmallVector<Value> ctc, accFree, carries, slices, cty;
+    for (unsigned i : fc)
+      ctc.push_back(block->addArgument(body.getArgument(i).getType(), loc));
+    for (Value f : free)
+      accFree.push_back(block->addArgument(f.getType(), loc));
+    for (unsigned i = 0; i < nc; ++i)
+      carries.push_back(block->addArgument(body.getArgument(i).getType(), loc));
+    for (unsigned j = 0; j < nx; ++j)
+      slices.push_back(
+          block->addArgument(body.getArgument(nc + j).getType(), loc));
+    auto yields = body.getTerminator()->getOperands();
+    for (unsigned j : fy)
+      cty.push_back(block->addArgument(yields[nc + j].getType(), loc));
+    IRMapping map;
+    map.map(body.getArguments().take_front(nc), carries);
+    map.map(body.getArguments().drop_front(nc), slices);
+    OpBuilder inner = OpBuilder::atBlockEnd(block);
+    for (Operation &o : body.without_terminator())
+      inner.clone(o, map);
+    DenseMap<Value, Value> local;
+    SmallVector<Value> roots;
+    ADBuilder ia(inner, loc);
+    auto seed = [&](Value v, Value c) {
+      Value m = map.lookupOrDefault(v);
+      if (!ADBuilder::isDifferentiable(m))
+        return;
+      local[m] = ia.accumulate(local.lookup(m), c);
+      roots.push_back(m);
+    };
+    for (auto [k, i] : llvm::enumerate(fc))
+      seed(yields[i], ctc[k]);
+    for (auto [k, j] : llvm::enumerate(fy))
+      seed(yields[nc + j], cty[k]);
+    DenseSet<Value> localActive;
+    for (unsigned i : fc)
+      localActive.insert(carries[i]);
+    for (unsigned j : fx)
+      localActive.insert(slices[j]);
+    for (Value f : free)
+      localActive.insert(f);
+    if (failed(reverseCloned(roots, nullptr, localActive, local, inner)))
+      return failure();
+    auto cotangentOf = [&](Value v) {
+      Value c = local.lookup(v);
+      return c ? c : ia.zerosLike(v);
+    };
+    SmallVector<Value> outs;
+    for (unsigned i : fc)
+      outs.push_back(cotangentOf(carries[i]));
+    for (auto [k, f] : llvm::enumerate(free))
+      outs.push_back(local.lookup(f) ? ia.add(accFree[k], local.lookup(f))
+                                     : accFree[k]);
+    for (unsigned j : fx)
+      outs.push_back(cotangentOf(slices[j]));
+    YieldOp::create(inner, loc, outs);
+    unsigned r = 0;
+    for (unsigned i : fc) {
+      Value init = scan.getInits()[i];
+      if (active.contains(init))
+        cotangent[init] =
+            ad.accumulate(cotangent.lookup(init), back.getResult(r));
+      ++r;
+    }
+    for (Value f : free)
+      cotangent[f] = ad.accumulate(cotangent.lookup(f), back.getResult(r++));
+    for (unsigned j : fx) {
+      Value x = scan.getXs()[j];
+      if (active.contains(x))
+        cotangent[x] = ad.accumulate(cotangent.lookup(x), back.getResult(r));
+      ++r;
+    }
+    scan.erase();
     return success();
   }
 
