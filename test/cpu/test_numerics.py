@@ -276,11 +276,12 @@ def test_max_min_rows_propagate_nan(op, ref):
 
 
 def test_stable_sum_beats_naive_summation():
-    # 1 followed by many values below the f32 ulp of 1: naive f32 summation
-    # loses them all, Kahan keeps them.
-    x = np.full((1, 100001), 1e-8, np.float32)
+    # 1 followed by 10^7 values below the f32 ulp of 1: naive f32 summation
+    # loses them all, Kahan keeps them (within 1e-6 of float64).
+    n = 10_000_000
+    x = np.full((1, n + 1), 1e-8, np.float32)
     x[0, 0] = 1.0
-    tx = tensor_type((1, 100001), np.float32)
+    tx = tensor_type((1, n + 1), np.float32)
     tr = tensor_type((1,), np.float32)
     ir = f"""func.func @f(%x: {tx}) -> ({tr}, {tr}) {{
       %s = tgraph.reduce_sum %x {{dims = array<i64: 1>, stable}} : {tx} -> {tr}
@@ -288,7 +289,7 @@ def test_stable_sum_beats_naive_summation():
       return %s, %n : {tr}, {tr}
     }}"""
     stable, naive = run(ir, [x])
-    exact = 1.0 + 100000 * 1e-8
+    exact = 1.0 + n * np.float64(np.float32(1e-8))
     assert abs(stable[0] - exact) / exact < 1e-6
     # The plain sum keeps one partial per lane of four vectors: the lane
     # holding the 1 loses its share of the small values (1/64 of them with
@@ -558,3 +559,19 @@ def test_exp_specials_subnormals_and_remainders():
     tail = x[:7]
     (y_tail,) = run(ir, [tail])
     assert np.array_equal(y_tail.view(np.int32), y[:7].view(np.int32))
+
+
+def test_reduction_of_a_fully_reduced_keepdims_value():
+    # [2] -> [1] (keepdims, from a 0-d sum) then a reduction over that unit
+    # dim: the unit dim's loop keeps its trip count (found by the autodiff
+    # random-program tests).
+    x = np.array([0.3, -1.2])
+    ir = """func.func @f(%x: tensor<2xf64>) -> (tensor<1xf64>, tensor<f64>) {
+      %s = tgraph.reduce_sum %x {dims = array<i64: 0>, keepdims} : (tensor<2xf64>) -> tensor<1xf64>
+      %m = tgraph.reduce_max %s {dims = array<i64: 0>, keepdims} : (tensor<1xf64>) -> tensor<1xf64>
+      %l = tgraph.logsumexp %s {dim = 0 : i64} : (tensor<1xf64>) -> tensor<f64>
+      return %m, %l : tensor<1xf64>, tensor<f64>
+    }"""
+    m, lse = run(ir, [x])
+    np.testing.assert_allclose(m, [x.sum()], rtol=1e-15)
+    np.testing.assert_allclose(lse, x.sum(), rtol=1e-15)

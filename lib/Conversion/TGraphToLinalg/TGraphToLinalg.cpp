@@ -388,6 +388,15 @@ struct FoldUnitExpandIntoConsumer : public OpRewritePattern<linalg::GenericOp> {
       // must be static 1 and read at index 0.
       SmallVector<AffineExpr> kept;
       bool ok = true;
+      // From a 0-d source (no groups) every dim is a unit dim nothing
+      // carries: each must be read at 0 or have its loop bound elsewhere
+      // (else the loop would lose its trip count).
+      if (expand.getReassociationIndices().empty())
+        for (int64_t d = 0; d < outType.getRank(); ++d) {
+          auto c = dyn_cast<AffineConstantExpr>(map.getResult(d));
+          ok &= (c && c.getValue() == 0) ||
+                boundToOneElsewhere(op, input, map.getResult(d));
+        }
       for (ReassociationIndices group : expand.getReassociationIndices()) {
         int64_t carrier = -1;
         for (int64_t d : group)

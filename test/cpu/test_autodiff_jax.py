@@ -1,0 +1,350 @@
+"""Autodiff against JAX on random programs.
+
+Each seed builds a random DAG of 5-30 ops (matmul, reductions, softmax,
+layernorm, broadcasting arithmetic, reshape/transpose, slicing, ...) on
+float64 inputs, written both as Graph IR and as a JAX function, ending in a
+scalar loss. Tessera's gradient (tgraph.adjoint), JVP (tgraph.jvp) and HVP
+(tgraph.hvp) must agree with jax.grad, jax.jvp and jax.jvp(jax.grad) on
+random points and directions. A failing program is shrunk (the shortest
+prefix that still fails, then ops removed one at a time) and printed.
+
+CI runs TESSERA_AD_PROGRAMS (default 40) seeds; the full sweep is
+TESSERA_AD_PROGRAMS=300.
+"""
+
+import os
+
+import numpy as np
+import pytest
+
+from harness import run
+
+jax = pytest.importorskip("jax")
+jax.config.update("jax_enable_x64", True)
+jnp = jax.numpy
+
+PROGRAMS = int(os.environ.get("TESSERA_AD_PROGRAMS", "40"))
+BATCH = 10  # programs per compiled module
+RTOL = 1e-9
+
+
+def ttype(shape):
+    return "tensor<" + "".join(f"{d}x" for d in shape) + "f64>"
+
+
+class Program:
+    """A random DAG: `steps` are (name, shape, ir-format, jax-lambda, inputs)."""
+
+    def __init__(self, rng, n_ops):
+        self.rng = rng
+        self.inputs = []  # (name, shape)
+        self.steps = []   # (name, shape, ir, fn, operand names)
+        self.shapes = {}
+        self.counter = 0
+        for _ in range(rng.integers(1, 3)):
+            self.new_input(self.random_shape())
+        while len(self.steps) < n_ops:
+            self.add_random_op()
+
+    def random_shape(self):
+        rank = self.rng.integers(1, 4)
+        return tuple(int(d) for d in self.rng.integers(2, 5, rank))
+
+    def fresh(self):
+        self.counter += 1
+        return f"v{self.counter}"
+
+    def new_input(self, shape):
+        name = f"in{len(self.inputs)}"
+        self.inputs.append((name, shape))
+        self.shapes[name] = shape
+        return name
+
+    def values(self):
+        return [n for n, _ in self.inputs] + [s[0] for s in self.steps]
+
+    def pick(self, pred=lambda s: True):
+        names = [n for n in self.values() if pred(self.shapes[n])]
+        return None if not names else names[self.rng.integers(len(names))]
+
+    def emit(self, shape, ir, fn, operands):
+        name = self.fresh()
+        self.shapes[name] = shape
+        self.steps.append((name, shape, ir, fn, operands))
+        return name
+
+    def add_random_op(self):
+        kind = self.rng.choice(["unary", "binary", "binary", "matmul", "reduce", "softmax",
+                                "layernorm", "layout", "slice", "concat"])
+        getattr(self, "op_" + str(kind))()
+
+    def op_unary(self):
+        x = self.pick()
+        op = self.rng.choice(["tanh", "sin", "cos", "sigmoid", "square", "softexp", "neg"])
+        s = self.shapes[x]
+        t = ttype(s)
+        if op == "softexp":
+            # exp of something bounded, so values stay moderate.
+            self.emit(s, f"%{{o}}_t = tgraph.tanh %{x} : {t}\n"
+                         f"    %{{o}} = tgraph.exp %{{o}}_t : {t}",
+                      lambda e: jnp.exp(jnp.tanh(e[x])), [x])
+        elif op == "square":
+            self.emit(s, f"%{{o}} = tgraph.square %{x} : {t}", lambda e: e[x] ** 2, [x])
+        else:
+            fn = {"tanh": jnp.tanh, "sin": jnp.sin, "cos": jnp.cos,
+                  "sigmoid": jax.nn.sigmoid, "neg": jnp.negative}[op]
+            self.emit(s, f"%{{o}} = tgraph.{op} %{x} : {t}", lambda e: fn(e[x]), [x])
+
+    def op_binary(self):
+        a = self.pick()
+        sa = self.shapes[a]
+        # b: the same shape, a suffix (broadcast), a scalar, or a new input.
+        choice = self.rng.integers(4)
+        if choice == 0:
+            b = self.pick(lambda s: s == sa) or self.new_input(sa)
+        elif choice == 1:
+            suffix = sa[self.rng.integers(0, len(sa)):] if sa else ()
+            b = self.pick(lambda s: s == suffix and s != sa) or self.new_input(suffix)
+        elif choice == 2:
+            b = self.pick(lambda s: s == ()) or self.new_input(())
+        else:
+            b = self.new_input(sa)
+        op = self.rng.choice(["add", "sub", "mul"])
+        if self.rng.integers(2):
+            a, b = b, a
+        shape = tuple(np.broadcast_shapes(self.shapes[a], self.shapes[b]))
+        fn = {"add": jnp.add, "sub": jnp.subtract, "mul": jnp.multiply}[op]
+        self.emit(shape, f"%{{o}} = tgraph.{op} %{a}, %{b} : ({ttype(self.shapes[a])}, "
+                         f"{ttype(self.shapes[b])}) -> {ttype(shape)}",
+                  lambda e: fn(e[a], e[b]), [a, b])
+
+    def op_matmul(self):
+        a = self.pick(lambda s: len(s) >= 2)
+        if a is None:
+            return self.op_unary()
+        sa = self.shapes[a]
+        n = int(self.rng.integers(2, 5))
+        b = self.pick(lambda s: s == (sa[-1], n)) or self.new_input((sa[-1], n))
+        shape = sa[:-1] + (self.shapes[b][1],)
+        self.emit(shape, f"%{{o}} = tgraph.matmul %{a}, %{b} : ({ttype(sa)}, "
+                         f"{ttype(self.shapes[b])}) -> {ttype(shape)}",
+                  lambda e: jnp.matmul(e[a], e[b]), [a, b])
+
+    def op_reduce(self):
+        x = self.pick(lambda s: len(s) >= 1)
+        s = self.shapes[x]
+        axis = int(self.rng.integers(len(s)))
+        keep = bool(self.rng.integers(2))
+        op = self.rng.choice(["reduce_sum", "reduce_mean", "reduce_max"])
+        shape = tuple(1 if i == axis else d for i, d in enumerate(s)) if keep else \
+            tuple(d for i, d in enumerate(s) if i != axis)
+        fn = {"reduce_sum": jnp.sum, "reduce_mean": jnp.mean, "reduce_max": jnp.max}[op]
+        kd = ", keepdims" if keep else ""
+        self.emit(shape, f"%{{o}} = tgraph.{op} %{x} {{{{dims = array<i64: {axis}>{kd}}}}} : "
+                         f"({ttype(s)}) -> {ttype(shape)}",
+                  lambda e: fn(e[x], axis=axis, keepdims=keep), [x])
+
+    def op_softmax(self):
+        x = self.pick(lambda s: len(s) >= 1)
+        s = self.shapes[x]
+        d = len(s) - 1
+        op = self.rng.choice(["softmax", "log_softmax", "logsumexp"])
+        if op == "logsumexp":
+            shape = s[:-1]
+            self.emit(shape, f"%{{o}} = tgraph.logsumexp %{x} {{{{dim = {d} : i64}}}} : "
+                             f"({ttype(s)}) -> {ttype(shape)}",
+                      lambda e: jax.nn.logsumexp(e[x], axis=d), [x])
+            return
+        fn = jax.nn.softmax if op == "softmax" else jax.nn.log_softmax
+        self.emit(s, f"%{{o}} = tgraph.{op} %{x} {{{{dim = {d} : i64}}}} : {ttype(s)}",
+                  lambda e: fn(e[x], axis=d), [x])
+
+    def op_layernorm(self):
+        x = self.pick(lambda s: len(s) >= 2)
+        if x is None:
+            return self.op_softmax()
+        s = self.shapes[x]
+        g = self.new_input(s[-1:])
+        b = self.new_input(s[-1:])
+
+        def ln(e):
+            v = e[x]
+            m = jnp.mean(v, axis=-1, keepdims=True)
+            var = jnp.mean((v - m) ** 2, axis=-1, keepdims=True)
+            return (v - m) / jnp.sqrt(var + 1e-5) * e[g] + e[b]
+        self.emit(s, f"%{{o}} = tgraph.layernorm %{x} scale %{g} bias %{b} "
+                     f"{{{{axis = {len(s) - 1} : i64}}}} : ({ttype(s)}, {ttype(s[-1:])}, "
+                     f"{ttype(s[-1:])}) -> {ttype(s)}", ln, [x, g, b])
+
+    def op_layout(self):
+        x = self.pick(lambda s: len(s) >= 2)
+        if x is None:
+            return self.op_unary()
+        s = self.shapes[x]
+        if self.rng.integers(2):
+            perm = list(range(len(s)))
+            perm[-1], perm[-2] = perm[-2], perm[-1]
+            shape = tuple(s[p] for p in perm)
+            self.emit(shape, f"%{{o}} = tgraph.transpose %{x} {{{{permutation = array<i64: "
+                             f"{', '.join(map(str, perm))}>}}}} : ({ttype(s)}) -> {ttype(shape)}",
+                      lambda e: jnp.transpose(e[x], perm), [x])
+        else:
+            shape = s[:-2] + (s[-2] * s[-1],)
+            self.emit(shape, f"%{{o}} = tgraph.reshape %{x} : ({ttype(s)}) -> {ttype(shape)}",
+                      lambda e: jnp.reshape(e[x], shape), [x])
+
+    def op_slice(self):
+        x = self.pick(lambda s: len(s) >= 1 and max(s) >= 3)
+        if x is None:
+            return self.op_unary()
+        s = self.shapes[x]
+        axis = int(np.argmax(s))
+        start = [0] * len(s)
+        limit = list(s)
+        start[axis] = 1
+        shape = tuple(lim - st for st, lim in zip(start, limit))
+        idx = tuple(slice(st, lim) for st, lim in zip(start, limit))
+        self.emit(shape, f"%{{o}} = tgraph.slice %{x} {{{{start = #tgraph.dims<[{', '.join(map(str, start))}]>, "
+                         f"limit = #tgraph.dims<[{', '.join(map(str, limit))}]>, "
+                         f"stride = array<i64: {', '.join('1' for _ in s)}>}}}} : "
+                         f"({ttype(s)}) -> {ttype(shape)}",
+                  lambda e: e[x][idx], [x])
+
+    def op_concat(self):
+        a = self.pick(lambda s: len(s) >= 1)
+        s = self.shapes[a]
+        b = self.pick(lambda t: t == s and t != ()) or self.new_input(s)
+        axis = int(self.rng.integers(len(s)))
+        shape = tuple(d * 2 if i == axis else d for i, d in enumerate(s))
+        self.emit(shape, f"%{{o}} = tgraph.concat %{a}, %{b} {{{{dim = {axis} : i64}}}} : "
+                         f"({ttype(s)}, {ttype(s)}) -> {ttype(shape)}",
+                  lambda e: jnp.concatenate([e[a], e[b]], axis=axis), [a, b])
+
+    # -- output ---------------------------------------------------------------
+
+    @staticmethod
+    def needed(steps):
+        """The steps the last value depends on, in order."""
+        used = {steps[-1][0]}
+        for name, _, _, _, operands in reversed(steps):
+            if name in used:
+                used.update(operands)
+        return [s for s in steps if s[0] in used]
+
+    def live(self, steps):
+        """The inputs the needed steps use."""
+        used = set()
+        for _, _, _, _, operands in self.needed(steps):
+            used.update(operands)
+        return [(n, s) for n, s in self.inputs if n in used]
+
+    def ir(self, fn, steps):
+        inputs = self.live(steps)
+        last, shape = steps[-1][0], steps[-1][1]
+        sig = ", ".join(f'%{n}: {ttype(s)} {{tgraph.name = "{n}"}}' for n, s in inputs)
+        body = []
+        for name, _, ir, _, _ in self.needed(steps):
+            body.append("    " + ir.format(o=name))
+        dims = "".join(f"{', ' if i else ': '}{i}" for i in range(len(shape)))
+        # loss = sum(tanh(last))
+        body.append(f"    %t = tgraph.tanh %{last} : {ttype(shape)}")
+        body.append(f"    %loss = tgraph.reduce_sum %t {{dims = array<i64{dims}>}} : "
+                    f"({ttype(shape)}) -> tensor<f64>")
+        wrt = ", ".join(f"%{n}" for n, _ in inputs)
+        dirs = ", ".join(f"%dir_{n}" for n, _ in inputs)
+        return (f"func.func @{fn}({sig}) -> tensor<f64> {{\n" + "\n".join(body) +
+                f"\n    return %loss : tensor<f64>\n}}\n"
+                f"tgraph.adjoint @{fn} wrt({wrt}) -> @{fn}_grad\n"
+                f"tgraph.jvp @{fn} wrt({wrt}) -> @{fn}_jvp\n"
+                f"tgraph.hvp @{fn} wrt({wrt}) dir({dirs}) -> @{fn}_hvp\n")
+
+    def jax_fn(self, steps):
+        inputs = self.live(steps)
+
+        def f(*args):
+            env = {n: a for (n, _), a in zip(inputs, args)}
+            for name, _, _, fn, _ in self.needed(steps):
+                env[name] = fn(env)
+            return jnp.sum(jnp.tanh(env[steps[-1][0]]))
+        return f
+
+    def source(self, steps):
+        return self.ir("loss", steps)
+
+
+def references(program, steps, args, tangents):
+    f = program.jax_fn(steps)
+    grads = jax.grad(f, argnums=tuple(range(len(args))))(*args)
+    _, jv = jax.jvp(f, tuple(args), tuple(tangents))
+    hv = jax.jvp(jax.grad(f, argnums=tuple(range(len(args)))), tuple(args),
+                 tuple(tangents))[1]
+    return [np.asarray(g) for g in grads], float(jv), [np.asarray(h) for h in hv]
+
+
+def close(a, b):
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    return a.shape == b.shape and np.allclose(a, b, rtol=RTOL, atol=RTOL)
+
+
+def check(program, steps, fn, module, rng_seed):
+    """None if Tessera agrees with JAX, else a description."""
+    rng = np.random.default_rng(rng_seed)
+    inputs = program.live(steps)
+    args = [rng.standard_normal(s) for _, s in inputs]
+    tangents = [rng.standard_normal(s) for _, s in inputs]
+    grads, jv, hv = references(program, steps, args, tangents)
+    ours = run(module, args, fn=f"{fn}_grad")
+    if not all(close(o, g) for o, g in zip(ours, grads)):
+        return "gradient", ours, grads
+    _, ours_jv = run(module, args + tangents, fn=f"{fn}_jvp")
+    if not close(ours_jv, jv):
+        return "jvp", ours_jv, jv
+    ours_hv = run(module, args + tangents, fn=f"{fn}_hvp")
+    if not all(close(o, h) for o, h in zip(ours_hv, hv)):
+        return "hvp", ours_hv, hv
+    return None
+
+
+def shrink(program, steps, rng_seed):
+    """The shortest prefix that still fails, then single ops removed where
+    the rest stays valid and failing."""
+    def fails(candidate):
+        try:
+            return check(program, candidate, "loss", program.source(candidate),
+                         rng_seed) is not None
+        except Exception:  # noqa: BLE001 - an error is a failure too
+            return True
+
+    for k in range(1, len(steps) + 1):
+        if fails(steps[:k]):
+            steps = steps[:k]
+            break
+    i = 0
+    while i < len(steps) - 1:
+        name = steps[i][0]
+        rest = steps[:i] + steps[i + 1:]
+        if not any(name in s[4] for s in rest) and fails(rest):
+            steps = rest
+        else:
+            i += 1
+    return steps
+
+
+@pytest.mark.parametrize("batch", range((PROGRAMS + BATCH - 1) // BATCH))
+def test_random_programs_against_jax(batch):
+    programs = []
+    for seed in range(batch * BATCH, min((batch + 1) * BATCH, PROGRAMS)):
+        rng = np.random.default_rng(1000 + seed)
+        programs.append((seed, Program(rng, int(rng.integers(5, 31)))))
+    module = "".join(p.ir(f"p{seed}", p.steps) for seed, p in programs)
+    for seed, program in programs:
+        try:
+            failure = check(program, program.steps, f"p{seed}", module, seed)
+        except Exception as error:  # noqa: BLE001
+            failure = ("error", str(error)[:2000], None)
+        if failure is not None:
+            steps = shrink(program, program.steps, seed)
+            pytest.fail(f"seed {seed}: {failure[0]} disagrees with JAX\n"
+                        f"Tessera: {failure[1]}\nJAX: {failure[2]}\n"
+                        f"shrunk program ({len(steps)} of {len(program.steps)} ops):\n"
+                        f"{program.source(steps)}")
