@@ -460,13 +460,34 @@ static LogicalResult matmulJvp(ADBuilder &ad, Value a, Value b, bool ta,
   out.push_back(sumInShape(ad, first, second, result));
   return success();
 }
+/// `x` [..., M, D] as [prod(...) * M, D] (the rows of every batch).
+static Value flattenRows(ADBuilder &ad, Value x) {
+  shape::TensorShape s = getShape(x.getType());
+  shape::DimExpr rows = shape::DimExpr::constant(1);
+  for (size_t i = 0; i + 1 < s.dims.size(); ++i)
+    rows = rows * s.dims[i];
+  shape::TensorShape flat({rows, s.dims.back()});
+  return ad.reshape(x, getTensorType(flat, ADBuilder::elementOf(x)));
+}
+
 static LogicalResult matmulVjp(ADBuilder &ad, Value a, Value b, bool ta,
                                bool tb, PolicyAttr policy, Value ct,
                                SmallVectorImpl<Value> &out) {
   Value da = ta ? ad.matmul(b, ct, tb, /*transposeRhs=*/true, policy)
                 : ad.matmul(ct, b, /*transposeLhs=*/false, !tb, policy);
-  Value db = tb ? ad.matmul(ct, a, /*transposeLhs=*/true, ta, policy)
-                : ad.matmul(a, ct, !ta, /*transposeRhs=*/false, policy);
+  Value db;
+  auto at = ADBuilder::typeOf(a), bt = ADBuilder::typeOf(b);
+  if (!ta && at.getRank() > 2 && bt.getRank() == 2 &&
+      ADBuilder::typeOf(ct).getRank() == at.getRank()) {
+    // A weight applied to every row of a batch ([B, S, K] x [K, N]): one
+    // GEMM over all B * S rows, not a [B, K, N] product summed over B.
+    Value fa = flattenRows(ad, a), fct = flattenRows(ad, ct);
+    db = tb ? ad.matmul(fct, fa, /*transposeLhs=*/true, false, policy)
+            : ad.matmul(fa, fct, /*transposeLhs=*/true, false, policy);
+  } else {
+    db = tb ? ad.matmul(ct, a, /*transposeLhs=*/true, ta, policy)
+            : ad.matmul(a, ct, !ta, /*transposeRhs=*/false, policy);
+  }
   out.push_back(ad.unbroadcast(da, a.getType()));
   out.push_back(ad.unbroadcast(db, b.getType()));
   return success();
