@@ -665,3 +665,28 @@ def test_hvp_through_scan_and_cond():
         (gp,) = run(ir, [h0, xs, w + H * v, np.array(p)], fn="grad")
         (gm,) = run(ir, [h0, xs, w - H * v, np.array(p)], fn="grad")
         assert relative_error(hv, (gp - gm) / (2 * H)) < RTOL
+
+
+@pytest.mark.parametrize("steps", [0, 1, 5])
+def test_while_loop(steps):
+    # x <- sin(w * x) + a, five times (a counter in the carry decides), with
+    # w and a from outside the loop: both modes against differences.
+    x0 = uniform(rng, (4,))
+    w = uniform(rng, (4,), 0.5, 1.5)
+    a = uniform(rng, (), -0.5, 0.5)
+    body = ("%zero = tgraph.constant dense<0> : tensor<i64>\n"
+            f"  %limit = tgraph.constant dense<{steps}> : tensor<i64>\n"
+            "  %one = tgraph.constant dense<1> : tensor<i64>\n"
+            "  %r, %n = tgraph.while (%x0, %zero) : {x0}, tensor<i64> -> {x0}, tensor<i64> cond {{\n"
+            "  ^bb0(%x: {x0}, %i: tensor<i64>):\n"
+            "    %c = tgraph.compare lt, %i, %limit : (tensor<i64>, tensor<i64>) -> tensor<i1>\n"
+            "    tgraph.yield %c : tensor<i1>\n"
+            "  }} do {{\n"
+            "  ^bb0(%x: {x0}, %i: tensor<i64>):\n"
+            "    %m = tgraph.mul %w, %x : ({w}, {x0}) -> {x0}\n"
+            "    %s = tgraph.sin %m : {x0}\n"
+            "    %y = tgraph.add %s, %a : ({x0}, {a}) -> {x0}\n"
+            "    %j = tgraph.add %i, %one : (tensor<i64>, tensor<i64>) -> tensor<i64>\n"
+            "    tgraph.yield %y, %j : {x0}, tensor<i64>\n"
+            "  }}")
+    check_gradients(body, [("x0", x0), ("w", w), ("a", a)], (4,))

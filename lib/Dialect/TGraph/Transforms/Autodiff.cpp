@@ -201,6 +201,7 @@ public:
               })
               .Case([&](CustomJvpOp c) { return forwardCustom(c, tangent); })
               .Case([&](ScanOp c) { return forwardScan(c, tangent); })
+              .Case([&](WhileOp c) { return forwardWhile(c, tangent); })
               .Default([&](Operation *op) -> LogicalResult {
                 auto rule = dyn_cast<DifferentiableOpInterface>(op);
                 if (!rule || op->getNumRegions())
@@ -383,6 +384,9 @@ public:
               })
               .Case([&](ScanOp c) {
                 return reverseScan(c, cts, active, cotangent, b);
+              })
+              .Case([&](WhileOp c) {
+                return reverseWhile(c, cts, active, cotangent, b);
               })
               .Default([&](Operation *op) -> LogicalResult {
                 auto rule = dyn_cast<DifferentiableOpInterface>(op);
@@ -791,6 +795,204 @@ public:
       ++r;
     }
     scan.erase();
+    return success();
+  }
+
+  /// A 0-d i64 constant.
+  static Value index(OpBuilder &b, Location loc, int64_t v) {
+    auto type = RankedTensorType::get({}, b.getI64Type());
+    return ConstantOp::create(
+        b, loc, type, DenseElementsAttr::get(type, b.getI64IntegerAttr(v)));
+  }
+
+  /// Forward mode through while: the loop also carries the tangents of its
+  /// float carries (the condition only sees the values).
+  LogicalResult forwardWhile(WhileOp loop, DenseMap<Value, Value> &tangent) {
+    Location loc = loop.getLoc();
+    OpBuilder b(loop);
+    ADBuilder ad(b, loc);
+    unsigned n = loop.getInits().size();
+    SmallVector<unsigned> fc;
+    SmallVector<Value> inits(loop.getInits());
+    for (auto [i, c] : llvm::enumerate(loop.getInits()))
+      if (ADBuilder::isDifferentiable(c)) {
+        fc.push_back(i);
+        Value t = tangent.lookup(c);
+        inits.push_back(t ? t : ad.zerosLike(c));
+      }
+    SmallVector<Type> types = llvm::to_vector(
+        llvm::map_range(inits, [](Value v) { return v.getType(); }));
+    auto next = WhileOp::create(b, loc, types, inits, loop.getTripCountAttr());
+    Block &cond = loop.getCondRegion().front();
+    Block &body = loop.getBodyRegion().front();
+    for (auto [from, to] : {std::pair(&cond, &next.getCondRegion()),
+                            std::pair(&body, &next.getBodyRegion())}) {
+      Block *block = new Block();
+      to->push_back(block);
+      SmallVector<Value> values, tangents;
+      for (Type t : types)
+        block->addArgument(t, loc);
+      IRMapping map;
+      map.map(from->getArguments(), block->getArguments().take_front(n));
+      OpBuilder inner = OpBuilder::atBlockEnd(block);
+      for (Operation &o : from->without_terminator())
+        inner.clone(o, map);
+      auto yield = cast<YieldOp>(from->getTerminator());
+      SmallVector<Value> outs = llvm::to_vector(llvm::map_range(
+          yield.getValues(), [&](Value v) { return map.lookupOrDefault(v); }));
+      if (from == &body) {
+        for (auto [k, i] : llvm::enumerate(fc))
+          tangent[block->getArgument(i)] = block->getArgument(n + k);
+        if (failed(forwardOps(*block, tangent)))
+          return failure();
+        inner.setInsertionPointToEnd(block);
+        ADBuilder ia(inner, loc);
+        for (unsigned i : fc) {
+          Value t = tangent.lookup(outs[i]);
+          outs.push_back(t ? t : ia.zerosLike(outs[i]));
+        }
+      }
+      YieldOp::create(inner, loc, outs);
+    }
+    for (unsigned i = 0; i < n; ++i)
+      loop.getResult(i).replaceAllUsesWith(next.getResult(i));
+    for (auto [k, i] : llvm::enumerate(fc))
+      tangent[next.getResult(i)] = next.getResult(n + k);
+    loop.erase();
+    return success();
+  }
+
+  /// Reverse mode through while, for any number of iterations: the forward
+  /// loop also counts its iterations n; the backward loop runs k = n-1 ... 0,
+  /// each time recomputing the carry c_k from the initial one (an inner
+  /// loop of k body steps) and running the body's backward code at c_k.
+  /// Only the initial carry is kept (O(n^2) body evaluations, O(1) carries).
+  LogicalResult reverseWhile(WhileOp loop, ArrayRef<Value> cts,
+                             DenseSet<Value> &active,
+                             DenseMap<Value, Value> &cotangent, OpBuilder &b) {
+    Location loc = loop.getLoc();
+    Block &cond = loop.getCondRegion().front();
+    Block &body = loop.getBodyRegion().front();
+    unsigned n = loop.getInits().size();
+    auto cloneInto = [&](Block &from, Block *to, ValueRange args,
+                         OpBuilder &at) {
+      IRMapping map;
+      map.map(from.getArguments(), args);
+      for (Operation &o : from.without_terminator())
+        at.clone(o, map);
+      return llvm::to_vector(
+          llvm::map_range(from.getTerminator()->getOperands(),
+                          [&](Value v) { return map.lookupOrDefault(v); }));
+    };
+    // A loop over (carries, counter) with the original condition; the body
+    // steps the carries and the counter.
+    auto countingLoop = [&](OpBuilder &at, ValueRange inits, Value limit) {
+      SmallVector<Value> all(inits);
+      all.push_back(index(at, loc, 0));
+      SmallVector<Type> types = llvm::to_vector(
+          llvm::map_range(all, [](Value v) { return v.getType(); }));
+      auto w = WhileOp::create(at, loc, types, all, IntegerAttr());
+      Block *c = new Block(), *d = new Block();
+      w.getCondRegion().push_back(c);
+      w.getBodyRegion().push_back(d);
+      for (Type t : types) {
+        c->addArgument(t, loc);
+        d->addArgument(t, loc);
+      }
+      OpBuilder cb = OpBuilder::atBlockEnd(c);
+      Value go;
+      if (limit)
+        go = CompareOp::create(cb, loc, CompareDirection::lt, c->getArgument(n),
+                               limit);
+      else
+        go = cloneInto(cond, c, c->getArguments().take_front(n), cb)[0];
+      YieldOp::create(cb, loc, ValueRange{go});
+      OpBuilder db = OpBuilder::atBlockEnd(d);
+      SmallVector<Value> next =
+          cloneInto(body, d, d->getArguments().take_front(n), db);
+      next.push_back(
+          AddOp::create(db, loc, d->getArgument(n), index(db, loc, 1)));
+      YieldOp::create(db, loc, next);
+      return w;
+    };
+    // Forward: the same loop, counting.
+    OpBuilder pb(loop);
+    auto counted = countingLoop(pb, loop.getInits(), Value());
+    for (unsigned i = 0; i < n; ++i)
+      loop.getResult(i).replaceAllUsesWith(counted.getResult(i));
+    Value iterations = counted.getResult(n);
+    // Backward.
+    ADBuilder ad(b, loc);
+    SmallVector<Value> free = freeActiveValues(loop, active);
+    SmallVector<unsigned> fc;
+    for (unsigned i = 0; i < n; ++i)
+      if (ADBuilder::isDifferentiable(loop.getInits()[i]))
+        fc.push_back(i);
+    SmallVector<Value> inits{ad.sub(iterations, index(b, loc, 1))};
+    for (unsigned i : fc)
+      inits.push_back(cts[i] ? cts[i] : ad.zerosLike(loop.getResult(i)));
+    for (Value f : free)
+      inits.push_back(ad.zerosLike(f));
+    SmallVector<Type> types = llvm::to_vector(
+        llvm::map_range(inits, [](Value v) { return v.getType(); }));
+    auto back = WhileOp::create(b, loc, types, inits, IntegerAttr());
+    Block *c = new Block(), *d = new Block();
+    back.getCondRegion().push_back(c);
+    back.getBodyRegion().push_back(d);
+    for (Type t : types) {
+      c->addArgument(t, loc);
+      d->addArgument(t, loc);
+    }
+    {
+      OpBuilder cb = OpBuilder::atBlockEnd(c);
+      Value go = CompareOp::create(cb, loc, CompareDirection::ge,
+                                   c->getArgument(0), index(cb, loc, 0));
+      YieldOp::create(cb, loc, ValueRange{go});
+    }
+    OpBuilder db = OpBuilder::atBlockEnd(d);
+    Value k = d->getArgument(0);
+    // c_k: k steps from the initial carry.
+    auto recompute = countingLoop(db, loop.getInits(), k);
+    SmallVector<Value> ck(recompute.getResults().take_front(n));
+    SmallVector<Value> stepped = cloneInto(body, d, ck, db);
+    DenseMap<Value, Value> local;
+    SmallVector<Value> roots;
+    ADBuilder ia(db, loc);
+    for (auto [j, i] : llvm::enumerate(fc)) {
+      Value v = stepped[i];
+      if (!ADBuilder::isDifferentiable(v))
+        continue;
+      local[v] = ia.accumulate(local.lookup(v), d->getArgument(1 + j));
+      roots.push_back(v);
+    }
+    DenseSet<Value> localActive;
+    for (unsigned i : fc)
+      localActive.insert(ck[i]);
+    for (Value f : free)
+      localActive.insert(f);
+    if (failed(reverseCloned(roots, recompute, localActive, local, db)))
+      return failure();
+    SmallVector<Value> outs{ia.sub(k, index(db, loc, 1))};
+    for (unsigned i : fc) {
+      Value g = local.lookup(ck[i]);
+      outs.push_back(g ? g : ia.zerosLike(ck[i]));
+    }
+    for (auto [j, f] : llvm::enumerate(free)) {
+      Value acc = d->getArgument(1 + fc.size() + j);
+      Value g = local.lookup(f);
+      outs.push_back(g ? ia.add(acc, g) : acc);
+    }
+    YieldOp::create(db, loc, outs);
+    for (auto [j, i] : llvm::enumerate(fc)) {
+      Value init = loop.getInits()[i];
+      if (active.contains(init))
+        cotangent[init] =
+            ad.accumulate(cotangent.lookup(init), back.getResult(1 + j));
+    }
+    for (auto [j, f] : llvm::enumerate(free))
+      cotangent[f] =
+          ad.accumulate(cotangent.lookup(f), back.getResult(1 + fc.size() + j));
+    loop.erase();
     return success();
   }
 
