@@ -690,3 +690,46 @@ def test_while_loop(steps):
             "    tgraph.yield %y, %j : {x0}, tensor<i64>\n"
             "  }}")
     check_gradients(body, [("x0", x0), ("w", w), ("a", a)], (4,))
+
+
+def test_check_grads_command_line(tmp_path):
+    # tessera-run --check-grads: random float64 inputs (from --dims), JVP
+    # and VJP (and with --check-order 2 the JVP of the VJP) against
+    # differences; a wrong custom rule fails with exit status 1.
+    import subprocess
+    from harness import TESSERA_RUN, run_env
+    good = tmp_path / "good.mlir"
+    good.write_text("""func.func @f(%x: tensor<?x3xf64, #tgraph.dims<[B, 3]>>) -> tensor<f64> {
+      %s = tgraph.softmax %x {dim = 1 : i64} : tensor<?x3xf64, #tgraph.dims<[B, 3]>>
+      %l = tgraph.log %s : tensor<?x3xf64, #tgraph.dims<[B, 3]>>
+      %r = tgraph.reduce_sum %l {dims = array<i64: 0, 1>} : (tensor<?x3xf64, #tgraph.dims<[B, 3]>>) -> tensor<f64>
+      return %r : tensor<f64>
+    }""")
+    out = subprocess.run([TESSERA_RUN, str(good), "--check-grads", "--check-order", "2",
+                          "--dims", "B=4"], capture_output=True, text=True, env=run_env())
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert out.stdout.count("JVP of VJP direction") == 3 and "passed" in out.stdout
+    bad = tmp_path / "bad.mlir"
+    # d(x^2) = 2 x, but the custom rule says x.
+    bad.write_text("""
+    func.func private @sq(%x: tensor<4xf64>) -> tensor<4xf64> {
+      %y = tgraph.square %x : tensor<4xf64>
+      return %y : tensor<4xf64>
+    }
+    func.func private @sq_fwd(%x: tensor<4xf64>) -> (tensor<4xf64>, tensor<4xf64>) {
+      %y = tgraph.square %x : tensor<4xf64>
+      return %y, %x : tensor<4xf64>, tensor<4xf64>
+    }
+    func.func private @sq_bwd(%x: tensor<4xf64>, %ct: tensor<4xf64>) -> tensor<4xf64> {
+      %g = tgraph.mul %x, %ct : (tensor<4xf64>, tensor<4xf64>) -> tensor<4xf64>
+      return %g : tensor<4xf64>
+    }
+    func.func @f(%x: tensor<4xf64>) -> tensor<4xf64> {
+      %y = tgraph.custom_vjp @sq(%x) fwd @sq_fwd bwd @sq_bwd : (tensor<4xf64>) -> tensor<4xf64>
+      return %y : tensor<4xf64>
+    }""")
+    out = subprocess.run([TESSERA_RUN, str(bad), "--fn", "f", "--check-grads"],
+                         capture_output=True, text=True, env=run_env())
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert "VJP direction 0: relative error" in out.stdout and "(FAILED)" in out.stdout
+    assert "JVP direction 0: relative error" in out.stdout

@@ -19,6 +19,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "tessera/Execution/CPUCompiler.h"
+#include "tessera/Execution/GradCheck.h"
 #include "tessera/Runtime/Runtime.h"
 #include "tessera/Shape/DimExpr.h"
 
@@ -97,6 +98,16 @@ static llvm::cl::opt<bool>
 static llvm::cl::opt<std::string> emitLibrary(
     "emit-library",
     llvm::cl::desc("Compile ahead of time into this shared library and exit"),
+    llvm::cl::cat(runCategory));
+static llvm::cl::opt<bool> checkGrads(
+    "check-grads",
+    llvm::cl::desc("Check the function's derivatives with respect to its "
+                   "float64 arguments against central differences at the "
+                   "inputs (JVP, VJP), and exit"),
+    llvm::cl::cat(runCategory));
+static llvm::cl::opt<unsigned> checkOrder(
+    "check-order", llvm::cl::init(1),
+    llvm::cl::desc("With --check-grads: 2 also checks the JVP of the VJP"),
     llvm::cl::cat(runCategory));
 static llvm::cl::opt<bool> memoryStats(
     "memory-stats",
@@ -323,6 +334,61 @@ static std::optional<std::shared_ptr<rt::Executable>> compile(bool &cached) {
   return compiled->executable;
 }
 
+/// --check-grads: the derivatives of the function against differences.
+static int runGradCheck() {
+  DialectRegistry registry;
+  mlir::registerAllDialects(registry);
+  mlir::registerAllExtensions(registry);
+  mlir::tessera::registerAllDialects(registry);
+  MLIRContext context(registry);
+  context.loadAllAvailableDialects();
+  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(inputFile, &context);
+  if (!module)
+    return 1;
+  mlir::tessera::GradCheckOptions options;
+  if (checkOrder < 1 || checkOrder > 2)
+    return fail("--check-order expects 1 or 2, got " +
+                llvm::Twine(checkOrder.getValue()));
+  options.order = checkOrder;
+  options.seed = seed;
+  options.compile.passPipeline = passPipeline;
+  if (!noCache)
+    options.compile.cacheDirectory = cacheDir.empty()
+                                         ? rt::CompileCache::defaultDirectory()
+                                         : std::string(cacheDir);
+  // The function's signature, for random inputs: compile it alone first.
+  auto plain = mlir::tessera::compileForCPU(*module, options.compile);
+  if (failed(plain))
+    return 1;
+  std::string name = fnName.empty()
+                         ? (plain->executable->functions().empty()
+                                ? std::string()
+                                : plain->executable->functions().front().name)
+                         : std::string(fnName);
+  auto function = plain->executable->function(name);
+  if (!function)
+    return fail(function.error().message);
+  auto args = makeArguments(function->signature());
+  if (!args)
+    return 1;
+  SmallVector<unsigned> wrt;
+  for (auto [i, a] : llvm::enumerate(*args))
+    if (a.dtype() == rt::DType::f64)
+      wrt.push_back(i);
+  if (wrt.empty())
+    return fail("--check-grads: @" + name + " has no float64 arguments");
+  auto result =
+      mlir::tessera::checkGradients(*module, name, wrt, *args, options);
+  if (failed(result))
+    return 1;
+  for (const std::string &line : result->lines)
+    llvm::outs() << "@" << name << " " << line << "\n";
+  llvm::outs() << (result->passed ? "passed" : "FAILED")
+               << llvm::format(" (worst relative error %.2e)\n",
+                               result->worstError);
+  return result->passed ? 0 : 1;
+}
+
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   mlir::registerAllPasses();
@@ -336,6 +402,9 @@ int main(int argc, char **argv) {
   if (calls < 1)
     return fail("--calls expects a number of calls >= 1, got " +
                 llvm::Twine(calls.getValue()));
+
+  if (checkGrads)
+    return runGradCheck();
 
   auto compileStart = std::chrono::steady_clock::now();
   bool cached = false;
