@@ -41,6 +41,8 @@ void mlir::tessera::buildCPUPipeline(OpPassManager &pm) {
   // tgraph.adjoint / jvp / hvp become functions (then their shapes).
   whole(tgraph::createTGraphAutodiff());
   whole(tgraph::createTGraphInferShapes());
+  // Gradients with a memory budget recompute what would not fit.
+  whole(tgraph::createTGraphRemat());
   // The CPU back end has no fused kernels for composites yet: expand them.
   whole(tgraph::createTGraphDecompose());
   perFunction(createCanonicalizerPass());
@@ -89,6 +91,9 @@ void mlir::tessera::buildCPUPipeline(OpPassManager &pm) {
   bufferization::BufferDeallocationPipelineOptions dealloc;
   nest = nullptr;
   bufferization::buildBufferDeallocationPipeline(pm, dealloc);
+  // ...and frees each temporary after its last use, not at the end of its
+  // block.
+  perFunction(createEarlyDeallocs());
   // Results that alias arguments are cloned for the caller to own.
   whole(createConvertBufferizationToMemRefPass());
   // Parallel tiles run on OpenMP threads.

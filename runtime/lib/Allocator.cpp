@@ -100,7 +100,7 @@ void *CachingAllocator::allocate(std::size_t bytes, std::size_t alignment) {
                std::to_string(alignment));
   std::size_t size = roundUp(bytes ? bytes : 1);
   // The thread's own blocks: no shared state (they count as in use).
-  if (size <= kThreadCacheMaxBytes)
+  if (size <= kThreadCacheMaxBytes && !exact.load(std::memory_order_relaxed))
     for (void *&slot : threadCache.slots)
       if (slot) {
         Header *h = headerOf(slot);
@@ -141,7 +141,7 @@ void CachingAllocator::deallocate(void *pointer) {
                  pointer);
     return;
   }
-  if (h->size <= kThreadCacheMaxBytes)
+  if (h->size <= kThreadCacheMaxBytes && !exact.load(std::memory_order_relaxed))
     for (void *&slot : threadCache.slots)
       if (!slot) {
         slot = pointer;
@@ -158,6 +158,17 @@ void CachingAllocator::returnToShared(void *pointer) {
   counters.bytesCached += h->size;
   if (counters.bytesCached > cacheLimit)
     trimTo(cacheLimit / 2);
+}
+
+void CachingAllocator::setExactAccounting(bool on) {
+  exact.store(on, std::memory_order_relaxed);
+  if (on)
+    for (void *&p : threadCache.slots)
+      if (p) {
+        void *q = p;
+        p = nullptr;
+        returnToShared(q);
+      }
 }
 
 bool CachingAllocator::owns(const void *pointer) const {

@@ -111,8 +111,8 @@ static llvm::cl::opt<unsigned> checkOrder(
     llvm::cl::cat(runCategory));
 static llvm::cl::opt<bool> memoryStats(
     "memory-stats",
-    llvm::cl::desc("Print the peak bytes the runtime's allocator held during "
-                   "the calls (arguments included)"),
+    llvm::cl::desc("Print the peak bytes of live allocations during the "
+                   "calls (arguments included; per-thread block caches off)"),
     llvm::cl::cat(runCategory));
 static llvm::cl::opt<bool>
     timeCompile("time-compile",
@@ -446,6 +446,8 @@ int main(int argc, char **argv) {
     return fail(bound.error().message);
 
   rt::CachingAllocator &allocator = rt::CachingAllocator::global();
+  if (memoryStats)
+    allocator.setExactAccounting(true);
   allocator.resetPeak();
   std::size_t atStart = allocator.stats().bytesInUse;
   auto results = function->call(*args);

@@ -112,4 +112,24 @@ def MathApproximations : Pass<"tessera-math-approximations"> {
                            "::mlir::x86vector::X86VectorDialect"];
 }
 
+
+def EarlyDeallocs : Pass<"tessera-early-deallocs"> {
+  let summary = "Allocate each buffer at its first use, free it after its last";
+  let description = [{
+    MLIR's ownership-based deallocation frees buffers at the end of their
+    block, so every temporary of a function stays allocated until it
+    returns. This pass moves each unconditional `memref.dealloc` of a
+    buffer allocated in the same block to just after the last op of the
+    block that uses the buffer or any view of it (through
+    BufferViewFlowAnalysis; uses inside nested regions count at their
+    enclosing op), moves each `memref.alloc` down to just before its first
+    use, and folds the `scf.if true` wrappers the deallocation pipeline
+    leaves. Peak memory then follows the live values instead of
+    the sum of all temporaries, and freed blocks are reused while still in
+    cache.
+  }];
+  let dependentDialects = ["::mlir::memref::MemRefDialect",
+                           "::mlir::scf::SCFDialect"];
+}
+
 #endif // TESSERA_CONVERSION_PASSES

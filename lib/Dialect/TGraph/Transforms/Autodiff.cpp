@@ -1412,6 +1412,9 @@ struct TGraphAutodiffPass
       auto fn = d.copy(source, name, /*forwardMode=*/false);
       if (failed(fn) || failed(d.reverse(*fn, *wrt, source.getName())))
         return failure();
+      // For -tessera-tgraph-remat.
+      if (auto budget = op->getAttrOfType<IntegerAttr>("remat_budget"))
+        (*fn)->setAttr("tgraph.remat_budget", budget);
       return success();
     }
     if (isa<JvpOp>(op)) {

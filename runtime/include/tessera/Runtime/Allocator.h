@@ -62,6 +62,12 @@ public:
   AllocatorStats stats() const;
   /// Starts a new peak measurement at the current use.
   void resetPeak();
+  /// With exact accounting, freed blocks skip the per-thread caches, so
+  /// bytesInUse and the peak count live allocations only (for measuring
+  /// memory, at the price of the shared lock on every allocation). Turning
+  /// it on hands the calling thread's kept blocks back; other threads'
+  /// blocks go back as they free their next ones.
+  void setExactAccounting(bool on);
 
   /// The allocator compiled code uses.
   static CachingAllocator &global();
@@ -81,6 +87,7 @@ private:
   std::size_t cacheLimit;
   AllocatorStats counters; // under `mutex`, except bytesInUse/peak below
   std::atomic<std::size_t> inUse{0}, peak{0};
+  std::atomic<bool> exact{false};
   std::atomic<std::uint64_t> allocationCount{0}, hitCount{0};
 };
 

@@ -23,7 +23,10 @@ def TGraph_AdjointOp : TGraph_AutodiffOp<"adjoint"> {
     to the `wrt` arguments, in that order. A function with one scalar float
     result is differentiated with seed 1; otherwise `@m_grad` takes one
     cotangent seed per float result after the arguments (named `d<result
-    index>`) and returns the vector-Jacobian product.
+    index>`) and returns the vector-Jacobian product. With
+    `{remat_budget = N}` (bytes), -tessera-tgraph-remat recomputes forward
+    values in the gradient instead of keeping them where the estimated peak
+    of live tensors exceeds N.
   }];
   let arguments = (ins FlatSymbolRefAttr:$fn, StrArrayAttr:$wrt,
                        StrAttr:$result);

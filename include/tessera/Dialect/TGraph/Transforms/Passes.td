@@ -83,4 +83,34 @@ def TGraphAutodiff : Pass<"tessera-tgraph-autodiff", "ModuleOp"> {
   }];
 }
 
+
+def TGraphRemat : Pass<"tessera-tgraph-remat", "ModuleOp"> {
+  let summary = "Recompute values instead of keeping them, within a memory budget";
+  let description = [{
+    Estimates the peak bytes of the tensors a function keeps live (in
+    program order, each value from its definition to its last use) and,
+    while that exceeds `budget-bytes`, takes the largest value live across
+    the peak whose later uses can recompute it: its defining op (and up to
+    `max-depth` ops feeding it) is pure, has no regions, and reads only
+    arguments or values live at those uses anyway. Those uses then read a
+    copy of the ops placed before the first of them, so the original dies
+    after its earlier uses. Gradient functions are the typical client: the
+    forward pass's activations wait for the backward pass.
+
+    The budget is the option, else a function's `tgraph.remat_budget`
+    attribute (which `tgraph.adjoint ... {remat_budget = N}` puts on the
+    gradient it creates). Dims that are symbols count as `dim-estimate`
+    elements. The pass reports (as a remark) the estimated peak before and
+    after, and warns when the budget cannot be met.
+  }];
+  let options = [
+    Option<"budgetBytes", "budget-bytes", "int64_t", "0",
+           "Memory budget for live tensors (0: no rematerialization)">,
+    Option<"maxDepth", "max-depth", "unsigned", "4",
+           "Most ops recomputed for one value">,
+    Option<"dimEstimate", "dim-estimate", "int64_t", "128",
+           "Size assumed for a dim that is not a number">,
+  ];
+}
+
 #endif // TESSERA_TGRAPH_PASSES
