@@ -41,7 +41,9 @@ struct TGraphRematPass
 
   int64_t bytes(Value v) const {
     auto t = dyn_cast<RankedTensorType>(v.getType());
-    if (!t)
+    // Constants are data of the program, not buffers of the call.
+    Operation *def = v.getDefiningOp();
+    if (!t || (def && def->hasTrait<OpTrait::ConstantLike>()))
       return 0;
     int64_t n = 1;
     for (int64_t d : t.getShape())
@@ -172,7 +174,7 @@ struct TGraphRematPass
       // Values live across the peak, largest first.
       SmallVector<Value> across;
       for (auto &[v, r] : l.range)
-        if (!isa<BlockArgument>(v) && r.first < l.peakAt &&
+        if (!isa<BlockArgument>(v) && bytes(v) > 0 && r.first < l.peakAt &&
             r.second > l.peakAt && !tried.contains(v))
           across.push_back(v);
       llvm::sort(across, [&](Value a, Value b) {
@@ -203,8 +205,19 @@ struct TGraphRematPass
         Value copy = recompute(fn, ops, v, first);
         for (OpOperand *use : late)
           use->set(copy);
-        changed = true;
-        break;
+        // Kept only if the estimated peak goes down.
+        Liveness after = analyze(block);
+        if (after.peak < l.peak) {
+          changed = true;
+          break;
+        }
+        for (OpOperand *use : late)
+          use->set(v);
+        auto call = cast<CallOp>(copy.getDefiningOp());
+        auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+            call, call.getCalleeAttr());
+        call.erase();
+        callee.erase();
       }
       if (!changed)
         break;

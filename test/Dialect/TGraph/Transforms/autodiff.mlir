@@ -114,3 +114,20 @@ tgraph.adjoint @f wrt(%p) -> @f_vjp
 // CHECK: tgraph.tanh
 // CHECK: tgraph.mul %{{.*}}, %[[L]]
 // CHECK: return
+
+// -----
+
+// A memory budget on the gradient: forward values needed late are
+// recomputed (in an outlined function) instead of kept.
+func.func @f(%x: tensor<64x64xf32>, %w: tensor<64x64xf32> {tgraph.name = "w"}) -> tensor<f32> {
+  %a = tgraph.matmul %x, %w : (tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<64x64xf32>
+  %t = tgraph.tanh %a : tensor<64x64xf32>
+  %b = tgraph.matmul %t, %w : (tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<64x64xf32>
+  %u = tgraph.tanh %b : tensor<64x64xf32>
+  %s = tgraph.reduce_sum %u {dims = array<i64: 0, 1>} : (tensor<64x64xf32>) -> tensor<f32>
+  return %s : tensor<f32>
+}
+tgraph.adjoint @f wrt(%w) -> @f_grad {remat_budget = 16384}
+
+// CHECK-LABEL: func.func @f_grad
+// CHECK-SAME: tgraph.remat_budget = 16384 : i64
