@@ -116,7 +116,13 @@ struct CPUSchedulePass
       d->getCanonicalizationPatterns(patterns);
     for (RegisteredOperationName op : ctx->getRegisteredOperations())
       op.getCanonicalizationPatterns(patterns, ctx);
-    return applyPatternsGreedily(module, std::move(patterns));
+    if (failed(applyPatternsGreedily(module, std::move(patterns))))
+      return failure();
+    // Transposes the cleanup left (register transposes of packing; the
+    // micro-kernels' broadcasts are gone by now) become shuffles.
+    RewritePatternSet transposes(ctx);
+    populateTransposeLoweringPatterns(transposes);
+    return applyPatternsGreedily(module, std::move(transposes));
   }
 
   void runOnOperation() override {

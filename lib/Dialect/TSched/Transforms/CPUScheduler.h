@@ -52,6 +52,9 @@ private:
 /// Vector rewrites for the clean-up after a script: fused multiply-adds,
 /// broadcasts instead of transposes, unit dims dropped.
 void populateScheduleCleanupPatterns(RewritePatternSet &patterns);
+/// vector.transpose as shuffles (after the cleanup, so the micro-kernels'
+/// broadcast-then-transpose forms are gone first).
+void populateTransposeLoweringPatterns(RewritePatternSet &patterns);
 
 /// Slices of a buffer allocated outside a loop become per-iteration
 /// buffers (row-fused intermediates).

@@ -82,14 +82,55 @@ struct BroadcastThenTranspose : public OpRewritePattern<vector::TransposeOp> {
 /// features): the other dims become loops of one element each, and each
 /// step reads and writes one static run of contiguous elements (whole,
 /// up to 256, else in chunks of 64). Transposes of the innermost dim (a
-/// column of A into an MR panel) keep scalar loops: as vectors they need
-/// shuffles that cost more code than they save.
+/// column of A into an MR panel, rows of a transposed B into an NR panel)
+/// go through registers in 16-wide blocks where the shapes allow (f32),
+/// else stay scalar loops.
+/// A transpose of the two innermost dims of a panel ([.., R, C] ->
+/// [.., C, R], R the rows of a register tile, C a multiple of 16): tiles
+/// of 16 x min(R, 16) elements, each read as vectors along C, transposed in
+/// registers (16 x 16 f32 blocks become 64 shuffles) and written as vectors
+/// along R.
+bool vectorizeInnerTranspose(IRRewriter &rewriter, linalg::TransposeOp op) {
+  auto type = cast<RankedTensorType>(op->getResult(0).getType());
+  int64_t rank = type.getRank();
+  ArrayRef<int64_t> perm = op.getPermutation();
+  if (rank < 2 || perm[rank - 1] != rank - 2 || perm[rank - 2] != rank - 1 ||
+      !type.hasStaticShape() || !type.getElementType().isF32())
+    return false;
+  for (int64_t d = 0; d + 2 < rank; ++d)
+    if (perm[d] != d)
+      return false;
+  int64_t c = type.getDimSize(rank - 2), r = type.getDimSize(rank - 1);
+  if (c % 16 || (r != 8 && r % 16))
+    return false;
+  SmallVector<OpFoldResult> sizes(rank, rewriter.getIndexAttr(1));
+  sizes[rank - 2] = rewriter.getIndexAttr(16);
+  sizes[rank - 1] = rewriter.getIndexAttr(std::min<int64_t>(r, 16));
+  scf::SCFTilingOptions options;
+  options.setTileSizes(sizes);
+  rewriter.setInsertionPoint(op);
+  FailureOr<scf::SCFTilingResult> tiled = scf::tileUsingSCF(
+      rewriter, cast<TilingInterface>(op.getOperation()), options);
+  if (failed(tiled) || tiled->tiledOps.size() != 1)
+    return false;
+  rewriter.replaceOp(op, tiled->replacements);
+  Operation *block = tiled->tiledOps[0];
+  rewriter.setInsertionPoint(block);
+  FailureOr<linalg::VectorizationResult> vectorized =
+      linalg::vectorize(rewriter, block);
+  if (succeeded(vectorized))
+    rewriter.replaceOp(block, vectorized->replacements);
+  return true;
+}
+
 void vectorizeMovement(IRRewriter &rewriter, TilingInterface op) {
   auto type = cast<RankedTensorType>(op->getResult(0).getType());
   int64_t rank = type.getRank();
   if (auto transpose = dyn_cast<linalg::TransposeOp>(op.getOperation()))
-    if (transpose.getPermutation().back() != rank - 1)
+    if (transpose.getPermutation().back() != rank - 1) {
+      vectorizeInnerTranspose(rewriter, transpose);
       return;
+    }
   int64_t inner = type.getDimSize(rank - 1);
   if (ShapedType::isDynamic(inner) || inner < 4)
     return;
@@ -125,6 +166,17 @@ void mlir::tessera::tsched::populateScheduleCleanupPatterns(
   vector::populateVectorMultiReductionLoweringPatterns(
       patterns, vector::VectorMultiReductionLowering::InnerReduction);
   patterns.add<FuseMultiplyAdd, BroadcastThenTranspose>(ctx);
+}
+
+void mlir::tessera::tsched::populateTransposeLoweringPatterns(
+    RewritePatternSet &patterns) {
+  // 16 x 16 f32 transposes (panel packing) as shuffles; other 2-D shapes as
+  // one flat shuffle, which LLVM lowers to permutes.
+  vector::populateVectorTransposeLoweringPatterns(
+      patterns, vector::VectorTransposeLowering::Shuffle16x16,
+      /*benefit=*/2);
+  vector::populateVectorTransposeLoweringPatterns(
+      patterns, vector::VectorTransposeLowering::Shuffle1D);
 }
 
 /// A slice, taken inside a loop, of a buffer allocated outside it holds
