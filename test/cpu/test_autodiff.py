@@ -735,3 +735,22 @@ def test_check_grads_command_line(tmp_path):
     assert out.returncode == 1, out.stdout + out.stderr
     assert "VJP direction 0: relative error" in out.stdout and "(FAILED)" in out.stdout
     assert "JVP direction 0: relative error" in out.stdout
+
+
+@pytest.mark.parametrize("case", [
+    # lhs shape, rhs shape, lb, rb, lc, rc, result
+    ((2, 3, 4), (2, 4, 5), [0], [0], [2], [1], (2, 3, 5)),
+    ((4, 2, 3), (3, 5, 4), [], [], [0, 2], [2, 0], (2, 5)),
+    ((3, 2, 4), (4, 5, 2), [1], [2], [2], [0], (2, 3, 5)),
+    ((2, 3), (4, 5), [], [], [], [], (2, 3, 4, 5)),
+])
+def test_dot_general(case):
+    ls, rs, lb, rb, lc, rc, result = case
+    a, b = uniform(rng, ls), uniform(rng, rs)
+
+    def arr(v):
+        return f"array<i64{': ' + ', '.join(map(str, v)) if v else ''}>"
+    check_gradients("%r = tgraph.dot_general %a, %b {{lhs_batching_dims = " + arr(lb) +
+                    ", rhs_batching_dims = " + arr(rb) + ", lhs_contracting_dims = " + arr(lc) +
+                    ", rhs_contracting_dims = " + arr(rc) + "}} : ({a}, {b}) -> {r}",
+                    [("a", a), ("b", b)], result)

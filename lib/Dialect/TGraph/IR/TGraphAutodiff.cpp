@@ -514,6 +514,101 @@ LogicalResult BatchMatmulOp::vjp(ADBuilder &ad, ArrayRef<Value> ct,
                    out);
 }
 
+/// dot_general with the dims of `op` but other operands (its result type
+/// from the shape function).
+static Value dotGeneral(ADBuilder &ad, Value lhs, Value rhs,
+                        ArrayRef<int64_t> lb, ArrayRef<int64_t> rb,
+                        ArrayRef<int64_t> lc, ArrayRef<int64_t> rc,
+                        PolicyAttr policy) {
+  OpBuilder &b = ad.builder();
+  return ad.inferred<DotGeneralOp>(
+      lhs.getType(), lhs, rhs, b.getDenseI64ArrayAttr(lb),
+      b.getDenseI64ArrayAttr(rb), b.getDenseI64ArrayAttr(lc),
+      b.getDenseI64ArrayAttr(rc), policy);
+}
+
+/// The dims of a rank-`rank` operand that are neither batch nor
+/// contracting, in order.
+static SmallVector<int64_t> freeDims(int64_t rank, ArrayRef<int64_t> batch,
+                                     ArrayRef<int64_t> contracting) {
+  SmallVector<int64_t> out;
+  for (int64_t d = 0; d < rank; ++d)
+    if (!llvm::is_contained(batch, d) && !llvm::is_contained(contracting, d))
+      out.push_back(d);
+  return out;
+}
+
+/// The cotangent of one operand `x` (batch dims xb, contracting xc) of
+/// dot_general from the result's cotangent and the other operand `y`
+/// (yb, yc; `yFirst` whether y's free dims come first in the result): the
+/// product of ct and y over y's free dims gives [batch, x's free dims,
+/// x's contracting dims in the order of y's matching dims], transposed
+/// back to x's layout.
+static Value dotGeneralOperandCotangent(ADBuilder &ad, Value ct, Value x,
+                                        ArrayRef<int64_t> xb,
+                                        ArrayRef<int64_t> xc, Value y,
+                                        ArrayRef<int64_t> yb,
+                                        ArrayRef<int64_t> yc, bool yFirst,
+                                        PolicyAttr policy) {
+  int64_t xr = ADBuilder::typeOf(x).getRank();
+  int64_t yr = ADBuilder::typeOf(y).getRank();
+  SmallVector<int64_t> xf = freeDims(xr, xb, xc), yf = freeDims(yr, yb, yc);
+  int64_t nb = xb.size();
+  // Result dims: batch, lhs free, rhs free.
+  int64_t yStart = yFirst ? nb : nb + int64_t(xf.size());
+  SmallVector<int64_t> ctBatch, ctContract, yContract;
+  for (int64_t i = 0; i < nb; ++i)
+    ctBatch.push_back(i);
+  for (size_t i = 0; i < yf.size(); ++i) {
+    ctContract.push_back(yStart + int64_t(i));
+    yContract.push_back(yf[i]);
+  }
+  Value raw = dotGeneral(ad, ct, y, ctBatch, yb, ctContract, yContract, policy);
+  // raw: [batch, ct's remaining dims (x's free dims), y's remaining dims
+  // in increasing order (y's contracting dims)].
+  SmallVector<int64_t> ySorted(yc.begin(), yc.end());
+  llvm::sort(ySorted);
+  SmallVector<int64_t> perm(xr);
+  for (int64_t d = 0; d < xr; ++d) {
+    if (auto it = llvm::find(xb, d); it != xb.end()) {
+      perm[d] = it - xb.begin();
+    } else if (auto it = llvm::find(xf, d); it != xf.end()) {
+      perm[d] = nb + (it - xf.begin());
+    } else {
+      int64_t i = llvm::find(xc, d) - xc.begin();
+      perm[d] = nb + int64_t(xf.size()) +
+                (llvm::find(ySorted, yc[i]) - ySorted.begin());
+    }
+  }
+  return ad.transpose(raw, perm);
+}
+
+LogicalResult DotGeneralOp::jvp(ADBuilder &ad, ArrayRef<Value> t,
+                                SmallVectorImpl<Value> &out) {
+  auto lb = getLhsBatchingDims(), rb = getRhsBatchingDims();
+  auto lc = getLhsContractingDims(), rc = getRhsContractingDims();
+  Value first =
+      t[0] ? dotGeneral(ad, t[0], getRhs(), lb, rb, lc, rc, getPolicyAttr())
+           : Value();
+  Value second =
+      t[1] ? dotGeneral(ad, getLhs(), t[1], lb, rb, lc, rc, getPolicyAttr())
+           : Value();
+  out.push_back(sumInShape(ad, first, second, getType()));
+  return success();
+}
+LogicalResult DotGeneralOp::vjp(ADBuilder &ad, ArrayRef<Value> ct,
+                                SmallVectorImpl<Value> &out) {
+  auto lb = getLhsBatchingDims(), rb = getRhsBatchingDims();
+  auto lc = getLhsContractingDims(), rc = getRhsContractingDims();
+  out.push_back(dotGeneralOperandCotangent(ad, ct[0], getLhs(), lb, lc,
+                                           getRhs(), rb, rc, /*yFirst=*/false,
+                                           getPolicyAttr()));
+  out.push_back(dotGeneralOperandCotangent(ad, ct[0], getRhs(), rb, rc,
+                                           getLhs(), lb, lc, /*yFirst=*/true,
+                                           getPolicyAttr()));
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Reductions
 //===----------------------------------------------------------------------===//

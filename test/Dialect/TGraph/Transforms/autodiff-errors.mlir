@@ -46,12 +46,10 @@ tgraph.hvp @f wrt(%arg0) dir(%v) -> @h
 // -----
 
 // An op on the path without a rule names itself; the declaration is noted.
-func.func @f(%x: tensor<4x4xf32>) -> tensor<4x4xf32> {
-  // expected-error @+1 {{'tgraph.dot_general' has no differentiation rule}}
-  %y = tgraph.dot_general %x, %x {lhs_batching_dims = array<i64>, rhs_batching_dims = array<i64>,
-      lhs_contracting_dims = array<i64: 1>, rhs_contracting_dims = array<i64: 0>}
-      : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
-  return %y : tensor<4x4xf32>
+func.func @f(%x: tensor<1x1x4x4xf32>, %w: tensor<1x1x3x3xf32>) -> tensor<1x1x2x2xf32> {
+  // expected-error @+1 {{'tgraph.conv2d' has no differentiation rule}}
+  %y = tgraph.conv2d %x, %w : (tensor<1x1x4x4xf32>, tensor<1x1x3x3xf32>) -> tensor<1x1x2x2xf32>
+  return %y : tensor<1x1x2x2xf32>
 }
 // expected-note @+1 {{needed to differentiate @f here}}
 tgraph.jvp @f wrt(%arg0) -> @g

@@ -38,7 +38,8 @@ def TGraph_BatchMatmulOp : TGraph_ShapedOp<"batch_matmul",
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` " # "custom<OpTypes>(type($lhs), type($rhs), type($result))";
 }
 
-def TGraph_DotGeneralOp : TGraph_ShapedOp<"dot_general", [Pure]> {
+def TGraph_DotGeneralOp : TGraph_ShapedOp<"dot_general",
+    [Pure, TGraph_Differentiable]> {
   let summary = "general tensor contraction";
   let description = [{
     Contracts `lhs_contracting_dims` against `rhs_contracting_dims` and pairs
