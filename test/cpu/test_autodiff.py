@@ -754,3 +754,26 @@ def test_dot_general(case):
                     ", rhs_batching_dims = " + arr(rb) + ", lhs_contracting_dims = " + arr(lc) +
                     ", rhs_contracting_dims = " + arr(rc) + "}} : ({a}, {b}) -> {r}",
                     [("a", a), ("b", b)], result)
+
+
+@pytest.mark.parametrize("layout", ["nchw", "nhwc"])
+@pytest.mark.parametrize("strides, padding, dilation", [
+    ((1, 1), (0, 0, 0, 0), (1, 1)),
+    ((2, 1), (1, 0, 2, 1), (1, 1)),
+    ((1, 2), (1, 1, 1, 1), (2, 1)),
+])
+def test_conv2d_through_im2col(layout, strides, padding, dilation):
+    n, c, h, w, o, kh, kw = 2, 3, 7, 6, 4, 3, 2
+    oh = (h + padding[0] + padding[1] - dilation[0] * (kh - 1) - 1) // strides[0] + 1
+    ow = (w + padding[2] + padding[3] - dilation[1] * (kw - 1) - 1) // strides[1] + 1
+    if layout == "nchw":
+        x, f, out = uniform(rng, (n, c, h, w)), uniform(rng, (o, c, kh, kw)), (n, o, oh, ow)
+    else:
+        x, f, out = uniform(rng, (n, h, w, c)), uniform(rng, (kh, kw, c, o)), (n, oh, ow, o)
+
+    def arr(v):
+        return "array<i64: " + ", ".join(map(str, v)) + ">"
+    check_gradients("%r = tgraph.conv2d %x, %f {{strides = " + arr(strides) + ", padding = " +
+                    arr(padding) + ", dilation = " + arr(dilation) +
+                    f", layout = #tgraph<conv_layout {layout}>" + "}} : ({x}, {f}) -> {r}",
+                    [("x", x), ("f", f)], out)

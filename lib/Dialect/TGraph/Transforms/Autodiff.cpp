@@ -1214,7 +1214,8 @@ public:
     return success();
   }
 
-  /// Brings `fn` into the form the walks differentiate: calls inlined; for
+  /// Brings `fn` into the form the walks differentiate: calls inlined,
+  /// conv2d as im2col and dot_general; for
   /// forward mode, custom_vjp evaluates its callee (differentiated as
   /// usual) and checkpoints are inlined; for reverse mode, custom_jvp
   /// evaluates its callee.
@@ -1252,8 +1253,15 @@ public:
       SmallVector<CallOp> calls;
       fn.walk([&](CallOp c) { calls.push_back(c); });
       changed |= !calls.empty();
-      if (!changed)
+      if (!changed) {
+        // conv2d through im2col (after inlining: callees have them too).
+        SmallVector<Conv2dOp> convs;
+        fn.walk([&](Conv2dOp c) { convs.push_back(c); });
+        for (Conv2dOp c : convs)
+          if (failed(expandConv2d(c)))
+            return failure();
         return success();
+      }
       if (round == 64)
         return fn.emitOpError("calls nest more than 64 deep (recursion?); "
                               "autodiff inlines calls");
@@ -1261,6 +1269,81 @@ public:
         if (failed(inlineCall(call)))
           return failure();
     }
+  }
+
+  /// conv2d is differentiated through im2col: the padded input's KH x KW
+  /// strided slices, stacked into patches [N, C*KH*KW, OH, OW], contracted
+  /// with the filter as a [O, C*KH*KW] matrix (dot_general), all ops with
+  /// rules. Static spatial sizes and channels, groups = 1.
+  LogicalResult expandConv2d(Conv2dOp conv) {
+    auto fail = [&](const Twine &why) {
+      return conv.emitOpError("has no differentiation rule here: ") << why;
+    };
+    if (conv.getGroups() != 1)
+      return fail("grouped convolution");
+    OpBuilder b(conv);
+    ADBuilder ad(b, conv.getLoc());
+    MLIRContext *ctx = conv.getContext();
+    bool nhwc = conv.getLayout() == ConvLayout::nhwc;
+    Value x = conv.getInput(), w = conv.getFilter();
+    if (nhwc) {
+      x = ad.transpose(x, {0, 3, 1, 2}); // NHWC -> NCHW
+      w = ad.transpose(w, {3, 2, 0, 1}); // HWIO -> OIHW
+    }
+    auto xt = ADBuilder::typeOf(x), wt = ADBuilder::typeOf(w);
+    if (!wt.hasStaticShape() || xt.isDynamicDim(1) || xt.isDynamicDim(2) ||
+        xt.isDynamicDim(3))
+      return fail("dims other than the batch must be numbers");
+    int64_t c = xt.getDimSize(1), h = xt.getDimSize(2), wd = xt.getDimSize(3);
+    int64_t o = wt.getDimSize(0), kh = wt.getDimSize(2), kw = wt.getDimSize(3);
+    ArrayRef<int64_t> st = conv.getStrides(), pad = conv.getPadding(),
+                      dil = conv.getDilation();
+    int64_t oh = (h + pad[0] + pad[1] - dil[0] * (kh - 1) - 1) / st[0] + 1;
+    int64_t ow = (wd + pad[2] + pad[3] - dil[1] * (kw - 1) - 1) / st[1] + 1;
+    Type e = ADBuilder::elementOf(x);
+    if (llvm::any_of(pad, [](int64_t p) { return p != 0; }))
+      x = PadOp::create(b, conv.getLoc(), x,
+                        b.getDenseI64ArrayAttr({0, 0, pad[0], pad[2]}),
+                        b.getDenseI64ArrayAttr({0, 0, pad[1], pad[3]}),
+                        b.getDenseI64ArrayAttr({0, 0, 0, 0}),
+                        cast<TypedAttr>(FloatAttr::get(e, 0.0)));
+    shape::DimExpr n = getShape(x.getType()).dims[0];
+    auto dims = [&](ArrayRef<shape::DimExpr> d) {
+      return DimsAttr::get(ctx, d);
+    };
+    auto k = [](int64_t v) { return shape::DimExpr::constant(v); };
+    SmallVector<Value> slices;
+    for (int64_t i = 0; i < kh; ++i)
+      for (int64_t j = 0; j < kw; ++j) {
+        Value s =
+            SliceOp::create(b, conv.getLoc(), x,
+                            dims({k(0), k(0), k(i * dil[0]), k(j * dil[1])}),
+                            dims({n, k(c), k(i * dil[0] + (oh - 1) * st[0] + 1),
+                                  k(j * dil[1] + (ow - 1) * st[1] + 1)}),
+                            b.getDenseI64ArrayAttr({1, 1, st[0], st[1]}));
+        slices.push_back(ad.reshape(
+            s, getTensorType(shape::TensorShape({n, k(c), k(1), k(oh), k(ow)}),
+                             e)));
+      }
+    Value patches = slices.size() == 1
+                        ? slices[0]
+                        : Value(ConcatOp::create(b, conv.getLoc(), slices, 2));
+    patches = ad.reshape(
+        patches, getTensorType(
+                     shape::TensorShape({n, k(c * kh * kw), k(oh), k(ow)}), e));
+    Value w2 = ad.reshape(
+        w, getTensorType(shape::TensorShape({k(o), k(c * kh * kw)}), e));
+    Value y = ad.inferred<DotGeneralOp>(
+        w2.getType(), w2, patches, b.getDenseI64ArrayAttr({}),
+        b.getDenseI64ArrayAttr({}), b.getDenseI64ArrayAttr({1}),
+        b.getDenseI64ArrayAttr({1}), conv.getPolicyAttr());
+    // [O, N, OH, OW] -> NCHW (or NHWC).
+    y = ad.transpose(y, nhwc ? SmallVector<int64_t>{1, 2, 3, 0}
+                             : SmallVector<int64_t>{1, 0, 2, 3});
+    y = ad.reshape(y, conv.getType());
+    conv.getResult().replaceAllUsesWith(y);
+    conv.erase();
+    return success();
   }
 
   LogicalResult inlineCall(CallOp call) {

@@ -46,13 +46,22 @@ tgraph.hvp @f wrt(%arg0) dir(%v) -> @h
 // -----
 
 // An op on the path without a rule names itself; the declaration is noted.
-func.func @f(%x: tensor<1x1x4x4xf32>, %w: tensor<1x1x3x3xf32>) -> tensor<1x1x2x2xf32> {
-  // expected-error @+1 {{'tgraph.conv2d' has no differentiation rule}}
-  %y = tgraph.conv2d %x, %w : (tensor<1x1x4x4xf32>, tensor<1x1x3x3xf32>) -> tensor<1x1x2x2xf32>
-  return %y : tensor<1x1x2x2xf32>
+func.func @f(%x: tensor<8xf32>, %i: tensor<i64>) -> tensor<4xf32> {
+  // expected-error @+1 {{'tgraph.dynamic_slice' has no differentiation rule}}
+  %y = tgraph.dynamic_slice %x[%i] {sizes = #tgraph.dims<[4]>} : (tensor<8xf32>, tensor<i64>) -> tensor<4xf32>
+  return %y : tensor<4xf32>
 }
 // expected-note @+1 {{needed to differentiate @f here}}
 tgraph.jvp @f wrt(%arg0) -> @g
+
+// -----
+
+func.func @f(%x: tensor<1x2x4x4xf32>, %w: tensor<2x1x3x3xf32>) -> tensor<1x2x2x2xf32> {
+  // expected-error @+1 {{'tgraph.conv2d' op has no differentiation rule here: grouped convolution}}
+  %y = tgraph.conv2d %x, %w {groups = 2 : i64} : (tensor<1x2x4x4xf32>, tensor<2x1x3x3xf32>) -> tensor<1x2x2x2xf32>
+  return %y : tensor<1x2x2x2xf32>
+}
+tgraph.adjoint @f wrt(%arg1) -> @g
 
 // -----
 
