@@ -777,3 +777,13 @@ def test_conv2d_through_im2col(layout, strides, padding, dilation):
                     arr(padding) + ", dilation = " + arr(dilation) +
                     f", layout = #tgraph<conv_layout {layout}>" + "}} : ({x}, {f}) -> {r}",
                     [("x", x), ("f", f)], out)
+
+
+@pytest.mark.parametrize("starts", [(1, 2), (4, -3), (0, 0)])
+def test_dynamic_slice(starts):
+    # Starts in range and clamped ones (past the end, negative).
+    x = uniform(rng, (5, 6))
+    i, j = (np.array(s, dtype=np.int64) for s in starts)
+    check_gradients("%r = tgraph.dynamic_slice %x[%i, %j] {{sizes = #tgraph.dims<[2, 3]>}} "
+                    ": ({x}, {i}, {j}) -> {r}",
+                    [("x", x), ("i", i), ("j", j)], (2, 3), wrt=["x"])

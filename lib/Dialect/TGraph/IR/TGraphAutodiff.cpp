@@ -896,6 +896,53 @@ LogicalResult SliceOp::vjp(ADBuilder &ad, ArrayRef<Value> ct,
   return success();
 }
 
+LogicalResult DynamicSliceOp::jvp(ADBuilder &ad, ArrayRef<Value> t,
+                                  SmallVectorImpl<Value> &out) {
+  out.push_back(DynamicSliceOp::create(ad.builder(), ad.getLoc(), t[0],
+                                       getStarts(), getSizesAttr()));
+  return success();
+}
+// The cotangent added into zeros at the (clamped) starts, one dim at a
+// time: scatter_add along dim d at rows start_d + 0 .. size_d - 1.
+LogicalResult DynamicSliceOp::vjp(ADBuilder &ad, ArrayRef<Value> ct,
+                                  SmallVectorImpl<Value> &out) {
+  OpBuilder &b = ad.builder();
+  Location loc = ad.getLoc();
+  Value x = getX();
+  shape::TensorShape xs = getShape(x.getType());
+  shape::TensorShape cs = getShape(ct[0].getType());
+  Value acc = ct[0];
+  for (auto [d, start] : llvm::enumerate(getStarts())) {
+    if (cs.dims[d].isIdentical(xs.dims[d]))
+      continue; // the whole dim: start is clamped to 0
+    auto size = cs.dims[d].getConstant();
+    if (!size)
+      return emitOpError("cannot be differentiated in reverse mode: slice "
+                         "size ")
+             << cs.dims[d].str() << " along dim " << d << " is not a number";
+    Type it = getElementTypeOrSelf(start.getType());
+    auto scalar = RankedTensorType::get({}, it);
+    // clamp(start, 0, dim - size)
+    Value dim = DimSizeOp::create(b, loc, scalar, x, d);
+    Value hi = ad.sub(dim, ad.scalar(it, double(*size)));
+    Value s = MinOp::create(b, loc,
+                            MaxOp::create(b, loc, start, ad.scalar(it, 0)), hi);
+    Value rows = IotaOp::create(b, loc, RankedTensorType::get({*size}, it), 0);
+    Value indices = ad.add(rows, s);
+    // Into zeros of the shape so far with dim d at full size.
+    shape::TensorShape target = getShape(acc.getType());
+    target.dims[d] = xs.dims[d];
+    Value zeros =
+        FullOp::create(b, loc, getTensorType(target, ADBuilder::elementOf(acc)),
+                       FloatAttr::get(ADBuilder::elementOf(acc), 0.0));
+    acc = ScatterAddOp::create(b, loc, zeros, indices, acc, d);
+  }
+  out.push_back(ad.reshape(acc, getX().getType()));
+  for (size_t i = 0; i < getStarts().size(); ++i)
+    out.push_back({});
+  return success();
+}
+
 LogicalResult ConcatOp::jvp(ADBuilder &ad, ArrayRef<Value> t,
                             SmallVectorImpl<Value> &out) {
   SmallVector<Value> parts;

@@ -46,10 +46,10 @@ tgraph.hvp @f wrt(%arg0) dir(%v) -> @h
 // -----
 
 // An op on the path without a rule names itself; the declaration is noted.
-func.func @f(%x: tensor<8xf32>, %i: tensor<i64>) -> tensor<4xf32> {
-  // expected-error @+1 {{'tgraph.dynamic_slice' has no differentiation rule}}
-  %y = tgraph.dynamic_slice %x[%i] {sizes = #tgraph.dims<[4]>} : (tensor<8xf32>, tensor<i64>) -> tensor<4xf32>
-  return %y : tensor<4xf32>
+func.func @f(%x: tensor<8xf32>) -> tensor<8xf32> {
+  // expected-error @+1 {{'tgraph.all_reduce' has no differentiation rule}}
+  %y = tgraph.all_reduce %x {reduction = #tgraph<reduction sum>, axis = "data", group_size = 2 : i64} : tensor<8xf32>
+  return %y : tensor<8xf32>
 }
 // expected-note @+1 {{needed to differentiate @f here}}
 tgraph.jvp @f wrt(%arg0) -> @g

@@ -73,7 +73,8 @@ def TGraph_SliceOp : TGraph_InferOp<"slice", [Pure, TGraph_Differentiable]> {
   let hasFolder = 1;
 }
 
-def TGraph_DynamicSliceOp : TGraph_InferOp<"dynamic_slice", [Pure]> {
+def TGraph_DynamicSliceOp : TGraph_InferOp<"dynamic_slice",
+    [Pure, TGraph_Differentiable]> {
   let summary = "a box of fixed size at run-time offsets";
   let description = [{
     One start index per dim (0-d integer tensors); each start is clamped to
