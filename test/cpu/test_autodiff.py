@@ -669,8 +669,12 @@ def test_hvp_through_scan_and_cond():
         assert relative_error(hv, (gp - gm) / (2 * H)) < RTOL
 
 
-@pytest.mark.parametrize("steps", [0, 1, 5])
-def test_while_loop(steps):
+@pytest.mark.parametrize("steps, trip_count", [(0, None), (1, None), (5, None), (5, 5),
+                                               (2, 5), (5, 3)])
+def test_while_loop(steps, trip_count):
+    # Without trip_count the backward pass recomputes carries; with one it
+    # stores them (a scan of trip_count guarded steps, then the loop for
+    # any steps left: 5 steps with trip_count 3).
     # x <- sin(w * x) + a, five times (a counter in the carry decides), with
     # w and a from outside the loop: both modes against differences.
     x0 = uniform(rng, (4,))
@@ -679,7 +683,9 @@ def test_while_loop(steps):
     body = ("%zero = tgraph.constant dense<0> : tensor<i64>\n"
             f"  %limit = tgraph.constant dense<{steps}> : tensor<i64>\n"
             "  %one = tgraph.constant dense<1> : tensor<i64>\n"
-            "  %r, %n = tgraph.while (%x0, %zero) : {x0}, tensor<i64> -> {x0}, tensor<i64> cond {{\n"
+            "  %r, %n = tgraph.while (%x0, %zero) : {x0}, tensor<i64> -> {x0}, tensor<i64>"
+            + (f" attributes {{{{trip_count = {trip_count} : i64}}}}" if trip_count else "") +
+            " cond {{\n"
             "  ^bb0(%x: {x0}, %i: tensor<i64>):\n"
             "    %c = tgraph.compare lt, %i, %limit : (tensor<i64>, tensor<i64>) -> tensor<i1>\n"
             "    tgraph.yield %c : tensor<i1>\n"

@@ -318,15 +318,21 @@ public:
     for (auto [i, p] : llvm::enumerate(op.getParams()))
       if (tangent.lookup(p))
         local[args[1 + i]] = args[k++];
+    // F's value through a yield the walk updates if it replaces an op.
+    auto primal = YieldOp::create(
+        inner, op.getLoc(),
+        ValueRange{map.lookupOrDefault(body.getTerminator()->getOperand(0))});
     if (failed(forwardOps(*block, local)))
       return failure();
-    Value f = map.lookup(body.getTerminator()->getOperand(0));
+    Value f = primal.getValues()[0];
+    inner.setInsertionPoint(primal);
     ADBuilder ia(inner, op.getLoc());
     Value df = local.lookup(f);
     if (!df)
       df = ia.zerosLike(f);
     // fixed_point: the next t is dF; solve: the residual is dF.
     YieldOp::create(inner, op.getLoc(), ValueRange{df});
+    primal.erase();
     (void)root;
     tangent[x] = next.getResult();
     return success();
@@ -363,49 +369,52 @@ public:
       if (!any || op->hasTrait<NonDifferentiable>() || !reachedBy(op, active))
         continue;
       ad.setLoc(op->getLoc());
-      LogicalResult done =
-          TypeSwitch<Operation *, LogicalResult>(op)
-              .Case([&](CondOp c) {
-                return reverseCond(c, cts, active, cotangent, b);
-              })
-              .Case([&](FixedPointOp f) {
-                return reverseImplicit(f, cts[0], active, cotangent, b,
-                                       /*root=*/false);
-              })
-              .Case([&](SolveOp f) {
-                return reverseImplicit(f, cts[0], active, cotangent, b,
-                                       /*root=*/true);
-              })
-              .Case([&](CustomVjpOp c) {
-                return reverseCustom(c, cts, active, cotangent, b);
-              })
-              .Case([&](CheckpointOp c) {
-                return reverseCheckpoint(c, cts, active, cotangent, b);
-              })
-              .Case([&](ScanOp c) {
-                return reverseScan(c, cts, active, cotangent, b);
-              })
-              .Case([&](WhileOp c) {
-                return reverseWhile(c, cts, active, cotangent, b);
-              })
-              .Default([&](Operation *op) -> LogicalResult {
-                auto rule = dyn_cast<DifferentiableOpInterface>(op);
-                if (!rule || op->getNumRegions())
-                  return missingRule(op);
-                SmallVector<Value> operandCts;
-                if (failed(rule.vjp(ad, cts, operandCts)))
-                  return failure();
-                for (auto [operand, c] :
-                     llvm::zip(op->getOperands(), operandCts))
-                  if (c && active.contains(operand))
-                    cotangent[operand] =
-                        ad.accumulate(cotangent.lookup(operand), c);
-                return success();
-              });
+      LogicalResult done = reverseOp(op, cts, active, cotangent, b, ad);
       if (failed(done))
         return failure();
     }
     return success();
+  }
+
+  /// The backward code of one op (its cotangents `cts`) at `b`.
+  LogicalResult reverseOp(Operation *op, ArrayRef<Value> cts,
+                          DenseSet<Value> &active,
+                          DenseMap<Value, Value> &cotangent, OpBuilder &b,
+                          ADBuilder &ad) {
+    return TypeSwitch<Operation *, LogicalResult>(op)
+        .Case(
+            [&](CondOp c) { return reverseCond(c, cts, active, cotangent, b); })
+        .Case([&](FixedPointOp f) {
+          return reverseImplicit(f, cts[0], active, cotangent, b,
+                                 /*root=*/false);
+        })
+        .Case([&](SolveOp f) {
+          return reverseImplicit(f, cts[0], active, cotangent, b,
+                                 /*root=*/true);
+        })
+        .Case([&](CustomVjpOp c) {
+          return reverseCustom(c, cts, active, cotangent, b);
+        })
+        .Case([&](CheckpointOp c) {
+          return reverseCheckpoint(c, cts, active, cotangent, b);
+        })
+        .Case(
+            [&](ScanOp c) { return reverseScan(c, cts, active, cotangent, b); })
+        .Case([&](WhileOp c) {
+          return reverseWhile(c, cts, active, cotangent, b);
+        })
+        .Default([&](Operation *op) -> LogicalResult {
+          auto rule = dyn_cast<DifferentiableOpInterface>(op);
+          if (!rule || op->getNumRegions())
+            return missingRule(op);
+          SmallVector<Value> operandCts;
+          if (failed(rule.vjp(ad, cts, operandCts)))
+            return failure();
+          for (auto [operand, c] : llvm::zip(op->getOperands(), operandCts))
+            if (c && active.contains(operand))
+              cotangent[operand] = ad.accumulate(cotangent.lookup(operand), c);
+          return success();
+        });
   }
 
   /// Whether `op` uses an active value (directly or in its regions).
@@ -623,25 +632,32 @@ public:
       tangent[carries[i]] = dcarries[k];
     for (auto [k, j] : llvm::enumerate(tx))
       tangent[slices[j]] = dslices[k];
+    // The body's values, through a yield the walk updates when it
+    // replaces an op (a cond gains tangent results).
+    auto primal = YieldOp::create(
+        inner, loc, llvm::to_vector(llvm::map_range(yields, [&](Value v) {
+          return map.lookupOrDefault(v);
+        })));
     if (failed(forwardOps(*block, tangent)))
       return failure();
-    inner.setInsertionPointToEnd(block);
+    SmallVector<Value> values(primal.getValues());
+    inner.setInsertionPoint(primal);
     ADBuilder ia(inner, loc);
-    auto tangentOf = [&](Value v) {
-      Value m = map.lookupOrDefault(v);
+    auto tangentOf = [&](Value m) {
       Value t = tangent.lookup(m);
       return t ? t : ia.zerosLike(m);
     };
     SmallVector<Value> outs;
     for (unsigned i = 0; i < nc; ++i)
-      outs.push_back(map.lookupOrDefault(yields[i]));
+      outs.push_back(values[i]);
     for (unsigned i : fc)
-      outs.push_back(tangentOf(yields[i]));
-    for (unsigned j = nc; j < yields.size(); ++j)
-      outs.push_back(map.lookupOrDefault(yields[j]));
+      outs.push_back(tangentOf(values[i]));
+    for (unsigned j = nc; j < values.size(); ++j)
+      outs.push_back(values[j]);
     for (unsigned j : fy)
-      outs.push_back(tangentOf(yields[nc + j]));
+      outs.push_back(tangentOf(values[nc + j]));
     YieldOp::create(inner, loc, outs);
+    primal.erase();
     unsigned ny = scan.getNumResults() - nc;
     for (unsigned i = 0; i < nc; ++i)
       scan.getResult(i).replaceAllUsesWith(next.getResult(i));
@@ -843,14 +859,20 @@ public:
       if (from == &body) {
         for (auto [k, i] : llvm::enumerate(fc))
           tangent[block->getArgument(i)] = block->getArgument(n + k);
+        // (A yield the walk updates when it replaces an op.)
+        auto primal = YieldOp::create(inner, loc, outs);
         if (failed(forwardOps(*block, tangent)))
           return failure();
-        inner.setInsertionPointToEnd(block);
+        outs.assign(primal.getValues().begin(), primal.getValues().end());
+        inner.setInsertionPoint(primal);
         ADBuilder ia(inner, loc);
         for (unsigned i : fc) {
           Value t = tangent.lookup(outs[i]);
           outs.push_back(t ? t : ia.zerosLike(outs[i]));
         }
+        YieldOp::create(inner, loc, outs);
+        primal.erase();
+        continue;
       }
       YieldOp::create(inner, loc, outs);
     }
@@ -1176,8 +1198,13 @@ public:
       if (!def || def->getBlock() != b.getInsertionBlock() ||
           (after && !after->isBeforeInBlock(def)) || !slice.insert(def))
         continue;
-      for (Value o : def->getOperands())
-        work.push_back(o);
+      // Operands, and values from outside used in its regions.
+      def->walk([&](Operation *nested) {
+        for (Value o : nested->getOperands())
+          if (nested == def ||
+              !def->isAncestor(o.getParentBlock()->getParentOp()))
+            work.push_back(o);
+      });
     }
     SmallVector<Operation *> ordered(slice.begin(), slice.end());
     llvm::sort(ordered, [](Operation *a, Operation *c) {
@@ -1200,16 +1227,9 @@ public:
       }
       if (!any || op->hasTrait<NonDifferentiable>() || !reachedBy(op, active))
         continue;
-      auto rule = dyn_cast<DifferentiableOpInterface>(op);
-      if (!rule || op->getNumRegions())
-        return missingRule(op);
       ad.setLoc(op->getLoc());
-      SmallVector<Value> operandCts;
-      if (failed(rule.vjp(ad, cts, operandCts)))
+      if (failed(reverseOp(op, cts, active, cotangent, b, ad)))
         return failure();
-      for (auto [operand, c] : llvm::zip(op->getOperands(), operandCts))
-        if (c && active.contains(operand))
-          cotangent[operand] = ad.accumulate(cotangent.lookup(operand), c);
     }
     return success();
   }
@@ -1254,6 +1274,14 @@ public:
       fn.walk([&](CallOp c) { calls.push_back(c); });
       changed |= !calls.empty();
       if (!changed) {
+        // while with a trip count: its carries are stored (a scan).
+        SmallVector<WhileOp> loops;
+        fn.walk([&](WhileOp w) {
+          if (w.getTripCount())
+            loops.push_back(w);
+        });
+        for (WhileOp w : loops)
+          storeCarries(w);
         // conv2d through im2col (after inlining: callees have them too).
         SmallVector<Conv2dOp> convs;
         fn.walk([&](Conv2dOp c) { convs.push_back(c); });
@@ -1269,6 +1297,58 @@ public:
         if (failed(inlineCall(call)))
           return failure();
     }
+  }
+
+  /// A while with trip_count N runs as a scan of length N whose body steps
+  /// the carries only while the condition holds (so reverse mode keeps
+  /// each step's carries instead of recomputing them), followed by the
+  /// original loop from where the scan stopped: it runs no iteration when
+  /// N was enough, and keeps results and derivatives exact when not.
+  void storeCarries(WhileOp loop) {
+    Location loc = loop.getLoc();
+    OpBuilder b(loop);
+    Block &cond = loop.getCondRegion().front();
+    Block &body = loop.getBodyRegion().front();
+    SmallVector<Type> types(loop.getResultTypes());
+    auto scan =
+        ScanOp::create(b, loc, types, loop.getInits(), ValueRange{},
+                       b.getI64IntegerAttr(*loop.getTripCount()), false);
+    Block *step = new Block();
+    scan.getBody().push_back(step);
+    for (Type t : types)
+      step->addArgument(t, loc);
+    OpBuilder sb = OpBuilder::atBlockEnd(step);
+    IRMapping cmap;
+    cmap.map(cond.getArguments(), step->getArguments());
+    for (Operation &o : cond.without_terminator())
+      sb.clone(o, cmap);
+    Value go = cmap.lookupOrDefault(cond.getTerminator()->getOperand(0));
+    auto guard = CondOp::create(sb, loc, types, go);
+    {
+      Block *then = new Block();
+      guard.getThenRegion().push_back(then);
+      OpBuilder tb = OpBuilder::atBlockEnd(then);
+      IRMapping bmap;
+      bmap.map(body.getArguments(), step->getArguments());
+      for (Operation &o : body.without_terminator())
+        tb.clone(o, bmap);
+      SmallVector<Value> next = llvm::to_vector(
+          llvm::map_range(body.getTerminator()->getOperands(),
+                          [&](Value v) { return bmap.lookupOrDefault(v); }));
+      YieldOp::create(tb, loc, next);
+      Block *otherwise = new Block();
+      guard.getElseRegion().push_back(otherwise);
+      OpBuilder eb = OpBuilder::atBlockEnd(otherwise);
+      YieldOp::create(eb, loc, step->getArguments());
+    }
+    YieldOp::create(sb, loc, guard.getResults());
+    auto rest =
+        WhileOp::create(b, loc, types, scan.getResults(), IntegerAttr());
+    IRMapping none;
+    loop.getCondRegion().cloneInto(&rest.getCondRegion(), none);
+    loop.getBodyRegion().cloneInto(&rest.getBodyRegion(), none);
+    loop->replaceAllUsesWith(rest.getResults());
+    loop.erase();
   }
 
   /// conv2d is differentiated through im2col: the padded input's KH x KW
