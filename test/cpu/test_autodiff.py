@@ -793,3 +793,23 @@ def test_dynamic_slice(starts):
     check_gradients("%r = tgraph.dynamic_slice %x[%i, %j] {{sizes = #tgraph.dims<[2, 3]>}} "
                     ": ({x}, {i}, {j}) -> {r}",
                     [("x", x), ("i", i), ("j", j)], (2, 3), wrt=["x"])
+
+
+def test_loss_scale_scales_the_gradient_only():
+    # A mean loss with loss_scale = 1024: the same value, gradients 1024
+    # times larger (exactly: a power of two), also through cross_entropy
+    # (its decomposition moves the policy to the final reduction).
+    x = uniform(rng, (4, 5))
+    labels = np.array([0, 3, 1, 4], dtype=np.int64)
+    outs = {}
+    for scale in ("", " {policy = #tgraph.policy<loss_scale = 1024.0>}"):
+        ir = f"""func.func @f(%x: tensor<4x5xf64> {{tgraph.name = "x"}}, %y: tensor<4xi64>) -> tensor<f64> {{
+          %l = tgraph.cross_entropy %x, %y{scale} : (tensor<4x5xf64>, tensor<4xi64>) -> tensor<f64>
+          return %l : tensor<f64>
+        }}
+        tgraph.adjoint @f wrt(%x) -> @g"""
+        (value,) = run(ir, [x, labels], fn="f")
+        (grad,) = run(ir, [x, labels], fn="g")
+        outs[bool(scale)] = (value, grad)
+    assert outs[True][0] == outs[False][0]
+    np.testing.assert_array_equal(outs[True][1], 1024 * outs[False][1])

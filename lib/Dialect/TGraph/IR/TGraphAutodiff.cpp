@@ -619,9 +619,19 @@ LogicalResult ReduceSumOp::jvp(ADBuilder &ad, ArrayRef<Value> t,
                                     getKeepdims(), getStable(), PolicyAttr()));
   return success();
 }
+/// The `loss_scale` policy: the op is a loss whose gradient is scaled
+/// (the cotangent it passes back is k times larger; its value is not).
+static Value scaleLoss(ADBuilder &ad, PolicyAttr policy, Value ct) {
+  if (!policy || !policy.getLossScale())
+    return ct;
+  return ad.mul(ct,
+                ad.scalarLike(ct, policy.getLossScale().getValueAsDouble()));
+}
+
 LogicalResult ReduceSumOp::vjp(ADBuilder &ad, ArrayRef<Value> ct,
                                SmallVectorImpl<Value> &out) {
-  out.push_back(ad.expandReduced(ct[0], getX(), getDims(), getKeepdims()));
+  out.push_back(ad.expandReduced(scaleLoss(ad, getPolicyAttr(), ct[0]), getX(),
+                                 getDims(), getKeepdims()));
   return success();
 }
 
@@ -633,7 +643,8 @@ LogicalResult ReduceMeanOp::jvp(ADBuilder &ad, ArrayRef<Value> t,
 }
 LogicalResult ReduceMeanOp::vjp(ADBuilder &ad, ArrayRef<Value> ct,
                                 SmallVectorImpl<Value> &out) {
-  Value spread = ad.expandReduced(ct[0], getX(), getDims(), getKeepdims());
+  Value spread = ad.expandReduced(scaleLoss(ad, getPolicyAttr(), ct[0]), getX(),
+                                  getDims(), getKeepdims());
   out.push_back(ad.div(spread, ad.count(getX(), getDims())));
   return success();
 }
