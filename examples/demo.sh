@@ -48,3 +48,11 @@ python=/usr/bin/python3  # Debian python3-numpy (make deps)
 "$python" -c "import sys, numpy; print('cache [length, window] after 5 calls:', numpy.load(sys.argv[1]).tolist())" "$tmp/arg2.npy" \
   || exit 1
 rm -rf "$tmp"
+
+rule "7. Autodiff: gradients as generated functions, checked against finite differences"
+echo "\$ tessera-run examples/mlp_grad.mlir --fn loss_grad --dims B=8   # tgraph.adjoint"
+"$run" "$here/mlp_grad.mlir" --fn loss_grad --dims B=8 || exit 1
+echo "\$ tessera-run examples/mlp_grad.mlir --fn loss --check-grads --check-order 2 --dims B=8"
+check=$("$run" "$here/mlp_grad.mlir" --fn loss --check-grads --check-order 2 --dims B=8) \
+  || { echo "$check"; exit 1; }
+echo "$check" | tail -4
