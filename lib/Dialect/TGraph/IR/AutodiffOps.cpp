@@ -156,6 +156,12 @@ static LogicalResult verifyAutodiffSymbols(Operation *op,
     return op->emitOpError() << "cannot create @" << result
                              << ": the module already has a symbol of that "
                                 "name";
+  for (Operation &other : module.getBody()->getOperations())
+    if (&other != op && isa<AdjointOp, JvpOp, HvpOp>(other) &&
+        other.getAttrOfType<StringAttr>("result").getValue() == result)
+      return op->emitOpError()
+             << "creates @" << result << ", which another declaration "
+             << "creates too";
   Operation *target = symbols.lookupSymbolIn(module, fnRef.getAttr());
   if (!target) {
     if (declares(fnRef.getValue()))

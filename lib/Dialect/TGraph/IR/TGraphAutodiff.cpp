@@ -123,13 +123,20 @@ Value ADBuilder::accumulate(Value x, Value y) {
   return add(x, y);
 }
 
-Value ADBuilder::broadcastLike(Value t, Type target) {
-  auto to = llvm::cast<RankedTensorType>(target);
+Value ADBuilder::broadcastLike(Value t, Value like) {
+  auto to = typeOf(like);
   RankedTensorType from = typeOf(t);
   if (from.getShape() == to.getShape() &&
       from.getEncoding() == to.getEncoding())
     return t;
   int64_t offset = to.getRank() - from.getRank();
+  // A new dim that is '?' (unnamed) cannot be a broadcast_in_dim result:
+  // broadcast against zeros shaped like `like` instead.
+  shape::TensorShape ts = getShape(to);
+  for (int64_t d = 0; d < to.getRank(); ++d)
+    if (ts.dims[d].isUnknown() &&
+        (d < offset || from.getShape()[d - offset] == 1))
+      return add(zerosLike(like), t);
   SmallVector<int64_t> dims =
       llvm::to_vector(llvm::seq<int64_t>(offset, to.getRank()));
   return BroadcastInDimOp::create(b, loc, to.clone(from.getElementType()), t,
@@ -153,12 +160,31 @@ Value ADBuilder::unbroadcast(Value ct, Type target) {
 Value ADBuilder::expandReduced(Value reduced, Value x, ArrayRef<int64_t> dims,
                                bool keep) {
   RankedTensorType xt = typeOf(x);
+  shape::TensorShape xs = getShape(xt);
+  Type e = elementOf(reduced);
+  bool unknown =
+      llvm::any_of(dims, [&](int64_t d) { return xs.dims[d].isUnknown(); });
+  if (unknown) {
+    // The reduced dims as 1s, then NumPy broadcasting against x's zeros
+    // (a '?' dim cannot be a broadcast_in_dim result).
+    Value v = reduced;
+    if (!keep) {
+      shape::TensorShape kept = xs;
+      for (int64_t d : dims)
+        kept.dims[d] = shape::DimExpr::constant(1);
+      SmallVector<int64_t> map;
+      for (int64_t d = 0; d < xt.getRank(); ++d)
+        if (!llvm::is_contained(dims, d))
+          map.push_back(d);
+      v = BroadcastInDimOp::create(b, loc, getTensorType(kept, e), v, map);
+    }
+    return add(zerosLike(convert(x, e)), v);
+  }
   SmallVector<int64_t> map;
   for (int64_t d = 0; d < xt.getRank(); ++d)
     if (keep || !llvm::is_contained(dims, d))
       map.push_back(d);
-  return BroadcastInDimOp::create(b, loc, xt.clone(elementOf(reduced)), reduced,
-                                  map);
+  return BroadcastInDimOp::create(b, loc, xt.clone(e), reduced, map);
 }
 
 Value ADBuilder::count(Value x, ArrayRef<int64_t> dims) {
@@ -181,7 +207,7 @@ namespace {
 
 /// The tangent of a broadcasting op's result from its operands' terms: each
 /// already in the result's shape, or broadcast to it.
-Value sumInShape(ADBuilder &ad, Value a, Value b, Type result) {
+Value sumInShape(ADBuilder &ad, Value a, Value b, Value result) {
   if (a && b)
     return ad.add(a, b);
   if (Value one = a ? a : b)
@@ -275,7 +301,7 @@ Value SignOp::derivative(ADBuilder &) { return {}; }
 
 LogicalResult AddOp::jvp(ADBuilder &ad, ArrayRef<Value> t,
                          SmallVectorImpl<Value> &out) {
-  out.push_back(sumInShape(ad, t[0], t[1], getType()));
+  out.push_back(sumInShape(ad, t[0], t[1], getResult()));
   return success();
 }
 LogicalResult AddOp::vjp(ADBuilder &ad, ArrayRef<Value> ct,
@@ -287,7 +313,8 @@ LogicalResult AddOp::vjp(ADBuilder &ad, ArrayRef<Value> ct,
 
 LogicalResult SubOp::jvp(ADBuilder &ad, ArrayRef<Value> t,
                          SmallVectorImpl<Value> &out) {
-  out.push_back(sumInShape(ad, t[0], t[1] ? ad.neg(t[1]) : Value(), getType()));
+  out.push_back(
+      sumInShape(ad, t[0], t[1] ? ad.neg(t[1]) : Value(), getResult()));
   return success();
 }
 LogicalResult SubOp::vjp(ADBuilder &ad, ArrayRef<Value> ct,
@@ -300,7 +327,8 @@ LogicalResult SubOp::vjp(ADBuilder &ad, ArrayRef<Value> ct,
 LogicalResult MulOp::jvp(ADBuilder &ad, ArrayRef<Value> t,
                          SmallVectorImpl<Value> &out) {
   out.push_back(sumInShape(ad, t[0] ? ad.mul(t[0], getRhs()) : Value(),
-                           t[1] ? ad.mul(getLhs(), t[1]) : Value(), getType()));
+                           t[1] ? ad.mul(getLhs(), t[1]) : Value(),
+                           getResult()));
   return success();
 }
 LogicalResult MulOp::vjp(ADBuilder &ad, ArrayRef<Value> ct,
@@ -316,7 +344,7 @@ LogicalResult DivOp::jvp(ADBuilder &ad, ArrayRef<Value> t,
   Value r = getRhs(), y = getResult();
   out.push_back(sumInShape(ad, t[0] ? ad.div(t[0], r) : Value(),
                            t[1] ? ad.neg(ad.div(ad.mul(t[1], y), r)) : Value(),
-                           getType()));
+                           getResult()));
   return success();
 }
 LogicalResult DivOp::vjp(ADBuilder &ad, ArrayRef<Value> ct,
@@ -347,7 +375,7 @@ LogicalResult PowOp::jvp(ADBuilder &ad, ArrayRef<Value> t,
                          SmallVectorImpl<Value> &out) {
   auto [dl, dr] = powPartials(ad, *this, bool(t[0]), bool(t[1]));
   out.push_back(sumInShape(ad, t[0] ? ad.mul(dl, t[0]) : Value(),
-                           t[1] ? ad.mul(dr, t[1]) : Value(), getType()));
+                           t[1] ? ad.mul(dr, t[1]) : Value(), getResult()));
   return success();
 }
 LogicalResult PowOp::vjp(ADBuilder &ad, ArrayRef<Value> ct,
@@ -375,7 +403,7 @@ static LogicalResult extremumJvp(OpTy op, ADBuilder &ad, ArrayRef<Value> t,
                                  CompareDirection wins) {
   auto [wl, wr] = extremumWeights(ad, op.getLhs(), op.getRhs(), wins);
   out.push_back(sumInShape(ad, t[0] ? ad.mul(wl, t[0]) : Value(),
-                           t[1] ? ad.mul(wr, t[1]) : Value(), op.getType()));
+                           t[1] ? ad.mul(wr, t[1]) : Value(), op.getResult()));
   return success();
 }
 template <typename OpTy>
@@ -414,7 +442,7 @@ LogicalResult SelectOp::jvp(ADBuilder &ad, ArrayRef<Value> t,
   }
   Value zero = ad.scalarLike(getResult(), 0.0);
   Value picked = ad.select(getCond(), t[1] ? t[1] : zero, t[2] ? t[2] : zero);
-  out.push_back(ad.broadcastLike(picked, getType()));
+  out.push_back(ad.broadcastLike(picked, getResult()));
   return success();
 }
 LogicalResult SelectOp::vjp(ADBuilder &ad, ArrayRef<Value> ct,
@@ -453,7 +481,7 @@ LogicalResult CastOp::vjp(ADBuilder &ad, ArrayRef<Value> ct,
 // d op_a(A) = dC op_b(B)^T, d op_b(B) = op_a(A)^T dC, transposed back where
 // the op transposes; batch dims that broadcast are summed.
 static LogicalResult matmulJvp(ADBuilder &ad, Value a, Value b, bool ta,
-                               bool tb, PolicyAttr policy, Type result,
+                               bool tb, PolicyAttr policy, Value result,
                                ArrayRef<Value> t, SmallVectorImpl<Value> &out) {
   Value first = t[0] ? ad.matmul(t[0], b, ta, tb, policy) : Value();
   Value second = t[1] ? ad.matmul(a, t[1], ta, tb, policy) : Value();
@@ -473,6 +501,12 @@ static Value flattenRows(ADBuilder &ad, Value x) {
 static LogicalResult matmulVjp(ADBuilder &ad, Value a, Value b, bool ta,
                                bool tb, PolicyAttr policy, Value ct,
                                SmallVectorImpl<Value> &out) {
+  // Operands narrower than the result (fp8 accumulating in f32) join the
+  // cotangent's type; the cotangents go back to the operands' types.
+  Type accum = ADBuilder::elementOf(ct);
+  Value origA = a, origB = b;
+  a = ad.convert(a, accum);
+  b = ad.convert(b, accum);
   Value da = ta ? ad.matmul(b, ct, tb, /*transposeRhs=*/true, policy)
                 : ad.matmul(ct, b, /*transposeLhs=*/false, !tb, policy);
   Value db;
@@ -488,15 +522,17 @@ static LogicalResult matmulVjp(ADBuilder &ad, Value a, Value b, bool ta,
     db = tb ? ad.matmul(ct, a, /*transposeLhs=*/true, ta, policy)
             : ad.matmul(a, ct, !ta, /*transposeRhs=*/false, policy);
   }
-  out.push_back(ad.unbroadcast(da, a.getType()));
-  out.push_back(ad.unbroadcast(db, b.getType()));
+  out.push_back(
+      ad.convert(ad.unbroadcast(da, a.getType()), ADBuilder::elementOf(origA)));
+  out.push_back(
+      ad.convert(ad.unbroadcast(db, b.getType()), ADBuilder::elementOf(origB)));
   return success();
 }
 
 LogicalResult MatmulOp::jvp(ADBuilder &ad, ArrayRef<Value> t,
                             SmallVectorImpl<Value> &out) {
   return matmulJvp(ad, getLhs(), getRhs(), getTransposeLhs(), getTransposeRhs(),
-                   getPolicyAttr(), getType(), t, out);
+                   getPolicyAttr(), getResult(), t, out);
 }
 LogicalResult MatmulOp::vjp(ADBuilder &ad, ArrayRef<Value> ct,
                             SmallVectorImpl<Value> &out) {
@@ -506,7 +542,7 @@ LogicalResult MatmulOp::vjp(ADBuilder &ad, ArrayRef<Value> ct,
 LogicalResult BatchMatmulOp::jvp(ADBuilder &ad, ArrayRef<Value> t,
                                  SmallVectorImpl<Value> &out) {
   return matmulJvp(ad, getLhs(), getRhs(), false, false, getPolicyAttr(),
-                   getType(), t, out);
+                   getResult(), t, out);
 }
 LogicalResult BatchMatmulOp::vjp(ADBuilder &ad, ArrayRef<Value> ct,
                                  SmallVectorImpl<Value> &out) {
@@ -593,19 +629,24 @@ LogicalResult DotGeneralOp::jvp(ADBuilder &ad, ArrayRef<Value> t,
   Value second =
       t[1] ? dotGeneral(ad, getLhs(), t[1], lb, rb, lc, rc, getPolicyAttr())
            : Value();
-  out.push_back(sumInShape(ad, first, second, getType()));
+  out.push_back(sumInShape(ad, first, second, getResult()));
   return success();
 }
 LogicalResult DotGeneralOp::vjp(ADBuilder &ad, ArrayRef<Value> ct,
                                 SmallVectorImpl<Value> &out) {
   auto lb = getLhsBatchingDims(), rb = getRhsBatchingDims();
   auto lc = getLhsContractingDims(), rc = getRhsContractingDims();
-  out.push_back(dotGeneralOperandCotangent(ad, ct[0], getLhs(), lb, lc,
-                                           getRhs(), rb, rc, /*yFirst=*/false,
-                                           getPolicyAttr()));
-  out.push_back(dotGeneralOperandCotangent(ad, ct[0], getRhs(), rb, rc,
-                                           getLhs(), lb, lc, /*yFirst=*/true,
-                                           getPolicyAttr()));
+  // (Narrow operands join the cotangent's type, as for matmul.)
+  Type accum = ADBuilder::elementOf(ct[0]);
+  Value lhs = ad.convert(getLhs(), accum), rhs = ad.convert(getRhs(), accum);
+  out.push_back(
+      ad.convert(dotGeneralOperandCotangent(ad, ct[0], lhs, lb, lc, rhs, rb, rc,
+                                            /*yFirst=*/false, getPolicyAttr()),
+                 ADBuilder::elementOf(getLhs())));
+  out.push_back(
+      ad.convert(dotGeneralOperandCotangent(ad, ct[0], rhs, rb, rc, lhs, lb, lc,
+                                            /*yFirst=*/true, getPolicyAttr()),
+                 ADBuilder::elementOf(getRhs())));
   return success();
 }
 

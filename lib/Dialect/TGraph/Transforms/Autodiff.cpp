@@ -1545,6 +1545,10 @@ struct TGraphAutodiffPass
     auto source = module.lookupSymbol<func::FuncOp>(
         op->getAttrOfType<FlatSymbolRefAttr>("fn").getValue());
     StringRef name = op->getAttrOfType<StringAttr>("result").getValue();
+    if (module.lookupSymbol(name))
+      return op->emitOpError() << "cannot create @" << name
+                               << ": the module already has a symbol of "
+                                  "that name";
     auto wrtNames = op->getAttrOfType<ArrayAttr>("wrt");
     auto wrt = resolveArguments(op, source, wrtNames);
     if (failed(wrt))

@@ -72,3 +72,12 @@ func.func @f(%x: tensor<4xf32>, %i: tensor<4xf32>) -> (tensor<4xf32>, tensor<i64
   return %e, %a : tensor<4xf32>, tensor<i64>
 }
 tgraph.jvp @f wrt(%arg0) -> @g
+
+// -----
+
+func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+  return %x : tensor<4xf32>
+}
+// expected-error @+1 {{creates @g, which another declaration creates too}}
+tgraph.jvp @f wrt(%arg0) -> @g
+tgraph.adjoint @f wrt(%arg0) -> @g

@@ -80,8 +80,8 @@ public:
   /// x + y where either may be null (zero).
   Value accumulate(Value x, Value y);
   /// A tangent of a broadcasting operand, broadcast NumPy-style (aligned on
-  /// the right) to `target`'s shape.
-  Value broadcastLike(Value t, Type target);
+  /// the right) to the shape of `like` (the op's result).
+  Value broadcastLike(Value t, Value like);
   /// A cotangent of a broadcast result summed back to `target`'s shape: over
   /// the leading dims `target` lacks and the dims where it has size 1.
   Value unbroadcast(Value ct, Type target);
