@@ -143,6 +143,11 @@ public:
   bool schedule(linalg::LinalgOp op, int64_t id, std::string &script) {
     if (!op.hasPureTensorSemantics() || op.getNumLoops() == 0)
       return false;
+    // Transposes of the innermost dims are left to the data movement pass,
+    // which splits them into 16-row parallel tiles transposed in registers.
+    if (auto t = dyn_cast<linalg::TransposeOp>(op.getOperation()))
+      if (t.getPermutation().size() == 2 && isRegisterTransposable(t, 16))
+        return false;
     Schedule s = withDefaults(op);
     ScriptWriter w(script, id);
     w.line("// " + op->getName().getStringRef() + " (id " + Twine(id) + ")");

@@ -52,6 +52,10 @@ private:
 /// Vector rewrites for the clean-up after a script: fused multiply-adds,
 /// broadcasts instead of transposes, unit dims dropped.
 void populateScheduleCleanupPatterns(RewritePatternSet &patterns);
+/// Whether a transpose of the two innermost dims of `op` goes through
+/// registers in 16-wide tiles (f32, static sizes); `rowsPerTile`: the rows
+/// of the tiles it will be split into first (0: as it is).
+bool isRegisterTransposable(linalg::TransposeOp op, int64_t rowsPerTile = 0);
 /// vector.transpose as shuffles (after the cleanup, so the micro-kernels'
 /// broadcast-then-transpose forms are gone first).
 void populateTransposeLoweringPatterns(RewritePatternSet &patterns);

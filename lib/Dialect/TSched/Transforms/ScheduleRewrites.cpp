@@ -90,7 +90,10 @@ struct BroadcastThenTranspose : public OpRewritePattern<vector::TransposeOp> {
 /// of 16 x min(R, 16) elements, each read as vectors along C, transposed in
 /// registers (16 x 16 f32 blocks become 64 shuffles) and written as vectors
 /// along R.
-bool vectorizeInnerTranspose(IRRewriter &rewriter, linalg::TransposeOp op) {
+} // namespace
+
+bool mlir::tessera::tsched::isRegisterTransposable(linalg::TransposeOp op,
+                                                   int64_t rowsPerTile) {
   auto type = cast<RankedTensorType>(op->getResult(0).getType());
   int64_t rank = type.getRank();
   ArrayRef<int64_t> perm = op.getPermutation();
@@ -100,9 +103,20 @@ bool vectorizeInnerTranspose(IRRewriter &rewriter, linalg::TransposeOp op) {
   for (int64_t d = 0; d + 2 < rank; ++d)
     if (perm[d] != d)
       return false;
-  int64_t c = type.getDimSize(rank - 2), r = type.getDimSize(rank - 1);
-  if (c % 16 || (r != 8 && r % 16))
+  int64_t c = rowsPerTile ? rowsPerTile : type.getDimSize(rank - 2);
+  int64_t r = type.getDimSize(rank - 1);
+  return c % 16 == 0 && type.getDimSize(rank - 2) % c == 0 &&
+         (r == 8 || r % 16 == 0);
+}
+
+namespace {
+
+bool vectorizeInnerTranspose(IRRewriter &rewriter, linalg::TransposeOp op) {
+  if (!mlir::tessera::tsched::isRegisterTransposable(op))
     return false;
+  auto type = cast<RankedTensorType>(op->getResult(0).getType());
+  int64_t rank = type.getRank();
+  int64_t r = type.getDimSize(rank - 1);
   SmallVector<OpFoldResult> sizes(rank, rewriter.getIndexAttr(1));
   sizes[rank - 2] = rewriter.getIndexAttr(16);
   sizes[rank - 1] = rewriter.getIndexAttr(std::min<int64_t>(r, 16));
