@@ -15,8 +15,9 @@
 Each Tessera figure is the median of timed calls inside tessera-run (the
 call only: arguments prepared once, results freed, not copied); each peer
 figure is the median of the same number of calls here. The memory-bound
-section also gives the ratio of the fastest calls of each side, a steadier
-estimate on a machine shared with other work. Ratios are peer time
+section measures the copy bandwidth right before each op, in several
+rounds, and reports the median of the rounds' ratios: on a machine shared
+with other work, bandwidth drifts from minute to minute. Ratios are peer time
 over Tessera time (higher is better for Tessera; 1.0 is parity).
 """
 
@@ -34,6 +35,8 @@ import time
 import numpy as np
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
+# Rounds of (copy, op) pairs in the memory-bound section.
+ROUNDS = 3
 
 
 def machine():
@@ -101,8 +104,6 @@ def tessera(run, mlir, dims, calls, threads, cache_dir=None):
             sys.exit(f"tessera-run failed: {out.stderr}")
         median = float(re.search(r"median ([0-9.]+) ms", out.stdout).group(1))
         compile_ms = float(re.search(r"compile: ([0-9.]+) ms", out.stdout).group(1))
-        if calls > 1:
-            tessera.last_min = float(re.search(r"min ([0-9.]+) ms", out.stdout).group(1))
         return median, compile_ms
 
 
@@ -200,27 +201,37 @@ def main():
                   f"{b_ms:>12.2f} {flops / b_ms / 1e6:>8.1f} {b_ms / t_ms:>6.2f}")
 
     print("\n## Memory-bound ops, 2 threads (ratio = copy time of the same bytes / op time)")
-    print("# copy time: the faster of np.copyto and a Tessera copy on 2 threads")
+    print("# copy: the faster of np.copyto and a Tessera copy on 2 threads, measured in each")
+    print(f"# of {ROUNDS} rounds right before the op (a shared machine drifts between rounds);")
+    print("# the ratio is the median over rounds of each round's ratio of medians")
+    mem_calls = max(calls, 30)
 
-    def copy_time(rows, cols, x):
+    def copy_ms(rows, cols, x):
         dst = np.empty_like(x)
-        np_ms, np_min = times_ms(lambda: np.copyto(dst, x), calls)
-        ts_ms, _ = tessera(run, COPY, f"R={rows},C={cols}", calls, 2)
-        best = min(np_ms, ts_ms)
-        copy_time.fastest = min(np_min, tessera.last_min)
-        gbs = 2 * x.nbytes / best / 1e6
-        print(f"copy {x.nbytes >> 20} MiB: np.copyto {np_ms:.2f} ms, Tessera {ts_ms:.2f} ms "
-              f"-> {gbs:.1f} GB/s read+write (fastest single copy {copy_time.fastest:.2f} ms)")
-        return best
+        np_ms, _ = times_ms(lambda: np.copyto(dst, x), mem_calls)
+        ts_ms, _ = tessera(run, COPY, f"R={rows},C={cols}", mem_calls, 2)
+        return min(np_ms, ts_ms)
 
-    def minimum(op_min):
-        # On a shared machine: the fastest call of each side, as a second
-        # estimate next to the medians.
-        return f" (fastest calls: {copy_time.fastest / op_min:.2f})"
+    def against_copy(name, mlir, rows, cols, x, peer=None):
+        ratios, op_times, copy_times, peer_times = [], [], [], []
+        for _ in range(ROUNDS):
+            c_ms = copy_ms(rows, cols, x)
+            t_ms, _ = tessera(run, mlir, f"R={rows},C={cols}", mem_calls, 2)
+            if peer:
+                peer_times.append(median_ms(peer, calls))
+            ratios.append(c_ms / t_ms)
+            op_times.append(t_ms)
+            copy_times.append(c_ms)
+        gbs = 2 * x.nbytes / float(np.median(copy_times)) / 1e6
+        line = (f"{name}: Tessera {np.median(op_times):.2f} ms, copy {np.median(copy_times):.2f} ms "
+                f"({gbs:.0f} GB/s read+write)")
+        if peer:
+            line += f", NumPy {np.median(peer_times):.2f} ms (x{np.median(peer_times) / np.median(op_times):.1f})"
+        rounds = " ".join(f"{r:.2f}" for r in ratios)
+        print(f"{line}, copy bandwidth fraction {np.median(ratios):.2f} (rounds: {rounds})")
 
     rows, cols = (4096, 4096)
     x = rng.standard_normal((rows, cols), dtype=np.float32)
-    copy_ms = copy_time(rows, cols, x)
     w = rng.standard_normal(cols, dtype=np.float32)
     bias = rng.standard_normal(cols, dtype=np.float32)
 
@@ -228,19 +239,12 @@ def main():
         a = x * w + bias
         return 0.5 * a * (1 + np.tanh(np.float32(0.7978845608) * (a + np.float32(0.044715) * a * a * a)))
 
-    np_ms = median_ms(numpy_gelu, calls)
-    t_ms, _ = tessera(run, GELU, f"R={rows},C={cols}", calls, 2)
-    print(f"gelu(x*w+b) 16M f32: Tessera {t_ms:.2f} ms, NumPy {np_ms:.2f} ms "
-          f"(x{np_ms / t_ms:.1f}), copy bandwidth fraction {copy_ms / t_ms:.2f}"
-          + minimum(tessera.last_min))
+    against_copy("gelu(x*w+b) 16M f32", GELU, rows, cols, x, numpy_gelu)
 
     rows, cols = (8192, 1024)
     x = rng.standard_normal((rows, cols), dtype=np.float32)
-    copy_ms = copy_time(rows, cols, x)
     for name, mlir in (("softmax", SOFTMAX), ("layernorm", LAYERNORM)):
-        t_ms, _ = tessera(run, mlir, f"R={rows},C={cols}", calls, 2)
-        print(f"{name} {rows}x{cols} f32: Tessera {t_ms:.2f} ms, copy {copy_ms:.2f} ms, "
-              f"copy bandwidth fraction {copy_ms / t_ms:.2f}" + minimum(tessera.last_min))
+        against_copy(f"{name} {rows}x{cols} f32", mlir, rows, cols, x)
 
     print("\n## Transformer block forward (examples/transformer_block.mlir, d_model 512), 2 threads")
     print("# peer: the same block in NumPy float32 (examples/transformer_block.py; NumPy's BLAS)")
@@ -258,11 +262,14 @@ def main():
               f"NumPy {np_ms:.2f} ms, ratio {np_ms / t_ms:.2f}")
 
     print("\n## Compile time (tessera-run process: parse, compile or load, first call excluded)")
-    with tempfile.TemporaryDirectory() as cache:
-        _, cold_ms = tessera(run, two_layer_block(), "B=1,S=16", 1, 1, cache)
-        _, warm_ms = tessera(run, two_layer_block(), "B=1,S=16", 1, 1, cache)
-    print(f"2-layer transformer block (d_model 512): cold {cold_ms:.0f} ms, "
-          f"from the disk cache (new process) {warm_ms:.1f} ms")
+    cold, warm = [], []
+    for _ in range(1 if args.quick else 3):
+        with tempfile.TemporaryDirectory() as cache:
+            cold.append(tessera(run, two_layer_block(), "B=1,S=16", 1, 1, cache)[1])
+            warm.append(tessera(run, two_layer_block(), "B=1,S=16", 1, 1, cache)[1])
+    print(f"2-layer transformer block (d_model 512): cold {np.median(cold):.0f} ms, "
+          f"from the disk cache (new process) {np.median(warm):.1f} ms "
+          f"(medians of {len(cold)}; cold: {' '.join(f'{t:.0f}' for t in cold)})")
 
 
 if __name__ == "__main__":

@@ -62,16 +62,43 @@ def test_unary(op, dtype, n):
     assert_close(y, ref(x.astype(np.float64)), dtype, scale=4)
 
 
-def test_gelu_tanh_approximation():
-    x = rand((9, 4), np.float64)
-    t = tensor_type((9, 4), np.float64)
+def gelu_tanh(x):
+    return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x**3)))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, ml_dtypes.bfloat16, np.float16])
+def test_gelu_tanh_approximation(dtype):
+    # Far into both tails too: the lowering divides by 1 + exp(-2u), which
+    # overflows to infinity for x << 0.
+    x = np.concatenate([rand((64,), np.float64, -2.0, 2.0), rand((64,), np.float64, -12.0, 12.0),
+                        [-60.0, -20.0, -9.0, -1e-6, 0.0, 1e-6, 9.0, 20.0, 60.0]]).astype(dtype)
+    t = tensor_type(x.shape, dtype, ["N"])
+    ir = f"""func.func @f(%x: {t}) -> {t} {{
+      %y = tgraph.gelu %x {{approximate}} : {t}
+      return %y : {t}
+    }}"""
+    (y,) = run(ir, [x], out_dtypes=[dtype])
+    assert_close(y, gelu_tanh(x.astype(np.float64)), dtype, scale=4)
+
+
+def test_gelu_tanh_extremes():
+    # Overflowing intermediates (x^2, exp) still give the limits: gelu(x) = x
+    # for x >> 0 and -0 for x << 0; -inf gives NaN as 0.5 x (1 + tanh) does.
+    x = np.array([-3e38, -1e30, -1e20, -100.0, 1e20, 1e30, 3e38, np.inf, -np.inf, np.nan,
+                  -1e-40, 1e-40], np.float32)
+    t = tensor_type(x.shape, np.float32)
     ir = f"""func.func @f(%x: {t}) -> {t} {{
       %y = tgraph.gelu %x {{approximate}} : {t}
       return %y : {t}
     }}"""
     (y,) = run(ir, [x])
-    ref = 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x**3)))
-    assert_close(y, ref, np.float64)
+    expected = np.array([-0.0, -0.0, -0.0, -0.0, 1e20, 1e30, 3e38, np.inf, np.nan, np.nan,
+                         -5e-41, 5e-41], np.float32)
+    np.testing.assert_array_equal(np.isnan(y), np.isnan(expected))
+    finite = ~np.isnan(expected)
+    np.testing.assert_allclose(y[finite], expected[finite], rtol=1e-6, atol=2e-45)
+    # The negative tail underflows to zero, not to a tiny wrong-signed value.
+    assert np.all(y[:4] == 0)
 
 
 BINARY = {

@@ -146,20 +146,24 @@ Value geluS(OpBuilder &b, Location l, ValueRange a, Type t) {
   Value half = arith::MulFOp::create(b, l, a[0], scalarConstant(b, l, t, 0.5));
   return arith::MulFOp::create(b, l, half, phi);
 }
-// 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+// 0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3), computed as
+// x / (1 + e^(-2u)) (the same function, since 1 + tanh(u) = 2 / (1 +
+// e^(-2u))): one exp and one division instead of tanh's rational
+// polynomial and its division, and no cancellation anywhere (for x << 0
+// e^(-2u) overflows to infinity and the result is -0).
 Value geluTanhS(OpBuilder &b, Location l, ValueRange a, Type t) {
   Value x = a[0];
-  Value cube =
-      arith::MulFOp::create(b, l, arith::MulFOp::create(b, l, x, x), x);
-  Value poly = arith::AddFOp::create(
+  double c = std::sqrt(2.0 / M_PI);
+  // -2u = x (-2c - 2c 0.044715 x^2)
+  Value square = arith::MulFOp::create(b, l, x, x);
+  Value minus2u = arith::MulFOp::create(
       b, l, x,
-      arith::MulFOp::create(b, l, cube, scalarConstant(b, l, t, 0.044715)));
-  Value inner = arith::MulFOp::create(
-      b, l, poly, scalarConstant(b, l, t, std::sqrt(2.0 / M_PI)));
-  Value phi = arith::AddFOp::create(b, l, one(b, l, t),
-                                    math::TanhOp::create(b, l, inner));
-  Value half = arith::MulFOp::create(b, l, x, scalarConstant(b, l, t, 0.5));
-  return arith::MulFOp::create(b, l, half, phi);
+      math::FmaOp::create(b, l, square,
+                          scalarConstant(b, l, t, -2.0 * c * 0.044715),
+                          scalarConstant(b, l, t, -2.0 * c)));
+  Value denominator = arith::AddFOp::create(b, l, one(b, l, t),
+                                            math::ExpOp::create(b, l, minus2u));
+  return arith::DivFOp::create(b, l, x, denominator);
 }
 // silu(x) = x * sigmoid(x)
 Value siluS(OpBuilder &b, Location l, ValueRange a, Type t) {

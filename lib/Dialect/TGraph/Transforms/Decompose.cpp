@@ -150,19 +150,24 @@ static SmallVector<int64_t> trailingDims(int64_t from, int64_t rank) {
 //===----------------------------------------------------------------------===//
 
 // gelu(x) = 0.5 x (1 + erf(x / sqrt 2)), or with tanh:
-// 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+// 0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3). The tanh form is
+// computed as x / (1 + exp(-2u)), the same function (1 + tanh(u) = 2 / (1 +
+// exp(-2u))) with one exp in place of tanh's rational polynomial, and no
+// cancellation: for x << 0 exp(-2u) overflows to infinity and gelu is -0.
 static LogicalResult decomposeGelu(GeluOp op, PatternRewriter &rewriter) {
   Emitter e(rewriter, op.getLoc());
   Value x = op.getX();
   Type t = e.elementOf(x);
-  Value inner;
   if (op.getApproximate()) {
-    Value cube = e.mul(e.square(x), x);
-    Value poly = e.add(x, e.mul(e.scalar(t, 0.044715), cube));
-    inner = e.tanh(e.mul(e.scalar(t, std::sqrt(2.0 / M_PI)), poly));
-  } else {
-    inner = e.erf(e.mul(x, e.scalar(t, M_SQRT1_2)));
+    double c = std::sqrt(2.0 / M_PI);
+    // -2u = x (-2c - 2c 0.044715 x^2)
+    Value minus2u =
+        e.mul(x, e.add(e.mul(e.scalar(t, -2.0 * c * 0.044715), e.square(x)),
+                       e.scalar(t, -2.0 * c)));
+    rewriter.replaceOp(op, e.div(x, e.add(e.scalar(t, 1.0), e.exp(minus2u))));
+    return success();
   }
+  Value inner = e.erf(e.mul(x, e.scalar(t, M_SQRT1_2)));
   Value half = e.mul(e.scalar(t, 0.5), x);
   rewriter.replaceOp(op, e.mul(half, e.add(e.scalar(t, 1.0), inner)));
   return success();

@@ -33,17 +33,20 @@ func.func @silu_and_gelu(%x: tensor<?x?xf32, #tgraph.dims<[B, S]>>) -> (tensor<?
 
 // -----
 
-// gelu with tanh: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+// gelu with tanh: 0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3),
+// as x / (1 + exp(-2u)) with -2u = x (-2 sqrt(2/pi) - 2 sqrt(2/pi) 0.044715 x^2)
 // CHECK-LABEL: func.func @gelu_tanh
 // CHECK-SAME: (%[[X:.+]]: tensor<8xf32>)
-// CHECK-DAG: %[[C:.+]] = tgraph.constant dense<4.471500e-02> : tensor<f32>
-// CHECK-DAG: %[[K:.+]] = tgraph.constant dense<0.797884583> : tensor<f32>
+// CHECK-DAG: %[[ONE:.+]] = tgraph.constant dense<1.000000e+00> : tensor<f32>
+// CHECK-DAG: %[[K0:.+]] = tgraph.constant dense<-1.59576917> : tensor<f32>
+// CHECK-DAG: %[[K1:.+]] = tgraph.constant dense<-0.0713548139> : tensor<f32>
 // CHECK: %[[SQ:.+]] = tgraph.square %[[X]]
-// CHECK: %[[CUBE:.+]] = tgraph.mul %[[SQ]], %[[X]]
-// CHECK: %[[T:.+]] = tgraph.mul %[[CUBE]], %[[C]]
-// CHECK: %[[P:.+]] = tgraph.add %[[X]], %[[T]]
-// CHECK: %[[KP:.+]] = tgraph.mul %[[P]], %[[K]]
-// CHECK: tgraph.tanh %[[KP]]
+// CHECK: %[[T:.+]] = tgraph.mul %[[SQ]], %[[K1]]
+// CHECK: %[[P:.+]] = tgraph.add %[[T]], %[[K0]]
+// CHECK: %[[M2U:.+]] = tgraph.mul %[[X]], %[[P]]
+// CHECK: %[[E:.+]] = tgraph.exp %[[M2U]]
+// CHECK: %[[D:.+]] = tgraph.add %[[E]], %[[ONE]]
+// CHECK: tgraph.div %[[X]], %[[D]]
 func.func @gelu_tanh(%x: tensor<8xf32>) -> tensor<8xf32> {
   %g = tgraph.gelu %x {approximate} : tensor<8xf32>
   return %g : tensor<8xf32>
