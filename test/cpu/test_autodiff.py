@@ -785,6 +785,46 @@ def test_conv2d_through_im2col(layout, strides, padding, dilation):
                     [("x", x), ("f", f)], out)
 
 
+@pytest.mark.parametrize("layout", ["nchw", "nhwc"])
+@pytest.mark.parametrize("c, o, groups", [(4, 6, 2), (3, 6, 3)])
+def test_grouped_conv2d(layout, c, o, groups):
+    # Two groups, and a depthwise convolution with channel multiplier 2.
+    n, h, w, kh, kw = 2, 6, 5, 3, 2
+    strides, padding = (2, 1), (1, 1, 0, 1)
+    oh = (h + 2 - kh) // 2 + 1
+    ow = (w + 1 - kw) + 1
+    if layout == "nchw":
+        x, f, out = uniform(rng, (n, c, h, w)), uniform(rng, (o, c // groups, kh, kw)), (n, o, oh, ow)
+    else:
+        x, f, out = uniform(rng, (n, h, w, c)), uniform(rng, (kh, kw, c // groups, o)), (n, oh, ow, o)
+
+    def arr(v):
+        return "array<i64: " + ", ".join(map(str, v)) + ">"
+    check_gradients("%r = tgraph.conv2d %x, %f {{strides = " + arr(strides) + ", padding = " +
+                    arr(padding) + f", groups = {groups} : i64" +
+                    f", layout = #tgraph<conv_layout {layout}>" + "}} : ({x}, {f}) -> {r}",
+                    [("x", x), ("f", f)], out)
+
+
+@pytest.mark.parametrize("kind", ["sum", "mean", "max", "min", "prod"])
+def test_collectives_on_one_device(kind):
+    # A single process runs groups of one device, where every collective is
+    # the identity (a permute to itself too): the derivative code of each
+    # rule (weights for max/min/prod included, a zero among the values for
+    # prod) compiles and gives the identity's derivative. The rules' data
+    # movement for larger groups is in the autodiff lit test.
+    x = uniform(rng, (4, 6))
+    x[1, 2] = 0.0
+    body = (
+        f"%a = tgraph.all_reduce %x {{{{reduction = #tgraph<reduction {kind}>, axis = \"d\", group_size = 1 : i64}}}} : {{x}}\n"
+        f"  %b = tgraph.reduce_scatter %a {{{{reduction = #tgraph<reduction {kind}>, dim = 1 : i64, axis = \"d\", group_size = 1 : i64}}}} : {{x}} -> {{x}}\n"
+        "  %c = tgraph.all_gather %b {{dim = 0 : i64, axis = \"d\", group_size = 1 : i64}} : {x} -> {x}\n"
+        "  %d = tgraph.all_to_all %c {{split_dim = 0 : i64, concat_dim = 1 : i64, axis = \"d\", group_size = 1 : i64}} : {x} -> {x}\n"
+        "  %e = tgraph.permute %d {{pairs = [array<i64: 0, 0>], axis = \"d\"}} : {x}\n"
+        "  %r = tgraph.mul %e, %e : {x}")
+    check_gradients(body, [("x", x)], (4, 6))
+
+
 @pytest.mark.parametrize("starts", [(1, 2), (4, -3), (0, 0)])
 def test_dynamic_slice(starts):
     # Starts in range and clamped ones (past the end, negative).

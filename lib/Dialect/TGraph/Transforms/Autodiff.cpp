@@ -47,7 +47,10 @@ constexpr const char *kExpandedForAutodiff[] = {
     "attention", "cross_entropy",  "embedding", "one_hot"};
 
 /// Replaces the return with `values`, sets the function type and erases
-/// the ops nothing uses any more.
+/// the ops nothing uses any more. That includes collectives: the primal
+/// ones a gradient does not need would otherwise still communicate, and
+/// every device of a group runs the same generated function, so all of
+/// them skip the same exchanges.
 void finish(func::FuncOp fn, func::ReturnOp ret, ArrayRef<Value> values) {
   OpBuilder b(ret);
   func::ReturnOp::create(b, ret.getLoc(), values);
@@ -61,7 +64,10 @@ void finish(func::FuncOp fn, func::ReturnOp ret, ArrayRef<Value> values) {
   while (erased) {
     erased = false;
     for (Operation &op : llvm::make_early_inc_range(llvm::reverse(fn.front())))
-      if (isOpTriviallyDead(&op)) {
+      if (isOpTriviallyDead(&op) ||
+          (isa<AllReduceOp, AllGatherOp, ReduceScatterOp, AllToAllOp,
+               PermuteOp>(op) &&
+           op.use_empty())) {
         op.erase();
         erased = true;
       }
@@ -356,6 +362,11 @@ public:
       ops.push_back(&op);
       if (op.hasTrait<NonDifferentiable>() || !reachedBy(&op, active))
         continue;
+      // A derivative that would flow through state (a value stored into a
+      // KV cache and read back later) has no rule: stop instead of
+      // silently dropping it.
+      if (writesStateWithoutRule(&op))
+        return missingRule(&op);
       for (Value r : op.getResults())
         if (ADBuilder::isDifferentiable(r))
           active.insert(r);
@@ -1236,6 +1247,14 @@ public:
     return success();
   }
 
+  /// An op without a rule that writes memory (state) instead of returning
+  /// its effect as results.
+  static bool writesStateWithoutRule(Operation *op) {
+    auto effects = dyn_cast<MemoryEffectOpInterface>(op);
+    return effects && !isa<DifferentiableOpInterface>(op) &&
+           effects.hasEffect<MemoryEffects::Write>();
+  }
+
   LogicalResult missingRule(Operation *op) {
     StringRef source = sourceName;
     InFlightDiagnostic diag = op->emitError()
@@ -1243,6 +1262,10 @@ public:
                               << "' has no differentiation rule";
     if (op->getNumRegions())
       diag << " (ops with regions are not differentiated yet)";
+    else if (writesStateWithoutRule(op))
+      diag << ": a value that depends on the differentiated arguments "
+              "reaches state it writes, and derivatives do not flow through "
+              "state";
     diag.attachNote(request->getLoc())
         << "needed to differentiate @" << source << " here";
     return failure();

@@ -72,13 +72,14 @@ static void storeCarries(WhileOp loop) {
 /// conv2d is differentiated through im2col: the padded input's KH x KW
 /// strided slices, stacked into patches [N, C*KH*KW, OH, OW], contracted
 /// with the filter as a [O, C*KH*KW] matrix (dot_general), all ops with
-/// rules. Static spatial sizes and channels, groups = 1.
+/// rules. With g groups the patches are [N, g, C/g*KH*KW, OH, OW] and the
+/// filter [g, O/g, C/g*KH*KW], contracted with the group as a batch dim
+/// (output channel o belongs to group o / (O/g), as in PyTorch). Static
+/// spatial sizes and channels.
 static LogicalResult expandConv2d(Conv2dOp conv) {
   auto fail = [&](const Twine &why) {
     return conv.emitOpError("has no differentiation rule here: ") << why;
   };
-  if (conv.getGroups() != 1)
-    return fail("grouped convolution");
   OpBuilder b(conv);
   ADBuilder ad(b, conv.getLoc());
   MLIRContext *ctx = conv.getContext();
@@ -126,12 +127,31 @@ static LogicalResult expandConv2d(Conv2dOp conv) {
   patches = ad.reshape(
       patches,
       getTensorType(shape::TensorShape({n, k(c * kh * kw), k(oh), k(ow)}), e));
-  Value w2 = ad.reshape(
-      w, getTensorType(shape::TensorShape({k(o), k(c * kh * kw)}), e));
-  Value y = ad.inferred<DotGeneralOp>(
-      w2.getType(), w2, patches, b.getDenseI64ArrayAttr({}),
-      b.getDenseI64ArrayAttr({}), b.getDenseI64ArrayAttr({1}),
-      b.getDenseI64ArrayAttr({1}), conv.getPolicyAttr());
+  int64_t g = conv.getGroups(), cg = c / g, kg = cg * kh * kw;
+  Value y;
+  if (g == 1) {
+    Value w2 =
+        ad.reshape(w, getTensorType(shape::TensorShape({k(o), k(kg)}), e));
+    y = ad.inferred<DotGeneralOp>(
+        w2.getType(), w2, patches, b.getDenseI64ArrayAttr({}),
+        b.getDenseI64ArrayAttr({}), b.getDenseI64ArrayAttr({1}),
+        b.getDenseI64ArrayAttr({1}), conv.getPolicyAttr());
+  } else {
+    // Channels are group-major in both the patches (c = group * C/g + i,
+    // then the KH x KW offsets) and the filter's outputs.
+    patches = ad.reshape(
+        patches,
+        getTensorType(shape::TensorShape({n, k(g), k(kg), k(oh), k(ow)}), e));
+    Value w3 = ad.reshape(
+        w, getTensorType(shape::TensorShape({k(g), k(o / g), k(kg)}), e));
+    // [g, O/g, N, OH, OW] -> [O, N, OH, OW]
+    y = ad.inferred<DotGeneralOp>(
+        w3.getType(), w3, patches, b.getDenseI64ArrayAttr({0}),
+        b.getDenseI64ArrayAttr({1}), b.getDenseI64ArrayAttr({2}),
+        b.getDenseI64ArrayAttr({2}), conv.getPolicyAttr());
+    y = ad.reshape(
+        y, getTensorType(shape::TensorShape({k(o), n, k(oh), k(ow)}), e));
+  }
   // [O, N, OH, OW] -> NCHW (or NHWC).
   y = ad.transpose(y, nhwc ? SmallVector<int64_t>{1, 2, 3, 0}
                            : SmallVector<int64_t>{1, 0, 2, 3});

@@ -46,19 +46,38 @@ tgraph.hvp @f wrt(%arg0) dir(%v) -> @h
 // -----
 
 // An op on the path without a rule names itself; the declaration is noted.
-func.func @f(%x: tensor<8xf32>) -> tensor<8xf32> {
-  // expected-error @+1 {{'tgraph.all_reduce' has no differentiation rule}}
-  %y = tgraph.all_reduce %x {reduction = #tgraph<reduction sum>, axis = "data", group_size = 2 : i64} : tensor<8xf32>
-  return %y : tensor<8xf32>
+// Derivatives do not flow through state: a differentiated value stored into
+// a KV cache stops the transformation (instead of a silently zero
+// gradient for what is read back), in both modes.
+func.func @f(%k: tensor<1x1x2x4xf32>) -> tensor<f32> {
+  %c = tgraph.kv_cache.create : !tgraph.kv_cache<[1, 1, 8, 4], f32>
+  // expected-error @+1 {{'tgraph.kv_cache.append' has no differentiation rule: a value that depends on the differentiated arguments reaches state it writes}}
+  tgraph.kv_cache.append %c, %k, %k : !tgraph.kv_cache<[1, 1, 8, 4], f32>, tensor<1x1x2x4xf32>, tensor<1x1x2x4xf32>
+  %keys, %vals, %len = tgraph.kv_cache.read %c : !tgraph.kv_cache<[1, 1, 8, 4], f32> -> tensor<1x1x8x4xf32>, tensor<1x1x8x4xf32>, tensor<i64>
+  %s = tgraph.reduce_sum %keys {dims = array<i64: 0, 1, 2, 3>} : tensor<1x1x8x4xf32> -> tensor<f32>
+  return %s : tensor<f32>
+}
+// expected-note @+1 {{needed to differentiate @f here}}
+tgraph.adjoint @f wrt(%arg0) -> @g
+
+// -----
+
+func.func @f(%k: tensor<1x1x2x4xf32>) -> tensor<1x1x8x4xf32> {
+  %c = tgraph.kv_cache.create : !tgraph.kv_cache<[1, 1, 8, 4], f32>
+  // expected-error @+1 {{'tgraph.kv_cache.append' has no differentiation rule}}
+  tgraph.kv_cache.append %c, %k, %k : !tgraph.kv_cache<[1, 1, 8, 4], f32>, tensor<1x1x2x4xf32>, tensor<1x1x2x4xf32>
+  %keys, %vals, %len = tgraph.kv_cache.read %c : !tgraph.kv_cache<[1, 1, 8, 4], f32> -> tensor<1x1x8x4xf32>, tensor<1x1x8x4xf32>, tensor<i64>
+  return %keys : tensor<1x1x8x4xf32>
 }
 // expected-note @+1 {{needed to differentiate @f here}}
 tgraph.jvp @f wrt(%arg0) -> @g
 
 // -----
 
-func.func @f(%x: tensor<1x2x4x4xf32>, %w: tensor<2x1x3x3xf32>) -> tensor<1x2x2x2xf32> {
-  // expected-error @+1 {{'tgraph.conv2d' op has no differentiation rule here: grouped convolution}}
-  %y = tgraph.conv2d %x, %w {groups = 2 : i64} : (tensor<1x2x4x4xf32>, tensor<2x1x3x3xf32>) -> tensor<1x2x2x2xf32>
+// A conv2d whose channels are symbolic cannot be laid out as im2col.
+func.func @f(%x: tensor<1x?x4x4xf32>, %w: tensor<2x1x3x3xf32>) -> tensor<1x2x2x2xf32> {
+  // expected-error @+1 {{'tgraph.conv2d' op has no differentiation rule here: dims other than the batch must be numbers}}
+  %y = tgraph.conv2d %x, %w : (tensor<1x?x4x4xf32>, tensor<2x1x3x3xf32>) -> tensor<1x2x2x2xf32>
   return %y : tensor<1x2x2x2xf32>
 }
 tgraph.adjoint @f wrt(%arg1) -> @g

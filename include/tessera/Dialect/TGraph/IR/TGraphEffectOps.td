@@ -79,7 +79,8 @@ def TGraph_RngBernoulliOp : TGraph_RngSampleOp<"bernoulli",
 //===----------------------------------------------------------------------===//
 
 class TGraph_CollectiveOp<string mnemonic, list<Trait> traits = []>
-    : TGraph_InferOp<mnemonic, traits # [MemoryEffects<[MemRead, MemWrite]>]> {
+    : TGraph_InferOp<mnemonic,
+                     traits # [MemoryEffects<[MemRead, MemWrite]>, TGraph_Differentiable]> {
   let results = (outs TGraph_Tensor:$result);
   let assemblyFormat = "$x attr-dict `:` " # "custom<OpTypes>(type($x), type($result))";
 }
