@@ -59,6 +59,9 @@ void mlir::tessera::buildCPUPipeline(OpPassManager &pm) {
   perFunction(createMathApproximations());
   perFunction(createCanonicalizerPass());
   perFunction(createCSEPass());
+  // Checkpoint recomputations join their callers now that no CSE can merge
+  // them with the forward pass any more.
+  whole(createInlineRecompute());
   // Tensors -> buffers, including function arguments and results (plain
   // strided layouts, so callers pass ordinary dense arrays), then frees for
   // every temporary.

@@ -132,4 +132,19 @@ def EarlyDeallocs : Pass<"tessera-early-deallocs"> {
                            "::mlir::scf::SCFDialect"];
 }
 
+def InlineRecompute : Pass<"tessera-inline-recompute", "ModuleOp"> {
+  let summary = "Inline the recomputation functions of checkpoints";
+  let description = [{
+    Reverse-mode autodiff recomputes a `tgraph.checkpoint` in a private
+    function marked `tgraph.recompute`, so that tensor-level CSE cannot
+    merge the recomputation back into the forward pass (which would keep
+    the checkpoint's intermediates alive after all). Once the last
+    tensor-level CSE has run, this pass inlines every call of such a
+    function and erases the functions: buffer deallocation then sees the
+    recomputed buffers in the caller and frees them after their last use,
+    instead of keeping every buffer passed to an opaque call until the
+    function returns.
+  }];
+}
+
 #endif // TESSERA_CONVERSION_PASSES

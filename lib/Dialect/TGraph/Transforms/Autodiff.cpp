@@ -1150,6 +1150,9 @@ public:
     auto fn = func::FuncOp::create(mb, op.getLoc(), name,
                                    mb.getFunctionType(inputs, outputs));
     fn.setPrivate();
+    // Inlined again once no CSE can merge it with the forward pass (see
+    // -tessera-inline-recompute).
+    fn->setAttr("tgraph.recompute", mb.getUnitAttr());
     Block *entry = fn.addEntryBlock();
     OpBuilder fb = OpBuilder::atBlockEnd(entry);
     IRMapping map;

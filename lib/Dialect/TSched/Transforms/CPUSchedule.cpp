@@ -284,6 +284,7 @@ struct CPUSchedulePass
     if (failed(cleanUp(module)))
       return signalPassFailure();
     privatizeSlices(module);
+    foldCopiesIntoFreshTensors(module);
     parallelizeDataMovement(module);
     // Loop-carried vectors (accumulators) move out of the loops marked for
     // it, once the vector code is in canonical form.

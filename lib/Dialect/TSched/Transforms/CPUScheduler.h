@@ -64,6 +64,10 @@ void populateTransposeLoweringPatterns(RewritePatternSet &patterns);
 /// buffers (row-fused intermediates).
 void privatizeSlices(func::FuncOp fn);
 
+/// Copies of an unpacked GEMM result into a tensor nobody reads (fresh,
+/// or zero-filled for the contraction before it was packed) fold away.
+void foldCopiesIntoFreshTensors(func::FuncOp fn);
+
 /// Data movement left at function level (packing) runs over rows on
 /// threads, copying in vectors where the innermost dim stays innermost.
 void parallelizeDataMovement(func::FuncOp fn);

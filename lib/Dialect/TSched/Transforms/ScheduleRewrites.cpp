@@ -180,6 +180,11 @@ void mlir::tessera::tsched::populateScheduleCleanupPatterns(
   vector::populateVectorMultiReductionLoweringPatterns(
       patterns, vector::VectorMultiReductionLowering::InnerReduction);
   patterns.add<FuseMultiplyAdd, BroadcastThenTranspose>(ctx);
+  // A tile of a filled tensor is a filled tile: a packed GEMM's initial
+  // accumulator tile is then zeroed in place (the fill folds through the
+  // packing's pad, reshape and transpose) instead of the whole output
+  // being zeroed serially first and packed tile by tile.
+  linalg::populateSwapExtractSliceWithFillPatterns(patterns);
 }
 
 void mlir::tessera::tsched::populateTransposeLoweringPatterns(
@@ -231,6 +236,76 @@ void mlir::tessera::tsched::privatizeSlices(func::FuncOp module) {
   });
 }
 
+/// Unpacking a GEMM's result ends in a copy of the valid part into the
+/// contraction's original output, a tensor whose contents nothing reads
+/// (a fresh buffer, or one filled with the zeros the contraction started
+/// from before it was packed). The copy's value is its input, so its users
+/// take the input: no pass over the result, and the fill goes away too.
+void mlir::tessera::tsched::foldCopiesIntoFreshTensors(func::FuncOp module) {
+  SmallVector<linalg::CopyOp> copies;
+  module.walk([&](linalg::CopyOp copy) {
+    if (!copy.hasPureTensorSemantics())
+      return;
+    Value dest = copy.getOutputs()[0];
+    if (auto fill = dest.getDefiningOp<linalg::FillOp>())
+      dest = fill.getOutputs()[0];
+    if (dest.getDefiningOp<tensor::EmptyOp>() ||
+        dest.getDefiningOp<bufferization::AllocTensorOp>())
+      copies.push_back(copy);
+  });
+  for (linalg::CopyOp copy : copies) {
+    Value input = copy.getInputs()[0];
+    if (input.getType() != copy->getResult(0).getType())
+      continue;
+    Value dest = copy.getOutputs()[0];
+    copy->getResult(0).replaceAllUsesWith(input);
+    copy.erase();
+    if (auto fill = dest.getDefiningOp<linalg::FillOp>();
+        fill && fill->use_empty())
+      fill.erase();
+  }
+}
+
+/// A pad whose high padding is only known at run time (rows of a packed
+/// GEMM operand rounded up to the register tile) is usually no padding
+/// at all: the rows are a multiple of the tile. Then the operand is used
+/// as it is instead of being copied (in tiles, each filled with zeros
+/// first) into a new buffer.
+static void skipEmptyPadding(RewriterBase &rewriter, tensor::PadOp pad) {
+  if (!llvm::all_of(pad.getMixedLowPad(), isZeroInteger))
+    return;
+  SmallVector<Value> dynamicHigh;
+  for (OpFoldResult high : pad.getMixedHighPad()) {
+    if (auto v = dyn_cast<Value>(high))
+      dynamicHigh.push_back(v);
+    else if (!isZeroInteger(high))
+      return; // pads for sure
+  }
+  if (dynamicHigh.empty())
+    return;
+  Location loc = pad.getLoc();
+  rewriter.setInsertionPoint(pad);
+  Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
+  Value none;
+  for (Value high : dynamicHigh) {
+    Value eq = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq,
+                                     high, zero);
+    none = none ? arith::AndIOp::create(rewriter, loc, none, eq) : eq;
+  }
+  auto type = pad.getResultType();
+  auto ifOp = scf::IfOp::create(rewriter, loc, type, none,
+                                /*withElseRegion=*/true);
+  rewriter.setInsertionPointToStart(ifOp.thenBlock());
+  Value same = pad.getSource();
+  if (same.getType() != type)
+    same = tensor::CastOp::create(rewriter, loc, type, same);
+  scf::YieldOp::create(rewriter, loc, same);
+  rewriter.setInsertionPointToStart(ifOp.elseBlock());
+  auto yield = scf::YieldOp::create(rewriter, loc, pad.getResult());
+  rewriter.replaceAllUsesExcept(pad.getResult(), ifOp.getResult(0), yield);
+  rewriter.moveOpBefore(pad, yield);
+}
+
 /// Data movement left at function level (packing a GEMM's operands:
 /// padding and transposing into panels; unpacking its result) is split
 /// over rows into a parallel loop: otherwise one thread copies whole
@@ -249,6 +324,10 @@ void mlir::tessera::tsched::parallelizeDataMovement(func::FuncOp module) {
   });
   for (TilingInterface op : ops) {
     IRRewriter rewriter(op);
+    if (auto pad = dyn_cast<tensor::PadOp>(op.getOperation())) {
+      skipEmptyPadding(rewriter, pad);
+      rewriter.setInsertionPoint(op);
+    }
     auto type = cast<RankedTensorType>(op->getResult(0).getType());
     // Panels (rank 4: a block of rows each) one at a time; plain
     // matrices 16 rows at a time.
