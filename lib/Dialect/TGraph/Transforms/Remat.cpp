@@ -120,7 +120,8 @@ struct TGraphRematPass
 
   /// A call, before `at`, of a new private function made of `ops` that
   /// returns `v`: a function, so later CSE does not merge the copy back
-  /// into the original (which would keep the value live again).
+  /// into the original (which would keep the value live again); the CPU
+  /// pipeline inlines it after its last CSE.
   Value recompute(func::FuncOp fn, ArrayRef<Operation *> ops, Value v,
                   Operation *at) {
     SetVector<Value> inputs;
@@ -139,6 +140,9 @@ struct TGraphRematPass
     auto callee = func::FuncOp::create(
         mb, v.getLoc(), name, mb.getFunctionType(types, {v.getType()}));
     callee.setPrivate();
+    // Inlined again once no CSE can merge it with the original (see
+    // -tessera-inline-recompute).
+    callee->setAttr("tgraph.recompute", mb.getUnitAttr());
     Block *entry = callee.addEntryBlock();
     OpBuilder cb = OpBuilder::atBlockEnd(entry);
     IRMapping map;
