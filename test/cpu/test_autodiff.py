@@ -727,6 +727,33 @@ def test_while_loop(steps, trip_count):
     check_gradients(body, [("x0", x0), ("w", w), ("a", a)], (4,))
 
 
+def test_unnamed_dims(tmp_path):
+    # '?' dims without names: derivative code broadcasts values back to
+    # shapes whose sizes only the operands know at run time (a row scale
+    # [?, 1] against [?, 4], layernorm's statistics, a column sum).
+    import subprocess
+    from harness import TESSERA_RUN, run_env
+    src = tmp_path / "unnamed.mlir"
+    src.write_text("""func.func @f(%x: tensor<?x4xf64>, %y: tensor<?x1xf64>, %g: tensor<4xf64>) -> tensor<f64> {
+      %a = tgraph.mul %x, %y : (tensor<?x4xf64>, tensor<?x1xf64>) -> tensor<?x4xf64>
+      %n = tgraph.layernorm %a scale %g bias %g {axis = 1 : i64} : (tensor<?x4xf64>, tensor<4xf64>, tensor<4xf64>) -> tensor<?x4xf64>
+      %c = tgraph.reduce_sum %n {dims = array<i64: 0>, keepdims} : (tensor<?x4xf64>) -> tensor<1x4xf64>
+      %d = tgraph.mul %n, %c : (tensor<?x4xf64>, tensor<1x4xf64>) -> tensor<?x4xf64>
+      %r = tgraph.reduce_sum %d {dims = array<i64: 0, 1>} : (tensor<?x4xf64>) -> tensor<f64>
+      return %r : tensor<f64>
+    }""")
+    r = np.random.default_rng(11)
+    inputs = []
+    for name, a in (("x", r.standard_normal((5, 4))), ("y", r.standard_normal((5, 1))),
+                    ("g", r.standard_normal(4))):
+        np.save(tmp_path / f"{name}.npy", a)
+        inputs += ["--input", str(tmp_path / f"{name}.npy")]
+    out = subprocess.run([TESSERA_RUN, str(src), "--check-grads", *inputs],
+                         capture_output=True, text=True, env=run_env())
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "passed" in out.stdout
+
+
 def test_check_grads_command_line(tmp_path):
     # tessera-run --check-grads: random float64 inputs (from --dims), JVP
     # and VJP (and with --check-order 2 the JVP of the VJP) against

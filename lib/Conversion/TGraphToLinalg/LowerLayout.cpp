@@ -120,13 +120,30 @@ struct BroadcastInDimLowering : public SymbolicPattern<BroadcastInDimOp> {
     Value x = adaptor.getX();
     auto xt = cast<RankedTensorType>(x.getType());
     ArrayRef<int64_t> map = op.getBroadcastDimensions();
-    auto sizes =
-        dynamicSizes(rewriter, op, getShape(op.getType()), type, ctx.symbols);
-    if (failed(sizes))
-      return failure();
     SmallVector<Value> xSizes;
     for (int64_t j = 0; j < xt.getRank(); ++j)
       xSizes.push_back(dimOf(rewriter, loc, x, j));
+    // An unnamed '?' result dim that an operand dim (not 1) maps to has
+    // that dim's size: the only size it can have without broadcasting, and
+    // the one derivative code (which broadcasts a value back to the shape
+    // it came from) relies on.
+    ::tessera::shape::TensorShape shape = getShape(op.getType());
+    DenseMap<int64_t, Value> fromOperand;
+    for (int64_t j = 0; j < xt.getRank(); ++j)
+      if (shape.dims[map[j]].isUnknown() && xt.getDimSize(j) != 1) {
+        fromOperand[map[j]] = xSizes[j];
+        shape.dims[map[j]] = ::tessera::shape::DimExpr::constant(1);
+      }
+    auto sizes = dynamicSizes(rewriter, op, shape, type, ctx.symbols);
+    if (failed(sizes))
+      return failure();
+    for (int64_t d = 0, k = 0; d < type.getRank(); ++d) {
+      if (!type.isDynamicDim(d))
+        continue;
+      if (Value v = fromOperand.lookup(d))
+        (*sizes)[k] = v;
+      ++k;
+    }
     int64_t rank = type.getRank();
     Value init = emptyTensor(rewriter, loc, type, *sizes);
     SmallVector<utils::IteratorType> par(rank, utils::IteratorType::parallel);
