@@ -285,6 +285,7 @@ struct CPUSchedulePass
       return signalPassFailure();
     privatizeSlices(module);
     foldCopiesIntoFreshTensors(module);
+    fuseUnpackIntoContraction(module);
     parallelizeDataMovement(module);
     // Loop-carried vectors (accumulators) move out of the loops marked for
     // it, once the vector code is in canonical form.

@@ -68,6 +68,10 @@ void privatizeSlices(func::FuncOp fn);
 /// or zero-filled for the contraction before it was packed) fold away.
 void foldCopiesIntoFreshTensors(func::FuncOp fn);
 
+/// The unpacking transpose of a packed GEMM's result moves into the GEMM's
+/// parallel loop, block by block.
+void fuseUnpackIntoContraction(func::FuncOp fn);
+
 /// Data movement left at function level (packing) runs over rows on
 /// threads, copying in vectors where the innermost dim stays innermost.
 void parallelizeDataMovement(func::FuncOp fn);

@@ -266,6 +266,100 @@ void mlir::tessera::tsched::foldCopiesIntoFreshTensors(func::FuncOp module) {
   }
 }
 
+/// Whether every use of `blockArg` in `forall`'s body, besides the
+/// terminator's inserts, is a slice whose contents nobody reads (the
+/// destination of a linalg.fill).
+static bool onlyOverwritten(scf::ForallOp forall, BlockArgument blockArg) {
+  for (Operation *user : blockArg.getUsers()) {
+    if (isa<tensor::ParallelInsertSliceOp>(user))
+      continue;
+    auto slice = dyn_cast<tensor::ExtractSliceOp>(user);
+    if (!slice || !llvm::all_of(slice->getUsers(), [&](Operation *u) {
+          auto fill = dyn_cast<linalg::FillOp>(u);
+          return fill && fill.getOutputs()[0] == slice.getResult();
+        }))
+      return false;
+  }
+  return true;
+}
+
+/// The unpacking transpose of a packed GEMM's result ([Mt, Nt, 8, 32]
+/// tiles -> [Mt, 8, Nt, 32] rows) moves into the GEMM's parallel loop:
+/// each block is transposed into the result as soon as it is computed,
+/// while it is still in cache, instead of in one more parallel pass over
+/// the whole result in memory. The block's accumulator becomes a private
+/// tile (its contents were only ever zeroed).
+void mlir::tessera::tsched::fuseUnpackIntoContraction(func::FuncOp module) {
+  SmallVector<linalg::TransposeOp> transposes;
+  module.walk([&](linalg::TransposeOp t) {
+    if (!isa_and_nonnull<func::FuncOp>(t->getParentOp()) ||
+        !t.hasPureTensorSemantics())
+      return;
+    auto forall = t.getInput().getDefiningOp<scf::ForallOp>();
+    Value init = t.getInit();
+    if (forall && forall->getNumResults() == 1 && forall->hasOneUse() &&
+        (init.getDefiningOp<tensor::EmptyOp>() ||
+         init.getDefiningOp<bufferization::AllocTensorOp>()))
+      transposes.push_back(t);
+  });
+  for (linalg::TransposeOp t : transposes) {
+    auto forall = t.getInput().getDefiningOp<scf::ForallOp>();
+    BlockArgument shared = forall.getRegionIterArgs()[0];
+    auto inserts = forall.getTerminator().getYieldingOps();
+    if (llvm::range_size(inserts) != 1 || !onlyOverwritten(forall, shared))
+      continue;
+    auto insert = dyn_cast<tensor::ParallelInsertSliceOp>(*inserts.begin());
+    if (!insert || insert.getDest() != shared ||
+        !llvm::all_of(insert.getMixedStrides(), isOneInteger))
+      continue;
+    ArrayRef<int64_t> perm = t.getPermutation();
+    IRRewriter rewriter(t);
+    // Accumulator slices of the old result become private tiles.
+    for (Operation *user : llvm::make_early_inc_range(shared.getUsers()))
+      if (auto slice = dyn_cast<tensor::ExtractSliceOp>(user)) {
+        rewriter.setInsertionPoint(slice);
+        rewriter.replaceOpWithNewOp<tensor::EmptyOp>(
+            slice, slice.getMixedSizes(), slice.getType().getElementType());
+      }
+    rewriter.setInsertionPoint(t);
+    auto next = scf::ForallOp::create(
+        rewriter, forall.getLoc(), forall.getMixedLowerBound(),
+        forall.getMixedUpperBound(), forall.getMixedStep(), t.getInit(),
+        forall.getMapping());
+    IRMapping map;
+    map.map(forall.getInductionVars(), next.getInductionVars());
+    rewriter.setInsertionPointToStart(next.getBody());
+    for (Operation &op : forall.getBody()->without_terminator())
+      rewriter.clone(op, map);
+    // The block, transposed, at the transposed offsets.
+    Value block = map.lookupOrDefault(insert.getSource());
+    SmallVector<OpFoldResult> offsets, sizes, strides;
+    for (int64_t d : perm) {
+      OpFoldResult o = insert.getMixedOffsets()[d];
+      OpFoldResult z = insert.getMixedSizes()[d];
+      if (auto v = dyn_cast<Value>(o))
+        o = map.lookupOrDefault(v);
+      if (auto v = dyn_cast<Value>(z))
+        z = map.lookupOrDefault(v);
+      offsets.push_back(o);
+      sizes.push_back(z);
+      strides.push_back(rewriter.getIndexAttr(1));
+    }
+    Location loc = insert.getLoc();
+    // Written in place: the destination is the result's own slice.
+    Value dest = tensor::ExtractSliceOp::create(
+        rewriter, loc, next.getRegionIterArgs()[0], offsets, sizes, strides);
+    auto moved = linalg::TransposeOp::create(rewriter, loc, block, dest, perm);
+    rewriter.setInsertionPointToStart(next.getTerminator().getBody());
+    tensor::ParallelInsertSliceOp::create(rewriter, loc, moved->getResult(0),
+                                          next.getRegionIterArgs()[0], offsets,
+                                          sizes, strides);
+    rewriter.replaceOp(t, next->getResults());
+    rewriter.eraseOp(forall);
+    vectorizeMovement(rewriter, cast<TilingInterface>(moved.getOperation()));
+  }
+}
+
 /// A pad whose high padding is only known at run time (rows of a packed
 /// GEMM operand rounded up to the register tile) is usually no padding
 /// at all: the rows are a multiple of the tile. Then the operand is used
