@@ -5,13 +5,17 @@
 
 For an MLP loss and the example transformer block (d_model 512), prints
 - Tessera's forward time and gradient time (tgraph.adjoint with respect to
-  every weight and the input), and their ratio (the goal is <= 3);
+  every weight; for the block also the input), and their ratio (the goal
+  is <= 3);
 - jax.jit(jax.grad(f)) on the same shapes, and the ratio JAX time /
   Tessera time (>= 1 means Tessera's gradient is at least as fast).
 
 Times are medians of timed calls (Tessera inside tessera-run, JAX here,
 after warm-up and compilation), float32, 2 threads for both (JAX through
-XLA's CPU client with the process limited to 2 cores).
+XLA's CPU client with the process limited to 2 cores). Forward, gradient
+and JAX are measured in turn, in several rounds; the ratios are medians
+of the rounds' ratios (a shared machine drifts between rounds), and in
+parentheses the same from each round's fastest calls.
 """
 
 import argparse
@@ -117,6 +121,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--tessera-run", default=str(ROOT / "build" / "bin" / "tessera-run"))
     parser.add_argument("--calls", type=int, default=20)
+    parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
     # JAX on 2 cores, like Tessera's 2 threads.
     os.sched_setaffinity(0, set(sorted(os.sched_getaffinity(0))[:2]))
@@ -137,23 +142,36 @@ def main():
     print(f"{'model':>28} {'fwd ms':>8} {'grad ms':>8} {'grad/fwd':>14} "
           f"{'JAX grad ms':>11} {'JAX/Tessera':>14}")
 
-    def row(label, fwd, grad, jx):
-        print(f"{label:>28} {fwd[0]:>8.2f} {grad[0]:>8.2f} "
-              f"{grad[0] / fwd[0]:>6.2f} ({grad[1] / fwd[1]:>5.2f}) {jx[0]:>11.2f} "
-              f"{jx[0] / grad[0]:>6.2f} ({jx[1] / grad[1]:>5.2f})")
+    def row(label, measure):
+        """`measure()` -> (fwd, grad, jax), each (median, min) in ms."""
+        rounds = [measure() for _ in range(args.rounds)]
+        med = lambda xs: float(np.median(xs))
+        fwd = [r[0][0] for r in rounds]
+        grad = [r[1][0] for r in rounds]
+        jx = [r[2][0] for r in rounds]
+        ratio = med([r[1][0] / r[0][0] for r in rounds])
+        ratio_min = med([r[1][1] / r[0][1] for r in rounds])
+        vs = med([r[2][0] / r[1][0] for r in rounds])
+        vs_min = med([r[2][1] / r[1][1] for r in rounds])
+        print(f"{label:>28} {med(fwd):>8.2f} {med(grad):>8.2f} "
+              f"{ratio:>6.2f} ({ratio_min:>5.2f}) {med(jx):>11.2f} "
+              f"{vs:>6.2f} ({vs_min:>5.2f})")
+        print(f"{'rounds: grad/fwd':>28} " +
+              " ".join(f"{r[1][0] / r[0][0]:.2f}" for r in rounds) +
+              " | JAX/Tessera " + " ".join(f"{r[2][0] / r[1][0]:.2f}" for r in rounds))
     rng = np.random.default_rng(0)
     run = args.tessera_run
 
     # MLP: 512 -> 1024 -> 1024 -> 512, mean squared reconstruction error.
     batch = 256
-    fwd = tessera_times(run, MLP, "loss", f"B={batch}", args.calls)
-    grad = tessera_times(run, MLP, "grad", f"B={batch}", args.calls)
     ws = [rng.standard_normal(s).astype(np.float32) / np.sqrt(s[0]) for s in
           [(512, 1024), (1024,), (1024, 1024), (1024,), (1024, 512)]]
     x = rng.standard_normal((batch, 512)).astype(np.float32)
     g = jax.jit(jax.grad(jax_mlp(jnp), argnums=(0, 1, 2, 3, 4)))
-    jx = times_ms(lambda: jax.block_until_ready(g(*ws, x)), args.calls)
-    row(f"MLP 512-1024-1024-512, B={batch}", fwd, grad, jx)
+    row(f"MLP 512-1024-1024-512, B={batch}", lambda: (
+        tessera_times(run, MLP, "loss", f"B={batch}", args.calls),
+        tessera_times(run, MLP, "grad", f"B={batch}", args.calls),
+        times_ms(lambda: jax.block_until_ready(g(*ws, x)), args.calls)))
 
     # The example transformer block: VJP with respect to the input and all
     # eight weights.
@@ -161,8 +179,6 @@ def main():
     text += ("tgraph.adjoint @block wrt(" + ", ".join(f"%arg{i}" for i in range(9)) +
              ") -> @block_vjp\n")
     for b, s in ((4, 128),):
-        fwd = tessera_times(run, text, "block", f"B={b},S={s}", args.calls)
-        grad = tessera_times(run, text, "block_vjp", f"B={b},S={s}", args.calls)
         weights = block_ref.random_weights(rng, np.float32)
         xb = rng.standard_normal((b, s, 512)).astype(np.float32)
         seed = rng.standard_normal((b, s, 512)).astype(np.float32)
@@ -172,9 +188,10 @@ def main():
             _, pull = jax.vjp(f, *a)
             return pull(seed)
         jv = jax.jit(vjp)
-        jx = times_ms(lambda: jax.block_until_ready(jv(xb, *weights)), args.calls)
-        row(f"transformer block B={b} S={s}", fwd, grad, jx)
-
+        row(f"transformer block B={b} S={s}", lambda: (
+            tessera_times(run, text, "block", f"B={b},S={s}", args.calls),
+            tessera_times(run, text, "block_vjp", f"B={b},S={s}", args.calls),
+            times_ms(lambda: jax.block_until_ready(jv(xb, *weights)), args.calls)))
 
 if __name__ == "__main__":
     main()
