@@ -9,9 +9,15 @@ using namespace mlir::tessera::tgraph;
 // ADBuilder
 //===----------------------------------------------------------------------===//
 
+bool ADBuilder::isDifferentiableElement(Type t) {
+  // The Graph IR's float element types (f80 and f128 are not among them).
+  return isa<Float64Type, Float32Type, FloatTF32Type, BFloat16Type, Float16Type,
+             Float8E4M3FNType, Float8E5M2Type>(t);
+}
+
 bool ADBuilder::isDifferentiable(Value v) {
   auto t = dyn_cast<RankedTensorType>(v.getType());
-  return t && isa<FloatType>(t.getElementType());
+  return t && isDifferentiableElement(t.getElementType());
 }
 
 Value ADBuilder::scalar(Type element, double v) {

@@ -1,5 +1,6 @@
 //===- AutodiffOps.cpp - tgraph.adjoint, tgraph.jvp, tgraph.hvp -----------===//
 
+#include "tessera/Dialect/TGraph/IR/Autodiff.h"
 #include "tessera/Dialect/TGraph/IR/TGraph.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -40,10 +41,11 @@ mlir::tessera::tgraph::resolveArguments(Operation *op, FunctionOpInterface fn,
     if (llvm::is_contained(indices, *found))
       return op->emitOpError() << "argument %" << name << " is named twice";
     auto type = dyn_cast<RankedTensorType>(fn.getArgumentTypes()[*found]);
-    if (!type || !isa<FloatType>(type.getElementType()))
+    if (!type || !ADBuilder::isDifferentiableElement(type.getElementType()))
       return op->emitOpError()
-             << "can differentiate only with respect to floating-point "
-                "tensors, but %"
+             << "can differentiate only with respect to tensors of the Graph "
+                "IR's float types (f64, f32, tf32, bf16, f16, f8E4M3FN, "
+                "f8E5M2), but %"
              << name << " is " << fn.getArgumentTypes()[*found];
     indices.push_back(*found);
   }

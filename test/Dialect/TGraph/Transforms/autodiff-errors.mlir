@@ -11,8 +11,18 @@ tgraph.adjoint @f wrt(%y) -> @g
 func.func @f(%i: tensor<4xi32>) -> tensor<4xi32> {
   return %i : tensor<4xi32>
 }
-// expected-error @+1 {{can differentiate only with respect to floating-point tensors, but %arg0 is 'tensor<4xi32>'}}
+// expected-error @+1 {{can differentiate only with respect to tensors of the Graph IR's float types (f64, f32, tf32, bf16, f16, f8E4M3FN, f8E5M2), but %arg0 is 'tensor<4xi32>'}}
 tgraph.jvp @f wrt(%arg0) -> @g
+
+// -----
+
+// A float type the Graph IR has no ops for (found by the fuzzer: the
+// gradient was a tgraph.zeros_like of f80 that did not verify).
+func.func @f(%x: tensor<?xf80>) {
+  return
+}
+// expected-error @+1 {{but %arg0 is 'tensor<?xf80>'}}
+tgraph.adjoint @f wrt(%arg0) -> @g
 
 // -----
 

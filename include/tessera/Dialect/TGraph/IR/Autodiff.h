@@ -41,6 +41,9 @@ public:
   }
   /// Whether `v` carries derivatives (a floating-point tensor).
   static bool isDifferentiable(Value v);
+  /// Whether values of element type `t` carry (co)tangents: the Graph IR's
+  /// float types.
+  static bool isDifferentiableElement(Type t);
 
   /// A 0-d constant of `element` (broadcasts against anything).
   Value scalar(Type element, double v);
