@@ -262,21 +262,33 @@ bool Differentiator::reached(Operation *op,
 LogicalResult Differentiator::reverseOps(Block &block, DenseSet<Value> &active,
                                          DenseMap<Value, Value> &cotangent,
                                          OpBuilder &b) {
-  SmallVector<Operation *> ops;
-  for (Operation &op : block.without_terminator()) {
-    ops.push_back(&op);
-    if (op.hasTrait<NonDifferentiable>() || !reachedBy(&op, active))
+  SmallVector<Operation *> ops = llvm::to_vector(llvm::map_range(
+      block.without_terminator(), [](Operation &op) { return &op; }));
+  return reverseInOrder(ops, block.getParentOp()->getLoc(), active, cotangent,
+                        b);
+}
+
+/// Marks the results of `ops` (in program order) that the active values
+/// reach as active, then walks them backwards emitting each reached op's
+/// VJP where its results have cotangents.
+LogicalResult Differentiator::reverseInOrder(ArrayRef<Operation *> ops,
+                                             Location loc,
+                                             DenseSet<Value> &active,
+                                             DenseMap<Value, Value> &cotangent,
+                                             OpBuilder &b) {
+  for (Operation *op : ops) {
+    if (op->hasTrait<NonDifferentiable>() || !reachedBy(op, active))
       continue;
     // A derivative that would flow through state (a value stored into a
     // KV cache and read back later) has no rule: stop instead of
     // silently dropping it.
-    if (writesStateWithoutRule(&op))
-      return missingRule(&op);
-    for (Value r : op.getResults())
+    if (writesStateWithoutRule(op))
+      return missingRule(op);
+    for (Value r : op->getResults())
       if (ADBuilder::isDifferentiable(r))
         active.insert(r);
   }
-  ADBuilder ad(b, block.getParentOp()->getLoc());
+  ADBuilder ad(b, loc);
   for (Operation *op : llvm::reverse(ops)) {
     SmallVector<Value> cts;
     bool any = false;
@@ -287,8 +299,7 @@ LogicalResult Differentiator::reverseOps(Block &block, DenseSet<Value> &active,
     if (!any || op->hasTrait<NonDifferentiable>() || !reachedBy(op, active))
       continue;
     ad.setLoc(op->getLoc());
-    LogicalResult done = reverseOp(op, cts, active, cotangent, b, ad);
-    if (failed(done))
+    if (failed(reverseOp(op, cts, active, cotangent, b, ad)))
       return failure();
   }
   return success();
@@ -385,28 +396,8 @@ LogicalResult Differentiator::reverseCloned(ArrayRef<Value> roots,
   SmallVector<Operation *> ordered(slice.begin(), slice.end());
   llvm::sort(ordered,
              [](Operation *a, Operation *c) { return a->isBeforeInBlock(c); });
-  for (Operation *op : ordered) {
-    if (op->hasTrait<NonDifferentiable>() || !reachedBy(op, active))
-      continue;
-    for (Value r : op->getResults())
-      if (ADBuilder::isDifferentiable(r))
-        active.insert(r);
-  }
-  ADBuilder ad(b, b.getInsertionBlock()->getParentOp()->getLoc());
-  for (Operation *op : llvm::reverse(ordered)) {
-    SmallVector<Value> cts;
-    bool any = false;
-    for (Value r : op->getResults()) {
-      cts.push_back(cotangent.lookup(r));
-      any |= bool(cts.back());
-    }
-    if (!any || op->hasTrait<NonDifferentiable>() || !reachedBy(op, active))
-      continue;
-    ad.setLoc(op->getLoc());
-    if (failed(reverseOp(op, cts, active, cotangent, b, ad)))
-      return failure();
-  }
-  return success();
+  return reverseInOrder(ordered, b.getInsertionBlock()->getParentOp()->getLoc(),
+                        active, cotangent, b);
 }
 
 /// An op without a rule that writes memory (state) instead of returning

@@ -82,6 +82,12 @@ public:
   LogicalResult reverseOps(Block &block, DenseSet<Value> &active,
                            DenseMap<Value, Value> &cotangent, OpBuilder &b);
 
+  /// The activity marking and backward walk over `ops` (in program order)
+  /// that reverseOps and reverseCloned share.
+  LogicalResult reverseInOrder(ArrayRef<Operation *> ops, Location loc,
+                               DenseSet<Value> &active,
+                               DenseMap<Value, Value> &cotangent, OpBuilder &b);
+
   /// The backward code of one op (its cotangents `cts`) at `b`.
   LogicalResult reverseOp(Operation *op, ArrayRef<Value> cts,
                           DenseSet<Value> &active,
