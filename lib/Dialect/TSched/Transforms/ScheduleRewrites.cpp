@@ -111,20 +111,15 @@ bool mlir::tessera::tsched::isRegisterTransposable(linalg::TransposeOp op,
 
 namespace {
 
-bool vectorizeInnerTranspose(IRRewriter &rewriter, linalg::TransposeOp op) {
-  if (!mlir::tessera::tsched::isRegisterTransposable(op))
-    return false;
-  auto type = cast<RankedTensorType>(op->getResult(0).getType());
-  int64_t rank = type.getRank();
-  int64_t r = type.getDimSize(rank - 1);
-  SmallVector<OpFoldResult> sizes(rank, rewriter.getIndexAttr(1));
-  sizes[rank - 2] = rewriter.getIndexAttr(16);
-  sizes[rank - 1] = rewriter.getIndexAttr(std::min<int64_t>(r, 16));
+/// `op` tiled by `sizes` in sequential loops and the tile vectorized;
+/// false if it could not be tiled.
+bool tileAndVectorize(IRRewriter &rewriter, TilingInterface op,
+                      ArrayRef<OpFoldResult> sizes) {
   scf::SCFTilingOptions options;
   options.setTileSizes(sizes);
   rewriter.setInsertionPoint(op);
-  FailureOr<scf::SCFTilingResult> tiled = scf::tileUsingSCF(
-      rewriter, cast<TilingInterface>(op.getOperation()), options);
+  FailureOr<scf::SCFTilingResult> tiled =
+      scf::tileUsingSCF(rewriter, op, options);
   if (failed(tiled) || tiled->tiledOps.size() != 1)
     return false;
   rewriter.replaceOp(op, tiled->replacements);
@@ -135,6 +130,19 @@ bool vectorizeInnerTranspose(IRRewriter &rewriter, linalg::TransposeOp op) {
   if (succeeded(vectorized))
     rewriter.replaceOp(block, vectorized->replacements);
   return true;
+}
+
+bool vectorizeInnerTranspose(IRRewriter &rewriter, linalg::TransposeOp op) {
+  if (!mlir::tessera::tsched::isRegisterTransposable(op))
+    return false;
+  auto type = cast<RankedTensorType>(op->getResult(0).getType());
+  int64_t rank = type.getRank();
+  int64_t r = type.getDimSize(rank - 1);
+  SmallVector<OpFoldResult> sizes(rank, rewriter.getIndexAttr(1));
+  sizes[rank - 2] = rewriter.getIndexAttr(16);
+  sizes[rank - 1] = rewriter.getIndexAttr(std::min<int64_t>(r, 16));
+  return tileAndVectorize(rewriter, cast<TilingInterface>(op.getOperation()),
+                          sizes);
 }
 
 void vectorizeMovement(IRRewriter &rewriter, TilingInterface op) {
@@ -153,20 +161,7 @@ void vectorizeMovement(IRRewriter &rewriter, TilingInterface op) {
     return;
   SmallVector<OpFoldResult> sizes(rank, rewriter.getIndexAttr(1));
   sizes.back() = rewriter.getIndexAttr(chunk == inner ? 0 : chunk);
-  scf::SCFTilingOptions options;
-  options.setTileSizes(sizes);
-  rewriter.setInsertionPoint(op);
-  FailureOr<scf::SCFTilingResult> tiled =
-      scf::tileUsingSCF(rewriter, op, options);
-  if (failed(tiled) || tiled->tiledOps.size() != 1)
-    return;
-  rewriter.replaceOp(op, tiled->replacements);
-  Operation *block = tiled->tiledOps[0];
-  rewriter.setInsertionPoint(block);
-  FailureOr<linalg::VectorizationResult> vectorized =
-      linalg::vectorize(rewriter, block);
-  if (succeeded(vectorized))
-    rewriter.replaceOp(block, vectorized->replacements);
+  tileAndVectorize(rewriter, op, sizes);
 }
 
 } // namespace
