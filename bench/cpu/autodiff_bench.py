@@ -31,6 +31,8 @@ import time
 import numpy as np
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from cpu_bench import times_ms  # noqa: E402  (median, min) of timed calls, in ms
 
 
 def tessera_times(run, mlir, fn, dims, calls, threads=2):
@@ -45,18 +47,6 @@ def tessera_times(run, mlir, fn, dims, calls, threads=2):
             sys.exit(f"tessera-run failed: {out.stderr}")
         return (float(re.search(r"median ([0-9.]+) ms", out.stdout).group(1)),
                 float(re.search(r"min ([0-9.]+) ms", out.stdout).group(1)))
-
-
-def times_ms(fn, calls):
-    """(median, min) in ms."""
-    for _ in range(3):
-        fn()
-    times = []
-    for _ in range(calls):
-        t = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - t) * 1e3)
-    return float(np.median(times)), float(np.min(times))
 
 
 MLP = """func.func @loss(%x: tensor<?x512xf32, #tgraph.dims<[B, 512]>>,
@@ -171,7 +161,7 @@ def main():
     row(f"MLP 512-1024-1024-512, B={batch}", lambda: (
         tessera_times(run, MLP, "loss", f"B={batch}", args.calls),
         tessera_times(run, MLP, "grad", f"B={batch}", args.calls),
-        times_ms(lambda: jax.block_until_ready(g(*ws, x)), args.calls)))
+        times_ms(lambda: jax.block_until_ready(g(*ws, x)), args.calls, warmup=3)))
 
     # The example transformer block: VJP with respect to the input and all
     # eight weights.
@@ -191,7 +181,7 @@ def main():
         row(f"transformer block B={b} S={s}", lambda: (
             tessera_times(run, text, "block", f"B={b},S={s}", args.calls),
             tessera_times(run, text, "block_vjp", f"B={b},S={s}", args.calls),
-            times_ms(lambda: jax.block_until_ready(jv(xb, *weights)), args.calls)))
+            times_ms(lambda: jax.block_until_ready(jv(xb, *weights)), args.calls, warmup=3)))
 
 if __name__ == "__main__":
     main()

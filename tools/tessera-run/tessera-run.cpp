@@ -303,14 +303,19 @@ static std::string summary(const rt::HostBuffer &b) {
   return text;
 }
 
-/// Compiles the .mlir input (or writes it as a library with
-/// --emit-library, returning null).
-static std::optional<std::shared_ptr<rt::Executable>> compile(bool &cached) {
+/// Every dialect and extension the input may use (upstream and Tessera's).
+static DialectRegistry fullRegistry() {
   DialectRegistry registry;
   mlir::registerAllDialects(registry);
   mlir::registerAllExtensions(registry);
   mlir::tessera::registerAllDialects(registry);
-  MLIRContext context(registry);
+  return registry;
+}
+
+/// Compiles the .mlir input (or writes it as a library with
+/// --emit-library, returning null).
+static std::optional<std::shared_ptr<rt::Executable>> compile(bool &cached) {
+  MLIRContext context(fullRegistry());
   context.loadAllAvailableDialects();
   OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(inputFile, &context);
   if (!module)
@@ -336,11 +341,7 @@ static std::optional<std::shared_ptr<rt::Executable>> compile(bool &cached) {
 
 /// --check-grads: the derivatives of the function against differences.
 static int runGradCheck() {
-  DialectRegistry registry;
-  mlir::registerAllDialects(registry);
-  mlir::registerAllExtensions(registry);
-  mlir::tessera::registerAllDialects(registry);
-  MLIRContext context(registry);
+  MLIRContext context(fullRegistry());
   context.loadAllAvailableDialects();
   OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(inputFile, &context);
   if (!module)
