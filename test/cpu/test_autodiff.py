@@ -577,31 +577,34 @@ def mlp_with_checkpoints(layers, checkpoint, rows=64):
     return "\n".join(lines)
 
 
+def gradient_and_peak(ir, seed):
+    """The gradient of `ir`'s @grad at a random 256 x 256 input and weight,
+    and the peak bytes of live allocations the runtime measured."""
+    import subprocess
+    from harness import TESSERA_RUN, run_env, source_file
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((256, 256)) / 4
+    w = rng.standard_normal((256, 256)) / 64
+    (g,) = run(ir, [x, w], fn="grad")
+    out = subprocess.run([TESSERA_RUN, str(source_file(ir)), "--fn", "grad", "--quiet",
+                          "--memory-stats", "--num-threads", "1"],
+                         capture_output=True, text=True, env=run_env())
+    assert out.returncode == 0, out.stderr
+    return g, int(out.stdout.split("peak memory: ")[1].split()[0])
+
+
 def test_checkpoint_lowers_peak_memory_and_keeps_gradients():
     # A 16-layer residual MLP: with each layer in a checkpoint, the
     # backward pass recomputes a layer's activations when it reaches it
     # instead of keeping all of them from the forward pass. The runtime's
     # allocator measures the peak; the gradients stay bitwise the same.
-    import subprocess
-    from harness import TESSERA_RUN, run_env, source_file
-    rng = np.random.default_rng(3)
-    x = rng.standard_normal((256, 256)) / 4
-    w = rng.standard_normal((256, 256)) / 64
-    grads, peaks = [], []
-    for checkpoint in (False, True):
-        ir = mlp_with_checkpoints(16, checkpoint, rows=256)
-        (g,) = run(ir, [x, w], fn="grad")
-        grads.append(g)
-        out = subprocess.run([TESSERA_RUN, str(source_file(ir)), "--fn", "grad", "--quiet",
-                              "--memory-stats", "--num-threads", "1"],
-                             capture_output=True, text=True, env=run_env())
-        assert out.returncode == 0, out.stderr
-        peaks.append(int(out.stdout.split("peak memory: ")[1].split()[0]))
-    assert grads[0].tobytes() == grads[1].tobytes()
+    plain, plain_peak = gradient_and_peak(mlp_with_checkpoints(16, False, rows=256), 3)
+    ckpt, ckpt_peak = gradient_and_peak(mlp_with_checkpoints(16, True, rows=256), 3)
+    assert plain.tobytes() == ckpt.tobytes()
     # Buffers are freed after their last use either way; the checkpoints
     # keep one activation (512 KiB) per layer instead of about four
     # (measured: 35.1 MB -> 15.5 MB).
-    assert peaks[1] < 0.6 * peaks[0], peaks
+    assert ckpt_peak < 0.6 * plain_peak, (plain_peak, ckpt_peak)
 
 
 def test_remat_budget_lowers_peak_memory_and_keeps_gradients():
@@ -610,25 +613,12 @@ def test_remat_budget_lowers_peak_memory_and_keeps_gradients():
     # until its Graph IR estimate fits (8 MB here); the measured peak drops
     # (35.1 MB -> 16.8 MB when this was written) and the gradient keeps
     # every bit.
-    import subprocess
-    from harness import TESSERA_RUN, run_env, source_file
-    rng = np.random.default_rng(4)
-    x = rng.standard_normal((256, 256)) / 4
-    w = rng.standard_normal((256, 256)) / 64
-    grads, peaks = [], []
-    for budget in (None, 8_000_000):
-        ir = mlp_with_checkpoints(16, False, rows=256)
-        if budget:
-            ir = ir.replace("-> @grad", f"-> @grad {{remat_budget = {budget}}}")
-        (g,) = run(ir, [x, w], fn="grad")
-        grads.append(g)
-        out = subprocess.run([TESSERA_RUN, str(source_file(ir)), "--fn", "grad", "--quiet",
-                              "--memory-stats", "--num-threads", "1"],
-                             capture_output=True, text=True, env=run_env())
-        assert out.returncode == 0, out.stderr
-        peaks.append(int(out.stdout.split("peak memory: ")[1].split()[0]))
-    assert grads[0].tobytes() == grads[1].tobytes()
-    assert peaks[1] < 0.6 * peaks[0], peaks
+    ir = mlp_with_checkpoints(16, False, rows=256)
+    plain, plain_peak = gradient_and_peak(ir, 4)
+    remat, remat_peak = gradient_and_peak(
+        ir.replace("-> @grad", "-> @grad {remat_budget = 8000000}"), 4)
+    assert plain.tobytes() == remat.tobytes()
+    assert remat_peak < 0.6 * plain_peak, (plain_peak, remat_peak)
 
 
 @pytest.mark.parametrize("reverse", [False, True])
