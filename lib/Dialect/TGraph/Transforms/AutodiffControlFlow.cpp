@@ -237,6 +237,42 @@ LogicalResult Differentiator::reverseImplicit(OpTy op, Value xbar,
   return success();
 }
 
+/// Clones the ops of `from` (a region's body, without its yield) to the
+/// end of `block` through `map` and runs forward mode over them; `values`
+/// gets the mapped values `from` yields and `tangents` each one's tangent
+/// (zeros where none reached it; null for values without one). The caller
+/// adds `block`'s yield.
+LogicalResult Differentiator::forwardBody(Block &from, Block &block,
+                                          IRMapping &map,
+                                          DenseMap<Value, Value> &tangent,
+                                          SmallVectorImpl<Value> &values,
+                                          SmallVectorImpl<Value> &tangents) {
+  Location loc = from.getParentOp()->getLoc();
+  OpBuilder inner = OpBuilder::atBlockEnd(&block);
+  for (Operation &o : from.without_terminator())
+    inner.clone(o, map);
+  // The body's values, through a yield the walk updates when it replaces
+  // an op (a cond gains tangent results).
+  auto primal =
+      YieldOp::create(inner, loc,
+                      llvm::to_vector(llvm::map_range(
+                          cast<YieldOp>(from.getTerminator()).getValues(),
+                          [&](Value v) { return map.lookupOrDefault(v); })));
+  if (failed(forwardOps(block, tangent)))
+    return failure();
+  values.assign(primal.getValues().begin(), primal.getValues().end());
+  inner.setInsertionPoint(primal);
+  ADBuilder ad(inner, loc);
+  for (Value v : values) {
+    Value t = tangent.lookup(v);
+    tangents.push_back(t                                ? t
+                       : ADBuilder::isDifferentiable(v) ? ad.zerosLike(v)
+                                                        : Value());
+  }
+  primal.erase();
+  return success();
+}
+
 /// `slice` stacked along a new leading dim of `scan`'s length.
 Type Differentiator::stacked(ScanOp scan, Type slice) {
   shape::DimExpr length =
@@ -304,39 +340,21 @@ LogicalResult Differentiator::forwardScan(ScanOp scan,
   IRMapping map;
   map.map(body.getArguments().take_front(nc), carries);
   map.map(body.getArguments().drop_front(nc), slices);
-  OpBuilder inner = OpBuilder::atBlockEnd(block);
-  for (Operation &o : body.without_terminator())
-    inner.clone(o, map);
   for (auto [k, i] : llvm::enumerate(fc))
     tangent[carries[i]] = dcarries[k];
   for (auto [k, j] : llvm::enumerate(tx))
     tangent[slices[j]] = dslices[k];
-  // The body's values, through a yield the walk updates when it
-  // replaces an op (a cond gains tangent results).
-  auto primal = YieldOp::create(
-      inner, loc, llvm::to_vector(llvm::map_range(yields, [&](Value v) {
-        return map.lookupOrDefault(v);
-      })));
-  if (failed(forwardOps(*block, tangent)))
+  SmallVector<Value> values, tangents;
+  if (failed(forwardBody(body, *block, map, tangent, values, tangents)))
     return failure();
-  SmallVector<Value> values(primal.getValues());
-  inner.setInsertionPoint(primal);
-  ADBuilder ia(inner, loc);
-  auto tangentOf = [&](Value m) {
-    Value t = tangent.lookup(m);
-    return t ? t : ia.zerosLike(m);
-  };
-  SmallVector<Value> outs;
-  for (unsigned i = 0; i < nc; ++i)
-    outs.push_back(values[i]);
+  SmallVector<Value> outs(values.begin(), values.begin() + nc);
   for (unsigned i : fc)
-    outs.push_back(tangentOf(values[i]));
-  for (unsigned j = nc; j < values.size(); ++j)
-    outs.push_back(values[j]);
+    outs.push_back(tangents[i]);
+  outs.append(values.begin() + nc, values.end());
   for (unsigned j : fy)
-    outs.push_back(tangentOf(values[nc + j]));
-  YieldOp::create(inner, loc, outs);
-  primal.erase();
+    outs.push_back(tangents[nc + j]);
+  OpBuilder end = OpBuilder::atBlockEnd(block);
+  YieldOp::create(end, loc, outs);
   unsigned ny = scan.getNumResults() - nc;
   for (unsigned i = 0; i < nc; ++i)
     scan.getResult(i).replaceAllUsesWith(next.getResult(i));
@@ -526,36 +544,27 @@ LogicalResult Differentiator::forwardWhile(WhileOp loop,
                           std::pair(&body, &next.getBodyRegion())}) {
     Block *block = new Block();
     to->push_back(block);
-    SmallVector<Value> values, tangents;
     for (Type t : types)
       block->addArgument(t, loc);
     IRMapping map;
     map.map(from->getArguments(), block->getArguments().take_front(n));
-    OpBuilder inner = OpBuilder::atBlockEnd(block);
-    for (Operation &o : from->without_terminator())
-      inner.clone(o, map);
-    auto yield = cast<YieldOp>(from->getTerminator());
-    SmallVector<Value> outs = llvm::to_vector(llvm::map_range(
-        yield.getValues(), [&](Value v) { return map.lookupOrDefault(v); }));
-    if (from == &body) {
-      for (auto [k, i] : llvm::enumerate(fc))
-        tangent[block->getArgument(i)] = block->getArgument(n + k);
-      // (A yield the walk updates when it replaces an op.)
-      auto primal = YieldOp::create(inner, loc, outs);
-      if (failed(forwardOps(*block, tangent)))
-        return failure();
-      outs.assign(primal.getValues().begin(), primal.getValues().end());
-      inner.setInsertionPoint(primal);
-      ADBuilder ia(inner, loc);
-      for (unsigned i : fc) {
-        Value t = tangent.lookup(outs[i]);
-        outs.push_back(t ? t : ia.zerosLike(outs[i]));
-      }
-      YieldOp::create(inner, loc, outs);
-      primal.erase();
+    if (from == &cond) {
+      // The condition sees the carries only.
+      OpBuilder inner = OpBuilder::atBlockEnd(block);
+      for (Operation &o : from->without_terminator())
+        inner.clone(o, map);
+      inner.clone(*from->getTerminator(), map);
       continue;
     }
-    YieldOp::create(inner, loc, outs);
+    for (auto [k, i] : llvm::enumerate(fc))
+      tangent[block->getArgument(i)] = block->getArgument(n + k);
+    SmallVector<Value> outs, tangents;
+    if (failed(forwardBody(*from, *block, map, tangent, outs, tangents)))
+      return failure();
+    for (unsigned i : fc)
+      outs.push_back(tangents[i]);
+    OpBuilder end = OpBuilder::atBlockEnd(block);
+  YieldOp::create(end, loc, outs);
   }
   for (unsigned i = 0; i < n; ++i)
     loop.getResult(i).replaceAllUsesWith(next.getResult(i));

@@ -14,6 +14,7 @@
 #include "tessera/Dialect/TGraph/IR/TGraph.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/DenseSet.h"
 
 #include <string>
@@ -117,6 +118,13 @@ public:
   LogicalResult reverseImplicit(OpTy op, Value xbar, DenseSet<Value> &active,
                                 DenseMap<Value, Value> &cotangent, OpBuilder &b,
                                 bool root);
+
+  /// Forward mode over a region body cloned into `block`: the values it
+  /// yields and their tangents (zeros where none reached them).
+  LogicalResult forwardBody(Block &from, Block &block, IRMapping &map,
+                            DenseMap<Value, Value> &tangent,
+                            SmallVectorImpl<Value> &values,
+                            SmallVectorImpl<Value> &tangents);
 
   /// `slice` stacked along a new leading dim of `scan`'s length.
   static Type stacked(ScanOp scan, Type slice);
