@@ -7,12 +7,14 @@
 #include "tessera/Dialect/TGraph/Transforms/Passes.h"
 #include "tessera/Pipelines/Pipelines.h"
 #include "tessera/Runtime/CompileCache.h"
+#include "tessera/Runtime/DType.h"
 #include "tessera/Runtime/Signature.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/IR/SymbolTable.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
@@ -31,6 +33,7 @@
 #include "llvm/Passes/PassBuilder.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/SHA256.h"
 #include "llvm/Support/TargetSelect.h"
@@ -451,6 +454,23 @@ LogicalResult emitObjects(ModuleOp module,
   return success();
 }
 
+/// The directory of the runtime library this process uses (so an
+/// installed compiler links against the installed runtime), else where the
+/// build put it.
+const std::string &runtimeDirectory() {
+  static const std::string dir = [] {
+    Dl_info info;
+    if (dladdr(reinterpret_cast<void *>(&rt::byteSize), &info) &&
+        info.dli_fname) {
+      StringRef path(info.dli_fname);
+      if (path.contains("libTesseraRuntime"))
+        return llvm::sys::path::parent_path(path).str();
+    }
+    return std::string(TESSERA_RUNTIME_DIR);
+  }();
+  return dir;
+}
+
 /// Links the object at `object` into the shared library `library`.
 LogicalResult link(ModuleOp module, ArrayRef<std::string> objects,
                    const std::string &library) {
@@ -461,8 +481,9 @@ LogicalResult link(ModuleOp module, ArrayRef<std::string> objects,
                               library};
   for (const std::string &object : objects)
     args.push_back(object);
-  args.append({"--as-needed", "-L" TESSERA_RUNTIME_DIR, "-lTesseraRuntime",
-               "-rpath", "$ORIGIN", "-rpath", TESSERA_RUNTIME_DIR,
+  std::string runtimeFlag = "-L" + runtimeDirectory();
+  args.append({"--as-needed", runtimeFlag, "-lTesseraRuntime", "-rpath",
+               "$ORIGIN", "-rpath", runtimeDirectory(),
                "-L" TESSERA_LLVM_LIBRARY_DIR, "-lomp", "-rpath",
                TESSERA_LLVM_LIBRARY_DIR, TESSERA_LIBM});
   PhaseTimer timer("linking");
@@ -549,6 +570,15 @@ FailureOr<Prepared> prepare(ModuleOp module) {
   if (failed(manifest))
     return failure();
   p.manifest = rt::printManifest(*manifest);
+  // Compiled functions live under `tessera.<name>`, apart from the C
+  // library: a model function called `exp` or `malloc` must neither be
+  // called by the code that means libm's or libc's, nor call itself there.
+  SymbolTable symbols(*p.module);
+  for (auto fn : llvm::to_vector(p.module->getOps<func::FuncOp>()))
+    if (!fn.isExternal() &&
+        failed(symbols.rename(
+            fn, (Twine(rt::compiledSymbolPrefix) + fn.getName()).str())))
+      return fn.emitError("cannot rename the function for compilation");
   // Every public function gets a C interface (and its packed wrapper).
   for (auto fn : p.module->getOps<func::FuncOp>())
     if (fn.isPublic() && !fn.isExternal())

@@ -22,7 +22,7 @@ using namespace mlir;
 // Passes that work function by function are nested on func.func, so the
 // functions of a module (the layers of a model) go through them on
 // parallel threads.
-void mlir::tessera::buildCPUPipeline(OpPassManager &pm) {
+void mlir::tessera::buildCPUPipeline(OpPassManager &pm, CPUStage stopAfter) {
   // Consecutive function passes share one nest: each function goes through
   // all of them without waiting for the others.
   OpPassManager *nest = nullptr;
@@ -43,14 +43,21 @@ void mlir::tessera::buildCPUPipeline(OpPassManager &pm) {
   whole(tgraph::createTGraphInferShapes());
   // Gradients with a memory budget recompute what would not fit.
   whole(tgraph::createTGraphRemat());
+  // Callees traced by front ends (a loss and its gradient inside a training
+  // step) join their callers, so CSE and fusion work across them.
+  whole(tgraph::createTGraphInline());
   // The CPU back end has no fused kernels for composites yet: expand them.
   whole(tgraph::createTGraphDecompose());
   perFunction(createCanonicalizerPass());
   perFunction(createCSEPass());
+  if (stopAfter == CPUStage::GraphOptimized)
+    return;
   // Graph IR -> linalg on tensors; folds the dim arithmetic it introduced.
   whole(createTGraphLowerToLinalg());
   perFunction(createCanonicalizerPass());
   perFunction(createCSEPass());
+  if (stopAfter == CPUStage::Linalg)
+    return;
   // Chains of elementwise ops become one loop nest before buffers exist.
   whole(tsched::createTSchedFuseElementwise());
   // Schedule IR: tiles, packed micro-kernels, vectors, scf.forall.
@@ -59,6 +66,8 @@ void mlir::tessera::buildCPUPipeline(OpPassManager &pm) {
   perFunction(createMathApproximations());
   perFunction(createCanonicalizerPass());
   perFunction(createCSEPass());
+  if (stopAfter == CPUStage::Scheduled)
+    return;
   // Checkpoint recomputations join their callers now that no CSE can merge
   // them with the forward pass any more.
   whole(createInlineRecompute());

@@ -71,9 +71,10 @@ Executable::~Executable() {
 
 Result<Executable::PackedFunction>
 Executable::lookup(const std::string &name) const {
-  // The compiler emits a packed wrapper `_mlir__mlir_ciface_<name>` for
-  // the C interface of every public function.
-  void *address = resolve("_mlir__mlir_ciface_" + name);
+  // The compiler emits a packed wrapper `_mlir__mlir_ciface_tessera.<name>`
+  // for the C interface of every public function.
+  void *address =
+      resolve("_mlir__mlir_ciface_" + std::string(compiledSymbolPrefix) + name);
   if (!address)
     return Error{description + " has no compiled function @" + name};
   return reinterpret_cast<PackedFunction>(address);

@@ -94,13 +94,13 @@ std::shared_ptr<Executable> fakeExecutable() {
       [](const std::string &symbol) -> void * {
         if (symbol == kManifestSymbol)
           return const_cast<char *>(kManifest);
-        if (symbol == "_mlir__mlir_ciface_add")
+        if (symbol == "_mlir__mlir_ciface_tessera.add")
           return reinterpret_cast<void *>(&addFn);
-        if (symbol == "_mlir__mlir_ciface_transpose")
+        if (symbol == "_mlir__mlir_ciface_tessera.transpose")
           return reinterpret_cast<void *>(&transposeFn);
-        if (symbol == "_mlir__mlir_ciface_fails")
+        if (symbol == "_mlir__mlir_ciface_tessera.fails")
           return reinterpret_cast<void *>(&failsFn);
-        if (symbol == "_mlir__mlir_ciface_bump")
+        if (symbol == "_mlir__mlir_ciface_tessera.bump")
           return reinterpret_cast<void *>(&bumpFn);
         return nullptr;
       },
@@ -280,7 +280,7 @@ TEST(Runtime, SymbolsSolvedFromExpressions) {
       [manifest](const std::string &s) -> void * {
         if (s == kManifestSymbol)
           return const_cast<char *>(manifest);
-        if (s == "_mlir__mlir_ciface_g")
+        if (s == "_mlir__mlir_ciface_tessera.g")
           return reinterpret_cast<void *>(+[](void **) { called = true; });
         return nullptr;
       },

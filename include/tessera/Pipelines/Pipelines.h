@@ -13,8 +13,20 @@
 
 namespace mlir::tessera {
 
-/// Graph IR to the LLVM dialect for the host CPU.
-void buildCPUPipeline(OpPassManager &pm);
+/// Where buildCPUPipeline() may stop (to inspect the IR at that level).
+enum class CPUStage {
+  /// Graph IR after shape inference, autodiff, inlining and decomposition.
+  GraphOptimized,
+  /// linalg and tensor ops, before the schedule.
+  Linalg,
+  /// After the CPU schedule (tiles, packing, vectors), before buffers.
+  Scheduled,
+  /// The LLVM dialect: the whole pipeline.
+  LLVM,
+};
+
+/// Graph IR to the LLVM dialect for the host CPU (or the IR at `stopAfter`).
+void buildCPUPipeline(OpPassManager &pm, CPUStage stopAfter = CPUStage::LLVM);
 
 /// Registers `tessera-cpu-pipeline`.
 void registerPipelines();

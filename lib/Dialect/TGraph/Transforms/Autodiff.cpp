@@ -423,6 +423,81 @@ LogicalResult Differentiator::missingRule(Operation *op) {
   return failure();
 }
 
+LogicalResult mlir::tessera::tgraph::expandAutodiffDeclaration(ModuleOp module,
+                                                               Operation *op) {
+  auto source = module.lookupSymbol<func::FuncOp>(
+      op->getAttrOfType<FlatSymbolRefAttr>("fn").getValue());
+  StringRef name = op->getAttrOfType<StringAttr>("result").getValue();
+  if (module.lookupSymbol(name))
+    return op->emitOpError() << "cannot create @" << name
+                             << ": the module already has a symbol of "
+                                "that name";
+  auto wrtNames = op->getAttrOfType<ArrayAttr>("wrt");
+  auto wrt = resolveArguments(op, source, wrtNames);
+  if (failed(wrt))
+    return failure();
+  if (source.getBody().getBlocks().size() != 1)
+    return op->emitOpError("needs @")
+           << source.getName() << " to have a single block";
+  Differentiator d(module, op);
+  // "d<name>" for the tangent of <name>, numbered ("dx_2") where that
+  // name is taken, so every argument can be named in a later wrt(...).
+  auto tangentNames = [&](ArrayAttr names, bool prefix) {
+    std::set<std::string> taken;
+    for (unsigned i = 0; i < source.getNumArguments(); ++i)
+      taken.insert(argumentName(source, i));
+    std::vector<std::string> out;
+    for (auto [i, n] : llvm::enumerate(names.getAsValueRange<StringAttr>())) {
+      std::string base =
+          prefix ? "d" + argumentName(source, (*wrt)[i]) : n.str();
+      std::string name = base;
+      for (int k = 2; prefix && taken.count(name); ++k)
+        name = base + "_" + std::to_string(k);
+      taken.insert(name);
+      out.push_back(name);
+    }
+    return out;
+  };
+  if (isa<AdjointOp>(op)) {
+    auto fn = d.copy(source, name, /*forwardMode=*/false);
+    if (failed(fn) || failed(d.reverse(*fn, *wrt, source.getName())))
+      return failure();
+    // For -tessera-tgraph-remat.
+    if (auto budget = op->getAttrOfType<IntegerAttr>("remat_budget"))
+      (*fn)->setAttr("tgraph.remat_budget", budget);
+    return success();
+  }
+  if (isa<JvpOp>(op)) {
+    auto fn = d.copy(source, name, /*forwardMode=*/true);
+    if (failed(fn) || failed(d.forward(*fn, *wrt, tangentNames(wrtNames, true),
+                                       source.getName())))
+      return failure();
+    return success();
+  }
+  // hvp: the gradient (one scalar result), then its JVP, of which only
+  // the tangents are kept.
+  FunctionType type = source.getFunctionType();
+  if (type.getNumResults() != 1 ||
+      !ADBuilder::isDifferentiable(
+          source.getBody().front().getTerminator()->getOperand(0)) ||
+      cast<RankedTensorType>(type.getResult(0)).getRank() != 0)
+    return op->emitOpError("needs @")
+           << source.getName()
+           << " to return one scalar float (a rank-0 tensor), got "
+           << type.getResults();
+  auto fn = d.copy(source, name, /*forwardMode=*/false);
+  if (failed(fn) || failed(d.reverse(*fn, *wrt, source.getName())) ||
+      failed(prepareForAutodiff(*fn, /*forwardMode=*/true)) ||
+      failed(d.forward(*fn, *wrt,
+                       tangentNames(op->getAttrOfType<ArrayAttr>("dir"), false),
+                       source.getName())))
+    return failure();
+  auto ret = cast<func::ReturnOp>(fn->front().getTerminator());
+  SmallVector<Value> tangents(ret.getOperands().drop_front(wrt->size()));
+  finish(*fn, ret, tangents);
+  return success();
+}
+
 namespace {
 
 struct TGraphAutodiffPass
@@ -452,85 +527,10 @@ struct TGraphAutodiffPass
       }
       Operation *op = *ready;
       pending.erase(ready);
-      if (failed(expand(module, op)))
+      if (failed(expandAutodiffDeclaration(module, op)))
         return signalPassFailure();
       op->erase();
     }
-  }
-
-  LogicalResult expand(ModuleOp module, Operation *op) {
-    auto source = module.lookupSymbol<func::FuncOp>(
-        op->getAttrOfType<FlatSymbolRefAttr>("fn").getValue());
-    StringRef name = op->getAttrOfType<StringAttr>("result").getValue();
-    if (module.lookupSymbol(name))
-      return op->emitOpError() << "cannot create @" << name
-                               << ": the module already has a symbol of "
-                                  "that name";
-    auto wrtNames = op->getAttrOfType<ArrayAttr>("wrt");
-    auto wrt = resolveArguments(op, source, wrtNames);
-    if (failed(wrt))
-      return failure();
-    if (source.getBody().getBlocks().size() != 1)
-      return op->emitOpError("needs @")
-             << source.getName() << " to have a single block";
-    Differentiator d(module, op);
-    // "d<name>" for the tangent of <name>, numbered ("dx_2") where that
-    // name is taken, so every argument can be named in a later wrt(...).
-    auto tangentNames = [&](ArrayAttr names, bool prefix) {
-      std::set<std::string> taken;
-      for (unsigned i = 0; i < source.getNumArguments(); ++i)
-        taken.insert(argumentName(source, i));
-      std::vector<std::string> out;
-      for (auto [i, n] : llvm::enumerate(names.getAsValueRange<StringAttr>())) {
-        std::string base =
-            prefix ? "d" + argumentName(source, (*wrt)[i]) : n.str();
-        std::string name = base;
-        for (int k = 2; prefix && taken.count(name); ++k)
-          name = base + "_" + std::to_string(k);
-        taken.insert(name);
-        out.push_back(name);
-      }
-      return out;
-    };
-    if (isa<AdjointOp>(op)) {
-      auto fn = d.copy(source, name, /*forwardMode=*/false);
-      if (failed(fn) || failed(d.reverse(*fn, *wrt, source.getName())))
-        return failure();
-      // For -tessera-tgraph-remat.
-      if (auto budget = op->getAttrOfType<IntegerAttr>("remat_budget"))
-        (*fn)->setAttr("tgraph.remat_budget", budget);
-      return success();
-    }
-    if (isa<JvpOp>(op)) {
-      auto fn = d.copy(source, name, /*forwardMode=*/true);
-      if (failed(fn) ||
-          failed(d.forward(*fn, *wrt, tangentNames(wrtNames, true),
-                           source.getName())))
-        return failure();
-      return success();
-    }
-    // hvp: the gradient (one scalar result), then its JVP, of which only
-    // the tangents are kept.
-    FunctionType type = source.getFunctionType();
-    if (type.getNumResults() != 1 ||
-        !ADBuilder::isDifferentiable(
-            source.getBody().front().getTerminator()->getOperand(0)) ||
-        cast<RankedTensorType>(type.getResult(0)).getRank() != 0)
-      return op->emitOpError("needs @")
-             << source.getName()
-             << " to return one scalar float (a rank-0 tensor), got "
-             << type.getResults();
-    auto fn = d.copy(source, name, /*forwardMode=*/false);
-    if (failed(fn) || failed(d.reverse(*fn, *wrt, source.getName())) ||
-        failed(prepareForAutodiff(*fn, /*forwardMode=*/true)) ||
-        failed(d.forward(
-            *fn, *wrt, tangentNames(op->getAttrOfType<ArrayAttr>("dir"), false),
-            source.getName())))
-      return failure();
-    auto ret = cast<func::ReturnOp>(fn->front().getTerminator());
-    SmallVector<Value> tangents(ret.getOperands().drop_front(wrt->size()));
-    finish(*fn, ret, tangents);
-    return success();
   }
 };
 

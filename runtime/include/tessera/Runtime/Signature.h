@@ -50,6 +50,10 @@ std::string printManifest(const std::vector<FunctionSignature> &functions);
 /// Parses a manifest; every dim must be a valid dim expression.
 Result<std::vector<FunctionSignature>> parseManifest(std::string_view text);
 
+/// Compiled code names function `f` `tessera.f` (its packed entry point is
+/// `_mlir__mlir_ciface_tessera.f`), apart from the C library's names.
+inline constexpr const char *compiledSymbolPrefix = "tessera.";
+
 /// The symbol a compiled library defines for its manifest (a
 /// NUL-terminated string).
 inline constexpr const char *kManifestSymbol = "tessera_manifest";

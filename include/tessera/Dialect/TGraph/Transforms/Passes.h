@@ -20,6 +20,13 @@ namespace mlir::tessera::tgraph {
 /// (with diagnostics) on a shape error.
 LogicalResult inferShapes(ModuleOp module, bool allowRuntimeChecks);
 
+/// Expands one tgraph.adjoint / jvp / hvp declaration of `module` into the
+/// function it names (the declaration stays; the caller erases it). The
+/// function it differentiates must exist. What -tessera-tgraph-autodiff
+/// does for every declaration, and what front ends call to use a derivative
+/// while tracing.
+LogicalResult expandAutodiffDeclaration(ModuleOp module, Operation *decl);
+
 /// Adds the patterns that expand composite ops; `only` restricts them to the
 /// named ops (mnemonics without the dialect prefix), empty = all.
 void populateDecompositionPatterns(RewritePatternSet &patterns,

@@ -113,4 +113,32 @@ def TGraphRemat : Pass<"tessera-tgraph-remat", "ModuleOp"> {
   ];
 }
 
+def TGraphInline : Pass<"tessera-tgraph-inline", "ModuleOp"> {
+  let summary = "Inline calls of private functions and drop the unused ones";
+  let description = [{
+    Front ends trace a function called from another one (a loss inside a
+    training step, its gradient) as a private function and a `tgraph.call`.
+    Inlining them lets the passes that follow see one function: common
+    subexpression elimination merges the forward pass of a gradient with the
+    value computed beside it, and fusion crosses the call boundary.
+
+    ```mlir
+    func.func private @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+      %y = tgraph.exp %x : tensor<4xf32>
+      return %y : tensor<4xf32>
+    }
+    %r = tgraph.call @f(%a) : (tensor<4xf32>) -> tensor<4xf32>
+    // becomes
+    %r = tgraph.exp %a : tensor<4xf32>
+    ```
+
+    A call is inlined when its callee is private, has one block, and takes
+    and returns exactly the types at the call (a call that relies on
+    compatible symbolic dims keeps its run-time check). Recomputations
+    (`tgraph.recompute` functions of checkpoints and remat) are left to
+    -tessera-inline-recompute, after the last CSE. Private functions left
+    without uses are erased.
+  }];
+}
+
 #endif // TESSERA_TGRAPH_PASSES
