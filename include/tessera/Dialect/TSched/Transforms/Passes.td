@@ -65,7 +65,10 @@ def TSchedCPUSchedule : Pass<"tessera-cpu-schedule", "::mlir::func::FuncOp"> {
     "::mlir::tensor::TensorDialect", "::mlir::arith::ArithDialect",
     "::mlir::affine::AffineDialect", "::mlir::math::MathDialect",
     "::mlir::memref::MemRefDialect", "::mlir::ub::UBDialect",
-    "::mlir::bufferization::BufferizationDialect"
+    "::mlir::bufferization::BufferizationDialect",
+    // The scripts name `tsched.id` attributes: parsing them loads the
+    // dialect, which must not happen on the pass's parallel threads.
+    "::mlir::tessera::tsched::TSchedDialect"
   ];
 }
 
