@@ -5,13 +5,15 @@
 SHELL := /bin/bash
 BUILD ?= build
 FUZZ_BUILD ?= $(BUILD)/fuzz
+VENV := $(BUILD)/venv
 LLVM_PREFIX := /usr/lib/llvm-22
 JOBS ?= $(shell nproc)
 FUZZ_SECONDS ?= 30
 
 APT_PACKAGES := cmake ninja-build ccache python3 clang-22 lld-22 llvm-22-dev \
   llvm-22-tools libmlir-22-dev mlir-22-tools libclang-rt-22-dev libgtest-dev \
-  libxtensor-dev python3-numpy python3-pytest python3-venv libomp-22-dev
+  libxtensor-dev python3-numpy python3-pytest python3-venv libomp-22-dev \
+  python3-dev python3-tqdm dataset-fashion-mnist
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 export CCACHE_BASEDIR := $(CURDIR)
 
@@ -22,7 +24,6 @@ CMAKE_FLAGS := -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DLLVM_USE_LINKER=lld -DCMAKE_C_COMPILER_LAUNCHER=ccache \
   -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DPython3_EXECUTABLE=/usr/bin/python3
 
-VENV := $(BUILD)/venv
 
 .PHONY: all deps pydeps build test demo fuzz fuzz-build clean
 
@@ -39,8 +40,9 @@ deps:
 	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q $$missing; \
 	fi
 
-$(BUILD)/build.ninja: | deps
-	cmake -S . -B $(BUILD) $(CMAKE_FLAGS) -DTESSERA_WERROR=ON
+$(BUILD)/build.ninja: | deps $(VENV)/.installed
+	cmake -S . -B $(BUILD) $(CMAKE_FLAGS) -DTESSERA_WERROR=ON \
+	  -DPython_EXECUTABLE=$(CURDIR)/$(VENV)/bin/python
 
 # The test suite's Python packages (python/requirements-test.txt) in a
 # virtual environment that also sees Debian's numpy and pytest.
@@ -52,7 +54,7 @@ $(VENV)/.installed: python/requirements-test.txt | deps
 
 pydeps: $(VENV)/.installed
 
-build: deps $(BUILD)/build.ninja
+build: deps pydeps $(BUILD)/build.ninja
 	ninja -C $(BUILD) -j $(JOBS)
 
 # The whole suite: lit IR tests, gtest unit tests, CPU numerics against
@@ -63,13 +65,15 @@ test: build pydeps fuzz-build
 	$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$(FUZZ_SECONDS)
 
 demo: build
-	@./examples/demo.sh $(BUILD)/bin/tessera-opt $(BUILD)/bin/tessera-run
+	@./examples/demo.sh $(BUILD)/bin/tessera-opt $(BUILD)/bin/tessera-run \
+	  $(VENV)/bin/python
 
 # The sanitizer build also skips precompiled headers, so it catches a source
 # file that forgets an include the PCH happened to provide.
 $(FUZZ_BUILD)/build.ninja: | deps
 	cmake -S . -B $(FUZZ_BUILD) $(CMAKE_FLAGS) \
-	  -DTESSERA_ENABLE_FUZZER=ON -DTESSERA_SANITIZE=ON -DTESSERA_USE_PCH=OFF
+	  -DTESSERA_ENABLE_FUZZER=ON -DTESSERA_SANITIZE=ON -DTESSERA_USE_PCH=OFF \
+	  -DTESSERA_ENABLE_PYTHON=OFF
 
 fuzz-build: deps $(FUZZ_BUILD)/build.ninja
 	ninja -C $(FUZZ_BUILD) -j $(JOBS) tessera-fuzz

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# `make demo`: the Graph IR compiler at work on the examples in this folder.
+# `make demo`: the Graph IR compiler at work on the examples in this folder,
+# then the main job: training a Fashion-MNIST classifier from Python.
 set -uo pipefail
 opt=${1:-build/bin/tessera-opt}
 run=${2:-$(dirname "$opt")/tessera-run}
+build=$(cd "$(dirname "$opt")/.." && pwd)
+py=${3:-$build/venv/bin/python}
 here=$(cd "$(dirname "$0")" && pwd)
 rule() { printf '\n\033[1m== %s ==\033[0m\n' "$*"; }
 
@@ -56,3 +59,8 @@ echo "\$ tessera-run examples/mlp_grad.mlir --fn loss --check-grads --check-orde
 check=$("$run" "$here/mlp_grad.mlir" --fn loss --check-grads --check-order 2 --dims B=8) \
   || { echo "$check"; exit 1; }
 echo "$check" | tail -4
+
+rule "8. Python: train a Fashion-MNIST classifier (ts.jit, ts.value_and_grad, AdamW)"
+echo "\$ python examples/fashion_mnist.py --out build/demo"
+PYTHONPATH="$build/python" "$py" "$here/fashion_mnist.py" --out "$build/demo" \
+  || exit 1

@@ -406,6 +406,17 @@ struct IotaLowering : public OpConversionPattern<IotaOp> {
   }
 };
 
+/// stop_gradient is the identity once derivatives have been built.
+struct StopGradientLowering : OpConversionPattern<StopGradientOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(StopGradientOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    rewriter.replaceOp(op, adaptor.getX());
+    return success();
+  }
+};
+
 } // namespace
 
 void mlir::tessera::tgraph::lowering::populateElementwisePatterns(
@@ -428,7 +439,7 @@ void mlir::tessera::tgraph::lowering::populateElementwisePatterns(
       ElementwiseLowering<PowOp, powS>, ElementwiseLowering<MaxOp, maxS>,
       ElementwiseLowering<MinOp, minS>, ElementwiseLowering<SelectOp, selectS>,
       CompareLowering, GeluLowering, CastLowering, ConstantLowering,
-      FillLikeLowering<ZerosLikeOp, 0>, FillLikeLowering<OnesLikeOp, 1>>(
-      ctx.types, mlir);
+      FillLikeLowering<ZerosLikeOp, 0>, FillLikeLowering<OnesLikeOp, 1>,
+      StopGradientLowering>(ctx.types, mlir);
   patterns.add<FullLowering, IotaLowering>(ctx, mlir);
 }

@@ -21,7 +21,9 @@ func.func @generators(%x: !bd) -> (tensor<2xf32>, !bd, !bd, !bd,
   // CHECK: tgraph.zeros_like %{{.*}} : tensor<?x64xf32, #tgraph.dims<[B, 64]>>
   %z = tgraph.zeros_like %x : !bd
   // CHECK: tgraph.ones_like %{{.*}} : tensor<?x64xf32, #tgraph.dims<[B, 64]>>
-  %o = tgraph.ones_like %x : !bd
+  %o0 = tgraph.ones_like %x : !bd
+  // CHECK: tgraph.stop_gradient %{{.*}} : tensor<?x64xf32, #tgraph.dims<[B, 64]>>
+  %o = tgraph.stop_gradient %o0 : !bd
   // CHECK: tgraph.iota {dim = 1 : i64} : tensor<?x?xi64, #tgraph.dims<[B, S]>>
   %i = tgraph.iota {dim = 1 : i64} : tensor<?x?xi64, #tgraph.dims<[B, S]>>
   return %c, %f, %z, %o, %i : tensor<2xf32>, !bd, !bd, !bd,

@@ -120,6 +120,11 @@ LogicalResult OnesLikeOp::inferTypes(TypeInference &ti, Adaptor a) {
   return success();
 }
 
+LogicalResult StopGradientOp::inferTypes(TypeInference &ti, Adaptor a) {
+  ti.addResult(a.getX().getType());
+  return success();
+}
+
 /// zeros_like(x) -> full 0, ones_like(x) -> full 1: one op to lower.
 template <typename OpTy>
 static LogicalResult likeToFull(OpTy op, PatternRewriter &rewriter,

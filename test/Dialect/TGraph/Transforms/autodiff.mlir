@@ -195,3 +195,30 @@ tgraph.jvp @m wrt(%x) -> @m_jvp
 // CHECK: %[[WT:.*]] = tgraph.mul %[[W]], %[[T]]
 // CHECK: %[[DY:.*]] = tgraph.all_reduce %[[WT]] {{.*}}reduction = #tgraph<reduction sum>
 // CHECK: return %[[Y]], %[[DY]]
+
+// -----
+
+// stop_gradient: x * stop_gradient(x) has gradient stop_gradient(x) (the
+// factor behind the stop is a constant); its JVP is stop_gradient(x) * dx.
+!v = tensor<4xf32>
+func.func @sg(%x: !v {tgraph.name = "x"}) -> tensor<f32> {
+  %c = tgraph.stop_gradient %x : !v
+  %p = tgraph.mul %x, %c : !v
+  %s = tgraph.reduce_sum %p {dims = array<i64: 0>} : !v -> tensor<f32>
+  return %s : tensor<f32>
+}
+tgraph.adjoint @sg wrt(%x) -> @sg_grad
+tgraph.jvp @sg wrt(%x) -> @sg_jvp
+
+// (Each generated function lands right after its source.)
+// CHECK-LABEL: func.func @sg_jvp
+// CHECK-SAME: (%[[X:[a-z0-9]+]]: tensor<4xf32> {tgraph.name = "x"}, %[[DX:[a-z0-9]+]]: tensor<4xf32>
+// CHECK: %[[C:.*]] = tgraph.stop_gradient %[[X]]
+// CHECK: tgraph.mul %[[DX]], %[[C]]
+// CHECK-LABEL: func.func @sg_grad
+// CHECK-SAME: (%[[X2:[a-z0-9]+]]: tensor<4xf32>
+// CHECK: %[[C2:.*]] = tgraph.stop_gradient %[[X2]]
+// CHECK-NOT: tgraph.add
+// CHECK: tgraph.mul %{{.*}}, %[[C2]]
+// CHECK-NOT: tgraph.add
+// CHECK: return

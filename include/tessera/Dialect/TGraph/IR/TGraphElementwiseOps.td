@@ -63,6 +63,22 @@ def TGraph_OnesLikeOp : TGraph_SameTypeOp<"ones_like",
   let hasCanonicalizer = 1;
 }
 
+def TGraph_StopGradientOp : TGraph_SameTypeOp<"stop_gradient",
+    [Pure, TGraph_NonDifferentiable]> {
+  let summary = "the operand, seen by autodiff as a constant";
+  let description = [{
+    The value of `%x`; no tangent or cotangent flows through it (JAX's
+    `stop_gradient`). It lowers to nothing.
+
+    ```mlir
+    %c = tgraph.stop_gradient %x : tensor<?xf32, #tgraph.dims<[N]>>
+    ```
+  }];
+  let arguments = (ins TGraph_Tensor:$x);
+  let results = (outs TGraph_Tensor:$result);
+  let assemblyFormat = "$x attr-dict `:` type($x)";
+}
+
 def TGraph_IotaOp : TGraph_Op<"iota", [Pure, TGraph_NonDifferentiable]> {
   let summary = "indices 0, 1, 2, ... along one dimension";
   let description = [{

@@ -1,0 +1,167 @@
+//===- Module.h - Tracing, transforms and compilation -----------*- C++ -*-===//
+//
+// Part of Tessera's C++ API: no MLIR or LLVM types in this header.
+//
+// A Module holds Graph IR functions traced from C++ callables, declares
+// their derivatives (grad/vjp/jvp/hvp, expanded into new functions by the
+// autodiff transformation as they are declared) and compiles them for the
+// CPU into a runtime Executable:
+//
+//   tessera::Module m;
+//   auto loss = m.trace("loss", specs, body);        // Result<Function>
+//   auto grad = m.grad(*loss, {1, 2});               // d loss / d args 1, 2
+//   auto exe = m.compile();                          // Result<Executable>
+//   auto fn = (*exe)->function(grad->name);          // runtime::Function
+//   auto out = fn->call(buffers);
+//
+// Errors are values (the project builds without exceptions): a failed op
+// leaves an invalid Tensor and the first error in the Module, which
+// trace() then returns.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TESSERA_API_MODULE_H
+#define TESSERA_API_MODULE_H
+
+#include "tessera/API/Tensor.h"
+#include "tessera/Runtime/Executable.h"
+
+#include <functional>
+#include <memory>
+#include <optional>
+
+namespace tessera {
+
+/// A function of a Module (traced, or created by a transform).
+struct Function {
+  std::string name;
+  std::vector<TensorSpec> inputs;
+  std::vector<TensorSpec> outputs;
+  /// Values of enclosing traces the function reads (a closure): call()
+  /// passes them at capturePosition() of the IR function's arguments.
+  std::vector<Tensor> captures;
+  std::optional<size_t> captureAt;
+
+  size_t capturePosition() const { return captureAt.value_or(inputs.size()); }
+};
+
+struct CompileOptions {
+  /// Where compiled libraries are kept across processes; empty: only in
+  /// this process. Module::defaultCacheDirectory() is the usual choice.
+  std::string cacheDirectory;
+};
+
+/// The stages Module::lower() can show.
+enum class Stage {
+  /// The traced Graph IR.
+  Graph,
+  /// After shape inference, autodiff and decomposition (still `tgraph`).
+  GraphOptimized,
+  /// linalg/tensor after lowering, before the CPU schedule.
+  Linalg,
+  /// After the CPU schedule (tiles, packing, vectors), before bufferization.
+  Scheduled,
+  /// The LLVM dialect handed to code generation.
+  LLVM,
+};
+
+class Module {
+public:
+  using Body = std::function<std::vector<Tensor>(std::vector<Tensor>)>;
+
+  Module();
+  ~Module();
+  Module(Module &&) noexcept;
+  Module &operator=(Module &&) noexcept;
+
+  /// Traces `body` into a function `name` with arguments `inputs`. Inside
+  /// another trace the new function is private to the module (a callee);
+  /// at top level it is public (compiled as an entry point) unless
+  /// `isPublic` is false. A name already taken gets a numbered suffix.
+  Result<Function> trace(const std::string &name,
+                         const std::vector<TensorSpec> &inputs,
+                         const Body &body, bool isPublic = true);
+  /// trace() in steps, for front ends that run the body themselves:
+  /// beginTrace() returns the arguments, endTrace() takes the results.
+  /// abortTrace() drops the innermost running trace (after an error).
+  Result<std::vector<Tensor>> beginTrace(const std::string &name,
+                                         const std::vector<TensorSpec> &inputs,
+                                         bool isPublic = true);
+  Result<Function> endTrace(const std::vector<Tensor> &results);
+  void abortTrace();
+
+  /// Calls `fn` from the function being traced.
+  std::vector<Tensor> call(const Function &fn, const std::vector<Tensor> &args,
+                           SourceLoc loc = SourceLoc::current());
+
+  /// Calls `fn` inside a tgraph.checkpoint: reverse mode keeps only its
+  /// arguments and recomputes its intermediates when it needs them.
+  std::vector<Tensor> checkpoint(const Function &fn,
+                                 const std::vector<Tensor> &args,
+                                 SourceLoc loc = SourceLoc::current());
+  /// Calls `fn` with a user-defined reverse-mode rule: `fwd` takes `fn`'s
+  /// arguments and returns its results then residuals; `bwd` takes the
+  /// residuals then one cotangent per result and returns one cotangent per
+  /// argument. The three must not read values of enclosing traces.
+  std::vector<Tensor> customVjp(const Function &fn, const Function &fwd,
+                                const Function &bwd,
+                                const std::vector<Tensor> &args,
+                                SourceLoc loc = SourceLoc::current());
+  /// Calls `fn` with a user-defined forward-mode rule: `jvp` takes the
+  /// arguments then one tangent per argument and returns the results then
+  /// one tangent per result.
+  std::vector<Tensor> customJvp(const Function &fn, const Function &jvp,
+                                const std::vector<Tensor> &args,
+                                SourceLoc loc = SourceLoc::current());
+
+  /// Reverse mode: a function taking `fn`'s arguments and returning the
+  /// gradients of its scalar result with respect to arguments `wrt`.
+  Result<Function> grad(const Function &fn, const std::vector<int> &wrt,
+                        bool isPublic = false);
+  /// Reverse mode for any float results: takes `fn`'s arguments, then one
+  /// cotangent per float result, and returns the vector-Jacobian products.
+  Result<Function> vjp(const Function &fn, const std::vector<int> &wrt,
+                       bool isPublic = false);
+  /// Forward mode: takes `fn`'s arguments, then one tangent per `wrt`
+  /// argument, and returns `fn`'s results followed by their tangents.
+  Result<Function> jvp(const Function &fn, const std::vector<int> &wrt,
+                       bool isPublic = false);
+  /// Hessian-vector product of a scalar function: takes `fn`'s arguments,
+  /// then one direction per `wrt` argument.
+  Result<Function> hvp(const Function &fn, const std::vector<int> &wrt,
+                       bool isPublic = false);
+
+  /// Marks `fn` as an entry point (compiled and callable).
+  Status makePublic(const std::string &name);
+
+  /// Where the next ops without a SourceLoc of their own (operators) say
+  /// they were written.
+  void setLocation(const SourceLoc &loc);
+  void setLocation(const std::string &file, int line, int column = 0);
+
+  /// The first error since the last takeError(), if any.
+  const std::optional<Error> &error() const;
+  std::optional<Error> takeError();
+  /// True while a trace is running.
+  bool tracing() const;
+
+  /// The module as Graph IR text.
+  std::string str() const;
+  /// The module's IR after the CPU pipeline has run up to `stage`.
+  Result<std::string> lower(Stage stage) const;
+  /// Compiles every public function for this CPU.
+  Result<std::shared_ptr<runtime::Executable>>
+  compile(const CompileOptions &options = {}) const;
+  /// $XDG_CACHE_HOME/tessera, else $HOME/.cache/tessera.
+  static std::string defaultCacheDirectory();
+
+  /// For the implementation.
+  detail::ModuleState *getState() const { return state.get(); }
+
+private:
+  std::unique_ptr<detail::ModuleState> state;
+};
+
+} // namespace tessera
+
+#endif // TESSERA_API_MODULE_H

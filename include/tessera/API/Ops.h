@@ -1,0 +1,220 @@
+//===- Ops.h - One function per Graph IR op ---------------------*- C++ -*-===//
+//
+// Part of Tessera's C++ API: no MLIR or LLVM types in this header.
+//
+// Each function adds the `tgraph` op of the same name to the function being
+// traced and returns its result. Shapes are checked by the op's shape
+// function as the op is added, so a mismatch is reported here, at the
+// caller's line, in the compiler's words. Axes may be negative (counted
+// from the last dim).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TESSERA_API_OPS_H
+#define TESSERA_API_OPS_H
+
+#include "tessera/API/Tensor.h"
+
+#include <optional>
+
+namespace tessera::op {
+
+/// A numeric policy (`#tgraph.policy<...>`): the accumulation type of a
+/// contraction or reduction, and how results are rounded.
+struct Policy {
+  std::optional<DType> accum;
+  bool stochasticRound = false;
+  std::optional<double> lossScale;
+  bool saturate = false;
+};
+
+//===-- Generators -------------------------------------------------------===//
+
+/// A tensor of `shape` filled with `value` (symbolic dims must be dims of
+/// the function's arguments).
+Tensor full(double value, const Shape &shape, DType dtype,
+            SourceLoc loc = SourceLoc::current());
+Tensor zeros_like(const Tensor &x, SourceLoc loc = SourceLoc::current());
+Tensor ones_like(const Tensor &x, SourceLoc loc = SourceLoc::current());
+/// Indices along `dim` of a tensor of `shape`.
+Tensor iota(const Shape &shape, int64_t dim, DType dtype,
+            SourceLoc loc = SourceLoc::current());
+/// A constant with the given elements (row-major, `shape` static).
+Tensor constant(const std::vector<double> &values, const Shape &shape,
+                DType dtype, SourceLoc loc = SourceLoc::current());
+/// A constant read from raw little-endian element storage.
+Tensor constant_bytes(const void *data, const Shape &shape, DType dtype,
+                      SourceLoc loc = SourceLoc::current());
+
+//===-- Elementwise ------------------------------------------------------===//
+
+#define TESSERA_UNARY(name)                                                    \
+  Tensor name(const Tensor &x, SourceLoc loc = SourceLoc::current());
+TESSERA_UNARY(neg)
+TESSERA_UNARY(abs)
+TESSERA_UNARY(exp)
+TESSERA_UNARY(log)
+TESSERA_UNARY(log1p)
+TESSERA_UNARY(sin)
+TESSERA_UNARY(cos)
+TESSERA_UNARY(tanh)
+TESSERA_UNARY(erf)
+TESSERA_UNARY(sigmoid)
+TESSERA_UNARY(relu)
+TESSERA_UNARY(silu)
+TESSERA_UNARY(sqrt)
+TESSERA_UNARY(rsqrt)
+TESSERA_UNARY(reciprocal)
+TESSERA_UNARY(square)
+TESSERA_UNARY(floor)
+TESSERA_UNARY(sign)
+#undef TESSERA_UNARY
+Tensor gelu(const Tensor &x, bool approximate = false,
+            SourceLoc loc = SourceLoc::current());
+
+#define TESSERA_BINARY(name)                                                   \
+  Tensor name(const Tensor &lhs, const Tensor &rhs,                            \
+              SourceLoc loc = SourceLoc::current());
+TESSERA_BINARY(add)
+TESSERA_BINARY(sub)
+TESSERA_BINARY(mul)
+TESSERA_BINARY(div)
+TESSERA_BINARY(pow)
+TESSERA_BINARY(max)
+TESSERA_BINARY(min)
+#undef TESSERA_BINARY
+
+/// Elementwise comparison; `direction` is eq, ne, lt, le, gt or ge. The
+/// result is a boolean (i1) tensor.
+Tensor compare(const Tensor &lhs, const Tensor &rhs,
+               const std::string &direction,
+               SourceLoc loc = SourceLoc::current());
+Tensor select(const Tensor &cond, const Tensor &onTrue, const Tensor &onFalse,
+              SourceLoc loc = SourceLoc::current());
+Tensor cast(const Tensor &x, DType dtype, const Policy &policy = {},
+            SourceLoc loc = SourceLoc::current());
+/// `x`, seen by autodiff as a constant (no derivative flows through it).
+Tensor stop_gradient(const Tensor &x, SourceLoc loc = SourceLoc::current());
+/// A constant 0-d tensor of `like`'s dtype.
+Tensor scalar(double value, const Tensor &like,
+              SourceLoc loc = SourceLoc::current());
+
+//===-- Contractions -----------------------------------------------------===//
+
+Tensor matmul(const Tensor &lhs, const Tensor &rhs, bool transposeLhs = false,
+              bool transposeRhs = false, const Policy &policy = {},
+              SourceLoc loc = SourceLoc::current());
+Tensor batch_matmul(const Tensor &lhs, const Tensor &rhs,
+                    const Policy &policy = {},
+                    SourceLoc loc = SourceLoc::current());
+Tensor dot_general(const Tensor &lhs, const Tensor &rhs,
+                   const std::vector<int64_t> &lhsBatch,
+                   const std::vector<int64_t> &rhsBatch,
+                   const std::vector<int64_t> &lhsContract,
+                   const std::vector<int64_t> &rhsContract,
+                   const Policy &policy = {},
+                   SourceLoc loc = SourceLoc::current());
+struct Conv2dOptions {
+  std::vector<int64_t> strides{1, 1};
+  /// [top, bottom, left, right].
+  std::vector<int64_t> padding{0, 0, 0, 0};
+  std::vector<int64_t> dilation{1, 1};
+  int64_t groups = 1;
+  /// NHWC input and HWIO filter (else NCHW and OIHW).
+  bool channelsLast = false;
+};
+Tensor conv2d(const Tensor &input, const Tensor &filter,
+              const Conv2dOptions &options = {},
+              SourceLoc loc = SourceLoc::current());
+/// softmax(q k^T * scale) v; `scale` defaults to 1/sqrt(head dim).
+Tensor attention(const Tensor &q, const Tensor &k, const Tensor &v,
+                 bool causal = false, std::optional<double> scale = {},
+                 SourceLoc loc = SourceLoc::current());
+
+//===-- Reductions and normalizations ------------------------------------===//
+
+/// Reductions over `dims` (all dims when empty). `stable` asks for the
+/// compensated (Kahan) order of spec 004; every order is deterministic.
+#define TESSERA_REDUCE(name)                                                   \
+  Tensor name(const Tensor &x, const std::vector<int64_t> &dims = {},          \
+              bool keepdims = false, bool stable = false,                      \
+              SourceLoc loc = SourceLoc::current());
+TESSERA_REDUCE(reduce_sum)
+TESSERA_REDUCE(reduce_mean)
+TESSERA_REDUCE(reduce_prod)
+#undef TESSERA_REDUCE
+#define TESSERA_REDUCE(name)                                                   \
+  Tensor name(const Tensor &x, const std::vector<int64_t> &dims = {},          \
+              bool keepdims = false, SourceLoc loc = SourceLoc::current());
+TESSERA_REDUCE(reduce_max)
+TESSERA_REDUCE(reduce_min)
+#undef TESSERA_REDUCE
+Tensor argmax(const Tensor &x, int64_t dim = -1, bool keepdims = false,
+              SourceLoc loc = SourceLoc::current());
+Tensor argmin(const Tensor &x, int64_t dim = -1, bool keepdims = false,
+              SourceLoc loc = SourceLoc::current());
+Tensor softmax(const Tensor &x, int64_t dim = -1,
+               SourceLoc loc = SourceLoc::current());
+Tensor log_softmax(const Tensor &x, int64_t dim = -1,
+                   SourceLoc loc = SourceLoc::current());
+Tensor softmax_safe(const Tensor &x, int64_t dim = -1,
+                    SourceLoc loc = SourceLoc::current());
+Tensor logsumexp(const Tensor &x, int64_t dim = -1, bool keepdims = false,
+                 SourceLoc loc = SourceLoc::current());
+Tensor logsumexp_safe(const Tensor &x, int64_t dim = -1, bool keepdims = false,
+                      SourceLoc loc = SourceLoc::current());
+/// Normalizes dims [axis, rank); `scale` and `bias` (invalid Tensor: none)
+/// have the shape of those dims.
+Tensor layernorm(const Tensor &x, const Tensor &scale = {},
+                 const Tensor &bias = {}, int64_t axis = -1,
+                 double epsilon = 1e-5, SourceLoc loc = SourceLoc::current());
+Tensor layernorm_safe(const Tensor &x, const Tensor &scale = {},
+                      const Tensor &bias = {}, int64_t axis = -1,
+                      double epsilon = 1e-5,
+                      SourceLoc loc = SourceLoc::current());
+Tensor rmsnorm(const Tensor &x, const Tensor &scale = {}, int64_t axis = -1,
+               double epsilon = 1e-5, SourceLoc loc = SourceLoc::current());
+Tensor rmsnorm_safe(const Tensor &x, const Tensor &scale = {},
+                    int64_t axis = -1, double epsilon = 1e-5,
+                    SourceLoc loc = SourceLoc::current());
+/// Softmax cross-entropy of `logits` [..., C] against integer labels [...]
+/// or a distribution [..., C]; `reduction` is "mean", "sum" or "none".
+Tensor cross_entropy(const Tensor &logits, const Tensor &labels,
+                     const std::string &reduction = "mean",
+                     SourceLoc loc = SourceLoc::current());
+
+//===-- Layout -----------------------------------------------------------===//
+
+Tensor transpose(const Tensor &x, const std::vector<int64_t> &permutation,
+                 SourceLoc loc = SourceLoc::current());
+/// One target dim may be -1 (solved from the element count).
+Tensor reshape(const Tensor &x, const Shape &shape,
+               SourceLoc loc = SourceLoc::current());
+Tensor broadcast_in_dim(const Tensor &x, const Shape &shape,
+                        const std::vector<int64_t> &broadcastDims,
+                        SourceLoc loc = SourceLoc::current());
+/// NumPy broadcasting of `x` to `shape`.
+Tensor broadcast_to(const Tensor &x, const Shape &shape,
+                    SourceLoc loc = SourceLoc::current());
+Tensor slice(const Tensor &x, const Shape &start, const Shape &limit,
+             const std::vector<int64_t> &stride = {},
+             SourceLoc loc = SourceLoc::current());
+Tensor concat(const std::vector<Tensor> &inputs, int64_t dim,
+              SourceLoc loc = SourceLoc::current());
+Tensor pad(const Tensor &x, const std::vector<int64_t> &low,
+           const std::vector<int64_t> &high, double value = 0.0,
+           const std::vector<int64_t> &interior = {},
+           SourceLoc loc = SourceLoc::current());
+Tensor gather(const Tensor &x, const Tensor &indices, int64_t dim,
+              SourceLoc loc = SourceLoc::current());
+Tensor scatter_add(const Tensor &x, const Tensor &indices,
+                   const Tensor &updates, int64_t dim,
+                   SourceLoc loc = SourceLoc::current());
+Tensor embedding(const Tensor &table, const Tensor &ids,
+                 SourceLoc loc = SourceLoc::current());
+Tensor one_hot(const Tensor &ids, int64_t numClasses, DType dtype = DType::f32,
+               SourceLoc loc = SourceLoc::current());
+
+} // namespace tessera::op
+
+#endif // TESSERA_API_OPS_H

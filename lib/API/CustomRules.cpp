@@ -1,0 +1,167 @@
+//===- CustomRules.cpp - checkpoint, custom_vjp and custom_jvp ------------===//
+//
+// Calls of traced functions whose differentiation is steered: recomputed in
+// the backward pass (tgraph.checkpoint), or given user-defined rules
+// (tgraph.custom_vjp / tgraph.custom_jvp).
+//
+//===----------------------------------------------------------------------===//
+
+#include "ModuleState.h"
+
+#include "tessera/Dialect/TGraph/IR/TGraph.h"
+
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/SymbolTable.h"
+
+using namespace mlir;
+namespace tg = mlir::tessera::tgraph;
+
+namespace tessera::detail {
+
+/// The operands of a call of `fn` with `args` (captures at their place),
+/// or nothing after recording an error.
+std::optional<SmallVector<Value>>
+ModuleState::callOperands(const Function &fn, const std::vector<Tensor> &args,
+                          Location loc) {
+  if (!ready({}))
+    return std::nullopt;
+  auto callee = module->lookupSymbol<func::FuncOp>(fn.name);
+  if (!callee) {
+    failAt(loc, "call of @" + fn.name + ", which is not in this Module");
+    return std::nullopt;
+  }
+  if (args.size() != fn.inputs.size()) {
+    failAt(loc, "@" + fn.name + " takes " + std::to_string(fn.inputs.size()) +
+                    " arguments, got " + std::to_string(args.size()));
+    return std::nullopt;
+  }
+  SmallVector<Value> operands;
+  for (const Tensor &a : args) {
+    if (!a.valid() || a.getState() != this)
+      return std::nullopt;
+    operands.push_back(use(a));
+  }
+  SmallVector<Value> captured;
+  for (const Tensor &c : fn.captures)
+    captured.push_back(use(c));
+  if (firstError)
+    return std::nullopt;
+  operands.insert(operands.begin() + fn.capturePosition(), captured.begin(),
+                  captured.end());
+  FunctionType type = callee.getFunctionType();
+  for (auto [i, v] : llvm::enumerate(operands)) {
+    if (!tg::areCompatibleTypes(v.getType(), type.getInput(i))) {
+      failAt(loc, "argument " + std::to_string(i) + " of @" + fn.name +
+                      " must be " + tg::typeName(type.getInput(i)) + ", got " +
+                      tg::typeName(v.getType()));
+      return std::nullopt;
+    }
+  }
+  return operands;
+}
+
+std::vector<Tensor> ModuleState::checkpoint(const Function &fn,
+                                            const std::vector<Tensor> &args,
+                                            SourceLoc where) {
+  Location loc = location(where);
+  auto operands = callOperands(fn, args, loc);
+  if (!operands)
+    return {};
+  auto callee = module->lookupSymbol<func::FuncOp>(fn.name);
+  auto op =
+      tg::CheckpointOp::create(b, loc, callee.getResultTypes(), *operands);
+  // The body is a copy of the callee's, its arguments the block's.
+  Block *body = new Block;
+  op.getBody().push_back(body);
+  IRMapping map;
+  for (BlockArgument a : callee.getArguments())
+    map.map(a, body->addArgument(a.getType(), a.getLoc()));
+  OpBuilder inner = OpBuilder::atBlockEnd(body);
+  Block &from = callee.getBody().front();
+  for (Operation &o : from.without_terminator())
+    inner.clone(o, map);
+  SmallVector<Value> yielded;
+  for (Value v : from.getTerminator()->getOperands())
+    yielded.push_back(map.lookupOrDefault(v));
+  tg::YieldOp::create(inner, loc, yielded);
+  if (!finish(op))
+    return {};
+  std::vector<Tensor> out;
+  for (Value r : op.getResults())
+    out.push_back(wrap(r));
+  return out;
+}
+
+/// Rule functions are called with the arguments alone: they must not read
+/// values of the enclosing trace.
+bool ModuleState::requireNoCaptures(const Function &fn, Location loc,
+                                    const char *role) {
+  if (fn.captures.empty())
+    return true;
+  return failAt(loc, std::string("the ") + role + " function @" + fn.name +
+                         " reads " + std::to_string(fn.captures.size()) +
+                         " value(s) of the enclosing trace; pass them as "
+                         "arguments instead");
+}
+
+/// Checks the type contract of a custom rule op (its symbol uses).
+bool ModuleState::verifyRule(Operation *op) {
+  SymbolTableCollection symbols;
+  pendingDiagnostic.clear();
+  auto user = cast<SymbolUserOpInterface>(op);
+  if (failed(user.verifySymbolUses(symbols))) {
+    std::string message = pendingDiagnostic;
+    op->erase();
+    return fail(message.empty() ? "a custom rule does not fit its function"
+                                : message);
+  }
+  return finish(op);
+}
+
+std::vector<Tensor> ModuleState::customVjp(const Function &fn,
+                                           const Function &fwd,
+                                           const Function &bwd,
+                                           const std::vector<Tensor> &args,
+                                           SourceLoc where) {
+  Location loc = location(where);
+  if (!requireNoCaptures(fn, loc, "primal") ||
+      !requireNoCaptures(fwd, loc, "fwd") ||
+      !requireNoCaptures(bwd, loc, "bwd"))
+    return {};
+  auto operands = callOperands(fn, args, loc);
+  if (!operands)
+    return {};
+  auto callee = module->lookupSymbol<func::FuncOp>(fn.name);
+  auto op = tg::CustomVjpOp::create(b, loc, callee.getResultTypes(), fn.name,
+                                    *operands, fwd.name, bwd.name);
+  if (!verifyRule(op))
+    return {};
+  std::vector<Tensor> out;
+  for (Value r : op.getResults())
+    out.push_back(wrap(r));
+  return out;
+}
+
+std::vector<Tensor> ModuleState::customJvp(const Function &fn,
+                                           const Function &jvp,
+                                           const std::vector<Tensor> &args,
+                                           SourceLoc where) {
+  Location loc = location(where);
+  if (!requireNoCaptures(fn, loc, "primal") ||
+      !requireNoCaptures(jvp, loc, "jvp"))
+    return {};
+  auto operands = callOperands(fn, args, loc);
+  if (!operands)
+    return {};
+  auto callee = module->lookupSymbol<func::FuncOp>(fn.name);
+  auto op = tg::CustomJvpOp::create(b, loc, callee.getResultTypes(), fn.name,
+                                    *operands, jvp.name);
+  if (!verifyRule(op))
+    return {};
+  std::vector<Tensor> out;
+  for (Value r : op.getResults())
+    out.push_back(wrap(r));
+  return out;
+}
+
+} // namespace tessera::detail

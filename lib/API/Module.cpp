@@ -1,0 +1,214 @@
+//===- Module.cpp - tessera::Module ---------------------------------------===//
+
+#include "ModuleState.h"
+
+#include "tessera/Execution/CPUCompiler.h"
+#include "tessera/Pipelines/Pipelines.h"
+#include "tessera/Runtime/CompileCache.h"
+
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+
+namespace tessera {
+
+Module::Module() : state(std::make_unique<detail::ModuleState>()) {}
+Module::~Module() = default;
+Module::Module(Module &&) noexcept = default;
+Module &Module::operator=(Module &&) noexcept = default;
+
+Result<Function> Module::trace(const std::string &name,
+                               const std::vector<TensorSpec> &inputs,
+                               const Body &body, bool isPublic) {
+  return state->trace(name, inputs, body, isPublic);
+}
+
+Result<std::vector<Tensor>>
+Module::beginTrace(const std::string &name,
+                   const std::vector<TensorSpec> &inputs, bool isPublic) {
+  return state->beginTrace(name, inputs, isPublic);
+}
+
+Result<Function> Module::endTrace(const std::vector<Tensor> &results) {
+  return state->endTrace(results);
+}
+
+void Module::abortTrace() { state->abortTrace(); }
+
+std::vector<Tensor> Module::call(const Function &fn,
+                                 const std::vector<Tensor> &args,
+                                 SourceLoc loc) {
+  return state->call(fn, args, loc);
+}
+
+std::vector<Tensor> Module::checkpoint(const Function &fn,
+                                       const std::vector<Tensor> &args,
+                                       SourceLoc loc) {
+  return state->checkpoint(fn, args, loc);
+}
+
+std::vector<Tensor> Module::customVjp(const Function &fn, const Function &fwd,
+                                      const Function &bwd,
+                                      const std::vector<Tensor> &args,
+                                      SourceLoc loc) {
+  return state->customVjp(fn, fwd, bwd, args, loc);
+}
+
+std::vector<Tensor> Module::customJvp(const Function &fn, const Function &jvp,
+                                      const std::vector<Tensor> &args,
+                                      SourceLoc loc) {
+  return state->customJvp(fn, jvp, args, loc);
+}
+
+/// grad() is vjp() of a function with one scalar float result.
+Result<Function> Module::grad(const Function &fn, const std::vector<int> &wrt,
+                              bool isPublic) {
+  const auto &out = fn.outputs;
+  if (out.size() != 1 || !out[0].shape.empty() ||
+      !runtime::isFloat(out[0].dtype)) {
+    std::string found;
+    for (const TensorSpec &o : out)
+      found += (found.empty() ? "" : ", ") +
+               std::string(runtime::name(o.dtype)) + describe(o.shape);
+    return Error{"grad needs @" + fn.name +
+                 " to return one scalar float (a rank-0 tensor), got (" +
+                 found + "); use vjp for other results"};
+  }
+  return state->derive(fn, wrt, "adjoint", isPublic);
+}
+
+Result<Function> Module::vjp(const Function &fn, const std::vector<int> &wrt,
+                             bool isPublic) {
+  return state->derive(fn, wrt, "adjoint", isPublic);
+}
+
+Result<Function> Module::jvp(const Function &fn, const std::vector<int> &wrt,
+                             bool isPublic) {
+  return state->derive(fn, wrt, "jvp", isPublic);
+}
+
+Result<Function> Module::hvp(const Function &fn, const std::vector<int> &wrt,
+                             bool isPublic) {
+  return state->derive(fn, wrt, "hvp", isPublic);
+}
+
+Status Module::makePublic(const std::string &name) {
+  auto fn = state->getModule().lookupSymbol<func::FuncOp>(name);
+  if (!fn)
+    return Error{"no function @" + name + " in this Module"};
+  fn.setPublic();
+  return Status::ok();
+}
+
+void Module::setLocation(const SourceLoc &loc) { state->location(loc); }
+
+void Module::setLocation(const std::string &file, int line, int column) {
+  MLIRContext *ctx = state->getContext();
+  state->setLocation(FileLineColLoc::get(ctx, file, line, column));
+}
+
+const std::optional<Error> &Module::error() const { return state->firstError; }
+
+std::optional<Error> Module::takeError() {
+  std::optional<Error> e = std::move(state->firstError);
+  state->firstError.reset();
+  return e;
+}
+
+bool Module::tracing() const { return state->tracing(); }
+
+std::string Module::str() const {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  state->getModule().print(os);
+  return text;
+}
+
+static Status ready(const detail::ModuleState &s, bool tracing) {
+  if (tracing)
+    return Error{"the Module cannot be compiled while a trace is running"};
+  if (s.firstError)
+    return *s.firstError;
+  return Status::ok();
+}
+
+Result<std::string> Module::lower(Stage stage) const {
+  if (Status s = ready(*state, tracing()); !s)
+    return s.error();
+  if (stage == Stage::Graph)
+    return str();
+  OwningOpRef<ModuleOp> copy = state->getModule().clone();
+  PassManager pm(state->getContext());
+  static const std::map<Stage, mlir::tessera::CPUStage> stops = {
+      {Stage::GraphOptimized, mlir::tessera::CPUStage::GraphOptimized},
+      {Stage::Linalg, mlir::tessera::CPUStage::Linalg},
+      {Stage::Scheduled, mlir::tessera::CPUStage::Scheduled},
+      {Stage::LLVM, mlir::tessera::CPUStage::LLVM}};
+  mlir::tessera::buildCPUPipeline(pm, stops.at(stage));
+  state->clearDiagnostics();
+  if (failed(pm.run(*copy)))
+    return Error{state->takeDiagnostics("the CPU pipeline failed")};
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  copy->print(os);
+  return text;
+}
+
+Result<std::shared_ptr<runtime::Executable>>
+Module::compile(const CompileOptions &options) const {
+  if (Status s = ready(*state, tracing()); !s)
+    return s.error();
+  mlir::tessera::CPUCompileOptions cpu;
+  cpu.cacheDirectory = options.cacheDirectory;
+  state->clearDiagnostics();
+  auto compiled = mlir::tessera::compileForCPU(state->getModule(), cpu);
+  if (failed(compiled))
+    return Error{state->takeDiagnostics("compilation failed")};
+  return compiled->executable;
+}
+
+std::string Module::defaultCacheDirectory() {
+  return runtime::CompileCache::defaultDirectory();
+}
+
+//===----------------------------------------------------------------------===//
+// Tensor
+//===----------------------------------------------------------------------===//
+
+std::string Dim::str() const {
+  return isStatic() ? std::to_string(value) : expression;
+}
+
+std::string describe(const Shape &shape) {
+  std::string out = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    out += (i ? ", " : "") + shape[i].str();
+  return out + "]";
+}
+
+bool Tensor::valid() const { return state && state->isLive(id); }
+
+Shape Tensor::shape() const {
+  return valid() ? state->shapeOf(state->typeOf(*this)) : Shape();
+}
+
+int64_t Tensor::rank() const {
+  return valid() ? state->typeOf(*this).getRank() : 0;
+}
+
+DType Tensor::dtype() const {
+  if (!valid())
+    return DType::f32;
+  return detail::dtypeOf(state->typeOf(*this).getElementType())
+      .value_or(DType::f32);
+}
+
+std::string Tensor::str() const {
+  if (!valid())
+    return "<invalid tensor>";
+  return std::string(runtime::name(dtype())) + describe(shape());
+}
+
+} // namespace tessera

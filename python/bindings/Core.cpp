@@ -1,0 +1,42 @@
+//===- Core.cpp - tessera._core -------------------------------------------===//
+
+#include "Bindings.h"
+
+#include <nanobind/stl/string.h>
+
+namespace tessera::python {
+
+static nb::object errorType;
+
+void raise(const Error &error) {
+  PyErr_SetString(errorType.ptr(), error.message.c_str());
+  throw nb::python_error();
+}
+
+DType parseDType(const std::string &name) {
+  auto t = runtime::parseDType(name);
+  if (!t)
+    raise(Error{"unknown dtype '" + name +
+                "' (expected f64, f32, f16, bf16, f8E4M3FN, f8E5M2, i64, "
+                "i32, i16, i8 or i1)"});
+  return *t;
+}
+
+} // namespace tessera::python
+
+using namespace tessera::python;
+
+NB_MODULE(_core, m) {
+  m.doc() = "Tessera's C++ API: Graph IR tracing, transforms, compilation "
+            "and the runtime.";
+  errorType = nb::steal(
+      PyErr_NewExceptionWithDoc("tessera.TesseraError",
+                                "An error reported by the Tessera compiler "
+                                "or runtime.",
+                                PyExc_ValueError, nullptr));
+  m.attr("TesseraError") = errorType;
+  bindRuntime(m);
+  bindGraph(m);
+  nb::module_ op = m.def_submodule("op", "One function per Graph IR op.");
+  bindOps(op);
+}

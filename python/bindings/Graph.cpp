@@ -1,0 +1,206 @@
+//===- Graph.cpp - Modules, traced tensors and transforms -----------------===//
+
+#include "Bindings.h"
+
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/shared_ptr.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/variant.h>
+#include <nanobind/stl/vector.h>
+
+namespace tessera::python {
+
+using DimArg = std::variant<int64_t, std::string>;
+
+Shape toShape(const std::vector<DimArg> &dims) {
+  Shape shape;
+  for (const DimArg &d : dims) {
+    if (auto *size = std::get_if<int64_t>(&d))
+      shape.push_back(Dim(*size));
+    else
+      shape.push_back(Dim(std::get<std::string>(d)));
+  }
+  return shape;
+}
+
+nb::tuple fromShape(const Shape &shape) {
+  nb::list out;
+  for (const Dim &d : shape) {
+    if (d.isStatic())
+      out.append(d.size());
+    else
+      out.append(d.symbol());
+  }
+  return nb::tuple(out);
+}
+
+/// The result of a trace step, or raises the Module's error.
+template <typename T> static T checked(Module &m, Result<T> r) {
+  if (!r) {
+    m.takeError();
+    raise(r.error());
+  }
+  return std::move(*r);
+}
+
+static const std::map<std::string, Stage> &stages() {
+  static const std::map<std::string, Stage> names = {
+      {"graph", Stage::Graph},
+      {"graph_optimized", Stage::GraphOptimized},
+      {"linalg", Stage::Linalg},
+      {"scheduled", Stage::Scheduled},
+      {"llvm", Stage::LLVM}};
+  return names;
+}
+
+void bindGraph(nb::module_ &m) {
+  nb::class_<Tensor>(m, "Tensor", "A value of the function being traced.")
+      .def_prop_ro("shape",
+                   [](const Tensor &t) { return fromShape(t.shape()); })
+      .def_prop_ro("dtype",
+                   [](const Tensor &t) { return runtime::name(t.dtype()); })
+      .def_prop_ro("rank", &Tensor::rank)
+      .def_prop_ro("valid", &Tensor::valid)
+      .def("__repr__", &Tensor::str);
+
+  nb::class_<TensorSpec>(m, "TensorSpec")
+      .def(
+          "__init__",
+          [](TensorSpec *self, const std::vector<DimArg> &shape,
+             const std::string &dtype, const std::string &name) {
+            new (self) TensorSpec{toShape(shape), parseDType(dtype), name};
+          },
+          nb::arg("shape"), nb::arg("dtype") = "f32", nb::arg("name") = "")
+      .def_prop_ro("shape",
+                   [](const TensorSpec &s) { return fromShape(s.shape); })
+      .def_prop_ro("dtype",
+                   [](const TensorSpec &s) { return runtime::name(s.dtype); })
+      .def_ro("name", &TensorSpec::name);
+
+  nb::class_<Function>(m, "Function", "A function of a Module.")
+      .def_ro("name", &Function::name)
+      .def_ro("inputs", &Function::inputs)
+      .def_ro("outputs", &Function::outputs)
+      .def_prop_ro("num_captures",
+                   [](const Function &f) { return f.captures.size(); });
+
+  nb::class_<Module>(m, "Module", "Graph IR functions being traced.")
+      .def(nb::init<>())
+      .def(
+          "begin_trace",
+          [](Module &self, const std::string &name,
+             const std::vector<TensorSpec> &inputs, bool isPublic) {
+            return checked(self, self.beginTrace(name, inputs, isPublic));
+          },
+          nb::arg("name"), nb::arg("inputs"), nb::arg("public") = true)
+      .def(
+          "end_trace",
+          [](Module &self, const std::vector<Tensor> &results) {
+            return checked(self, self.endTrace(results));
+          },
+          nb::arg("results"))
+      .def("abort_trace", &Module::abortTrace)
+      .def(
+          "call",
+          [](Module &self, const Function &fn,
+             const std::vector<Tensor> &args) {
+            auto out = self.call(fn, args, SourceLoc{});
+            if (auto e = self.takeError())
+              raise(*e);
+            return out;
+          },
+          nb::arg("fn"), nb::arg("args"))
+      .def(
+          "checkpoint",
+          [](Module &self, const Function &fn,
+             const std::vector<Tensor> &args) {
+            auto out = self.checkpoint(fn, args, SourceLoc{});
+            if (auto e = self.takeError())
+              raise(*e);
+            return out;
+          },
+          nb::arg("fn"), nb::arg("args"))
+      .def(
+          "custom_vjp",
+          [](Module &self, const Function &fn, const Function &fwd,
+             const Function &bwd, const std::vector<Tensor> &args) {
+            auto out = self.customVjp(fn, fwd, bwd, args, SourceLoc{});
+            if (auto e = self.takeError())
+              raise(*e);
+            return out;
+          },
+          nb::arg("fn"), nb::arg("fwd"), nb::arg("bwd"), nb::arg("args"))
+      .def(
+          "custom_jvp",
+          [](Module &self, const Function &fn, const Function &jvp,
+             const std::vector<Tensor> &args) {
+            auto out = self.customJvp(fn, jvp, args, SourceLoc{});
+            if (auto e = self.takeError())
+              raise(*e);
+            return out;
+          },
+          nb::arg("fn"), nb::arg("jvp"), nb::arg("args"))
+      .def(
+          "derive",
+          [](Module &self, const Function &fn, const std::string &kind,
+             const std::vector<int> &wrt, bool isPublic) {
+            Result<Function> r = Error{"unknown transform '" + kind + "'"};
+            if (kind == "grad")
+              r = self.grad(fn, wrt, isPublic);
+            else if (kind == "vjp")
+              r = self.vjp(fn, wrt, isPublic);
+            else if (kind == "jvp")
+              r = self.jvp(fn, wrt, isPublic);
+            else if (kind == "hvp")
+              r = self.hvp(fn, wrt, isPublic);
+            return checked(self, std::move(r));
+          },
+          nb::arg("fn"), nb::arg("kind"), nb::arg("wrt"),
+          nb::arg("public") = false)
+      .def("make_public",
+           [](Module &self, const std::string &name) {
+             if (Status s = self.makePublic(name); !s)
+               raise(s.error());
+           })
+      .def(
+          "set_location",
+          [](Module &self, const std::string &file, int line, int column) {
+            self.setLocation(file, line, column);
+          },
+          nb::arg("file"), nb::arg("line"), nb::arg("column") = 0)
+      .def("take_error",
+           [](Module &self) -> std::optional<std::string> {
+             if (auto e = self.takeError())
+               return e->message;
+             return std::nullopt;
+           })
+      .def_prop_ro("tracing", &Module::tracing)
+      .def("__str__", &Module::str)
+      .def(
+          "lower",
+          [](const Module &self, const std::string &stage) {
+            auto it = stages().find(stage);
+            if (it == stages().end())
+              raise(Error{"unknown stage '" + stage +
+                          "' (expected graph, graph_optimized, linalg, "
+                          "scheduled or llvm)"});
+            return take(self.lower(it->second));
+          },
+          nb::arg("stage"))
+      .def(
+          "compile",
+          [](const Module &self, const std::string &cacheDirectory) {
+            CompileOptions options;
+            options.cacheDirectory = cacheDirectory;
+            Result<std::shared_ptr<runtime::Executable>> r = [&] {
+              nb::gil_scoped_release release;
+              return self.compile(options);
+            }();
+            return take(std::move(r));
+          },
+          nb::arg("cache_dir") = "")
+      .def_static("default_cache_dir", &Module::defaultCacheDirectory);
+}
+
+} // namespace tessera::python

@@ -1,0 +1,306 @@
+//===- Ops.cpp - tessera._core.op: one function per Graph IR op -----------===//
+//
+// Each function adds its op to the trace running on this thread and returns
+// the result; on a shape or type error it returns an invalid Tensor and the
+// Module holds the error (the Python layer raises it with the user's line).
+//
+//===----------------------------------------------------------------------===//
+
+#include "Bindings.h"
+
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/variant.h>
+#include <nanobind/stl/vector.h>
+
+namespace tessera::python {
+
+using DimArg = std::variant<int64_t, std::string>;
+Shape toShape(const std::vector<DimArg> &dims);
+
+static op::Policy policy(const std::optional<std::string> &accum) {
+  op::Policy p;
+  if (accum)
+    p.accum = parseDType(*accum);
+  return p;
+}
+
+static const SourceLoc here{};
+
+void bindOps(nb::module_ &m) {
+  using namespace nb::literals;
+  using T = const Tensor &;
+
+  // Generators.
+  m.def(
+      "full",
+      [](double v, const std::vector<DimArg> &shape, const std::string &dt) {
+        return op::full(v, toShape(shape), parseDType(dt), here);
+      },
+      "value"_a, "shape"_a, "dtype"_a = "f32");
+  m.def("zeros_like", [](T x) { return op::zeros_like(x, here); });
+  m.def("ones_like", [](T x) { return op::ones_like(x, here); });
+  m.def(
+      "iota",
+      [](const std::vector<DimArg> &shape, int64_t dim, const std::string &dt) {
+        return op::iota(toShape(shape), dim, parseDType(dt), here);
+      },
+      "shape"_a, "dim"_a, "dtype"_a = "i64");
+  m.def(
+      "constant",
+      [](nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu> data,
+         const std::string &dt) {
+        Shape shape;
+        for (size_t i = 0; i < data.ndim(); ++i)
+          shape.push_back(Dim(int64_t(data.shape(i))));
+        return op::constant_bytes(data.data(), shape, parseDType(dt), here);
+      },
+      "data"_a, "dtype"_a,
+      "A constant with the elements of a C-contiguous array (bf16 and fp8 "
+      "as uint16/uint8 bit patterns).");
+  m.def(
+      "scalar", [](double v, T like) { return op::scalar(v, like, here); },
+      "value"_a, "like"_a);
+
+  // Elementwise.
+#define TESSERA_UNARY(name)                                                    \
+  m.def(                                                                       \
+      #name, [](T x) { return op::name(x, here); }, "x"_a);
+  TESSERA_UNARY(neg)
+  TESSERA_UNARY(abs)
+  TESSERA_UNARY(exp)
+  TESSERA_UNARY(log)
+  TESSERA_UNARY(log1p)
+  TESSERA_UNARY(sin)
+  TESSERA_UNARY(cos)
+  TESSERA_UNARY(tanh)
+  TESSERA_UNARY(erf)
+  TESSERA_UNARY(sigmoid)
+  TESSERA_UNARY(relu)
+  TESSERA_UNARY(silu)
+  TESSERA_UNARY(sqrt)
+  TESSERA_UNARY(rsqrt)
+  TESSERA_UNARY(reciprocal)
+  TESSERA_UNARY(square)
+  TESSERA_UNARY(floor)
+  TESSERA_UNARY(sign)
+  TESSERA_UNARY(stop_gradient)
+#undef TESSERA_UNARY
+  m.def(
+      "gelu",
+      [](T x, bool approximate) { return op::gelu(x, approximate, here); },
+      "x"_a, "approximate"_a = false);
+#define TESSERA_BINARY(name)                                                   \
+  m.def(                                                                       \
+      #name, [](T a, T b) { return op::name(a, b, here); }, "lhs"_a, "rhs"_a);
+  TESSERA_BINARY(add)
+  TESSERA_BINARY(sub)
+  TESSERA_BINARY(mul)
+  TESSERA_BINARY(div)
+  TESSERA_BINARY(pow)
+  TESSERA_BINARY(max)
+  TESSERA_BINARY(min)
+#undef TESSERA_BINARY
+  m.def(
+      "compare",
+      [](T a, T b, const std::string &d) { return op::compare(a, b, d, here); },
+      "lhs"_a, "rhs"_a, "direction"_a);
+  m.def(
+      "select", [](T c, T a, T b) { return op::select(c, a, b, here); },
+      "cond"_a, "on_true"_a, "on_false"_a);
+  m.def(
+      "cast",
+      [](T x, const std::string &dt) {
+        return op::cast(x, parseDType(dt), {}, here);
+      },
+      "x"_a, "dtype"_a);
+
+  // Contractions.
+  m.def(
+      "matmul",
+      [](T a, T b, bool tl, bool tr, std::optional<std::string> accum) {
+        return op::matmul(a, b, tl, tr, policy(accum), here);
+      },
+      "lhs"_a, "rhs"_a, "transpose_lhs"_a = false, "transpose_rhs"_a = false,
+      "accum"_a = nb::none());
+  m.def(
+      "batch_matmul",
+      [](T a, T b, std::optional<std::string> accum) {
+        return op::batch_matmul(a, b, policy(accum), here);
+      },
+      "lhs"_a, "rhs"_a, "accum"_a = nb::none());
+  m.def(
+      "dot_general",
+      [](T a, T b, std::vector<int64_t> lb, std::vector<int64_t> rb,
+         std::vector<int64_t> lc, std::vector<int64_t> rc) {
+        return op::dot_general(a, b, lb, rb, lc, rc, {}, here);
+      },
+      "lhs"_a, "rhs"_a, "lhs_batching_dims"_a, "rhs_batching_dims"_a,
+      "lhs_contracting_dims"_a, "rhs_contracting_dims"_a);
+  m.def(
+      "conv2d",
+      [](T x, T w, std::vector<int64_t> strides, std::vector<int64_t> padding,
+         std::vector<int64_t> dilation, int64_t groups, bool channelsLast) {
+        op::Conv2dOptions o{strides, padding, dilation, groups, channelsLast};
+        return op::conv2d(x, w, o, here);
+      },
+      "input"_a, "filter"_a, "strides"_a = std::vector<int64_t>{1, 1},
+      "padding"_a = std::vector<int64_t>{0, 0, 0, 0},
+      "dilation"_a = std::vector<int64_t>{1, 1}, "groups"_a = 1,
+      "channels_last"_a = false);
+  m.def(
+      "attention",
+      [](T q, T k, T v, bool causal, std::optional<double> scale) {
+        return op::attention(q, k, v, causal, scale, here);
+      },
+      "query"_a, "key"_a, "value"_a, "causal"_a = false,
+      "scale"_a = nb::none());
+
+  // Reductions and normalizations.
+#define TESSERA_REDUCE(name)                                                   \
+  m.def(                                                                       \
+      #name,                                                                   \
+      [](T x, std::vector<int64_t> dims, bool keep, bool stable) {             \
+        return op::name(x, dims, keep, stable, here);                          \
+      },                                                                       \
+      "x"_a, "dims"_a = std::vector<int64_t>{}, "keepdims"_a = false,          \
+      "stable"_a = false);
+  TESSERA_REDUCE(reduce_sum)
+  TESSERA_REDUCE(reduce_mean)
+  TESSERA_REDUCE(reduce_prod)
+#undef TESSERA_REDUCE
+#define TESSERA_REDUCE(name)                                                   \
+  m.def(                                                                       \
+      #name,                                                                   \
+      [](T x, std::vector<int64_t> dims, bool keep) {                          \
+        return op::name(x, dims, keep, here);                                  \
+      },                                                                       \
+      "x"_a, "dims"_a = std::vector<int64_t>{}, "keepdims"_a = false);
+  TESSERA_REDUCE(reduce_max)
+  TESSERA_REDUCE(reduce_min)
+#undef TESSERA_REDUCE
+#define TESSERA_AXIS_KEEP(name)                                                \
+  m.def(                                                                       \
+      #name,                                                                   \
+      [](T x, int64_t dim, bool keep) {                                        \
+        return op::name(x, dim, keep, here);                                   \
+      },                                                                       \
+      "x"_a, "dim"_a = -1, "keepdims"_a = false);
+  TESSERA_AXIS_KEEP(argmax)
+  TESSERA_AXIS_KEEP(argmin)
+  TESSERA_AXIS_KEEP(logsumexp)
+  TESSERA_AXIS_KEEP(logsumexp_safe)
+#undef TESSERA_AXIS_KEEP
+#define TESSERA_AXIS(name)                                                     \
+  m.def(                                                                       \
+      #name, [](T x, int64_t dim) { return op::name(x, dim, here); }, "x"_a,   \
+      "dim"_a = -1);
+  TESSERA_AXIS(softmax)
+  TESSERA_AXIS(log_softmax)
+  TESSERA_AXIS(softmax_safe)
+#undef TESSERA_AXIS
+  auto opt = [](const std::optional<Tensor> &t) { return t ? *t : Tensor(); };
+  m.def(
+      "layernorm",
+      [opt](T x, std::optional<Tensor> s, std::optional<Tensor> b, int64_t axis,
+            double eps) {
+        return op::layernorm(x, opt(s), opt(b), axis, eps, here);
+      },
+      "x"_a, "scale"_a = nb::none(), "bias"_a = nb::none(), "axis"_a = -1,
+      "epsilon"_a = 1e-5);
+  m.def(
+      "layernorm_safe",
+      [opt](T x, std::optional<Tensor> s, std::optional<Tensor> b, int64_t axis,
+            double eps) {
+        return op::layernorm_safe(x, opt(s), opt(b), axis, eps, here);
+      },
+      "x"_a, "scale"_a = nb::none(), "bias"_a = nb::none(), "axis"_a = -1,
+      "epsilon"_a = 1e-5);
+  m.def(
+      "rmsnorm",
+      [opt](T x, std::optional<Tensor> s, int64_t axis, double eps) {
+        return op::rmsnorm(x, opt(s), axis, eps, here);
+      },
+      "x"_a, "scale"_a = nb::none(), "axis"_a = -1, "epsilon"_a = 1e-5);
+  m.def(
+      "rmsnorm_safe",
+      [opt](T x, std::optional<Tensor> s, int64_t axis, double eps) {
+        return op::rmsnorm_safe(x, opt(s), axis, eps, here);
+      },
+      "x"_a, "scale"_a = nb::none(), "axis"_a = -1, "epsilon"_a = 1e-5);
+  m.def(
+      "cross_entropy",
+      [](T logits, T labels, const std::string &reduction) {
+        return op::cross_entropy(logits, labels, reduction, here);
+      },
+      "logits"_a, "labels"_a, "reduction"_a = "mean");
+
+  // Layout.
+  m.def(
+      "transpose",
+      [](T x, std::vector<int64_t> perm) {
+        return op::transpose(x, perm, here);
+      },
+      "x"_a, "permutation"_a);
+  m.def(
+      "reshape",
+      [](T x, const std::vector<DimArg> &shape) {
+        return op::reshape(x, toShape(shape), here);
+      },
+      "x"_a, "shape"_a);
+  m.def(
+      "broadcast_in_dim",
+      [](T x, const std::vector<DimArg> &shape, std::vector<int64_t> dims) {
+        return op::broadcast_in_dim(x, toShape(shape), dims, here);
+      },
+      "x"_a, "shape"_a, "broadcast_dimensions"_a);
+  m.def(
+      "broadcast_to",
+      [](T x, const std::vector<DimArg> &shape) {
+        return op::broadcast_to(x, toShape(shape), here);
+      },
+      "x"_a, "shape"_a);
+  m.def(
+      "slice",
+      [](T x, const std::vector<DimArg> &start,
+         const std::vector<DimArg> &limit, std::vector<int64_t> stride) {
+        return op::slice(x, toShape(start), toShape(limit), stride, here);
+      },
+      "x"_a, "start"_a, "limit"_a, "stride"_a = std::vector<int64_t>{});
+  m.def(
+      "concat",
+      [](const std::vector<Tensor> &xs, int64_t dim) {
+        return op::concat(xs, dim, here);
+      },
+      "inputs"_a, "dim"_a);
+  m.def(
+      "pad",
+      [](T x, std::vector<int64_t> low, std::vector<int64_t> high, double value,
+         std::vector<int64_t> interior) {
+        return op::pad(x, low, high, value, interior, here);
+      },
+      "x"_a, "low"_a, "high"_a, "value"_a = 0.0,
+      "interior"_a = std::vector<int64_t>{});
+  m.def(
+      "gather",
+      [](T x, T i, int64_t dim) { return op::gather(x, i, dim, here); }, "x"_a,
+      "indices"_a, "dim"_a);
+  m.def(
+      "scatter_add",
+      [](T x, T i, T u, int64_t dim) {
+        return op::scatter_add(x, i, u, dim, here);
+      },
+      "x"_a, "indices"_a, "updates"_a, "dim"_a);
+  m.def(
+      "embedding", [](T t, T ids) { return op::embedding(t, ids, here); },
+      "table"_a, "ids"_a);
+  m.def(
+      "one_hot",
+      [](T ids, int64_t n, const std::string &dt) {
+        return op::one_hot(ids, n, parseDType(dt), here);
+      },
+      "ids"_a, "num_classes"_a, "dtype"_a = "f32");
+}
+
+} // namespace tessera::python

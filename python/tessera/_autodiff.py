@@ -1,0 +1,497 @@
+"""Function transforms: grad, value_and_grad, vjp, jvp, hvp, jacfwd, jacrev.
+
+Each transform traces the function into a private Graph IR function of the
+module being traced, declares its derivative (tgraph.adjoint / jvp / hvp,
+expanded at once by the autodiff transformation) and calls it. Outside a
+trace, the transformed function is compiled with ``ts.jit`` first, so
+``ts.grad(f)(x)`` works on arrays too. Transforms compose: the derivative
+of a derivative is traced the same way.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from . import tree as _tree
+from ._jit import _arg_name, _is_array, _leaf_paths, jit
+from ._tracing import (TesseraError, Tracer, context_of, current_context,
+                       tensor_of)
+
+
+class _Traced:
+    """A function traced as a callee: its IR Function and how to call it."""
+
+    def __init__(self, ctx, fun, args, name):
+        self.ctx = ctx
+        module = ctx.module
+        self.arg_trees = []
+        self.outer = []      # outer tensors passed for the dynamic leaves
+        self.leaf_arg = []   # top-level argument of each dynamic leaf
+        self.leaf_float = []
+        specs = []
+        import tessera._core as core
+        for i, a in enumerate(args):
+            leaves, td = _tree.flatten(a)
+            paths = _leaf_paths(a, f"a{i}")
+            self.arg_trees.append((leaves, td))
+            for leaf, path in zip(leaves, paths):
+                if isinstance(leaf, Tracer) or _is_array(leaf):
+                    t = tensor_of(leaf, ctx=ctx)
+                    self.outer.append(t)
+                    self.leaf_arg.append(i)
+                    self.leaf_float.append(t.dtype.startswith(("f", "bf")))
+                    specs.append(core.TensorSpec(list(t.shape), t.dtype,
+                                                 _arg_name(path)))
+        inner = iter(module.begin_trace(name, specs, False))
+        traced = []
+        for leaves, td in self.arg_trees:
+            new = [Tracer(next(inner), ctx)
+                   if isinstance(leaf, Tracer) or _is_array(leaf) else leaf
+                   for leaf in leaves]
+            traced.append(_tree.unflatten(td, new))
+        try:
+            out = fun(*traced)
+            self.out_leaves_raw, self.out_tree = _tree.flatten(out)
+            tensors = [tensor_of(o, ctx=ctx) for o in self.out_leaves_raw]
+        except BaseException:
+            module.abort_trace()
+            raise
+        self.function = module.end_trace(tensors)
+        self.out_float = [o.dtype.startswith(("f", "bf"))
+                          for o in self.function.outputs]
+
+    def wrt(self, argnums):
+        idx = [k for k, i in enumerate(self.leaf_arg) if i in argnums]
+        return idx
+
+    def call(self, fn, extra=()):
+        out = self.ctx.module.call(fn, self.outer + list(extra))
+        return [Tracer(t, self.ctx) for t in out]
+
+    def rebuild_arg(self, i, values):
+        """Argument ``i``'s structure with its dynamic leaves from ``values``
+        (in order); other leaves become None."""
+        leaves, td = self.arg_trees[i]
+        it = iter(values)
+        return _tree.unflatten(td, [next(it) if (isinstance(l, Tracer) or
+                                                 _is_array(l)) else None
+                                    for l in leaves])
+
+
+def _name(fun, prefix):
+    return _arg_name(f"{prefix}_{getattr(fun, '__name__', 'fn')}")
+
+
+def _eager(transformed):
+    """Runs ``transformed`` under jit when called outside a trace."""
+    compiled = jit(transformed, name=getattr(transformed, "__name__", "fn"))
+
+    @functools.wraps(transformed)
+    def run(*args):
+        if current_context() is not None or any(
+                isinstance(l, Tracer) for l in _tree.leaves(args)):
+            return transformed(*args)
+        return compiled(*args)
+    return run
+
+
+def _argnums(argnums):
+    return (argnums,) if isinstance(argnums, int) else tuple(argnums)
+
+
+def value_and_grad(fun, argnums=0, has_aux=False):
+    """(value, gradient) of a function returning a scalar (or ``(scalar,
+    aux)`` with ``has_aux``); the gradient has the structure of the
+    ``argnums`` arguments."""
+    nums = _argnums(argnums)
+
+    def transformed(*args):
+        ctx = context_of(*_tree.leaves(args))
+        t = _Traced(ctx, fun, args, _name(fun, "loss"))
+        outs = t.function.outputs
+        if has_aux:
+            if not outs or outs[0].shape != () or not t.out_float[0]:
+                raise TesseraError("value_and_grad(has_aux=True) needs the "
+                                   "function to return (scalar, aux)")
+        elif len(outs) != 1 or outs[0].shape != () or not t.out_float[0]:
+            shapes = ", ".join(f"{o.dtype}{list(o.shape)}" for o in outs)
+            raise TesseraError(f"grad needs a function returning one scalar "
+                               f"float, got ({shapes}); use vjp or jacrev")
+        wrt = t.wrt(nums)
+        values = t.call(t.function)
+        if has_aux:
+            seeds = [op_full_like(values[k], 1.0 if k == 0 else 0.0)
+                     for k in range(len(values)) if t.out_float[k]]
+            d = ctx.module.derive(t.function, "vjp", wrt)
+            grads = t.call(d, [s._t for s in seeds])
+        else:
+            d = ctx.module.derive(t.function, "grad", wrt)
+            grads = t.call(d)
+        it = iter(grads)
+        per_arg = []
+        for i in nums:
+            count = sum(1 for a in t.leaf_arg if a == i)
+            per_arg.append(t.rebuild_arg(i, [next(it) for _ in range(count)]))
+        g = per_arg[0] if isinstance(argnums, int) else tuple(per_arg)
+        out = _tree.unflatten(t.out_tree, values)
+        return out, g
+
+    transformed.__name__ = _name(fun, "value_and_grad")
+    return _eager(transformed)
+
+
+def op_full_like(x, value):
+    from . import op
+    return op.full(x.shape, value, x.dtype) if x.ndim else (
+        op.zeros_like(x) + value)
+
+
+def grad(fun, argnums=0, has_aux=False):
+    """The gradient of a scalar function (see value_and_grad)."""
+    vg = value_and_grad(fun, argnums, has_aux)
+
+    def transformed(*args):
+        (value, g) = vg(*args)
+        if has_aux:
+            return g, value[1]
+        return g
+
+    transformed.__name__ = _name(fun, "grad")
+    return _eager(transformed)
+
+
+def jvp(fun, primals, tangents):
+    """(fun(*primals), J @ tangents): forward mode. ``tangents`` has the
+    structure of ``primals``."""
+    if current_context() is None and not any(
+            isinstance(l, Tracer) for l in _tree.leaves((primals, tangents))):
+        return jit(lambda p, t: jvp(fun, p, t), name=_name(fun, "jvp"))(
+            tuple(primals), tuple(tangents))
+    ctx = context_of(*_tree.leaves((primals, tangents)))
+    t = _Traced(ctx, fun, tuple(primals), _name(fun, "f"))
+    wrt = [k for k in range(len(t.outer)) if t.leaf_float[k]]
+    tan_leaves = [l for l in _tree.leaves(tuple(tangents))]
+    if len(tan_leaves) != len(t.outer):
+        raise TesseraError(f"jvp: got {len(tan_leaves)} tangent arrays for "
+                           f"{len(t.outer)} primal arrays")
+    d = ctx.module.derive(t.function, "jvp", wrt)
+    extra = [tensor_of(tan_leaves[k], ctx=ctx) for k in wrt]
+    res = t.call(d, extra)
+    n = len(t.function.outputs)
+    values, tans = res[:n], iter(res[n:])
+    tangents_out = [next(tans) if f else None for f in t.out_float]
+    return (_tree.unflatten(t.out_tree, values),
+            _tree.unflatten(t.out_tree, tangents_out))
+
+
+def vjp(fun, *primals):
+    """(fun(*primals), vjp_fn) where vjp_fn(cotangent) returns one cotangent
+    per primal."""
+    if current_context() is None and not any(
+            isinstance(l, Tracer) for l in _tree.leaves(primals)):
+        out = jit(fun)(*primals)
+
+        def eager_vjp(ct):
+            return jit(lambda p, c: vjp(fun, *p)[1](c),
+                       name=_name(fun, "vjp"))(tuple(primals), ct)
+        return out, eager_vjp
+    ctx = context_of(*_tree.leaves(primals))
+    t = _Traced(ctx, fun, primals, _name(fun, "f"))
+    values = t.call(t.function)
+    wrt = [k for k in range(len(t.outer)) if t.leaf_float[k]]
+
+    def vjp_fn(ct):
+        cts = _tree.leaves(ct)
+        floats = [k for k, f in enumerate(t.out_float) if f]
+        if len(cts) != len(t.out_float):
+            raise TesseraError(f"vjp_fn: got {len(cts)} cotangents for "
+                               f"{len(t.out_float)} results")
+        d = ctx.module.derive(t.function, "vjp", wrt)
+        res = iter(t.call(d, [tensor_of(cts[k], values[k], ctx)
+                              for k in floats]))
+        per_leaf = [next(res) if f else None for f in t.leaf_float]
+        out, it = [], iter(per_leaf)
+        for i in range(len(primals)):
+            count = sum(1 for a in t.leaf_arg if a == i)
+            out.append(t.rebuild_arg(i, [next(it) for _ in range(count)]))
+        return tuple(out)
+
+    return _tree.unflatten(t.out_tree, values), vjp_fn
+
+
+def hvp(fun, primals, tangents):
+    """The Hessian of a scalar function at ``primals`` times ``tangents``
+    (forward over reverse), with the structure of ``primals``."""
+    if current_context() is None and not any(
+            isinstance(l, Tracer) for l in _tree.leaves((primals, tangents))):
+        return jit(lambda p, v: hvp(fun, p, v), name=_name(fun, "hvp"))(
+            tuple(primals), tuple(tangents))
+    ctx = context_of(*_tree.leaves((primals, tangents)))
+    t = _Traced(ctx, fun, tuple(primals), _name(fun, "f"))
+    wrt = [k for k in range(len(t.outer)) if t.leaf_float[k]]
+    tan = _tree.leaves(tuple(tangents))
+    if len(tan) != len(t.outer):
+        raise TesseraError(f"hvp: got {len(tan)} direction arrays for "
+                           f"{len(t.outer)} primal arrays")
+    d = ctx.module.derive(t.function, "hvp", wrt)
+    res = iter(t.call(d, [tensor_of(tan[k], ctx=ctx) for k in wrt]))
+    per_leaf = [next(res) if f else None for f in t.leaf_float]
+    out, it = [], iter(per_leaf)
+    for i in range(len(primals)):
+        count = sum(1 for a in t.leaf_arg if a == i)
+        out.append(t.rebuild_arg(i, [next(it) for _ in range(count)]))
+    return tuple(out)
+
+
+# -- steering differentiation -------------------------------------------------
+
+def stop_gradient(x):
+    """``x``, with no derivative flowing through it (leaf by leaf)."""
+    from . import op
+    return _tree.map(op.stop_gradient, x)
+
+
+def checkpoint(fun):
+    """``fun`` whose intermediates reverse mode recomputes instead of keeping
+    (tgraph.checkpoint): memory for compute."""
+
+    @functools.wraps(fun)
+    def wrapped(*args):
+        ctx = context_of(*_tree.leaves(args))
+        t = _Traced(ctx, fun, args, _name(fun, "checkpoint"))
+        out = ctx.module.checkpoint(t.function, t.outer)
+        return _tree.unflatten(t.out_tree, [Tracer(o, ctx) for o in out])
+
+    return _eager(wrapped)
+
+
+remat = checkpoint
+
+
+def _trace_flat(ctx, fun, specs, name):
+    """Traces ``fun(*tracers)`` (returning a flat list) with ``specs``."""
+    module = ctx.module
+    inner = [Tracer(t, ctx) for t in module.begin_trace(name, specs, False)]
+    try:
+        outs = [tensor_of(o, ctx=ctx) for o in fun(*inner)]
+    except BaseException:
+        module.abort_trace()
+        raise
+    return module.end_trace(outs)
+
+
+def _specs(tensors, prefix):
+    import tessera._core as core
+    return [core.TensorSpec(list(t.shape), t.dtype, f"{prefix}{i}")
+            for i, t in enumerate(tensors)]
+
+
+class custom_vjp:
+    """A function with a user-defined reverse-mode rule (JAX's API):
+
+        @ts.custom_vjp
+        def f(x): ...
+        def f_fwd(x): return f(x), residuals
+        def f_bwd(residuals, g): return (dx,)     # one per argument
+        f.defvjp(f_fwd, f_bwd)
+    """
+
+    def __init__(self, fun):
+        functools.update_wrapper(self, fun)
+        self.fun = fun
+        self.fwd = self.bwd = None
+        self._eager = None
+        self._in_rule = 0
+
+    def defvjp(self, fwd, bwd):
+        self.fwd, self.bwd = fwd, bwd
+        return self
+
+    def __call__(self, *args):
+        if self.fwd is None:
+            raise TesseraError(f"custom_vjp {self.fun.__name__}: call defvjp("
+                               f"fwd, bwd) before using it")
+        if current_context() is None and not any(
+                isinstance(l, Tracer) for l in _tree.leaves(args)):
+            if self._eager is None:
+                self._eager = jit(self.__call__, name=self.fun.__name__)
+            return self._eager(*args)
+        if self._in_rule:
+            return self.fun(*args)  # the rules call the primal function
+        self._in_rule += 1
+        try:
+            return self._traced(args)
+        finally:
+            self._in_rule -= 1
+
+    def _traced(self, args):
+        ctx = context_of(*_tree.leaves(args))
+        t = _Traced(ctx, self.fun, args, _name(self.fun, "f"))
+        n_out = len(t.function.outputs)
+        res_tree = []
+
+        def fwd_flat(*a):
+            out, res = self.fwd(*a)
+            leaves, tree = _tree.flatten(res)
+            res_tree.append(tree)
+            return _tree.leaves(out) + leaves
+
+        fwd = _Traced(ctx, fwd_flat, args, _name(self.fun, "fwd"))
+        res_specs = fwd.function.outputs[n_out:]
+        ct_specs = t.function.outputs
+
+        def bwd_flat(*flat):
+            res = _tree.unflatten(res_tree[0], flat[:len(res_specs)])
+            g = _tree.unflatten(t.out_tree, flat[len(res_specs):])
+            cts = self.bwd(res, g)
+            if not isinstance(cts, tuple) or len(cts) != len(args):
+                raise TesseraError(
+                    f"custom_vjp {self.fun.__name__}: bwd must return a tuple "
+                    f"with one cotangent per argument ({len(args)})")
+            leaves = []
+            for i, c in enumerate(cts):
+                count = sum(1 for a in t.leaf_arg if a == i)
+                got = _tree.leaves(c)
+                if len(got) != count:
+                    raise TesseraError(
+                        f"custom_vjp {self.fun.__name__}: the cotangent of "
+                        f"argument {i} has {len(got)} arrays, expected {count}")
+                leaves.extend(got)
+            return leaves
+
+        specs = _specs(res_specs, "res") + _specs(ct_specs, "ct")
+        bwd = _trace_flat(ctx, bwd_flat, specs, _name(self.fun, "bwd"))
+        out = ctx.module.custom_vjp(t.function, fwd.function, bwd, t.outer)
+        return _tree.unflatten(t.out_tree, [Tracer(o, ctx) for o in out])
+
+
+class custom_jvp:
+    """A function with a user-defined forward-mode rule (JAX's API):
+
+        @ts.custom_jvp
+        def f(x): ...
+        @f.defjvp
+        def f_jvp(primals, tangents): return f(*primals), tangent_out
+    """
+
+    def __init__(self, fun):
+        functools.update_wrapper(self, fun)
+        self.fun = fun
+        self.jvp = None
+        self._eager = None
+        self._in_rule = 0
+
+    def defjvp(self, jvp):
+        self.jvp = jvp
+        return jvp
+
+    def __call__(self, *args):
+        if self.jvp is None:
+            raise TesseraError(f"custom_jvp {self.fun.__name__}: call defjvp("
+                               f"rule) before using it")
+        if current_context() is None and not any(
+                isinstance(l, Tracer) for l in _tree.leaves(args)):
+            if self._eager is None:
+                self._eager = jit(self.__call__, name=self.fun.__name__)
+            return self._eager(*args)
+        if self._in_rule:
+            return self.fun(*args)  # the rule calls the primal function
+        self._in_rule += 1
+        try:
+            return self._traced(args)
+        finally:
+            self._in_rule -= 1
+
+    def _traced(self, args):
+        ctx = context_of(*_tree.leaves(args))
+        t = _Traced(ctx, self.fun, args, _name(self.fun, "f"))
+        n = len(t.outer)
+
+        def jvp_flat(*flat):
+            primals = [t.rebuild_arg(i, [flat[k] for k, a in
+                                         enumerate(t.leaf_arg) if a == i])
+                       for i in range(len(args))]
+            tangents = [t.rebuild_arg(i, [flat[n + k] for k, a in
+                                          enumerate(t.leaf_arg) if a == i])
+                        for i in range(len(args))]
+            out, tan = self.jvp(tuple(primals), tuple(tangents))
+            return _tree.leaves(out) + _tree.leaves(tan)
+
+        arg_specs = [o for o in t.function.inputs]
+        import tessera._core as core
+        specs = [core.TensorSpec(list(s.shape), s.dtype, f"x{i}")
+                 for i, s in enumerate(arg_specs)] + \
+                [core.TensorSpec(list(s.shape), s.dtype, f"t{i}")
+                 for i, s in enumerate(arg_specs)]
+        rule = _trace_flat(ctx, jvp_flat, specs, _name(self.fun, "jvp"))
+        out = ctx.module.custom_jvp(t.function, rule, t.outer)
+        return _tree.unflatten(t.out_tree, [Tracer(o, ctx) for o in out])
+
+
+# -- Jacobians ----------------------------------------------------------------
+
+def _single_array_arg(args, argnums, what):
+    if not isinstance(argnums, int):
+        raise TesseraError(f"{what} takes one argnum (an int)")
+    return argnums
+
+
+def jacrev(fun, argnums=0):
+    """The Jacobian [*out.shape, *arg.shape] of an array function by reverse
+    mode (one VJP per output element; static shapes)."""
+
+    def transformed(*args):
+        i = _single_array_arg(args, argnums, "jacrev")
+        from . import op
+        out, fn = vjp(lambda x: fun(*args[:i], x, *args[i + 1:]), args[i])
+        shape = _static(out.shape, "jacrev output")
+        n = int(np.prod(shape, dtype=np.int64))
+        rows = []
+        for k in range(n):
+            e = np.zeros(n, as_numpy(out.dtype))
+            e[k] = 1
+            (g,) = fn(op.constant(e.reshape(shape)))
+            rows.append(op.reshape(g, [1] + list(g.shape)))
+        jac = op.concat(rows, 0) if len(rows) > 1 else rows[0]
+        return op.reshape(jac, list(shape) + list(args[i].shape))
+
+    transformed.__name__ = _name(fun, "jacrev")
+    return _eager(transformed)
+
+
+def jacfwd(fun, argnums=0):
+    """The Jacobian [*out.shape, *arg.shape] of an array function by forward
+    mode (one JVP per input element; static shapes)."""
+
+    def transformed(*args):
+        i = _single_array_arg(args, argnums, "jacfwd")
+        from . import op
+        x = args[i]
+        shape = _static(x.shape, "jacfwd input")
+        n = int(np.prod(shape, dtype=np.int64))
+        f = lambda x: fun(*args[:i], x, *args[i + 1:])
+        cols = []
+        for k in range(n):
+            e = np.zeros(n, as_numpy(x.dtype))
+            e[k] = 1
+            _, t = jvp(f, (x,), (op.constant(e.reshape(shape)),))
+            cols.append(op.reshape(t, list(t.shape) + [1]))
+        jac = op.concat(cols, -1) if len(cols) > 1 else cols[0]
+        return op.reshape(jac, list(cols[0].shape[:-1]) + list(shape))
+
+    transformed.__name__ = _name(fun, "jacfwd")
+    return _eager(transformed)
+
+
+def _static(shape, what):
+    if any(isinstance(d, str) for d in shape):
+        raise TesseraError(f"the {what} has symbolic dims {shape}; Jacobians "
+                           f"need static shapes")
+    return tuple(shape)
+
+
+def as_numpy(dtype):
+    from ._dtypes import as_dtype
+    return as_dtype(dtype).numpy

@@ -1,0 +1,270 @@
+"""``ts.jit``: trace once per signature, compile through the CPU pipeline,
+call compiled code with NumPy arrays."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import re
+
+import numpy as np
+
+from . import _core
+from . import tree as _tree
+from ._dtypes import as_dtype
+from ._tracing import (Context, TesseraError, Tracer, current_context,
+                       tensor_of)
+from ._types import TensorType
+
+_NAME_CHARS = re.compile(r"[^A-Za-z0-9_.$-]")
+
+
+def _arg_name(text: str) -> str:
+    name = _NAME_CHARS.sub("_", text) or "arg"
+    return name if not name[0].isdigit() else "a" + name
+
+
+def _is_array(x) -> bool:
+    return isinstance(x, (np.ndarray, np.generic)) or (
+        not isinstance(x, (bool, int, float, complex, str, bytes, type(None)))
+        and (hasattr(x, "__array__") or hasattr(x, "__dlpack__")))
+
+
+def _leaf_paths(tree, prefix):
+    """Readable names of the leaves of ``tree`` ("params.w1", "xs.0")."""
+    out = []
+
+    def walk(x, path):
+        if x is None:
+            return
+        if type(x) in (list, tuple) or (isinstance(x, tuple)
+                                        and hasattr(x, "_fields")):
+            for i, v in enumerate(x):
+                walk(v, f"{path}.{i}")
+        elif type(x) is dict:
+            for k in sorted(x):
+                walk(x[k], f"{path}.{k}")
+        elif hasattr(x, "__dataclass_fields__") and not isinstance(x, type):
+            for k in x.__dataclass_fields__:
+                walk(getattr(x, k), f"{path}.{k}")
+        else:
+            out.append(path)
+
+    walk(tree, prefix)
+    return out
+
+
+class _Entry:
+    __slots__ = ("fn", "out_tree", "post", "module", "name")
+
+
+def _annotations(fun):
+    """Positional parameter index -> TensorType, from ``fun``'s annotations."""
+    try:
+        sig = inspect.signature(fun)
+    except (TypeError, ValueError):
+        return {}, []
+    names = list(sig.parameters)
+    found = {}
+    for i, p in enumerate(sig.parameters.values()):
+        a = p.annotation
+        if isinstance(a, str):
+            try:
+                a = eval(a, getattr(fun, "__globals__", {}))  # noqa: S307
+            except Exception:  # a string annotation that is not ours
+                continue
+        if isinstance(a, TensorType):
+            found[i] = a
+    return found, names
+
+
+def _numpy_leaf(x):
+    """An array argument as NumPy, without a copy where the layout allows
+    (DLPack from PyTorch or JAX on the CPU, or __array__)."""
+    if not isinstance(x, np.ndarray) and hasattr(x, "__dlpack__"):
+        try:
+            x = np.from_dlpack(x)
+        except (TypeError, RuntimeError, BufferError):
+            pass  # a layout DLPack cannot share: __array__ copies below
+    a = np.asarray(x)
+    if not a.flags.c_contiguous:
+        a = np.ascontiguousarray(a)
+    return a
+
+
+class Lowered:
+    """The IR of one compiled signature at each level of the pipeline."""
+
+    def __init__(self, module, name):
+        self._module = module
+        self.name = name
+
+    def as_text(self, stage="graph") -> str:
+        """``stage``: graph, graph_optimized, linalg, scheduled or llvm."""
+        return self._module.lower(stage)
+
+    @property
+    def graph(self) -> str:
+        return self.as_text("graph")
+
+    def __str__(self):
+        return self.graph
+
+
+class jit:
+    """Compiles ``fun`` for the CPU, once per signature of its arguments.
+
+    Array arguments (NumPy, or anything with ``__array__``) are traced;
+    Python numbers and other leaves are static (part of the signature).
+    Parameters annotated ``Tensor["B", 784, ts.f32]`` have symbolic dims: one
+    compilation serves every size of ``B``. Compiled code is also kept in
+    the disk cache (``cache_dir``; ``""`` disables it) across processes.
+    """
+
+    def __init__(self, fun, *, cache_dir=None, name=None):
+        functools.update_wrapper(self, fun)
+        self.fun = fun
+        self._name = _arg_name(name or getattr(fun, "__name__", "fn"))
+        self._cache = {}
+        self._annotated, self._params = _annotations(fun)
+        self._cache_dir = (_core.Module.default_cache_dir()
+                           if cache_dir is None else cache_dir)
+
+    def __get__(self, obj, objtype=None):
+        if obj is None:
+            return self
+        return functools.partial(self, obj)
+
+    # -- the hot path ---------------------------------------------------------
+
+    def __call__(self, *args):
+        if current_context() is not None:
+            return self.fun(*args)  # inside another trace: inline
+        key, arrays = self._key(args)
+        entry = self._cache.get(key)
+        if entry is None:
+            entry = self._compile(args)
+            self._cache[key] = entry
+        outs = entry.fn(arrays)
+        if entry.post:
+            outs = [p(o) if p else o for p, o in zip(entry.post, outs)]
+        return _tree.unflatten(entry.out_tree, outs)
+
+    def _key(self, args):
+        key = []
+        arrays = []
+        annotated = self._annotated
+        for i, a in enumerate(args):
+            if type(a) is np.ndarray and i not in annotated:
+                if not a.flags.c_contiguous:
+                    a = np.ascontiguousarray(a)
+                arrays.append(a.view(a.dtype.newbyteorder("=")) if
+                              a.dtype.byteorder == ">" else a)
+                key.append((a.dtype, a.shape))
+                continue
+            leaves, td = _tree.flatten(a)
+            key.append(td)
+            ann = annotated.get(i)
+            for leaf in leaves:
+                if _is_array(leaf):
+                    x = _numpy_leaf(leaf)
+                    shape = x.shape
+                    if ann is not None and leaf is a:
+                        shape = self._symbolic_shape(i, ann, x)
+                    arrays.append(x)
+                    key.append((x.dtype, shape))
+                else:
+                    key.append(("static", type(leaf), leaf))
+        try:
+            return tuple(key), self._bits(arrays)
+        except TypeError:
+            raise TesseraError("static (non-array) arguments of a jit "
+                               "function must be hashable") from None
+
+    @staticmethod
+    def _bits(arrays):
+        for i, a in enumerate(arrays):
+            if a.dtype.kind == "V" or a.dtype.name in (
+                    "bfloat16", "float8_e4m3fn", "float8_e5m2"):
+                arrays[i] = a.view(np.uint16 if a.itemsize == 2 else np.uint8)
+        return arrays
+
+    def _symbolic_shape(self, i, ann, x):
+        name = self._params[i] if i < len(self._params) else f"arg{i}"
+        if len(ann.dims) != x.ndim:
+            raise TesseraError(
+                f"argument '{name}' is annotated {ann!r} (rank "
+                f"{len(ann.dims)}) but got an array of shape {x.shape}")
+        if ann.dtype is not None and as_dtype(x.dtype) != ann.dtype:
+            raise TesseraError(
+                f"argument '{name}' is annotated {ann!r} but got an array "
+                f"of dtype {as_dtype(x.dtype).name}")
+        for d, (want, got) in enumerate(zip(ann.dims, x.shape)):
+            if isinstance(want, int) and want != got:
+                raise TesseraError(
+                    f"argument '{name}' dim {d} must be {want} ({ann!r}), "
+                    f"got {got} (shape {x.shape})")
+        return tuple(w if isinstance(w, str) else g
+                     for w, g in zip(ann.dims, x.shape))
+
+    # -- compilation ----------------------------------------------------------
+
+    def _trace(self, args, public=True):
+        """Traces into a new Context; returns (ctx, Function, out_tree)."""
+        ctx = Context()
+        specs, leaves_of = [], []
+        for i, a in enumerate(args):
+            leaves, td = _tree.flatten(a)
+            pname = self._params[i] if i < len(self._params) else f"arg{i}"
+            paths = _leaf_paths(a, pname)
+            ann = self._annotated.get(i)
+            for leaf, path in zip(leaves, paths):
+                if _is_array(leaf):
+                    x = _numpy_leaf(leaf)
+                    shape = (self._symbolic_shape(i, ann, x)
+                             if ann is not None and leaf is a else x.shape)
+                    dt = as_dtype(x.dtype)
+                    specs.append(_core.TensorSpec(list(shape), dt.name,
+                                                  _arg_name(path)))
+            leaves_of.append((leaves, td))
+        module = ctx.module
+        with ctx:
+            core_args = iter(module.begin_trace(self._name, specs, public))
+            traced = []
+            for leaves, td in leaves_of:
+                new = [Tracer(next(core_args), ctx) if _is_array(leaf) else leaf
+                       for leaf in leaves]
+                traced.append(_tree.unflatten(td, new))
+            try:
+                out = self.fun(*traced)
+                out_leaves, out_tree = _tree.flatten(out)
+                tensors = [tensor_of(o, ctx=ctx) for o in out_leaves]
+            except BaseException:
+                module.abort_trace()
+                raise
+            fn = module.end_trace(tensors)
+        return ctx, fn, out_tree
+
+    def _compile(self, args):
+        ctx, fn, out_tree = self._trace(args)
+        exe = ctx.module.compile(self._cache_dir)
+        entry = _Entry()
+        entry.fn = exe.function(fn.name)
+        entry.out_tree = out_tree
+        entry.module = ctx.module
+        entry.name = fn.name
+        post = []
+        for dt in entry.fn.result_dtypes:
+            d = as_dtype(dt)
+            post.append((lambda o, n=d.numpy: o.view(n)) if d.bits_dtype
+                        is not None else None)
+        entry.post = post if any(post) else None
+        return entry
+
+    def lower(self, *args) -> Lowered:
+        """The IR this function compiles to for ``args``, at every level."""
+        ctx, fn, _ = self._trace(args)
+        return Lowered(ctx.module, fn.name)
+
+    def clear_cache(self):
+        self._cache.clear()

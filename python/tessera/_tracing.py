@@ -1,0 +1,280 @@
+"""Tracing Python functions into Graph IR (JAX style).
+
+A trace runs the user's function on ``Tracer`` objects; every operation on
+them adds a ``tgraph`` op to a function of a ``_core.Module`` through the C++
+API, whose shape functions check it on the spot. Errors carry the user's
+file and line: before each op the location of the first frame outside this
+package is handed to the module.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+
+import numpy as np
+
+from . import _core
+from ._dtypes import DType, as_dtype
+
+TesseraError = _core.TesseraError
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+_local = threading.local()
+
+
+class Context:
+    """A module being traced into (one per jit compilation)."""
+
+    def __init__(self):
+        self.module = _core.Module()
+
+    def __enter__(self):
+        stack = getattr(_local, "stack", None)
+        if stack is None:
+            stack = _local.stack = []
+        stack.append(self)
+        return self
+
+    def __exit__(self, *exc):
+        _local.stack.pop()
+        return False
+
+
+def current_context():
+    stack = getattr(_local, "stack", None)
+    return stack[-1] if stack else None
+
+
+def user_location():
+    """(file, line, column) of the innermost caller outside the package."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if not os.path.abspath(filename).startswith(_PACKAGE_DIR):
+            return filename, frame.f_lineno, _column(frame)
+        frame = frame.f_back
+    return "<unknown>", 0, 0
+
+
+def _column(frame) -> int:
+    """1-based column of the expression the frame is running (0: unknown)."""
+    try:
+        positions = list(frame.f_code.co_positions())
+        col = positions[frame.f_lasti // 2][2]
+    except (AttributeError, IndexError):
+        return 0
+    return col + 1 if col is not None else 0
+
+
+def _raise(module):
+    message = module.take_error() or "the op could not be added"
+    raise TesseraError(message) from None
+
+
+class Tracer:
+    """A tensor of the function being traced: use it like an array."""
+
+    __slots__ = ("_t", "_ctx")
+    __array_priority__ = 1000  # NumPy defers to our operators
+
+    def __init__(self, tensor, ctx):
+        self._t = tensor
+        self._ctx = ctx
+
+    @property
+    def shape(self):
+        return self._t.shape
+
+    @property
+    def ndim(self) -> int:
+        return self._t.rank
+
+    @property
+    def dtype(self) -> DType:
+        return as_dtype(self._t.dtype)
+
+    @property
+    def T(self):
+        from . import op
+        return op.transpose(self, list(range(self.ndim))[::-1])
+
+    def __repr__(self):
+        return f"Tracer({self._t!r})"
+
+    def __len__(self):
+        d = self.shape[0]
+        if isinstance(d, str):
+            raise TypeError(f"len() of a tensor whose first dim is the "
+                            f"symbol {d}")
+        return d
+
+    def __bool__(self):
+        raise TypeError("a traced tensor has no Python truth value; use "
+                        "op.select or op.compare")
+
+    def __iter__(self):
+        raise TypeError("iterating over a traced tensor is not supported")
+
+    # Arithmetic with NumPy broadcasting; Python numbers take the tensor's
+    # dtype.
+    def __add__(self, o): return _binary("add", self, o)
+    def __radd__(self, o): return _binary("add", o, self)
+    def __sub__(self, o): return _binary("sub", self, o)
+    def __rsub__(self, o): return _binary("sub", o, self)
+    def __mul__(self, o): return _binary("mul", self, o)
+    def __rmul__(self, o): return _binary("mul", o, self)
+    def __truediv__(self, o): return _binary("div", self, o)
+    def __rtruediv__(self, o): return _binary("div", o, self)
+    def __pow__(self, o): return _power(self, o)
+    def __rpow__(self, o): return _binary("pow", o, self)
+    def __neg__(self): return _apply("neg", self)
+    def __pos__(self): return self
+    def __abs__(self): return _apply("abs", self)
+    def __matmul__(self, o):
+        from . import op
+        return op.matmul(self, o)
+    def __rmatmul__(self, o):
+        from . import op
+        return op.matmul(o, self)
+    def __lt__(self, o): return _compare("lt", self, o)
+    def __le__(self, o): return _compare("le", self, o)
+    def __gt__(self, o): return _compare("gt", self, o)
+    def __ge__(self, o): return _compare("ge", self, o)
+    def __eq__(self, o): return _compare("eq", self, o)
+    def __ne__(self, o): return _compare("ne", self, o)
+    __hash__ = object.__hash__
+
+    def __getitem__(self, index):
+        from ._indexing import getitem
+        return getitem(self, index)
+
+    # Methods as in NumPy.
+    def astype(self, dtype):
+        from . import op
+        return op.cast(self, dtype)
+
+    def reshape(self, *shape):
+        from . import op
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+            shape = shape[0]
+        return op.reshape(self, list(shape))
+
+    def sum(self, axis=None, keepdims=False):
+        from . import op
+        return op.reduce_sum(self, _dims(axis), keepdims=keepdims)
+
+    def mean(self, axis=None, keepdims=False):
+        from . import op
+        return op.reduce_mean(self, _dims(axis), keepdims=keepdims)
+
+    def max(self, axis=None, keepdims=False):
+        from . import op
+        return op.reduce_max(self, _dims(axis), keepdims=keepdims)
+
+    def min(self, axis=None, keepdims=False):
+        from . import op
+        return op.reduce_min(self, _dims(axis), keepdims=keepdims)
+
+    def argmax(self, axis=-1):
+        from . import op
+        return op.argmax(self, axis)
+
+
+def _dims(axis):
+    if axis is None:
+        return []
+    if isinstance(axis, int):
+        return [axis]
+    return list(axis)
+
+
+def tensor_of(x, like=None, ctx=None):
+    """The _core.Tensor of ``x``: a Tracer, a Python number (a 0-d constant of
+    ``like``'s dtype) or an array (a constant)."""
+    if isinstance(x, Tracer):
+        return x._t
+    if ctx is None:
+        ctx = like._ctx if isinstance(like, Tracer) else current_context()
+    if ctx is None:
+        raise TesseraError("Tessera ops on arrays run inside ts.jit or a "
+                           "transform; got an op outside any trace")
+    if isinstance(x, (bool, int, float)) and not isinstance(x, np.ndarray):
+        if isinstance(like, Tracer):
+            t = _core.op.scalar(float(x), like._t)
+        else:
+            t = _core.op.full(float(x), [], "f32")
+        if not t.valid:
+            _raise(ctx.module)
+        return t
+    return constant(x, ctx)._t
+
+
+def constant(x, ctx=None):
+    """A Tracer holding the array ``x`` as a constant."""
+    ctx = ctx or current_context()
+    a = np.asarray(x)
+    dt = as_dtype(a.dtype)
+    data = np.ascontiguousarray(a)
+    if dt.bits_dtype is not None:
+        data = data.view(dt.bits_dtype)
+    ctx.module.set_location(*user_location())
+    t = _core.op.constant(data, dt.name)
+    if not t.valid:
+        _raise(ctx.module)
+    return Tracer(t, ctx)
+
+
+def context_of(*xs):
+    for x in xs:
+        if isinstance(x, Tracer):
+            return x._ctx
+        if isinstance(x, (list, tuple)):
+            c = context_of(*x)
+            if c is not None:
+                return c
+    return current_context()
+
+
+def call_core(name, ctx, *args, **kwargs):
+    """Calls _core.op.<name> at the user's location; raises its error."""
+    if ctx is None:
+        raise TesseraError(f"op.{name} runs inside ts.jit or a transform; "
+                           f"got it outside any trace")
+    ctx.module.set_location(*user_location())
+    result = getattr(_core.op, name)(*args, **kwargs)
+    if not result.valid:
+        _raise(ctx.module)
+    return Tracer(result, ctx)
+
+
+def _apply(name, x, **kwargs):
+    ctx = context_of(x)
+    return call_core(name, ctx, tensor_of(x, ctx=ctx), **kwargs)
+
+
+def _binary(name, a, b):
+    ctx = context_of(a, b)
+    like = a if isinstance(a, Tracer) else b
+    return call_core(name, ctx, tensor_of(a, like, ctx),
+                     tensor_of(b, like, ctx))
+
+
+def _compare(direction, a, b):
+    ctx = context_of(a, b)
+    like = a if isinstance(a, Tracer) else b
+    return call_core("compare", ctx, tensor_of(a, like, ctx),
+                     tensor_of(b, like, ctx), direction)
+
+
+def _power(x, p):
+    # Small integer powers as products: exact, and differentiable at 0.
+    if isinstance(p, (int, float)) and float(p).is_integer() and 1 <= p <= 4:
+        if p == 1:
+            return x
+        if p == 2:
+            return _apply("square", x)
+        sq = _apply("square", x)
+        return sq * x if p == 3 else _apply("square", sq)
+    return _binary("pow", x, p)

@@ -1,0 +1,376 @@
+"""One function per Graph IR op, under the op's own name (``op.matmul``,
+``op.tanh``, ``op.reduce_sum``, ``op.softmax``, ...).
+
+They work on traced tensors inside ``ts.jit`` and the transforms; arrays and
+Python numbers passed beside a traced tensor become constants. Shapes are
+checked as each op is added, by the compiler's own shape functions, and a
+mismatch raises ``TesseraError`` naming the op, the dims and your line.
+"""
+
+from __future__ import annotations
+
+from ._dtypes import as_dtype
+from ._tracing import (Tracer, TesseraError, _apply, _binary, call_core,
+                       constant as _constant, context_of, tensor_of)
+
+__all__ = []
+
+
+def _export(fn):
+    __all__.append(fn.__name__)
+    return fn
+
+
+def _unary(name, doc):
+    def fn(x):
+        return _apply(name, x)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = doc
+    globals()[name] = fn
+    __all__.append(name)
+
+
+for _name, _doc in [
+        ("neg", "-x"), ("abs", "|x|"), ("exp", "e^x"), ("log", "ln(x)"),
+        ("log1p", "ln(1 + x)"), ("sin", "sin(x)"), ("cos", "cos(x)"),
+        ("tanh", "tanh(x)"), ("erf", "erf(x)"), ("sigmoid", "1 / (1 + e^-x)"),
+        ("relu", "max(x, 0)"), ("silu", "x * sigmoid(x)"),
+        ("sqrt", "sqrt(x)"), ("rsqrt", "1 / sqrt(x)"),
+        ("reciprocal", "1 / x"), ("square", "x * x"),
+        ("floor", "floor(x)"), ("sign", "sign(x): -1, 0 or 1"),
+        ("stop_gradient", "x, seen by autodiff as a constant")]:
+    _unary(_name, _doc)
+
+
+def _binary_op(name, doc):
+    def fn(lhs, rhs):
+        return _binary(name, lhs, rhs)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = doc + " (NumPy broadcasting)"
+    globals()[name] = fn
+    __all__.append(name)
+
+
+for _name, _doc in [("add", "lhs + rhs"), ("sub", "lhs - rhs"),
+                    ("mul", "lhs * rhs"), ("div", "lhs / rhs"),
+                    ("pow", "lhs ** rhs"), ("max", "max(lhs, rhs)"),
+                    ("min", "min(lhs, rhs)")]:
+    _binary_op(_name, _doc)
+
+maximum, minimum = globals()["max"], globals()["min"]
+
+
+def _t(x, like=None, ctx=None):
+    return tensor_of(x, like, ctx)
+
+
+def _call(name, *tensors, **kwargs):
+    ctx = context_of(*tensors)
+    return call_core(name, ctx, *[_t(t, ctx=ctx) if t is not None else None
+                                  for t in tensors], **kwargs)
+
+
+# -- Generators -------------------------------------------------------------
+
+@_export
+def full(shape, value, dtype="f32"):
+    """A tensor of ``shape`` filled with ``value`` (symbolic dims must be dims
+    of the traced function's arguments)."""
+    return call_core("full", context_of(), float(value), list(shape),
+                     as_dtype(dtype).name)
+
+
+@_export
+def zeros(shape, dtype="f32"):
+    return full(shape, 0.0, dtype)
+
+
+@_export
+def ones(shape, dtype="f32"):
+    return full(shape, 1.0, dtype)
+
+
+@_export
+def zeros_like(x):
+    return _call("zeros_like", x)
+
+
+@_export
+def ones_like(x):
+    return _call("ones_like", x)
+
+
+@_export
+def iota(shape, dim, dtype="i64"):
+    """Indices along ``dim`` of a tensor of ``shape``."""
+    return call_core("iota", context_of(), list(shape), dim,
+                     as_dtype(dtype).name)
+
+
+@_export
+def constant(value):
+    """The array ``value`` as a constant of the traced function."""
+    return _constant(value, context_of())
+
+
+@_export
+def gelu(x, approximate=False):
+    return _call("gelu", x, approximate=approximate)
+
+
+@_export
+def compare(lhs, rhs, direction):
+    """Elementwise ``lhs <direction> rhs`` (eq, ne, lt, le, gt, ge) as bools."""
+    ctx = context_of(lhs, rhs)
+    like = lhs if isinstance(lhs, Tracer) else rhs
+    return call_core("compare", ctx, _t(lhs, like, ctx), _t(rhs, like, ctx),
+                     direction)
+
+
+@_export
+def select(cond, on_true, on_false):
+    ctx = context_of(cond, on_true, on_false)
+    like = on_true if isinstance(on_true, Tracer) else on_false
+    return call_core("select", ctx, _t(cond, ctx=ctx), _t(on_true, like, ctx),
+                     _t(on_false, like, ctx))
+
+
+where = select
+
+
+@_export
+def cast(x, dtype):
+    return _call("cast", x, dtype=as_dtype(dtype).name)
+
+
+# -- Contractions -----------------------------------------------------------
+
+def _accum(accum):
+    return None if accum is None else as_dtype(accum).name
+
+
+@_export
+def matmul(lhs, rhs, transpose_lhs=False, transpose_rhs=False, accum=None):
+    """[..., M, K] @ [..., K, N] -> [..., M, N] (batch dims broadcast)."""
+    return _call("matmul", lhs, rhs, transpose_lhs=transpose_lhs,
+                 transpose_rhs=transpose_rhs, accum=_accum(accum))
+
+
+@_export
+def batch_matmul(lhs, rhs, accum=None):
+    return _call("batch_matmul", lhs, rhs, accum=_accum(accum))
+
+
+@_export
+def dot_general(lhs, rhs, lhs_batching_dims, rhs_batching_dims,
+                lhs_contracting_dims, rhs_contracting_dims):
+    return _call("dot_general", lhs, rhs, lhs_batching_dims=list(lhs_batching_dims),
+                 rhs_batching_dims=list(rhs_batching_dims),
+                 lhs_contracting_dims=list(lhs_contracting_dims),
+                 rhs_contracting_dims=list(rhs_contracting_dims))
+
+
+@_export
+def conv2d(input, filter, strides=(1, 1), padding=(0, 0, 0, 0),
+           dilation=(1, 1), groups=1, channels_last=False):
+    """2-D convolution; NCHW/OIHW, or NHWC/HWIO with ``channels_last``.
+    ``padding`` is (top, bottom, left, right)."""
+    return _call("conv2d", input, filter, strides=list(strides),
+                 padding=list(padding), dilation=list(dilation),
+                 groups=groups, channels_last=channels_last)
+
+
+@_export
+def attention(query, key, value, causal=False, scale=None):
+    """softmax(q k^T * scale) v, scale defaulting to 1/sqrt(head dim)."""
+    return _call("attention", query, key, value, causal=causal, scale=scale)
+
+
+# -- Reductions and normalizations ------------------------------------------
+
+def _dims(dims):
+    if dims is None:
+        return []
+    if isinstance(dims, int):
+        return [dims]
+    return list(dims)
+
+
+def _reduce(name, stable_arg):
+    if stable_arg:
+        def fn(x, dims=None, keepdims=False, stable=False):
+            return _call(name, x, dims=_dims(dims), keepdims=keepdims,
+                         stable=stable)
+    else:
+        def fn(x, dims=None, keepdims=False):
+            return _call(name, x, dims=_dims(dims), keepdims=keepdims)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = (f"{name.split('_')[1]} over ``dims`` (all when None); "
+                  "a fixed, thread-count independent order"
+                  + ("; ``stable=True`` compensates (Kahan)" if stable_arg
+                     else ""))
+    globals()[name] = fn
+    __all__.append(name)
+
+
+for _name in ["reduce_sum", "reduce_mean", "reduce_prod"]:
+    _reduce(_name, True)
+for _name in ["reduce_max", "reduce_min"]:
+    _reduce(_name, False)
+
+
+def _along(name, keep):
+    if keep:
+        def fn(x, dim=-1, keepdims=False):
+            return _call(name, x, dim=dim, keepdims=keepdims)
+    else:
+        def fn(x, dim=-1):
+            return _call(name, x, dim=dim)
+    fn.__name__ = fn.__qualname__ = name
+    globals()[name] = fn
+    __all__.append(name)
+
+
+for _name in ["argmax", "argmin", "logsumexp", "logsumexp_safe"]:
+    _along(_name, True)
+for _name in ["softmax", "log_softmax", "softmax_safe"]:
+    _along(_name, False)
+
+
+@_export
+def layernorm(x, scale=None, bias=None, axis=-1, epsilon=1e-5):
+    return _call("layernorm", x, scale, bias, axis=axis, epsilon=epsilon)
+
+
+@_export
+def layernorm_safe(x, scale=None, bias=None, axis=-1, epsilon=1e-5):
+    return _call("layernorm_safe", x, scale, bias, axis=axis, epsilon=epsilon)
+
+
+@_export
+def rmsnorm(x, scale=None, axis=-1, epsilon=1e-5):
+    return _call("rmsnorm", x, scale, axis=axis, epsilon=epsilon)
+
+
+@_export
+def rmsnorm_safe(x, scale=None, axis=-1, epsilon=1e-5):
+    return _call("rmsnorm_safe", x, scale, axis=axis, epsilon=epsilon)
+
+
+@_export
+def cross_entropy(logits, labels, reduction="mean"):
+    """Softmax cross-entropy of ``logits`` [..., C] with integer labels [...]
+    or a distribution [..., C]; ``reduction``: mean, sum or none."""
+    return _call("cross_entropy", logits, labels, reduction=reduction)
+
+
+# -- Layout -----------------------------------------------------------------
+
+@_export
+def transpose(x, permutation):
+    return _call("transpose", x, permutation=list(permutation))
+
+
+@_export
+def reshape(x, shape):
+    """Reshape; one dim may be -1 (solved from the element count)."""
+    return _call("reshape", x, shape=list(shape))
+
+
+@_export
+def broadcast_in_dim(x, shape, broadcast_dimensions):
+    return _call("broadcast_in_dim", x, shape=list(shape),
+                 broadcast_dimensions=list(broadcast_dimensions))
+
+
+@_export
+def broadcast_to(x, shape):
+    return _call("broadcast_to", x, shape=list(shape))
+
+
+@_export
+def slice(x, start, limit, stride=None):
+    return _call("slice", x, start=list(start), limit=list(limit),
+                 stride=list(stride or []))
+
+
+@_export
+def concat(inputs, dim=0):
+    ctx = context_of(*inputs)
+    like = next((i for i in inputs if isinstance(i, Tracer)), None)
+    return call_core("concat", ctx, [_t(i, like, ctx) for i in inputs], dim)
+
+
+@_export
+def pad(x, low, high, value=0.0, interior=None):
+    return _call("pad", x, low=list(low), high=list(high), value=float(value),
+                 interior=list(interior or []))
+
+
+@_export
+def gather(x, indices, dim=0):
+    return _call("gather", x, indices, dim=dim)
+
+
+@_export
+def scatter_add(x, indices, updates, dim=0):
+    return _call("scatter_add", x, indices, updates, dim=dim)
+
+
+@_export
+def embedding(table, ids):
+    return _call("embedding", table, ids)
+
+
+@_export
+def one_hot(ids, num_classes, dtype="f32"):
+    return _call("one_hot", ids, num_classes=num_classes,
+                 dtype=as_dtype(dtype).name)
+
+
+del _doc
+__all__.append("TesseraError")
+
+
+# -- outside a trace --------------------------------------------------------
+# An op called on arrays outside any trace runs eagerly: it is compiled on its
+# own (once per op, options and signature, then cached like any jit
+# function) and returns arrays.
+
+import functools as _functools  # noqa: E402
+
+from . import tree as _tree  # noqa: E402
+from ._tracing import current_context as _current_context  # noqa: E402
+
+_EAGER = {}
+
+
+def _freeze(x):
+    if isinstance(x, (list, tuple)):
+        return tuple(_freeze(v) for v in x)
+    if isinstance(x, dict):
+        return tuple(sorted((k, _freeze(v)) for k, v in x.items()))
+    return x if isinstance(x, (str, int, float, bool, type(None))) else id(x)
+
+
+def _eager(fn):
+    @_functools.wraps(fn)
+    def run(*args, **kwargs):
+        if _current_context() is not None or any(
+                isinstance(l, Tracer) for l in _tree.leaves((args, kwargs))):
+            return fn(*args, **kwargs)
+        from ._jit import jit
+        key = (fn.__name__, _freeze(kwargs))
+        compiled = _EAGER.get(key)
+        if compiled is None:
+            compiled = jit(lambda *a: fn(*a, **kwargs), name=fn.__name__)
+            _EAGER[key] = compiled
+        return compiled(*args)
+    return run
+
+
+for _name in __all__:
+    if _name != "TesseraError":
+        globals()[_name] = _eager(globals()[_name])
+maximum, minimum, where = globals()["max"], globals()["min"], globals()["select"]
+del _name

@@ -1,0 +1,194 @@
+//===- APITest.cpp - The C++ modeling API ---------------------------------===//
+//
+// Traced functions compiled and run, checked against values computed here
+// in double precision; shape errors checked for the words users see.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tessera/Tessera.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+using namespace tessera;
+namespace rt = tessera::runtime;
+
+namespace {
+
+rt::HostBuffer buffer(std::vector<int64_t> shape, std::vector<double> values) {
+  auto b = rt::HostBuffer::allocate(DType::f64, shape);
+  EXPECT_TRUE(bool(b));
+  std::copy(values.begin(), values.end(), b->as<double>());
+  return *b;
+}
+
+rt::Function compiled(Module &m, const std::string &name) {
+  auto exe = m.compile();
+  EXPECT_TRUE(bool(exe)) << (exe ? "" : exe.error().message);
+  auto fn = (*exe)->function(name);
+  EXPECT_TRUE(bool(fn)) << (fn ? "" : fn.error().message);
+  return *fn;
+}
+
+/// sum(tanh(x @ w)) with x [B, 2] and w [2, 2].
+Result<Function> traceLoss(Module &m) {
+  return m.trace(
+      "loss", {{{"B", 2}, DType::f64, "x"}, {{2, 2}, DType::f64, "w"}},
+      [](std::vector<Tensor> a) {
+        return std::vector{op::reduce_sum(op::tanh(op::matmul(a[0], a[1])))};
+      });
+}
+
+TEST(API, TracesCompilesAndRuns) {
+  Module m;
+  auto loss = traceLoss(m);
+  ASSERT_TRUE(bool(loss)) << loss.error().message;
+  EXPECT_EQ(loss->inputs[0].shape[0].symbol(), "B");
+  EXPECT_TRUE(loss->outputs[0].shape.empty());
+  std::vector<double> x = {0.5, -1.0, 2.0, 0.25, -0.75, 1.5};
+  std::vector<double> w = {0.1, -0.2, 0.3, 0.4};
+  auto out = compiled(m, "loss").call({buffer({3, 2}, x), buffer({2, 2}, w)});
+  ASSERT_TRUE(bool(out)) << out.error().message;
+  double want = 0;
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 2; ++j)
+      want += std::tanh(x[2 * i] * w[j] + x[2 * i + 1] * w[2 + j]);
+  EXPECT_NEAR((*out)[0].as<double>()[0], want, 1e-14);
+}
+
+TEST(API, GradientMatchesTheAnalyticDerivative) {
+  Module m;
+  auto loss = traceLoss(m);
+  ASSERT_TRUE(bool(loss));
+  auto grad = m.grad(*loss, {1}, /*isPublic=*/true);
+  ASSERT_TRUE(bool(grad)) << grad.error().message;
+  std::vector<double> x = {0.5, -1.0, 2.0, 0.25};
+  std::vector<double> w = {0.1, -0.2, 0.3, 0.4};
+  auto out =
+      compiled(m, grad->name).call({buffer({2, 2}, x), buffer({2, 2}, w)});
+  ASSERT_TRUE(bool(out)) << out.error().message;
+  // d/dw[k][j] = sum_i x[i][k] * (1 - tanh(z[i][j])^2).
+  for (int k = 0; k < 2; ++k)
+    for (int j = 0; j < 2; ++j) {
+      double want = 0;
+      for (int i = 0; i < 2; ++i) {
+        double z = x[2 * i] * w[j] + x[2 * i + 1] * w[2 + j];
+        want += x[2 * i + k] * (1 - std::tanh(z) * std::tanh(z));
+      }
+      EXPECT_NEAR((*out)[0].as<double>()[2 * k + j], want, 1e-14);
+    }
+}
+
+TEST(API, JvpAndHvpOfAScalarFunction) {
+  Module m;
+  auto f = m.trace("f", {{{3}, DType::f64, "x"}}, [](std::vector<Tensor> a) {
+    return std::vector{op::reduce_sum(op::exp(a[0]) * a[0])};
+  });
+  ASSERT_TRUE(bool(f));
+  auto jvp = m.jvp(*f, {0}, true);
+  auto hvp = m.hvp(*f, {0}, true);
+  ASSERT_TRUE(jvp && hvp);
+  std::vector<double> x = {0.1, -0.4, 1.2}, v = {1.0, 2.0, -0.5};
+  auto j = compiled(m, jvp->name).call({buffer({3}, x), buffer({3}, v)});
+  auto h = compiled(m, hvp->name).call({buffer({3}, x), buffer({3}, v)});
+  ASSERT_TRUE(j && h);
+  double dot = 0;
+  for (int i = 0; i < 3; ++i) {
+    // f = sum x e^x: gradient (1 + x) e^x, Hessian diagonal (2 + x) e^x.
+    dot += (1 + x[i]) * std::exp(x[i]) * v[i];
+    EXPECT_NEAR((*h)[0].as<double>()[i], (2 + x[i]) * std::exp(x[i]) * v[i],
+                1e-13);
+  }
+  EXPECT_NEAR((*j)[1].as<double>()[0], dot, 1e-13);
+}
+
+TEST(API, ShapeErrorsNameTheDimsTheOpAndTheLine) {
+  Module m;
+  int line = 0;
+  auto f = m.trace(
+      "f", {{{"B", "D"}, DType::f32, "x"}, {{"E", "H"}, DType::f32, "w"}},
+      [&](std::vector<Tensor> a) {
+        line = __LINE__ + 1;
+        Tensor y = op::matmul(a[0], a[1]);
+        EXPECT_FALSE(y.valid());
+        return std::vector{op::relu(y)};
+      });
+  ASSERT_FALSE(bool(f));
+  const std::string &msg = f.error().message;
+  EXPECT_NE(msg.find("APITest.cpp:" + std::to_string(line)), std::string::npos)
+      << msg;
+  EXPECT_NE(msg.find("'tgraph.matmul'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("(D)"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("(E)"), std::string::npos) << msg;
+  // The module stays usable once the error is taken.
+  m.takeError();
+  EXPECT_TRUE(bool(traceLoss(m)));
+}
+
+TEST(API, ClosuresBecomeArgumentsOfInnerFunctions) {
+  Module m;
+  auto outer = m.trace(
+      "outer", {{{2}, DType::f64, "x"}, {{2}, DType::f64, "s"}},
+      [&](std::vector<Tensor> a) {
+        Tensor s = a[1];
+        // The inner function reads `s` of the outer trace.
+        auto inner = m.trace(
+            "inner", {{{2}, DType::f64, "y"}}, [&](std::vector<Tensor> b) {
+              return std::vector{op::reduce_sum(b[0] * b[0] * s)};
+            });
+        EXPECT_TRUE(bool(inner));
+        EXPECT_EQ(inner->captures.size(), 1u);
+        auto grad = m.grad(*inner, {0});
+        EXPECT_TRUE(bool(grad));
+        return m.call(*grad, {a[0]});
+      });
+  ASSERT_TRUE(bool(outer)) << outer.error().message;
+  auto out = compiled(m, "outer")
+                 .call({buffer({2}, {3.0, -1.0}), buffer({2}, {0.5, 4.0})});
+  ASSERT_TRUE(bool(out)) << out.error().message;
+  EXPECT_DOUBLE_EQ((*out)[0].as<double>()[0], 2 * 3.0 * 0.5);
+  EXPECT_DOUBLE_EQ((*out)[0].as<double>()[1], 2 * -1.0 * 4.0);
+}
+
+TEST(API, MisuseIsReportedNotFatal) {
+  Module m;
+  // An op outside any trace.
+  Module other;
+  auto f =
+      other.trace("g", {{{2}, DType::f32, "x"}}, [&](std::vector<Tensor> a) {
+        return std::vector{op::neg(a[0])};
+      });
+  ASSERT_TRUE(bool(f));
+  EXPECT_FALSE(m.grad(*f, {0}).operator bool()) << "grad of a foreign fn";
+  EXPECT_FALSE(other.grad(*f, {3}).operator bool()) << "wrt out of range";
+  auto bad = m.trace("bad", {{{"2*"}, DType::f32, "x"}},
+                     [](std::vector<Tensor> a) { return a; });
+  ASSERT_FALSE(bool(bad));
+  EXPECT_NE(bad.error().message.find("bad dim '2*'"), std::string::npos);
+  m.takeError();
+  auto axis =
+      m.trace("axis", {{{4}, DType::f32, "x"}}, [](std::vector<Tensor> a) {
+        return std::vector{op::softmax(a[0], 3)};
+      });
+  ASSERT_FALSE(bool(axis));
+  EXPECT_NE(axis.error().message.find("dim 3 is out of range"),
+            std::string::npos)
+      << axis.error().message;
+}
+
+TEST(API, LowerShowsEachStage) {
+  Module m;
+  ASSERT_TRUE(bool(traceLoss(m)));
+  for (auto [stage, needle] : std::vector<std::pair<Stage, std::string>>{
+           {Stage::Graph, "tgraph.matmul"},
+           {Stage::GraphOptimized, "tgraph.tanh"},
+           {Stage::Linalg, "linalg."},
+           {Stage::LLVM, "llvm.func"}}) {
+    auto text = m.lower(stage);
+    ASSERT_TRUE(bool(text)) << text.error().message;
+    EXPECT_NE(text->find(needle), std::string::npos) << needle;
+  }
+}
+
+} // namespace
