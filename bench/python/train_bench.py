@@ -212,7 +212,65 @@ def torch_mlp(params, x, y, lr):
         opt.zero_grad()
         loss.backward()
         opt.step()
-        return loss
+        return loss.detach()
+    return run
+
+
+def torch_transformer(params, tokens, lr, heads):
+    import torch
+    import torch.nn.functional as F
+    t = lambda a: torch.tensor(np.asarray(a), requires_grad=True)
+    p = {"embed": t(params["embed"]["table"]), "out": t(params["out"]),
+         "ln": {k: t(v) for k, v in params["ln"].items()},
+         "blocks": [{"ln1": {k: t(v) for k, v in b["ln1"].items()},
+                     "ln2": {k: t(v) for k, v in b["ln2"].items()},
+                     "attn": {k: t(v) for k, v in b["attn"].items()},
+                     "up": {k: t(v) for k, v in b["up"].items()},
+                     "down": {k: t(v) for k, v in b["down"].items()}}
+                    for b in params["blocks"]]}
+    flat = [p["embed"], p["out"], *p["ln"].values()]
+    for b in p["blocks"]:
+        for part in b.values():
+            flat += list(part.values())
+    opt = torch.optim.AdamW(flat, lr=float(lr), weight_decay=1e-4)
+    tok = torch.tensor(tokens).long()
+
+    def rope(x):
+        s, dh = x.shape[-2:]
+        half = dh // 2
+        a = (torch.arange(s, dtype=x.dtype)[:, None] *
+             torch.exp(torch.arange(half, dtype=x.dtype) *
+                       (-2 * math.log(1e4) / dh)))
+        x1, x2 = x[..., :half], x[..., half:]
+        return torch.cat([x1 * a.cos() - x2 * a.sin(),
+                          x1 * a.sin() + x2 * a.cos()], -1)
+
+    def block(b, x):
+        B, S, D = x.shape
+        h = F.layer_norm(x, (D,), b["ln1"]["scale"], b["ln1"]["bias"])
+        split = lambda z: z.view(B, S, heads, D // heads).transpose(1, 2)
+        a = b["attn"]
+        q, k, v = split(h @ a["wq"]), split(h @ a["wk"]), split(h @ a["wv"])
+        y = F.scaled_dot_product_attention(rope(q), rope(k), v,
+                                           is_causal=True)
+        x = x + y.transpose(1, 2).reshape(B, S, D) @ a["wo"]
+        h = F.layer_norm(x, (D,), b["ln2"]["scale"], b["ln2"]["bias"])
+        u = F.gelu(h @ b["up"]["w"] + b["up"]["b"], approximate="tanh")
+        return x + u @ b["down"]["w"] + b["down"]["b"]
+
+    def run():
+        x = p["embed"][tok[:, :-1]]
+        for b in p["blocks"]:
+            x = block(b, x)
+        d = x.shape[-1]
+        logits = F.layer_norm(x, (d,), p["ln"]["scale"], p["ln"]["bias"]) \
+            @ p["out"]
+        loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]),
+                               tok[:, 1:].reshape(-1))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        return loss.detach()
     return run
 
 
@@ -266,7 +324,7 @@ def main():
     versions = f"jax {jax.__version__}"
     try:
         import torch
-        versions += f", torch {torch.__version__}"
+        versions += f", torch {torch.__version__} ({torch.get_num_threads()} threads)"
         have_torch = True
     except ImportError:
         have_torch = False
@@ -295,6 +353,9 @@ def main():
     tokens = rng.integers(0, vocab, (batch, seq + 1)).astype(np.int32)
     makers = {"tessera": lambda: tessera_transformer(tparams, tokens, lr, heads),
               "jax": lambda: jax_transformer(tparams, tokens, lr, heads)}
+    if have_torch:
+        makers["torch_eager"] = lambda: torch_transformer(tparams, tokens, lr,
+                                                          heads)
     compare("transformer", makers, args.calls, args.rounds)
 
 

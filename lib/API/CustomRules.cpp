@@ -13,6 +13,8 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/SymbolTable.h"
 
+#include "tessera/Dialect/TGraph/IR/TypeInference.h"
+
 using namespace mlir;
 namespace tg = mlir::tessera::tgraph;
 
@@ -90,6 +92,72 @@ std::vector<Tensor> ModuleState::checkpoint(const Function &fn,
   for (Value r : op.getResults())
     out.push_back(wrap(r));
   return out;
+}
+
+/// fixed_point / solve: the body's arguments are x, the params, then the
+/// values it captured (IsolatedFromAbove: they are params too).
+template <typename OpTy>
+static std::optional<OpTy>
+iterative(ModuleState &s, OpBuilder &b, func::FuncOp body, Value init,
+          ArrayRef<Value> params, double tol, int64_t maxIter, Location loc) {
+  auto op = OpTy::create(b, loc, init.getType(), init, params,
+                         b.getF64FloatAttr(tol), b.getI64IntegerAttr(maxIter));
+  Block *block = new Block;
+  op.getBody().push_back(block);
+  IRMapping map;
+  for (BlockArgument a : body.getArguments())
+    map.map(a, block->addArgument(a.getType(), a.getLoc()));
+  OpBuilder inner = OpBuilder::atBlockEnd(block);
+  Block &from = body.getBody().front();
+  for (Operation &o : from.without_terminator())
+    inner.clone(o, map);
+  tg::YieldOp::create(inner, loc,
+                      map.lookupOrDefault(from.getTerminator()->getOperand(0)));
+  if (!s.finish(op))
+    return std::nullopt;
+  return op;
+}
+
+Tensor ModuleState::solveLike(llvm::StringRef kind, const Function &fn,
+                              const Tensor &init,
+                              const std::vector<Tensor> &params, double tol,
+                              int64_t maxIter, SourceLoc where) {
+  Location loc = location(where);
+  auto body = module->lookupSymbol<func::FuncOp>(fn.name);
+  if (!body || !init.valid())
+    return {};
+  if (body.getNumResults() != 1 || fn.inputs.size() != params.size() + 1) {
+    failAt(loc, kind.str() + ": the body must take x and " +
+                    std::to_string(params.size()) +
+                    " params and return one tensor");
+    return {};
+  }
+  std::vector<Tensor> args = {init};
+  args.insert(args.end(), params.begin(), params.end());
+  auto operands = callOperands(fn, args, loc);
+  if (!operands)
+    return {};
+  if (body.getResultTypes()[0] != (*operands)[0].getType() &&
+      kind == "fixed_point") {
+    failAt(loc, "fixed_point: the body returns " +
+                    tg::typeName(body.getResultTypes()[0]) + " but x is " +
+                    tg::typeName((*operands)[0].getType()));
+    return {};
+  }
+  Value x = (*operands)[0];
+  SmallVector<Value> rest(operands->begin() + 1, operands->end());
+  std::optional<Operation *> op;
+  if (kind == "fixed_point") {
+    if (auto o = iterative<tg::FixedPointOp>(*this, b, body, x, rest, tol,
+                                             maxIter, loc))
+      op = o->getOperation();
+  } else if (auto o = iterative<tg::SolveOp>(*this, b, body, x, rest, tol,
+                                             maxIter, loc)) {
+    op = o->getOperation();
+  }
+  if (!op)
+    return {};
+  return wrap((*op)->getResult(0));
 }
 
 /// Rule functions are called with the arguments alone: they must not read

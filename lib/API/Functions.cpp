@@ -39,6 +39,12 @@ Function ModuleState::describeFunction(func::FuncOp fn) const {
   FunctionType type = fn.getFunctionType();
   auto spec = [&](Type t, std::string name) {
     TensorSpec s;
+    if (isa<tg::KeyType>(t)) {
+      s.isKey = true;
+      s.dtype = DType::i32;
+      s.name = std::move(name);
+      return s;
+    }
     s.shape = shapeOf(t);
     s.dtype = dtypeOf(getElementTypeOrSelf(t)).value_or(DType::f32);
     s.name = std::move(name);
@@ -58,7 +64,7 @@ ModuleState::beginTrace(const std::string &name,
     return *firstError;
   SmallVector<Type> argTypes;
   for (const TensorSpec &spec : inputs) {
-    RankedTensorType t = tensorType(spec.shape, spec.dtype);
+    Type t = argumentType(spec);
     if (!t)
       return *firstError;
     argTypes.push_back(t);

@@ -62,6 +62,18 @@ std::vector<Tensor> Module::customJvp(const Function &fn, const Function &jvp,
   return state->customJvp(fn, jvp, args, loc);
 }
 
+Tensor Module::fixedPoint(const Function &body, const Tensor &init,
+                          const std::vector<Tensor> &params, double tol,
+                          int64_t maxIter, SourceLoc loc) {
+  return state->solveLike("fixed_point", body, init, params, tol, maxIter, loc);
+}
+
+Tensor Module::solve(const Function &body, const Tensor &init,
+                     const std::vector<Tensor> &params, double tol,
+                     int64_t maxIter, SourceLoc loc) {
+  return state->solveLike("solve", body, init, params, tol, maxIter, loc);
+}
+
 /// grad() is vjp() of a function with one scalar float result.
 Result<Function> Module::grad(const Function &fn, const std::vector<int> &wrt,
                               bool isPublic) {
@@ -92,6 +104,16 @@ Result<Function> Module::jvp(const Function &fn, const std::vector<int> &wrt,
 Result<Function> Module::hvp(const Function &fn, const std::vector<int> &wrt,
                              bool isPublic) {
   return state->derive(fn, wrt, "hvp", isPublic);
+}
+
+Result<Function> Module::outline(const std::vector<Tensor> &results,
+                                 const std::vector<Tensor> &inputs,
+                                 const std::string &name) {
+  return state->outline(results, inputs, name);
+}
+
+Result<Tensor> Module::addArgument(const TensorSpec &spec) {
+  return state->addArgument(spec);
 }
 
 Status Module::makePublic(const std::string &name) {
@@ -190,17 +212,19 @@ std::string describe(const Shape &shape) {
 
 bool Tensor::valid() const { return state && state->isLive(id); }
 
+bool Tensor::isKey() const { return valid() && state->isKey(*this); }
+
 Shape Tensor::shape() const {
-  return valid() ? state->shapeOf(state->typeOf(*this)) : Shape();
+  return valid() && !isKey() ? state->shapeOf(state->typeOf(*this)) : Shape();
 }
 
 int64_t Tensor::rank() const {
-  return valid() ? state->typeOf(*this).getRank() : 0;
+  return valid() && !isKey() ? state->typeOf(*this).getRank() : 0;
 }
 
 DType Tensor::dtype() const {
-  if (!valid())
-    return DType::f32;
+  if (!valid() || isKey())
+    return isKey() ? DType::i32 : DType::f32;
   return detail::dtypeOf(state->typeOf(*this).getElementType())
       .value_or(DType::f32);
 }
@@ -208,6 +232,8 @@ DType Tensor::dtype() const {
 std::string Tensor::str() const {
   if (!valid())
     return "<invalid tensor>";
+  if (isKey())
+    return "key";
   return std::string(runtime::name(dtype())) + describe(shape());
 }
 

@@ -146,7 +146,17 @@ Value ModuleState::lift(Value v, size_t from) {
 }
 
 RankedTensorType ModuleState::typeOf(const Tensor &t) const {
-  return cast<RankedTensorType>(values[t.getId()].getType());
+  return dyn_cast<RankedTensorType>(values[t.getId()].getType());
+}
+
+bool ModuleState::isKey(const Tensor &t) const {
+  return isa<tg::KeyType>(values[t.getId()].getType());
+}
+
+Type ModuleState::argumentType(const TensorSpec &spec) {
+  if (spec.isKey)
+    return tg::KeyType::get(&context);
+  return tensorType(spec.shape, spec.dtype);
 }
 
 RankedTensorType ModuleState::tensorType(const Shape &shape, DType dtype) {

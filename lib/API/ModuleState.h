@@ -46,6 +46,9 @@ public:
     return id >= 0 && size_t(id) < values.size() && values[id];
   }
   mlir::RankedTensorType typeOf(const Tensor &t) const;
+  bool isKey(const Tensor &t) const;
+  /// The IR type of an argument spec (a tensor or a key).
+  mlir::Type argumentType(const TensorSpec &spec);
   /// The tensor type of `shape` and `dtype` (an error for a bad dim).
   mlir::RankedTensorType tensorType(const Shape &shape, DType dtype);
   Shape shapeOf(mlir::Type type) const;
@@ -87,8 +90,15 @@ public:
                                 const std::vector<Tensor> &args, SourceLoc loc);
   std::vector<Tensor> customJvp(const Function &fn, const Function &jvp,
                                 const std::vector<Tensor> &args, SourceLoc loc);
+  Tensor solveLike(llvm::StringRef kind, const Function &fn, const Tensor &init,
+                   const std::vector<Tensor> &params, double tol,
+                   int64_t maxIter, SourceLoc loc);
   Result<Function> derive(const Function &fn, const std::vector<int> &wrt,
                           llvm::StringRef kind, bool isPublic);
+  Result<Function> outline(const std::vector<Tensor> &results,
+                           const std::vector<Tensor> &inputs,
+                           const std::string &name);
+  Result<Tensor> addArgument(const TensorSpec &spec);
   Function describeFunction(mlir::func::FuncOp fn) const;
   bool tracing() const { return !frames.empty(); }
 

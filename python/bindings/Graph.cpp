@@ -62,21 +62,25 @@ void bindGraph(nb::module_ &m) {
                    [](const Tensor &t) { return runtime::name(t.dtype()); })
       .def_prop_ro("rank", &Tensor::rank)
       .def_prop_ro("valid", &Tensor::valid)
+      .def_prop_ro("is_key", &Tensor::isKey)
       .def("__repr__", &Tensor::str);
 
   nb::class_<TensorSpec>(m, "TensorSpec")
       .def(
           "__init__",
           [](TensorSpec *self, const std::vector<DimArg> &shape,
-             const std::string &dtype, const std::string &name) {
-            new (self) TensorSpec{toShape(shape), parseDType(dtype), name};
+             const std::string &dtype, const std::string &name, bool isKey) {
+            new (self)
+                TensorSpec{toShape(shape), parseDType(dtype), name, isKey};
           },
-          nb::arg("shape"), nb::arg("dtype") = "f32", nb::arg("name") = "")
+          nb::arg("shape"), nb::arg("dtype") = "f32", nb::arg("name") = "",
+          nb::arg("is_key") = false)
       .def_prop_ro("shape",
                    [](const TensorSpec &s) { return fromShape(s.shape); })
       .def_prop_ro("dtype",
                    [](const TensorSpec &s) { return runtime::name(s.dtype); })
-      .def_ro("name", &TensorSpec::name);
+      .def_ro("name", &TensorSpec::name)
+      .def_ro("is_key", &TensorSpec::isKey);
 
   nb::class_<Function>(m, "Function", "A function of a Module.")
       .def_ro("name", &Function::name)
@@ -111,6 +115,35 @@ void bindGraph(nb::module_ &m) {
             return out;
           },
           nb::arg("fn"), nb::arg("args"))
+      .def(
+          "outline",
+          [](Module &self, const std::vector<Tensor> &results,
+             const std::vector<Tensor> &inputs, const std::string &name) {
+            return checked(self, self.outline(results, inputs, name));
+          },
+          nb::arg("results"), nb::arg("inputs"), nb::arg("name") = "slice")
+      .def(
+          "add_argument",
+          [](Module &self, const TensorSpec &spec) {
+            return checked(self, self.addArgument(spec));
+          },
+          nb::arg("spec"))
+      .def(
+          "solve",
+          [](Module &self, const std::string &kind, const Function &body,
+             const Tensor &init, const std::vector<Tensor> &params, double tol,
+             int64_t maxIter) {
+            Tensor x =
+                kind == "fixed_point"
+                    ? self.fixedPoint(body, init, params, tol, maxIter,
+                                      SourceLoc{})
+                    : self.solve(body, init, params, tol, maxIter, SourceLoc{});
+            if (auto e = self.takeError())
+              raise(*e);
+            return x;
+          },
+          nb::arg("kind"), nb::arg("body"), nb::arg("init"), nb::arg("params"),
+          nb::arg("tol"), nb::arg("max_iter"))
       .def(
           "checkpoint",
           [](Module &self, const Function &fn,

@@ -295,6 +295,39 @@ void bindOps(nb::module_ &m) {
   m.def(
       "embedding", [](T t, T ids) { return op::embedding(t, ids, here); },
       "table"_a, "ids"_a);
+  // Random numbers.
+  m.def(
+      "rng_key", [](int64_t seed) { return op::rng_key(seed, here); },
+      "seed"_a);
+  m.def(
+      "rng_split", [](T key, int64_t n) { return op::rng_split(key, n, here); },
+      "key"_a, "count"_a = 2);
+  m.def(
+      "rng_fold_in",
+      [](T key, T data) { return op::rng_fold_in(key, data, here); }, "key"_a,
+      "data"_a);
+  m.def(
+      "rng_uniform",
+      [](T key, const std::vector<DimArg> &shape, const std::string &dt,
+         double low, double high) {
+        return op::rng_uniform(key, toShape(shape), parseDType(dt), low, high,
+                               here);
+      },
+      "key"_a, "shape"_a, "dtype"_a = "f32", "low"_a = 0.0, "high"_a = 1.0);
+  m.def(
+      "rng_normal",
+      [](T key, const std::vector<DimArg> &shape, const std::string &dt,
+         double mean, double stddev) {
+        return op::rng_normal(key, toShape(shape), parseDType(dt), mean, stddev,
+                              here);
+      },
+      "key"_a, "shape"_a, "dtype"_a = "f32", "mean"_a = 0.0, "stddev"_a = 1.0);
+  m.def(
+      "rng_bernoulli",
+      [](T key, const std::vector<DimArg> &shape, double p) {
+        return op::rng_bernoulli(key, toShape(shape), p, here);
+      },
+      "key"_a, "shape"_a, "p"_a);
   m.def(
       "one_hot",
       [](T ids, int64_t n, const std::string &dt) {

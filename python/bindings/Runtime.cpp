@@ -146,6 +146,13 @@ void bindRuntime(nb::module_ &m) {
       .def_prop_ro(
           "signature",
           [](const rt::Function &f) { return f.signature().describe(); })
+      .def_prop_ro("result_is_key",
+                   [](const rt::Function &f) {
+                     std::vector<bool> keys;
+                     for (const auto &r : f.signature().results)
+                       keys.push_back(r.isKey);
+                     return keys;
+                   })
       .def_prop_ro("result_dtypes", [](const rt::Function &f) {
         std::vector<std::string> names;
         for (const auto &r : f.signature().results)

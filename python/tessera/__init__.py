@@ -13,7 +13,9 @@ Everything here is a thin layer over the C++ API (tessera._core).
 """
 
 from . import _core
+from . import graph
 from . import op
+from . import random
 from . import tree
 from ._autodiff import (checkpoint, custom_jvp, custom_vjp, grad, hvp,
                         jacfwd, jacrev, jvp, remat, stop_gradient,
@@ -38,6 +40,7 @@ __all__ = [
     "f64", "f8e4m3", "f8e5m2", "float16", "float32", "float64", "grad", "hvp",
     "i16", "i32", "i64", "i8", "int16", "int32", "int64", "int8", "jacfwd",
     "load", "save",
-    "jacrev", "jit", "jvp", "num_threads", "op", "remat", "set_num_threads",
+    "graph", "jacrev", "jit", "jvp", "num_threads", "op", "random", "remat",
+    "set_num_threads",
     "stop_gradient", "tree", "value_and_grad", "vjp",
 ]

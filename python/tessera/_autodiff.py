@@ -41,9 +41,11 @@ class _Traced:
                     t = tensor_of(leaf, ctx=ctx)
                     self.outer.append(t)
                     self.leaf_arg.append(i)
-                    self.leaf_float.append(t.dtype.startswith(("f", "bf")))
+                    self.leaf_float.append(not t.is_key and
+                                           t.dtype.startswith(("f", "bf")))
                     specs.append(core.TensorSpec(list(t.shape), t.dtype,
-                                                 _arg_name(path)))
+                                                 _arg_name(path),
+                                                 is_key=t.is_key))
         inner = iter(module.begin_trace(name, specs, False))
         traced = []
         for leaves, td in self.arg_trees:

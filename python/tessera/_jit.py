@@ -15,6 +15,7 @@ from ._dtypes import as_dtype
 from ._tracing import (Context, TesseraError, Tracer, current_context,
                        tensor_of)
 from ._types import TensorType
+from .random import Key
 
 _NAME_CHARS = re.compile(r"[^A-Za-z0-9_.$-]")
 
@@ -55,7 +56,7 @@ def _leaf_paths(tree, prefix):
 
 
 class _Entry:
-    __slots__ = ("fn", "out_tree", "post", "module", "name")
+    __slots__ = ("fn", "out_tree", "post", "module", "name", "params")
 
 
 def _annotations(fun):
@@ -145,6 +146,8 @@ class jit:
         if entry is None:
             entry = self._compile(args)
             self._cache[key] = entry
+        if entry.params:
+            arrays = arrays + [p.value for p in entry.params]
         outs = entry.fn(arrays)
         if entry.post:
             outs = [p(o) if p else o for p, o in zip(entry.post, outs)]
@@ -166,7 +169,10 @@ class jit:
             key.append(td)
             ann = annotated.get(i)
             for leaf in leaves:
-                if _is_array(leaf):
+                if type(leaf) is Key:
+                    arrays.append(leaf.data)
+                    key.append("key")
+                elif _is_array(leaf):
                     x = _numpy_leaf(leaf)
                     shape = x.shape
                     if ann is not None and leaf is a:
@@ -219,7 +225,10 @@ class jit:
             paths = _leaf_paths(a, pname)
             ann = self._annotated.get(i)
             for leaf, path in zip(leaves, paths):
-                if _is_array(leaf):
+                if type(leaf) is Key:
+                    specs.append(_core.TensorSpec([2], "i32", _arg_name(path),
+                                                  is_key=True))
+                elif _is_array(leaf):
                     x = _numpy_leaf(leaf)
                     shape = (self._symbolic_shape(i, ann, x)
                              if ann is not None and leaf is a else x.shape)
@@ -232,7 +241,8 @@ class jit:
             core_args = iter(module.begin_trace(self._name, specs, public))
             traced = []
             for leaves, td in leaves_of:
-                new = [Tracer(next(core_args), ctx) if _is_array(leaf) else leaf
+                new = [Tracer(next(core_args), ctx)
+                       if type(leaf) is Key or _is_array(leaf) else leaf
                        for leaf in leaves]
                 traced.append(_tree.unflatten(td, new))
             try:
@@ -253,11 +263,16 @@ class jit:
         entry.out_tree = out_tree
         entry.module = ctx.module
         entry.name = fn.name
+        entry.params = list(ctx.param_order)
         post = []
-        for dt in entry.fn.result_dtypes:
+        for dt, is_key in zip(entry.fn.result_dtypes,
+                              entry.fn.result_is_key):
             d = as_dtype(dt)
-            post.append((lambda o, n=d.numpy: o.view(n)) if d.bits_dtype
-                        is not None else None)
+            if is_key:
+                post.append(Key)
+            else:
+                post.append((lambda o, n=d.numpy: o.view(n)) if d.bits_dtype
+                            is not None else None)
         entry.post = post if any(post) else None
         return entry
 

@@ -29,6 +29,19 @@ class Context:
 
     def __init__(self):
         self.module = _core.Module()
+        # graph.Parameter -> its Tracer (an input added on first use).
+        self.params = {}
+        self.param_order = []
+
+    def parameter(self, p):
+        """The traced input standing for parameter ``p``."""
+        t = self.params.get(id(p))
+        if t is None:
+            spec = _core.TensorSpec(list(p.shape), p.dtype.name, p.name)
+            t = Tracer(self.module.add_argument(spec), self)
+            self.params[id(p)] = t
+            self.param_order.append(p)
+        return t
 
     def __enter__(self):
         stack = getattr(_local, "stack", None)
@@ -197,6 +210,8 @@ def tensor_of(x, like=None, ctx=None):
         return x._t
     if ctx is None:
         ctx = like._ctx if isinstance(like, Tracer) else current_context()
+    if ctx is not None and type(x).__name__ == "Parameter":
+        return ctx.parameter(x)._t
     if ctx is None:
         raise TesseraError("Tessera ops on arrays run inside ts.jit or a "
                            "transform; got an op outside any trace")
@@ -216,7 +231,8 @@ def constant(x, ctx=None):
     ctx = ctx or current_context()
     a = np.asarray(x)
     dt = as_dtype(a.dtype)
-    data = np.ascontiguousarray(a)
+    # (ascontiguousarray would make a 0-d array 1-d.)
+    data = a if a.flags.c_contiguous else np.array(a, order="C")
     if dt.bits_dtype is not None:
         data = data.view(dt.bits_dtype)
     ctx.module.set_location(*user_location())

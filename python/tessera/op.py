@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from ._dtypes import as_dtype
 from ._tracing import (Tracer, TesseraError, _apply, _binary, call_core,
-                       constant as _constant, context_of, tensor_of)
+                       constant as _constant, context_of, tensor_of,
+                       user_location as _user_location)
 
 __all__ = []
 
@@ -328,6 +329,43 @@ def one_hot(ids, num_classes, dtype="f32"):
                  dtype=as_dtype(dtype).name)
 
 
+# -- Parameters and implicit layers -----------------------------------------
+
+def tensor(shape, dtype="f32", name=None, init=None):
+    """A parameter (spec 004's ``op.tensor``): traced functions that use it
+    take it as an input and read its ``.value`` (zeros, ``init(shape,
+    dtype)`` or the array ``init``) on each call."""
+    from .graph import Parameter
+    return Parameter(shape, dtype, name, init)
+
+
+def _solve(kind, f, x0, tol, max_iter):
+    from ._autodiff import _specs, _trace_flat
+    ctx = context_of(x0)
+    x = x0 if isinstance(x0, Tracer) else Tracer(_t(x0, ctx=ctx), ctx)
+    body = _trace_flat(ctx, lambda x: [f(x)], _specs([x._t], "x"),
+                       f"{kind}_body")
+    ctx.module.set_location(*_user_location())
+    return Tracer(ctx.module.solve(kind, body, x._t, [], float(tol),
+                                   int(max_iter)), ctx)
+
+
+def fixed_point(f, x0, tol=1e-6, max_iter=100):
+    """x* = f(x*) by iteration from ``x0`` (until the largest change is at
+    most ``tol``). Values ``f`` closes over are its parameters: gradients
+    with respect to them come from the implicit function theorem, not from
+    unrolling the iterations."""
+    return _solve("fixed_point", f, x0, tol, max_iter)
+
+
+def solve(f, x0, tol=1e-6, max_iter=100):
+    """A root of f(x) = 0 (Newton's method from ``x0``); differentiated
+    implicitly with respect to the values ``f`` closes over."""
+    return _solve("solve", f, x0, tol, max_iter)
+
+
+__all__ += ["tensor", "fixed_point", "solve"]
+
 del _doc
 __all__.append("TesseraError")
 
@@ -370,7 +408,7 @@ def _eager(fn):
 
 
 for _name in __all__:
-    if _name != "TesseraError":
+    if _name not in ("TesseraError", "tensor"):
         globals()[_name] = _eager(globals()[_name])
 maximum, minimum, where = globals()["max"], globals()["min"], globals()["select"]
 del _name

@@ -191,4 +191,84 @@ TEST(API, LowerShowsEachStage) {
   }
 }
 
+TEST(API, RandomKeysGiveReproducibleSamples) {
+  Module m;
+  auto f = m.trace("sample", {{{}, DType::i32, "k", /*isKey=*/true}},
+                   [](std::vector<Tensor> a) {
+                     auto keys = op::rng_split(a[0], 2);
+                     return std::vector{
+                         op::rng_uniform(keys[0], {1000}, DType::f64, -1, 1),
+                         op::rng_normal(keys[1], {1000}, DType::f64)};
+                   });
+  ASSERT_TRUE(bool(f)) << f.error().message;
+  EXPECT_TRUE(f->inputs[0].isKey);
+  auto fn = compiled(m, "sample");
+  auto key = *rt::HostBuffer::allocate(DType::i32, {2});
+  key.as<int32_t>()[0] = 1;
+  key.as<int32_t>()[1] = 2;
+  auto a = fn.call({key}), b = fn.call({key});
+  ASSERT_TRUE(a && b);
+  double mean = 0, sq = 0;
+  for (int i = 0; i < 1000; ++i) {
+    double u = (*a)[0].as<double>()[i], z = (*a)[1].as<double>()[i];
+    EXPECT_EQ(u, (*b)[0].as<double>()[i]);
+    EXPECT_TRUE(u >= -1 && u < 1);
+    mean += z / 1000;
+    sq += z * z / 1000;
+  }
+  EXPECT_LT(std::fabs(mean), 0.12);
+  EXPECT_LT(std::fabs(sq - 1), 0.15);
+  // A tensor is not a key.
+  Module n;
+  auto bad =
+      n.trace("bad", {{{2}, DType::f32, "x"}}, [](std::vector<Tensor> a) {
+        return std::vector{op::rng_normal(a[0], {3})};
+      });
+  ASSERT_FALSE(bool(bad));
+  EXPECT_NE(bad.error().message.find("expected a random key"),
+            std::string::npos);
+}
+
+TEST(API, OutlineDifferentiatesAComputedValue) {
+  Module m;
+  auto f = m.trace("f", {{{3}, DType::f64, "x"}}, [&](std::vector<Tensor> a) {
+    Tensor h = op::sin(a[0]);
+    Tensor loss = op::reduce_sum(h * h);
+    // d loss / d h = 2 h, by cutting loss(h) out of the trace.
+    auto slice = m.outline({loss}, {h});
+    EXPECT_TRUE(bool(slice));
+    auto grad = m.grad(*slice, {0});
+    EXPECT_TRUE(bool(grad));
+    return m.call(*grad, {h});
+  });
+  ASSERT_TRUE(bool(f)) << f.error().message;
+  auto out = compiled(m, "f").call({buffer({3}, {0.1, 0.7, -1.3})});
+  ASSERT_TRUE(bool(out));
+  for (int i = 0; i < 3; ++i) {
+    double x = std::vector<double>{0.1, 0.7, -1.3}[i];
+    EXPECT_NEAR((*out)[0].as<double>()[i], 2 * std::sin(x), 1e-15);
+  }
+}
+
+TEST(API, FixedPointIteratesToTheSolution) {
+  Module m;
+  auto f = m.trace("f", {{{2}, DType::f64, "t"}}, [&](std::vector<Tensor> a) {
+    Tensor t = a[0];
+    // z = cos(z) * t, with t captured by the body.
+    auto body =
+        m.trace("body", {{{2}, DType::f64, "z"}}, [&](std::vector<Tensor> z) {
+          return std::vector{op::cos(z[0]) * t};
+        });
+    EXPECT_TRUE(bool(body));
+    return std::vector{m.fixedPoint(*body, op::zeros_like(t), {}, 1e-14, 500)};
+  });
+  ASSERT_TRUE(bool(f)) << f.error().message;
+  auto out = compiled(m, "f").call({buffer({2}, {0.5, 1.0})});
+  ASSERT_TRUE(bool(out)) << out.error().message;
+  for (int i = 0; i < 2; ++i) {
+    double t = i ? 1.0 : 0.5, z = (*out)[0].as<double>()[i];
+    EXPECT_NEAR(z, std::cos(z) * t, 1e-12);
+  }
+}
+
 } // namespace

@@ -114,6 +114,17 @@ public:
                                 const std::vector<Tensor> &args,
                                 SourceLoc loc = SourceLoc::current());
 
+  /// x* = body(x*, params...) by iteration from `init` (tgraph.fixed_point),
+  /// differentiated implicitly. Values the body captured are params too.
+  Tensor fixedPoint(const Function &body, const Tensor &init,
+                    const std::vector<Tensor> &params, double tol = 1e-6,
+                    int64_t maxIter = 100,
+                    SourceLoc loc = SourceLoc::current());
+  /// A root of body(x, params...) = 0 by Newton's method (tgraph.solve).
+  Tensor solve(const Function &body, const Tensor &init,
+               const std::vector<Tensor> &params, double tol = 1e-6,
+               int64_t maxIter = 100, SourceLoc loc = SourceLoc::current());
+
   /// Reverse mode: a function taking `fn`'s arguments and returning the
   /// gradients of its scalar result with respect to arguments `wrt`.
   Result<Function> grad(const Function &fn, const std::vector<int> &wrt,
@@ -130,6 +141,18 @@ public:
   /// then one direction per `wrt` argument.
   Result<Function> hvp(const Function &fn, const std::vector<int> &wrt,
                        bool isPublic = false);
+
+  /// A private function computing `results` (tensors of the running
+  /// trace) from `inputs` (tensors of the same trace): the ops between them
+  /// are copied, and the other values they read become the function's
+  /// captures. How a value already computed is differentiated with respect
+  /// to others (graph.backward): outline, then grad.
+  Result<Function> outline(const std::vector<Tensor> &results,
+                           const std::vector<Tensor> &inputs,
+                           const std::string &name = "slice");
+  /// Adds an argument to the outermost running trace (a parameter found
+  /// while tracing) and returns it.
+  Result<Tensor> addArgument(const TensorSpec &spec);
 
   /// Marks `fn` as an entry point (compiled and callable).
   Status makePublic(const std::string &name);

@@ -215,6 +215,27 @@ Tensor embedding(const Tensor &table, const Tensor &ids,
 Tensor one_hot(const Tensor &ids, int64_t numClasses, DType dtype = DType::f32,
                SourceLoc loc = SourceLoc::current());
 
+//===-- Random numbers (stateless Philox; keys are values) ---------------===//
+
+/// A key from a seed.
+Tensor rng_key(int64_t seed, SourceLoc loc = SourceLoc::current());
+/// `count` independent keys derived from `key`.
+std::vector<Tensor> rng_split(const Tensor &key, int64_t count = 2,
+                              SourceLoc loc = SourceLoc::current());
+/// A key derived from `key` and a 0-d integer tensor (a step, a rank).
+Tensor rng_fold_in(const Tensor &key, const Tensor &data,
+                   SourceLoc loc = SourceLoc::current());
+/// Samples of `shape`: uniform in [low, high), normal, or booleans true
+/// with probability p. The same key gives the same numbers everywhere.
+Tensor rng_uniform(const Tensor &key, const Shape &shape,
+                   DType dtype = DType::f32, double low = 0.0,
+                   double high = 1.0, SourceLoc loc = SourceLoc::current());
+Tensor rng_normal(const Tensor &key, const Shape &shape,
+                  DType dtype = DType::f32, double mean = 0.0,
+                  double stddev = 1.0, SourceLoc loc = SourceLoc::current());
+Tensor rng_bernoulli(const Tensor &key, const Shape &shape, double p,
+                     SourceLoc loc = SourceLoc::current());
+
 } // namespace tessera::op
 
 #endif // TESSERA_API_OPS_H

@@ -81,6 +81,9 @@ struct TensorSpec {
   DType dtype = DType::f32;
   /// Names the argument in the IR and in messages (`tgraph.name`).
   std::string name;
+  /// A random key (`!tgraph.key`; at run time an i32[2] buffer of its two
+  /// Philox words); `shape` and `dtype` are ignored.
+  bool isKey = false;
 };
 
 namespace detail {
@@ -102,7 +105,9 @@ public:
   Shape shape() const;
   int64_t rank() const;
   DType dtype() const;
-  /// "f32[B, 784]".
+  /// True for a random key (see op::rng_key).
+  bool isKey() const;
+  /// "f32[B, 784]" (or "key").
   std::string str() const;
 
   /// For the implementation: the module and the value's index in it.
