@@ -160,6 +160,68 @@ Tensor ModuleState::solveLike(llvm::StringRef kind, const Function &fn,
   return wrap((*op)->getResult(0));
 }
 
+std::vector<Tensor> ModuleState::scan(const Function &fn,
+                                      const std::vector<Tensor> &inits,
+                                      const std::vector<Tensor> &xs,
+                                      std::optional<int64_t> length,
+                                      bool reverse, SourceLoc where) {
+  Location loc = location(where);
+  if (!ready({}))
+    return {};
+  auto body = module->lookupSymbol<func::FuncOp>(fn.name);
+  if (!body || fn.inputs.size() != inits.size() + xs.size() ||
+      body.getNumResults() < inits.size()) {
+    failAt(loc, "scan: the body must take " + std::to_string(inits.size()) +
+                    " carries and " + std::to_string(xs.size()) +
+                    " slices, and return the carries first");
+    return {};
+  }
+  if (xs.empty() && !length) {
+    failAt(loc, "scan without xs needs a length");
+    return {};
+  }
+  SmallVector<Value> initValues, xValues;
+  for (const Tensor &t : inits)
+    initValues.push_back(use(t));
+  for (const Tensor &t : xs)
+    xValues.push_back(use(t));
+  // The region sees the enclosing function: captured values are used
+  // directly, not passed.
+  SmallVector<Value> captured;
+  for (const Tensor &c : fn.captures)
+    captured.push_back(use(c));
+  if (firstError)
+    return {};
+  IntegerAttr lengthAttr =
+      length ? b.getI64IntegerAttr(*length) : IntegerAttr();
+  auto op = tg::ScanOp::create(b, loc, body.getResultTypes(), initValues,
+                               xValues, lengthAttr, reverse);
+  Block *block = new Block;
+  op.getBody().push_back(block);
+  IRMapping map;
+  size_t own = fn.inputs.size();
+  for (auto [i, a] : llvm::enumerate(body.getArguments())) {
+    if (i < own)
+      map.map(a, block->addArgument(a.getType(), a.getLoc()));
+    else
+      map.map(a, captured[i - own]);
+  }
+  OpBuilder inner = OpBuilder::atBlockEnd(block);
+  Block &from = body.getBody().front();
+  for (Operation &o : from.without_terminator())
+    inner.clone(o, map);
+  SmallVector<Value> yielded;
+  for (Value v : from.getTerminator()->getOperands())
+    yielded.push_back(map.lookupOrDefault(v));
+  tg::YieldOp::create(inner, loc, yielded);
+  if (!finish(op))
+    return {};
+  std::vector<Tensor> out;
+  for (Value r : op.getResults())
+    out.push_back(wrap(r));
+  return out;
+}
+
 /// Rule functions are called with the arguments alone: they must not read
 /// values of the enclosing trace.
 bool ModuleState::requireNoCaptures(const Function &fn, Location loc,

@@ -62,6 +62,14 @@ std::vector<Tensor> Module::customJvp(const Function &fn, const Function &jvp,
   return state->customJvp(fn, jvp, args, loc);
 }
 
+std::vector<Tensor> Module::scan(const Function &body,
+                                 const std::vector<Tensor> &inits,
+                                 const std::vector<Tensor> &xs,
+                                 std::optional<int64_t> length, bool reverse,
+                                 SourceLoc loc) {
+  return state->scan(body, inits, xs, length, reverse, loc);
+}
+
 Tensor Module::fixedPoint(const Function &body, const Tensor &init,
                           const std::vector<Tensor> &params, double tol,
                           int64_t maxIter, SourceLoc loc) {

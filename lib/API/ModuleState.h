@@ -90,6 +90,10 @@ public:
                                 const std::vector<Tensor> &args, SourceLoc loc);
   std::vector<Tensor> customJvp(const Function &fn, const Function &jvp,
                                 const std::vector<Tensor> &args, SourceLoc loc);
+  std::vector<Tensor> scan(const Function &fn, const std::vector<Tensor> &inits,
+                           const std::vector<Tensor> &xs,
+                           std::optional<int64_t> length, bool reverse,
+                           SourceLoc loc);
   Tensor solveLike(llvm::StringRef kind, const Function &fn, const Tensor &init,
                    const std::vector<Tensor> &params, double tol,
                    int64_t maxIter, SourceLoc loc);

@@ -145,6 +145,18 @@ void bindGraph(nb::module_ &m) {
           nb::arg("kind"), nb::arg("body"), nb::arg("init"), nb::arg("params"),
           nb::arg("tol"), nb::arg("max_iter"))
       .def(
+          "scan",
+          [](Module &self, const Function &body,
+             const std::vector<Tensor> &inits, const std::vector<Tensor> &xs,
+             std::optional<int64_t> length, bool reverse) {
+            auto out = self.scan(body, inits, xs, length, reverse, SourceLoc{});
+            if (auto e = self.takeError())
+              raise(*e);
+            return out;
+          },
+          nb::arg("body"), nb::arg("inits"), nb::arg("xs"),
+          nb::arg("length") = nb::none(), nb::arg("reverse") = false)
+      .def(
           "checkpoint",
           [](Module &self, const Function &fn,
              const std::vector<Tensor> &args) {

@@ -20,6 +20,7 @@ from . import tree
 from ._autodiff import (checkpoint, custom_jvp, custom_vjp, grad, hvp,
                         jacfwd, jacrev, jvp, remat, stop_gradient,
                         value_and_grad, vjp)
+from ._control import scan, vmap
 from ._dtypes import (DType, Policy, accum, as_dtype, bf16, bfloat16, bool_,
                       f8e4m3, f8e5m2, f16, f32, f64, float16, float32,
                       float64, i8, i16, i32, i64, int8, int16, int32, int64)
@@ -41,6 +42,6 @@ __all__ = [
     "i16", "i32", "i64", "i8", "int16", "int32", "int64", "int8", "jacfwd",
     "load", "save",
     "graph", "jacrev", "jit", "jvp", "num_threads", "op", "random", "remat",
-    "set_num_threads",
-    "stop_gradient", "tree", "value_and_grad", "vjp",
+    "scan", "set_num_threads",
+    "stop_gradient", "tree", "value_and_grad", "vjp", "vmap",
 ]

@@ -240,8 +240,10 @@ class jit:
         with ctx:
             core_args = iter(module.begin_trace(self._name, specs, public))
             traced = []
-            for leaves, td in leaves_of:
-                new = [Tracer(next(core_args), ctx)
+            for i, (leaves, td) in enumerate(leaves_of):
+                ann = self._annotated.get(i)
+                policy = ann.policy if ann is not None else None
+                new = [Tracer(next(core_args), ctx, policy)
                        if type(leaf) is Key or _is_array(leaf) else leaf
                        for leaf in leaves]
                 traced.append(_tree.unflatten(td, new))

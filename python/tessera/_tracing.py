@@ -89,12 +89,15 @@ def _raise(module):
 class Tracer:
     """A tensor of the function being traced: use it like an array."""
 
-    __slots__ = ("_t", "_ctx")
+    __slots__ = ("_t", "_ctx", "policy")
     __array_priority__ = 1000  # NumPy defers to our operators
 
-    def __init__(self, tensor, ctx):
+    def __init__(self, tensor, ctx, policy=None):
         self._t = tensor
         self._ctx = ctx
+        # The numeric policy of a Tensor[..., dtype @ accum(...)] argument,
+        # carried to the results of ops on it (see op.matmul).
+        self.policy = policy
 
     @property
     def shape(self):
@@ -253,8 +256,9 @@ def context_of(*xs):
     return current_context()
 
 
-def call_core(name, ctx, *args, **kwargs):
-    """Calls _core.op.<name> at the user's location; raises its error."""
+def call_core(name, ctx, *args, policy=None, **kwargs):
+    """Calls _core.op.<name> at the user's location; raises its error. The
+    result carries ``policy``."""
     if ctx is None:
         raise TesseraError(f"op.{name} runs inside ts.jit or a transform; "
                            f"got it outside any trace")
@@ -262,19 +266,28 @@ def call_core(name, ctx, *args, **kwargs):
     result = getattr(_core.op, name)(*args, **kwargs)
     if not result.valid:
         _raise(ctx.module)
-    return Tracer(result, ctx)
+    return Tracer(result, ctx, policy)
+
+
+def policy_of(*xs):
+    """The first numeric policy among traced operands."""
+    for x in xs:
+        if isinstance(x, Tracer) and x.policy is not None:
+            return x.policy
+    return None
 
 
 def _apply(name, x, **kwargs):
     ctx = context_of(x)
-    return call_core(name, ctx, tensor_of(x, ctx=ctx), **kwargs)
+    return call_core(name, ctx, tensor_of(x, ctx=ctx), policy=policy_of(x),
+                     **kwargs)
 
 
 def _binary(name, a, b):
     ctx = context_of(a, b)
     like = a if isinstance(a, Tracer) else b
     return call_core(name, ctx, tensor_of(a, like, ctx),
-                     tensor_of(b, like, ctx))
+                     tensor_of(b, like, ctx), policy=policy_of(a, b))
 
 
 def _compare(direction, a, b):

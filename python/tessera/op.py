@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from ._dtypes import as_dtype
 from ._tracing import (Tracer, TesseraError, _apply, _binary, call_core,
-                       constant as _constant, context_of, tensor_of,
-                       user_location as _user_location)
+                       constant as _constant, context_of, policy_of,
+                       tensor_of, user_location as _user_location)
 
 __all__ = []
 
@@ -68,7 +68,16 @@ def _t(x, like=None, ctx=None):
 def _call(name, *tensors, **kwargs):
     ctx = context_of(*tensors)
     return call_core(name, ctx, *[_t(t, ctx=ctx) if t is not None else None
-                                  for t in tensors], **kwargs)
+                                  for t in tensors],
+                     policy=policy_of(*tensors), **kwargs)
+
+
+def _policy_accum(accum, *operands):
+    """``accum``, else the accumulation type of the operands' policy."""
+    if accum is not None:
+        return as_dtype(accum).name
+    p = policy_of(*operands)
+    return p.accum.name if p is not None and p.accum is not None else None
 
 
 # -- Generators -------------------------------------------------------------
@@ -146,20 +155,20 @@ def cast(x, dtype):
 
 # -- Contractions -----------------------------------------------------------
 
-def _accum(accum):
-    return None if accum is None else as_dtype(accum).name
-
-
 @_export
 def matmul(lhs, rhs, transpose_lhs=False, transpose_rhs=False, accum=None):
-    """[..., M, K] @ [..., K, N] -> [..., M, N] (batch dims broadcast)."""
+    """[..., M, K] @ [..., K, N] -> [..., M, N] (batch dims broadcast).
+    ``accum`` defaults to the operands' policy (Tensor[..., bf16 @
+    accum(f32)]), else the operand type."""
     return _call("matmul", lhs, rhs, transpose_lhs=transpose_lhs,
-                 transpose_rhs=transpose_rhs, accum=_accum(accum))
+                 transpose_rhs=transpose_rhs,
+                 accum=_policy_accum(accum, lhs, rhs))
 
 
 @_export
 def batch_matmul(lhs, rhs, accum=None):
-    return _call("batch_matmul", lhs, rhs, accum=_accum(accum))
+    return _call("batch_matmul", lhs, rhs,
+                 accum=_policy_accum(accum, lhs, rhs))
 
 
 @_export

@@ -138,3 +138,21 @@ def test_ops_outside_a_trace_run_eagerly():
     np.testing.assert_allclose(op.exp(np.ones(3)), np.exp(np.ones(3)))
     np.testing.assert_allclose(op.reduce_sum(np.arange(4.0), dims=[0]), 6.0)
     np.testing.assert_allclose(op.full((2,), 3.0, "f64"), [3.0, 3.0])
+
+
+def test_policy_annotations_set_the_accumulation_type():
+    @ts.jit
+    def f(a: ts.Tensor["M", 64, ts.bf16 @ ts.accum(ts.f32)],
+          b: ts.Tensor[64, "N", ts.bf16]):
+        return a @ b
+
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((8, 64)).astype(ts.bf16.numpy)
+    b = rng.standard_normal((64, 5)).astype(ts.bf16.numpy)
+    assert "accum = f32" in f.lower(a, b).graph
+    got = f(a, b)
+    assert got.dtype == ts.bf16.numpy
+    exact = a.astype(np.float64) @ b.astype(np.float64)
+    # f32 accumulation, one bf16 rounding at the end: within a bf16 ulp.
+    np.testing.assert_allclose(got.astype(np.float64), exact,
+                               rtol=2 ** -8, atol=1e-6)

@@ -114,6 +114,18 @@ public:
                                 const std::vector<Tensor> &args,
                                 SourceLoc loc = SourceLoc::current());
 
+  /// As jax.lax.scan: `body` takes the carries then one slice of each of
+  /// `xs` (along their leading dim) and returns the next carries then one
+  /// slice of each output; the results are the final carries then the
+  /// outputs stacked along a new leading dim. `length` is needed without
+  /// xs. The body may read values of the enclosing trace.
+  std::vector<Tensor> scan(const Function &body,
+                           const std::vector<Tensor> &inits,
+                           const std::vector<Tensor> &xs,
+                           std::optional<int64_t> length = std::nullopt,
+                           bool reverse = false,
+                           SourceLoc loc = SourceLoc::current());
+
   /// x* = body(x*, params...) by iteration from `init` (tgraph.fixed_point),
   /// differentiated implicitly. Values the body captured are params too.
   Tensor fixedPoint(const Function &body, const Tensor &init,

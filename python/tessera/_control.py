@@ -1,0 +1,108 @@
+"""``ts.scan`` and ``ts.vmap``: loops over a leading axis in the Graph IR
+(tgraph.scan), usable inside and outside ``jit`` and differentiable."""
+
+from __future__ import annotations
+
+from . import tree as _tree
+from ._autodiff import _eager, _specs, _trace_flat
+from ._tracing import TesseraError, Tracer, context_of, tensor_of
+
+
+def _scan(f, init, xs, length, reverse):
+    ctx = context_of(*_tree.leaves((init, xs)))
+    carry_leaves, carry_tree = _tree.flatten(init)
+    x_leaves, x_tree = _tree.flatten(xs)
+    carry = [tensor_of(c, ctx=ctx) for c in carry_leaves]
+    seqs = [tensor_of(x, ctx=ctx) for x in x_leaves]
+    for s in seqs:
+        if not s.shape:
+            raise TesseraError("scan: every xs leaf needs a leading axis to "
+                               "scan over, got a 0-d tensor")
+    import tessera._core as core
+    specs = _specs(carry, "carry") + [
+        core.TensorSpec(list(s.shape[1:]), s.dtype, f"x{i}")
+        for i, s in enumerate(seqs)]
+    y_tree = []
+    nc = len(carry)
+
+    def body(*flat):
+        c = _tree.unflatten(carry_tree, flat[:nc])
+        x = _tree.unflatten(x_tree, flat[nc:])
+        out = f(c, x)
+        if not isinstance(out, tuple) or len(out) != 2:
+            raise TesseraError("scan: the body must return (carry, y)")
+        new_c, y = out
+        new_leaves, new_tree = _tree.flatten(new_c)
+        if new_tree != carry_tree:
+            raise TesseraError("scan: the body must return a carry with the "
+                               "structure of init")
+        y_leaves, tree = _tree.flatten(y)
+        y_tree.append(tree)
+        return new_leaves + y_leaves
+
+    fn = _trace_flat(ctx, body, specs, "scan_body")
+    results = ctx.module.scan(fn, carry, seqs, length, reverse)
+    results = [Tracer(r, ctx) for r in results]
+    return (_tree.unflatten(carry_tree, results[:nc]),
+            _tree.unflatten(y_tree[0], results[nc:]))
+
+
+def scan(f, init, xs=None, length=None, reverse=False):
+    """As ``jax.lax.scan``: ``f(carry, x) -> (carry, y)`` over the leading
+    axis of ``xs`` (pytrees); returns the final carry and the ``y`` stacked
+    along a new leading axis. ``length`` is needed when ``xs`` is None."""
+    run = _eager(lambda init, xs: _scan(f, init, xs, length, reverse))
+    run.__name__ = "scan"
+    return run(init, xs)
+
+
+def _move_axis(x, src, dst):
+    from . import op
+    if src == dst:
+        return x
+    perm = list(range(x.ndim))
+    perm.insert(dst % x.ndim if dst < 0 else dst, perm.pop(src))
+    return op.transpose(x, perm)
+
+
+def vmap(f, in_axes=0, out_axes=0):
+    """``f`` mapped over an axis of its arguments (``in_axes``: an int or
+    None per argument, None for arguments shared by every element) and of
+    its results (``out_axes``). The map is a loop (tgraph.scan) over that
+    axis; any sizes, symbolic ones included."""
+
+    def batched(*args):
+        axes = (list(in_axes) if isinstance(in_axes, (list, tuple))
+                else [in_axes] * len(args))
+        if len(axes) != len(args):
+            raise TesseraError(f"vmap: in_axes has {len(axes)} entries for "
+                               f"{len(args)} arguments")
+        ctx = context_of(*_tree.leaves(args))
+        mapped = []
+        for a, ax in zip(args, axes):
+            if ax is not None:
+                mapped.append(_tree.map(
+                    lambda l: _move_axis(l if isinstance(l, Tracer) else
+                                         Tracer(tensor_of(l, ctx=ctx), ctx),
+                                         ax % _rank(l), 0), a))
+        if not mapped:
+            raise TesseraError("vmap: no argument is mapped (all in_axes are "
+                               "None)")
+
+        def body(carry, xs):
+            it = iter(xs)
+            full = [next(it) if ax is not None else a
+                    for a, ax in zip(args, axes)]
+            return carry, f(*full)
+
+        _, ys = _scan(body, (), tuple(mapped), None, False)
+        if out_axes == 0:
+            return ys
+        return _tree.map(lambda y: _move_axis(y, 0, out_axes), ys)
+
+    batched.__name__ = f"vmap_{getattr(f, '__name__', 'fn')}"
+    return _eager(batched)
+
+
+def _rank(x):
+    return x.ndim if hasattr(x, "ndim") else len(getattr(x, "shape", ()))
