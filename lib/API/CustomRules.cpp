@@ -196,24 +196,7 @@ std::vector<Tensor> ModuleState::scan(const Function &fn,
       length ? b.getI64IntegerAttr(*length) : IntegerAttr();
   auto op = tg::ScanOp::create(b, loc, body.getResultTypes(), initValues,
                                xValues, lengthAttr, reverse);
-  Block *block = new Block;
-  op.getBody().push_back(block);
-  IRMapping map;
-  size_t own = fn.inputs.size();
-  for (auto [i, a] : llvm::enumerate(body.getArguments())) {
-    if (i < own)
-      map.map(a, block->addArgument(a.getType(), a.getLoc()));
-    else
-      map.map(a, captured[i - own]);
-  }
-  OpBuilder inner = OpBuilder::atBlockEnd(block);
-  Block &from = body.getBody().front();
-  for (Operation &o : from.without_terminator())
-    inner.clone(o, map);
-  SmallVector<Value> yielded;
-  for (Value v : from.getTerminator()->getOperands())
-    yielded.push_back(map.lookupOrDefault(v));
-  tg::YieldOp::create(inner, loc, yielded);
+  copyBody(op.getBody(), fn, captured, loc);
   if (!finish(op))
     return {};
   std::vector<Tensor> out;

@@ -62,6 +62,19 @@ std::vector<Tensor> Module::customJvp(const Function &fn, const Function &jvp,
   return state->customJvp(fn, jvp, args, loc);
 }
 
+std::vector<Tensor> Module::cond(const Tensor &pred, const Function &thenFn,
+                                 const Function &elseFn, SourceLoc loc) {
+  return state->cond(pred, thenFn, elseFn, loc);
+}
+
+std::vector<Tensor> Module::whileLoop(const Function &condFn,
+                                      const Function &bodyFn,
+                                      const std::vector<Tensor> &inits,
+                                      std::optional<int64_t> tripCount,
+                                      SourceLoc loc) {
+  return state->whileLoop(condFn, bodyFn, inits, tripCount, loc);
+}
+
 std::vector<Tensor> Module::scan(const Function &body,
                                  const std::vector<Tensor> &inits,
                                  const std::vector<Tensor> &xs,

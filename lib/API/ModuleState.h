@@ -90,6 +90,18 @@ public:
                                 const std::vector<Tensor> &args, SourceLoc loc);
   std::vector<Tensor> customJvp(const Function &fn, const Function &jvp,
                                 const std::vector<Tensor> &args, SourceLoc loc);
+  std::vector<Tensor> cond(const Tensor &pred, const Function &thenFn,
+                           const Function &elseFn, SourceLoc loc);
+  std::vector<Tensor> whileLoop(const Function &condFn, const Function &bodyFn,
+                                const std::vector<Tensor> &inits,
+                                std::optional<int64_t> tripCount,
+                                SourceLoc loc);
+  /// Copies `fn`'s body into a new block of `region`: its own arguments
+  /// become block arguments, its captures the values `captured`.
+  void copyBody(mlir::Region &region, const Function &fn,
+                llvm::ArrayRef<mlir::Value> captured, mlir::Location loc);
+  std::optional<llvm::SmallVector<mlir::Value>> capturesOf(const Function &fn,
+                                                           mlir::Location loc);
   std::vector<Tensor> scan(const Function &fn, const std::vector<Tensor> &inits,
                            const std::vector<Tensor> &xs,
                            std::optional<int64_t> length, bool reverse,

@@ -387,6 +387,37 @@ Tensor pad(const Tensor &x, const std::vector<int64_t> &low,
                                      inner, c->scalarAttr(value, x.dtype())));
 }
 
+Tensor dynamic_slice(const Tensor &x, const std::vector<Tensor> &starts,
+                     const Shape &sizes, SourceLoc where) {
+  for (const Tensor &s : starts)
+    if (!s.valid())
+      return {};
+  auto c = begin({&x}, where);
+  if (!c)
+    return {};
+  tg::DimsAttr dims = dimsAttr(*c, sizes);
+  if (!dims)
+    return {};
+  SmallVector<Value> values;
+  for (const Tensor &s : starts)
+    values.push_back(c->use(s));
+  Value v = c->use(x);
+  return c->result(
+      tg::DynamicSliceOp::create(c->b(), c->loc, v.getType(), v, values, dims));
+}
+
+Tensor dim_size(const Tensor &x, int64_t dim, DType dtype, SourceLoc where) {
+  auto c = begin({&x}, where);
+  if (!c)
+    return {};
+  auto d = c->axis(x, dim);
+  if (!d)
+    return {};
+  RankedTensorType type = c->state->tensorType({}, dtype);
+  return c->result(tg::DimSizeOp::create(c->b(), c->loc, type, c->use(x), *d),
+                   {type});
+}
+
 Tensor gather(const Tensor &x, const Tensor &indices, int64_t dim,
               SourceLoc where) {
   auto c = begin({&x, &indices}, where);
@@ -439,6 +470,89 @@ Tensor one_hot(const Tensor &ids, int64_t numClasses, DType dtype,
   return c->result(
       tg::OneHotOp::create(c->b(), c->loc, type, i, uint64_t(numClasses)),
       {type});
+}
+
+//===----------------------------------------------------------------------===//
+// Collectives
+//===----------------------------------------------------------------------===//
+
+static std::optional<tg::ReductionKind>
+reductionKind(const detail::OpContext &c, const std::string &name) {
+  auto kind = tg::symbolizeReductionKind(name);
+  if (!kind)
+    c.state->failAt(c.loc, "the reduction must be sum, prod, min, max or "
+                           "mean; got '" +
+                               name + "'");
+  return kind;
+}
+
+Tensor all_reduce(const Tensor &x, const std::string &reduction,
+                  const std::string &axis, int64_t groupSize, SourceLoc where) {
+  auto c = begin({&x}, where);
+  if (!c)
+    return {};
+  auto kind = reductionKind(*c, reduction);
+  if (!kind)
+    return {};
+  Value v = c->use(x);
+  return c->result(tg::AllReduceOp::create(c->b(), c->loc, v.getType(), v,
+                                           *kind, axis, uint64_t(groupSize)));
+}
+
+Tensor all_gather(const Tensor &x, int64_t dim, const std::string &axis,
+                  int64_t groupSize, SourceLoc where) {
+  auto c = begin({&x}, where);
+  if (!c)
+    return {};
+  auto d = c->axis(x, dim);
+  if (!d)
+    return {};
+  Value v = c->use(x);
+  return c->result(tg::AllGatherOp::create(c->b(), c->loc, v.getType(), v, *d,
+                                           axis, uint64_t(groupSize)));
+}
+
+Tensor reduce_scatter(const Tensor &x, int64_t dim,
+                      const std::string &reduction, const std::string &axis,
+                      int64_t groupSize, SourceLoc where) {
+  auto c = begin({&x}, where);
+  if (!c)
+    return {};
+  auto d = c->axis(x, dim);
+  auto kind = reductionKind(*c, reduction);
+  if (!d || !kind)
+    return {};
+  Value v = c->use(x);
+  return c->result(tg::ReduceScatterOp::create(
+      c->b(), c->loc, v.getType(), v, *kind, *d, axis, uint64_t(groupSize)));
+}
+
+Tensor all_to_all(const Tensor &x, int64_t splitDim, int64_t concatDim,
+                  const std::string &axis, int64_t groupSize, SourceLoc where) {
+  auto c = begin({&x}, where);
+  if (!c)
+    return {};
+  auto s = c->axis(x, splitDim, "split dim");
+  auto d = c->axis(x, concatDim, "concat dim");
+  if (!s || !d)
+    return {};
+  Value v = c->use(x);
+  return c->result(tg::AllToAllOp::create(c->b(), c->loc, v.getType(), v, *s,
+                                          *d, axis, uint64_t(groupSize)));
+}
+
+Tensor permute(const Tensor &x,
+               const std::vector<std::pair<int64_t, int64_t>> &pairs,
+               const std::string &axis, SourceLoc where) {
+  auto c = begin({&x}, where);
+  if (!c)
+    return {};
+  SmallVector<Attribute> list;
+  for (auto [from, to] : pairs)
+    list.push_back(DenseI64ArrayAttr::get(c->ctx(), {from, to}));
+  Value v = c->use(x);
+  return c->result(tg::PermuteOp::create(c->b(), c->loc, v.getType(), v,
+                                         ArrayAttr::get(c->ctx(), list), axis));
 }
 
 } // namespace tessera::op

@@ -145,6 +145,28 @@ void bindGraph(nb::module_ &m) {
           nb::arg("kind"), nb::arg("body"), nb::arg("init"), nb::arg("params"),
           nb::arg("tol"), nb::arg("max_iter"))
       .def(
+          "cond",
+          [](Module &self, const Tensor &pred, const Function &thenFn,
+             const Function &elseFn) {
+            auto out = self.cond(pred, thenFn, elseFn, SourceLoc{});
+            if (auto e = self.takeError())
+              raise(*e);
+            return out;
+          },
+          nb::arg("pred"), nb::arg("then_fn"), nb::arg("else_fn"))
+      .def(
+          "while_loop",
+          [](Module &self, const Function &condFn, const Function &bodyFn,
+             const std::vector<Tensor> &inits, std::optional<int64_t> trips) {
+            auto out =
+                self.whileLoop(condFn, bodyFn, inits, trips, SourceLoc{});
+            if (auto e = self.takeError())
+              raise(*e);
+            return out;
+          },
+          nb::arg("cond_fn"), nb::arg("body_fn"), nb::arg("inits"),
+          nb::arg("trip_count") = nb::none())
+      .def(
           "scan",
           [](Module &self, const Function &body,
              const std::vector<Tensor> &inits, const std::vector<Tensor> &xs,

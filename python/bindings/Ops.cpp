@@ -10,6 +10,7 @@
 
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/variant.h>
 #include <nanobind/stl/vector.h>
@@ -282,6 +283,47 @@ void bindOps(nb::module_ &m) {
       },
       "x"_a, "low"_a, "high"_a, "value"_a = 0.0,
       "interior"_a = std::vector<int64_t>{});
+  m.def(
+      "dynamic_slice",
+      [](T x, const std::vector<Tensor> &starts,
+         const std::vector<DimArg> &sizes) {
+        return op::dynamic_slice(x, starts, toShape(sizes), here);
+      },
+      "x"_a, "starts"_a, "sizes"_a);
+  m.def(
+      "dim_size",
+      [](T x, int64_t dim, const std::string &dt) {
+        return op::dim_size(x, dim, parseDType(dt), here);
+      },
+      "x"_a, "dim"_a, "dtype"_a = "i64");
+  m.def(
+      "all_reduce",
+      [](T x, const std::string &r, const std::string &axis, int64_t g) {
+        return op::all_reduce(x, r, axis, g, here);
+      },
+      "x"_a, "reduction"_a = "sum", "axis"_a = "", "group_size"_a = 1);
+  m.def(
+      "all_gather",
+      [](T x, int64_t dim, const std::string &axis, int64_t g) {
+        return op::all_gather(x, dim, axis, g, here);
+      },
+      "x"_a, "dim"_a, "axis"_a = "", "group_size"_a = 1);
+  m.def(
+      "reduce_scatter",
+      [](T x, int64_t dim, const std::string &r, const std::string &axis,
+         int64_t g) { return op::reduce_scatter(x, dim, r, axis, g, here); },
+      "x"_a, "dim"_a, "reduction"_a = "sum", "axis"_a = "", "group_size"_a = 1);
+  m.def(
+      "all_to_all",
+      [](T x, int64_t s, int64_t d, const std::string &axis, int64_t g) {
+        return op::all_to_all(x, s, d, axis, g, here);
+      },
+      "x"_a, "split_dim"_a, "concat_dim"_a, "axis"_a = "", "group_size"_a = 1);
+  m.def(
+      "permute",
+      [](T x, const std::vector<std::pair<int64_t, int64_t>> &pairs,
+         const std::string &axis) { return op::permute(x, pairs, axis, here); },
+      "x"_a, "pairs"_a, "axis"_a = "");
   m.def(
       "gather",
       [](T x, T i, int64_t dim) { return op::gather(x, i, dim, here); }, "x"_a,

@@ -318,6 +318,55 @@ def pad(x, low, high, value=0.0, interior=None):
 
 
 @_export
+def dynamic_slice(x, starts, sizes):
+    """A slice of static ``sizes`` at run-time ``starts`` (one 0-d integer
+    per dim, clamped so the slice stays inside ``x``)."""
+    ctx = context_of(x, *starts)
+    return call_core("dynamic_slice", ctx, _t(x, ctx=ctx),
+                     [_t(s, ctx=ctx) for s in starts], list(sizes),
+                     policy=policy_of(x))
+
+
+@_export
+def dim_size(x, dim, dtype="i64"):
+    """The size of dim ``dim`` of ``x`` (a 0-d tensor; symbolic dims read at
+    run time)."""
+    return _call("dim_size", x, dim=dim, dtype=as_dtype(dtype).name)
+
+
+# -- Collectives (SPMD: every device of mesh axis ``axis`` runs the same
+# function; a single process is a group of one) ---------------------------
+
+@_export
+def all_reduce(x, reduction="sum", axis="", group_size=1):
+    return _call("all_reduce", x, reduction=reduction, axis=axis,
+                 group_size=group_size)
+
+
+@_export
+def all_gather(x, dim, axis="", group_size=1):
+    return _call("all_gather", x, dim=dim, axis=axis, group_size=group_size)
+
+
+@_export
+def reduce_scatter(x, dim, reduction="sum", axis="", group_size=1):
+    return _call("reduce_scatter", x, dim=dim, reduction=reduction, axis=axis,
+                 group_size=group_size)
+
+
+@_export
+def all_to_all(x, split_dim, concat_dim, axis="", group_size=1):
+    return _call("all_to_all", x, split_dim=split_dim, concat_dim=concat_dim,
+                 axis=axis, group_size=group_size)
+
+
+@_export
+def permute(x, pairs, axis=""):
+    """Device ``b`` receives what device ``a`` has, for each (a, b)."""
+    return _call("permute", x, pairs=[tuple(p) for p in pairs], axis=axis)
+
+
+@_export
 def gather(x, indices, dim=0):
     return _call("gather", x, indices, dim=dim)
 
@@ -373,7 +422,61 @@ def solve(f, x0, tol=1e-6, max_iter=100):
     return _solve("solve", f, x0, tol, max_iter)
 
 
-__all__ += ["tensor", "fixed_point", "solve"]
+def cond(pred, true_fn, false_fn, *operands):
+    """``true_fn(*operands)`` if the boolean scalar ``pred`` holds, else
+    ``false_fn(*operands)`` (tgraph.cond; only the chosen branch runs). The
+    branches return pytrees of the same structure."""
+    from . import tree
+    from ._autodiff import _trace_flat
+    ctx = context_of(pred, *operands)
+    trees = []
+
+    def branch(fn):
+        def flat():
+            leaves, td = tree.flatten(fn(*operands))
+            trees.append(td)
+            return leaves
+        return _trace_flat(ctx, flat, [], f"cond_{getattr(fn, '__name__', 'fn')}")
+
+    then_fn, else_fn = branch(true_fn), branch(false_fn)
+    if trees[0] != trees[1]:
+        raise TesseraError("cond: the branches return different structures")
+    ctx.module.set_location(*_user_location())
+    out = ctx.module.cond(_t(pred, ctx=ctx), then_fn, else_fn)
+    return tree.unflatten(trees[0], [Tracer(o, ctx) for o in out])
+
+
+def while_loop(cond_fn, body_fn, init_val, trip_count=None):
+    """``while cond_fn(v): v = body_fn(v)`` from ``init_val`` (a pytree;
+    tgraph.while). A known ``trip_count`` lets reverse mode store the
+    iterations instead of recomputing them."""
+    from . import tree
+    from ._autodiff import _specs, _trace_flat
+    leaves, td = tree.flatten(init_val)
+    ctx = context_of(*leaves)
+    inits = [_t(l, ctx=ctx) for l in leaves]
+    specs = _specs(inits, "v")
+
+    def flat(fn, check):
+        def run(*vals):
+            out = fn(tree.unflatten(td, list(vals)))
+            if not check:
+                return [out]
+            out_leaves, out_td = tree.flatten(out)
+            if out_td != td:
+                raise TesseraError("while_loop: the body must return the "
+                                   "structure of init_val")
+            return out_leaves
+        return run
+
+    c = _trace_flat(ctx, flat(cond_fn, False), specs, "while_cond")
+    b = _trace_flat(ctx, flat(body_fn, True), specs, "while_body")
+    ctx.module.set_location(*_user_location())
+    out = ctx.module.while_loop(c, b, inits, trip_count)
+    return tree.unflatten(td, [Tracer(o, ctx) for o in out])
+
+
+__all__ += ["tensor", "fixed_point", "solve", "cond", "while_loop"]
 
 del _doc
 __all__.append("TesseraError")

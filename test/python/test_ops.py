@@ -283,3 +283,56 @@ def test_every_public_op_is_tested():
     untested = [n for n in op.__all__ if n != "TesseraError"
                 and f"op.{n}" not in text and f'"{n}"' not in text]
     assert not untested, f"ops without a test: {untested}"
+
+
+def test_dynamic_slice_and_dim_size(rng):
+    x = rng.standard_normal((5, 4))
+    got = run(lambda x, i, j: op.dynamic_slice(x, [i, j], [2, 3]), x,
+              np.array(2, np.int64), np.array(3, np.int64))
+    close(got, x[2:4, 1:4])  # the start of dim 1 is clamped to 4 - 3 = 1
+
+    @ts.jit
+    def n(x: ts.Tensor["B", 4, ts.f64]):
+        return op.dim_size(x, 0, "f64") * 2.0
+
+    close(n(x), 10.0)
+    close(n(x[:3]), 6.0)
+
+
+def test_collectives_on_a_single_device(rng):
+    # One process is a group of one: each collective returns its operand.
+    x = rng.standard_normal((4, 6))
+    for fn in (lambda x: op.all_reduce(x, "sum", "data", 1),
+               lambda x: op.all_gather(x, 0, "data", 1),
+               lambda x: op.reduce_scatter(x, 1, "mean", "data", 1),
+               lambda x: op.all_to_all(x, 0, 1, "data", 1),
+               lambda x: op.permute(x, [(0, 0)], "data")):
+        close(run(fn, x), x)
+    with pytest.raises(ts.TesseraError, match="sum, prod, min, max or mean"):
+        run(lambda x: op.all_reduce(x, "avg"), x)
+
+
+def test_cond_and_while_loop(rng):
+    x = rng.standard_normal(3)
+    f = ts.jit(lambda p, x: op.cond(p, lambda x: x * 2.0, lambda x: -x, x))
+    close(f(np.array(True), x), 2 * x)
+    close(f(np.array(False), x), -x)
+
+    def count(x):
+        def body(state):
+            i, v = state
+            return i + 1, v * 1.5
+        return op.while_loop(lambda s: s[0] < 5, body,
+                             (op.zeros((), "i64"), x))
+
+    i, v = ts.jit(count)(x)
+    assert int(i) == 5
+    close(v, x * 1.5 ** 5)
+    g = ts.grad(lambda x: op.reduce_sum(op.while_loop(
+        lambda s: s[0] < 4, lambda s: (s[0] + 1, op.sin(s[1])),
+        (op.zeros((), "i64"), x), trip_count=4)[1]))(x)
+    # d/dx sin(sin(sin(sin(x)))) = prod_k cos(s_k), s_0 = x, s_k+1 = sin(s_k).
+    want, s = np.ones_like(x), x
+    for _ in range(4):
+        want, s = want * np.cos(s), np.sin(s)
+    close(g, want, rtol=1e-12)

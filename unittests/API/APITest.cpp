@@ -271,4 +271,34 @@ TEST(API, FixedPointIteratesToTheSolution) {
   }
 }
 
+TEST(API, CondAndWhileFromTracedFunctions) {
+  Module m;
+  auto f = m.trace("f", {{{3}, DType::f64, "x"}}, [&](std::vector<Tensor> a) {
+    Tensor x = a[0];
+    auto twice = m.trace(
+        "twice", {}, [&](std::vector<Tensor>) { return std::vector{x * 2.0}; });
+    auto negate = m.trace("negate", {},
+                          [&](std::vector<Tensor>) { return std::vector{-x}; });
+    Tensor positive = op::compare(op::reduce_sum(x), op::scalar(0.0, x), "gt");
+    Tensor picked = m.cond(positive, *twice, *negate)[0];
+    // Halve until the sum is below 1.
+    auto small =
+        m.trace("small", {{{3}, DType::f64, "v"}}, [](std::vector<Tensor> v) {
+          return std::vector{
+              op::compare(op::reduce_sum(v[0]), op::scalar(1.0, v[0]), "ge")};
+        });
+    auto halve =
+        m.trace("halve", {{{3}, DType::f64, "v"}},
+                [](std::vector<Tensor> v) { return std::vector{v[0] * 0.5}; });
+    return std::vector{picked, m.whileLoop(*small, *halve, {picked})[0]};
+  });
+  ASSERT_TRUE(bool(f)) << f.error().message;
+  auto out = compiled(m, "f").call({buffer({3}, {1.0, 2.0, 3.0})});
+  ASSERT_TRUE(bool(out)) << out.error().message;
+  EXPECT_EQ((*out)[0].as<double>()[2], 6.0);
+  // 12 -> 6 -> 3 -> 1.5 -> 0.75: [2, 4, 6] / 16.
+  EXPECT_EQ((*out)[1].as<double>()[0], 2.0 / 16);
+  EXPECT_EQ((*out)[1].as<double>()[2], 6.0 / 16);
+}
+
 } // namespace

@@ -126,6 +126,18 @@ public:
                            bool reverse = false,
                            SourceLoc loc = SourceLoc::current());
 
+  /// if pred then thenFn() else elseFn() (tgraph.cond): the branches take no
+  /// arguments and read what they need from the enclosing trace.
+  std::vector<Tensor> cond(const Tensor &pred, const Function &thenFn,
+                           const Function &elseFn,
+                           SourceLoc loc = SourceLoc::current());
+  /// while condFn(carry): carry = bodyFn(carry) (tgraph.while). A known
+  /// `tripCount` lets reverse mode store the iterations.
+  std::vector<Tensor> whileLoop(const Function &condFn, const Function &bodyFn,
+                                const std::vector<Tensor> &inits,
+                                std::optional<int64_t> tripCount = std::nullopt,
+                                SourceLoc loc = SourceLoc::current());
+
   /// x* = body(x*, params...) by iteration from `init` (tgraph.fixed_point),
   /// differentiated implicitly. Values the body captured are params too.
   Tensor fixedPoint(const Function &body, const Tensor &init,

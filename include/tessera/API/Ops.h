@@ -205,6 +205,13 @@ Tensor pad(const Tensor &x, const std::vector<int64_t> &low,
            const std::vector<int64_t> &high, double value = 0.0,
            const std::vector<int64_t> &interior = {},
            SourceLoc loc = SourceLoc::current());
+/// A slice of static `sizes` at run-time `starts` (0-d integer tensors,
+/// clamped so the slice stays inside `x`).
+Tensor dynamic_slice(const Tensor &x, const std::vector<Tensor> &starts,
+                     const Shape &sizes, SourceLoc loc = SourceLoc::current());
+/// The size of dim `dim` of `x` as a 0-d tensor of `dtype`.
+Tensor dim_size(const Tensor &x, int64_t dim, DType dtype = DType::i64,
+                SourceLoc loc = SourceLoc::current());
 Tensor gather(const Tensor &x, const Tensor &indices, int64_t dim,
               SourceLoc loc = SourceLoc::current());
 Tensor scatter_add(const Tensor &x, const Tensor &indices,
@@ -213,6 +220,27 @@ Tensor scatter_add(const Tensor &x, const Tensor &indices,
 Tensor embedding(const Tensor &table, const Tensor &ids,
                  SourceLoc loc = SourceLoc::current());
 Tensor one_hot(const Tensor &ids, int64_t numClasses, DType dtype = DType::f32,
+               SourceLoc loc = SourceLoc::current());
+
+//===-- Collectives (SPMD over the devices of mesh axis `axis`) ---------===//
+
+/// `reduction`: sum, prod, min, max or mean.
+Tensor all_reduce(const Tensor &x, const std::string &reduction = "sum",
+                  const std::string &axis = "", int64_t groupSize = 1,
+                  SourceLoc loc = SourceLoc::current());
+Tensor all_gather(const Tensor &x, int64_t dim, const std::string &axis = "",
+                  int64_t groupSize = 1, SourceLoc loc = SourceLoc::current());
+Tensor reduce_scatter(const Tensor &x, int64_t dim,
+                      const std::string &reduction = "sum",
+                      const std::string &axis = "", int64_t groupSize = 1,
+                      SourceLoc loc = SourceLoc::current());
+Tensor all_to_all(const Tensor &x, int64_t splitDim, int64_t concatDim,
+                  const std::string &axis = "", int64_t groupSize = 1,
+                  SourceLoc loc = SourceLoc::current());
+/// Sends to device `pairs[i].second` what device `pairs[i].first` has.
+Tensor permute(const Tensor &x,
+               const std::vector<std::pair<int64_t, int64_t>> &pairs,
+               const std::string &axis = "",
                SourceLoc loc = SourceLoc::current());
 
 //===-- Random numbers (stateless Philox; keys are values) ---------------===//
