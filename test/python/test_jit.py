@@ -156,3 +156,12 @@ def test_policy_annotations_set_the_accumulation_type():
     # f32 accumulation, one bf16 rounding at the end: within a bf16 ulp.
     np.testing.assert_allclose(got.astype(np.float64), exact,
                                rtol=2 ** -8, atol=1e-6)
+
+
+def test_dlpack_interop_with_torch():
+    torch = pytest.importorskip("torch")
+    x = torch.arange(6, dtype=torch.float32).reshape(2, 3)
+    y = ts.jit(lambda x: x * 2.0 + 1.0)(x)
+    t = torch.from_dlpack(y)
+    assert torch.equal(t, x * 2 + 1)
+    assert t.data_ptr() == y.ctypes.data  # the result is shared, not copied

@@ -239,3 +239,24 @@ def test_pytrees_round_trip_and_jit():
     close(out.w, [2.0, 2.0])
     with pytest.raises(ValueError, match="different structure"):
         ts.tree.map(lambda a, b: a, {"a": 1}, {"b": 1})
+
+
+def test_optimizer_constructors_and_history(tmp_path):
+    p = {"w": np.ones(2)}
+    g = {"w": np.array([1.0, -1.0])}
+    for opt in (optim.adam(0.1), optim.adamw(0.1, weight_decay=0.5)):
+        new, state = ts.jit(lambda g, s, p: opt.update(g, s, p))(
+            g, opt.init(p), p)
+        # First Adam step: m/c1 = g, v/c2 = g^2, so the update is ~sign(g).
+        wd = opt.weight_decay
+        close(new["w"], 1 - 0.1 * (np.sign(g["w"]) * (1 / (1 + 1e-8)) + wd),
+              rtol=1e-6)
+        close(state["t"], 1.0)
+    assert optim.constant_schedule(0.3)(1000) == 0.3
+    h = training.History()
+    h.add(loss=1.5)
+    h.add(loss=0.5)
+    h.save(str(tmp_path / "h.json"))
+    import json
+    assert json.loads((tmp_path / "h.json").read_text()) == {"loss": [1.5, 0.5]}
+    assert h.last() == {"loss": 0.5}
