@@ -45,6 +45,13 @@ Function ModuleState::describeFunction(func::FuncOp fn) const {
       s.name = std::move(name);
       return s;
     }
+    if (auto cache = dyn_cast<tg::KVCacheType>(t)) {
+      s.isKVCache = true;
+      s.shape = shapeOf(t);
+      s.dtype = dtypeOf(cache.getElementType()).value_or(DType::f32);
+      s.name = std::move(name);
+      return s;
+    }
     s.shape = shapeOf(t);
     s.dtype = dtypeOf(getElementTypeOrSelf(t)).value_or(DType::f32);
     s.name = std::move(name);

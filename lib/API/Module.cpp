@@ -2,6 +2,7 @@
 
 #include "ModuleState.h"
 
+#include "tessera/Dialect/TGraph/IR/TGraph.h"
 #include "tessera/Execution/CPUCompiler.h"
 #include "tessera/Pipelines/Pipelines.h"
 #include "tessera/Runtime/CompileCache.h"
@@ -235,17 +236,24 @@ bool Tensor::valid() const { return state && state->isLive(id); }
 
 bool Tensor::isKey() const { return valid() && state->isKey(*this); }
 
+bool Tensor::isKVCache() const { return valid() && state->isKVCache(*this); }
+
 Shape Tensor::shape() const {
-  return valid() && !isKey() ? state->shapeOf(state->typeOf(*this)) : Shape();
+  if (!valid() || isKey())
+    return Shape();
+  return state->shapeOf(state->raw(*this).getType());
 }
 
-int64_t Tensor::rank() const {
-  return valid() && !isKey() ? state->typeOf(*this).getRank() : 0;
-}
+int64_t Tensor::rank() const { return int64_t(shape().size()); }
 
 DType Tensor::dtype() const {
   if (!valid() || isKey())
     return isKey() ? DType::i32 : DType::f32;
+  if (isKVCache())
+    return detail::dtypeOf(cast<mlir::tessera::tgraph::KVCacheType>(
+                               state->raw(*this).getType())
+                               .getElementType())
+        .value_or(DType::f32);
   return detail::dtypeOf(state->typeOf(*this).getElementType())
       .value_or(DType::f32);
 }
@@ -255,6 +263,9 @@ std::string Tensor::str() const {
     return "<invalid tensor>";
   if (isKey())
     return "key";
+  if (isKVCache())
+    return "kv_cache<" + describe(shape()) + ", " + runtime::name(dtype()) +
+           ">";
   return std::string(runtime::name(dtype())) + describe(shape());
 }
 

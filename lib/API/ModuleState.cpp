@@ -153,9 +153,26 @@ bool ModuleState::isKey(const Tensor &t) const {
   return isa<tg::KeyType>(values[t.getId()].getType());
 }
 
+bool ModuleState::isKVCache(const Tensor &t) const {
+  return isa<tg::KVCacheType>(values[t.getId()].getType());
+}
+
 Type ModuleState::argumentType(const TensorSpec &spec) {
   if (spec.isKey)
     return tg::KeyType::get(&context);
+  if (spec.isKVCache) {
+    RankedTensorType t = tensorType(spec.shape, spec.dtype);
+    if (!t)
+      return {};
+    if (t.getRank() != 4) {
+      fail("a kv_cache has shape [batch, heads, max_length, head_dim], got " +
+           describe(spec.shape));
+      return {};
+    }
+    return tg::KVCacheType::get(
+        &context, tg::DimsAttr::get(&context, tg::getShape(t).dims),
+        t.getElementType());
+  }
   return tensorType(spec.shape, spec.dtype);
 }
 
@@ -184,7 +201,11 @@ RankedTensorType ModuleState::tensorType(const Shape &shape, DType dtype) {
 
 Shape ModuleState::shapeOf(Type type) const {
   Shape out;
-  for (const shape::DimExpr &d : tg::getShape(type).dims) {
+  std::vector<shape::DimExpr> dims =
+      isa<tg::KVCacheType>(type)
+          ? cast<tg::KVCacheType>(type).getShape().getDims()
+          : tg::getShape(type).dims;
+  for (const shape::DimExpr &d : dims) {
     if (auto c = d.getConstant())
       out.push_back(Dim(*c));
     else

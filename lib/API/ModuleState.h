@@ -47,6 +47,7 @@ public:
   }
   mlir::RankedTensorType typeOf(const Tensor &t) const;
   bool isKey(const Tensor &t) const;
+  bool isKVCache(const Tensor &t) const;
   /// The IR type of an argument spec (a tensor or a key).
   mlir::Type argumentType(const TensorSpec &spec);
   /// The tensor type of `shape` and `dtype` (an error for a bad dim).

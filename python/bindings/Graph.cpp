@@ -63,18 +63,20 @@ void bindGraph(nb::module_ &m) {
       .def_prop_ro("rank", &Tensor::rank)
       .def_prop_ro("valid", &Tensor::valid)
       .def_prop_ro("is_key", &Tensor::isKey)
+      .def_prop_ro("is_kv_cache", &Tensor::isKVCache)
       .def("__repr__", &Tensor::str);
 
   nb::class_<TensorSpec>(m, "TensorSpec")
       .def(
           "__init__",
           [](TensorSpec *self, const std::vector<DimArg> &shape,
-             const std::string &dtype, const std::string &name, bool isKey) {
-            new (self)
-                TensorSpec{toShape(shape), parseDType(dtype), name, isKey};
+             const std::string &dtype, const std::string &name, bool isKey,
+             bool isKVCache) {
+            new (self) TensorSpec{toShape(shape), parseDType(dtype), name,
+                                  isKey, isKVCache};
           },
           nb::arg("shape"), nb::arg("dtype") = "f32", nb::arg("name") = "",
-          nb::arg("is_key") = false)
+          nb::arg("is_key") = false, nb::arg("is_kv_cache") = false)
       .def_prop_ro("shape",
                    [](const TensorSpec &s) { return fromShape(s.shape); })
       .def_prop_ro("dtype",

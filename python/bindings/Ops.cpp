@@ -337,6 +337,31 @@ void bindOps(nb::module_ &m) {
   m.def(
       "embedding", [](T t, T ids) { return op::embedding(t, ids, here); },
       "table"_a, "ids"_a);
+  // Key/value caches.
+  m.def(
+      "kv_cache_create",
+      [](const std::vector<DimArg> &shape, const std::string &dt,
+         std::optional<int64_t> window) {
+        return op::kv_cache_create(toShape(shape), parseDType(dt), window,
+                                   here);
+      },
+      "shape"_a, "dtype"_a = "f32", "window"_a = nb::none());
+  m.def(
+      "kv_cache_append",
+      [](T cache, T keys, T values) {
+        return op::kv_cache_append(cache, keys, values, here);
+      },
+      "cache"_a, "keys"_a, "values"_a);
+  m.def(
+      "kv_cache_read", [](T cache) { return op::kv_cache_read(cache, here); },
+      "cache"_a);
+  m.def(
+      "kv_cache_prune",
+      [](T cache, int64_t keep) {
+        return op::kv_cache_prune(cache, keep, here);
+      },
+      "cache"_a, "keep"_a);
+
   // Random numbers.
   m.def(
       "rng_key", [](int64_t seed) { return op::rng_key(seed, here); },

@@ -27,6 +27,7 @@ from ._dtypes import (DType, Policy, accum, as_dtype, bf16, bfloat16, bool_,
 from ._jit import Lowered, jit
 from ._tracing import TesseraError, Tracer
 from ._types import Tensor, TensorType
+from .state import KVCache
 from .io import load, save
 
 set_num_threads = _core.set_num_threads
@@ -35,7 +36,7 @@ num_threads = _core.num_threads
 __version__ = "0.1.0"
 
 __all__ = [
-    "DType", "Lowered", "Policy", "Tensor", "TensorType", "TesseraError",
+    "DType", "KVCache", "Lowered", "Policy", "Tensor", "TensorType", "TesseraError",
     "Tracer", "accum", "as_dtype", "bf16", "bfloat16", "bool_", "checkpoint",
     "custom_jvp", "custom_vjp", "f16", "f32",
     "f64", "f8e4m3", "f8e5m2", "float16", "float32", "float64", "grad", "hvp",

@@ -16,6 +16,7 @@ from ._tracing import (Context, TesseraError, Tracer, current_context,
                        tensor_of)
 from ._types import TensorType
 from .random import Key
+from .state import KVCache
 
 _NAME_CHARS = re.compile(r"[^A-Za-z0-9_.$-]")
 
@@ -172,6 +173,9 @@ class jit:
                 if type(leaf) is Key:
                     arrays.append(leaf.data)
                     key.append("key")
+                elif type(leaf) is KVCache:
+                    arrays.extend(leaf.buffers())
+                    key.append(("kv_cache", leaf.shape, leaf.dtype.name))
                 elif _is_array(leaf):
                     x = _numpy_leaf(leaf)
                     shape = x.shape
@@ -228,6 +232,10 @@ class jit:
                 if type(leaf) is Key:
                     specs.append(_core.TensorSpec([2], "i32", _arg_name(path),
                                                   is_key=True))
+                elif type(leaf) is KVCache:
+                    specs.append(_core.TensorSpec(
+                        list(leaf.shape), leaf.dtype.name, _arg_name(path),
+                        is_kv_cache=True))
                 elif _is_array(leaf):
                     x = _numpy_leaf(leaf)
                     shape = (self._symbolic_shape(i, ann, x)
@@ -244,8 +252,8 @@ class jit:
                 ann = self._annotated.get(i)
                 policy = ann.policy if ann is not None else None
                 new = [Tracer(next(core_args), ctx, policy)
-                       if type(leaf) is Key or _is_array(leaf) else leaf
-                       for leaf in leaves]
+                       if type(leaf) in (Key, KVCache) or _is_array(leaf)
+                       else leaf for leaf in leaves]
                 traced.append(_tree.unflatten(td, new))
             try:
                 out = self.fun(*traced)

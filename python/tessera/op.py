@@ -422,6 +422,48 @@ def solve(f, x0, tol=1e-6, max_iter=100):
     return _solve("solve", f, x0, tol, max_iter)
 
 
+def kv_cache_create(shape, dtype="f32", window=None):
+    """A cache [batch, heads, max_length, head_dim] local to the traced
+    function (pass a ts.KVCache to keep one across calls)."""
+    return call_core("kv_cache_create", context_of(), list(shape),
+                     as_dtype(dtype).name, window)
+
+
+def _cache_effect(name, cache, *args):
+    from ._tracing import _raise
+    ctx = context_of(cache)
+    ctx.module.set_location(*_user_location())
+    import tessera._core as core
+    ok = getattr(core.op, name)(_t(cache, ctx=ctx), *args)
+    if not ok:
+        _raise(ctx.module)
+
+
+def kv_cache_append(cache, keys, values):
+    """Appends keys and values [batch, heads, T, head_dim] to the cache."""
+    ctx = context_of(cache, keys, values)
+    _cache_effect("kv_cache_append", cache, _t(keys, ctx=ctx),
+                  _t(values, ctx=ctx))
+
+
+def kv_cache_read(cache):
+    """(keys, values, length): keys and values at full capacity (zero at
+    and past ``length``), and the number of valid positions."""
+    from ._tracing import _raise
+    ctx = context_of(cache)
+    ctx.module.set_location(*_user_location())
+    import tessera._core as core
+    out = core.op.kv_cache_read(_t(cache, ctx=ctx))
+    if len(out) != 3:
+        _raise(ctx.module)
+    return tuple(Tracer(o, ctx) for o in out)
+
+
+def kv_cache_prune(cache, keep):
+    """Keeps the last ``keep`` positions."""
+    _cache_effect("kv_cache_prune", cache, int(keep))
+
+
 def cond(pred, true_fn, false_fn, *operands):
     """``true_fn(*operands)`` if the boolean scalar ``pred`` holds, else
     ``false_fn(*operands)`` (tgraph.cond; only the chosen branch runs). The
@@ -476,7 +518,9 @@ def while_loop(cond_fn, body_fn, init_val, trip_count=None):
     return tree.unflatten(td, [Tracer(o, ctx) for o in out])
 
 
-__all__ += ["tensor", "fixed_point", "solve", "cond", "while_loop"]
+__all__ += ["tensor", "fixed_point", "solve", "cond", "while_loop",
+            "kv_cache_create", "kv_cache_append", "kv_cache_read",
+            "kv_cache_prune"]
 
 del _doc
 __all__.append("TesseraError")

@@ -336,3 +336,55 @@ def test_cond_and_while_loop(rng):
     for _ in range(4):
         want, s = want * np.cos(s), np.sin(s)
     close(g, want, rtol=1e-12)
+
+
+def _attend(q, keys, values, length):
+    s = q @ keys.transpose(0, 1, 3, 2) * 0.5
+    s[..., length:] = -np.inf
+    p = np.exp(s - s.max(-1, keepdims=True))
+    return (p / p.sum(-1, keepdims=True)) @ values
+
+
+def test_kv_cache_decoding_keeps_state_across_calls(rng):
+    cache = ts.KVCache(2, 2, 8, 4, "f64")
+
+    @ts.jit
+    def decode(cache, q, k, v):
+        op.kv_cache_append(cache, k, v)
+        keys, values, length = op.kv_cache_read(cache)
+        s = op.matmul(q, keys, transpose_rhs=True) * 0.5
+        valid = op.iota((8,), 0, "i64") < length
+        p = op.softmax(op.select(valid, s, op.full((), -1e300, "f64")), -1)
+        return op.matmul(p, values)
+
+    ks, vs = [], []
+    for step in range(4):
+        q, k, v = (rng.standard_normal((2, 2, 1, 4)) for _ in range(3))
+        ks.append(k), vs.append(v)
+        out = decode(cache, q, k, v)
+        assert cache.length == step + 1
+        close(out, _attend(q, np.concatenate(ks, 2), np.concatenate(vs, 2),
+                           step + 1), rtol=1e-12)
+    close(cache.keys[:, :, :4], np.concatenate(ks, 2), rtol=0, atol=0)
+
+
+def test_kv_cache_window_prune_and_local_caches(rng):
+    cache = ts.KVCache(1, 1, 4, 2, "f64", window=2)
+    append = ts.jit(lambda c, k: op.kv_cache_append(c, k, k * 2.0))
+    for i in range(3):
+        append(cache, np.full((1, 1, 1, 2), float(i + 1)))
+    assert cache.length == 2  # a rolling window of 2
+
+    @ts.jit
+    def local(k):
+        c = op.kv_cache_create((1, 1, 4, 2), "f64")
+        op.kv_cache_append(c, k, k)
+        op.kv_cache_prune(c, 1)
+        keys, _, length = op.kv_cache_read(c)
+        return keys, length
+
+    keys, length = local(np.arange(6.0).reshape(1, 1, 3, 2))
+    assert int(length) == 1
+    close(keys[0, 0, 0], [4.0, 5.0])  # the last position is kept
+    with pytest.raises(ts.TesseraError, match="expected a kv_cache"):
+        ts.jit(lambda x: op.kv_cache_read(x))(np.ones((1, 1, 2, 2)))

@@ -243,6 +243,26 @@ Tensor permute(const Tensor &x,
                const std::string &axis = "",
                SourceLoc loc = SourceLoc::current());
 
+//===-- Key/value caches (state) -----------------------------------------===//
+
+/// An empty cache of `shape` [batch, heads, max_length, head_dim]; with a
+/// `window` it keeps only the last `window` positions.
+Tensor kv_cache_create(const Shape &shape, DType dtype,
+                       std::optional<int64_t> window = std::nullopt,
+                       SourceLoc loc = SourceLoc::current());
+/// Appends keys and values [batch, heads, T, head_dim] (an effect: the
+/// cache changes; false after an error).
+bool kv_cache_append(const Tensor &cache, const Tensor &keys,
+                     const Tensor &values,
+                     SourceLoc loc = SourceLoc::current());
+/// {keys, values} at full capacity (positions at or past the length are
+/// zero) and the number of valid positions (a 0-d i64).
+std::vector<Tensor> kv_cache_read(const Tensor &cache,
+                                  SourceLoc loc = SourceLoc::current());
+/// Keeps the last `keep` positions.
+bool kv_cache_prune(const Tensor &cache, int64_t keep,
+                    SourceLoc loc = SourceLoc::current());
+
 //===-- Random numbers (stateless Philox; keys are values) ---------------===//
 
 /// A key from a seed.

@@ -84,6 +84,10 @@ struct TensorSpec {
   /// A random key (`!tgraph.key`; at run time an i32[2] buffer of its two
   /// Philox words); `shape` and `dtype` are ignored.
   bool isKey = false;
+  /// A key/value cache (`!tgraph.kv_cache<shape, dtype>`, shape [batch,
+  /// heads, max_length, head_dim]): state the call updates in place (at run
+  /// time three buffers: keys, values, and i64[2] length and window).
+  bool isKVCache = false;
 };
 
 namespace detail {
@@ -107,6 +111,8 @@ public:
   DType dtype() const;
   /// True for a random key (see op::rng_key).
   bool isKey() const;
+  /// True for a key/value cache (see op::kv_cache_create).
+  bool isKVCache() const;
   /// "f32[B, 784]" (or "key").
   std::string str() const;
 
