@@ -29,10 +29,9 @@ static op::Policy policy(const std::optional<std::string> &accum) {
 
 static const SourceLoc here{};
 
-void bindOps(nb::module_ &m) {
+static void bindGenerators(nb::module_ &m) {
   using namespace nb::literals;
   using T = const Tensor &;
-
   // Generators.
   m.def(
       "full",
@@ -63,7 +62,11 @@ void bindOps(nb::module_ &m) {
   m.def(
       "scalar", [](double v, T like) { return op::scalar(v, like, here); },
       "value"_a, "like"_a);
+}
 
+static void bindElementwise(nb::module_ &m) {
+  using namespace nb::literals;
+  using T = const Tensor &;
   // Elementwise.
 #define TESSERA_UNARY(name)                                                    \
   m.def(                                                                       \
@@ -116,7 +119,11 @@ void bindOps(nb::module_ &m) {
         return op::cast(x, parseDType(dt), {}, here);
       },
       "x"_a, "dtype"_a);
+}
 
+static void bindContractions(nb::module_ &m) {
+  using namespace nb::literals;
+  using T = const Tensor &;
   // Contractions.
   m.def(
       "matmul",
@@ -157,7 +164,11 @@ void bindOps(nb::module_ &m) {
       },
       "query"_a, "key"_a, "value"_a, "causal"_a = false,
       "scale"_a = nb::none());
+}
 
+static void bindReductions(nb::module_ &m) {
+  using namespace nb::literals;
+  using T = const Tensor &;
   // Reductions and normalizations.
 #define TESSERA_REDUCE(name)                                                   \
   m.def(                                                                       \
@@ -236,7 +247,11 @@ void bindOps(nb::module_ &m) {
         return op::cross_entropy(logits, labels, reduction, here);
       },
       "logits"_a, "labels"_a, "reduction"_a = "mean");
+}
 
+static void bindLayout(nb::module_ &m) {
+  using namespace nb::literals;
+  using T = const Tensor &;
   // Layout.
   m.def(
       "transpose",
@@ -337,6 +352,11 @@ void bindOps(nb::module_ &m) {
   m.def(
       "embedding", [](T t, T ids) { return op::embedding(t, ids, here); },
       "table"_a, "ids"_a);
+}
+
+static void bindState(nb::module_ &m) {
+  using namespace nb::literals;
+  using T = const Tensor &;
   // Key/value caches.
   m.def(
       "kv_cache_create",
@@ -361,7 +381,11 @@ void bindOps(nb::module_ &m) {
         return op::kv_cache_prune(cache, keep, here);
       },
       "cache"_a, "keep"_a);
+}
 
+static void bindRandom(nb::module_ &m) {
+  using namespace nb::literals;
+  using T = const Tensor &;
   // Random numbers.
   m.def(
       "rng_key", [](int64_t seed) { return op::rng_key(seed, here); },
@@ -401,6 +425,16 @@ void bindOps(nb::module_ &m) {
         return op::one_hot(ids, n, parseDType(dt), here);
       },
       "ids"_a, "num_classes"_a, "dtype"_a = "f32");
+}
+
+void bindOps(nb::module_ &m) {
+  bindGenerators(m);
+  bindElementwise(m);
+  bindContractions(m);
+  bindReductions(m);
+  bindLayout(m);
+  bindState(m);
+  bindRandom(m);
 }
 
 } // namespace tessera::python
