@@ -139,9 +139,11 @@ class jit:
 
     # -- the hot path ---------------------------------------------------------
 
-    def __call__(self, *args):
+    def __call__(self, *args, **kwargs):
         if current_context() is not None:
-            return self.fun(*args)  # inside another trace: inline
+            return self.fun(*args, **kwargs)  # inside another trace: inline
+        if kwargs:
+            args = self._positional(args, kwargs)
         key, arrays = self._key(args)
         entry = self._cache.get(key)
         if entry is None:
@@ -153,6 +155,20 @@ class jit:
         if entry.post:
             outs = [p(o) if p else o for p, o in zip(entry.post, outs)]
         return _tree.unflatten(entry.out_tree, outs)
+
+    def _positional(self, args, kwargs):
+        """Keyword arguments bound to their positions (defaults filled)."""
+        try:
+            bound = inspect.signature(self.fun).bind(*args, **kwargs)
+        except (TypeError, ValueError) as e:
+            raise TesseraError(f"{self._name}: {e}") from None
+        explicit = sorted(set(bound.kwargs) & set(kwargs))
+        if explicit:
+            raise TesseraError(f"{self._name}: keyword-only and **kwargs "
+                               f"parameters are not supported by jit; got "
+                               f"{explicit}")
+        bound.apply_defaults()
+        return bound.args
 
     def _key(self, args):
         key = []
@@ -286,8 +302,10 @@ class jit:
         entry.post = post if any(post) else None
         return entry
 
-    def lower(self, *args) -> Lowered:
+    def lower(self, *args, **kwargs) -> Lowered:
         """The IR this function compiles to for ``args``, at every level."""
+        if kwargs:
+            args = self._positional(args, kwargs)
         ctx, fn, _ = self._trace(args)
         return Lowered(ctx.module, fn.name)
 

@@ -165,3 +165,16 @@ def test_dlpack_interop_with_torch():
     t = torch.from_dlpack(y)
     assert torch.equal(t, x * 2 + 1)
     assert t.data_ptr() == y.ctypes.data  # the result is shared, not copied
+
+
+def test_keyword_arguments_and_defaults():
+    @ts.jit
+    def f(x, scale=2.0, *, unused=None):
+        return x * scale
+
+    np.testing.assert_allclose(f(np.ones(2), scale=3.0), [3.0, 3.0])
+    np.testing.assert_allclose(f(x=np.ones(2)), [2.0, 2.0])
+    with pytest.raises(ts.TesseraError, match="keyword-only"):
+        f(np.ones(2), unused=1)
+    with pytest.raises(ts.TesseraError, match="unexpected keyword"):
+        f(np.ones(2), bogus=1)
