@@ -307,12 +307,29 @@ static LogicalResult checkLowerable(ModuleOp module) {
       ok = false;
     }
   };
+  // i4 tensors would reach memory with two layouts at once (vector loads
+  // and stores pack sub-byte elements, scalar ones take a byte each), and
+  // give wrong values: refuse them until narrow types are emulated.
+  auto checkNarrow = [&](Operation *op, Type t, StringRef where) {
+    auto tensor = dyn_cast<RankedTensorType>(t);
+    if (!tensor || !tensor.getElementType().isInteger(4))
+      return;
+    op->emitOpError() << where
+                      << " is an i4 tensor, which the CPU back end cannot "
+                         "compile yet (sub-byte elements have no single "
+                         "memory layout in compiled code); use i8";
+    ok = false;
+  };
   module.walk([&](Operation *op) {
-    for (auto [i, t] : llvm::enumerate(op->getResultTypes()))
+    for (auto [i, t] : llvm::enumerate(op->getResultTypes())) {
       checkCache(op, t, "result " + std::to_string(i));
+      checkNarrow(op, t, "result " + std::to_string(i));
+    }
     if (auto fn = dyn_cast<func::FuncOp>(op))
-      for (auto [i, t] : llvm::enumerate(fn.getArgumentTypes()))
+      for (auto [i, t] : llvm::enumerate(fn.getArgumentTypes())) {
         checkCache(op, t, "argument " + std::to_string(i));
+        checkNarrow(op, t, "argument " + std::to_string(i));
+      }
     if (isa<CondOp, WhileOp, ScanOp, FixedPointOp, SolveOp, CheckpointOp>(op) &&
         llvm::any_of(op->getOperandTypes(), llvm::IsaPred<KVCacheType>)) {
       op->emitOpError("takes a kv_cache, but on the CPU caches are state "
