@@ -25,7 +25,7 @@ void ModuleState::copyBody(Region &region, const Function &fn,
   Block *block = new Block;
   region.push_back(block);
   IRMapping map;
-  size_t own = fn.inputs.size();
+  size_t own = body.getNumArguments() - captured.size();
   for (auto [i, a] : llvm::enumerate(body.getArguments()))
     map.map(a, i < own ? Value(block->addArgument(a.getType(), a.getLoc()))
                        : captured[i - own]);
@@ -37,6 +37,13 @@ void ModuleState::copyBody(Region &region, const Function &fn,
   for (Value v : from.getTerminator()->getOperands())
     yielded.push_back(map.lookupOrDefault(v));
   tg::YieldOp::create(inner, loc, yielded);
+}
+
+std::vector<Tensor> ModuleState::wrapResults(Operation *op) {
+  std::vector<Tensor> out;
+  for (Value r : op->getResults())
+    out.push_back(wrap(r));
+  return out;
 }
 
 std::optional<SmallVector<Value>> ModuleState::capturesOf(const Function &fn,
@@ -75,10 +82,7 @@ std::vector<Tensor> ModuleState::cond(const Tensor &pred,
   copyBody(op.getElseRegion(), elseFn, *elseCaptures, loc);
   if (!finish(op))
     return {};
-  std::vector<Tensor> out;
-  for (Value r : op.getResults())
-    out.push_back(wrap(r));
-  return out;
+  return wrapResults(op);
 }
 
 std::vector<Tensor> ModuleState::whileLoop(const Function &condFn,
@@ -115,10 +119,7 @@ std::vector<Tensor> ModuleState::whileLoop(const Function &condFn,
   copyBody(op.getBodyRegion(), bodyFn, *bodyCaptures, loc);
   if (!finish(op))
     return {};
-  std::vector<Tensor> out;
-  for (Value r : op.getResults())
-    out.push_back(wrap(r));
-  return out;
+  return wrapResults(op);
 }
 
 } // namespace tessera::detail

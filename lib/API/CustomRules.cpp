@@ -72,47 +72,23 @@ std::vector<Tensor> ModuleState::checkpoint(const Function &fn,
   auto callee = module->lookupSymbol<func::FuncOp>(fn.name);
   auto op =
       tg::CheckpointOp::create(b, loc, callee.getResultTypes(), *operands);
-  // The body is a copy of the callee's, its arguments the block's.
-  Block *body = new Block;
-  op.getBody().push_back(body);
-  IRMapping map;
-  for (BlockArgument a : callee.getArguments())
-    map.map(a, body->addArgument(a.getType(), a.getLoc()));
-  OpBuilder inner = OpBuilder::atBlockEnd(body);
-  Block &from = callee.getBody().front();
-  for (Operation &o : from.without_terminator())
-    inner.clone(o, map);
-  SmallVector<Value> yielded;
-  for (Value v : from.getTerminator()->getOperands())
-    yielded.push_back(map.lookupOrDefault(v));
-  tg::YieldOp::create(inner, loc, yielded);
+  // The body is a copy of the callee's (isolated: its captures are among
+  // the operands, so every argument becomes a block argument).
+  copyBody(op.getBody(), fn, {}, loc);
   if (!finish(op))
     return {};
-  std::vector<Tensor> out;
-  for (Value r : op.getResults())
-    out.push_back(wrap(r));
-  return out;
+  return wrapResults(op);
 }
 
 /// fixed_point / solve: the body's arguments are x, the params, then the
 /// values it captured (IsolatedFromAbove: they are params too).
 template <typename OpTy>
 static std::optional<OpTy>
-iterative(ModuleState &s, OpBuilder &b, func::FuncOp body, Value init,
+iterative(ModuleState &s, OpBuilder &b, const Function &body, Value init,
           ArrayRef<Value> params, double tol, int64_t maxIter, Location loc) {
   auto op = OpTy::create(b, loc, init.getType(), init, params,
                          b.getF64FloatAttr(tol), b.getI64IntegerAttr(maxIter));
-  Block *block = new Block;
-  op.getBody().push_back(block);
-  IRMapping map;
-  for (BlockArgument a : body.getArguments())
-    map.map(a, block->addArgument(a.getType(), a.getLoc()));
-  OpBuilder inner = OpBuilder::atBlockEnd(block);
-  Block &from = body.getBody().front();
-  for (Operation &o : from.without_terminator())
-    inner.clone(o, map);
-  tg::YieldOp::create(inner, loc,
-                      map.lookupOrDefault(from.getTerminator()->getOperand(0)));
+  s.copyBody(op.getBody(), body, {}, loc);
   if (!s.finish(op))
     return std::nullopt;
   return op;
@@ -148,10 +124,10 @@ Tensor ModuleState::solveLike(llvm::StringRef kind, const Function &fn,
   SmallVector<Value> rest(operands->begin() + 1, operands->end());
   std::optional<Operation *> op;
   if (kind == "fixed_point") {
-    if (auto o = iterative<tg::FixedPointOp>(*this, b, body, x, rest, tol,
+    if (auto o = iterative<tg::FixedPointOp>(*this, b, fn, x, rest, tol,
                                              maxIter, loc))
       op = o->getOperation();
-  } else if (auto o = iterative<tg::SolveOp>(*this, b, body, x, rest, tol,
+  } else if (auto o = iterative<tg::SolveOp>(*this, b, fn, x, rest, tol,
                                              maxIter, loc)) {
     op = o->getOperation();
   }
@@ -199,10 +175,7 @@ std::vector<Tensor> ModuleState::scan(const Function &fn,
   copyBody(op.getBody(), fn, captured, loc);
   if (!finish(op))
     return {};
-  std::vector<Tensor> out;
-  for (Value r : op.getResults())
-    out.push_back(wrap(r));
-  return out;
+  return wrapResults(op);
 }
 
 /// Rule functions are called with the arguments alone: they must not read
@@ -249,10 +222,7 @@ std::vector<Tensor> ModuleState::customVjp(const Function &fn,
                                     *operands, fwd.name, bwd.name);
   if (!verifyRule(op))
     return {};
-  std::vector<Tensor> out;
-  for (Value r : op.getResults())
-    out.push_back(wrap(r));
-  return out;
+  return wrapResults(op);
 }
 
 std::vector<Tensor> ModuleState::customJvp(const Function &fn,
@@ -271,10 +241,7 @@ std::vector<Tensor> ModuleState::customJvp(const Function &fn,
                                     *operands, jvp.name);
   if (!verifyRule(op))
     return {};
-  std::vector<Tensor> out;
-  for (Value r : op.getResults())
-    out.push_back(wrap(r));
-  return out;
+  return wrapResults(op);
 }
 
 } // namespace tessera::detail

@@ -172,10 +172,7 @@ std::vector<Tensor> ModuleState::call(const Function &fn,
       module->lookupSymbol<func::FuncOp>(fn.name).getFunctionType();
   auto op = tg::CallOp::create(b, loc, type.getResults(), fn.name, *operands,
                                ArrayAttr(), ArrayAttr());
-  std::vector<Tensor> out;
-  for (Value r : op.getResults())
-    out.push_back(wrap(r));
-  return out;
+  return wrapResults(op);
 }
 
 /// Names of `fn`'s arguments at `wrt`, or an error.

@@ -97,12 +97,15 @@ public:
                                 const std::vector<Tensor> &inits,
                                 std::optional<int64_t> tripCount,
                                 SourceLoc loc);
-  /// Copies `fn`'s body into a new block of `region`: its own arguments
-  /// become block arguments, its captures the values `captured`.
+  /// Copies `fn`'s body into a new block of `region`: its last
+  /// captured.size() arguments become the values `captured` (regions that
+  /// see the enclosing function), the others block arguments.
   void copyBody(mlir::Region &region, const Function &fn,
                 llvm::ArrayRef<mlir::Value> captured, mlir::Location loc);
   std::optional<llvm::SmallVector<mlir::Value>> capturesOf(const Function &fn,
                                                            mlir::Location loc);
+  /// Tensors for the results of `op`.
+  std::vector<Tensor> wrapResults(mlir::Operation *op);
   std::vector<Tensor> scan(const Function &fn, const std::vector<Tensor> &inits,
                            const std::vector<Tensor> &xs,
                            std::optional<int64_t> length, bool reverse,

@@ -290,7 +290,37 @@ def _specs(tensors, prefix):
             for i, t in enumerate(tensors)]
 
 
-class custom_vjp:
+class _CustomRule:
+    """What custom_vjp and custom_jvp share: compiled when called on arrays,
+    and the primal function itself while their rules are traced (the rules
+    call it)."""
+
+    def __init__(self, fun):
+        functools.update_wrapper(self, fun)
+        self.fun = fun
+        self._eager = None
+        self._in_rule = 0
+
+    def __call__(self, *args):
+        if not self._ready():
+            raise TesseraError(f"{type(self).__name__} {self.fun.__name__}: "
+                               f"define its rule ({self._define}) before "
+                               f"using it")
+        if current_context() is None and not any(
+                isinstance(l, Tracer) for l in _tree.leaves(args)):
+            if self._eager is None:
+                self._eager = jit(self.__call__, name=self.fun.__name__)
+            return self._eager(*args)
+        if self._in_rule:
+            return self.fun(*args)
+        self._in_rule += 1
+        try:
+            return self._traced(args)
+        finally:
+            self._in_rule -= 1
+
+
+class custom_vjp(_CustomRule):
     """A function with a user-defined reverse-mode rule (JAX's API):
 
         @ts.custom_vjp
@@ -300,33 +330,18 @@ class custom_vjp:
         f.defvjp(f_fwd, f_bwd)
     """
 
+    _define = "defvjp(fwd, bwd)"
+
     def __init__(self, fun):
-        functools.update_wrapper(self, fun)
-        self.fun = fun
+        super().__init__(fun)
         self.fwd = self.bwd = None
-        self._eager = None
-        self._in_rule = 0
 
     def defvjp(self, fwd, bwd):
         self.fwd, self.bwd = fwd, bwd
         return self
 
-    def __call__(self, *args):
-        if self.fwd is None:
-            raise TesseraError(f"custom_vjp {self.fun.__name__}: call defvjp("
-                               f"fwd, bwd) before using it")
-        if current_context() is None and not any(
-                isinstance(l, Tracer) for l in _tree.leaves(args)):
-            if self._eager is None:
-                self._eager = jit(self.__call__, name=self.fun.__name__)
-            return self._eager(*args)
-        if self._in_rule:
-            return self.fun(*args)  # the rules call the primal function
-        self._in_rule += 1
-        try:
-            return self._traced(args)
-        finally:
-            self._in_rule -= 1
+    def _ready(self):
+        return self.fwd is not None
 
     def _traced(self, args):
         ctx = context_of(*_tree.leaves(args))
@@ -369,7 +384,7 @@ class custom_vjp:
         return _tree.unflatten(t.out_tree, [Tracer(o, ctx) for o in out])
 
 
-class custom_jvp:
+class custom_jvp(_CustomRule):
     """A function with a user-defined forward-mode rule (JAX's API):
 
         @ts.custom_jvp
@@ -378,33 +393,18 @@ class custom_jvp:
         def f_jvp(primals, tangents): return f(*primals), tangent_out
     """
 
+    _define = "defjvp(rule)"
+
     def __init__(self, fun):
-        functools.update_wrapper(self, fun)
-        self.fun = fun
+        super().__init__(fun)
         self.jvp = None
-        self._eager = None
-        self._in_rule = 0
 
     def defjvp(self, jvp):
         self.jvp = jvp
         return jvp
 
-    def __call__(self, *args):
-        if self.jvp is None:
-            raise TesseraError(f"custom_jvp {self.fun.__name__}: call defjvp("
-                               f"rule) before using it")
-        if current_context() is None and not any(
-                isinstance(l, Tracer) for l in _tree.leaves(args)):
-            if self._eager is None:
-                self._eager = jit(self.__call__, name=self.fun.__name__)
-            return self._eager(*args)
-        if self._in_rule:
-            return self.fun(*args)  # the rule calls the primal function
-        self._in_rule += 1
-        try:
-            return self._traced(args)
-        finally:
-            self._in_rule -= 1
+    def _ready(self):
+        return self.jvp is not None
 
     def _traced(self, args):
         ctx = context_of(*_tree.leaves(args))

@@ -1,9 +1,9 @@
 //===- InlineRecompute.cpp - Inline checkpoint recomputations -------------===//
 
 #include "tessera/Conversion/Passes.h"
+#include "tessera/Dialect/TGraph/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/IR/IRMapping.h"
 
 namespace mlir::tessera {
 #define GEN_PASS_DEF_INLINERECOMPUTE
@@ -48,16 +48,7 @@ struct InlineRecomputePass
     if (!fn.getBody().hasOneBlock())
       return call.emitOpError("calls recomputation @")
              << fn.getName() << ", which has more than one block";
-    Block &body = fn.getBody().front();
-    OpBuilder b(call);
-    IRMapping map;
-    map.map(body.getArguments(), call.getOperands());
-    for (Operation &op : body.without_terminator())
-      b.clone(op, map);
-    auto ret = cast<func::ReturnOp>(body.getTerminator());
-    for (auto [result, value] : llvm::zip(call.getResults(), ret.getOperands()))
-      result.replaceAllUsesWith(map.lookupOrDefault(value));
-    call.erase();
+    mlir::tessera::tgraph::inlineFunctionAt(call, call.getOperands(), fn);
     return success();
   }
 };

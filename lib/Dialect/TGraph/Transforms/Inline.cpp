@@ -32,19 +32,23 @@ func::FuncOp inlinableCallee(CallOp call, SymbolTable &symbols) {
   return fn;
 }
 
-/// Clones the callee's block at the call and forwards its results.
-void inlineCall(CallOp call, func::FuncOp fn) {
+} // namespace
+
+void mlir::tessera::tgraph::inlineFunctionAt(Operation *call, ValueRange args,
+                                             func::FuncOp fn) {
   Block &body = fn.getBody().front();
   OpBuilder b(call);
   IRMapping map;
-  map.map(body.getArguments(), call.getArgs());
+  map.map(body.getArguments(), args);
   for (Operation &op : body.without_terminator())
     b.clone(op, map);
   auto ret = cast<func::ReturnOp>(body.getTerminator());
-  for (auto [result, value] : llvm::zip(call.getResults(), ret.getOperands()))
+  for (auto [result, value] : llvm::zip(call->getResults(), ret.getOperands()))
     result.replaceAllUsesWith(map.lookupOrDefault(value));
-  call.erase();
+  call->erase();
 }
+
+namespace {
 
 struct TGraphInlinePass
     : public mlir::tessera::tgraph::impl::TGraphInlineBase<TGraphInlinePass> {
@@ -63,7 +67,7 @@ struct TGraphInlinePass
       if (calls.empty())
         break;
       for (auto [call, fn] : calls)
-        inlineCall(call, fn);
+        inlineFunctionAt(call, call.getArgs(), fn);
     }
     for (auto fn : llvm::make_early_inc_range(module.getOps<func::FuncOp>()))
       if (fn.isPrivate() && SymbolTable::symbolKnownUseEmpty(fn, module))

@@ -4,6 +4,7 @@
 #define TESSERA_DIALECT_TGRAPH_TRANSFORMS_PASSES_H
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Pass/Pass.h"
@@ -26,6 +27,10 @@ LogicalResult inferShapes(ModuleOp module, bool allowRuntimeChecks);
 /// does for every declaration, and what front ends call to use a derivative
 /// while tracing.
 LogicalResult expandAutodiffDeclaration(ModuleOp module, Operation *decl);
+
+/// Replaces `call` (an op whose results are `fn`'s results) by a copy of
+/// the single block of `fn` applied to `args`.
+void inlineFunctionAt(Operation *call, ValueRange args, func::FuncOp fn);
 
 /// Adds the patterns that expand composite ops; `only` restricts them to the
 /// named ops (mnemonics without the dialect prefix), empty = all.
