@@ -84,6 +84,13 @@ std::vector<Tensor> Module::scan(const Function &body,
   return state->scan(body, inits, xs, length, reverse, loc);
 }
 
+std::vector<Tensor> Module::vmap(const Function &fn,
+                                 const std::vector<Tensor> &args,
+                                 const std::vector<bool> &mapped,
+                                 SourceLoc loc) {
+  return state->vmap(fn, args, mapped, loc);
+}
+
 Tensor Module::fixedPoint(const Function &body, const Tensor &init,
                           const std::vector<Tensor> &params, double tol,
                           int64_t maxIter, SourceLoc loc) {

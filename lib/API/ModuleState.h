@@ -110,6 +110,8 @@ public:
                            const std::vector<Tensor> &xs,
                            std::optional<int64_t> length, bool reverse,
                            SourceLoc loc);
+  std::vector<Tensor> vmap(const Function &fn, const std::vector<Tensor> &args,
+                           const std::vector<bool> &mapped, SourceLoc loc);
   Tensor solveLike(llvm::StringRef kind, const Function &fn, const Tensor &init,
                    const std::vector<Tensor> &params, double tol,
                    int64_t maxIter, SourceLoc loc);

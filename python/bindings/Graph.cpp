@@ -181,6 +181,16 @@ void bindGraph(nb::module_ &m) {
           nb::arg("body"), nb::arg("inits"), nb::arg("xs"),
           nb::arg("length") = nb::none(), nb::arg("reverse") = false)
       .def(
+          "vmap",
+          [](Module &self, const Function &fn, const std::vector<Tensor> &args,
+             const std::vector<bool> &mapped) {
+            auto out = self.vmap(fn, args, mapped, SourceLoc{});
+            if (auto e = self.takeError())
+              raise(*e);
+            return out;
+          },
+          nb::arg("fn"), nb::arg("args"), nb::arg("mapped"))
+      .def(
           "checkpoint",
           [](Module &self, const Function &fn,
              const std::vector<Tensor> &args) {

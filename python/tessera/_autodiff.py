@@ -440,24 +440,26 @@ def _single_array_arg(args, argnums, what):
     return argnums
 
 
+def _basis(shape, dtype):
+    """The unit tensors of ``shape`` stacked along a new leading axis."""
+    from . import op
+    n = int(np.prod(shape, dtype=np.int64))
+    return op.constant(np.eye(n, dtype=as_numpy(dtype)).reshape((n,) + shape))
+
+
 def jacrev(fun, argnums=0):
     """The Jacobian [*out.shape, *arg.shape] of an array function by reverse
-    mode (one VJP per output element; static shapes)."""
+    mode: one VJP, mapped (ts.vmap) over the unit cotangents of the output
+    (a static shape)."""
 
     def transformed(*args):
         i = _single_array_arg(args, argnums, "jacrev")
         from . import op
+        from ._control import vmap
         out, fn = vjp(lambda x: fun(*args[:i], x, *args[i + 1:]), args[i])
         shape = _static(out.shape, "jacrev output")
-        n = int(np.prod(shape, dtype=np.int64))
-        rows = []
-        for k in range(n):
-            e = np.zeros(n, as_numpy(out.dtype))
-            e[k] = 1
-            (g,) = fn(op.constant(e.reshape(shape)))
-            rows.append(op.reshape(g, [1] + list(g.shape)))
-        jac = op.concat(rows, 0) if len(rows) > 1 else rows[0]
-        return op.reshape(jac, list(shape) + list(args[i].shape))
+        rows = vmap(lambda e: fn(e)[0])(_basis(shape, out.dtype))
+        return op.reshape(rows, list(shape) + list(args[i].shape))
 
     transformed.__name__ = _name(fun, "jacrev")
     return _eager(transformed)
@@ -465,23 +467,21 @@ def jacrev(fun, argnums=0):
 
 def jacfwd(fun, argnums=0):
     """The Jacobian [*out.shape, *arg.shape] of an array function by forward
-    mode (one JVP per input element; static shapes)."""
+    mode: one JVP, mapped (ts.vmap) over the unit tangents of the input (a
+    static shape)."""
 
     def transformed(*args):
         i = _single_array_arg(args, argnums, "jacfwd")
         from . import op
+        from ._control import vmap
         x = args[i]
         shape = _static(x.shape, "jacfwd input")
-        n = int(np.prod(shape, dtype=np.int64))
         f = lambda x: fun(*args[:i], x, *args[i + 1:])
-        cols = []
-        for k in range(n):
-            e = np.zeros(n, as_numpy(x.dtype))
-            e[k] = 1
-            _, t = jvp(f, (x,), (op.constant(e.reshape(shape)),))
-            cols.append(op.reshape(t, list(t.shape) + [1]))
-        jac = op.concat(cols, -1) if len(cols) > 1 else cols[0]
-        return op.reshape(jac, list(cols[0].shape[:-1]) + list(shape))
+        cols = vmap(lambda e: jvp(f, (x,), (e,))[1])(_basis(shape, x.dtype))
+        # [n, *out] -> [*out, n] -> [*out, *shape]
+        k = cols.ndim
+        cols = op.transpose(cols, list(range(1, k)) + [0])
+        return op.reshape(cols, list(cols.shape[:-1]) + list(shape))
 
     transformed.__name__ = _name(fun, "jacfwd")
     return _eager(transformed)

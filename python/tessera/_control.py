@@ -67,9 +67,12 @@ def _move_axis(x, src, dst):
 
 def vmap(f, in_axes=0, out_axes=0):
     """``f`` mapped over an axis of its arguments (``in_axes``: an int or
-    None per argument, None for arguments shared by every element) and of
-    its results (``out_axes``). The map is a loop (tgraph.scan) over that
-    axis; any sizes, symbolic ones included."""
+    None per argument, None for arguments shared by every element; pytrees
+    map every leaf) and of its results (``out_axes``). ``f`` is traced once
+    on one element and its ops are rewritten to work on the whole batch
+    (batching rules in the C++ API); functions with an op that has no rule
+    run as a loop (tgraph.scan) over the batch. Any sizes, symbolic ones
+    included; differentiable, and usable inside and outside ``jit``."""
 
     def batched(*args):
         axes = (list(in_axes) if isinstance(in_axes, (list, tuple))
@@ -78,30 +81,53 @@ def vmap(f, in_axes=0, out_axes=0):
             raise TesseraError(f"vmap: in_axes has {len(axes)} entries for "
                                f"{len(args)} arguments")
         ctx = context_of(*_tree.leaves(args))
-        mapped = []
+        flat, flags, trees = [], [], []
         for a, ax in zip(args, axes):
-            if ax is not None:
-                mapped.append(_tree.map(
-                    lambda l: _move_axis(l if isinstance(l, Tracer) else
-                                         Tracer(tensor_of(l, ctx=ctx), ctx),
-                                         ax % _rank(l), 0), a))
-        if not mapped:
+            leaves, tree = _tree.flatten(a)
+            trees.append((tree, len(leaves)))
+            for l in leaves:
+                t = l if isinstance(l, Tracer) else Tracer(
+                    tensor_of(l, ctx=ctx), ctx)
+                if ax is not None:
+                    if t._t.is_key or t._t.is_kv_cache or t.ndim == 0:
+                        raise TesseraError(
+                            "vmap: a mapped argument needs an axis to map "
+                            f"over, got {t._t!r} (keys and KV caches are "
+                            "shared: give them in_axes None)")
+                    t = _move_axis(t, ax % t.ndim, 0)
+                flat.append(t)
+                flags.append(ax is not None)
+        if not any(flags):
             raise TesseraError("vmap: no argument is mapped (all in_axes are "
                                "None)")
+        import tessera._core as core
+        specs = [core.TensorSpec(list(t.shape[1:] if m else t.shape),
+                                 t._t.dtype, f"a{i}", is_key=t._t.is_key,
+                                 is_kv_cache=t._t.is_kv_cache)
+                 for i, (t, m) in enumerate(zip(flat, flags))]
+        out_tree = []
 
-        def body(carry, xs):
+        def element(*xs):
             it = iter(xs)
-            full = [next(it) if ax is not None else a
-                    for a, ax in zip(args, axes)]
-            return carry, f(*full)
+            full = [_tree.unflatten(tree, [next(it) for _ in range(n)])
+                    for tree, n in trees]
+            leaves, tree = _tree.flatten(f(*full))
+            out_tree.append(tree)
+            return leaves
 
-        _, ys = _scan(body, (), tuple(mapped), None, False)
-        if out_axes == 0:
-            return ys
-        return _tree.map(lambda y: _move_axis(y, 0, out_axes), ys)
+        fn = _trace_flat(ctx, element, specs, f"vmap_{_fname(f)}")
+        results = ctx.module.vmap(fn, [t._t for t in flat], flags)
+        ys = [Tracer(r, ctx) for r in results]
+        if out_axes != 0:
+            ys = [_move_axis(y, 0, out_axes % y.ndim) for y in ys]
+        return _tree.unflatten(out_tree[0], ys)
 
-    batched.__name__ = f"vmap_{getattr(f, '__name__', 'fn')}"
+    batched.__name__ = f"vmap_{_fname(f)}"
     return _eager(batched)
+
+
+def _fname(f):
+    return getattr(f, "__name__", "fn").replace("<", "").replace(">", "")
 
 
 def _rank(x):

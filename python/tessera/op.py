@@ -9,6 +9,8 @@ mismatch raises ``TesseraError`` naming the op, the dims and your line.
 
 from __future__ import annotations
 
+import numpy as np
+
 from ._dtypes import as_dtype
 from ._tracing import (Tracer, TesseraError, _apply, _binary, call_core,
                        constant as _constant, context_of, policy_of,
@@ -158,11 +160,29 @@ def cast(x, dtype):
 @_export
 def matmul(lhs, rhs, transpose_lhs=False, transpose_rhs=False, accum=None):
     """[..., M, K] @ [..., K, N] -> [..., M, N] (batch dims broadcast).
-    ``accum`` defaults to the operands' policy (Tensor[..., bf16 @
-    accum(f32)]), else the operand type."""
-    return _call("matmul", lhs, rhs, transpose_lhs=transpose_lhs,
-                 transpose_rhs=transpose_rhs,
-                 accum=_policy_accum(accum, lhs, rhs))
+    As in NumPy, a 1-D lhs is a row ([K] @ [K, N] -> [N]) and a 1-D rhs a
+    column ([M, K] @ [K] -> [M]). ``accum`` defaults to the operands' policy
+    (Tensor[..., bf16 @ accum(f32)]), else the operand type."""
+    vec_l = _ndim(lhs) == 1 and not transpose_lhs
+    vec_r = _ndim(rhs) == 1 and not transpose_rhs
+    if vec_l:
+        lhs = reshape(lhs, [1] + list(lhs.shape))
+    if vec_r:
+        rhs = reshape(rhs, list(rhs.shape) + [1])
+    out = _call("matmul", lhs, rhs, transpose_lhs=transpose_lhs,
+                transpose_rhs=transpose_rhs,
+                accum=_policy_accum(accum, lhs, rhs))
+    if vec_l or vec_r:
+        shape = list(out.shape)
+        del shape[-1 if vec_r else -2]
+        if vec_l and vec_r:
+            del shape[-1]
+        out = reshape(out, shape)
+    return out
+
+
+def _ndim(x):
+    return x.ndim if hasattr(x, "ndim") else np.ndim(x)
 
 
 @_export

@@ -97,3 +97,209 @@ def test_gradient_through_vmap(rng):
     f = lambda x, m: op.tanh(op.matmul(op.reshape(x, [1, 3]), m))[0]
     g = ts.grad(lambda m: op.reduce_sum(ts.vmap(f, (0, None))(a, m)))(m)
     close(g, jax.grad(lambda m: jnp.sum(jnp.tanh(a @ m)))(m))
+
+
+# -- Vectorized vmap: each batching rule against jax.vmap ---------------------
+
+def _ir(fn, *args):
+    return ts.jit(fn).lower(*args).as_text("graph")
+
+
+def _entry(ir):
+    """The public (entry) function of a module's text."""
+    return ir.split("func.func private")[0]
+
+
+W34 = np.linspace(-1.0, 1.0, 12).reshape(3, 4)
+V4 = np.array([0.5, -1.0, 2.0, 0.25])
+
+# (name, tessera per-element function, jax one, in_axes, per-element shapes
+# of the mapped arguments (None: the shared argument as given)).
+RULES = [
+    ("unary_binary", lambda x, w: op.exp(x) * w + 1.0 - op.tanh(x) / 3.0,
+     lambda x, w: jnp.exp(x) * w + 1.0 - jnp.tanh(x) / 3.0, (0, None),
+     [(3, 4), W34]),
+    ("scalar_times_vector", lambda s, v: s * v, lambda s, v: s * v,
+     (0, None), [(), V4]),
+    ("both_mapped_ranks_differ", lambda x, v: x - v, lambda x, v: x - v,
+     (0, 0), [(3, 4), (4,)]),
+    ("select_compare",
+     lambda x, w: op.select(x > 0.1, x, w * x),
+     lambda x, w: jnp.where(x > 0.1, x, w * x), (0, None), [(3, 4), W34]),
+    ("reductions",
+     lambda x: op.reduce_sum(x, [0]) + op.reduce_max(x, [1], keepdims=True)
+     - op.reduce_mean(x),
+     lambda x: x.sum(0) + x.max(1, keepdims=True) - x.mean(), (0,),
+     [(3, 4)]),
+    ("softmax_family",
+     lambda x: op.softmax(x, 0) + op.log_softmax(x, -1)
+     + op.logsumexp(x, 1, keepdims=True),
+     lambda x: jax.nn.softmax(x, 0) + jax.nn.log_softmax(x, -1)
+     + jax.scipy.special.logsumexp(x, 1, keepdims=True), (0,), [(3, 4)]),
+    ("layernorm",
+     lambda x, g: op.layernorm(x, g, None, axis=-1, epsilon=1e-5),
+     lambda x, g: (x - x.mean(-1, keepdims=True))
+     / jnp.sqrt(x.var(-1, keepdims=True) + 1e-5) * g, (0, None),
+     [(3, 4), V4]),
+    ("layout",
+     lambda x, v: op.concat([op.reshape(x.T, [2, 6]),
+                             op.reshape(op.broadcast_in_dim(v, [3, 4], [1]),
+                                        [2, 6])], 1)[:, 1::2],
+     lambda x, v: jnp.concatenate([x.T.reshape(2, 6),
+                                   jnp.broadcast_to(v, (3, 4)).reshape(2, 6)],
+                                  1)[:, 1::2], (0, 0), [(3, 4), (4,)]),
+    ("pad", lambda x: op.pad(x, [1, 0], [0, 2], value=-1.0),
+     lambda x: jnp.pad(x, ((1, 0), (0, 2)), constant_values=-1.0), (0,),
+     [(3, 4)]),
+    ("matmul_lhs", lambda x, w: x @ w.T, lambda x, w: x @ w.T, (0, None),
+     [(2, 4), W34]),
+    ("matmul_rhs", lambda w, x: w @ x, lambda w, x: w @ x, (None, 0),
+     [W34, (4, 2)]),
+    ("matmul_both_vector", lambda x, y: op.matmul(x, y, transpose_rhs=True),
+     lambda x, y: x @ y.T, (0, 0), [(2, 4), (3, 4)]),
+    ("matvec", lambda w, v: w @ v, lambda w, v: w @ v, (None, 0), [W34, (4,)]),
+    ("batch_matmul", lambda a, b: op.batch_matmul(a, b),
+     lambda a, b: jnp.matmul(a, b), (0, None),
+     [(2, 3, 4), np.ones((2, 4, 5)) * 0.5]),
+    ("dot_general_lhs",
+     lambda a, b: op.dot_general(a, b, [0], [0], [2], [1]),
+     lambda a, b: jnp.einsum("bik,bkj->bij", a, b), (0, None),
+     [(2, 3, 4), np.arange(40.0).reshape(2, 4, 5) / 40]),
+    ("dot_general_rhs",
+     lambda a, b: op.dot_general(a, b, [0], [0], [2], [1]),
+     lambda a, b: jnp.einsum("bik,bkj->bij", a, b), (None, 0),
+     [np.arange(24.0).reshape(2, 3, 4) / 24, (2, 4, 5)]),
+    ("dot_general_both",
+     lambda a, b: op.dot_general(a, b, [], [], [1], [0]),
+     lambda a, b: jnp.einsum("ik,kj->ij", a, b), (0, 0), [(3, 4), (4, 5)]),
+    ("cast_and_dim_size",
+     lambda x: op.cast(x, ts.f32).astype(ts.f64) / op.dim_size(x, 1, "f64"),
+     lambda x: x.astype(jnp.float32).astype(jnp.float64) / x.shape[1], (0,),
+     [(3, 4)]),
+    ("stop_gradient", lambda x: ts.stop_gradient(x) * x,
+     lambda x: jax.lax.stop_gradient(x) * x, (0,), [(3, 4)]),
+]
+
+
+def _args(shapes, rng, batch=5):
+    return [np.asarray(s) if isinstance(s, np.ndarray)
+            else rng.standard_normal((batch,) + s) for s in shapes]
+
+
+@pytest.mark.parametrize("name,f,jf,axes,shapes", RULES,
+                         ids=[r[0] for r in RULES])
+def test_vmap_rules_vectorize_and_match_jax(name, f, jf, axes, shapes, rng):
+    args = _args(shapes, rng)
+    vf = ts.vmap(f, in_axes=axes)
+    close(vf(*args), jax.vmap(jf, in_axes=axes)(*args), rtol=1e-6)
+    ir = _entry(_ir(vf, *args))
+    assert "tgraph.scan" not in ir and "tgraph.call" not in ir, ir
+
+
+def test_vmap_embedding_one_hot_argmax(rng):
+    table = rng.standard_normal((10, 3))
+    ids = rng.integers(0, 10, (5, 4))
+    f = lambda i, t: (op.embedding(t, i),
+                      op.one_hot(i, 10, ts.f64),
+                      op.argmax(op.embedding(t, i), 0))
+    jf = lambda i, t: (jnp.asarray(t)[i],
+                       jax.nn.one_hot(i, 10, dtype=jnp.float64),
+                       jnp.argmax(jnp.asarray(t)[i], 0))
+    vf = ts.vmap(f, in_axes=(0, None))
+    for got, want in zip(vf(ids, table), jax.vmap(jf, in_axes=(0, None))(
+            ids, table)):
+        close(got, want)
+    assert "tgraph.scan" not in _entry(_ir(vf, ids, table))
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_vmap_cross_entropy(reduction, rng):
+    logits = rng.standard_normal((5, 3, 4))
+    labels = rng.integers(0, 4, (5, 3))
+    f = lambda z, y: op.cross_entropy(z, y, reduction=reduction)
+
+    def jf(z, y):
+        per = -jnp.take_along_axis(jax.nn.log_softmax(z, -1), y[:, None],
+                                   1)[:, 0]
+        return {"mean": per.mean(), "sum": per.sum(), "none": per}[reduction]
+    # Labels mapped, and labels shared by every element.
+    close(ts.vmap(f)(logits, labels), jax.vmap(jf)(logits, labels))
+    close(ts.vmap(f, (0, None))(logits, labels[0]),
+          jax.vmap(jf, (0, None))(logits, labels[0]))
+    assert "tgraph.scan" not in _entry(_ir(ts.vmap(f), logits, labels))
+
+
+def test_vmap_nested_axes_and_pytrees(rng):
+    x = rng.standard_normal((3, 4, 5))
+    params = {"w": rng.standard_normal((5, 2)), "b": rng.standard_normal(2)}
+    f = lambda p, r: op.tanh(r @ p["w"] + p["b"])
+    jf = lambda p, r: jnp.tanh(r @ p["w"] + p["b"])
+    # Inner map over rows, outer map over axis 1 of x, results on axis 2.
+    vf = ts.vmap(ts.vmap(f, in_axes=(None, 0)), in_axes=(None, 1),
+                 out_axes=2)
+    jvf = jax.vmap(jax.vmap(jf, in_axes=(None, 0)), in_axes=(None, 1),
+                   out_axes=2)
+    close(vf(params, x), jvf(params, x))
+    assert "tgraph.scan" not in _entry(_ir(vf, params, x))
+
+
+def test_vmap_of_grad_gives_per_example_gradients(rng):
+    w = rng.standard_normal((4, 3)) * 0.5
+    xs = rng.standard_normal((6, 4))
+    ys = rng.standard_normal((6, 3))
+
+    def loss(w, x, y):
+        return op.reduce_sum(op.square(op.tanh(x @ w) - y))
+
+    def jloss(w, x, y):
+        return jnp.sum(jnp.square(jnp.tanh(x @ w) - y))
+
+    g = ts.vmap(ts.grad(loss), in_axes=(None, 0, 0))
+    close(g(w, xs, ys), jax.vmap(jax.grad(jloss), in_axes=(None, 0, 0))(
+        w, xs, ys), rtol=1e-9)
+    assert "tgraph.scan" not in _entry(_ir(g, w, xs, ys))
+    # And the gradient of a vectorized map.
+    total = lambda w: op.reduce_sum(ts.vmap(loss, (None, 0, 0))(w, xs, ys))
+    close(ts.grad(total)(w),
+          jax.grad(lambda w: jnp.sum(jax.vmap(jloss, (None, 0, 0))(
+              w, xs, ys)))(w), rtol=1e-9)
+
+
+def test_vmap_reads_enclosing_values_and_symbolic_batch(rng):
+    w = rng.standard_normal((3, 2))
+
+    @ts.jit
+    def g(x: ts.Tensor["N", 3, ts.f64], w: ts.Tensor[3, 2, ts.f64]):
+        scale = op.reduce_sum(w)           # computed once, read by the map
+        return ts.vmap(lambda r: op.softmax(r @ w, -1) * scale)(x)
+
+    for n in (1, 6):
+        x = rng.standard_normal((n, 3))
+        close(g(x, w), jax.nn.softmax(x @ w, -1) * w.sum())
+    assert len(g._cache) == 1
+
+
+def test_vmap_without_a_rule_runs_a_loop(rng):
+    # A branch chosen per element: control flow on a mapped value has no
+    # batching rule, so the map is a tgraph.scan with the same values.
+    x = rng.standard_normal((6, 3))
+    f = lambda r: op.cond(op.reduce_sum(r) > 0, lambda r: r * 2.0,
+                          lambda r: -r, r)
+    jf = lambda r: jnp.where(jnp.sum(r) > 0, r * 2.0, -r)
+    close(ts.vmap(f)(x), jax.vmap(jf)(x))
+    ir = _entry(_ir(ts.vmap(f), x))
+    assert "tgraph.scan" in ir
+    assert "vmap_loop = \"no batching rule for 'tgraph.cond' op at " in ir
+    # A branch on a shared value is batched.
+    h = lambda r, c: op.cond(c > 0, lambda r: r * 2.0, lambda r: -r, r)
+    assert "tgraph.scan" not in _entry(_ir(ts.vmap(h, (0, None)), x,
+                                           np.float64(1.0)))
+
+
+def test_vmap_errors(rng):
+    a, b = rng.standard_normal((5, 3)), rng.standard_normal((4, 3))
+    with pytest.raises(ts.TesseraError, match="different sizes along the "
+                                              "mapped axis: 5 and 4"):
+        ts.vmap(lambda x, y: x + y)(a, b)
+    with pytest.raises(ts.TesseraError, match="needs an axis to map over"):
+        ts.vmap(lambda x, y: x * y)(np.float64(2.0), a)

@@ -222,6 +222,15 @@ def test_jacobians_match_jax(jac, rng):
     f = lambda x: op.tanh(op.matmul(a, op.reshape(x, [2, 1])))
     jf = lambda x: jnp.tanh(a @ x.reshape(2, 1))
     close(getattr(ts, jac)(f)(x), getattr(jax, jac)(jf)(x))
+    # A matrix input and a second argument: one batched derivative program
+    # (no per-element loop or call).
+    w = rng.standard_normal((4, 5)) * 0.3
+    b = rng.standard_normal(5)
+    g = lambda w, b: op.softmax(op.tanh(op.reshape(x, [1, 2]) @ w[:2] + b), -1)
+    jg = lambda w, b: jax.nn.softmax(jnp.tanh(x.reshape(1, 2) @ w[:2] + b), -1)
+    close(getattr(ts, jac)(g)(w, b), getattr(jax, jac)(jg)(w, b), rtol=1e-9)
+    ir = ts.jit(getattr(ts, jac)(g)).lower(w, b).as_text("graph_optimized")
+    assert "tgraph.scan" not in ir and "tgraph.call" not in ir
 
 
 def test_dlpack_interop_with_jax(rng):

@@ -301,4 +301,52 @@ TEST(API, CondAndWhileFromTracedFunctions) {
   EXPECT_EQ((*out)[1].as<double>()[2], 6.0 / 16);
 }
 
+TEST(API, VmapBatchesPerExampleGradients) {
+  // d/dw sum(tanh(x @ w)) for each row x of X, as one batched program.
+  Module m;
+  auto loss = m.trace(
+      "row_loss", {{{1, 2}, DType::f64, "x"}, {{2, 2}, DType::f64, "w"}},
+      [](std::vector<Tensor> a) {
+        return std::vector{op::reduce_sum(op::tanh(op::matmul(a[0], a[1])))};
+      },
+      /*isPublic=*/false);
+  ASSERT_TRUE(bool(loss)) << loss.error().message;
+  auto grad = m.grad(*loss, {1});
+  ASSERT_TRUE(bool(grad)) << grad.error().message;
+  auto f = m.trace("per_example",
+                   {{{"N", 1, 2}, DType::f64, "X"}, {{2, 2}, DType::f64, "w"}},
+                   [&](std::vector<Tensor> a) {
+                     return m.vmap(*grad, {a[0], a[1]}, {true, false});
+                   });
+  ASSERT_TRUE(bool(f)) << f.error().message;
+  EXPECT_EQ(f->outputs[0].shape.size(), 3u);
+  EXPECT_EQ(f->outputs[0].shape[0].symbol(), "N");
+  // Batching rules, no loop over the rows.
+  EXPECT_EQ(m.str().find("tgraph.scan"), std::string::npos) << m.str();
+  std::vector<double> x = {0.5, -1.0, 2.0, 0.25, -0.75, 1.5};
+  std::vector<double> w = {0.1, -0.2, 0.3, 0.4};
+  auto out = compiled(m, "per_example")
+                 .call({buffer({3, 1, 2}, x), buffer({2, 2}, w)});
+  ASSERT_TRUE(bool(out)) << out.error().message;
+  const double *g = (*out)[0].as<double>();
+  for (int n = 0; n < 3; ++n)
+    for (int i = 0; i < 2; ++i)
+      for (int j = 0; j < 2; ++j) {
+        double z = x[2 * n] * w[j] + x[2 * n + 1] * w[2 + j];
+        double want = x[2 * n + i] * (1 - std::tanh(z) * std::tanh(z));
+        EXPECT_NEAR(g[4 * n + 2 * i + j], want, 1e-14) << n << i << j;
+      }
+  // Mapped sizes must agree.
+  auto bad = m.trace(
+      "bad", {{{3, 1, 2}, DType::f64, "X"}, {{4, 2, 2}, DType::f64, "W"}},
+      [&](std::vector<Tensor> a) {
+        return m.vmap(*grad, {a[0], a[1]}, {true, true});
+      });
+  ASSERT_FALSE(bool(bad));
+  EXPECT_NE(bad.error().message.find("different sizes along the mapped axis: "
+                                     "3 and 4"),
+            std::string::npos)
+      << bad.error().message;
+}
+
 } // namespace

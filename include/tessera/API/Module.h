@@ -126,6 +126,18 @@ public:
                            bool reverse = false,
                            SourceLoc loc = SourceLoc::current());
 
+  /// `fn` mapped over the leading dim of the arguments flagged in `mapped`
+  /// (the others are shared by every element); the results are stacked
+  /// along a new leading dim. The ops of `fn` are rewritten to work on the
+  /// whole batch at once (batching rules: broadcasting elementwise ops,
+  /// shifted axes, batched contractions, calls through their callee); a
+  /// function with an op that has no rule (control flow or random numbers
+  /// that depend on the batch, collectives, ...) runs as a tgraph.scan over
+  /// the batch instead. `fn` may read values of the enclosing trace.
+  std::vector<Tensor> vmap(const Function &fn, const std::vector<Tensor> &args,
+                           const std::vector<bool> &mapped,
+                           SourceLoc loc = SourceLoc::current());
+
   /// if pred then thenFn() else elseFn() (tgraph.cond): the branches take no
   /// arguments and read what they need from the enclosing trace.
   std::vector<Tensor> cond(const Tensor &pred, const Function &thenFn,
