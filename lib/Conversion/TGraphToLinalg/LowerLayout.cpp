@@ -101,7 +101,11 @@ struct ReshapeLowering : public SymbolicPattern<ReshapeOp> {
           others = arith::MulIOp::create(rewriter, loc, others, extents[i]);
       extents[unknownAt] = arith::DivUIOp::create(rewriter, loc, count, others);
     }
-    Value shape = tensor::FromElementsOp::create(rewriter, loc, extents);
+    // (The type is explicit: a 0-d result has no extents to infer it from.)
+    Value shape = tensor::FromElementsOp::create(
+        rewriter, loc,
+        RankedTensorType::get({type.getRank()}, rewriter.getIndexType()),
+        extents);
     rewriter.replaceOpWithNewOp<tensor::ReshapeOp>(op, type, adaptor.getX(),
                                                    shape);
     return success();
