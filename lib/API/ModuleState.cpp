@@ -49,6 +49,8 @@ Type elementType(MLIRContext *ctx, DType dtype) {
     return b.getI8Type();
   case DType::i1:
     return b.getI1Type();
+  case DType::i4:
+    return b.getIntegerType(4);
   }
   return {};
 }

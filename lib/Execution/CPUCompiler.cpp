@@ -122,7 +122,7 @@ std::optional<rt::DType> runtimeDType(Type t) {
   for (auto [width, type] :
        {std::pair(64, rt::DType::i64), std::pair(32, rt::DType::i32),
         std::pair(16, rt::DType::i16), std::pair(8, rt::DType::i8),
-        std::pair(1, rt::DType::i1)})
+        std::pair(4, rt::DType::i4), std::pair(1, rt::DType::i1)})
     if (t.isSignlessInteger(width))
       return type;
   return std::nullopt;
@@ -156,8 +156,8 @@ FailureOr<std::vector<rt::FunctionSignature>> buildManifest(ModuleOp module) {
         return fn.emitError()
                << what << " has type " << tgraph::typeName(t)
                << ", but compiled functions take and return ranked tensors of "
-                  "f64, f32, f16, bf16, f8E4M3FN, f8E5M2, i64, i32, i16, i8 "
-                  "or i1, and random keys";
+                  "f64, f32, f16, bf16, f8E4M3FN, f8E5M2, i64, i32, i16, i8, "
+                  "i4 or i1, and random keys";
       s.dtype = *dtype;
       for (const ::tessera::shape::DimExpr &d : tgraph::getShape(t).dims)
         s.dims.push_back(d.str());

@@ -52,6 +52,8 @@ void mlir::tessera::buildCPUPipeline(OpPassManager &pm, CPUStage stopAfter) {
   perFunction(createCSEPass());
   if (stopAfter == CPUStage::GraphOptimized)
     return;
+  // Memory has no sub-byte elements: i4 tensors are computed as i8 ones.
+  whole(tgraph::createTGraphWidenI4());
   // Graph IR -> linalg on tensors; folds the dim arithmetic it introduced.
   whole(createTGraphLowerToLinalg());
   perFunction(createCanonicalizerPass());

@@ -18,7 +18,7 @@ DType parseDType(const std::string &name) {
   if (!t)
     raise(Error{"unknown dtype '" + name +
                 "' (expected f64, f32, f16, bf16, f8E4M3FN, f8E5M2, i64, "
-                "i32, i16, i8 or i1)"});
+                "i32, i16, i8, i4 or i1)"});
   return *t;
 }
 

@@ -53,7 +53,8 @@ static std::optional<DType> storedAs(const nb::dlpack::dtype &t,
   if (code == Code::UInt && t.bits == 16 && expected == DType::bf16)
     return DType::bf16;
   if (code == Code::UInt && t.bits == 8 &&
-      (expected == DType::f8E4M3FN || expected == DType::f8E5M2))
+      (expected == DType::f8E4M3FN || expected == DType::f8E5M2 ||
+       expected == DType::i4))
     return expected;
   return std::nullopt;
 }
@@ -77,6 +78,7 @@ static nb::dlpack::dtype numpyDType(DType t) {
     return nb::dtype<uint16_t>();
   case DType::f8E4M3FN:
   case DType::f8E5M2:
+  case DType::i4:
     return nb::dtype<uint8_t>();
   case DType::i64:
     return nb::dtype<int64_t>();

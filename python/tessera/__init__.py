@@ -23,7 +23,8 @@ from ._autodiff import (checkpoint, custom_jvp, custom_vjp, grad, hvp,
 from ._control import scan, vmap
 from ._dtypes import (DType, Policy, accum, as_dtype, bf16, bfloat16, bool_,
                       f8e4m3, f8e5m2, f16, f32, f64, float16, float32,
-                      float64, i8, i16, i32, i64, int8, int16, int32, int64)
+                      float64, i4, i8, i16, i32, i64, int4, int8, int16, int32,
+                      int64)
 from ._jit import Lowered, jit
 from ._tracing import TesseraError, Tracer
 from ._types import Tensor, TensorType
@@ -40,7 +41,8 @@ __all__ = [
     "Tracer", "accum", "as_dtype", "bf16", "bfloat16", "bool_", "checkpoint",
     "custom_jvp", "custom_vjp", "f16", "f32",
     "f64", "f8e4m3", "f8e5m2", "float16", "float32", "float64", "grad", "hvp",
-    "i16", "i32", "i64", "i8", "int16", "int32", "int64", "int8", "jacfwd",
+    "i16", "i32", "i4", "i64", "i8", "int16", "int32", "int4", "int64", "int8",
+    "jacfwd",
     "load", "save",
     "graph", "jacrev", "jit", "jvp", "num_threads", "op", "random", "remat",
     "scan", "set_num_threads",

@@ -99,16 +99,19 @@ i64 = DType("i64", np.int64)
 i32 = DType("i32", np.int32)
 i16 = DType("i16", np.int16)
 i8 = DType("i8", np.int8)
+# One byte per element, the value in the low 4 bits (ml_dtypes.int4).
+i4 = DType("i4", _ml.int4 if _ml else None, np.uint8)
 bool_ = DType("i1", np.bool_)
 
 float64, float32, float16, bfloat16 = f64, f32, f16, bf16
-int64, int32, int16, int8 = i64, i32, i16, i8
+int64, int32, int16, int8, int4 = i64, i32, i16, i8, i4
 
-_ALL = [f64, f32, f16, bf16, f8e4m3, f8e5m2, i64, i32, i16, i8, bool_]
+_ALL = [f64, f32, f16, bf16, f8e4m3, f8e5m2, i64, i32, i16, i8, i4, bool_]
 _BY_NAME = {d.name: d for d in _ALL}
 _BY_NAME.update({"fp32": f32, "fp64": f64, "fp16": f16, "float32": f32,
                  "float64": f64, "float16": f16, "bfloat16": bf16,
                  "int64": i64, "int32": i32, "int16": i16, "int8": i8,
+                 "int4": i4,
                  "bool": bool_, "f8e4m3": f8e4m3, "f8e5m2": f8e5m2,
                  "fp8_e4m3": f8e4m3, "fp8_e5m2": f8e5m2})
 _BY_NUMPY = {d.numpy: d for d in _ALL if d.numpy is not None}

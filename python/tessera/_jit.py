@@ -211,7 +211,7 @@ class jit:
     def _bits(arrays):
         for i, a in enumerate(arrays):
             if a.dtype.kind == "V" or a.dtype.name in (
-                    "bfloat16", "float8_e4m3fn", "float8_e5m2"):
+                    "bfloat16", "float8_e4m3fn", "float8_e5m2", "int4"):
                 arrays[i] = a.view(np.uint16 if a.itemsize == 2 else np.uint8)
         return arrays
 

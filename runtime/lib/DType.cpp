@@ -28,6 +28,7 @@ constexpr DTypeInfo kDTypes[] = {
     {DType::i16, "i16", 2, false},
     {DType::i8, "i8", 1, false},
     {DType::i1, "i1", 1, false},
+    {DType::i4, "i4", 1, false},
 };
 const DTypeInfo &info(DType type) { return kDTypes[static_cast<int>(type)]; }
 
@@ -94,6 +95,8 @@ double tessera::runtime::toDouble(DType type, const void *element) {
     return load(int8_t());
   case DType::i1:
     return load(uint8_t()) != 0;
+  case DType::i4:
+    return int8_t(uint8_t(load(uint8_t()) << 4)) >> 4;
   }
   return 0;
 }

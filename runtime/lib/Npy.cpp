@@ -38,6 +38,8 @@ static const char *npyType(DType type) {
     return "<i2";
   case DType::i8:
     return "|i1";
+  case DType::i4: // bytes with the value in the low nibble
+    return "|u1";
   case DType::i1:
     return "|b1";
   }
@@ -132,6 +134,9 @@ Status HostBuffer::saveNpy(const std::string &path) const {
       break;
     case DType::i8:
       dump<int8_t>(path, pointer, dims);
+      break;
+    case DType::i4:
+      dump<uint8_t>(path, pointer, dims);
       break;
     case DType::i1:
       dump<bool>(path, pointer, dims);

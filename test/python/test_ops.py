@@ -254,6 +254,9 @@ def test_indexing(rng):
             x[-1, -2:])
     for g, w in zip(got, want):
         close(g, w)
+    # A single element (a 0-d reshape of a slice) used in arithmetic.
+    close(run(lambda x: x[1, 2, 3] * x[0] + x[-1, 0, 0], x),
+          x[1, 2, 3] * x[0] + x[-1, 0, 0])
 
 
 def test_gather_scatter_embedding_one_hot(rng):
@@ -388,3 +391,58 @@ def test_kv_cache_window_prune_and_local_caches(rng):
     close(keys[0, 0, 0], [4.0, 5.0])  # the last position is kept
     with pytest.raises(ts.TesseraError, match="expected a kv_cache"):
         ts.jit(lambda x: op.kv_cache_read(x))(np.ones((1, 1, 2, 2)))
+
+
+# -- int4 ----------------------------------------------------------------------
+
+def _wrap4(x):
+    """x modulo 16 as a 4-bit two's complement value."""
+    return ((np.asarray(x, np.int64) + 8) % 16) - 8
+
+
+def test_int4_arithmetic_wraps_like_4_bit_integers(rng):
+    import ml_dtypes
+    # Sizes past one vector, odd strides: the CPU code vectorizes these.
+    a = rng.integers(-8, 8, (37, 65)).astype(ml_dtypes.int4)
+    b = rng.integers(-8, 8, (65, 19)).astype(ml_dtypes.int4)
+    A, B = a.astype(np.int64), b.astype(np.int64)
+    cases = [
+        (lambda a, b: a @ b, _wrap4(A @ B)),
+        (lambda a, b: a * a + 3, _wrap4(A * A + 3)),
+        (lambda a, b: -a - a[0], _wrap4(-A - A[0])),
+        (lambda a, b: abs(a), _wrap4(np.abs(A))),
+        (lambda a, b: a[1::3, ::2], A[1::3, ::2]),
+        (lambda a, b: a.T[::5], A.T[::5]),
+        (lambda a, b: op.reduce_sum(a, [1]), _wrap4(A.sum(1))),
+        (lambda a, b: op.reduce_max(a, [0]), A.max(0)),
+        (lambda a, b: op.argmax(a, 1), A.argmax(1), np.int64),
+        (lambda a, b: op.select(a > 0, a, b[0, 0] * a), np.where(
+            A > 0, A, _wrap4(B[0, 0] * A))),
+        (lambda a, b: op.cast(a, ts.f32) * 0.5, A * 0.5, np.float32),
+        # Casts to int4 saturate, as every narrowing integer cast does.
+        (lambda a, b: op.cast(op.cast(a, ts.f32) * 3.0, ts.i4),
+         np.clip(A * 3, -8, 7)),
+        (lambda a, b: op.cast(op.cast(a, ts.i32) * 5, ts.int4),
+         np.clip(A * 5, -8, 7)),
+        (lambda a, b: a + op.constant(np.array(7, ml_dtypes.int4)),
+         _wrap4(A + 7)),
+    ]
+    for fn, want, *dtype in cases:
+        got = run(fn, a, b)
+        assert got.dtype == (dtype[0] if dtype else ml_dtypes.int4)
+        np.testing.assert_array_equal(np.asarray(got).astype(np.float64),
+                                      want.astype(np.float64))
+        if got.dtype == ml_dtypes.int4:
+            # Results leave as low nibbles, the high bits zero.
+            assert int(got.view(np.uint8).max(initial=0)) < 16
+
+
+def test_int4_inputs_read_the_low_nibble():
+    import ml_dtypes
+    # High bits set (as another producer may leave them) are ignored.
+    raw = np.array([0x0D, 0xFD, 0x77, 0x88, 0xF0, 0x3F], np.uint8)
+    x = raw.view(ml_dtypes.int4)
+    want = np.array([-3, -3, 7, -8, 0, -1])
+    np.testing.assert_array_equal(run(lambda x: op.cast(x, ts.i32), x), want)
+    np.testing.assert_array_equal(
+        run(lambda x: x + 1, x).astype(np.int64), _wrap4(want + 1))

@@ -309,15 +309,17 @@ static LogicalResult checkLowerable(ModuleOp module) {
   };
   // i4 tensors would reach memory with two layouts at once (vector loads
   // and stores pack sub-byte elements, scalar ones take a byte each), and
-  // give wrong values: refuse them until narrow types are emulated.
+  // give wrong values: -tessera-tgraph-widen-i4 (part of the CPU pipeline)
+  // computes them in bytes first.
   auto checkNarrow = [&](Operation *op, Type t, StringRef where) {
     auto tensor = dyn_cast<RankedTensorType>(t);
     if (!tensor || !tensor.getElementType().isInteger(4))
       return;
     op->emitOpError() << where
-                      << " is an i4 tensor, which the CPU back end cannot "
-                         "compile yet (sub-byte elements have no single "
-                         "memory layout in compiled code); use i8";
+                      << " is an i4 tensor, which this lowering cannot "
+                         "store (sub-byte elements have no single memory "
+                         "layout in compiled code); run "
+                         "-tessera-tgraph-widen-i4 first";
     ok = false;
   };
   module.walk([&](Operation *op) {

@@ -28,6 +28,10 @@ enum class DType {
   i16,
   i8,
   i1,
+  /// One byte per element, the value in the low 4 bits (two's complement;
+  /// the high bits are ignored on input and zero on output), as
+  /// ml_dtypes.int4 stores it.
+  i4,
 };
 
 /// The name used in the IR and in messages ("f32", "bf16", "f8E4M3FN").

@@ -141,4 +141,30 @@ def TGraphInline : Pass<"tessera-tgraph-inline", "ModuleOp"> {
   }];
 }
 
+def TGraphWidenI4 : Pass<"tessera-tgraph-widen-i4", "ModuleOp"> {
+  let summary = "Compute i4 tensors as i8 ones holding the 4-bit values";
+  let description = [{
+    For back ends whose memory has no sub-byte elements (the CPU back end:
+    vector loads would pack i4 elements while scalar ones take a byte each).
+    Every i4 tensor becomes an i8 tensor holding the sign-extended i4 value.
+    Ops that may leave [-8, 7] (addition, multiplication, contractions,
+    sums, negation, iota, ...) are followed by a wrap to 4 bits, which gives
+    exactly the i4 result since i8 arithmetic wraps modulo 256 and 16
+    divides 256; casts to i4 saturate to [-8, 7], as every narrowing
+    integer cast does. Public functions keep one byte per i4 element with
+    the value in the low 4 bits (as ml_dtypes.int4 stores it): arguments are
+    sign-extended from the low nibble, results leave with the high bits
+    zero.
+
+    ```mlir
+    %s = tgraph.add %a, %b : tensor<4xi4>
+    // becomes
+    %s0 = tgraph.add %a, %b : tensor<4xi8>
+    %s = ... wrap %s0 to 4 bits ... : tensor<4xi8>
+    ```
+
+    KV caches of i4 are an error.
+  }];
+}
+
 #endif // TESSERA_TGRAPH_PASSES
