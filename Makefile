@@ -25,7 +25,7 @@ CMAKE_FLAGS := -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DPython3_EXECUTABLE=/usr/bin/python3
 
 
-.PHONY: all deps pydeps build test demo fuzz fuzz-build clean
+.PHONY: all deps pydeps build test pip-check demo fuzz fuzz-build clean
 
 all: build
 
@@ -62,7 +62,13 @@ build: deps pydeps $(BUILD)/build.ninja
 # inference under ASan+UBSan.
 test: build pydeps fuzz-build
 	ninja -C $(BUILD) check-tessera
+	$(MAKE) --no-print-directory pip-check
 	$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$(FUZZ_SECONDS)
+
+# `pip install .` into a scratch environment and a smoke test of the result
+# (the first run builds the package in build/wheel: minutes).
+pip-check: deps
+	@./test/pip/run.sh $(BUILD)
 
 demo: build
 	@./examples/demo.sh $(BUILD)/bin/tessera-opt $(BUILD)/bin/tessera-run \

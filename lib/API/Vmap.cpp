@@ -77,6 +77,22 @@ private:
   bool callRule(tg::CallOp op, Scope &s);
   bool condRule(tg::CondOp op, Scope &s);
   bool crossEntropyRule(tg::CrossEntropyOp op, Scope &s);
+  bool conv2dRule(tg::Conv2dOp op, Scope &s);
+  bool scanRule(tg::ScanOp op, Scope &s);
+  bool gatherRule(tg::GatherOp op, Scope &s);
+  /// Records `to` as the batched value of `from`.
+  void bind(Value from, Value to, Scope &s) {
+    s.map.map(from, to);
+    s.batched.insert(to);
+  }
+  Value reshape(Value v, const shape::TensorShape &to, Location loc) {
+    Type t = tg::getTensorType(
+        to, cast<RankedTensorType>(v.getType()).getElementType());
+    auto op = tg::ReshapeOp::create(b, loc, t, v);
+    if (!state.finish(op, {t}))
+      return {};
+    return op.getResult();
+  }
 
 public:
   /// The innermost op that had no rule ("'tgraph.while' op at f.py:3:7").
@@ -335,6 +351,156 @@ bool Batcher::crossEntropyRule(tg::CrossEntropyOp op, Scope &s) {
   return true;
 }
 
+/// The batch merged into the convolution's own batch dim (dim 0 in both
+/// layouts): [B, N, ...] -> [B*N, ...] -> conv -> [B, N', ...].
+bool Batcher::conv2dRule(tg::Conv2dOp op, Scope &s) {
+  if (isBatched(s, op.getFilter()))
+    return false;
+  Location loc = op.getLoc();
+  Value input = s.map.lookupOrDefault(op.getInput());
+  shape::TensorShape in = tg::getShape(input.getType());
+  shape::TensorShape merged;
+  merged.dims.push_back(in.dims[0] * in.dims[1]);
+  merged.dims.insert(merged.dims.end(), in.dims.begin() + 2, in.dims.end());
+  Value flat = reshape(input, merged, loc);
+  if (!flat)
+    return false;
+  IRMapping local;
+  local.map(op.getInput(), flat);
+  local.map(op.getFilter(), s.map.lookupOrDefault(op.getFilter()));
+  Operation *c = b.clone(*op, local);
+  shape::TensorShape out = tg::getShape(op.getType());
+  out.dims[0] = merged.dims[0];
+  Type declared = tg::getTensorType(
+      out, cast<RankedTensorType>(op.getType()).getElementType());
+  if (!state.finish(c, {declared}))
+    return false;
+  shape::TensorShape split = tg::getShape(op.getType());
+  split.dims.insert(split.dims.begin(), batch);
+  Value result = reshape(c->getResult(0), split, loc);
+  if (!result)
+    return false;
+  bind(op.getResult(), result, s);
+  return true;
+}
+
+/// gather from a batched tensor at shared indices takes the next dim;
+/// gather from a shared tensor at batched indices puts the batch at `dim`,
+/// then moves it to the front.
+bool Batcher::gatherRule(tg::GatherOp op, Scope &s) {
+  bool xb = isBatched(s, op.getX()), ib = isBatched(s, op.getIndices());
+  int64_t dim = normalizeAxis(op.getDim(), rankOf(op.getX()));
+  Value x = s.map.lookupOrDefault(op.getX());
+  Value idx = s.map.lookupOrDefault(op.getIndices());
+  if (xb && ib)
+    return false;
+  if (xb)
+    return rebuild(op, {x, idx}, s,
+                   {b.getNamedAttr("dim", b.getI64IntegerAttr(dim + 1))});
+  Operation *c = rebuild(op, {x, idx}, s,
+                         {b.getNamedAttr("dim", b.getI64IntegerAttr(dim))});
+  if (!c)
+    return false;
+  if (dim == 0)
+    return true;
+  SmallVector<int64_t> perm = {dim};
+  for (int64_t i = 0; i < rankOf(c->getResult(0)); ++i)
+    if (i != dim)
+      perm.push_back(i);
+  Value moved = transpose(c->getResult(0), perm, op.getLoc());
+  if (!moved)
+    return false;
+  bind(op.getResult(), moved, s);
+  return true;
+}
+
+/// A loop over time inside the map: every carry gets the batch (leading),
+/// batched sequences [B, T, ...] are scanned as [T, B, ...], and the
+/// stacked outputs [T, B, ...] are turned back to [B, T, ...].
+bool Batcher::scanRule(tg::ScanOp op, Scope &s) {
+  Location loc = op.getLoc();
+  size_t nc = op.getInits().size();
+  SmallVector<Value> inits, xs;
+  for (Value v : op.getInits()) {
+    if (!isa<RankedTensorType>(v.getType()))
+      return false; // keys and caches are not batched
+    Value nv = s.map.lookupOrDefault(v);
+    if (!isBatched(s, v) && !(nv = broadcast(nv, loc)))
+      return false;
+    inits.push_back(nv);
+  }
+  SmallVector<bool> xBatched;
+  for (Value v : op.getXs()) {
+    Value nv = s.map.lookupOrDefault(v);
+    bool batchedX = isBatched(s, v);
+    if (batchedX) {
+      SmallVector<int64_t> perm = {1, 0};
+      for (int64_t i = 2; i < rankOf(nv); ++i)
+        perm.push_back(i);
+      if (!(nv = transpose(nv, perm, loc)))
+        return false;
+    }
+    xs.push_back(nv);
+    xBatched.push_back(batchedX);
+  }
+  // Results: batched carries, then outputs stacked as [T, B, ...].
+  SmallVector<Type> types;
+  for (auto [i, r] : llvm::enumerate(op.getResults())) {
+    if (i < nc) {
+      types.push_back(batchedType(r.getType()));
+      continue;
+    }
+    auto rt = cast<RankedTensorType>(r.getType());
+    shape::TensorShape sh = tg::getShape(rt);
+    sh.dims.insert(sh.dims.begin() + 1, batch);
+    types.push_back(tg::getTensorType(sh, rt.getElementType()));
+  }
+  auto loop = tg::ScanOp::create(b, loc, types, inits, xs, op.getLengthAttr(),
+                                 op.getReverse());
+  Block &from = op.getBody().front();
+  Block *to = &loop.getBody().emplaceBlock();
+  for (auto [i, arg] : llvm::enumerate(from.getArguments())) {
+    bool batchedArg = i < nc || xBatched[i - nc];
+    Type t = batchedArg ? batchedType(arg.getType()) : arg.getType();
+    BlockArgument na = to->addArgument(t, arg.getLoc());
+    s.map.map(arg, na);
+    if (batchedArg)
+      s.batched.insert(na);
+  }
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToEnd(to);
+    for (Operation &inner : from.without_terminator())
+      if (!batchOp(&inner, s)) {
+        if (missing.empty())
+          missing = tg::describeOp(&inner);
+        return false;
+      }
+    SmallVector<Value> yielded;
+    for (Value v : from.getTerminator()->getOperands()) {
+      Value nv = s.map.lookupOrDefault(v);
+      if (!s.batched.contains(nv) && !(nv = broadcast(nv, loc)))
+        return false;
+      yielded.push_back(nv);
+    }
+    tg::YieldOp::create(b, loc, yielded);
+  }
+  if (!state.finish(loop))
+    return false;
+  for (auto [i, r] : llvm::enumerate(op.getResults())) {
+    Value nr = loop.getResult(i);
+    if (i >= nc) {
+      SmallVector<int64_t> perm = {1, 0};
+      for (int64_t d = 2; d < rankOf(nr); ++d)
+        perm.push_back(d);
+      if (!(nr = transpose(nr, perm, loc)))
+        return false;
+    }
+    bind(r, nr, s);
+  }
+  return true;
+}
+
 bool Batcher::batchOp(Operation *op, Scope &s) {
   if (!usesBatch(op, s)) {
     b.clone(*op, s.map);
@@ -344,6 +510,8 @@ bool Batcher::batchOp(Operation *op, Scope &s) {
     return callRule(call, s);
   if (auto c = dyn_cast<tg::CondOp>(op))
     return condRule(c, s);
+  if (auto loop = dyn_cast<tg::ScanOp>(op))
+    return scanRule(loop, s);
   if (op->getNumRegions())
     return false;
   Location loc = op->getLoc();
@@ -397,6 +565,57 @@ bool Batcher::batchOp(Operation *op, Scope &s) {
     return dotGeneralRule(dg, s);
   if (auto ce = dyn_cast<tg::CrossEntropyOp>(op))
     return crossEntropyRule(ce, s);
+  if (auto conv = dyn_cast<tg::Conv2dOp>(op))
+    return conv2dRule(conv, s);
+  if (auto gather = dyn_cast<tg::GatherOp>(op))
+    return gatherRule(gather, s);
+  if (isa<tg::AttentionOp>(op)) {
+    // Leading dims of q, k and v are batch dims: give each the batch.
+    SmallVector<Value> ins;
+    for (Value v : op->getOperands()) {
+      Value nv = s.map.lookupOrDefault(v);
+      if (!isBatched(s, v) && !(nv = broadcast(nv, loc)))
+        return false;
+      ins.push_back(nv);
+    }
+    return rebuild(op, ins, s);
+  }
+  if (auto sa = dyn_cast<tg::ScatterAddOp>(op)) {
+    // Shared indices: the batch is one more leading dim of x and updates.
+    if (isBatched(s, sa.getIndices()))
+      return false;
+    SmallVector<Value> ins = operands();
+    for (unsigned i : {0u, 2u})
+      if (!isBatched(s, op->getOperand(i)) &&
+          !(ins[i] = broadcast(ins[i], loc)))
+        return false;
+    return rebuild(op, ins, s, {shifted("dim", rankOf(op->getOperand(0)))});
+  }
+  if (auto ds = dyn_cast<tg::DynamicSliceOp>(op)) {
+    // Shared starts: the whole batch, from 0.
+    for (Value v : ds.getStarts())
+      if (isBatched(s, v))
+        return false;
+    SmallVector<Value> ins = operands();
+    if (ds.getStarts().empty())
+      return false;
+    auto t = cast<RankedTensorType>(ds.getStarts()[0].getType());
+    Value zero = tg::ConstantOp::create(
+        b, loc, t,
+        DenseElementsAttr::get(t, b.getIntegerAttr(t.getElementType(), 0)));
+    ins.insert(ins.begin() + 1, zero);
+    std::vector<shape::DimExpr> sizes = ds.getSizes().getDims();
+    sizes.insert(sizes.begin(), batch);
+    IRMapping local;
+    local.map(op->getOperand(0), ins[0]);
+    Operation *c =
+        tg::DynamicSliceOp::create(b, loc, ins[0], ValueRange(ins).drop_front(),
+                                   tg::DimsAttr::get(b.getContext(), sizes));
+    if (!state.finish(c))
+      return false;
+    bind(op->getResult(0), c->getResult(0), s);
+    return true;
+  }
 
   int64_t rank = op->getNumOperands() ? rankOf(op->getOperand(0)) : 0;
   // Shape-preserving ops on one tensor (unary math, gelu, stop_gradient,

@@ -178,11 +178,42 @@ RULES = [
      [(3, 4)]),
     ("stop_gradient", lambda x: ts.stop_gradient(x) * x,
      lambda x: jax.lax.stop_gradient(x) * x, (0,), [(3, 4)]),
+    ("attention_shared_value",
+     lambda q, k, v: op.attention(q, k, v, causal=True),
+     lambda q, k, v: _jax_attention(q, k, v, True), (0, 0, None),
+     [(2, 3, 4), (2, 3, 4), np.linspace(-1, 1, 24).reshape(2, 3, 4)]),
+    ("conv2d",
+     lambda x, w: op.conv2d(x, w, strides=(2, 1), padding=(1, 0, 1, 1)),
+     lambda x, w: jax.lax.conv_general_dilated(x, w, (2, 1),
+                                               ((1, 0), (1, 1))),
+     (0, None), [(2, 3, 6, 5), np.linspace(-1, 1, 108).reshape(4, 3, 3, 3)]),
+    ("gather_batched_x", lambda x, i: op.gather(x, i, 1),
+     lambda x, i: jnp.take(x, i, axis=1), (0, None),
+     [(3, 4), np.array([2, 0, 3, 3])]),
+    ("gather_batched_indices", lambda x, i: op.gather(x, i, 1),
+     lambda x, i: jnp.take(x, i, axis=1), (None, 0), [W34, "idx2"]),
+    ("scatter_add",
+     lambda x, u: op.scatter_add(x, np.array([1, 0, 1]), u, 0),
+     lambda x, u: x.at[np.array([1, 0, 1])].add(u), (0, 0),
+     [(3, 4), (3, 4)]),
+    ("dynamic_slice",
+     lambda x, i: op.dynamic_slice(x, [i, op.constant(np.int64(1))], [2, 3]),
+     lambda x, i: jax.lax.dynamic_slice(x, (i, 1), (2, 3)), (0, None),
+     [(4, 5), np.int64(1)]),
 ]
 
 
+def _jax_attention(q, k, v, causal):
+    s = q @ jnp.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])
+    if causal:
+        n = s.shape[-1]
+        s = jnp.where(jnp.tril(jnp.ones((n, n), bool)), s, -jnp.inf)
+    return jax.nn.softmax(s, -1) @ v
+
+
 def _args(shapes, rng, batch=5):
-    return [np.asarray(s) if isinstance(s, np.ndarray)
+    return [rng.integers(0, 4, (batch, 2)) if isinstance(s, str)
+            else np.asarray(s) if isinstance(s, (np.ndarray, np.generic))
             else rng.standard_normal((batch,) + s) for s in shapes]
 
 
@@ -303,3 +334,23 @@ def test_vmap_errors(rng):
         ts.vmap(lambda x, y: x + y)(a, b)
     with pytest.raises(ts.TesseraError, match="needs an axis to map over"):
         ts.vmap(lambda x, y: x * y)(np.float64(2.0), a)
+
+
+def test_vmap_of_scan_batches_the_loop_body(rng):
+    # One loop over time for the whole batch, not a loop over the batch.
+    w, u = rng.standard_normal((4, 4)) * 0.5, rng.standard_normal(4)
+    xs = rng.standard_normal((3, 6, 4))  # batch 3, 6 steps
+    h0 = np.zeros(4)
+    f = lambda xs: ts.scan(rnn(w, u), h0, xs)
+    jf = lambda xs: jax.lax.scan(jax_rnn(w, u), h0, xs)
+    for got, want in zip(ts.vmap(f)(xs), jax.vmap(jf)(xs)):
+        close(got, want)
+    ir = _entry(_ir(ts.vmap(f), xs))
+    assert ir.count("tgraph.scan") == 1 and "vmap_loop" not in ir, ir
+    # Mapped initial carries and reversed scans too, and their gradient.
+    g = lambda h, xs: ts.scan(rnn(w, u), h, xs, reverse=True)[1]
+    jg = lambda h, xs: jax.lax.scan(jax_rnn(w, u), h, xs, reverse=True)[1]
+    hs = rng.standard_normal((3, 4))
+    close(ts.vmap(g)(hs, xs), jax.vmap(jg)(hs, xs))
+    close(ts.grad(lambda hs: op.reduce_sum(ts.vmap(g)(hs, xs)))(hs),
+          jax.grad(lambda hs: jnp.sum(jax.vmap(jg)(hs, xs)))(hs), rtol=1e-9)
