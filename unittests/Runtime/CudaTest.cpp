@@ -1,0 +1,221 @@
+//===- CudaTest.cpp - The CUDA runtime -----------------------------------===//
+//
+// On a machine without a GPU only the first test runs (calls fail with the
+// reason); the others skip, saying why.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tessera/Runtime/Cuda.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <numeric>
+
+using namespace tessera::runtime;
+namespace cu = tessera::runtime::cuda;
+
+namespace {
+
+#define REQUIRE_GPU()                                                          \
+  do {                                                                         \
+    if (!cu::available())                                                      \
+      GTEST_SKIP() << "no GPU: " << cu::unavailableReason();                   \
+  } while (false)
+
+/// y = a * x + y over n floats, one thread per element.
+const char *kAxpyPtx = R"(
+.version 8.0
+.target sm_80
+.address_size 64
+
+.visible .entry axpy(.param .u64 x_param, .param .u64 y_param,
+                     .param .f32 a_param, .param .u32 n_param)
+{
+  .reg .pred p;
+  .reg .b32 r<6>;
+  .reg .f32 f<4>;
+  .reg .b64 rd<8>;
+  ld.param.u64 rd1, [x_param];
+  ld.param.u64 rd2, [y_param];
+  ld.param.f32 f1, [a_param];
+  ld.param.u32 r1, [n_param];
+  mov.u32 r2, %ctaid.x;
+  mov.u32 r3, %ntid.x;
+  mov.u32 r4, %tid.x;
+  mad.lo.s32 r5, r2, r3, r4;
+  setp.ge.u32 p, r5, r1;
+  @p bra DONE;
+  cvta.to.global.u64 rd3, rd1;
+  cvta.to.global.u64 rd4, rd2;
+  mul.wide.u32 rd5, r5, 4;
+  add.s64 rd6, rd3, rd5;
+  add.s64 rd7, rd4, rd5;
+  ld.global.f32 f2, [rd6];
+  ld.global.f32 f3, [rd7];
+  fma.rn.f32 f3, f1, f2, f3;
+  st.global.f32 [rd7], f3;
+DONE:
+  ret;
+}
+)";
+
+HostBuffer iota(int64_t n, float scale) {
+  auto b = HostBuffer::allocate(DType::f32, {n});
+  EXPECT_TRUE(bool(b));
+  for (int64_t i = 0; i < n; ++i)
+    b->as<float>()[i] = float(i) * scale;
+  return *b;
+}
+
+TEST(Cuda, WithoutAGpuCallsFailWithTheReason) {
+  if (cu::available())
+    GTEST_SKIP() << "a GPU is present";
+  EXPECT_FALSE(cu::unavailableReason().empty());
+  EXPECT_EQ(cu::deviceCount(), 0);
+  auto b = cu::DeviceBuffer::allocate(DType::f32, {4});
+  ASSERT_FALSE(bool(b));
+  EXPECT_NE(b.error().message.find("CUDA is not available: " +
+                                   cu::unavailableReason()),
+            std::string::npos)
+      << b.error().message;
+  EXPECT_FALSE(bool(cu::Stream::create()));
+}
+
+TEST(Cuda, DescribesTheDevice) {
+  REQUIRE_GPU();
+  auto info = cu::deviceInfo(0);
+  ASSERT_TRUE(bool(info)) << info.error().message;
+  EXPECT_GE(info->major, 7);
+  EXPECT_GT(info->multiprocessors, 0);
+  EXPECT_GT(info->totalMemory, std::size_t(1) << 30);
+  EXPECT_GE(info->maxSharedMemoryPerBlock, std::size_t(48) << 10);
+  std::cout << info->describe() << "\n";
+  auto bad = cu::deviceInfo(cu::deviceCount());
+  ASSERT_FALSE(bool(bad));
+  EXPECT_NE(bad.error().message.find("does not exist"), std::string::npos);
+}
+
+TEST(Cuda, CopiesRoundTripAndZeros) {
+  REQUIRE_GPU();
+  HostBuffer x = iota(1000, 0.5f);
+  auto d = cu::DeviceBuffer::fromHost(x);
+  ASSERT_TRUE(bool(d)) << d.error().message;
+  EXPECT_EQ(d->describe(), "f32[1000] on cuda:0");
+  auto back = d->toHost();
+  ASSERT_TRUE(bool(back)) << back.error().message;
+  EXPECT_EQ(std::memcmp(back->data(), x.data(), x.byteSize()), 0);
+  auto z = cu::DeviceBuffer::zeros(DType::f64, {3, 5});
+  ASSERT_TRUE(bool(z));
+  auto zh = z->toHost();
+  for (int i = 0; i < 15; ++i)
+    EXPECT_EQ(zh->as<double>()[i], 0.0);
+  // A copy of the wrong shape is refused, naming both.
+  auto wrong = d->copyFromHost(iota(999, 1.0f));
+  ASSERT_FALSE(bool(wrong));
+  EXPECT_NE(wrong.error().message.find("cannot copy f32[999] into f32[1000] "
+                                       "on cuda:0"),
+            std::string::npos);
+}
+
+TEST(Cuda, LaunchesAPtxKernelOnAStreamAndTimesIt) {
+  REQUIRE_GPU();
+  auto module = cu::Module::loadPtx(kAxpyPtx);
+  ASSERT_TRUE(bool(module)) << module.error().message;
+  auto kernel = module->kernel("axpy");
+  ASSERT_TRUE(bool(kernel)) << kernel.error().message;
+  auto stream = cu::Stream::create();
+  ASSERT_TRUE(bool(stream)) << stream.error().message;
+  const unsigned n = 1u << 20;
+  HostBuffer x = iota(n, 1.0f), y = iota(n, -0.25f);
+  auto dx = cu::DeviceBuffer::fromHost(x, 0, &*stream);
+  auto dy = cu::DeviceBuffer::fromHost(y, 0, &*stream);
+  ASSERT_TRUE(dx && dy);
+  auto start = cu::Event::create(), end = cu::Event::create();
+  ASSERT_TRUE(start && end);
+  std::uint64_t px = dx->pointer(), py = dy->pointer();
+  float a = 3.0f;
+  unsigned count = n;
+  ASSERT_TRUE(bool(start->record(*stream)));
+  Status launched = kernel->launch({{(n + 255) / 256, 1, 1}, {256, 1, 1}},
+                                   *stream, {&px, &py, &a, &count});
+  ASSERT_TRUE(bool(launched)) << launched.error().message;
+  ASSERT_TRUE(bool(end->record(*stream)));
+  auto out = dy->toHost(&*stream);
+  ASSERT_TRUE(bool(out)) << out.error().message;
+  for (unsigned i = 0; i < n; i += 4099)
+    ASSERT_EQ(out->as<float>()[i], std::fma(3.0f, float(i), -0.25f * i)) << i;
+  auto ms = cu::Event::elapsedMs(*start, *end);
+  ASSERT_TRUE(bool(ms)) << ms.error().message;
+  EXPECT_GT(*ms, 0.0f);
+  EXPECT_LT(*ms, 100.0f);
+}
+
+TEST(Cuda, ReportsBadCodeAndLaunches) {
+  REQUIRE_GPU();
+  auto broken = cu::Module::loadPtx(".version 8.0\n.target sm_80\n"
+                                    ".address_size 64\n.visible .entry k() "
+                                    "{ frobnicate; }\n");
+  ASSERT_FALSE(bool(broken));
+  EXPECT_NE(broken.error().message.find("cannot load PTX on cuda:0"),
+            std::string::npos)
+      << broken.error().message;
+  EXPECT_NE(broken.error().message.find("frobnicate"), std::string::npos)
+      << "the driver's log names the bad line: " << broken.error().message;
+  auto module = cu::Module::loadPtx(kAxpyPtx);
+  ASSERT_TRUE(bool(module));
+  auto missing = module->kernel("saxpy");
+  ASSERT_FALSE(bool(missing));
+  EXPECT_NE(missing.error().message.find("no kernel named 'saxpy'"),
+            std::string::npos);
+  auto kernel = module->kernel("axpy");
+  auto stream = cu::Stream::create();
+  std::uint64_t p = 0;
+  float a = 1;
+  unsigned n = 0;
+  Status tooBig =
+      kernel->launch({{1, 1, 1}, {4096, 1, 1}}, *stream, {&p, &p, &a, &n});
+  ASSERT_FALSE(bool(tooBig));
+  EXPECT_NE(tooBig.error().message.find("cannot launch kernel 'axpy' with "
+                                        "grid (1, 1, 1), block (4096, 1, 1)"),
+            std::string::npos)
+      << tooBig.error().message;
+  EXPECT_FALSE(
+      bool(kernel->launch({{0, 1, 1}, {1, 1, 1}}, *stream, {&p, &p, &a, &n})));
+}
+
+TEST(Cuda, TheAllocatorReusesFreedBlocksPerStream) {
+  REQUIRE_GPU();
+  ASSERT_TRUE(bool(cu::releaseCachedMemory()));
+  auto before = cu::allocatorStats();
+  std::uint64_t first;
+  {
+    // 512 KiB (small blocks are rounded to 512 bytes).
+    auto b = cu::DeviceBuffer::allocate(DType::f32, {1 << 17});
+    ASSERT_TRUE(bool(b));
+    first = b->pointer();
+    EXPECT_EQ(cu::allocatorStats().bytesInUse - before.bytesInUse,
+              std::size_t(1) << 19);
+  }
+  auto cachedStats = cu::allocatorStats();
+  EXPECT_EQ(cachedStats.bytesCached, std::size_t(1) << 19);
+  // The same size class on the same (default) stream reuses the block.
+  auto again = cu::DeviceBuffer::allocate(DType::f32, {(1 << 17) - 7});
+  ASSERT_TRUE(bool(again));
+  EXPECT_EQ(again->pointer(), first);
+  EXPECT_EQ(cu::allocatorStats().cacheHits, before.cacheHits + 1);
+  // Another stream does not take it.
+  auto stream = cu::Stream::create();
+  auto other = cu::DeviceBuffer::allocate(DType::f32, {1 << 17}, 0, &*stream);
+  ASSERT_TRUE(bool(other));
+  EXPECT_NE(other->pointer(), first);
+  // Asking for more than the device has fails with a message, not a crash.
+  auto huge = cu::DeviceBuffer::allocate(DType::f32, {int64_t(1) << 40});
+  ASSERT_FALSE(bool(huge));
+  EXPECT_NE(huge.error().message.find("cannot allocate"), std::string::npos)
+      << huge.error().message;
+  EXPECT_EQ(cu::allocatorStats().cacheFlushes, before.cacheFlushes + 1);
+}
+
+} // namespace
