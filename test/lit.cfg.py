@@ -17,3 +17,18 @@ llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.add_tool_substitutions(
     ["tessera-opt", "FileCheck", "not", "count"],
     [config.tessera_tools_dir, config.llvm_tools_dir])
+
+# GPU code: ptxas (from the CUDA toolkit, on PATH or in /usr/local/cuda)
+# validates the PTX that the NVVM tests generate; without it those RUN
+# lines are unsupported.
+import shutil
+ptxas = shutil.which("ptxas") or (
+    "/usr/local/cuda/bin/ptxas"
+    if os.path.exists("/usr/local/cuda/bin/ptxas") else None)
+if ptxas:
+    config.available_features.add("ptxas")
+    config.substitutions.append(("%ptxas", ptxas))
+config.substitutions.append(
+    ("%extract_ptx", "python3 " + os.path.join(
+        os.path.dirname(config.test_source_root), "tools", "scripts",
+        "extract_ptx.py")))

@@ -1,7 +1,8 @@
 //===- tessera-opt.cpp - Tessera's mlir-opt -------------------------------===//
 //
-// The optimizer driver: every upstream dialect, pass and extension, plus
-// Tessera's dialects and passes.
+// The optimizer driver: every upstream dialect, pass and extension (and the
+// LLVM IR translations that GPU serialization needs), plus Tessera's
+// dialects and passes.
 //
 //===----------------------------------------------------------------------===//
 
@@ -10,6 +11,7 @@
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
 #include "mlir/InitAllPasses.h"
+#include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 
 int main(int argc, char **argv) {
@@ -18,6 +20,9 @@ int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
   mlir::registerAllDialects(registry);
   mlir::registerAllExtensions(registry);
+  // GPU modules serialize through LLVM IR (gpu-module-to-binary: PTX,
+  // cubin).
+  mlir::registerAllToLLVMIRTranslations(registry);
   mlir::tessera::registerAllDialects(registry);
   return mlir::asMainReturnCode(
       mlir::MlirOptMain(argc, argv, "Tessera optimizer driver\n", registry));

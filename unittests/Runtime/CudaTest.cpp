@@ -10,8 +10,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <numeric>
+#include <sstream>
 
 using namespace tessera::runtime;
 namespace cu = tessera::runtime::cuda;
@@ -150,6 +153,48 @@ TEST(Cuda, LaunchesAPtxKernelOnAStreamAndTimesIt) {
   ASSERT_TRUE(bool(ms)) << ms.error().message;
   EXPECT_GT(*ms, 0.0f);
   EXPECT_LT(*ms, 100.0f);
+}
+
+/// The text of a kernel file generated at build time; the folder is
+/// TESSERA_CUDA_TEST_KERNELS when set (a run on another machine).
+std::string generatedKernel(const std::string &name) {
+  const char *dir = std::getenv("TESSERA_CUDA_TEST_KERNELS");
+  std::ifstream in(std::string(dir ? dir : TESSERA_CUDA_TEST_KERNELS) + "/" +
+                   name);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+TEST(Cuda, RunsAKernelGeneratedThroughNvvm) {
+  REQUIRE_GPU();
+  // axpy_gpu.mlir through tessera-opt's NVVM pipeline (sm_80 PTX, which the
+  // driver compiles for this GPU).
+  std::string ptx = generatedKernel("axpy_gpu.ptx");
+  ASSERT_FALSE(ptx.empty()) << "axpy_gpu.ptx was not generated";
+  auto module = cu::Module::loadPtx(ptx);
+  ASSERT_TRUE(bool(module)) << module.error().message;
+  auto kernel = module->kernel("axpy");
+  ASSERT_TRUE(bool(kernel)) << kernel.error().message;
+  auto stream = cu::Stream::create();
+  const int64_t n = 100003; // not a multiple of the block
+  HostBuffer x = iota(n, 0.5f), y = iota(n, 2.0f);
+  auto dx = cu::DeviceBuffer::fromHost(x), dy = cu::DeviceBuffer::fromHost(y);
+  ASSERT_TRUE(dx && dy);
+  // Each memref<?xf32> is passed as its descriptor: allocated and aligned
+  // pointers, offset, size, stride.
+  std::uint64_t px = dx->pointer(), py = dy->pointer();
+  int64_t offset = 0, size = n, stride = 1, count = n;
+  float a = -1.5f;
+  std::vector<void *> args = {&px, &px,     &offset, &size,   &stride, &py,
+                              &py, &offset, &size,   &stride, &a,      &count};
+  Status launched = kernel->launch(
+      {{unsigned((n + 127) / 128), 1, 1}, {128, 1, 1}}, *stream, args);
+  ASSERT_TRUE(bool(launched)) << launched.error().message;
+  auto out = dy->toHost(&*stream);
+  ASSERT_TRUE(bool(out)) << out.error().message;
+  for (int64_t i = 0; i < n; ++i)
+    ASSERT_EQ(out->as<float>()[i], std::fma(-1.5f, 0.5f * i, 2.0f * i)) << i;
 }
 
 TEST(Cuda, ReportsBadCodeAndLaunches) {
