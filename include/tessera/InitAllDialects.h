@@ -10,6 +10,7 @@
 
 #include "tessera/Dialect/TGraph/IR/TGraph.h"
 #include "tessera/Dialect/TSched/IR/TSched.h"
+#include "tessera/Dialect/TTile/IR/TTile.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -20,7 +21,8 @@ namespace mlir::tessera {
 /// Registers Tessera's dialects and those its IR uses directly.
 inline void registerAllDialects(DialectRegistry &registry) {
   registry.insert<tgraph::TGraphDialect, tsched::TSchedDialect,
-                  func::FuncDialect, arith::ArithDialect>();
+                  ttile::TTileDialect, func::FuncDialect,
+                  arith::ArithDialect>();
 }
 
 } // namespace mlir::tessera
