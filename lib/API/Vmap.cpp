@@ -79,6 +79,12 @@ private:
   bool crossEntropyRule(tg::CrossEntropyOp op, Scope &s);
   bool conv2dRule(tg::Conv2dOp op, Scope &s);
   bool scanRule(tg::ScanOp op, Scope &s);
+  bool whileRule(tg::WhileOp op, Scope &s);
+  /// Batches the ops of `from` (a region's block) at the insertion point,
+  /// its arguments bound to `args` (batched ones flagged), and returns what
+  /// its terminator yields.
+  bool batchBlock(Block &from, ArrayRef<Value> args, ArrayRef<bool> batchedArgs,
+                  Scope &s, SmallVectorImpl<Value> &yielded);
   bool gatherRule(tg::GatherOp op, Scope &s);
   /// Records `to` as the batched value of `from`.
   void bind(Value from, Value to, Scope &s) {
@@ -276,8 +282,32 @@ bool Batcher::callRule(tg::CallOp op, Scope &s) {
 
 /// A branch on a value shared by every element: the branches are batched.
 bool Batcher::condRule(tg::CondOp op, Scope &s) {
-  if (isBatched(s, op.getPred()))
-    return false;
+  if (isBatched(s, op.getPred())) {
+    // A branch per element: both branches run on the whole batch (the ops
+    // are pure) and each element takes its own.
+    for (Type t : op.getResultTypes())
+      if (!isa<RankedTensorType>(t))
+        return false;
+    SmallVector<Value> thenValues, elseValues;
+    if (!batchBlock(op.getThenRegion().front(), {}, {}, s, thenValues) ||
+        !batchBlock(op.getElseRegion().front(), {}, {}, s, elseValues))
+      return false;
+    Value pred = s.map.lookupOrDefault(op.getPred());
+    for (auto [r, t, e] : llvm::zip(op.getResults(), thenValues, elseValues)) {
+      if (!s.batched.contains(t) && !(t = broadcast(t, op.getLoc())))
+        return false;
+      if (!s.batched.contains(e) && !(e = broadcast(e, op.getLoc())))
+        return false;
+      Value p = expand(pred, rankOf(t) - 1, op.getLoc());
+      if (!p)
+        return false;
+      auto sel = tg::SelectOp::create(b, op.getLoc(), t.getType(), p, t, e);
+      if (!state.finish(sel))
+        return false;
+      bind(r, sel.getResult(), s);
+    }
+    return true;
+  }
   SmallVector<Type> types;
   for (Type t : op.getResultTypes())
     types.push_back(batchedType(t));
@@ -501,6 +531,121 @@ bool Batcher::scanRule(tg::ScanOp op, Scope &s) {
   return true;
 }
 
+bool Batcher::batchBlock(Block &from, ArrayRef<Value> args,
+                         ArrayRef<bool> batchedArgs, Scope &s,
+                         SmallVectorImpl<Value> &yielded) {
+  for (auto [arg, v, flag] :
+       llvm::zip(from.getArguments(), args, batchedArgs)) {
+    s.map.map(arg, v);
+    if (flag)
+      s.batched.insert(v);
+  }
+  for (Operation &inner : from.without_terminator())
+    if (!batchOp(&inner, s)) {
+      if (missing.empty())
+        missing = tg::describeOp(&inner);
+      return false;
+    }
+  for (Value v : from.getTerminator()->getOperands())
+    yielded.push_back(s.map.lookupOrDefault(v));
+  return true;
+}
+
+/// A loop whose condition may differ per element runs while any element's
+/// condition holds; an element whose condition is false keeps its carries
+/// (the body's results are selected away), so each element ends with the
+/// values its own loop would give.
+bool Batcher::whileRule(tg::WhileOp op, Scope &s) {
+  Location loc = op.getLoc();
+  SmallVector<Value> inits;
+  SmallVector<Type> types;
+  for (Value v : op.getInits()) {
+    if (!isa<RankedTensorType>(v.getType()))
+      return false; // keys and caches are not batched
+    Value nv = s.map.lookupOrDefault(v);
+    if (!isBatched(s, v) && !(nv = broadcast(nv, loc)))
+      return false;
+    inits.push_back(nv);
+    types.push_back(nv.getType());
+  }
+  auto loop = tg::WhileOp::create(b, loc, types, inits, op.getTripCountAttr());
+  SmallVector<bool> allBatched(inits.size(), true);
+  // any(pred) over the batch, as the loop's condition.
+  auto anyOf = [&](Value pred) -> Value {
+    auto t = cast<RankedTensorType>(pred.getType());
+    Type i8 = t.clone(b.getI8Type());
+    auto asInt = tg::CastOp::create(b, loc, i8, pred, tg::PolicyAttr());
+    if (!state.finish(asInt, {i8}))
+      return {};
+    auto scalar = RankedTensorType::get({}, b.getI8Type());
+    auto any = tg::ReduceMaxOp::create(b, loc, scalar, asInt.getResult(),
+                                       b.getDenseI64ArrayAttr({0}), false);
+    if (!state.finish(any))
+      return {};
+    auto zero = tg::ConstantOp::create(
+        b, loc, scalar, DenseElementsAttr::get(scalar, b.getI8IntegerAttr(0)));
+    auto cmp = tg::CompareOp::create(
+        b, loc, RankedTensorType::get({}, b.getI1Type()),
+        tg::CompareDirection::ne, any.getResult(), zero.getResult());
+    if (!state.finish(cmp))
+      return {};
+    return cmp.getResult();
+  };
+  {
+    OpBuilder::InsertionGuard guard(b);
+    Block *cond = &loop.getCondRegion().emplaceBlock();
+    SmallVector<Value> args;
+    for (Type t : types)
+      args.push_back(cond->addArgument(t, loc));
+    b.setInsertionPointToEnd(cond);
+    SmallVector<Value> yielded;
+    if (!batchBlock(op.getCondRegion().front(), args, allBatched, s, yielded))
+      return false;
+    Value pred = yielded[0];
+    if (s.batched.contains(pred) && !(pred = anyOf(pred)))
+      return false;
+    tg::YieldOp::create(b, loc, ValueRange{pred});
+  }
+  {
+    OpBuilder::InsertionGuard guard(b);
+    Block *body = &loop.getBodyRegion().emplaceBlock();
+    SmallVector<Value> args;
+    for (Type t : types)
+      args.push_back(body->addArgument(t, loc));
+    b.setInsertionPointToEnd(body);
+    // The condition again, per element, to keep the finished ones.
+    SmallVector<Value> predOut;
+    if (!batchBlock(op.getCondRegion().front(), args, allBatched, s, predOut))
+      return false;
+    Value pred = predOut[0];
+    bool perElement = s.batched.contains(pred);
+    SmallVector<Value> next;
+    if (!batchBlock(op.getBodyRegion().front(), args, allBatched, s, next))
+      return false;
+    SmallVector<Value> yielded;
+    for (auto [v, old] : llvm::zip(next, args)) {
+      if (!s.batched.contains(v) && !(v = broadcast(v, loc)))
+        return false;
+      if (perElement) {
+        Value p = expand(pred, rankOf(v) - 1, loc);
+        if (!p)
+          return false;
+        auto sel = tg::SelectOp::create(b, loc, v.getType(), p, v, old);
+        if (!state.finish(sel))
+          return false;
+        v = sel.getResult();
+      }
+      yielded.push_back(v);
+    }
+    tg::YieldOp::create(b, loc, yielded);
+  }
+  if (!state.finish(loop))
+    return false;
+  for (auto [from, to] : llvm::zip(op.getResults(), loop.getResults()))
+    bind(from, to, s);
+  return true;
+}
+
 bool Batcher::batchOp(Operation *op, Scope &s) {
   if (!usesBatch(op, s)) {
     b.clone(*op, s.map);
@@ -512,6 +657,8 @@ bool Batcher::batchOp(Operation *op, Scope &s) {
     return condRule(c, s);
   if (auto loop = dyn_cast<tg::ScanOp>(op))
     return scanRule(loop, s);
+  if (auto loop = dyn_cast<tg::WhileOp>(op))
+    return whileRule(loop, s);
   if (op->getNumRegions())
     return false;
   Location loc = op->getLoc();

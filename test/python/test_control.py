@@ -310,21 +310,51 @@ def test_vmap_reads_enclosing_values_and_symbolic_batch(rng):
     assert len(g._cache) == 1
 
 
-def test_vmap_without_a_rule_runs_a_loop(rng):
-    # A branch chosen per element: control flow on a mapped value has no
-    # batching rule, so the map is a tgraph.scan with the same values.
+def test_vmap_of_per_element_control_flow(rng):
     x = rng.standard_normal((6, 3))
+    # A branch chosen per element: both branches, then a select.
     f = lambda r: op.cond(op.reduce_sum(r) > 0, lambda r: r * 2.0,
                           lambda r: -r, r)
-    jf = lambda r: jnp.where(jnp.sum(r) > 0, r * 2.0, -r)
+    jf = lambda r: jax.lax.cond(jnp.sum(r) > 0, lambda r: r * 2.0,
+                                lambda r: -r, r)
     close(ts.vmap(f)(x), jax.vmap(jf)(x))
-    ir = _entry(_ir(ts.vmap(f), x))
-    assert "tgraph.scan" in ir
-    assert "vmap_loop = \"no batching rule for 'tgraph.cond' op at " in ir
-    # A branch on a shared value is batched.
+    assert "tgraph.scan" not in _entry(_ir(ts.vmap(f), x))
+    # A branch on a shared value stays a branch, over the batch.
     h = lambda r, c: op.cond(c > 0, lambda r: r * 2.0, lambda r: -r, r)
-    assert "tgraph.scan" not in _entry(_ir(ts.vmap(h, (0, None)), x,
-                                           np.float64(1.0)))
+    ir = _entry(_ir(ts.vmap(h, (0, None)), x, np.float64(1.0)))
+    assert "tgraph.cond" in ir and "tgraph.scan" not in ir
+    # A while loop whose trip count differs per element: it runs while any
+    # element's condition holds, finished elements keep their values.
+    start = np.array([0.5, 3.0, 20.0, -0.25, 7.5])
+
+    def w(v):
+        return op.while_loop(lambda c: c[0] < 10.0,
+                             lambda c: (c[0] * 2.0 + 1.0, c[1] + 1.0),
+                             (v, op.constant(np.float64(0.0))))
+
+    def jw(v):
+        return jax.lax.while_loop(lambda c: c[0] < 10.0,
+                                  lambda c: (c[0] * 2.0 + 1.0, c[1] + 1.0),
+                                  (v, 0.0))
+
+    for got, want in zip(ts.vmap(w)(start), jax.vmap(jw)(start)):
+        close(got, want)
+    ir = _entry(_ir(ts.vmap(w), start))
+    assert "tgraph.while" in ir and "tgraph.scan" not in ir
+
+
+def test_vmap_without_a_rule_runs_a_loop(rng):
+    # Random numbers from a key derived per element: no batching rule for
+    # a batched key, so the map is a tgraph.scan with the same values.
+    key = ts.random.key(3)
+    f = lambda i, k: ts.random.uniform(ts.random.fold_in(k, i), (2,))
+    idx = np.arange(4)
+    got = ts.vmap(f, (0, None))(idx, key)
+    for i in range(4):
+        close(got[i], ts.random.uniform(ts.random.fold_in(key, int(i)), (2,)))
+    ir = _entry(_ir(ts.vmap(f, (0, None)), idx, key))
+    assert "tgraph.scan" in ir
+    assert "vmap_loop = \"no batching rule for 'tgraph.rng" in ir, ir
 
 
 def test_vmap_errors(rng):
