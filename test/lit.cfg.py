@@ -28,6 +28,10 @@ ptxas = shutil.which("ptxas") or (
 if ptxas:
     config.available_features.add("ptxas")
     config.substitutions.append(("%ptxas", ptxas))
+    # The NVVM pipeline links libdevice (math functions) from the toolkit
+    # that CUDA_ROOT names.
+    config.environment["CUDA_ROOT"] = os.path.dirname(
+        os.path.dirname(os.path.realpath(ptxas)))
 config.substitutions.append(
     ("%extract_ptx", "python3 " + os.path.join(
         os.path.dirname(config.test_source_root), "tools", "scripts",

@@ -3,6 +3,7 @@
 # into one folder (default build/device), to run on a GPU machine that has
 # the NVIDIA driver but not the compiler:
 #   cd build/device && LD_LIBRARY_PATH=$PWD TESSERA_CUDA_TEST_KERNELS=$PWD/kernels ./TesseraCudaTests
+#   LD_LIBRARY_PATH=$PWD ./tessera-row-bench kernels/row_kernels.ptx
 set -euo pipefail
 build=${1:-build}
 out=${2:-$build/device}
@@ -13,4 +14,9 @@ cp -L "$build/lib/libTesseraRuntime.so" "$out/"
 omp=$(ldd "$build/unittests/TesseraCudaTests" | awk '/libomp/ {print $3}')
 cp -L "$omp" "$out/"
 cp "$build"/unittests/cuda-kernels/*.ptx "$out/kernels/"
+# The GPU benchmarks: ./tessera-row-bench kernels/row_kernels.ptx
+if [ -x "$build/bin/tessera-row-bench" ]; then
+  cp "$build/bin/tessera-row-bench" "$out/"
+  cp "$build/bench/gpu/row_kernels.ptx" "$out/kernels/"
+fi
 echo "$out: $(du -sh "$out" | cut -f1)"

@@ -147,4 +147,72 @@ def InlineRecompute : Pass<"tessera-inline-recompute", "ModuleOp"> {
   }];
 }
 
+def TTileAssignLayouts : Pass<"tessera-ttile-assign-layouts", "ModuleOp"> {
+  let summary = "Give every tile of a Tile IR kernel a layout";
+  let description = [{
+    Expands `ttile.softmax_online` and `ttile.softmax_accumulate` into tile
+    ops, then walks each `ttile.kernel` in program order and gives tiles
+    without an encoding one: loads, `iota`, constants and splats take a
+    blocked layout chosen from the tile's shape, element type and the
+    kernel's `ttile.num_warps` (up to 16 bytes contiguous per thread along
+    the last dim, a warp's lanes along the fastest dims, warps along the
+    slowest); elementwise ops, casts and `mask_causal` keep their operand's
+    layout; reductions give `#ttile.slice` of it; broadcasts and transposes
+    take the layout that needs no data movement when there is one; a `dot`
+    gets `#ttile.dot_operand` operands of its accumulator's layout. Where
+    two layouts meet, a `ttile.convert_layout` is inserted (splat constants
+    are re-created in the layout instead). Loop-carried tiles keep their
+    initial value's layout.
+
+    ```mlir
+    %x = ttile.load %X[%r, %c0] : memref<?x?xf32> -> tensor<4x256xf32>
+    // becomes
+    %x = ttile.load %X[%r, %c0] : memref<?x?xf32> -> tensor<4x256xf32,
+        #ttile.blocked<sizePerThread = [1, 4], threadsPerWarp = [1, 32],
+                       warpsPerCTA = [4, 1], order = [1, 0]>>
+    ```
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::math::MathDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
+def ConvertTTileToGPU : Pass<"tessera-convert-ttile-to-gpu", "ModuleOp"> {
+  let summary = "Lower Tile IR kernels to GPU dialect kernels, thread by thread";
+  let description = [{
+    Each `ttile.kernel` function becomes a `gpu.func` kernel (in the
+    `gpu.module` named by `module-name`, the module marked
+    `gpu.container_module`) run by `32 * ttile.num_warps` threads
+    (`known_block_size`). Every tile, which must have a blocked, slice or
+    dot_operand-of-blocked layout (run `-tessera-ttile-assign-layouts`
+    first), becomes the scalars its layout gives each thread:
+
+    - `ttile.load` / `ttile.store` read and write each thread's elements,
+      16-byte vector accesses where a thread's elements are contiguous in
+      memory and aligned (checked at run time), guarded element accesses
+      at the edges and where masks are off;
+    - elementwise `arith` and `math` ops apply to each element;
+    - `ttile.reduce` combines a thread's elements, then the lanes of a warp
+      (butterfly shuffles), then the warps (shared memory), in a fixed
+      order: results are deterministic and identical on every thread;
+    - `ttile.convert_layout`, and broadcasts or transposes that move data
+      between threads, go through shared memory;
+    - `ttile.dot` on blocked layouts multiplies with FMAs in f32 (the
+      tensor-core layouts `#ttile.mma` lower in their own pass);
+    - `ttile.range` and `scf.for`/`scf.if` carry tiles as their scalars.
+
+    Then `--gpu-lower-to-nvvm-pipeline` produces PTX.
+  }];
+  let options = [
+    Option<"moduleName", "module-name", "std::string", "\"tessera_kernels\"",
+           "Name of the gpu.module that receives the kernels">,
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::gpu::GPUDialect",
+                           "::mlir::math::MathDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::vector::VectorDialect"];
+}
+
 #endif // TESSERA_CONVERSION_PASSES

@@ -1,0 +1,539 @@
+//===- AssignLayouts.cpp - Give every tile of a kernel a layout
+//------------===//
+
+#include "Distribution.h"
+
+#include "tessera/Conversion/Passes.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "llvm/ADT/SmallPtrSet.h"
+
+namespace mlir::tessera {
+#define GEN_PASS_DEF_TTILEASSIGNLAYOUTS
+#include "tessera/Conversion/Passes.h.inc"
+} // namespace mlir::tessera
+
+using namespace mlir;
+using namespace mlir::tessera;
+using namespace mlir::tessera::ttile;
+
+namespace {
+
+RankedTensorType tileType(Value v) {
+  return dyn_cast<RankedTensorType>(v.getType());
+}
+
+RankedTensorType withLayout(RankedTensorType t, Attribute layout) {
+  return RankedTensorType::get(t.getShape(), t.getElementType(), layout);
+}
+
+RankedTensorType withShape(RankedTensorType t, ArrayRef<int64_t> shape) {
+  return RankedTensorType::get(shape, t.getElementType());
+}
+
+Value floatSplat(OpBuilder &b, Location loc, RankedTensorType t, double v) {
+  auto plain = RankedTensorType::get(t.getShape(), t.getElementType());
+  return arith::ConstantOp::create(
+      b, loc, plain,
+      DenseElementsAttr::get(plain, b.getFloatAttr(t.getElementType(), v)));
+}
+
+//===----------------------------------------------------------------------===//
+// The online-softmax ops as tile ops
+//===----------------------------------------------------------------------===//
+
+/// m_c = max_j s; p = exp(s - m_c) (a -inf row subtracts 0); l_c = sum_j p.
+struct ExpandSoftmaxOnline : OpRewritePattern<SoftmaxOnlineOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(SoftmaxOnlineOp op,
+                                PatternRewriter &b) const override {
+    Location loc = op.getLoc();
+    auto sType = cast<RankedTensorType>(op.getScores().getType());
+    auto rowType = withShape(sType, {sType.getShape()[0]});
+    Value mc =
+        ReduceOp::create(b, loc, rowType, ReduceKind::max, op.getScores(), 1);
+    Value ninf = floatSplat(b, loc, rowType, -INFINITY);
+    Value zero = floatSplat(b, loc, rowType, 0.0);
+    Value isInf =
+        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, mc, ninf);
+    Value safe = arith::SelectOp::create(b, loc, isInf, zero, mc);
+    Value rows = BroadcastOp::create(b, loc, withShape(sType, sType.getShape()),
+                                     safe, b.getDenseI64ArrayAttr({0}));
+    Value shifted = arith::SubFOp::create(b, loc, op.getScores(), rows);
+    Value p = math::ExpOp::create(b, loc, shifted);
+    Value lc = ReduceOp::create(b, loc, rowType, ReduceKind::sum, p, 1);
+    b.replaceOp(op, {p, mc, lc});
+    return success();
+  }
+};
+
+/// m' = max(m, m_c); a = exp(m - m'); c = exp(m_c - m');
+/// acc' = a * acc + c * (p @ v); l' = a * l + c * l_c.
+struct ExpandSoftmaxAccumulate : OpRewritePattern<SoftmaxAccumulateOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(SoftmaxAccumulateOp op,
+                                PatternRewriter &b) const override {
+    Location loc = op.getLoc();
+    auto accType = cast<RankedTensorType>(op.getAcc().getType());
+    auto rowType = cast<RankedTensorType>(op.getM().getType());
+    rowType = withShape(rowType, rowType.getShape());
+    auto plainAcc = withShape(accType, accType.getShape());
+    Value m = op.getM(), mc = op.getMC();
+    Value mNew = arith::MaximumFOp::create(b, loc, m, mc);
+    Value ninf = floatSplat(b, loc, rowType, -INFINITY);
+    Value zero = floatSplat(b, loc, rowType, 0.0);
+    Value isInf =
+        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, mNew, ninf);
+    Value safe = arith::SelectOp::create(b, loc, isInf, zero, mNew);
+    Value a =
+        math::ExpOp::create(b, loc, arith::SubFOp::create(b, loc, m, safe));
+    Value c =
+        math::ExpOp::create(b, loc, arith::SubFOp::create(b, loc, mc, safe));
+    Value p = op.getP();
+    auto vType = cast<RankedTensorType>(op.getV().getType());
+    auto pType = cast<RankedTensorType>(p.getType());
+    if (pType.getElementType() != vType.getElementType())
+      p = CastOp::create(
+          b, loc,
+          RankedTensorType::get(pType.getShape(), vType.getElementType()), p,
+          false, false, Value());
+    Value pv = DotOp::create(b, loc, plainAcc, p, op.getV(),
+                             floatSplat(b, loc, plainAcc, 0.0));
+    auto rows = [&](Value x) -> Value {
+      return BroadcastOp::create(b, loc, plainAcc, x,
+                                 b.getDenseI64ArrayAttr({0}));
+    };
+    Value acc = arith::AddFOp::create(
+        b, loc, arith::MulFOp::create(b, loc, rows(a), op.getAcc()),
+        arith::MulFOp::create(b, loc, rows(c), pv));
+    Value l = arith::AddFOp::create(
+        b, loc, arith::MulFOp::create(b, loc, a, op.getL()),
+        arith::MulFOp::create(b, loc, c, op.getLC()));
+    b.replaceOp(op, {acc, mNew, l});
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Layout assignment
+//===----------------------------------------------------------------------===//
+
+class Assigner {
+public:
+  Assigner(func::FuncOp kernel)
+      : ctx(kernel.getContext()), numWarps(kernelNumWarps(kernel)) {}
+
+  LogicalResult run(Block &block) {
+    for (Operation &op : llvm::make_early_inc_range(block))
+      if (failed(visit(&op)))
+        return failure();
+    return success();
+  }
+
+private:
+  MLIRContext *ctx;
+  int64_t numWarps;
+
+  Attribute defaultLayout(RankedTensorType t) {
+    return defaultBlockedLayout(ctx, t.getShape(), t.getElementType(),
+                                numWarps);
+  }
+
+  static void setType(Value v, Attribute layout) {
+    v.setType(withLayout(cast<RankedTensorType>(v.getType()), layout));
+  }
+
+  /// Whether `v` is cheaper to compute again in another layout than to
+  /// move between threads: splat constants, splats, iota, and elementwise
+  /// ops of those (a column mask, say).
+  static bool isCheap(Value v, int depth = 0) {
+    Operation *def = v.getDefiningOp();
+    if (!def || depth > 4)
+      return false;
+    if (auto cst = dyn_cast<arith::ConstantOp>(def)) {
+      auto dense = dyn_cast<DenseElementsAttr>(cst.getValue());
+      return dense && dense.isSplat();
+    }
+    if (isa<tensor::SplatOp, IotaOp>(def))
+      return true;
+    if (!OpTrait::hasElementwiseMappableTraits(def) ||
+        !isa<arith::ArithDialect, math::MathDialect>(def->getDialect()) ||
+        def->getNumResults() != 1)
+      return false;
+    return llvm::all_of(def->getOperands(), [&](Value x) {
+      return !tileType(x) || isCheap(x, depth + 1);
+    });
+  }
+
+  /// `v` computed again in layout `layout` before `user` (v is cheap).
+  Value rematerialize(Value v, Attribute layout, Operation *user) {
+    auto to = withLayout(cast<RankedTensorType>(v.getType()), layout);
+    Operation *def = v.getDefiningOp();
+    OpBuilder b(user);
+    if (auto cst = dyn_cast<arith::ConstantOp>(def))
+      return arith::ConstantOp::create(
+          b, cst.getLoc(), to,
+          DenseElementsAttr::get(to, cast<DenseElementsAttr>(cst.getValue())
+                                         .getSplatValue<Attribute>()));
+    if (auto splat = dyn_cast<tensor::SplatOp>(def))
+      return tensor::SplatOp::create(b, splat.getLoc(), to, splat.getInput());
+    if (auto iota = dyn_cast<IotaOp>(def))
+      return IotaOp::create(b, iota.getLoc(), to, iota.getDim());
+    Operation *clone = b.clone(*def);
+    for (OpOperand &operand : clone->getOpOperands())
+      if (tileType(operand.get()))
+        operand.set(rematerialize(operand.get(), layout, clone));
+    clone->getResult(0).setType(to);
+    return clone->getResult(0);
+  }
+
+  /// `v` in layout `layout`, for use by `user`: cheap values are computed
+  /// again in that layout, others converted.
+  Value convert(Value v, Attribute layout, Operation *user) {
+    auto t = cast<RankedTensorType>(v.getType());
+    if (t.getEncoding() == layout)
+      return v;
+    if (isCheap(v))
+      return rematerialize(v, layout, user);
+    OpBuilder b(user);
+    return ConvertLayoutOp::create(b, user->getLoc(), withLayout(t, layout), v);
+  }
+
+  void convertOperand(OpOperand &operand, Attribute layout) {
+    operand.set(convert(operand.get(), layout, operand.getOwner()));
+  }
+
+  /// The layout a broadcast's operand needs so that no data moves.
+  FailureOr<Attribute> broadcastOperandLayout(BroadcastOp op,
+                                              Attribute result) {
+    auto src = cast<RankedTensorType>(op.getSource().getType());
+    auto dst = cast<RankedTensorType>(op.getType());
+    ArrayRef<int64_t> dims = op.getDims();
+    if (src.getRank() == dst.getRank())
+      return result;
+    for (unsigned i = 1; i < dims.size(); ++i)
+      if (dims[i] <= dims[i - 1])
+        return op.emitError() << "the GPU lowering needs a broadcast's dims in "
+                                 "increasing order (transpose first), got "
+                              << op.getDimsAttr();
+    Attribute layout = result;
+    for (int64_t d = dst.getRank() - 1; d >= 0; --d)
+      if (!llvm::is_contained(dims, d))
+        layout = SliceAttr::get(ctx, d, layout);
+    return layout;
+  }
+
+public:
+  /// Moves a conversion's target layout up into the op that produced its
+  /// operand when that op has no other user (a load, broadcast, cast or
+  /// elementwise op then computes the tile in the layout wanted, and the
+  /// conversion goes or moves up to that op's operands). Returns whether
+  /// anything changed.
+  bool hoist(ConvertLayoutOp cvt) {
+    Value src = cvt.getSource();
+    Operation *def = src.getDefiningOp();
+    if (!def || !src.hasOneUse() || def->getNumResults() != 1)
+      return false;
+    Attribute layout = cvt.getType().getEncoding();
+    if (auto load = dyn_cast<LoadOp>(def)) {
+      setType(load.getResult(), layout);
+      if (load.getMask())
+        convertOperand(load.getMaskMutable()[0], layout);
+    } else if (auto bcast = dyn_cast<BroadcastOp>(def)) {
+      if (isa<DotOperandAttr>(layout))
+        return false;
+      auto need = broadcastOperandLayout(bcast, layout);
+      if (failed(need))
+        return false;
+      setType(bcast.getResult(), layout);
+      convertOperand(bcast.getSourceMutable(), *need);
+    } else if (isa<CastOp>(def) ||
+               (OpTrait::hasElementwiseMappableTraits(def) &&
+                isa<arith::ArithDialect, math::MathDialect>(
+                    def->getDialect()))) {
+      setType(def->getResult(0), layout);
+      for (OpOperand &operand : def->getOpOperands())
+        if (tileType(operand.get()))
+          convertOperand(operand, layout);
+    } else {
+      return false;
+    }
+    cvt.getResult().replaceAllUsesWith(src);
+    cvt.erase();
+    return true;
+  }
+
+private:
+  /// Loop-carried tiles whose initial value is cheap: their layout is the
+  /// one the loop body computes them in, decided after the body.
+  llvm::SmallPtrSet<void *, 8> deferred;
+
+  bool isDeferred(Value v) {
+    return !cast<RankedTensorType>(v.getType()).getEncoding() &&
+           deferred.contains(v.getAsOpaquePointer());
+  }
+
+  /// Gives deferred loop-carried operands of `op` a default layout.
+  void settleOperands(Operation *op) {
+    for (Value v : op->getOperands())
+      if (tileType(v) && isDeferred(v))
+        setType(v, defaultLayout(tileType(v)));
+  }
+
+  LogicalResult visit(Operation *op) {
+    if (!OpTrait::hasElementwiseMappableTraits(op) &&
+        !op->hasTrait<OpTrait::IsTerminator>())
+      settleOperands(op);
+    bool hasTiles =
+        llvm::any_of(op->getOperandTypes(), llvm::IsaPred<RankedTensorType>) ||
+        llvm::any_of(op->getResultTypes(), llvm::IsaPred<RankedTensorType>);
+    if (isa<scf::ForOp, RangeOp>(op))
+      return visitLoop(op);
+    if (auto ifOp = dyn_cast<scf::IfOp>(op))
+      return visitIf(ifOp);
+    if (!hasTiles || op->hasTrait<OpTrait::IsTerminator>())
+      return success();
+
+    auto unset = [](Value v) {
+      return !cast<RankedTensorType>(v.getType()).getEncoding();
+    };
+    if (auto load = dyn_cast<LoadOp>(op)) {
+      if (load.getMask() && unset(load.getMask()))
+        return op->emitError("the mask has no layout");
+      if (unset(load.getResult()))
+        setType(load.getResult(), load.getMask()
+                                      ? tileType(load.getMask()).getEncoding()
+                                      : defaultLayout(tileType(load)));
+      if (load.getMask())
+        convertOperand(load.getMaskMutable()[0], tileType(load).getEncoding());
+      return success();
+    }
+    if (auto store = dyn_cast<StoreOp>(op)) {
+      if (store.getMask())
+        convertOperand(store.getMaskMutable()[0],
+                       tileType(store.getValue()).getEncoding());
+      return success();
+    }
+    if (auto cst = dyn_cast<arith::ConstantOp>(op)) {
+      auto t = tileType(cst.getResult());
+      auto dense = dyn_cast<DenseElementsAttr>(cst.getValue());
+      if (!t.getEncoding() && dense) {
+        // The value attribute carries the type too.
+        auto to = withLayout(t, defaultLayout(t));
+        cst.setValueAttr(
+            dense.isSplat()
+                ? DenseElementsAttr::get(to, dense.getSplatValue<Attribute>())
+                : dense.reshape(to));
+        cst.getResult().setType(to);
+      }
+      return success();
+    }
+    if (isa<IotaOp, tensor::SplatOp>(op)) {
+      if (unset(op->getResult(0)))
+        setType(op->getResult(0), defaultLayout(tileType(op->getResult(0))));
+      return success();
+    }
+    if (auto reduce = dyn_cast<ReduceOp>(op)) {
+      if (unset(reduce.getResult()))
+        setType(reduce.getResult(),
+                SliceAttr::get(ctx, reduce.getDim(),
+                               tileType(reduce.getSource()).getEncoding()));
+      return success();
+    }
+    if (auto bcast = dyn_cast<BroadcastOp>(op)) {
+      Attribute from = tileType(bcast.getSource()).getEncoding();
+      if (unset(bcast.getResult())) {
+        Attribute to;
+        // A row statistic broadcast back over the tile it came from.
+        auto slice = dyn_cast<SliceAttr>(from);
+        auto dst = tileType(bcast);
+        if (slice && layoutRank(slice.getParent()) == dst.getRank() &&
+            bcast.getDims().size() + 1 == size_t(dst.getRank())) {
+          bool match = true;
+          for (auto [i, d] : llvm::enumerate(bcast.getDims()))
+            match &= d == int64_t(i < slice.getDim() ? i : i + 1);
+          if (match)
+            to = slice.getParent();
+        }
+        setType(bcast.getResult(), to ? to : defaultLayout(dst));
+      }
+      auto need = broadcastOperandLayout(bcast, tileType(bcast).getEncoding());
+      if (failed(need))
+        return failure();
+      convertOperand(bcast.getSourceMutable(), *need);
+      return success();
+    }
+    if (auto tr = dyn_cast<TransposeOp>(op)) {
+      if (!unset(tr.getResult()))
+        return success();
+      auto src = dyn_cast<BlockedAttr>(tileType(tr.getSource()).getEncoding());
+      if (!src) {
+        setType(tr.getResult(), defaultLayout(tileType(tr)));
+        return success();
+      }
+      ArrayRef<int64_t> perm = tr.getPermutation();
+      SmallVector<int64_t> spt, tpw, wpc, order, inverse(perm.size());
+      for (auto [i, p] : llvm::enumerate(perm)) {
+        spt.push_back(src.getSizePerThread()[p]);
+        tpw.push_back(src.getThreadsPerWarp()[p]);
+        wpc.push_back(src.getWarpsPerCTA()[p]);
+        inverse[p] = i;
+      }
+      for (int64_t d : src.getOrder())
+        order.push_back(inverse[d]);
+      setType(tr.getResult(), BlockedAttr::get(ctx, spt, tpw, wpc, order));
+      return success();
+    }
+    if (isa<CastOp, MaskCausalOp>(op)) {
+      if (unset(op->getResult(0)))
+        setType(op->getResult(0), tileType(op->getOperand(0)).getEncoding());
+      return success();
+    }
+    if (auto cvt = dyn_cast<ConvertLayoutOp>(op)) {
+      if (unset(cvt.getResult()))
+        setType(cvt.getResult(), defaultLayout(tileType(cvt)));
+      return success();
+    }
+    if (auto dot = dyn_cast<DotOp>(op)) {
+      Attribute acc = tileType(dot.getAcc()).getEncoding();
+      if (!acc)
+        return op->emitError("the accumulator has no layout");
+      setType(dot.getResult(), acc);
+      if (isa<BlockedAttr>(acc)) {
+        convertOperand(dot.getAMutable(), DotOperandAttr::get(ctx, 0, acc, 1));
+        convertOperand(dot.getBMutable(), DotOperandAttr::get(ctx, 1, acc, 1));
+      }
+      return success();
+    }
+    if (OpTrait::hasElementwiseMappableTraits(op) &&
+        isa<arith::ArithDialect, math::MathDialect>(op->getDialect())) {
+      // The layout of the first operand that is not cheap to recompute.
+      Attribute layout, cheapLayout;
+      for (Value v : op->getOperands()) {
+        auto t = tileType(v);
+        if (!t || !t.getEncoding())
+          continue;
+        if (!isCheap(v)) {
+          layout = t.getEncoding();
+          break;
+        }
+        if (!cheapLayout)
+          cheapLayout = t.getEncoding();
+      }
+      if (!layout)
+        layout = cheapLayout;
+      if (!layout) {
+        settleOperands(op);
+        layout = tileType(op->getOperand(0)).getEncoding();
+      }
+      if (!layout)
+        return op->emitError("no operand tile has a layout");
+      for (OpOperand &operand : op->getOpOperands())
+        if (tileType(operand.get()))
+          convertOperand(operand, layout);
+      for (Value r : op->getResults())
+        if (tileType(r) && unset(r))
+          setType(r, layout);
+      return success();
+    }
+    return op->emitError() << "the Tile IR layout assignment has no rule for '"
+                           << op->getName() << "' on tiles";
+  }
+
+  /// Loop-carried tiles keep their initial value's layout.
+  LogicalResult visitLoop(Operation *op) {
+    Block &body = op->getRegion(0).front();
+    unsigned numInits = op->getNumResults();
+    ValueRange inits = op->getOperands().take_back(numInits);
+    ValueRange args = body.getArguments().take_back(numInits);
+    for (auto [init, arg, result] : llvm::zip(inits, args, op->getResults()))
+      if (auto t = tileType(init)) {
+        if (isCheap(init)) {
+          arg.setType(withLayout(t, {}));
+          deferred.insert(arg.getAsOpaquePointer());
+        } else {
+          arg.setType(t);
+        }
+      }
+    if (failed(run(body)))
+      return failure();
+    Operation *yield = body.getTerminator();
+    for (auto [i, arg] : llvm::enumerate(args)) {
+      if (!tileType(arg))
+        continue;
+      if (isDeferred(arg))
+        arg.setType(yield->getOperand(i).getType());
+      deferred.erase(arg.getAsOpaquePointer());
+      Attribute layout = tileType(arg).getEncoding();
+      OpOperand &init = op->getOpOperand(op->getNumOperands() - numInits + i);
+      convertOperand(init, layout);
+      convertOperand(yield->getOpOperand(i), layout);
+      op->getResult(i).setType(arg.getType());
+    }
+    return success();
+  }
+
+  /// The results take the then-branch's layouts.
+  LogicalResult visitIf(scf::IfOp op) {
+    if (failed(run(op.getThenRegion().front())))
+      return failure();
+    if (!op.getElseRegion().empty() && failed(run(op.getElseRegion().front())))
+      return failure();
+    if (op.getNumResults() == 0)
+      return success();
+    Operation *thenYield = op.thenYield();
+    for (auto [v, r] : llvm::zip(thenYield->getOperands(), op.getResults()))
+      if (tileType(r))
+        r.setType(v.getType());
+    for (auto [operand, r] :
+         llvm::zip(op.elseYield()->getOpOperands(), op.getResults()))
+      if (auto t = tileType(r))
+        convertOperand(operand, t.getEncoding());
+    return success();
+  }
+};
+
+struct TTileAssignLayoutsPass
+    : tessera::impl::TTileAssignLayoutsBase<TTileAssignLayoutsPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    RewritePatternSet patterns(&getContext());
+    patterns.add<ExpandSoftmaxOnline, ExpandSoftmaxAccumulate>(&getContext());
+    if (failed(applyPatternsGreedily(module, std::move(patterns))))
+      return signalPassFailure();
+    for (auto fn : module.getOps<func::FuncOp>()) {
+      if (!fn->hasAttr("ttile.kernel") || fn.isExternal())
+        continue;
+      Assigner assigner(fn);
+      if (failed(assigner.run(fn.getBody().front())))
+        return signalPassFailure();
+      for (bool changed = true; changed;) {
+        changed = false;
+        SmallVector<ConvertLayoutOp> converts;
+        fn.walk([&](ConvertLayoutOp c) { converts.push_back(c); });
+        for (ConvertLayoutOp c : converts)
+          changed |= assigner.hoist(c);
+      }
+      // Values re-created in other layouts leave their originals unused.
+      for (bool changed = true; changed;) {
+        SmallVector<Operation *> dead;
+        fn.walk([&](Operation *op) {
+          if (auto cvt = dyn_cast<ConvertLayoutOp>(op);
+              cvt && cvt.getSource().getType() == cvt.getType())
+            cvt.getResult().replaceAllUsesWith(cvt.getSource());
+          if (isOpTriviallyDead(op))
+            dead.push_back(op);
+        });
+        changed = !dead.empty();
+        for (Operation *op : llvm::reverse(dead))
+          op->erase();
+      }
+    }
+  }
+};
+
+} // namespace

@@ -1,0 +1,1090 @@
+//===- TTileToGPU.cpp - Tile IR kernels to GPU dialect kernels
+//-------------===//
+//
+// Each tile becomes the scalars its layout gives a thread (Distribution.h);
+// the kernel body is rewritten op by op into a gpu.func run by
+// 32 * num_warps threads.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Distribution.h"
+
+#include "tessera/Conversion/Passes.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/OpDefinition.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/MathExtras.h"
+
+#include <cmath>
+
+namespace mlir::tessera {
+#define GEN_PASS_DEF_CONVERTTTILETOGPU
+#include "tessera/Conversion/Passes.h.inc"
+} // namespace mlir::tessera
+
+using namespace mlir;
+using namespace mlir::tessera;
+using namespace mlir::tessera::ttile;
+
+namespace {
+
+using Regs = SmallVector<Value>;
+
+bool isTile(Type t) { return isa<RankedTensorType>(t); }
+
+class KernelLowering {
+public:
+  KernelLowering(func::FuncOp src, gpu::GPUFuncOp dst)
+      : src(src), dst(dst), b(src.getContext()), numWarps(kernelNumWarps(src)) {
+  }
+
+  LogicalResult run() {
+    Block &entry = dst.getBody().front();
+    b.setInsertionPointToStart(&entry);
+    for (auto [from, to] :
+         llvm::zip(src.getArguments(),
+                   entry.getArguments().take_front(src.getNumArguments())))
+      map.map(from, to);
+    Location loc = src.getLoc();
+    Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+    lane = arith::RemUIOp::create(b, loc, tid, index(32));
+    warp = arith::DivUIOp::create(b, loc, tid, index(32));
+    if (failed(lowerBlock(src.getBody().front())))
+      return failure();
+    gpu::ReturnOp::create(b, loc);
+    return success();
+  }
+
+private:
+  func::FuncOp src;
+  gpu::GPUFuncOp dst;
+  OpBuilder b;
+  IRMapping map;
+  DenseMap<Value, Regs> tiles;
+  Value lane, warp;
+  int64_t numWarps;
+
+  //===--------------------------------------------------------------------===//
+  // Helpers
+  //===--------------------------------------------------------------------===//
+
+  Value index(int64_t v) {
+    return arith::ConstantIndexOp::create(b, src.getLoc(), v);
+  }
+
+  FailureOr<Distribution> dist(Operation *op, Type type) {
+    std::string error;
+    auto t = cast<RankedTensorType>(type);
+    auto d = distributionOf(t, &error);
+    if (failed(d)) {
+      op->emitError() << "cannot lower tile " << type << ": " << error;
+      return failure();
+    }
+    if (d->numWarps != numWarps && !isa<DotOperandAttr>(t.getEncoding())) {
+      op->emitError() << "tile " << type << " is spread over " << d->numWarps
+                      << " warps but the kernel has ttile.num_warps = "
+                      << numWarps;
+      return failure();
+    }
+    return d;
+  }
+
+  /// The thread-dependent part of each dim's coordinate.
+  SmallVector<Value> threadBases(Location loc, const Distribution &d) {
+    SmallVector<Value> bases;
+    for (unsigned i = 0; i < d.rank(); ++i) {
+      Value l = index(0), w = index(0);
+      if (d.tpw[i] > 1)
+        l = arith::RemUIOp::create(
+            b, loc,
+            arith::DivUIOp::create(b, loc, lane, index(d.laneStride[i])),
+            index(d.tpw[i]));
+      if (d.wpc[i] > 1)
+        w = arith::RemUIOp::create(
+            b, loc,
+            arith::DivUIOp::create(b, loc, warp, index(d.warpStride[i])),
+            index(d.wpc[i]));
+      Value block = arith::AddIOp::create(
+          b, loc, arith::MulIOp::create(b, loc, w, index(d.tpw[i])), l);
+      bases.push_back(arith::MulIOp::create(b, loc, block, index(d.spt[i])));
+    }
+    return bases;
+  }
+
+  /// Coordinate along dim i of the register with per-dim indices `idx`.
+  Value coord(Location loc, const Distribution &d, ArrayRef<Value> bases,
+              ArrayRef<int64_t> idx, unsigned i, bool wrap = true) {
+    Value c =
+        arith::AddIOp::create(b, loc, bases[i], index(d.regOffset(i, idx[i])));
+    if (wrap && d.wraps(i))
+      c = arith::RemUIOp::create(b, loc, c, index(d.shape[i]));
+    return c;
+  }
+
+  Value allOf(Location loc, ArrayRef<Value> conds) {
+    Value r;
+    for (Value c : conds)
+      r = r ? arith::AndIOp::create(b, loc, r, c).getResult() : c;
+    return r ? r : arith::ConstantIntOp::create(b, loc, 1, 1).getResult();
+  }
+
+  Value lessThan(Location loc, Value a, Value bound) {
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, a, bound);
+  }
+
+  /// A scalar constant of `type` from an attribute (or zero).
+  Value scalarConstant(Location loc, Type type, Attribute value = {}) {
+    if (auto typed = dyn_cast_or_null<TypedAttr>(value))
+      return arith::ConstantOp::create(b, loc, typed);
+    return arith::ConstantOp::create(b, loc, b.getZeroAttr(type));
+  }
+
+  /// A workgroup (shared memory) buffer of `count` elements, one per use
+  /// site.
+  Value sharedBuffer(Type element, int64_t count) {
+    auto space = gpu::AddressSpaceAttr::get(b.getContext(),
+                                            gpu::AddressSpace::Workgroup);
+    auto type =
+        MemRefType::get({count}, element, MemRefLayoutAttrInterface{}, space);
+    return dst.addWorkgroupAttribution(type, src.getLoc());
+  }
+
+  /// Element type used in shared memory for `t` (i1 as i8).
+  Type storageType(Type t) { return t.isInteger(1) ? b.getI8Type() : t; }
+  Value toStorage(Location loc, Value v) {
+    return v.getType().isInteger(1)
+               ? arith::ExtUIOp::create(b, loc, b.getI8Type(), v).getResult()
+               : v;
+  }
+  Value fromStorage(Location loc, Value v, Type t) {
+    return t.isInteger(1) ? arith::TruncIOp::create(b, loc, t, v).getResult()
+                          : v;
+  }
+
+  //===--------------------------------------------------------------------===//
+  // Blocks and ops
+  //===--------------------------------------------------------------------===//
+
+  LogicalResult lowerBlock(Block &block) {
+    for (Operation &op : block.without_terminator())
+      if (failed(lowerOp(&op)))
+        return failure();
+    return success();
+  }
+
+  /// The lowered values of `values`, tiles flattened into their registers.
+  SmallVector<Value> flatten(ValueRange values) {
+    SmallVector<Value> flat;
+    for (Value v : values) {
+      if (isTile(v.getType()))
+        llvm::append_range(flat, tiles.lookup(v));
+      else
+        flat.push_back(map.lookup(v));
+    }
+    return flat;
+  }
+
+  /// Binds `values` to consecutive entries of `flat` (the inverse of
+  /// flatten).
+  LogicalResult bind(Operation *op, ValueRange values, ValueRange flat) {
+    unsigned pos = 0;
+    for (Value v : values) {
+      if (isTile(v.getType())) {
+        auto d = dist(op, v.getType());
+        if (failed(d))
+          return failure();
+        int64_t n = d->numRegs();
+        tiles[v] = Regs(flat.slice(pos, n));
+        pos += n;
+      } else {
+        map.map(v, flat[pos++]);
+      }
+    }
+    return success();
+  }
+
+  FailureOr<SmallVector<Type>> flatTypes(Operation *op, TypeRange types) {
+    SmallVector<Type> flat;
+    for (Type t : types) {
+      if (isTile(t)) {
+        auto d = dist(op, t);
+        if (failed(d))
+          return failure();
+        flat.append(d->numRegs(), cast<RankedTensorType>(t).getElementType());
+      } else {
+        flat.push_back(t);
+      }
+    }
+    return flat;
+  }
+
+  LogicalResult lowerOp(Operation *op) {
+    if (isa<scf::ForOp, RangeOp>(op))
+      return lowerLoop(op);
+    if (auto ifOp = dyn_cast<scf::IfOp>(op))
+      return lowerIf(ifOp);
+    if (auto load = dyn_cast<LoadOp>(op))
+      return lowerLoad(load);
+    if (auto store = dyn_cast<StoreOp>(op))
+      return lowerStore(store);
+    if (auto pid = dyn_cast<ProgramIdOp>(op)) {
+      map.map(pid.getResult(),
+              gpu::BlockIdOp::create(b, op->getLoc(),
+                                     gpu::Dimension(pid.getDim())));
+      return success();
+    }
+    if (auto n = dyn_cast<NumProgramsOp>(op)) {
+      map.map(n.getResult(), gpu::GridDimOp::create(
+                                 b, op->getLoc(), gpu::Dimension(n.getDim())));
+      return success();
+    }
+    if (auto reduce = dyn_cast<ReduceOp>(op))
+      return lowerReduce(reduce);
+    if (auto bcast = dyn_cast<BroadcastOp>(op))
+      return lowerBroadcast(bcast);
+    if (auto tr = dyn_cast<TransposeOp>(op))
+      return lowerTranspose(tr);
+    if (auto cvt = dyn_cast<ConvertLayoutOp>(op))
+      return lowerConvert(cvt);
+    if (auto iota = dyn_cast<IotaOp>(op))
+      return lowerIota(iota);
+    if (auto cast = dyn_cast<CastOp>(op))
+      return lowerCast(cast);
+    if (auto mask = dyn_cast<MaskCausalOp>(op))
+      return lowerMaskCausal(mask);
+    if (auto dot = dyn_cast<DotOp>(op))
+      return lowerDot(dot);
+    if (isa<SoftmaxOnlineOp, SoftmaxAccumulateOp>(op))
+      return op->emitError("run -tessera-ttile-assign-layouts first: it "
+                           "expands the online-softmax ops");
+
+    bool tileResults =
+        llvm::any_of(op->getResultTypes(), [](Type t) { return isTile(t); });
+    bool tileOperands =
+        llvm::any_of(op->getOperandTypes(), [](Type t) { return isTile(t); });
+    if (auto cst = dyn_cast<arith::ConstantOp>(op); cst && tileResults)
+      return lowerConstant(cst);
+    if (auto splat = dyn_cast<tensor::SplatOp>(op)) {
+      auto d = dist(op, splat.getType());
+      if (failed(d))
+        return failure();
+      tiles[splat.getResult()] =
+          Regs(d->numRegs(), map.lookup(splat.getInput()));
+      return success();
+    }
+    if (tileResults || tileOperands) {
+      if (OpTrait::hasElementwiseMappableTraits(op) &&
+          isa<arith::ArithDialect, math::MathDialect>(op->getDialect()))
+        return lowerElementwise(op);
+      return op->emitError() << "the Tile IR GPU lowering has no rule for '"
+                             << op->getName() << "' on tiles";
+    }
+    if (op->getNumRegions())
+      return op->emitError() << "the Tile IR GPU lowering has no rule for '"
+                             << op->getName() << "' (an op with regions)";
+    if (isa<func::ReturnOp>(op))
+      return success();
+    b.clone(*op, map);
+    return success();
+  }
+
+  LogicalResult lowerElementwise(Operation *op) {
+    auto d = dist(op, op->getResult(0).getType());
+    if (failed(d))
+      return failure();
+    SmallVector<Type> scalarTypes;
+    for (Type t : op->getResultTypes())
+      scalarTypes.push_back(cast<RankedTensorType>(t).getElementType());
+    SmallVector<Regs> results(op->getNumResults());
+    for (int64_t r = 0, n = d->numRegs(); r < n; ++r) {
+      OperationState state(op->getLoc(), op->getName());
+      for (Value v : op->getOperands())
+        state.addOperands(isTile(v.getType()) ? tiles.lookup(v)[r]
+                                              : map.lookup(v));
+      state.addTypes(scalarTypes);
+      state.addAttributes(op->getAttrs());
+      Operation *scalar = b.create(state);
+      for (auto [i, res] : llvm::enumerate(scalar->getResults()))
+        results[i].push_back(res);
+    }
+    for (auto [res, regs] : llvm::zip(op->getResults(), results))
+      tiles[res] = std::move(regs);
+    return success();
+  }
+
+  LogicalResult lowerConstant(arith::ConstantOp op) {
+    auto dense = dyn_cast<DenseElementsAttr>(op.getValue());
+    if (!dense || !dense.isSplat())
+      return op.emitError("the Tile IR GPU lowering takes splat tile "
+                          "constants only (use ttile.iota and arith for "
+                          "others)");
+    auto d = dist(op, op.getType());
+    if (failed(d))
+      return failure();
+    Value v = arith::ConstantOp::create(
+        b, op.getLoc(), cast<TypedAttr>(dense.getSplatValue<Attribute>()));
+    tiles[op.getResult()] = Regs(d->numRegs(), v);
+    return success();
+  }
+
+  //===--------------------------------------------------------------------===//
+  // Control flow
+  //===--------------------------------------------------------------------===//
+
+  LogicalResult lowerLoop(Operation *op) {
+    Location loc = op->getLoc();
+    Value lb, ub, step;
+    if (auto f = dyn_cast<scf::ForOp>(op)) {
+      lb = f.getLowerBound();
+      ub = f.getUpperBound();
+      step = f.getStep();
+    } else {
+      auto r = cast<RangeOp>(op);
+      lb = r.getLowerBound();
+      ub = r.getUpperBound();
+      step = r.getStep();
+    }
+    Block &body = op->getRegion(0).front();
+    unsigned numInits = op->getNumResults();
+    SmallVector<Value> inits = flatten(op->getOperands().take_back(numInits));
+    LogicalResult status = success();
+    auto loop = scf::ForOp::create(
+        b, loc, map.lookup(lb), map.lookup(ub), map.lookup(step), inits,
+        [&](OpBuilder &nested, Location, Value iv, ValueRange args) {
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPointToStart(nested.getInsertionBlock());
+          map.map(body.getArgument(0), iv);
+          if (failed(bind(op, body.getArguments().drop_front(), args)) ||
+              failed(lowerBlock(body))) {
+            status = failure();
+            scf::YieldOp::create(b, loc, args);
+            return;
+          }
+          scf::YieldOp::create(b, loc,
+                               flatten(body.getTerminator()->getOperands()));
+        });
+    if (failed(status))
+      return failure();
+    return bind(op, op->getResults(), loop.getResults());
+  }
+
+  LogicalResult lowerIf(scf::IfOp op) {
+    auto types = flatTypes(op, op.getResultTypes());
+    if (failed(types))
+      return failure();
+    bool hasElse = !op.getElseRegion().empty();
+    auto lowered = scf::IfOp::create(b, op.getLoc(), *types,
+                                     map.lookup(op.getCondition()), hasElse);
+    auto lowerRegion = [&](Region &from, Region &to) -> LogicalResult {
+      OpBuilder::InsertionGuard guard(b);
+      Block &block = to.front();
+      if (!block.empty() && block.back().hasTrait<OpTrait::IsTerminator>())
+        block.back().erase();
+      b.setInsertionPointToEnd(&block);
+      if (failed(lowerBlock(from.front())))
+        return failure();
+      scf::YieldOp::create(
+          b, op.getLoc(), flatten(from.front().getTerminator()->getOperands()));
+      return success();
+    };
+    if (failed(lowerRegion(op.getThenRegion(), lowered.getThenRegion())))
+      return failure();
+    if (hasElse &&
+        failed(lowerRegion(op.getElseRegion(), lowered.getElseRegion())))
+      return failure();
+    return bind(op, op.getResults(), lowered.getResults());
+  }
+
+  //===--------------------------------------------------------------------===//
+  // Memory
+  //===--------------------------------------------------------------------===//
+
+  /// Elements per vector access: a thread's elements along the memref's
+  /// last dim, when that dim has unit stride and its registers are adjacent,
+  /// up to 16 bytes.
+  int64_t vectorWidth(const Distribution &d, MemRefType type) {
+    unsigned last = d.rank() - 1;
+    unsigned bits = type.getElementType().getIntOrFloatBitWidth();
+    if (bits < 8 || bits % 8 || d.regOrder[0] != last || d.wraps(last))
+      return 1;
+    SmallVector<int64_t> strides;
+    int64_t offset;
+    if (failed(type.getStridesAndOffset(strides, offset)) ||
+        strides.back() != 1)
+      return 1;
+    int64_t v = std::min<int64_t>(d.spt[last], 128 / bits);
+    while (v > 1 && d.spt[last] % v)
+      v /= 2;
+    return v;
+  }
+
+  struct Access {
+    SmallVector<Value> sizes;
+    Value alignedBase, offset; // for vector accesses
+    SmallVector<Value> strides;
+  };
+
+  Access describeMemref(Location loc, Value mem, MemRefType type, bool vec) {
+    Access a;
+    for (int64_t i = 0; i < type.getRank(); ++i)
+      a.sizes.push_back(memref::DimOp::create(b, loc, mem, i));
+    if (vec) {
+      auto meta = memref::ExtractStridedMetadataOp::create(b, loc, mem);
+      a.offset = meta.getOffset();
+      a.strides.assign(meta.getStrides().begin(), meta.getStrides().end());
+      a.alignedBase =
+          memref::ExtractAlignedPointerAsIndexOp::create(b, loc, mem);
+    }
+    return a;
+  }
+
+  /// Whether the element at `coords` is at an address aligned to `bytes`.
+  Value aligned(Location loc, const Access &a, ArrayRef<Value> coords,
+                int64_t elementBytes, int64_t bytes) {
+    Value linear = a.offset;
+    for (auto [c, s] : llvm::zip(coords, a.strides))
+      linear = arith::AddIOp::create(b, loc, linear,
+                                     arith::MulIOp::create(b, loc, c, s));
+    Value addr = arith::AddIOp::create(
+        b, loc, a.alignedBase,
+        arith::MulIOp::create(b, loc, linear, index(elementBytes)));
+    Value rem = arith::RemUIOp::create(b, loc, addr, index(bytes));
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, rem,
+                                 index(0));
+  }
+
+  /// Memory coordinates of register `r`'s element: start + coordinate.
+  SmallVector<Value> memCoords(Location loc, const Distribution &d,
+                               ArrayRef<Value> bases, ValueRange start,
+                               int64_t r) {
+    SmallVector<int64_t> idx = d.regIndex(r);
+    SmallVector<Value> coords;
+    for (unsigned i = 0; i < d.rank(); ++i)
+      coords.push_back(arith::AddIOp::create(b, loc, map.lookup(start[i]),
+                                             coord(loc, d, bases, idx, i)));
+    return coords;
+  }
+
+  /// Conditions for the element at `coords` + `extra` along the last dim.
+  Value inBounds(Location loc, const Access &a, ArrayRef<Value> coords,
+                 int64_t extra) {
+    SmallVector<Value> conds;
+    for (auto [i, c] : llvm::enumerate(coords)) {
+      Value x = c;
+      if (extra && i + 1 == coords.size())
+        x = arith::AddIOp::create(b, loc, c, index(extra));
+      conds.push_back(lessThan(loc, x, a.sizes[i]));
+    }
+    return allOf(loc, conds);
+  }
+
+  LogicalResult lowerLoad(LoadOp op) {
+    Location loc = op.getLoc();
+    auto d = dist(op, op.getType());
+    if (failed(d))
+      return failure();
+    if (op.getMask() &&
+        op.getMask().getType() != op.getType().clone(b.getI1Type()))
+      return op.emitError("the mask's layout differs from the tile's (run "
+                          "-tessera-ttile-assign-layouts)");
+    Value mem = map.lookup(op.getSource());
+    auto type = cast<MemRefType>(mem.getType());
+    Type elt = type.getElementType();
+    int64_t v = vectorWidth(*d, type);
+    int64_t bytes = elt.getIntOrFloatBitWidth() / 8;
+    Access acc = describeMemref(loc, mem, type, v > 1);
+    SmallVector<Value> bases = threadBases(loc, *d);
+    Value pad = scalarConstant(loc, elt, op.getPaddingAttr());
+    Regs mask = op.getMask() ? tiles.lookup(op.getMask()) : Regs();
+    Regs out(d->numRegs());
+    auto scalarLoad = [&](ArrayRef<Value> coords, Value cond) -> Value {
+      auto ifOp = scf::IfOp::create(b, loc, TypeRange{elt}, cond, true);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+      scf::YieldOp::create(
+          b, loc, ValueRange{memref::LoadOp::create(b, loc, mem, coords)});
+      b.setInsertionPointToStart(&ifOp.getElseRegion().front());
+      scf::YieldOp::create(b, loc, ValueRange{pad});
+      return ifOp.getResult(0);
+    };
+    for (int64_t r = 0, n = d->numRegs(); r < n; r += v) {
+      SmallVector<Value> coords = memCoords(loc, *d, bases, op.getIndices(), r);
+      SmallVector<Value> conds = {inBounds(loc, acc, coords, v - 1)};
+      for (int64_t e = 0; e < v && !mask.empty(); ++e)
+        conds.push_back(mask[r + e]);
+      if (v == 1) {
+        out[r] = scalarLoad(coords, allOf(loc, conds));
+        continue;
+      }
+      conds.push_back(aligned(loc, acc, coords, bytes, v * bytes));
+      auto vecType = VectorType::get({v}, elt);
+      auto ifOp = scf::IfOp::create(b, loc, TypeRange{vecType},
+                                    allOf(loc, conds), true);
+      {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+        Value fast = vector::LoadOp::create(b, loc, vecType, mem, coords, false,
+                                            llvm::Align(v * bytes));
+        scf::YieldOp::create(b, loc, fast);
+        b.setInsertionPointToStart(&ifOp.getElseRegion().front());
+        SmallVector<Value> elems;
+        for (int64_t e = 0; e < v; ++e) {
+          SmallVector<Value> c = coords;
+          c.back() = arith::AddIOp::create(b, loc, c.back(), index(e));
+          SmallVector<Value> ec = {inBounds(loc, acc, c, 0)};
+          if (!mask.empty())
+            ec.push_back(mask[r + e]);
+          elems.push_back(scalarLoad(c, allOf(loc, ec)));
+        }
+        scf::YieldOp::create(
+            b, loc,
+            ValueRange{vector::FromElementsOp::create(b, loc, vecType, elems)});
+      }
+      for (int64_t e = 0; e < v; ++e)
+        out[r + e] =
+            vector::ExtractOp::create(b, loc, ifOp.getResult(0), int64_t(e));
+    }
+    tiles[op.getResult()] = std::move(out);
+    return success();
+  }
+
+  LogicalResult lowerStore(StoreOp op) {
+    Location loc = op.getLoc();
+    auto valueType = cast<RankedTensorType>(op.getValue().getType());
+    auto d = dist(op, valueType);
+    if (failed(d))
+      return failure();
+    if (op.getMask() &&
+        op.getMask().getType() != valueType.clone(b.getI1Type()))
+      return op.emitError("the mask's layout differs from the tile's (run "
+                          "-tessera-ttile-assign-layouts)");
+    Value mem = map.lookup(op.getDest());
+    auto type = cast<MemRefType>(mem.getType());
+    Type elt = type.getElementType();
+    int64_t v = vectorWidth(*d, type);
+    int64_t bytes = elt.getIntOrFloatBitWidth() / 8;
+    Access acc = describeMemref(loc, mem, type, v > 1);
+    SmallVector<Value> bases = threadBases(loc, *d);
+    Regs vals = tiles.lookup(op.getValue());
+    Regs mask = op.getMask() ? tiles.lookup(op.getMask()) : Regs();
+    auto scalarStore = [&](Value val, ArrayRef<Value> coords, Value cond) {
+      auto ifOp = scf::IfOp::create(b, loc, TypeRange{}, cond, false);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+      memref::StoreOp::create(b, loc, val, mem, coords);
+    };
+    for (int64_t r = 0, n = d->numRegs(); r < n; r += v) {
+      SmallVector<Value> coords = memCoords(loc, *d, bases, op.getIndices(), r);
+      SmallVector<Value> conds = {inBounds(loc, acc, coords, v - 1)};
+      for (int64_t e = 0; e < v && !mask.empty(); ++e)
+        conds.push_back(mask[r + e]);
+      if (v == 1) {
+        scalarStore(vals[r], coords, allOf(loc, conds));
+        continue;
+      }
+      conds.push_back(aligned(loc, acc, coords, bytes, v * bytes));
+      auto ifOp =
+          scf::IfOp::create(b, loc, TypeRange{}, allOf(loc, conds), true);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+      auto vecType = VectorType::get({v}, elt);
+      Value vec = vector::FromElementsOp::create(
+          b, loc, vecType, ArrayRef<Value>(vals).slice(r, v));
+      vector::StoreOp::create(b, loc, vec, mem, coords, false,
+                              llvm::Align(v * bytes));
+      b.setInsertionPointToStart(&ifOp.getElseRegion().front());
+      for (int64_t e = 0; e < v; ++e) {
+        SmallVector<Value> c = coords;
+        c.back() = arith::AddIOp::create(b, loc, c.back(), index(e));
+        SmallVector<Value> ec = {inBounds(loc, acc, c, 0)};
+        if (!mask.empty())
+          ec.push_back(mask[r + e]);
+        scalarStore(vals[r + e], c, allOf(loc, ec));
+      }
+    }
+    return success();
+  }
+
+  //===--------------------------------------------------------------------===//
+  // Data movement between threads
+  //===--------------------------------------------------------------------===//
+
+  /// The registers of a tile with distribution `to`, element `c` of which
+  /// is element `srcCoords(c)` of the tile `vals` with distribution `from`:
+  /// every thread writes its elements to shared memory, then reads.
+  Regs
+  throughShared(Location loc, const Regs &vals, const Distribution &from,
+                const Distribution &to, Type elt,
+                function_ref<SmallVector<Value>(ArrayRef<Value>)> srcCoords) {
+    int64_t count = 1;
+    for (int64_t s : from.shape)
+      count *= s;
+    Type storage = storageType(elt);
+    Value buf = sharedBuffer(storage, count);
+    auto linear = [&](ArrayRef<Value> coords) {
+      Value l = index(0);
+      for (unsigned i = 0; i < from.rank(); ++i)
+        l = arith::AddIOp::create(
+            b, loc, arith::MulIOp::create(b, loc, l, index(from.shape[i])),
+            coords[i]);
+      return l;
+    };
+    gpu::BarrierOp::create(b, loc);
+    SmallVector<Value> fromBases = threadBases(loc, from);
+    for (int64_t r = 0, n = from.numRegs(); r < n; ++r) {
+      SmallVector<int64_t> idx = from.regIndex(r);
+      SmallVector<Value> c;
+      for (unsigned i = 0; i < from.rank(); ++i)
+        c.push_back(coord(loc, from, fromBases, idx, i));
+      memref::StoreOp::create(b, loc, toStorage(loc, vals[r]), buf,
+                              ValueRange{linear(c)});
+    }
+    gpu::BarrierOp::create(b, loc);
+    SmallVector<Value> toBases = threadBases(loc, to);
+    Regs out;
+    for (int64_t r = 0, n = to.numRegs(); r < n; ++r) {
+      SmallVector<int64_t> idx = to.regIndex(r);
+      SmallVector<Value> c;
+      for (unsigned i = 0; i < to.rank(); ++i)
+        c.push_back(coord(loc, to, toBases, idx, i));
+      Value x =
+          memref::LoadOp::create(b, loc, buf, ValueRange{linear(srcCoords(c))});
+      out.push_back(fromStorage(loc, x, elt));
+    }
+    return out;
+  }
+
+  LogicalResult lowerConvert(ConvertLayoutOp op) {
+    auto from = dist(op, op.getSource().getType());
+    auto to = dist(op, op.getType());
+    if (failed(from) || failed(to))
+      return failure();
+    Regs vals = tiles.lookup(op.getSource());
+    bool same = true;
+    for (unsigned i = 0; i < to->rank(); ++i)
+      same &= to->sameDim(i, *from, i);
+    if (same) {
+      Regs out;
+      for (int64_t r = 0, n = to->numRegs(); r < n; ++r)
+        out.push_back(vals[from->flatten(to->regIndex(r))]);
+      tiles[op.getResult()] = std::move(out);
+      return success();
+    }
+    tiles[op.getResult()] = throughShared(
+        op.getLoc(), vals, *from, *to, op.getType().getElementType(),
+        [](ArrayRef<Value> c) { return SmallVector<Value>(c); });
+    return success();
+  }
+
+  LogicalResult lowerTranspose(TransposeOp op) {
+    auto from = dist(op, op.getSource().getType());
+    auto to = dist(op, op.getType());
+    if (failed(from) || failed(to))
+      return failure();
+    ArrayRef<int64_t> perm = op.getPermutation();
+    Regs vals = tiles.lookup(op.getSource());
+    bool same = true;
+    for (unsigned i = 0; i < to->rank(); ++i)
+      same &= to->sameDim(i, *from, perm[i]);
+    if (same) {
+      Regs out;
+      for (int64_t r = 0, n = to->numRegs(); r < n; ++r) {
+        SmallVector<int64_t> idx = to->regIndex(r), srcIdx(idx.size());
+        for (auto [i, p] : llvm::enumerate(perm))
+          srcIdx[p] = idx[i];
+        out.push_back(vals[from->flatten(srcIdx)]);
+      }
+      tiles[op.getResult()] = std::move(out);
+      return success();
+    }
+    tiles[op.getResult()] =
+        throughShared(op.getLoc(), vals, *from, *to,
+                      op.getType().getElementType(), [&](ArrayRef<Value> c) {
+                        SmallVector<Value> s(c.size());
+                        for (auto [i, p] : llvm::enumerate(perm))
+                          s[p] = c[i];
+                        return s;
+                      });
+    return success();
+  }
+
+  LogicalResult lowerBroadcast(BroadcastOp op) {
+    auto from = dist(op, op.getSource().getType());
+    auto to = dist(op, op.getType());
+    if (failed(from) || failed(to))
+      return failure();
+    ArrayRef<int64_t> dims = op.getDims();
+    Regs vals = tiles.lookup(op.getSource());
+    auto expanded = [&](unsigned i) {
+      return from->shape[i] == 1 && to->shape[dims[i]] != 1;
+    };
+    bool same = true;
+    for (unsigned i = 0; i < from->rank(); ++i)
+      same &= expanded(i) || to->sameDim(dims[i], *from, i);
+    if (same) {
+      Regs out;
+      for (int64_t r = 0, n = to->numRegs(); r < n; ++r) {
+        SmallVector<int64_t> idx = to->regIndex(r), srcIdx;
+        for (unsigned i = 0; i < from->rank(); ++i)
+          srcIdx.push_back(expanded(i) ? 0 : idx[dims[i]]);
+        out.push_back(vals[from->flatten(srcIdx)]);
+      }
+      tiles[op.getResult()] = std::move(out);
+      return success();
+    }
+    tiles[op.getResult()] =
+        throughShared(op.getLoc(), vals, *from, *to,
+                      op.getType().getElementType(), [&](ArrayRef<Value> c) {
+                        SmallVector<Value> s;
+                        for (unsigned i = 0; i < from->rank(); ++i)
+                          s.push_back(expanded(i) ? index(0) : c[dims[i]]);
+                        return s;
+                      });
+    return success();
+  }
+
+  //===--------------------------------------------------------------------===//
+  // Reductions
+  //===--------------------------------------------------------------------===//
+
+  Value combine(Location loc, ReduceKind kind, Value x, Value y) {
+    bool f = isa<FloatType>(x.getType());
+    switch (kind) {
+    case ReduceKind::sum:
+      return f ? arith::AddFOp::create(b, loc, x, y).getResult()
+               : arith::AddIOp::create(b, loc, x, y).getResult();
+    case ReduceKind::prod:
+      return f ? arith::MulFOp::create(b, loc, x, y).getResult()
+               : arith::MulIOp::create(b, loc, x, y).getResult();
+    case ReduceKind::max:
+      return f ? arith::MaximumFOp::create(b, loc, x, y).getResult()
+               : arith::MaxSIOp::create(b, loc, x, y).getResult();
+    case ReduceKind::min:
+      return f ? arith::MinimumFOp::create(b, loc, x, y).getResult()
+               : arith::MinSIOp::create(b, loc, x, y).getResult();
+    }
+    llvm_unreachable("reduce kind");
+  }
+
+  Value identity(Location loc, ReduceKind kind, Type t) {
+    if (auto ft = dyn_cast<FloatType>(t)) {
+      double v = kind == ReduceKind::sum    ? 0.0
+                 : kind == ReduceKind::prod ? 1.0
+                 : kind == ReduceKind::max  ? -INFINITY
+                                            : INFINITY;
+      return arith::ConstantOp::create(b, loc, b.getFloatAttr(ft, v));
+    }
+    unsigned w = t.getIntOrFloatBitWidth();
+    APInt v = kind == ReduceKind::sum    ? APInt(w, 0)
+              : kind == ReduceKind::prod ? APInt(w, 1)
+              : kind == ReduceKind::max  ? APInt::getSignedMinValue(w)
+                                         : APInt::getSignedMaxValue(w);
+    return arith::ConstantOp::create(b, loc, b.getIntegerAttr(t, v));
+  }
+
+  /// `v` from the lane `lane ^ offset` (32- and 64-bit values).
+  Value shuffleXor(Location loc, Value v, int64_t offset) {
+    Type t = v.getType();
+    unsigned bits = t.getIntOrFloatBitWidth();
+    auto shuffle32 = [&](Value x) -> Value {
+      return gpu::ShuffleOp::create(b, loc, x, int32_t(offset), 32,
+                                    gpu::ShuffleMode::XOR)
+          .getShuffleResult();
+    };
+    if (bits == 32)
+      return shuffle32(v);
+    Type i64 = b.getI64Type(), i32 = b.getI32Type();
+    Value x = t.isInteger(64) ? v : arith::BitcastOp::create(b, loc, i64, v);
+    Value lo = arith::TruncIOp::create(b, loc, i32, x);
+    Value hi = arith::TruncIOp::create(
+        b, loc, i32,
+        arith::ShRUIOp::create(b, loc, x,
+                               arith::ConstantIntOp::create(b, loc, i64, 32)));
+    lo = arith::ExtUIOp::create(b, loc, i64, shuffle32(lo));
+    hi = arith::ExtUIOp::create(b, loc, i64, shuffle32(hi));
+    Value y = arith::OrIOp::create(
+        b, loc, lo,
+        arith::ShLIOp::create(b, loc, hi,
+                              arith::ConstantIntOp::create(b, loc, i64, 32)));
+    return t.isInteger(64) ? y : arith::BitcastOp::create(b, loc, t, y);
+  }
+
+  LogicalResult lowerReduce(ReduceOp op) {
+    Location loc = op.getLoc();
+    auto from = dist(op, op.getSource().getType());
+    auto to = dist(op, op.getType());
+    if (failed(from) || failed(to))
+      return failure();
+    unsigned dim = op.getDim();
+    for (unsigned i = 0, j = 0; i < from->rank(); ++i) {
+      if (i == dim)
+        continue;
+      if (!to->sameDim(j++, *from, i))
+        return op.emitError("the result's layout is not the slice of the "
+                            "operand's along the reduced dim");
+    }
+    ReduceKind kind = op.getKind();
+    Type elt = op.getType().getElementType();
+    unsigned bits = elt.getIntOrFloatBitWidth();
+    // Narrow values are combined in 32 bits.
+    Type work = elt;
+    if (bits < 32)
+      work = isa<FloatType>(elt) ? Type(b.getF32Type()) : Type(b.getI32Type());
+    auto widen = [&](Value x) -> Value {
+      if (work == elt)
+        return x;
+      if (isa<FloatType>(elt))
+        return arith::ExtFOp::create(b, loc, work, x);
+      return arith::ExtSIOp::create(b, loc, work, x);
+    };
+    Regs vals = tiles.lookup(op.getSource());
+    SmallVector<Value> bases = threadBases(loc, *from);
+    Value ident = identity(loc, kind, work);
+    Regs partial;
+    for (int64_t r = 0, n = to->numRegs(); r < n; ++r) {
+      SmallVector<int64_t> idx = to->regIndex(r);
+      idx.insert(idx.begin() + dim, 0);
+      Value acc;
+      for (int64_t k = 0; k < from->regs(dim); ++k) {
+        idx[dim] = k;
+        Value x = widen(vals[from->flatten(idx)]);
+        if (from->wraps(dim)) {
+          // Replicated elements count once.
+          Value c = coord(loc, *from, bases, idx, dim, /*wrap=*/false);
+          x = arith::SelectOp::create(
+              b, loc, lessThan(loc, c, index(from->shape[dim])), x, ident);
+        }
+        acc = acc ? combine(loc, kind, acc, x) : x;
+      }
+      partial.push_back(acc);
+    }
+    // Across the lanes of a warp: a butterfly leaves every lane the same
+    // value (each step combines two values in either order, which IEEE
+    // sums, products, maxima and minima give bit for bit).
+    for (int64_t step = 1; step < from->tpw[dim]; step *= 2)
+      for (Value &p : partial)
+        p = combine(loc, kind, p,
+                    shuffleXor(loc, p, from->laneStride[dim] * step));
+    // Across warps: through shared memory, in warp order.
+    if (from->wpc[dim] > 1) {
+      int64_t n = partial.size();
+      Value buf = sharedBuffer(work, numWarps * 32 * n);
+      Value tid = arith::AddIOp::create(
+          b, loc, arith::MulIOp::create(b, loc, warp, index(32)), lane);
+      gpu::BarrierOp::create(b, loc);
+      for (int64_t r = 0; r < n; ++r)
+        memref::StoreOp::create(
+            b, loc, partial[r], buf,
+            ValueRange{arith::AddIOp::create(
+                b, loc, arith::MulIOp::create(b, loc, tid, index(n)),
+                index(r))});
+      gpu::BarrierOp::create(b, loc);
+      int64_t ws = from->warpStride[dim];
+      Value myWarpD = arith::RemUIOp::create(
+          b, loc, arith::DivUIOp::create(b, loc, warp, index(ws)),
+          index(from->wpc[dim]));
+      Value warp0 = arith::SubIOp::create(
+          b, loc, warp, arith::MulIOp::create(b, loc, myWarpD, index(ws)));
+      for (int64_t w = 0; w < from->wpc[dim]; ++w) {
+        Value srcWarp = arith::AddIOp::create(b, loc, warp0, index(w * ws));
+        Value srcTid = arith::AddIOp::create(
+            b, loc, arith::MulIOp::create(b, loc, srcWarp, index(32)), lane);
+        for (int64_t r = 0; r < n; ++r) {
+          Value x = memref::LoadOp::create(
+              b, loc, buf,
+              ValueRange{arith::AddIOp::create(
+                  b, loc, arith::MulIOp::create(b, loc, srcTid, index(n)),
+                  index(r))});
+          partial[r] = w == 0 ? x : combine(loc, kind, partial[r], x);
+        }
+      }
+    }
+    if (work != elt)
+      for (Value &p : partial)
+        p = isa<FloatType>(elt)
+                ? arith::TruncFOp::create(b, loc, elt, p).getResult()
+                : arith::TruncIOp::create(b, loc, elt, p).getResult();
+    tiles[op.getResult()] = std::move(partial);
+    return success();
+  }
+
+  //===--------------------------------------------------------------------===//
+  // Indices, casts, masks
+  //===--------------------------------------------------------------------===//
+
+  LogicalResult lowerIota(IotaOp op) {
+    Location loc = op.getLoc();
+    auto d = dist(op, op.getType());
+    if (failed(d))
+      return failure();
+    Type elt = op.getType().getElementType();
+    SmallVector<Value> bases = threadBases(loc, *d);
+    Regs out;
+    for (int64_t r = 0, n = d->numRegs(); r < n; ++r)
+      out.push_back(arith::IndexCastOp::create(
+          b, loc, elt, coord(loc, *d, bases, d->regIndex(r), op.getDim())));
+    tiles[op.getResult()] = std::move(out);
+    return success();
+  }
+
+  LogicalResult lowerCast(CastOp op) {
+    Location loc = op.getLoc();
+    if (op.getSaturate() || op.getStochasticRound())
+      return op.emitError("the Tile IR GPU lowering does not handle "
+                          "saturating or stochastically rounded casts yet");
+    Type from = op.getSource().getType().getElementType();
+    Type to = op.getType().getElementType();
+    auto isFp8 = [](Type t) {
+      return t.getIntOrFloatBitWidth() == 8 && isa<FloatType>(t);
+    };
+    if (isFp8(from) || isFp8(to))
+      return op.emitError("fp8 casts are lowered with the tensor-core (mma) "
+                          "kernels, not by the blocked-layout lowering");
+    Regs out;
+    for (Value x : tiles.lookup(op.getSource())) {
+      Value y = x;
+      if (from == to)
+        y = x;
+      else if (isa<FloatType>(from) && isa<FloatType>(to))
+        y = from.getIntOrFloatBitWidth() < to.getIntOrFloatBitWidth()
+                ? arith::ExtFOp::create(b, loc, to, x).getResult()
+                : arith::TruncFOp::create(b, loc, to, x).getResult();
+      else if (isa<FloatType>(to))
+        y = from.isInteger(1)
+                ? arith::UIToFPOp::create(b, loc, to, x).getResult()
+                : arith::SIToFPOp::create(b, loc, to, x).getResult();
+      else if (isa<FloatType>(from))
+        y = arith::FPToSIOp::create(b, loc, to, x);
+      else if (from.getIntOrFloatBitWidth() < to.getIntOrFloatBitWidth())
+        y = from.isInteger(1)
+                ? arith::ExtUIOp::create(b, loc, to, x).getResult()
+                : arith::ExtSIOp::create(b, loc, to, x).getResult();
+      else
+        y = arith::TruncIOp::create(b, loc, to, x);
+      out.push_back(y);
+    }
+    tiles[op.getResult()] = std::move(out);
+    return success();
+  }
+
+  LogicalResult lowerMaskCausal(MaskCausalOp op) {
+    Location loc = op.getLoc();
+    auto d = dist(op, op.getType());
+    if (failed(d))
+      return failure();
+    SmallVector<Value> bases = threadBases(loc, *d);
+    Type elt = op.getType().getElementType();
+    Value ninf =
+        arith::ConstantOp::create(b, loc, b.getFloatAttr(elt, -INFINITY));
+    Value row0 = map.lookup(op.getRowOffset());
+    Value col0 = map.lookup(op.getColOffset());
+    Regs vals = tiles.lookup(op.getScores()), out;
+    for (int64_t r = 0, n = d->numRegs(); r < n; ++r) {
+      SmallVector<int64_t> idx = d->regIndex(r);
+      Value row =
+          arith::AddIOp::create(b, loc, row0, coord(loc, *d, bases, idx, 0));
+      Value col =
+          arith::AddIOp::create(b, loc, col0, coord(loc, *d, bases, idx, 1));
+      Value future =
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt, col, row);
+      out.push_back(arith::SelectOp::create(b, loc, future, ninf, vals[r]));
+    }
+    tiles[op.getResult()] = std::move(out);
+    return success();
+  }
+
+  //===--------------------------------------------------------------------===//
+  // Dot on blocked layouts (FMA)
+  //===--------------------------------------------------------------------===//
+
+  LogicalResult lowerDot(DotOp op) {
+    Location loc = op.getLoc();
+    auto accType = cast<RankedTensorType>(op.getAcc().getType());
+    if (!isa<BlockedAttr>(accType.getEncoding()))
+      return op.emitError("only dots with a blocked accumulator are lowered "
+                          "here (tensor-core layouts have their own lowering)");
+    auto acc = dist(op, accType);
+    auto da = dist(op, op.getA().getType());
+    auto db = dist(op, op.getB().getType());
+    if (failed(acc) || failed(da) || failed(db))
+      return failure();
+    if (!da->sameDim(0, *acc, 0) || !db->sameDim(1, *acc, 1))
+      return op.emitError("the operands' layouts are not the accumulator's "
+                          "dot operands");
+    int64_t k = da->shape[1];
+    Type accElt = accType.getElementType();
+    bool isFloat = isa<FloatType>(accElt);
+    auto toAcc = [&](Value x) -> Value {
+      Type t = x.getType();
+      if (t == accElt)
+        return x;
+      if (isFloat)
+        return arith::ExtFOp::create(b, loc, accElt, x);
+      return arith::ExtSIOp::create(b, loc, accElt, x);
+    };
+    Regs a = tiles.lookup(op.getA()), bv = tiles.lookup(op.getB());
+    // Operand registers in the accumulator's type, converted once.
+    Regs wa, wb;
+    for (Value x : a)
+      wa.push_back(toAcc(x));
+    for (Value x : bv)
+      wb.push_back(toAcc(x));
+    Regs out = tiles.lookup(op.getAcc());
+    for (int64_t r = 0, n = acc->numRegs(); r < n; ++r) {
+      SmallVector<int64_t> idx = acc->regIndex(r);
+      Value sum = out[r];
+      for (int64_t kk = 0; kk < k; ++kk) {
+        Value x = wa[da->flatten({idx[0], kk})];
+        Value y = wb[db->flatten({kk, idx[1]})];
+        sum = isFloat ? math::FmaOp::create(b, loc, x, y, sum).getResult()
+                      : arith::AddIOp::create(
+                            b, loc, sum, arith::MulIOp::create(b, loc, x, y))
+                            .getResult();
+      }
+      out[r] = sum;
+    }
+    tiles[op.getResult()] = std::move(out);
+    return success();
+  }
+};
+
+struct ConvertTTileToGPUPass
+    : tessera::impl::ConvertTTileToGPUBase<ConvertTTileToGPUPass> {
+  using ConvertTTileToGPUBase::ConvertTTileToGPUBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<func::FuncOp> kernels;
+    for (auto fn : module.getOps<func::FuncOp>())
+      if (fn->hasAttr("ttile.kernel") && !fn.isExternal())
+        kernels.push_back(fn);
+    if (kernels.empty())
+      return;
+    OpBuilder b(module.getBodyRegion());
+    b.setInsertionPointToEnd(module.getBody());
+    gpu::GPUModuleOp gpuModule;
+    for (auto m : module.getOps<gpu::GPUModuleOp>())
+      if (m.getName() == moduleName)
+        gpuModule = m;
+    if (!gpuModule)
+      gpuModule = gpu::GPUModuleOp::create(b, module.getLoc(), moduleName);
+    module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
+                    b.getUnitAttr());
+    for (func::FuncOp fn : kernels) {
+      b.setInsertionPointToEnd(gpuModule.getBody());
+      auto kernel = gpu::GPUFuncOp::create(b, fn.getLoc(), fn.getName(),
+                                           fn.getFunctionType());
+      kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(),
+                      b.getUnitAttr());
+      int32_t threads = int32_t(32 * kernelNumWarps(fn));
+      kernel.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr({threads, 1, 1}));
+      if (failed(KernelLowering(fn, kernel).run()))
+        return signalPassFailure();
+      fn.erase();
+    }
+  }
+};
+
+} // namespace

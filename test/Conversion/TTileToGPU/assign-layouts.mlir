@@ -1,0 +1,125 @@
+// RUN: tessera-opt %s --tessera-ttile-assign-layouts --split-input-file | FileCheck %s
+
+// Rows of f32 on 4 warps: 16 bytes per thread along the row, a warp per
+// row; the row statistics are slices and broadcast back without moving.
+// CHECK-DAG: #[[B:.*]] = #ttile.blocked<sizePerThread = [1, 4], threadsPerWarp = [1, 32], warpsPerCTA = [4, 1], order = [1, 0]>
+// CHECK-DAG: #[[S:.*]] = #ttile.slice<dim = 1, parent = #[[B]]>
+// CHECK-LABEL: func.func @rows
+// CHECK: ttile.load {{.*}} -> tensor<4x256xf32, #[[B]]>
+// CHECK: ttile.reduce max {{.*}} -> tensor<4xf32, #[[S]]>
+// CHECK: ttile.broadcast {{.*}} : tensor<4xf32, #[[S]]> -> tensor<4x256xf32, #[[B]]>
+// CHECK: arith.subf {{.*}} : tensor<4x256xf32, #[[B]]>
+// CHECK-NOT: convert_layout
+func.func @rows(%X: memref<?x?xf32>, %Y: memref<?x?xf32>)
+    attributes {ttile.kernel, ttile.num_warps = 4 : i32} {
+  %c0 = arith.constant 0 : index
+  %x = ttile.load %X[%c0, %c0] : memref<?x?xf32> -> tensor<4x256xf32>
+  %m = ttile.reduce max %x {dim = 1 : i32} : tensor<4x256xf32> -> tensor<4xf32>
+  %mb = ttile.broadcast %m {dims = array<i64: 0>} : tensor<4xf32> -> tensor<4x256xf32>
+  %d = arith.subf %x, %mb : tensor<4x256xf32>
+  ttile.store %d, %Y[%c0, %c0] : tensor<4x256xf32>, memref<?x?xf32>
+  return
+}
+
+// -----
+
+// bf16 takes 8 elements per thread; a column mask built from iota and a
+// splat is computed again in the layout of the data it selects, not moved;
+// a 1-D weight is loaded directly as the slice its broadcast needs.
+// CHECK-DAG: #[[B:.*]] = #ttile.blocked<sizePerThread = [1, 8], threadsPerWarp = [1, 32], warpsPerCTA = [4, 2], order = [1, 0]>
+// CHECK-DAG: #[[S0:.*]] = #ttile.slice<dim = 0, parent = #[[B]]>
+// CHECK-LABEL: func.func @mask_and_weight
+// CHECK-NOT: convert_layout
+// CHECK: ttile.load {{.*}} -> tensor<2x512xbf16, #[[B]]>
+// CHECK: ttile.iota {dim = 1 : i32} : tensor<2x512xi32, #[[B]]>
+// CHECK: arith.cmpi slt, {{.*}} : tensor<2x512xi32, #[[B]]>
+// CHECK: ttile.load {{.*}} : memref<?xf32> -> tensor<512xf32, #[[S0]]>
+// CHECK: ttile.broadcast {{.*}} : tensor<512xf32, #[[S0]]> -> tensor<2x512xf32, #[[B]]>
+// CHECK-NOT: convert_layout
+func.func @mask_and_weight(%X: memref<?x?xbf16>, %W: memref<?xf32>,
+                           %Y: memref<?x?xf32>, %n: i32)
+    attributes {ttile.kernel, ttile.num_warps = 8 : i32} {
+  %c0 = arith.constant 0 : index
+  %xb = ttile.load %X[%c0, %c0] : memref<?x?xbf16> -> tensor<2x512xbf16>
+  %x = ttile.cast %xb : tensor<2x512xbf16> -> tensor<2x512xf32>
+  %cols = ttile.iota {dim = 1 : i32} : tensor<2x512xi32>
+  %nt = tensor.splat %n : tensor<2x512xi32>
+  %valid = arith.cmpi slt, %cols, %nt : tensor<2x512xi32>
+  %zero = arith.constant dense<0.0> : tensor<2x512xf32>
+  %xm = arith.select %valid, %x, %zero : tensor<2x512xi1>, tensor<2x512xf32>
+  %w1 = ttile.load %W[%c0] : memref<?xf32> -> tensor<512xf32>
+  %w = ttile.broadcast %w1 {dims = array<i64: 1>} : tensor<512xf32> -> tensor<2x512xf32>
+  %y = arith.mulf %xm, %w : tensor<2x512xf32>
+  ttile.store %y, %Y[%c0, %c0] : tensor<2x512xf32>, memref<?x?xf32>
+  return
+}
+
+// -----
+
+// A dot on FMAs: the operands are loaded directly in the accumulator's
+// dot-operand layouts; the loop-carried accumulator keeps its layout.
+// CHECK-DAG: #[[ACC:.*]] = #ttile.blocked<sizePerThread = [1, 4], threadsPerWarp = [4, 8], warpsPerCTA = [4, 1], order = [1, 0]>
+// CHECK-DAG: #[[A:.*]] = #ttile.dot_operand<opIdx = 0, parent = #[[ACC]], kWidth = 1>
+// CHECK-DAG: #[[B:.*]] = #ttile.dot_operand<opIdx = 1, parent = #[[ACC]], kWidth = 1>
+// CHECK-LABEL: func.func @matmul
+// CHECK: ttile.range {{.*}} -> (tensor<32x32xf32, #[[ACC]]>)
+// CHECK: ttile.load {{.*}} -> tensor<32x16xf32, #[[A]]>
+// CHECK: ttile.load {{.*}} -> tensor<16x32xf32, #[[B]]>
+// CHECK: ttile.dot {{.*}} -> tensor<32x32xf32, #[[ACC]]>
+// CHECK-NOT: convert_layout
+func.func @matmul(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %C: memref<?x?xf32>,
+                  %k: index)
+    attributes {ttile.kernel, ttile.num_warps = 4 : i32} {
+  %c0 = arith.constant 0 : index
+  %c16 = arith.constant 16 : index
+  %zero = arith.constant dense<0.0> : tensor<32x32xf32>
+  %acc = ttile.range %kk = %c0 to %k step %c16
+      iter_args(%a0 = %zero) -> (tensor<32x32xf32>) {
+    %a = ttile.load %A[%c0, %kk] : memref<?x?xf32> -> tensor<32x16xf32>
+    %b = ttile.load %B[%kk, %c0] : memref<?x?xf32> -> tensor<16x32xf32>
+    %a1 = ttile.dot %a, %b, %a0 : tensor<32x16xf32>, tensor<16x32xf32> -> tensor<32x32xf32>
+    ttile.yield %a1 : tensor<32x32xf32>
+  }
+  ttile.store %acc, %C[%c0, %c0] : tensor<32x32xf32>, memref<?x?xf32>
+  return
+}
+
+// -----
+
+// The online softmax expands into tile ops; the running row maximum and
+// sum (initialized by constants) take the layout the loop computes them in.
+// CHECK-DAG: #[[P:.*]] = #ttile.blocked<sizePerThread = [1, 4], threadsPerWarp = [4, 8], warpsPerCTA = [4, 1], order = [1, 0]>
+// CHECK-DAG: #[[ROW:.*]] = #ttile.slice<dim = 1, parent = #[[P]]>
+// CHECK-LABEL: func.func @online_softmax
+// CHECK: ttile.range {{.*}} -> (tensor<32xf32, #[[ROW]]>, tensor<32xf32, #[[ROW]]>)
+// CHECK: ttile.reduce max {{.*}} -> tensor<32xf32, #[[ROW]]>
+// CHECK: math.exp {{.*}} : tensor<32x32xf32, #[[P]]>
+// CHECK: ttile.reduce sum {{.*}} -> tensor<32xf32, #[[ROW]]>
+// CHECK: arith.maximumf {{.*}} : tensor<32xf32, #[[ROW]]>
+// CHECK-NOT: softmax_online
+// CHECK-NOT: convert_layout
+func.func @online_softmax(%S: memref<?x?xf32>, %O: memref<?xf32>, %n: index)
+    attributes {ttile.kernel, ttile.num_warps = 4 : i32} {
+  %c0 = arith.constant 0 : index
+  %c32 = arith.constant 32 : index
+  %minf = arith.constant dense<0xFF800000> : tensor<32xf32>
+  %zero = arith.constant dense<0.0> : tensor<32xf32>
+  %r:2 = ttile.range %j = %c0 to %n step %c32
+      iter_args(%m = %minf, %l = %zero) -> (tensor<32xf32>, tensor<32xf32>) {
+    %s = ttile.load %S[%c0, %j] {padding = 0xFF800000 : f32} : memref<?x?xf32> -> tensor<32x32xf32>
+    %p, %mc, %lc = ttile.softmax_online %s : tensor<32x32xf32> -> tensor<32x32xf32>, tensor<32xf32>, tensor<32xf32>
+    %m2 = arith.maximumf %m, %mc : tensor<32xf32>
+    %a = arith.subf %m, %m2 : tensor<32xf32>
+    %ea = math.exp %a : tensor<32xf32>
+    %b = arith.subf %mc, %m2 : tensor<32xf32>
+    %eb = math.exp %b : tensor<32xf32>
+    %la = arith.mulf %l, %ea : tensor<32xf32>
+    %lb = arith.mulf %lc, %eb : tensor<32xf32>
+    %l2 = arith.addf %la, %lb : tensor<32xf32>
+    ttile.yield %m2, %l2 : tensor<32xf32>, tensor<32xf32>
+  }
+  %lse0 = math.log %r#1 : tensor<32xf32>
+  %lse = arith.addf %lse0, %r#0 : tensor<32xf32>
+  ttile.store %lse, %O[%c0] : tensor<32xf32>, memref<?xf32>
+  return
+}

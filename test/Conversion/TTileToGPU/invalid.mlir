@@ -1,0 +1,54 @@
+// RUN: tessera-opt %s --tessera-convert-ttile-to-gpu --split-input-file --verify-diagnostics
+
+func.func @no_layout(%X: memref<?x?xf32>)
+    attributes {ttile.kernel, ttile.num_warps = 4 : i32} {
+  %c0 = arith.constant 0 : index
+  // expected-error @below {{cannot lower tile 'tensor<4x64xf32>': the tile has no layout (run -tessera-ttile-assign-layouts first)}}
+  %x = ttile.load %X[%c0, %c0] : memref<?x?xf32> -> tensor<4x64xf32>
+  return
+}
+
+// -----
+
+#b8 = #ttile.blocked<sizePerThread = [1, 4], threadsPerWarp = [1, 32], warpsPerCTA = [8, 1], order = [1, 0]>
+func.func @warps_differ(%X: memref<?x?xf32>)
+    attributes {ttile.kernel, ttile.num_warps = 4 : i32} {
+  %c0 = arith.constant 0 : index
+  // expected-error @below {{is spread over 8 warps but the kernel has ttile.num_warps = 4}}
+  %x = ttile.load %X[%c0, %c0] : memref<?x?xf32> -> tensor<8x128xf32, #b8>
+  return
+}
+
+// -----
+
+#b = #ttile.blocked<sizePerThread = [1, 4], threadsPerWarp = [1, 32], warpsPerCTA = [4, 1], order = [1, 0]>
+func.func @fp8_cast(%X: memref<?x?xf32>)
+    attributes {ttile.kernel, ttile.num_warps = 4 : i32} {
+  %c0 = arith.constant 0 : index
+  %x = ttile.load %X[%c0, %c0] : memref<?x?xf32> -> tensor<4x128xf32, #b>
+  // expected-error @below {{fp8 casts are lowered with the tensor-core (mma) kernels}}
+  %y = ttile.cast %x : tensor<4x128xf32, #b> -> tensor<4x128xf8E4M3FN, #b>
+  return
+}
+
+// -----
+
+#b = #ttile.blocked<sizePerThread = [1, 4], threadsPerWarp = [1, 32], warpsPerCTA = [4, 1], order = [1, 0]>
+func.func @no_rule(%X: memref<?x?xf32>)
+    attributes {ttile.kernel, ttile.num_warps = 4 : i32} {
+  %c0 = arith.constant 0 : index
+  %x = ttile.load %X[%c0, %c0] : memref<?x?xf32> -> tensor<4x128xf32, #b>
+  // expected-error @below {{the Tile IR GPU lowering has no rule for 'tensor.extract' on tiles}}
+  %e = tensor.extract %x[%c0, %c0] : tensor<4x128xf32, #b>
+  return
+}
+
+// -----
+
+#mma = #ttile.mma<version = 3, warpsPerCTA = [4, 1], instrShape = [64, 64, 16]>
+func.func @mma_tiles(%X: memref<?x?xf32>)
+    attributes {ttile.kernel, ttile.num_warps = 4 : i32} {
+  // expected-error @below {{tensor-core (#ttile.mma) tiles are lowered by the mma lowering}}
+  %z = arith.constant dense<0.0> : tensor<64x64xf32, #mma>
+  return
+}

@@ -1,0 +1,76 @@
+// RUN: tessera-opt %s --tessera-ttile-assign-layouts --tessera-convert-ttile-to-gpu --canonicalize --cse --split-input-file | FileCheck %s
+
+// A row softmax: 16-byte vector loads and stores where aligned and in
+// bounds (guarded scalar accesses otherwise), the row reductions as
+// butterflies of xor shuffles over the 32 lanes.
+// CHECK: module attributes {gpu.container_module}
+// CHECK: gpu.module @tessera_kernels
+// CHECK: gpu.func @softmax(%{{.*}}: memref<?x?xf32>, %{{.*}}: memref<?x?xf32>) kernel attributes {known_block_size = array<i32: 128, 1, 1>}
+// CHECK: gpu.thread_id x
+// CHECK: gpu.block_id x
+// CHECK: vector.load {{.*}} {alignment = 16 : i64} : memref<?x?xf32>, vector<4xf32>
+// CHECK: memref.load
+// CHECK-COUNT-5: gpu.shuffle xor {{.*}}, %{{.*}} : f32
+// CHECK: math.exp
+// CHECK-COUNT-5: gpu.shuffle xor {{.*}}, %{{.*}} : f32
+// CHECK: vector.store {{.*}} {alignment = 16 : i64} : memref<?x?xf32>, vector<4xf32>
+// CHECK-NOT: func.func
+func.func @softmax(%X: memref<?x?xf32>, %Y: memref<?x?xf32>)
+    attributes {ttile.kernel, ttile.num_warps = 4 : i32} {
+  %c0 = arith.constant 0 : index
+  %c4 = arith.constant 4 : index
+  %pid = ttile.program_id x
+  %row = arith.muli %pid, %c4 : index
+  %x = ttile.load %X[%row, %c0] {padding = 0xFF800000 : f32} : memref<?x?xf32> -> tensor<4x256xf32>
+  %m = ttile.reduce max %x {dim = 1 : i32} : tensor<4x256xf32> -> tensor<4xf32>
+  %mb = ttile.broadcast %m {dims = array<i64: 0>} : tensor<4xf32> -> tensor<4x256xf32>
+  %d = arith.subf %x, %mb : tensor<4x256xf32>
+  %e = math.exp %d : tensor<4x256xf32>
+  %s = ttile.reduce sum %e {dim = 1 : i32} : tensor<4x256xf32> -> tensor<4xf32>
+  %sb = ttile.broadcast %s {dims = array<i64: 0>} : tensor<4xf32> -> tensor<4x256xf32>
+  %y = arith.divf %e, %sb : tensor<4x256xf32>
+  ttile.store %y, %Y[%row, %c0] : tensor<4x256xf32>, memref<?x?xf32>
+  return
+}
+
+// -----
+
+// A row longer than a warp's share: after the shuffles, the warps' partial
+// sums meet in shared memory between barriers.
+// CHECK: gpu.func @row_sum(%{{.*}}: memref<?x?xf32>, %{{.*}}: memref<?xf32>) workgroup(%[[BUF:.*]] : memref<{{[0-9]+}}xf32, #gpu.address_space<workgroup>>) kernel attributes {known_block_size = array<i32: 256, 1, 1>}
+// CHECK-COUNT-5: gpu.shuffle xor
+// CHECK: gpu.barrier
+// CHECK: memref.store {{.*}}, %[[BUF]]
+// CHECK: gpu.barrier
+// CHECK: memref.load %[[BUF]]
+// CHECK: arith.addf
+func.func @row_sum(%X: memref<?x?xf32>, %Y: memref<?xf32>)
+    attributes {ttile.kernel, ttile.num_warps = 8 : i32} {
+  %c0 = arith.constant 0 : index
+  %x = ttile.load %X[%c0, %c0] : memref<?x?xf32> -> tensor<1x4096xf32>
+  %s = ttile.reduce sum %x {dim = 1 : i32} : tensor<1x4096xf32> -> tensor<1xf32>
+  ttile.store %s, %Y[%c0] : tensor<1xf32>, memref<?xf32>
+  return
+}
+
+// -----
+
+// A layout change between threads goes through shared memory (the load
+// has two users, so it is not simply loaded in the second layout).
+// CHECK: gpu.func @convert
+// CHECK-SAME: workgroup(%[[BUF:.*]] : memref<2048xf32, #gpu.address_space<workgroup>>)
+// CHECK: gpu.barrier
+// CHECK: memref.store {{.*}}, %[[BUF]]
+// CHECK: gpu.barrier
+// CHECK: memref.load %[[BUF]]
+#row = #ttile.blocked<sizePerThread = [1, 4], threadsPerWarp = [1, 32], warpsPerCTA = [4, 1], order = [1, 0]>
+#col = #ttile.blocked<sizePerThread = [4, 1], threadsPerWarp = [32, 1], warpsPerCTA = [1, 4], order = [0, 1]>
+func.func @convert(%X: memref<?x?xf32>, %Y: memref<?x?xf32>, %Z: memref<?x?xf32>)
+    attributes {ttile.kernel, ttile.num_warps = 4 : i32} {
+  %c0 = arith.constant 0 : index
+  %x = ttile.load %X[%c0, %c0] : memref<?x?xf32> -> tensor<16x128xf32, #row>
+  %y = ttile.convert_layout %x : tensor<16x128xf32, #row> -> tensor<16x128xf32, #col>
+  ttile.store %y, %Y[%c0, %c0] : tensor<16x128xf32, #col>, memref<?x?xf32>
+  ttile.store %x, %Z[%c0, %c0] : tensor<16x128xf32, #row>, memref<?x?xf32>
+  return
+}

@@ -1,0 +1,326 @@
+//===- TileKernelsTest.cpp - Tile IR kernels on the GPU -------------------===//
+//
+// The kernels of tile_kernels.mlir, compiled at build time through
+// -tessera-ttile-assign-layouts and -tessera-convert-ttile-to-gpu to PTX,
+// run on random data with poisoned outputs and are compared with references
+// computed here in double precision. Without a GPU the tests skip.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tessera/Runtime/Cuda.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <fstream>
+#include <limits>
+#include <optional>
+#include <random>
+#include <sstream>
+
+using namespace tessera::runtime;
+namespace cu = tessera::runtime::cuda;
+
+namespace {
+
+std::string kernelText() {
+  const char *dir = std::getenv("TESSERA_CUDA_TEST_KERNELS");
+  std::ifstream in(std::string(dir ? dir : TESSERA_CUDA_TEST_KERNELS) +
+                   "/tile_kernels.ptx");
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+uint16_t toBf16(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  u += 0x7fff + ((u >> 16) & 1); // round to nearest even (finite inputs)
+  return uint16_t(u >> 16);
+}
+
+float fromBf16(uint16_t h) {
+  uint32_t u = uint32_t(h) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+/// Random values in [lo, hi), the same on every run.
+std::vector<float> randomValues(size_t n, float lo, float hi, unsigned seed) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> v(n);
+  for (float &x : v)
+    x = dist(gen);
+  return v;
+}
+
+HostBuffer f32Buffer(const std::vector<float> &v, std::vector<int64_t> shape) {
+  auto b = HostBuffer::allocate(DType::f32, std::move(shape));
+  EXPECT_TRUE(bool(b));
+  std::memcpy(b->data(), v.data(), v.size() * 4);
+  return *b;
+}
+
+HostBuffer bf16Buffer(const std::vector<float> &v, std::vector<int64_t> shape) {
+  auto b = HostBuffer::allocate(DType::bf16, std::move(shape));
+  EXPECT_TRUE(bool(b));
+  for (size_t i = 0; i < v.size(); ++i)
+    b->as<uint16_t>()[i] = toBf16(v[i]);
+  return *b;
+}
+
+/// A device buffer filled with NaN (all-ones bits), so that elements a
+/// kernel fails to write show up.
+cu::DeviceBuffer poisoned(DType type, std::vector<int64_t> shape) {
+  auto h = HostBuffer::allocate(type, shape);
+  EXPECT_TRUE(bool(h));
+  std::memset(h->data(), 0xff, h->byteSize());
+  auto d = cu::DeviceBuffer::fromHost(*h);
+  EXPECT_TRUE(bool(d));
+  return std::move(*d);
+}
+
+/// Kernel arguments: memrefs as their descriptors (allocated and aligned
+/// pointers, offset, sizes, strides), scalars as themselves.
+class Args {
+public:
+  Args &memref(const cu::DeviceBuffer &buf, std::vector<int64_t> shape) {
+    ptrs.push_back(buf.pointer());
+    list.push_back(&ptrs.back());
+    list.push_back(&ptrs.back());
+    push(0);
+    for (int64_t s : shape)
+      push(s);
+    int64_t stride = 1;
+    std::vector<int64_t> strides(shape.size());
+    for (size_t i = shape.size(); i-- > 0;) {
+      strides[i] = stride;
+      stride *= shape[i];
+    }
+    for (int64_t s : strides)
+      push(s);
+    return *this;
+  }
+  Args &f32(float v) {
+    floats.push_back(v);
+    list.push_back(&floats.back());
+    return *this;
+  }
+  std::vector<void *> list;
+
+private:
+  void push(int64_t v) {
+    ints.push_back(v);
+    list.push_back(&ints.back());
+  }
+  std::deque<uint64_t> ptrs;
+  std::deque<int64_t> ints;
+  std::deque<float> floats;
+};
+
+class TileKernels : public ::testing::Test {
+protected:
+  void SetUp() override {
+    if (!cu::available())
+      GTEST_SKIP() << "no GPU: " << cu::unavailableReason();
+    std::string ptx = kernelText();
+    ASSERT_FALSE(ptx.empty()) << "tile_kernels.ptx was not generated";
+    auto m = cu::Module::loadPtx(ptx);
+    ASSERT_TRUE(bool(m)) << m.error().message;
+    module.emplace(std::move(*m));
+    auto s = cu::Stream::create();
+    ASSERT_TRUE(bool(s)) << s.error().message;
+    stream.emplace(std::move(*s));
+  }
+
+  void launch(const std::string &name, const cu::LaunchConfig &shape,
+              Args &args) {
+    auto k = module->kernel(name);
+    ASSERT_TRUE(bool(k)) << k.error().message;
+    Status st = k->launch(shape, *stream, args.list);
+    ASSERT_TRUE(bool(st)) << st.error().message;
+  }
+
+  HostBuffer result(const cu::DeviceBuffer &d) {
+    auto h = d.toHost(&*stream);
+    EXPECT_TRUE(bool(h)) << h.error().message;
+    return std::move(*h);
+  }
+
+  std::optional<cu::Module> module;
+  std::optional<cu::Stream> stream;
+};
+
+TEST_F(TileKernels, SoftmaxOfRows) {
+  // 256 columns (vector accesses) and 203 (unaligned rows, masked tail);
+  // 37 rows is not a multiple of the 4 rows per program.
+  for (int64_t n : {256, 203}) {
+    const int64_t rows = 37;
+    auto x = randomValues(rows * n, -6.0f, 6.0f, unsigned(n));
+    auto dx = cu::DeviceBuffer::fromHost(f32Buffer(x, {rows, n}));
+    ASSERT_TRUE(bool(dx));
+    cu::DeviceBuffer dy = poisoned(DType::f32, {rows, n});
+    Args args;
+    args.memref(*dx, {rows, n}).memref(dy, {rows, n});
+    launch("softmax_rows", {{unsigned((rows + 3) / 4), 1, 1}, {128, 1, 1}},
+           args);
+    HostBuffer y = result(dy);
+    for (int64_t r = 0; r < rows; ++r) {
+      double m = -INFINITY, s = 0;
+      for (int64_t j = 0; j < n; ++j)
+        m = std::max(m, double(x[r * n + j]));
+      for (int64_t j = 0; j < n; ++j)
+        s += std::exp(double(x[r * n + j]) - m);
+      for (int64_t j = 0; j < n; ++j) {
+        double want = std::exp(double(x[r * n + j]) - m) / s;
+        double got = y.as<float>()[r * n + j];
+        ASSERT_NEAR(got, want, 1e-6 + 1e-5 * want)
+            << "n " << n << " row " << r << " col " << j;
+      }
+    }
+  }
+}
+
+TEST_F(TileKernels, LayerNormOfBf16Rows) {
+  for (int64_t n : {512, 300}) {
+    const int64_t rows = 9;
+    auto x = randomValues(rows * n, -3.0f, 5.0f, 7);
+    auto w = randomValues(n, 0.5f, 1.5f, 8);
+    auto bias = randomValues(n, -1.0f, 1.0f, 9);
+    auto dx = cu::DeviceBuffer::fromHost(bf16Buffer(x, {rows, n}));
+    auto dw = cu::DeviceBuffer::fromHost(f32Buffer(w, {n}));
+    auto db = cu::DeviceBuffer::fromHost(f32Buffer(bias, {n}));
+    ASSERT_TRUE(dx && dw && db);
+    cu::DeviceBuffer dy = poisoned(DType::bf16, {rows, n});
+    const float eps = 1e-5f;
+    Args args;
+    args.memref(*dx, {rows, n})
+        .memref(*dw, {n})
+        .memref(*db, {n})
+        .memref(dy, {rows, n})
+        .f32(eps);
+    launch("layernorm_bf16", {{unsigned((rows + 1) / 2), 1, 1}, {256, 1, 1}},
+           args);
+    HostBuffer y = result(dy);
+    for (int64_t r = 0; r < rows; ++r) {
+      // The kernel sees the bf16-rounded inputs.
+      double mean = 0, var = 0;
+      for (int64_t j = 0; j < n; ++j)
+        mean += fromBf16(toBf16(x[r * n + j]));
+      mean /= n;
+      for (int64_t j = 0; j < n; ++j) {
+        double d = fromBf16(toBf16(x[r * n + j])) - mean;
+        var += d * d;
+      }
+      var /= n;
+      for (int64_t j = 0; j < n; ++j) {
+        double xn =
+            (fromBf16(toBf16(x[r * n + j])) - mean) / std::sqrt(var + eps);
+        double want = xn * w[j] + bias[j];
+        double got = fromBf16(y.as<uint16_t>()[r * n + j]);
+        // One bf16 rounding of the output (relative 2^-8).
+        ASSERT_NEAR(got, want, 1e-3 + std::abs(want) * (1.0 / 256))
+            << "n " << n << " row " << r << " col " << j;
+      }
+    }
+  }
+}
+
+TEST_F(TileKernels, Transpose) {
+  const int64_t rows = 70, cols = 150; // neither a multiple of the block
+  auto x = randomValues(rows * cols, -1.0f, 1.0f, 3);
+  auto dx = cu::DeviceBuffer::fromHost(f32Buffer(x, {rows, cols}));
+  ASSERT_TRUE(bool(dx));
+  cu::DeviceBuffer dy = poisoned(DType::f32, {cols, rows});
+  Args args;
+  args.memref(*dx, {rows, cols}).memref(dy, {cols, rows});
+  launch("transpose",
+         {{unsigned((rows + 31) / 32), unsigned((cols + 63) / 64), 1},
+          {128, 1, 1}},
+         args);
+  HostBuffer y = result(dy);
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j)
+      ASSERT_EQ(y.as<float>()[j * rows + i], x[i * cols + j]) << i << "," << j;
+}
+
+TEST_F(TileKernels, MatmulOnFmas) {
+  const int64_t m = 75, k = 41, n = 66;
+  auto a = randomValues(m * k, -1.0f, 1.0f, 11);
+  auto bm = randomValues(k * n, -1.0f, 1.0f, 12);
+  auto da = cu::DeviceBuffer::fromHost(f32Buffer(a, {m, k}));
+  auto db = cu::DeviceBuffer::fromHost(f32Buffer(bm, {k, n}));
+  ASSERT_TRUE(da && db);
+  cu::DeviceBuffer dc = poisoned(DType::f32, {m, n});
+  Args args;
+  args.memref(*da, {m, k}).memref(*db, {k, n}).memref(dc, {m, n});
+  launch("matmul_fma",
+         {{unsigned((m + 31) / 32), unsigned((n + 31) / 32), 1}, {128, 1, 1}},
+         args);
+  HostBuffer c = result(dc);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double want = 0;
+      for (int64_t p = 0; p < k; ++p)
+        want += double(a[i * k + p]) * bm[p * n + j];
+      ASSERT_NEAR(c.as<float>()[i * n + j], want, 1e-5) << i << "," << j;
+    }
+}
+
+TEST_F(TileKernels, CausalFlashAttention) {
+  for (int64_t s : {128, 77}) {
+    const int64_t d = 32;
+    auto q = randomValues(s * d, -1.0f, 1.0f, 21);
+    auto kk = randomValues(s * d, -1.0f, 1.0f, 22);
+    auto v = randomValues(s * d, -1.0f, 1.0f, 23);
+    auto dq = cu::DeviceBuffer::fromHost(bf16Buffer(q, {s, d}));
+    auto dk = cu::DeviceBuffer::fromHost(bf16Buffer(kk, {s, d}));
+    auto dv = cu::DeviceBuffer::fromHost(bf16Buffer(v, {s, d}));
+    ASSERT_TRUE(dq && dk && dv);
+    cu::DeviceBuffer dout = poisoned(DType::bf16, {s, d});
+    const float scale = 1.0f / std::sqrt(float(d));
+    Args args;
+    args.memref(*dq, {s, d})
+        .memref(*dk, {s, d})
+        .memref(*dv, {s, d})
+        .memref(dout, {s, d})
+        .f32(scale);
+    launch("flash_attention_causal",
+           {{unsigned((s + 31) / 32), 1, 1}, {128, 1, 1}}, args);
+    HostBuffer o = result(dout);
+    auto at = [](const std::vector<float> &t, int64_t i) {
+      return double(fromBf16(toBf16(t[i])));
+    };
+    for (int64_t i = 0; i < s; ++i) {
+      std::vector<double> p(i + 1);
+      double mx = -INFINITY, sum = 0;
+      for (int64_t j = 0; j <= i; ++j) {
+        double dot = 0;
+        for (int64_t c = 0; c < d; ++c)
+          dot += at(q, i * d + c) * at(kk, j * d + c);
+        p[j] = dot * scale;
+        mx = std::max(mx, p[j]);
+      }
+      for (double &x : p)
+        sum += (x = std::exp(x - mx));
+      for (int64_t c = 0; c < d; ++c) {
+        double want = 0;
+        for (int64_t j = 0; j <= i; ++j)
+          want += p[j] * at(v, j * d + c);
+        want /= sum;
+        double got = fromBf16(o.as<uint16_t>()[i * d + c]);
+        // P is rounded to bf16 before P @ V, as flash attention does, and
+        // the output once more: bf16-operand bounds.
+        ASSERT_NEAR(got, want, 1e-2 * (1 + std::abs(want)))
+            << "s " << s << " query " << i << " col " << c;
+      }
+    }
+  }
+}
+
+} // namespace
