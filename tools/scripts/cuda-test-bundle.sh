@@ -4,6 +4,7 @@
 # the NVIDIA driver but not the compiler:
 #   cd build/device && LD_LIBRARY_PATH=$PWD TESSERA_CUDA_TEST_KERNELS=$PWD/kernels ./TesseraCudaTests
 #   LD_LIBRARY_PATH=$PWD ./tessera-row-bench kernels/row_kernels.ptx
+#   python3 row_peer.py
 set -euo pipefail
 build=${1:-build}
 out=${2:-$build/device}
@@ -14,9 +15,13 @@ cp -L "$build/lib/libTesseraRuntime.so" "$out/"
 omp=$(ldd "$build/unittests/TesseraCudaTests" | awk '/libomp/ {print $3}')
 cp -L "$omp" "$out/"
 cp "$build"/unittests/cuda-kernels/*.ptx "$out/kernels/"
-# The GPU benchmarks: ./tessera-row-bench kernels/row_kernels.ptx
-if [ -x "$build/bin/tessera-row-bench" ]; then
-  cp "$build/bin/tessera-row-bench" "$out/"
-  cp "$build/bench/gpu/row_kernels.ptx" "$out/kernels/"
-fi
+# The GPU benchmarks: ./tessera-row-bench kernels/row_kernels.ptx (and
+# gemm), with their PyTorch peers.
+for bench in row gemm; do
+  if [ -x "$build/bin/tessera-$bench-bench" ]; then
+    cp "$build/bin/tessera-$bench-bench" "$out/"
+    cp "$build/bench/gpu/${bench}_kernels.ptx" "$out/kernels/"
+    cp "$(dirname "$0")/../../bench/gpu/${bench}_peer.py" "$out/"
+  fi
+done
 echo "$out: $(du -sh "$out" | cut -f1)"

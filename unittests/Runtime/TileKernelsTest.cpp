@@ -272,6 +272,33 @@ TEST_F(TileKernels, MatmulOnFmas) {
     }
 }
 
+TEST_F(TileKernels, Bf16MatmulOnTensorCores) {
+  // 64x64 blocks: the edges of 150 x 200 are partial blocks; K = 96 is
+  // three 32-wide steps.
+  const int64_t m = 150, k = 96, n = 200;
+  auto a = randomValues(m * k, -1.0f, 1.0f, 31);
+  auto bm = randomValues(k * n, -1.0f, 1.0f, 32);
+  auto da = cu::DeviceBuffer::fromHost(bf16Buffer(a, {m, k}));
+  auto db = cu::DeviceBuffer::fromHost(bf16Buffer(bm, {k, n}));
+  ASSERT_TRUE(da && db);
+  cu::DeviceBuffer dc = poisoned(DType::f32, {m, n});
+  Args args;
+  args.memref(*da, {m, k}).memref(*db, {k, n}).memref(dc, {m, n});
+  launch("matmul_bf16",
+         {{unsigned((m + 63) / 64), unsigned((n + 63) / 64), 1}, {128, 1, 1}},
+         args);
+  HostBuffer c = result(dc);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      // Products of bf16 values are exact in f32; only the f32 sums round.
+      double want = 0;
+      for (int64_t p = 0; p < k; ++p)
+        want += double(fromBf16(toBf16(a[i * k + p]))) *
+                fromBf16(toBf16(bm[p * n + j]));
+      ASSERT_NEAR(c.as<float>()[i * n + j], want, 1e-4) << i << "," << j;
+    }
+}
+
 TEST_F(TileKernels, CausalFlashAttention) {
   for (int64_t s : {128, 77}) {
     const int64_t d = 32;

@@ -150,3 +150,29 @@ func.func @flash_attention_causal(%Q: memref<?x?xbf16>, %K: memref<?x?xbf16>,
   ttile.store %o, %O[%row0, %c0] : tensor<32x32xbf16>, memref<?x?xbf16>
   return
 }
+
+// C = A @ B with bf16 operands on the tensor cores (mma.sync m16n8k16, f32
+// accumulators): 64x64 blocks of C on 4 warps, K in steps of 32.
+func.func @matmul_bf16(%A: memref<?x?xbf16>, %B: memref<?x?xbf16>,
+                       %C: memref<?x?xf32>)
+    attributes {ttile.kernel, ttile.num_warps = 4 : i32} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c32 = arith.constant 32 : index
+  %c64 = arith.constant 64 : index
+  %i = ttile.program_id x
+  %j = ttile.program_id y
+  %r = arith.muli %i, %c64 : index
+  %c = arith.muli %j, %c64 : index
+  %k = memref.dim %A, %c1 : memref<?x?xbf16>
+  %zero = arith.constant dense<0.0> : tensor<64x64xf32>
+  %acc = ttile.range %kk = %c0 to %k step %c32
+      iter_args(%a0 = %zero) -> (tensor<64x64xf32>) {
+    %a = ttile.load %A[%r, %kk] : memref<?x?xbf16> -> tensor<64x32xbf16>
+    %b = ttile.load %B[%kk, %c] : memref<?x?xbf16> -> tensor<32x64xbf16>
+    %a1 = ttile.dot %a, %b, %a0 : tensor<64x32xbf16>, tensor<32x64xbf16> -> tensor<64x64xf32>
+    ttile.yield %a1 : tensor<64x64xf32>
+  }
+  ttile.store %acc, %C[%r, %c] : tensor<64x64xf32>, memref<?x?xf32>
+  return
+}

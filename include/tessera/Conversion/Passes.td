@@ -159,7 +159,9 @@ def TTileAssignLayouts : Pass<"tessera-ttile-assign-layouts", "ModuleOp"> {
     slowest); elementwise ops, casts and `mask_causal` keep their operand's
     layout; reductions give `#ttile.slice` of it; broadcasts and transposes
     take the layout that needs no data movement when there is one; a `dot`
-    gets `#ttile.dot_operand` operands of its accumulator's layout. Where
+    of bf16 or f16 into f32 whose tile is whole 16 x 8 fragments per warp
+    gets an mma.sync (`#ttile.mma` version 2) accumulator, other dots a
+    blocked one, and `#ttile.dot_operand` operands of it. Where
     two layouts meet, a `ttile.convert_layout` is inserted (splat constants
     are re-created in the layout instead). Loop-carried tiles keep their
     initial value's layout.
@@ -197,8 +199,9 @@ def ConvertTTileToGPU : Pass<"tessera-convert-ttile-to-gpu", "ModuleOp"> {
       order: results are deterministic and identical on every thread;
     - `ttile.convert_layout`, and broadcasts or transposes that move data
       between threads, go through shared memory;
-    - `ttile.dot` on blocked layouts multiplies with FMAs in f32 (the
-      tensor-core layouts `#ttile.mma` lower in their own pass);
+    - `ttile.dot` with a `#ttile.mma` version 2 accumulator (bf16 or f16
+      into f32) runs on the tensor cores as `nvvm.mma.sync` m16n8k16 per
+      warp fragment; with a blocked accumulator it multiplies with FMAs;
     - `ttile.range` and `scf.for`/`scf.if` carry tiles as their scalars.
 
     Then `--gpu-lower-to-nvvm-pipeline` produces PTX.
@@ -211,6 +214,8 @@ def ConvertTTileToGPU : Pass<"tessera-convert-ttile-to-gpu", "ModuleOp"> {
                            "::mlir::gpu::GPUDialect",
                            "::mlir::math::MathDialect",
                            "::mlir::memref::MemRefDialect",
+                           "::mlir::LLVM::LLVMDialect",
+                           "::mlir::NVVM::NVVMDialect",
                            "::mlir::scf::SCFDialect",
                            "::mlir::vector::VectorDialect"];
 }

@@ -277,16 +277,47 @@ private:
            deferred.contains(v.getAsOpaquePointer());
   }
 
-  /// Gives deferred loop-carried operands of `op` a default layout.
-  void settleOperands(Operation *op) {
+  /// Gives deferred loop-carried operands of `op` (but `skip`) a default
+  /// layout.
+  void settleOperands(Operation *op, Value skip = {}) {
     for (Value v : op->getOperands())
-      if (tileType(v) && isDeferred(v))
+      if (v != skip && tileType(v) && isDeferred(v))
         setType(v, defaultLayout(tileType(v)));
+  }
+
+  /// The mma.sync accumulator layout for a dot of 16-bit floats into f32
+  /// whose tile is a whole number of 16 x 8 fragments per warp, K a
+  /// multiple of 16; null otherwise.
+  Attribute mmaLayoutFor(DotOp dot) {
+    auto a = tileType(dot.getA()), acc = tileType(dot.getAcc());
+    Type in = a.getElementType();
+    if (!(in.isBF16() || in.isF16()) || !acc.getElementType().isF32() ||
+        tileType(dot.getB()).getElementType() != in)
+      return {};
+    int64_t m = acc.getShape()[0], n = acc.getShape()[1], k = a.getShape()[1];
+    if (k % 16)
+      return {};
+    // The warp grid whose warps load the least (A rows plus B columns per
+    // warp), more warps along M on ties.
+    int64_t best = 0, bestCost = 0;
+    for (int64_t wm = numWarps; wm >= 1; wm /= 2) {
+      int64_t wn = numWarps / wm;
+      if (m % (16 * wm) || n % (8 * wn))
+        continue;
+      int64_t cost = m / wm + n / wn;
+      if (!best || cost < bestCost) {
+        best = wm;
+        bestCost = cost;
+      }
+    }
+    if (!best)
+      return {};
+    return MmaAttr::get(ctx, 2, {best, numWarps / best}, {16, 8, 16});
   }
 
   LogicalResult visit(Operation *op) {
     if (!OpTrait::hasElementwiseMappableTraits(op) &&
-        !op->hasTrait<OpTrait::IsTerminator>())
+        !op->hasTrait<OpTrait::IsTerminator>() && !isa<DotOp>(op))
       settleOperands(op);
     bool hasTiles =
         llvm::any_of(op->getOperandTypes(), llvm::IsaPred<RankedTensorType>) ||
@@ -399,13 +430,24 @@ private:
       return success();
     }
     if (auto dot = dyn_cast<DotOp>(op)) {
-      Attribute acc = tileType(dot.getAcc()).getEncoding();
+      settleOperands(op, /*skip=*/dot.getAcc());
+      auto accType = tileType(dot.getAcc());
+      // Tensor cores where the types and shapes allow, FMAs otherwise.
+      Attribute acc = mmaLayoutFor(dot);
+      unsigned kWidth = acc ? 2 : 1;
       if (!acc)
-        return op->emitError("the accumulator has no layout");
+        acc = accType.getEncoding() ? accType.getEncoding()
+                                    : defaultLayout(accType);
+      if (isDeferred(dot.getAcc()))
+        setType(dot.getAcc(), acc);
+      else
+        convertOperand(dot.getAccMutable(), acc);
       setType(dot.getResult(), acc);
-      if (isa<BlockedAttr>(acc)) {
-        convertOperand(dot.getAMutable(), DotOperandAttr::get(ctx, 0, acc, 1));
-        convertOperand(dot.getBMutable(), DotOperandAttr::get(ctx, 1, acc, 1));
+      if (isa<BlockedAttr, MmaAttr>(acc)) {
+        convertOperand(dot.getAMutable(),
+                       DotOperandAttr::get(ctx, 0, acc, kWidth));
+        convertOperand(dot.getBMutable(),
+                       DotOperandAttr::get(ctx, 1, acc, kWidth));
       }
       return success();
     }

@@ -8,43 +8,35 @@
 using namespace mlir;
 using namespace mlir::tessera::ttile;
 
-int64_t Distribution::regs(unsigned d) const {
-  return llvm::divideCeil(shape[d], footprint(d)) * spt[d];
+Basis Distribution::regCoord(int64_t r) const {
+  Basis c(rank(), 0);
+  for (auto [i, b] : llvm::enumerate(regBases))
+    if (r >> i & 1)
+      for (unsigned d = 0; d < rank(); ++d)
+        c[d] += b[d];
+  return c;
 }
 
-int64_t Distribution::numRegs() const {
+bool Distribution::wraps(unsigned d) const {
+  int64_t reach = 0;
+  for (auto *bases : {&regBases, &laneBases, &warpBases})
+    for (const Basis &b : *bases)
+      reach += b[d];
+  return reach >= shape[d];
+}
+
+int64_t Distribution::contiguousRegs() const {
+  unsigned last = rank() - 1;
+  if (wraps(last))
+    return 1;
   int64_t n = 1;
-  for (unsigned d = 0; d < rank(); ++d)
-    n *= regs(d);
+  for (const Basis &b : regBases) {
+    for (unsigned d = 0; d < rank(); ++d)
+      if (b[d] != (d == last ? n : 0))
+        return n;
+    n *= 2;
+  }
   return n;
-}
-
-SmallVector<int64_t> Distribution::regIndex(int64_t r) const {
-  SmallVector<int64_t> index(rank(), 0);
-  for (unsigned d : regOrder) {
-    index[d] = r % regs(d);
-    r /= regs(d);
-  }
-  return index;
-}
-
-int64_t Distribution::flatten(ArrayRef<int64_t> index) const {
-  int64_t r = 0, scale = 1;
-  for (unsigned d : regOrder) {
-    r += index[d] * scale;
-    scale *= regs(d);
-  }
-  return r;
-}
-
-bool Distribution::sameDim(unsigned d, const Distribution &o,
-                           unsigned od) const {
-  if (shape[d] != o.shape[od] || spt[d] != o.spt[od] || tpw[d] != o.tpw[od] ||
-      wpc[d] != o.wpc[od] || numWarps != o.numWarps)
-    return false;
-  // The lane and warp strides matter only where the dim is spread.
-  return (tpw[d] == 1 || laneStride[d] == o.laneStride[od]) &&
-         (wpc[d] == 1 || warpStride[d] == o.warpStride[od]);
 }
 
 static FailureOr<Distribution> fail(std::string *error, std::string message) {
@@ -53,79 +45,185 @@ static FailureOr<Distribution> fail(std::string *error, std::string message) {
   return failure();
 }
 
-/// The per-dim description of a layout for tiles of `shape`.
+static Basis unit(unsigned rank, unsigned d, int64_t v) {
+  Basis b(rank, 0);
+  b[d] = v;
+  return b;
+}
+
+/// Adds log2(count) bases along dim d: step, 2 * step, 4 * step, ...
+static void addBits(SmallVector<Basis> &bases, unsigned rank, unsigned d,
+                    int64_t count, int64_t step) {
+  for (int64_t v = 1; v < count; v *= 2)
+    bases.push_back(unit(rank, d, v * step));
+}
+
+static FailureOr<Distribution> describe(Attribute layout,
+                                        ArrayRef<int64_t> shape, Type element,
+                                        std::string *error);
+
 static FailureOr<Distribution>
-describe(Attribute layout, ArrayRef<int64_t> shape, std::string *error) {
+blocked(BlockedAttr layout, ArrayRef<int64_t> shape, std::string *error) {
+  unsigned rank = shape.size();
+  if (layout.getRank() != rank)
+    return fail(error, "the layout's rank differs from the tile's");
+  auto spt = layout.getSizePerThread(), tpw = layout.getThreadsPerWarp(),
+       wpc = layout.getWarpsPerCTA();
+  for (auto arr : {spt, tpw, wpc})
+    for (int64_t v : arr)
+      if (!llvm::isPowerOf2_64(v))
+        return fail(error, "the GPU lowering needs power-of-two layout sizes");
   Distribution dist;
   dist.shape.assign(shape.begin(), shape.end());
-  unsigned rank = shape.size();
-  if (auto blocked = dyn_cast_or_null<BlockedAttr>(layout)) {
-    if (blocked.getRank() != rank)
-      return fail(error, "the layout's rank differs from the tile's");
-    dist.spt.assign(blocked.getSizePerThread().begin(),
-                    blocked.getSizePerThread().end());
-    dist.tpw.assign(blocked.getThreadsPerWarp().begin(),
-                    blocked.getThreadsPerWarp().end());
-    dist.wpc.assign(blocked.getWarpsPerCTA().begin(),
-                    blocked.getWarpsPerCTA().end());
-    dist.laneStride.assign(rank, 0);
-    dist.warpStride.assign(rank, 0);
-    int64_t lanes = 1, warps = 1;
-    for (int64_t d : blocked.getOrder()) {
-      dist.laneStride[d] = lanes;
-      dist.warpStride[d] = warps;
-      lanes *= dist.tpw[d];
-      warps *= dist.wpc[d];
-      dist.regOrder.push_back(d);
-    }
-    dist.numWarps = warps;
-    return dist;
+  for (int64_t d : layout.getOrder()) {
+    int64_t footprint = spt[d] * tpw[d] * wpc[d];
+    addBits(dist.regBases, rank, d, spt[d], 1);
+    addBits(dist.regBases, rank, d, llvm::divideCeil(shape[d], footprint),
+            footprint);
+    addBits(dist.laneBases, rank, d, tpw[d], spt[d]);
+    addBits(dist.warpBases, rank, d, wpc[d], spt[d] * tpw[d]);
   }
+  // Lane and warp bits in id order: dims from fastest, as added above.
+  return dist;
+}
+
+/// Ampere/Hopper mma.sync m16n8k16 fragments (16-bit operands, f32
+/// accumulators): the accumulator (opIdx -1), A (0) or B (1), with warps
+/// numbered N-fastest over warpsPerCTA [WM, WN].
+static FailureOr<Distribution>
+mmaV2(MmaAttr mma, int opIdx, ArrayRef<int64_t> shape, std::string *error) {
+  int64_t wm = mma.getWarpsPerCTA()[0], wn = mma.getWarpsPerCTA()[1];
+  int64_t m = opIdx == 1 ? 0 : shape[0], n = opIdx == 0 ? 0 : shape[1];
+  int64_t k = opIdx == 0 ? shape[1] : opIdx == 1 ? shape[0] : 16;
+  if ((opIdx != 1 && m % (16 * wm)) || (opIdx != 0 && n % (8 * wn)) || k % 16 ||
+      !llvm::isPowerOf2_64(wm) || !llvm::isPowerOf2_64(wn))
+    return fail(error, "an mma.sync tile must be a multiple of 16 x 8 per "
+                       "warp (and K of 16)");
+  Distribution dist;
+  dist.shape.assign(shape.begin(), shape.end());
+  auto at = [](int64_t r, int64_t c) { return Basis{r, c}; };
+  // Lanes: q = lane % 4 along the columns (k for A, k for B), g = lane / 4
+  // along the rows (n for B).
+  if (opIdx == 1)
+    dist.laneBases = {at(2, 0), at(4, 0), at(0, 1), at(0, 2), at(0, 4)};
+  else
+    dist.laneBases = {at(0, 2), at(0, 4), at(1, 0), at(2, 0), at(4, 0)};
+  // Warps: wn bits, then wm bits; an operand is replicated over the other
+  // operand's warps.
+  for (int64_t v = 1; v < wn; v *= 2)
+    dist.warpBases.push_back(opIdx == 0 ? at(0, 0) : at(0, 8 * v));
+  for (int64_t v = 1; v < wm; v *= 2)
+    dist.warpBases.push_back(opIdx == 1 ? at(0, 0) : at(16 * v, 0));
+  if (opIdx == -1) {
+    dist.regBases = {at(0, 1), at(8, 0)};
+    for (int64_t v = 1; v < n / (8 * wn); v *= 2)
+      dist.regBases.push_back(at(0, 8 * wn * v));
+    for (int64_t v = 1; v < m / (16 * wm); v *= 2)
+      dist.regBases.push_back(at(16 * wm * v, 0));
+  } else if (opIdx == 0) {
+    dist.regBases = {at(0, 1), at(8, 0), at(0, 8)};
+    for (int64_t v = 1; v < k / 16; v *= 2)
+      dist.regBases.push_back(at(0, 16 * v));
+    for (int64_t v = 1; v < m / (16 * wm); v *= 2)
+      dist.regBases.push_back(at(16 * wm * v, 0));
+  } else {
+    dist.regBases = {at(1, 0), at(8, 0)};
+    for (int64_t v = 1; v < k / 16; v *= 2)
+      dist.regBases.push_back(at(16 * v, 0));
+    for (int64_t v = 1; v < n / (8 * wn); v *= 2)
+      dist.regBases.push_back(at(0, 8 * wn * v));
+  }
+  return dist;
+}
+
+static FailureOr<Distribution> describe(Attribute layout,
+                                        ArrayRef<int64_t> shape, Type element,
+                                        std::string *error) {
+  unsigned rank = shape.size();
+  for (int64_t s : shape)
+    if (!llvm::isPowerOf2_64(s))
+      return fail(error, "the GPU lowering needs power-of-two tile dims");
+  if (auto b = dyn_cast_or_null<BlockedAttr>(layout))
+    return blocked(b, shape, error);
   if (auto slice = dyn_cast_or_null<SliceAttr>(layout)) {
-    // The parent's description for a tile with a unit dim inserted, less
+    // The parent's distribution for a tile with a unit dim inserted, less
     // that dim: each element sits on the threads that held its row.
     unsigned dim = slice.getDim();
     SmallVector<int64_t> parentShape(shape.begin(), shape.end());
-    parentShape.insert(parentShape.begin() + dim, 1);
-    auto parent = describe(slice.getParent(), parentShape, error);
+    int64_t size = 1; // the sliced dim's size does not matter; one fragment
+    if (auto mma = dyn_cast<MmaAttr>(slice.getParent()))
+      size =
+          dim == 0 ? 16 * mma.getWarpsPerCTA()[0] : 8 * mma.getWarpsPerCTA()[1];
+    parentShape.insert(parentShape.begin() + dim, size);
+    auto parent = describe(slice.getParent(), parentShape, element, error);
     if (failed(parent))
       return failure();
-    for (auto *v : {&parent->spt, &parent->tpw, &parent->wpc,
-                    &parent->laneStride, &parent->warpStride})
-      v->erase(v->begin() + dim);
-    parent->shape.assign(shape.begin(), shape.end());
-    SmallVector<unsigned> order;
-    for (unsigned d : parent->regOrder)
-      if (d != dim)
-        order.push_back(d > dim ? d - 1 : d);
-    parent->regOrder = order;
-    return parent;
+    Distribution dist;
+    dist.shape.assign(shape.begin(), shape.end());
+    auto drop = [&](const Basis &b) {
+      Basis r(b);
+      r.erase(r.begin() + dim);
+      return r;
+    };
+    for (const Basis &b : parent->regBases)
+      if (llvm::any_of(drop(b), [](int64_t v) { return v != 0; }))
+        dist.regBases.push_back(drop(b));
+    for (const Basis &b : parent->laneBases)
+      dist.laneBases.push_back(drop(b));
+    for (const Basis &b : parent->warpBases)
+      dist.warpBases.push_back(drop(b));
+    return dist;
   }
   if (auto operand = dyn_cast_or_null<DotOperandAttr>(layout)) {
+    if (rank != 2)
+      return fail(error, "dot operands are 2-d");
+    int opIdx = operand.getOpIdx();
+    if (auto mma = dyn_cast<MmaAttr>(operand.getParent())) {
+      // The m16n8k16 fragments; any element type may sit there (a tile
+      // converted before a cast to bf16), the dot itself takes 16 bits.
+      if (mma.getVersion() != 2)
+        return fail(error, "only mma.sync (version 2) operands are lowered "
+                           "yet");
+      return mmaV2(mma, opIdx, shape, error);
+    }
     // FMA operands of a blocked accumulator: A's rows (B's columns) sit
     // where the accumulator's do, and each thread holds all of K.
-    auto parentLayout = dyn_cast<BlockedAttr>(operand.getParent());
-    if (!parentLayout || rank != 2)
-      return fail(error, "dot operands of tensor-core (#ttile.mma) "
-                         "accumulators are lowered by the mma lowering");
-    unsigned kDim = operand.getOpIdx() == 0 ? 1 : 0, free = 1 - kDim;
-    SmallVector<int64_t> accShape = {shape[0], shape[1]};
-    auto parent = describe(parentLayout, accShape, error);
-    if (failed(parent))
+    auto parentLayout = cast<BlockedAttr>(operand.getParent());
+    unsigned kDim = opIdx == 0 ? 1 : 0, free = 1 - kDim;
+    SmallVector<int64_t> accShape(shape.begin(), shape.end());
+    accShape[kDim] = 1;
+    auto acc = blocked(parentLayout, accShape, error);
+    if (failed(acc))
       return failure();
-    parent->spt[kDim] = shape[kDim];
-    parent->tpw[kDim] = 1;
-    parent->wpc[kDim] = 1;
-    parent->laneStride[kDim] = parent->warpStride[kDim] = 0;
+    Distribution dist;
+    dist.shape.assign(shape.begin(), shape.end());
+    auto keepFree = [&](const Basis &b) {
+      Basis r(2, 0);
+      r[free] = b[free];
+      return r;
+    };
     // Registers along the last dim first: a row-major operand's elements
     // are then adjacent in memory too.
-    parent->regOrder = {1, 0};
-    (void)free;
-    return parent;
+    SmallVector<Basis> kBits, freeBits;
+    addBits(kBits, 2, kDim, shape[kDim], 1);
+    for (const Basis &b : acc->regBases)
+      if (b[free] != 0)
+        freeBits.push_back(keepFree(b));
+    dist.regBases = kDim == 1 ? kBits : freeBits;
+    llvm::append_range(dist.regBases, kDim == 1 ? freeBits : kBits);
+    for (const Basis &b : acc->laneBases)
+      dist.laneBases.push_back(keepFree(b));
+    for (const Basis &b : acc->warpBases)
+      dist.warpBases.push_back(keepFree(b));
+    return dist;
   }
-  if (isa_and_nonnull<MmaAttr>(layout))
-    return fail(error, "tensor-core (#ttile.mma) tiles are lowered by the mma "
-                       "lowering");
+  if (auto mma = dyn_cast_or_null<MmaAttr>(layout)) {
+    if (mma.getVersion() != 2)
+      return fail(error, "wgmma (version 3) accumulators are not lowered yet");
+    if (rank != 2)
+      return fail(error, "mma tiles are 2-d");
+    return mmaV2(mma, -1, shape, error);
+  }
   return fail(error, "the tile has no layout (run "
                      "-tessera-ttile-assign-layouts first)");
 }
@@ -133,7 +231,8 @@ describe(Attribute layout, ArrayRef<int64_t> shape, std::string *error) {
 FailureOr<Distribution>
 mlir::tessera::ttile::distributionOf(RankedTensorType type,
                                      std::string *error) {
-  return describe(type.getEncoding(), type.getShape(), error);
+  return describe(type.getEncoding(), type.getShape(), type.getElementType(),
+                  error);
 }
 
 /// The largest power of two <= n (n >= 1).

@@ -1,12 +1,15 @@
 //===- Distribution.h - How a tile layout spreads elements over threads ---===//
 //
-// A tile of shape S with a blocked layout is held by the 32 * W threads of a
-// program: along dim d, each thread holds `spt[d]` contiguous elements, the
-// lanes of a warp cover `tpw[d]` such blocks and the warps `wpc[d]`; a tile
-// larger than that footprint repeats it, a smaller one wraps (elements are
-// replicated). A thread's elements are its registers, numbered with
-// `regOrder[0]` the fastest dim. Slices (reduction results) and the FMA dot
-// operands of a blocked accumulator are described the same way.
+// A program's 32 * W threads hold a tile's elements in registers. Every
+// layout Tessera lowers (blocked, slices, the FMA dot operands, the
+// tensor-core fragments) maps a register number, lane id and warp id to an
+// element linearly: each bit of the three numbers adds a fixed offset (its
+// basis) to the element's coordinates, and coordinates wrap modulo the
+// tile's (power-of-two) shape, which replicates elements of tiles smaller
+// than the layout's footprint:
+//
+//   coord = (sum_i r_i * regBases[i] + sum_j l_j * laneBases[j]
+//            + sum_k w_k * warpBases[k]) mod shape
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,37 +25,25 @@
 
 namespace mlir::tessera::ttile {
 
+using Basis = SmallVector<int64_t, 2>;
+
 struct Distribution {
   SmallVector<int64_t> shape;
-  /// Per tile dim: elements per thread, lanes, warps, and the stride of the
-  /// dim's lane (warp) index within the lane (warp) id.
-  SmallVector<int64_t> spt, tpw, wpc, laneStride, warpStride;
-  /// Tile dims, the one whose registers are adjacent first.
-  SmallVector<unsigned> regOrder;
-  int64_t numWarps = 1;
+  SmallVector<Basis> regBases, laneBases, warpBases;
 
   unsigned rank() const { return shape.size(); }
-  int64_t footprint(unsigned d) const { return spt[d] * tpw[d] * wpc[d]; }
-  /// Whether dim d is smaller than the footprint, so that elements repeat.
-  bool wraps(unsigned d) const { return shape[d] < footprint(d); }
-  /// Registers a thread holds along dim d.
-  int64_t regs(unsigned d) const;
-  int64_t numRegs() const;
-  /// Register number <-> per-dim register indices.
-  SmallVector<int64_t> regIndex(int64_t r) const;
-  int64_t flatten(ArrayRef<int64_t> index) const;
-  /// The part of the coordinate along d that does not depend on the thread,
-  /// for register index `rd` along d (before wrapping).
-  int64_t regOffset(unsigned d, int64_t rd) const {
-    return (rd / spt[d]) * footprint(d) + rd % spt[d];
-  }
-  /// Whether dim d of two distributions puts the same coordinates on the
-  /// same threads and registers.
-  bool sameDim(unsigned d, const Distribution &other, unsigned od) const;
+  int64_t numRegs() const { return int64_t(1) << regBases.size(); }
+  int64_t numWarps() const { return int64_t(1) << warpBases.size(); }
+  /// The register part of register r's coordinates (before wrapping).
+  Basis regCoord(int64_t r) const;
+  /// Whether coordinates along dim d can reach past the shape (elements
+  /// repeat over threads or registers).
+  bool wraps(unsigned d) const;
+  /// Registers r..r+n-1 hold n consecutive elements along the last dim.
+  int64_t contiguousRegs() const;
 };
 
-/// The distribution of a tile type, or an error message naming what is not
-/// supported.
+/// The distribution of a tile type, or failure with a message in `error`.
 FailureOr<Distribution> distributionOf(RankedTensorType type,
                                        std::string *error = nullptr);
 

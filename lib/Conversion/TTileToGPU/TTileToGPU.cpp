@@ -11,11 +11,15 @@
 
 #include "tessera/Conversion/Passes.h"
 
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/OpDefinition.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/MathExtras.h"
+
+#include <map>
 
 #include <cmath>
 
@@ -82,8 +86,8 @@ private:
       op->emitError() << "cannot lower tile " << type << ": " << error;
       return failure();
     }
-    if (d->numWarps != numWarps && !isa<DotOperandAttr>(t.getEncoding())) {
-      op->emitError() << "tile " << type << " is spread over " << d->numWarps
+    if (d->numWarps() != numWarps) {
+      op->emitError() << "tile " << type << " is spread over " << d->numWarps()
                       << " warps but the kernel has ttile.num_warps = "
                       << numWarps;
       return failure();
@@ -95,32 +99,64 @@ private:
   SmallVector<Value> threadBases(Location loc, const Distribution &d) {
     SmallVector<Value> bases;
     for (unsigned i = 0; i < d.rank(); ++i) {
-      Value l = index(0), w = index(0);
-      if (d.tpw[i] > 1)
-        l = arith::RemUIOp::create(
-            b, loc,
-            arith::DivUIOp::create(b, loc, lane, index(d.laneStride[i])),
-            index(d.tpw[i]));
-      if (d.wpc[i] > 1)
-        w = arith::RemUIOp::create(
-            b, loc,
-            arith::DivUIOp::create(b, loc, warp, index(d.warpStride[i])),
-            index(d.wpc[i]));
-      Value block = arith::AddIOp::create(
-          b, loc, arith::MulIOp::create(b, loc, w, index(d.tpw[i])), l);
-      bases.push_back(arith::MulIOp::create(b, loc, block, index(d.spt[i])));
+      Value sum = index(0);
+      auto addBits = [&](Value id, ArrayRef<Basis> bits) {
+        for (auto [j, basis] : llvm::enumerate(bits)) {
+          if (basis[i] == 0)
+            continue;
+          Value bit = arith::AndIOp::create(
+              b, loc, arith::ShRUIOp::create(b, loc, id, index(j)), index(1));
+          sum = arith::AddIOp::create(
+              b, loc, sum, arith::MulIOp::create(b, loc, bit, index(basis[i])));
+        }
+      };
+      addBits(lane, d.laneBases);
+      addBits(warp, d.warpBases);
+      bases.push_back(sum);
     }
     return bases;
   }
 
-  /// Coordinate along dim i of the register with per-dim indices `idx`.
+  /// Coordinate along dim i of register r's element.
   Value coord(Location loc, const Distribution &d, ArrayRef<Value> bases,
-              ArrayRef<int64_t> idx, unsigned i, bool wrap = true) {
-    Value c =
-        arith::AddIOp::create(b, loc, bases[i], index(d.regOffset(i, idx[i])));
+              int64_t r, unsigned i, bool wrap = true) {
+    Value c = arith::AddIOp::create(b, loc, bases[i], index(d.regCoord(r)[i]));
     if (wrap && d.wraps(i))
-      c = arith::RemUIOp::create(b, loc, c, index(d.shape[i]));
+      c = arith::AndIOp::create(b, loc, c, index(d.shape[i] - 1));
     return c;
+  }
+
+  /// For each register of `to`, the register of `from` that holds the
+  /// element `f` maps its element to, on the same thread; failure when
+  /// elements would have to move between threads. `f` maps coordinates
+  /// linearly (a permutation or projection of dims).
+  FailureOr<SmallVector<int64_t>>
+  registerMap(const Distribution &to, const Distribution &from,
+              function_ref<Basis(const Basis &)> f) {
+    auto norm = [&](Basis c) {
+      for (unsigned d = 0; d < from.rank(); ++d)
+        c[d] &= from.shape[d] - 1;
+      return c;
+    };
+    for (auto [x, y] : llvm::zip_equal(to.laneBases, from.laneBases))
+      if (norm(f(x)) != norm(y))
+        return failure();
+    if (to.warpBases.size() != from.warpBases.size())
+      return failure();
+    for (auto [x, y] : llvm::zip(to.warpBases, from.warpBases))
+      if (norm(f(x)) != norm(y))
+        return failure();
+    std::map<Basis, int64_t> where;
+    for (int64_t r = from.numRegs() - 1; r >= 0; --r)
+      where[norm(from.regCoord(r))] = r;
+    SmallVector<int64_t> map;
+    for (int64_t r = 0, n = to.numRegs(); r < n; ++r) {
+      auto it = where.find(norm(f(to.regCoord(r))));
+      if (it == where.end())
+        return failure();
+      map.push_back(it->second);
+    }
+    return map;
   }
 
   Value allOf(Location loc, ArrayRef<Value> conds) {
@@ -405,19 +441,15 @@ private:
   /// last dim, when that dim has unit stride and its registers are adjacent,
   /// up to 16 bytes.
   int64_t vectorWidth(const Distribution &d, MemRefType type) {
-    unsigned last = d.rank() - 1;
     unsigned bits = type.getElementType().getIntOrFloatBitWidth();
-    if (bits < 8 || bits % 8 || d.regOrder[0] != last || d.wraps(last))
+    if (bits < 8 || bits % 8)
       return 1;
     SmallVector<int64_t> strides;
     int64_t offset;
     if (failed(type.getStridesAndOffset(strides, offset)) ||
         strides.back() != 1)
       return 1;
-    int64_t v = std::min<int64_t>(d.spt[last], 128 / bits);
-    while (v > 1 && d.spt[last] % v)
-      v /= 2;
-    return v;
+    return std::min<int64_t>(d.contiguousRegs(), 128 / bits);
   }
 
   struct Access {
@@ -459,11 +491,10 @@ private:
   SmallVector<Value> memCoords(Location loc, const Distribution &d,
                                ArrayRef<Value> bases, ValueRange start,
                                int64_t r) {
-    SmallVector<int64_t> idx = d.regIndex(r);
     SmallVector<Value> coords;
     for (unsigned i = 0; i < d.rank(); ++i)
       coords.push_back(arith::AddIOp::create(b, loc, map.lookup(start[i]),
-                                             coord(loc, d, bases, idx, i)));
+                                             coord(loc, d, bases, r, i)));
     return coords;
   }
 
@@ -634,10 +665,9 @@ private:
     gpu::BarrierOp::create(b, loc);
     SmallVector<Value> fromBases = threadBases(loc, from);
     for (int64_t r = 0, n = from.numRegs(); r < n; ++r) {
-      SmallVector<int64_t> idx = from.regIndex(r);
       SmallVector<Value> c;
       for (unsigned i = 0; i < from.rank(); ++i)
-        c.push_back(coord(loc, from, fromBases, idx, i));
+        c.push_back(coord(loc, from, fromBases, r, i));
       memref::StoreOp::create(b, loc, toStorage(loc, vals[r]), buf,
                               ValueRange{linear(c)});
     }
@@ -645,10 +675,9 @@ private:
     SmallVector<Value> toBases = threadBases(loc, to);
     Regs out;
     for (int64_t r = 0, n = to.numRegs(); r < n; ++r) {
-      SmallVector<int64_t> idx = to.regIndex(r);
       SmallVector<Value> c;
       for (unsigned i = 0; i < to.rank(); ++i)
-        c.push_back(coord(loc, to, toBases, idx, i));
+        c.push_back(coord(loc, to, toBases, r, i));
       Value x =
           memref::LoadOp::create(b, loc, buf, ValueRange{linear(srcCoords(c))});
       out.push_back(fromStorage(loc, x, elt));
@@ -662,13 +691,11 @@ private:
     if (failed(from) || failed(to))
       return failure();
     Regs vals = tiles.lookup(op.getSource());
-    bool same = true;
-    for (unsigned i = 0; i < to->rank(); ++i)
-      same &= to->sameDim(i, *from, i);
-    if (same) {
+    auto same = registerMap(*to, *from, [](const Basis &c) { return c; });
+    if (succeeded(same)) {
       Regs out;
-      for (int64_t r = 0, n = to->numRegs(); r < n; ++r)
-        out.push_back(vals[from->flatten(to->regIndex(r))]);
+      for (int64_t r : *same)
+        out.push_back(vals[r]);
       tiles[op.getResult()] = std::move(out);
       return success();
     }
@@ -685,17 +712,16 @@ private:
       return failure();
     ArrayRef<int64_t> perm = op.getPermutation();
     Regs vals = tiles.lookup(op.getSource());
-    bool same = true;
-    for (unsigned i = 0; i < to->rank(); ++i)
-      same &= to->sameDim(i, *from, perm[i]);
-    if (same) {
+    auto same = registerMap(*to, *from, [&](const Basis &c) {
+      Basis s(c.size());
+      for (auto [i, p] : llvm::enumerate(perm))
+        s[p] = c[i];
+      return s;
+    });
+    if (succeeded(same)) {
       Regs out;
-      for (int64_t r = 0, n = to->numRegs(); r < n; ++r) {
-        SmallVector<int64_t> idx = to->regIndex(r), srcIdx(idx.size());
-        for (auto [i, p] : llvm::enumerate(perm))
-          srcIdx[p] = idx[i];
-        out.push_back(vals[from->flatten(srcIdx)]);
-      }
+      for (int64_t r : *same)
+        out.push_back(vals[r]);
       tiles[op.getResult()] = std::move(out);
       return success();
     }
@@ -720,17 +746,16 @@ private:
     auto expanded = [&](unsigned i) {
       return from->shape[i] == 1 && to->shape[dims[i]] != 1;
     };
-    bool same = true;
-    for (unsigned i = 0; i < from->rank(); ++i)
-      same &= expanded(i) || to->sameDim(dims[i], *from, i);
-    if (same) {
+    auto same = registerMap(*to, *from, [&](const Basis &c) {
+      Basis s;
+      for (unsigned i = 0; i < from->rank(); ++i)
+        s.push_back(expanded(i) ? 0 : c[dims[i]]);
+      return s;
+    });
+    if (succeeded(same)) {
       Regs out;
-      for (int64_t r = 0, n = to->numRegs(); r < n; ++r) {
-        SmallVector<int64_t> idx = to->regIndex(r), srcIdx;
-        for (unsigned i = 0; i < from->rank(); ++i)
-          srcIdx.push_back(expanded(i) ? 0 : idx[dims[i]]);
-        out.push_back(vals[from->flatten(srcIdx)]);
-      }
+      for (int64_t r : *same)
+        out.push_back(vals[r]);
       tiles[op.getResult()] = std::move(out);
       return success();
     }
@@ -818,19 +843,55 @@ private:
     if (failed(from) || failed(to))
       return failure();
     unsigned dim = op.getDim();
-    for (unsigned i = 0, j = 0; i < from->rank(); ++i) {
-      if (i == dim)
-        continue;
-      if (!to->sameDim(j++, *from, i))
-        return op.emitError("the result's layout is not the slice of the "
-                            "operand's along the reduced dim");
-    }
+    // Which register, lane and warp bits move along the reduced dim; each
+    // must move along it alone.
+    auto alongDim = [&](ArrayRef<Basis> bases, SmallVector<unsigned> &bits,
+                        SmallVector<unsigned> &others) -> bool {
+      for (auto [i, basis] : llvm::enumerate(bases)) {
+        bool other = false;
+        for (unsigned d = 0; d < basis.size(); ++d)
+          other |= d != dim && basis[d] != 0;
+        if (basis[dim] == 0)
+          others.push_back(i);
+        else if (other)
+          return false;
+        else
+          bits.push_back(i);
+      }
+      return true;
+    };
+    SmallVector<unsigned> regBits, keptRegBits, laneBits, warpBits, unused;
+    if (!alongDim(from->regBases, regBits, keptRegBits) ||
+        !alongDim(from->laneBases, laneBits, unused) ||
+        !alongDim(from->warpBases, warpBits, unused))
+      return op.emitError("the operand's layout moves along the reduced dim "
+                          "and another at once");
+    // The operand's distribution less the reduced dim, and how the
+    // result's registers map onto it.
+    Distribution kept;
+    kept.shape = to->shape;
+    auto drop = [&](const Basis &b) {
+      Basis r(b);
+      r.erase(r.begin() + dim);
+      return r;
+    };
+    for (unsigned i : keptRegBits)
+      kept.regBases.push_back(drop(from->regBases[i]));
+    for (const Basis &b : from->laneBases)
+      kept.laneBases.push_back(drop(b));
+    for (const Basis &b : from->warpBases)
+      kept.warpBases.push_back(drop(b));
+    auto resultMap = registerMap(*to, kept, [](const Basis &c) { return c; });
+    if (failed(resultMap))
+      return op.emitError("the result's layout is not the slice of the "
+                          "operand's along the reduced dim");
+
     ReduceKind kind = op.getKind();
     Type elt = op.getType().getElementType();
-    unsigned bits = elt.getIntOrFloatBitWidth();
+    unsigned width = elt.getIntOrFloatBitWidth();
     // Narrow values are combined in 32 bits.
     Type work = elt;
-    if (bits < 32)
+    if (width < 32)
       work = isa<FloatType>(elt) ? Type(b.getF32Type()) : Type(b.getI32Type());
     auto widen = [&](Value x) -> Value {
       if (work == elt)
@@ -842,19 +903,25 @@ private:
     Regs vals = tiles.lookup(op.getSource());
     SmallVector<Value> bases = threadBases(loc, *from);
     Value ident = identity(loc, kind, work);
+    // Within the thread: for each kept register, its registers along dim.
     Regs partial;
-    for (int64_t r = 0, n = to->numRegs(); r < n; ++r) {
-      SmallVector<int64_t> idx = to->regIndex(r);
-      idx.insert(idx.begin() + dim, 0);
+    for (int64_t k = 0, nk = kept.numRegs(); k < nk; ++k) {
+      int64_t base = 0;
+      for (auto [bit, i] : llvm::enumerate(keptRegBits))
+        if (k >> bit & 1)
+          base |= int64_t(1) << i;
       Value acc;
-      for (int64_t k = 0; k < from->regs(dim); ++k) {
-        idx[dim] = k;
-        Value x = widen(vals[from->flatten(idx)]);
+      for (int64_t c = 0, nc = int64_t(1) << regBits.size(); c < nc; ++c) {
+        int64_t r = base;
+        for (auto [bit, i] : llvm::enumerate(regBits))
+          if (c >> bit & 1)
+            r |= int64_t(1) << i;
+        Value x = widen(vals[r]);
         if (from->wraps(dim)) {
           // Replicated elements count once.
-          Value c = coord(loc, *from, bases, idx, dim, /*wrap=*/false);
+          Value cd = coord(loc, *from, bases, r, dim, /*wrap=*/false);
           x = arith::SelectOp::create(
-              b, loc, lessThan(loc, c, index(from->shape[dim])), x, ident);
+              b, loc, lessThan(loc, cd, index(from->shape[dim])), x, ident);
         }
         acc = acc ? combine(loc, kind, acc, x) : x;
       }
@@ -863,41 +930,40 @@ private:
     // Across the lanes of a warp: a butterfly leaves every lane the same
     // value (each step combines two values in either order, which IEEE
     // sums, products, maxima and minima give bit for bit).
-    for (int64_t step = 1; step < from->tpw[dim]; step *= 2)
+    for (unsigned bit : laneBits)
       for (Value &p : partial)
-        p = combine(loc, kind, p,
-                    shuffleXor(loc, p, from->laneStride[dim] * step));
+        p = combine(loc, kind, p, shuffleXor(loc, p, int64_t(1) << bit));
     // Across warps: through shared memory, in warp order.
-    if (from->wpc[dim] > 1) {
+    if (!warpBits.empty()) {
       int64_t n = partial.size();
       Value buf = sharedBuffer(work, numWarps * 32 * n);
       Value tid = arith::AddIOp::create(
           b, loc, arith::MulIOp::create(b, loc, warp, index(32)), lane);
+      auto slot = [&](Value thread, int64_t r) -> Value {
+        return arith::AddIOp::create(
+            b, loc, arith::MulIOp::create(b, loc, thread, index(n)), index(r));
+      };
       gpu::BarrierOp::create(b, loc);
       for (int64_t r = 0; r < n; ++r)
-        memref::StoreOp::create(
-            b, loc, partial[r], buf,
-            ValueRange{arith::AddIOp::create(
-                b, loc, arith::MulIOp::create(b, loc, tid, index(n)),
-                index(r))});
+        memref::StoreOp::create(b, loc, partial[r], buf,
+                                ValueRange{slot(tid, r)});
       gpu::BarrierOp::create(b, loc);
-      int64_t ws = from->warpStride[dim];
-      Value myWarpD = arith::RemUIOp::create(
-          b, loc, arith::DivUIOp::create(b, loc, warp, index(ws)),
-          index(from->wpc[dim]));
-      Value warp0 = arith::SubIOp::create(
-          b, loc, warp, arith::MulIOp::create(b, loc, myWarpD, index(ws)));
-      for (int64_t w = 0; w < from->wpc[dim]; ++w) {
-        Value srcWarp = arith::AddIOp::create(b, loc, warp0, index(w * ws));
+      int64_t mask = 0;
+      for (unsigned bit : warpBits)
+        mask |= int64_t(1) << bit;
+      Value warp0 = arith::AndIOp::create(b, loc, warp, index(~mask));
+      for (int64_t c = 0, nc = int64_t(1) << warpBits.size(); c < nc; ++c) {
+        int64_t offset = 0;
+        for (auto [k, bit] : llvm::enumerate(warpBits))
+          if (c >> k & 1)
+            offset |= int64_t(1) << bit;
+        Value srcWarp = arith::OrIOp::create(b, loc, warp0, index(offset));
         Value srcTid = arith::AddIOp::create(
             b, loc, arith::MulIOp::create(b, loc, srcWarp, index(32)), lane);
         for (int64_t r = 0; r < n; ++r) {
-          Value x = memref::LoadOp::create(
-              b, loc, buf,
-              ValueRange{arith::AddIOp::create(
-                  b, loc, arith::MulIOp::create(b, loc, srcTid, index(n)),
-                  index(r))});
-          partial[r] = w == 0 ? x : combine(loc, kind, partial[r], x);
+          Value x =
+              memref::LoadOp::create(b, loc, buf, ValueRange{slot(srcTid, r)});
+          partial[r] = c == 0 ? x : combine(loc, kind, partial[r], x);
         }
       }
     }
@@ -906,7 +972,10 @@ private:
         p = isa<FloatType>(elt)
                 ? arith::TruncFOp::create(b, loc, elt, p).getResult()
                 : arith::TruncIOp::create(b, loc, elt, p).getResult();
-    tiles[op.getResult()] = std::move(partial);
+    Regs out;
+    for (int64_t r : *resultMap)
+      out.push_back(partial[r]);
+    tiles[op.getResult()] = std::move(out);
     return success();
   }
 
@@ -924,7 +993,7 @@ private:
     Regs out;
     for (int64_t r = 0, n = d->numRegs(); r < n; ++r)
       out.push_back(arith::IndexCastOp::create(
-          b, loc, elt, coord(loc, *d, bases, d->regIndex(r), op.getDim())));
+          b, loc, elt, coord(loc, *d, bases, r, op.getDim())));
     tiles[op.getResult()] = std::move(out);
     return success();
   }
@@ -982,11 +1051,10 @@ private:
     Value col0 = map.lookup(op.getColOffset());
     Regs vals = tiles.lookup(op.getScores()), out;
     for (int64_t r = 0, n = d->numRegs(); r < n; ++r) {
-      SmallVector<int64_t> idx = d->regIndex(r);
       Value row =
-          arith::AddIOp::create(b, loc, row0, coord(loc, *d, bases, idx, 0));
+          arith::AddIOp::create(b, loc, row0, coord(loc, *d, bases, r, 0));
       Value col =
-          arith::AddIOp::create(b, loc, col0, coord(loc, *d, bases, idx, 1));
+          arith::AddIOp::create(b, loc, col0, coord(loc, *d, bases, r, 1));
       Value future =
           arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt, col, row);
       out.push_back(arith::SelectOp::create(b, loc, future, ninf, vals[r]));
@@ -1000,44 +1068,76 @@ private:
   //===--------------------------------------------------------------------===//
 
   LogicalResult lowerDot(DotOp op) {
-    Location loc = op.getLoc();
     auto accType = cast<RankedTensorType>(op.getAcc().getType());
+    if (auto mma = dyn_cast<MmaAttr>(accType.getEncoding()))
+      return lowerMmaSync(op, mma);
     if (!isa<BlockedAttr>(accType.getEncoding()))
-      return op.emitError("only dots with a blocked accumulator are lowered "
-                          "here (tensor-core layouts have their own lowering)");
+      return op.emitError("a dot's accumulator must have a blocked or "
+                          "#ttile.mma layout");
+    Location loc = op.getLoc();
     auto acc = dist(op, accType);
     auto da = dist(op, op.getA().getType());
     auto db = dist(op, op.getB().getType());
     if (failed(acc) || failed(da) || failed(db))
       return failure();
-    if (!da->sameDim(0, *acc, 0) || !db->sameDim(1, *acc, 1))
+    // A's rows sit on the threads of the accumulator's rows, B's columns
+    // on those of its columns.
+    auto only = [](const Basis &c, unsigned d) {
+      Basis r(2, 0);
+      r[d] = c[d];
+      return r;
+    };
+    auto threadsMatch = [&](ArrayRef<Basis> x, ArrayRef<Basis> ya,
+                            ArrayRef<Basis> yb) {
+      if (x.size() != ya.size() || x.size() != yb.size())
+        return false;
+      for (auto [c, ca, cb] : llvm::zip(x, ya, yb))
+        if (only(c, 0) != ca || only(c, 1) != cb)
+          return false;
+      return true;
+    };
+    if (!threadsMatch(acc->laneBases, da->laneBases, db->laneBases) ||
+        !threadsMatch(acc->warpBases, da->warpBases, db->warpBases))
       return op.emitError("the operands' layouts are not the accumulator's "
                           "dot operands");
+    int64_t m = accType.getShape()[0], n = accType.getShape()[1];
     int64_t k = da->shape[1];
+    std::map<std::pair<int64_t, int64_t>, int64_t> aReg, bReg;
+    for (int64_t r = da->numRegs() - 1; r >= 0; --r) {
+      Basis c = da->regCoord(r);
+      aReg[{c[0] & (m - 1), c[1] & (k - 1)}] = r;
+    }
+    for (int64_t r = db->numRegs() - 1; r >= 0; --r) {
+      Basis c = db->regCoord(r);
+      bReg[{c[0] & (k - 1), c[1] & (n - 1)}] = r;
+    }
     Type accElt = accType.getElementType();
     bool isFloat = isa<FloatType>(accElt);
     auto toAcc = [&](Value x) -> Value {
-      Type t = x.getType();
-      if (t == accElt)
+      if (x.getType() == accElt)
         return x;
       if (isFloat)
         return arith::ExtFOp::create(b, loc, accElt, x);
       return arith::ExtSIOp::create(b, loc, accElt, x);
     };
-    Regs a = tiles.lookup(op.getA()), bv = tiles.lookup(op.getB());
     // Operand registers in the accumulator's type, converted once.
     Regs wa, wb;
-    for (Value x : a)
+    for (Value x : tiles.lookup(op.getA()))
       wa.push_back(toAcc(x));
-    for (Value x : bv)
+    for (Value x : tiles.lookup(op.getB()))
       wb.push_back(toAcc(x));
     Regs out = tiles.lookup(op.getAcc());
-    for (int64_t r = 0, n = acc->numRegs(); r < n; ++r) {
-      SmallVector<int64_t> idx = acc->regIndex(r);
+    for (int64_t r = 0, nr = acc->numRegs(); r < nr; ++r) {
+      Basis c = acc->regCoord(r);
+      int64_t row = c[0] & (m - 1), col = c[1] & (n - 1);
       Value sum = out[r];
       for (int64_t kk = 0; kk < k; ++kk) {
-        Value x = wa[da->flatten({idx[0], kk})];
-        Value y = wb[db->flatten({kk, idx[1]})];
+        auto ia = aReg.find({row, kk});
+        auto ib = bReg.find({kk, col});
+        if (ia == aReg.end() || ib == bReg.end())
+          return op.emitError("the operands' layouts are not the "
+                              "accumulator's dot operands");
+        Value x = wa[ia->second], y = wb[ib->second];
         sum = isFloat ? math::FmaOp::create(b, loc, x, y, sum).getResult()
                       : arith::AddIOp::create(
                             b, loc, sum, arith::MulIOp::create(b, loc, x, y))
@@ -1045,6 +1145,73 @@ private:
       }
       out[r] = sum;
     }
+    tiles[op.getResult()] = std::move(out);
+    return success();
+  }
+
+  /// mma.sync m16n8k16 (bf16 or f16 into f32, nvvm.mma.sync: the nvgpu
+  /// dialect's op takes f16 only): each warp multiplies its
+  /// 16 x 8 fragments, K in steps of 16. The register numbering is the
+  /// one Distribution.cpp gives the fragments.
+  LogicalResult lowerMmaSync(DotOp op, MmaAttr mma) {
+    Location loc = op.getLoc();
+    auto accType = cast<RankedTensorType>(op.getAcc().getType());
+    auto aType = cast<RankedTensorType>(op.getA().getType());
+    auto bType = cast<RankedTensorType>(op.getB().getType());
+    Type in = aType.getElementType();
+    if (mma.getVersion() != 2 || !accType.getElementType().isF32() ||
+        !(in.isBF16() || in.isF16()) || bType.getElementType() != in)
+      return op.emitError("the tensor-core lowering takes mma.sync (version "
+                          "2) dots of bf16 or f16 into f32");
+    auto acc = dist(op, accType);
+    auto da = dist(op, aType);
+    auto db = dist(op, bType);
+    if (failed(acc) || failed(da) || failed(db))
+      return failure();
+    int64_t wm = mma.getWarpsPerCTA()[0], wn = mma.getWarpsPerCTA()[1];
+    int64_t nM = accType.getShape()[0] / (16 * wm);
+    int64_t nN = accType.getShape()[1] / (8 * wn);
+    int64_t nK = aType.getShape()[1] / 16;
+    Regs a = tiles.lookup(op.getA()), bv = tiles.lookup(op.getB());
+    Regs out = tiles.lookup(op.getAcc());
+    // Two 16-bit values in one 32-bit register, the first in the low half.
+    auto pairVec = VectorType::get({2}, in);
+    auto i32Vec = VectorType::get({1}, b.getI32Type());
+    auto pack = [&](Value lo, Value hi) -> Value {
+      Value v =
+          vector::FromElementsOp::create(b, loc, pairVec, ValueRange{lo, hi});
+      return vector::ExtractOp::create(
+          b, loc, vector::BitCastOp::create(b, loc, i32Vec, v), int64_t(0));
+    };
+    Type f32 = b.getF32Type();
+    auto resultType =
+        LLVM::LLVMStructType::getLiteral(b.getContext(), {f32, f32, f32, f32});
+    NVVM::MMATypes ptxType =
+        in.isBF16() ? NVVM::MMATypes::bf16 : NVVM::MMATypes::f16;
+    for (int64_t mt = 0; mt < nM; ++mt)
+      for (int64_t nt = 0; nt < nN; ++nt) {
+        int64_t c0 = 4 * (nt + nN * mt);
+        SmallVector<Value> c(ArrayRef<Value>(out).slice(c0, 4));
+        for (int64_t kt = 0; kt < nK; ++kt) {
+          int64_t a0 = 8 * (kt + nK * mt), b0 = 4 * (kt + nK * nt);
+          SmallVector<Value> av, bvv;
+          for (int64_t i = 0; i < 4; ++i)
+            av.push_back(pack(a[a0 + 2 * i], a[a0 + 2 * i + 1]));
+          for (int64_t i = 0; i < 2; ++i)
+            bvv.push_back(pack(bv[b0 + 2 * i], bv[b0 + 2 * i + 1]));
+          Value d = NVVM::MmaOp::create(
+              b, loc, resultType, av, bvv, c, ArrayRef<int64_t>{16, 8, 16},
+              std::nullopt, std::nullopt,
+              std::array<NVVM::MMATypes, 2>{ptxType, ptxType},
+              std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
+                                             NVVM::MMALayout::col});
+          for (int64_t i = 0; i < 4; ++i)
+            c[i] =
+                LLVM::ExtractValueOp::create(b, loc, d, ArrayRef<int64_t>{i});
+        }
+        for (int64_t i = 0; i < 4; ++i)
+          out[c0 + i] = c[i];
+      }
     tiles[op.getResult()] = std::move(out);
     return success();
   }

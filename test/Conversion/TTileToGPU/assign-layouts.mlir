@@ -123,3 +123,31 @@ func.func @online_softmax(%S: memref<?x?xf32>, %O: memref<?xf32>, %n: index)
   ttile.store %lse, %O[%c0] : tensor<32xf32>, memref<?xf32>
   return
 }
+
+// -----
+
+// A bf16 dot into f32 goes to the tensor cores: an mma.sync accumulator
+// whose 8 warps split 128 x 128 as 4 x 2 (the least operand traffic per
+// warp), operands in its fragment layouts.
+// CHECK-DAG: #[[MMA:.*]] = #ttile.mma<version = 2, warpsPerCTA = [4, 2], instrShape = [16, 8, 16]>
+// CHECK-DAG: #[[A:.*]] = #ttile.dot_operand<opIdx = 0, parent = #[[MMA]], kWidth = 2>
+// CHECK-DAG: #[[B:.*]] = #ttile.dot_operand<opIdx = 1, parent = #[[MMA]], kWidth = 2>
+// CHECK-LABEL: func.func @gemm_bf16
+// CHECK: ttile.range {{.*}} -> (tensor<128x128xf32, #[[MMA]]>)
+// CHECK: ttile.dot {{.*}} : tensor<128x32xbf16, #[[A]]>, tensor<32x128xbf16, #[[B]]> -> tensor<128x128xf32, #[[MMA]]>
+func.func @gemm_bf16(%A: memref<?x?xbf16>, %B: memref<?x?xbf16>,
+                     %C: memref<?x?xf32>, %k: index)
+    attributes {ttile.kernel, ttile.num_warps = 8 : i32} {
+  %c0 = arith.constant 0 : index
+  %c32 = arith.constant 32 : index
+  %zero = arith.constant dense<0.0> : tensor<128x128xf32>
+  %acc = ttile.range %kk = %c0 to %k step %c32
+      iter_args(%a0 = %zero) -> (tensor<128x128xf32>) {
+    %a = ttile.load %A[%c0, %kk] : memref<?x?xbf16> -> tensor<128x32xbf16>
+    %b = ttile.load %B[%kk, %c0] : memref<?x?xbf16> -> tensor<32x128xbf16>
+    %a1 = ttile.dot %a, %b, %a0 : tensor<128x32xbf16>, tensor<32x128xbf16> -> tensor<128x128xf32>
+    ttile.yield %a1 : tensor<128x128xf32>
+  }
+  ttile.store %acc, %C[%c0, %c0] : tensor<128x128xf32>, memref<?x?xf32>
+  return
+}

@@ -48,7 +48,18 @@ func.func @no_rule(%X: memref<?x?xf32>)
 #mma = #ttile.mma<version = 3, warpsPerCTA = [4, 1], instrShape = [64, 64, 16]>
 func.func @mma_tiles(%X: memref<?x?xf32>)
     attributes {ttile.kernel, ttile.num_warps = 4 : i32} {
-  // expected-error @below {{tensor-core (#ttile.mma) tiles are lowered by the mma lowering}}
+  // expected-error @below {{wgmma (version 3) accumulators are not lowered yet}}
   %z = arith.constant dense<0.0> : tensor<64x64xf32, #mma>
+  return
+}
+
+// -----
+
+#b = #ttile.blocked<sizePerThread = [1, 4], threadsPerWarp = [1, 32], warpsPerCTA = [4, 1], order = [1, 0]>
+func.func @odd_tile(%X: memref<?x?xf32>)
+    attributes {ttile.kernel, ttile.num_warps = 4 : i32} {
+  %c0 = arith.constant 0 : index
+  // expected-error @below {{the GPU lowering needs power-of-two tile dims}}
+  %x = ttile.load %X[%c0, %c0] : memref<?x?xf32> -> tensor<4x96xf32, #b>
   return
 }

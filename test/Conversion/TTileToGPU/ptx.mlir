@@ -15,6 +15,8 @@
 // CHECK: shfl.sync.bfly.b32
 // CHECK: bar.sync
 // CHECK: st.global.v4.b32
+// CHECK: .visible .entry gemm_bf16(
+// CHECK: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
 
 // RMSNorm of bf16 rows of up to 1024 elements, one row per program.
 func.func @rmsnorm(%X: memref<?x?xbf16>, %W: memref<?xbf16>,
@@ -43,5 +45,25 @@ func.func @rmsnorm(%X: memref<?x?xbf16>, %W: memref<?xbf16>,
   %y = arith.mulf %xn, %w : tensor<1x1024xf32>
   %yb = ttile.cast %y : tensor<1x1024xf32> -> tensor<1x1024xbf16>
   ttile.store %yb, %Y[%row, %c0] : tensor<1x1024xbf16>, memref<?x?xbf16>
+  return
+}
+
+// bf16 GEMM blocks on the tensor cores.
+func.func @gemm_bf16(%A: memref<?x?xbf16>, %B: memref<?x?xbf16>,
+                     %C: memref<?x?xf32>)
+    attributes {ttile.kernel, ttile.num_warps = 4 : i32} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c32 = arith.constant 32 : index
+  %k = memref.dim %A, %c1 : memref<?x?xbf16>
+  %zero = arith.constant dense<0.0> : tensor<64x64xf32>
+  %acc = ttile.range %kk = %c0 to %k step %c32
+      iter_args(%a0 = %zero) -> (tensor<64x64xf32>) {
+    %a = ttile.load %A[%c0, %kk] : memref<?x?xbf16> -> tensor<64x32xbf16>
+    %b = ttile.load %B[%kk, %c0] : memref<?x?xbf16> -> tensor<32x64xbf16>
+    %a1 = ttile.dot %a, %b, %a0 : tensor<64x32xbf16>, tensor<32x64xbf16> -> tensor<64x64xf32>
+    ttile.yield %a1 : tensor<64x64xf32>
+  }
+  ttile.store %acc, %C[%c0, %c0] : tensor<64x64xf32>, memref<?x?xf32>
   return
 }

@@ -1,0 +1,136 @@
+//===- gemm_bench.cpp - The Tile IR bf16 GEMM on the GPU ------------------===//
+//
+// Times gemm_kernels.mlir's bf16 GEMM (compiled at build time through the
+// Tile IR GPU lowering to PTX) for square sizes and prints TFLOP/s; run
+// bench/gpu/gemm_peer.py right after on the same card for cuBLAS:
+//
+//   tessera-gemm-bench [PTX] [n ...]
+//
+//===----------------------------------------------------------------------===//
+
+#include "tessera/Runtime/Cuda.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <deque>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+using namespace tessera::runtime;
+namespace cu = tessera::runtime::cuda;
+
+namespace {
+
+template <typename T> T check(Result<T> r, const char *what) {
+  if (!r) {
+    std::fprintf(stderr, "%s: %s\n", what, r.error().message.c_str());
+    std::exit(1);
+  }
+  return std::move(*r);
+}
+
+uint16_t toBf16(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  u += 0x7fff + ((u >> 16) & 1);
+  return uint16_t(u >> 16);
+}
+
+float fromBf16(uint16_t h) {
+  uint32_t u = uint32_t(h) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+struct Args {
+  std::deque<uint64_t> ptrs;
+  std::deque<int64_t> ints;
+  std::vector<void *> list;
+  void memref(const cu::DeviceBuffer &b, int64_t rows, int64_t cols) {
+    ptrs.push_back(b.pointer());
+    list.push_back(&ptrs.back());
+    list.push_back(&ptrs.back());
+    for (int64_t v : {int64_t(0), rows, cols, cols, int64_t(1)}) {
+      ints.push_back(v);
+      list.push_back(&ints.back());
+    }
+  }
+};
+
+} // namespace
+
+int main(int argc, char **argv) {
+  std::string path = argc > 1 ? argv[1] : TESSERA_GEMM_BENCH_PTX;
+  std::vector<int64_t> sizes;
+  for (int i = 2; i < argc; ++i)
+    sizes.push_back(std::atoll(argv[i]));
+  if (sizes.empty())
+    sizes = {4096, 8192};
+  if (!cu::available()) {
+    std::fprintf(stderr, "no GPU: %s\n", cu::unavailableReason().c_str());
+    return 1;
+  }
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  auto module = check(cu::Module::loadPtx(text.str()), "loading the PTX");
+  auto kernel = check(module.kernel("gemm_bf16"), "gemm_bf16");
+  auto stream = check(cu::Stream::create(), "stream");
+  auto info = check(cu::deviceInfo(0), "device");
+  std::printf("Tessera Tile IR bf16 GEMM (mma.sync, 128x128 blocks) on %s\n",
+              info.describe().c_str());
+  for (int64_t n : sizes) {
+    std::mt19937 gen{unsigned(n)};
+    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+    auto ha = check(HostBuffer::allocate(DType::bf16, {n, n}), "a");
+    auto hb = check(HostBuffer::allocate(DType::bf16, {n, n}), "b");
+    for (int64_t i = 0; i < n * n; ++i) {
+      ha.as<uint16_t>()[i] = toBf16(dist(gen));
+      hb.as<uint16_t>()[i] = toBf16(dist(gen));
+    }
+    auto a = check(cu::DeviceBuffer::fromHost(ha), "a");
+    auto b = check(cu::DeviceBuffer::fromHost(hb), "b");
+    auto c = check(cu::DeviceBuffer::zeros(DType::bf16, {n, n}), "c");
+    Args args;
+    args.memref(a, n, n);
+    args.memref(b, n, n);
+    args.memref(c, n, n);
+    unsigned blocks = unsigned((n + 127) / 128);
+    cu::LaunchConfig cfg{{blocks, blocks, 1}, {256, 1, 1}, 0};
+    std::vector<double> ms;
+    for (int i = 0; i < 13; ++i) {
+      auto start = check(cu::Event::create(), "event");
+      auto end = check(cu::Event::create(), "event");
+      if (!start.record(stream) || !kernel.launch(cfg, stream, args.list) ||
+          !end.record(stream) || !end.synchronize()) {
+        std::fprintf(stderr, "launch failed\n");
+        return 1;
+      }
+      if (i >= 3)
+        ms.push_back(check(cu::Event::elapsedMs(start, end), "timing"));
+    }
+    std::sort(ms.begin(), ms.end());
+    double t = ms[ms.size() / 2];
+    // A few outputs against double precision (the output is bf16).
+    auto hc = check(c.toHost(&stream), "c");
+    double worst = 0;
+    for (int64_t s = 0; s < 64; ++s) {
+      int64_t i = (s * 7919) % n, j = (s * 104729) % n;
+      double want = 0;
+      for (int64_t p = 0; p < n; ++p)
+        want += double(fromBf16(ha.as<uint16_t>()[i * n + p])) *
+                fromBf16(hb.as<uint16_t>()[p * n + j]);
+      double got = fromBf16(hc.as<uint16_t>()[i * n + j]);
+      worst = std::max(worst, std::abs(got - want) / (std::abs(want) + 1.0));
+    }
+    std::printf("n=%-6lld %8.3f ms %7.1f TFLOP/s  (max err %.1e)\n",
+                (long long)n, t, 2.0 * n * n * n / t / 1e9, worst);
+  }
+  return 0;
+}

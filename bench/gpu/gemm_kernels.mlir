@@ -1,0 +1,28 @@
+// bf16 GEMM for bench/gpu/gemm_bench.cpp: C = A @ B, f32 accumulation on
+// the tensor cores (mma.sync), 128 x 128 blocks of C on 8 warps, K in
+// steps of 32, C written as bf16.
+
+func.func @gemm_bf16(%A: memref<?x?xbf16>, %B: memref<?x?xbf16>,
+                     %C: memref<?x?xbf16>)
+    attributes {ttile.kernel, ttile.num_warps = 8 : i32} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c32 = arith.constant 32 : index
+  %c128 = arith.constant 128 : index
+  %i = ttile.program_id x
+  %j = ttile.program_id y
+  %r = arith.muli %i, %c128 : index
+  %c = arith.muli %j, %c128 : index
+  %k = memref.dim %A, %c1 : memref<?x?xbf16>
+  %zero = arith.constant dense<0.0> : tensor<128x128xf32>
+  %acc = ttile.range %kk = %c0 to %k step %c32 stages 2
+      iter_args(%a0 = %zero) -> (tensor<128x128xf32>) {
+    %a = ttile.load %A[%r, %kk] : memref<?x?xbf16> -> tensor<128x32xbf16>
+    %b = ttile.load %B[%kk, %c] : memref<?x?xbf16> -> tensor<32x128xbf16>
+    %a1 = ttile.dot %a, %b, %a0 : tensor<128x32xbf16>, tensor<32x128xbf16> -> tensor<128x128xf32>
+    ttile.yield %a1 : tensor<128x128xf32>
+  }
+  %o = ttile.cast %acc : tensor<128x128xf32> -> tensor<128x128xbf16>
+  ttile.store %o, %C[%r, %c] : tensor<128x128xbf16>, memref<?x?xbf16>
+  return
+}
