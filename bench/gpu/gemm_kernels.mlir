@@ -1,6 +1,7 @@
-// bf16 GEMM for bench/gpu/gemm_bench.cpp: C = A @ B, f32 accumulation on
-// the tensor cores (mma.sync), 128 x 128 blocks of C on 8 warps, K in
-// steps of 32, C written as bf16.
+// bf16 GEMMs for bench/gpu/gemm_bench.cpp: C = A @ B, f32 accumulation on
+// the tensor cores (mma.sync), C written as bf16; gemm_bf16 takes 128 x 128
+// blocks of C on 8 warps, K in steps of 32, the others are named
+// gemm_BMxBNxBK_wW.
 
 func.func @gemm_bf16(%A: memref<?x?xbf16>, %B: memref<?x?xbf16>,
                      %C: memref<?x?xbf16>)
@@ -16,6 +17,110 @@ func.func @gemm_bf16(%A: memref<?x?xbf16>, %B: memref<?x?xbf16>,
   %k = memref.dim %A, %c1 : memref<?x?xbf16>
   %zero = arith.constant dense<0.0> : tensor<128x128xf32>
   %acc = ttile.range %kk = %c0 to %k step %c32 stages 2
+      iter_args(%a0 = %zero) -> (tensor<128x128xf32>) {
+    %a = ttile.load %A[%r, %kk] : memref<?x?xbf16> -> tensor<128x32xbf16>
+    %b = ttile.load %B[%kk, %c] : memref<?x?xbf16> -> tensor<32x128xbf16>
+    %a1 = ttile.dot %a, %b, %a0 : tensor<128x32xbf16>, tensor<32x128xbf16> -> tensor<128x128xf32>
+    ttile.yield %a1 : tensor<128x128xf32>
+  }
+  %o = ttile.cast %acc : tensor<128x128xf32> -> tensor<128x128xbf16>
+  ttile.store %o, %C[%r, %c] : tensor<128x128xbf16>, memref<?x?xbf16>
+  return
+}
+
+func.func @gemm_128x128x64_w8(%A: memref<?x?xbf16>, %B: memref<?x?xbf16>,
+                     %C: memref<?x?xbf16>)
+    attributes {ttile.kernel, ttile.num_warps = 8 : i32} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %cbk = arith.constant 64 : index
+  %cbm = arith.constant 128 : index
+  %cbn = arith.constant 128 : index
+  %i = ttile.program_id x
+  %j = ttile.program_id y
+  %r = arith.muli %i, %cbm : index
+  %c = arith.muli %j, %cbn : index
+  %k = memref.dim %A, %c1 : memref<?x?xbf16>
+  %zero = arith.constant dense<0.0> : tensor<128x128xf32>
+  %acc = ttile.range %kk = %c0 to %k step %cbk stages 2
+      iter_args(%a0 = %zero) -> (tensor<128x128xf32>) {
+    %a = ttile.load %A[%r, %kk] : memref<?x?xbf16> -> tensor<128x64xbf16>
+    %b = ttile.load %B[%kk, %c] : memref<?x?xbf16> -> tensor<64x128xbf16>
+    %a1 = ttile.dot %a, %b, %a0 : tensor<128x64xbf16>, tensor<64x128xbf16> -> tensor<128x128xf32>
+    ttile.yield %a1 : tensor<128x128xf32>
+  }
+  %o = ttile.cast %acc : tensor<128x128xf32> -> tensor<128x128xbf16>
+  ttile.store %o, %C[%r, %c] : tensor<128x128xbf16>, memref<?x?xbf16>
+  return
+}
+
+func.func @gemm_128x256x32_w8(%A: memref<?x?xbf16>, %B: memref<?x?xbf16>,
+                     %C: memref<?x?xbf16>)
+    attributes {ttile.kernel, ttile.num_warps = 8 : i32} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %cbk = arith.constant 32 : index
+  %cbm = arith.constant 128 : index
+  %cbn = arith.constant 256 : index
+  %i = ttile.program_id x
+  %j = ttile.program_id y
+  %r = arith.muli %i, %cbm : index
+  %c = arith.muli %j, %cbn : index
+  %k = memref.dim %A, %c1 : memref<?x?xbf16>
+  %zero = arith.constant dense<0.0> : tensor<128x256xf32>
+  %acc = ttile.range %kk = %c0 to %k step %cbk stages 2
+      iter_args(%a0 = %zero) -> (tensor<128x256xf32>) {
+    %a = ttile.load %A[%r, %kk] : memref<?x?xbf16> -> tensor<128x32xbf16>
+    %b = ttile.load %B[%kk, %c] : memref<?x?xbf16> -> tensor<32x256xbf16>
+    %a1 = ttile.dot %a, %b, %a0 : tensor<128x32xbf16>, tensor<32x256xbf16> -> tensor<128x256xf32>
+    ttile.yield %a1 : tensor<128x256xf32>
+  }
+  %o = ttile.cast %acc : tensor<128x256xf32> -> tensor<128x256xbf16>
+  ttile.store %o, %C[%r, %c] : tensor<128x256xbf16>, memref<?x?xbf16>
+  return
+}
+
+func.func @gemm_64x128x32_w4(%A: memref<?x?xbf16>, %B: memref<?x?xbf16>,
+                     %C: memref<?x?xbf16>)
+    attributes {ttile.kernel, ttile.num_warps = 4 : i32} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %cbk = arith.constant 32 : index
+  %cbm = arith.constant 64 : index
+  %cbn = arith.constant 128 : index
+  %i = ttile.program_id x
+  %j = ttile.program_id y
+  %r = arith.muli %i, %cbm : index
+  %c = arith.muli %j, %cbn : index
+  %k = memref.dim %A, %c1 : memref<?x?xbf16>
+  %zero = arith.constant dense<0.0> : tensor<64x128xf32>
+  %acc = ttile.range %kk = %c0 to %k step %cbk stages 2
+      iter_args(%a0 = %zero) -> (tensor<64x128xf32>) {
+    %a = ttile.load %A[%r, %kk] : memref<?x?xbf16> -> tensor<64x32xbf16>
+    %b = ttile.load %B[%kk, %c] : memref<?x?xbf16> -> tensor<32x128xbf16>
+    %a1 = ttile.dot %a, %b, %a0 : tensor<64x32xbf16>, tensor<32x128xbf16> -> tensor<64x128xf32>
+    ttile.yield %a1 : tensor<64x128xf32>
+  }
+  %o = ttile.cast %acc : tensor<64x128xf32> -> tensor<64x128xbf16>
+  ttile.store %o, %C[%r, %c] : tensor<64x128xbf16>, memref<?x?xbf16>
+  return
+}
+
+func.func @gemm_128x128x32_w4(%A: memref<?x?xbf16>, %B: memref<?x?xbf16>,
+                     %C: memref<?x?xbf16>)
+    attributes {ttile.kernel, ttile.num_warps = 4 : i32} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %cbk = arith.constant 32 : index
+  %cbm = arith.constant 128 : index
+  %cbn = arith.constant 128 : index
+  %i = ttile.program_id x
+  %j = ttile.program_id y
+  %r = arith.muli %i, %cbm : index
+  %c = arith.muli %j, %cbn : index
+  %k = memref.dim %A, %c1 : memref<?x?xbf16>
+  %zero = arith.constant dense<0.0> : tensor<128x128xf32>
+  %acc = ttile.range %kk = %c0 to %k step %cbk stages 2
       iter_args(%a0 = %zero) -> (tensor<128x128xf32>) {
     %a = ttile.load %A[%r, %kk] : memref<?x?xbf16> -> tensor<128x32xbf16>
     %b = ttile.load %B[%kk, %c] : memref<?x?xbf16> -> tensor<32x128xbf16>

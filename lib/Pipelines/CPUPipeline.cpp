@@ -156,4 +156,5 @@ void mlir::tessera::registerPipelines() {
       "tessera-cpu-pipeline",
       "Compile Graph IR to the LLVM dialect for the host CPU",
       [](OpPassManager &pm) { buildCPUPipeline(pm); });
+  registerGPUPipelines();
 }

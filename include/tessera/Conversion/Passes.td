@@ -179,6 +179,37 @@ def TTileAssignLayouts : Pass<"tessera-ttile-assign-layouts", "ModuleOp"> {
                            "::mlir::tensor::TensorDialect"];
 }
 
+def TTilePipelineLoads : Pass<"tessera-ttile-pipeline-loads", "ModuleOp"> {
+  let summary = "Issue the loads of a staged ttile.range one iteration ahead";
+  let description = [{
+    In a `ttile.range` with `stages >= 2`, each `ttile.load` whose operands
+    are the induction variable or values from outside the loop, from a
+    memref the loop does not write, is loaded for the first iteration
+    before the loop and, in each iteration, for the next one (the tile is
+    carried to it), so that the memory latency overlaps this iteration's
+    work. A load past the end reads padding. Deeper pipelines (through
+    shared memory with asynchronous copies) are the GPU back end's next
+    step; today every stage count above 1 prefetches one iteration.
+
+    ```mlir
+    %r = ttile.range %k = %c0 to %n step %c32 stages 2 iter_args(%acc = %z) ... {
+      %a = ttile.load %A[%row, %k] : ...
+      ...
+    }
+    // becomes
+    %a0 = ttile.load %A[%row, %c0] : ...
+    %r:2 = ttile.range %k = %c0 to %n step %c32 stages 2
+        iter_args(%acc = %z, %a = %a0) ... {
+      %k1 = arith.addi %k, %c32 : index
+      %a1 = ttile.load %A[%row, %k1] : ...
+      ...
+      ttile.yield %acc1, %a1 : ...
+    }
+    ```
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect"];
+}
+
 def ConvertTTileToGPU : Pass<"tessera-convert-ttile-to-gpu", "ModuleOp"> {
   let summary = "Lower Tile IR kernels to GPU dialect kernels, thread by thread";
   let description = [{

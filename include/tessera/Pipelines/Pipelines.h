@@ -10,6 +10,9 @@
 #define TESSERA_PIPELINES_PIPELINES_H
 
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassOptions.h"
+
+#include <string>
 
 namespace mlir::tessera {
 
@@ -28,8 +31,33 @@ enum class CPUStage {
 /// Graph IR to the LLVM dialect for the host CPU (or the IR at `stopAfter`).
 void buildCPUPipeline(OpPassManager &pm, CPUStage stopAfter = CPUStage::LLVM);
 
+/// Where and how Tile IR kernels are compiled for NVIDIA GPUs.
+struct TileToPTXOptions : public PassPipelineOptions<TileToPTXOptions> {
+  Option<std::string> chip{*this, "chip",
+                           llvm::cl::desc("Target GPU (sm_80, sm_90a, ...)"),
+                           llvm::cl::init("sm_90a")};
+  Option<std::string> features{*this, "features",
+                               llvm::cl::desc("PTX features (+ptx80, ...)"),
+                               llvm::cl::init("+ptx80")};
+  Option<std::string> format{
+      *this, "format",
+      llvm::cl::desc("isa (PTX text), bin (cubin, needs ptxas) or fatbin"),
+      llvm::cl::init("isa")};
+  Option<int> optLevel{*this, "opt-level",
+                       llvm::cl::desc("LLVM optimization level"),
+                       llvm::cl::init(3)};
+};
+
+/// Tile IR kernels (`ttile.kernel` functions) to a gpu.binary holding their
+/// PTX or cubin: -tessera-ttile-pipeline-loads, -tessera-ttile-assign-layouts,
+/// -tessera-convert-ttile-to-gpu, canonicalization, then the NVVM pipeline.
+/// Math functions link libdevice from the CUDA toolkit CUDA_ROOT names.
+void buildTileToPTXPipeline(OpPassManager &pm, const TileToPTXOptions &options);
+
 /// Registers `tessera-cpu-pipeline`.
 void registerPipelines();
+/// Registers `tessera-ttile-to-ptx`.
+void registerGPUPipelines();
 
 } // namespace mlir::tessera
 

@@ -240,6 +240,11 @@ public:
       return false;
     Attribute layout = cvt.getType().getEncoding();
     if (auto load = dyn_cast<LoadOp>(def)) {
+      // Tensor-core fragments come through shared memory: the global
+      // loads stay coalesced 16-byte accesses.
+      if (auto operand = dyn_cast<DotOperandAttr>(layout);
+          operand && isa<MmaAttr>(operand.getParent()))
+        return false;
       setType(load.getResult(), layout);
       if (load.getMask())
         convertOperand(load.getMaskMutable()[0], layout);

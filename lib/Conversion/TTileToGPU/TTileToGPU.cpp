@@ -449,7 +449,7 @@ private:
     if (failed(type.getStridesAndOffset(strides, offset)) ||
         strides.back() != 1)
       return 1;
-    return std::min<int64_t>(d.contiguousRegs(), 128 / bits);
+    return std::min<int64_t>(runAlong(d, d.rank() - 1), 128 / bits);
   }
 
   struct Access {
@@ -472,19 +472,27 @@ private:
     return a;
   }
 
-  /// Whether the element at `coords` is at an address aligned to `bytes`.
-  Value aligned(Location loc, const Access &a, ArrayRef<Value> coords,
-                int64_t elementBytes, int64_t bytes) {
-    Value linear = a.offset;
-    for (auto [c, s] : llvm::zip(coords, a.strides))
-      linear = arith::AddIOp::create(b, loc, linear,
-                                     arith::MulIOp::create(b, loc, c, s));
+  /// Whether every vector access of a tile at `start` is aligned: a
+  /// thread's runs of `v` elements start at coordinates that are multiples
+  /// of `v` along the last dim (runAlong), so it suffices that the first
+  /// element's address and the other dims' strides are multiples of `v`
+  /// elements. Checked once per access op.
+  Value allAligned(Location loc, const Access &a, ValueRange start, int64_t v,
+                   int64_t elementBytes) {
+    Value first =
+        arith::AddIOp::create(b, loc, a.offset, map.lookup(start.back()));
     Value addr = arith::AddIOp::create(
         b, loc, a.alignedBase,
-        arith::MulIOp::create(b, loc, linear, index(elementBytes)));
-    Value rem = arith::RemUIOp::create(b, loc, addr, index(bytes));
-    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, rem,
-                                 index(0));
+        arith::MulIOp::create(b, loc, first, index(elementBytes)));
+    auto multiple = [&](Value x, int64_t m) -> Value {
+      return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                   arith::RemUIOp::create(b, loc, x, index(m)),
+                                   index(0));
+    };
+    SmallVector<Value> conds = {multiple(addr, v * elementBytes)};
+    for (Value stride : ArrayRef<Value>(a.strides).drop_back())
+      conds.push_back(multiple(stride, v));
+    return allOf(loc, conds);
   }
 
   /// Memory coordinates of register `r`'s element: start + coordinate.
@@ -526,6 +534,8 @@ private:
     int64_t v = vectorWidth(*d, type);
     int64_t bytes = elt.getIntOrFloatBitWidth() / 8;
     Access acc = describeMemref(loc, mem, type, v > 1);
+    Value alignedAll =
+        v > 1 ? allAligned(loc, acc, op.getIndices(), v, bytes) : Value();
     SmallVector<Value> bases = threadBases(loc, *d);
     Value pad = scalarConstant(loc, elt, op.getPaddingAttr());
     Regs mask = op.getMask() ? tiles.lookup(op.getMask()) : Regs();
@@ -549,7 +559,7 @@ private:
         out[r] = scalarLoad(coords, allOf(loc, conds));
         continue;
       }
-      conds.push_back(aligned(loc, acc, coords, bytes, v * bytes));
+      conds.push_back(alignedAll);
       auto vecType = VectorType::get({v}, elt);
       auto ifOp = scf::IfOp::create(b, loc, TypeRange{vecType},
                                     allOf(loc, conds), true);
@@ -597,6 +607,8 @@ private:
     int64_t v = vectorWidth(*d, type);
     int64_t bytes = elt.getIntOrFloatBitWidth() / 8;
     Access acc = describeMemref(loc, mem, type, v > 1);
+    Value alignedAll =
+        v > 1 ? allAligned(loc, acc, op.getIndices(), v, bytes) : Value();
     SmallVector<Value> bases = threadBases(loc, *d);
     Regs vals = tiles.lookup(op.getValue());
     Regs mask = op.getMask() ? tiles.lookup(op.getMask()) : Regs();
@@ -615,7 +627,7 @@ private:
         scalarStore(vals[r], coords, allOf(loc, conds));
         continue;
       }
-      conds.push_back(aligned(loc, acc, coords, bytes, v * bytes));
+      conds.push_back(alignedAll);
       auto ifOp =
           scf::IfOp::create(b, loc, TypeRange{}, allOf(loc, conds), true);
       OpBuilder::InsertionGuard guard(b);
@@ -642,45 +654,257 @@ private:
   // Data movement between threads
   //===--------------------------------------------------------------------===//
 
+  /// How many registers from register 0 on hold consecutive elements along
+  /// `dim`, with every run starting at a multiple of its length.
+  static int64_t runAlong(const Distribution &d, unsigned dim) {
+    if (d.wraps(dim))
+      return 1;
+    int64_t n = 1;
+    size_t i = 0;
+    for (; i < d.regBases.size(); ++i) {
+      bool unit = true;
+      for (unsigned k = 0; k < d.rank(); ++k)
+        unit &= d.regBases[i][k] == (k == dim ? n : 0);
+      if (!unit)
+        break;
+      n *= 2;
+    }
+    auto aligned = [&](int64_t len) {
+      auto ok = [&](ArrayRef<Basis> bases) {
+        return llvm::all_of(bases,
+                            [&](const Basis &x) { return x[dim] % len == 0; });
+      };
+      return ok(ArrayRef<Basis>(d.regBases).drop_front(llvm::Log2_64(len))) &&
+             ok(d.laneBases) && ok(d.warpBases);
+    };
+    while (n > 1 && !aligned(n))
+      n /= 2;
+    return n;
+  }
+
+  /// The warp-dependent part of each dim's coordinate.
+  SmallVector<Value> warpBasesOf(Location loc, const Distribution &d) {
+    SmallVector<Value> bases;
+    for (unsigned i = 0; i < d.rank(); ++i) {
+      Value sum = index(0);
+      for (auto [j, basis] : llvm::enumerate(d.warpBases)) {
+        if (basis[i] == 0)
+          continue;
+        Value bit = arith::AndIOp::create(
+            b, loc, arith::ShRUIOp::create(b, loc, warp, index(j)), index(1));
+        sum = arith::AddIOp::create(
+            b, loc, sum, arith::MulIOp::create(b, loc, bit, index(basis[i])));
+      }
+      bases.push_back(sum);
+    }
+    return bases;
+  }
+
+  /// The mma.sync A (opIdx 0) or B (opIdx 1) fragments of `type` read from
+  /// the shared buffer `buf` (row-major, rows along K for A and N for B,
+  /// 16-byte chunks at `address`) with ldmatrix: each lane gives the
+  /// address of one 8-element row of an 8x8 matrix; B is read transposed.
+  Regs ldmatrix(Location loc, Value buf, const Distribution &d,
+                RankedTensorType type, unsigned opIdx, MmaAttr mma,
+                function_ref<Value(ArrayRef<Value>)> address, Type elt) {
+    MLIRContext *ctx = b.getContext();
+    int64_t wm = mma.getWarpsPerCTA()[0], wn = mma.getWarpsPerCTA()[1];
+    int64_t nK = type.getShape()[opIdx == 0 ? 1 : 0] / 16;
+    int64_t nOuter = opIdx == 0 ? type.getShape()[0] / (16 * wm)
+                                : type.getShape()[1] / (8 * wn);
+    SmallVector<Value> wbase = warpBasesOf(loc, d);
+    Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, buf);
+    Value l8 = arith::RemUIOp::create(b, loc, lane, index(8));
+    Value j = arith::DivUIOp::create(b, loc, lane, index(8));
+    Value jLow = arith::RemUIOp::create(b, loc, j, index(2));
+    Value jHigh = arith::DivUIOp::create(b, loc, j, index(2));
+    Type i32 = b.getI32Type();
+    auto pairType = VectorType::get({2}, elt);
+    auto i32Vec = VectorType::get({1}, i32);
+    auto load = [&](Value row, Value col, int64_t num) -> SmallVector<Value> {
+      Value byteAddr = arith::AddIOp::create(
+          b, loc, base,
+          arith::MulIOp::create(b, loc, address({row, col}), index(2)));
+      Value ptr =
+          LLVM::IntToPtrOp::create(b, loc, LLVM::LLVMPointerType::get(ctx, 3),
+                                   ValueRange{arith::IndexCastOp::create(
+                                       b, loc, b.getI64Type(), byteAddr)});
+      Type res = num == 1 ? i32
+                          : Type(LLVM::LLVMStructType::getLiteral(
+                                ctx, SmallVector<Type>(num, i32)));
+      Value m = NVVM::LdMatrixOp::create(
+          b, loc, res, ptr, b.getI32IntegerAttr(num),
+          NVVM::MMALayoutAttr::get(ctx, opIdx == 0 ? NVVM::MMALayout::row
+                                                   : NVVM::MMALayout::col),
+          NVVM::LdStMatrixShapeAttr::get(ctx, 8, 8),
+          NVVM::LdStMatrixEltTypeAttr::get(ctx, NVVM::LdStMatrixEltType::B16));
+      SmallVector<Value> words;
+      for (int64_t i = 0; i < num; ++i)
+        words.push_back(num == 1 ? m
+                                 : LLVM::ExtractValueOp::create(
+                                       b, loc, m, ArrayRef<int64_t>{i})
+                                       .getResult());
+      return words;
+    };
+    Regs out(d.numRegs());
+    auto unpack = [&](Value word, int64_t r) {
+      Value v = vector::BitCastOp::create(
+          b, loc, pairType,
+          vector::FromElementsOp::create(b, loc, i32Vec, ValueRange{word}));
+      out[r] = vector::ExtractOp::create(b, loc, v, int64_t(0));
+      out[r + 1] = vector::ExtractOp::create(b, loc, v, int64_t(1));
+    };
+    for (int64_t o = 0; o < nOuter; ++o)
+      for (int64_t kt = 0; kt < nK; ++kt) {
+        if (opIdx == 0) {
+          // Matrices: (rows 0-7, k 0-7), (rows 8-15, k 0-7), (rows 0-7,
+          // k 8-15), (rows 8-15, k 8-15) = the pairs a0a1 .. a6a7.
+          int64_t r0 = 8 * (kt + nK * o);
+          Basis c = d.regCoord(r0);
+          Value row = arith::AddIOp::create(
+              b, loc, arith::AddIOp::create(b, loc, wbase[0], index(c[0])),
+              arith::AddIOp::create(
+                  b, loc, l8, arith::MulIOp::create(b, loc, jLow, index(8))));
+          Value col = arith::AddIOp::create(
+              b, loc, arith::AddIOp::create(b, loc, wbase[1], index(c[1])),
+              arith::MulIOp::create(b, loc, jHigh, index(8)));
+          auto words = load(row, col, 4);
+          for (int64_t i = 0; i < 4; ++i)
+            unpack(words[i], r0 + 2 * i);
+          continue;
+        }
+        // B, two N fragments at a time where there are two: matrices (k
+        // 0-7, n), (k 8-15, n), (k 0-7, n'), (k 8-15, n').
+        if (o % 2)
+          continue;
+        bool pair = o + 1 < nOuter;
+        int64_t r0 = 4 * (kt + nK * o), r1 = 4 * (kt + nK * (o + 1));
+        Basis c = d.regCoord(r0);
+        int64_t delta = pair ? d.regCoord(r1)[1] - c[1] : 0;
+        Value row = arith::AddIOp::create(
+            b, loc, arith::AddIOp::create(b, loc, wbase[0], index(c[0])),
+            arith::AddIOp::create(
+                b, loc, l8, arith::MulIOp::create(b, loc, jLow, index(8))));
+        Value col = arith::AddIOp::create(
+            b, loc, arith::AddIOp::create(b, loc, wbase[1], index(c[1])),
+            arith::MulIOp::create(b, loc, jHigh, index(delta)));
+        auto words = load(row, col, pair ? 4 : 2);
+        unpack(words[0], r0);
+        unpack(words[1], r0 + 2);
+        if (pair) {
+          unpack(words[2], r1);
+          unpack(words[3], r1 + 2);
+        }
+      }
+    return out;
+  }
+
   /// The registers of a tile with distribution `to`, element `c` of which
   /// is element `srcCoords(c)` of the tile `vals` with distribution `from`:
-  /// every thread writes its elements to shared memory, then reads.
+  /// every thread writes its elements to shared memory, then reads. The
+  /// buffer's contiguous dim is the one that needs the fewest accesses (for
+  /// a plain conversion; a thread moves up to 16 bytes per access along it)
+  /// and its 16-byte chunks are swizzled by row against bank conflicts.
   Regs
   throughShared(Location loc, const Regs &vals, const Distribution &from,
                 const Distribution &to, Type elt,
-                function_ref<SmallVector<Value>(ArrayRef<Value>)> srcCoords) {
+                function_ref<SmallVector<Value>(ArrayRef<Value>)> srcCoords,
+                RankedTensorType plainTo = {}) {
+    bool plain = bool(plainTo);
+    unsigned rank = from.rank();
     int64_t count = 1;
     for (int64_t s : from.shape)
       count *= s;
     Type storage = storageType(elt);
+    int64_t bytes = std::max<int64_t>(1, storage.getIntOrFloatBitWidth() / 8);
+    int64_t chunk = std::max<int64_t>(1, 16 / bytes);
+    // The buffer's contiguous dim: the one along which the writes and
+    // reads together take the fewest accesses.
+    unsigned fast = rank - 1;
+    if (plain) {
+      auto accesses = [&](unsigned d) {
+        return 1.0 / double(std::min(runAlong(from, d), chunk)) +
+               1.0 / double(std::min(runAlong(to, d), chunk));
+      };
+      for (unsigned d = 0; d < rank; ++d)
+        if (accesses(d) < accesses(fast))
+          fast = d;
+    }
+    int64_t rowLength = from.shape[fast];
+    int64_t chunks = rowLength / chunk;
+    int64_t swizzle = rowLength % chunk == 0 ? std::min<int64_t>(chunks, 8) : 1;
     Value buf = sharedBuffer(storage, count);
-    auto linear = [&](ArrayRef<Value> coords) {
-      Value l = index(0);
-      for (unsigned i = 0; i < from.rank(); ++i)
-        l = arith::AddIOp::create(
-            b, loc, arith::MulIOp::create(b, loc, l, index(from.shape[i])),
-            coords[i]);
-      return l;
+    auto address = [&](ArrayRef<Value> coords) {
+      Value row = index(0);
+      for (unsigned i = 0; i < rank; ++i)
+        if (i != fast)
+          row = arith::AddIOp::create(
+              b, loc, arith::MulIOp::create(b, loc, row, index(from.shape[i])),
+              coords[i]);
+      Value col = coords[fast];
+      if (swizzle > 1) {
+        Value c = arith::DivUIOp::create(b, loc, col, index(chunk));
+        Value x = arith::XOrIOp::create(
+            b, loc, c, arith::RemUIOp::create(b, loc, row, index(swizzle)));
+        col = arith::AddIOp::create(
+            b, loc, arith::MulIOp::create(b, loc, x, index(chunk)),
+            arith::RemUIOp::create(b, loc, col, index(chunk)));
+      }
+      return arith::AddIOp::create(
+                 b, loc, arith::MulIOp::create(b, loc, row, index(rowLength)),
+                 col)
+          .getResult();
+    };
+    auto coordsOf = [&](const Distribution &d, ArrayRef<Value> bases,
+                        int64_t r) {
+      SmallVector<Value> c;
+      for (unsigned i = 0; i < rank; ++i)
+        c.push_back(coord(loc, d, bases, r, i));
+      return c;
     };
     gpu::BarrierOp::create(b, loc);
     SmallVector<Value> fromBases = threadBases(loc, from);
-    for (int64_t r = 0, n = from.numRegs(); r < n; ++r) {
-      SmallVector<Value> c;
-      for (unsigned i = 0; i < from.rank(); ++i)
-        c.push_back(coord(loc, from, fromBases, r, i));
-      memref::StoreOp::create(b, loc, toStorage(loc, vals[r]), buf,
-                              ValueRange{linear(c)});
+    int64_t vw = std::min(runAlong(from, fast), chunk);
+    for (int64_t r = 0, n = from.numRegs(); r < n; r += vw) {
+      Value addr = address(coordsOf(from, fromBases, r));
+      if (vw == 1) {
+        memref::StoreOp::create(b, loc, toStorage(loc, vals[r]), buf,
+                                ValueRange{addr});
+        continue;
+      }
+      SmallVector<Value> elems;
+      for (int64_t e = 0; e < vw; ++e)
+        elems.push_back(toStorage(loc, vals[r + e]));
+      Value vec = vector::FromElementsOp::create(
+          b, loc, VectorType::get({vw}, storage), elems);
+      vector::StoreOp::create(b, loc, vec, buf, ValueRange{addr}, false,
+                              llvm::Align(vw * bytes));
     }
     gpu::BarrierOp::create(b, loc);
+    // Tensor-core fragments of 16-bit values from a buffer with 16-byte
+    // rows along the fragment's K (A) or N (B): ldmatrix.
+    if (plain && bytes == 2 && rank == 2 && fast == 1 && chunk == 8)
+      if (auto operand = dyn_cast<DotOperandAttr>(plainTo.getEncoding()))
+        if (auto mma = dyn_cast<MmaAttr>(operand.getParent());
+            mma && mma.getVersion() == 2)
+          return ldmatrix(loc, buf, to, plainTo, operand.getOpIdx(), mma,
+                          address, elt);
     SmallVector<Value> toBases = threadBases(loc, to);
+    int64_t vr = plain ? std::min(runAlong(to, fast), chunk) : 1;
     Regs out;
-    for (int64_t r = 0, n = to.numRegs(); r < n; ++r) {
-      SmallVector<Value> c;
-      for (unsigned i = 0; i < to.rank(); ++i)
-        c.push_back(coord(loc, to, toBases, r, i));
-      Value x =
-          memref::LoadOp::create(b, loc, buf, ValueRange{linear(srcCoords(c))});
-      out.push_back(fromStorage(loc, x, elt));
+    for (int64_t r = 0, n = to.numRegs(); r < n; r += vr) {
+      Value addr = address(srcCoords(coordsOf(to, toBases, r)));
+      if (vr == 1) {
+        Value x = memref::LoadOp::create(b, loc, buf, ValueRange{addr});
+        out.push_back(fromStorage(loc, x, elt));
+        continue;
+      }
+      Value vec = vector::LoadOp::create(b, loc, VectorType::get({vr}, storage),
+                                         buf, ValueRange{addr}, false,
+                                         llvm::Align(vr * bytes));
+      for (int64_t e = 0; e < vr; ++e)
+        out.push_back(
+            fromStorage(loc, vector::ExtractOp::create(b, loc, vec, e), elt));
     }
     return out;
   }
@@ -701,7 +925,7 @@ private:
     }
     tiles[op.getResult()] = throughShared(
         op.getLoc(), vals, *from, *to, op.getType().getElementType(),
-        [](ArrayRef<Value> c) { return SmallVector<Value>(c); });
+        [](ArrayRef<Value> c) { return SmallVector<Value>(c); }, op.getType());
     return success();
   }
 

@@ -1,8 +1,9 @@
-// Tile IR to PTX: layouts, the thread-level lowering and the NVVM pipeline,
-// then ptxas for Hopper (sm_90a) and Ampere (sm_80).
+// Tile IR to PTX: layouts, the thread-level lowering and the NVVM pipeline
+// (spelled out, and as the tessera-ttile-to-ptx pipeline), then ptxas for
+// Hopper (sm_90a) and Ampere (sm_80).
 // REQUIRES: ptxas
 // RUN: tessera-opt %s --tessera-ttile-assign-layouts --tessera-convert-ttile-to-gpu --canonicalize --cse --gpu-lower-to-nvvm-pipeline="cubin-chip=sm_90a cubin-features=+ptx80 opt-level=3 cubin-format=isa" -o %t.90.mlir
-// RUN: tessera-opt %s --tessera-ttile-assign-layouts --tessera-convert-ttile-to-gpu --canonicalize --cse --gpu-lower-to-nvvm-pipeline="cubin-chip=sm_80 cubin-features=+ptx80 opt-level=3 cubin-format=isa" -o %t.80.mlir
+// RUN: tessera-opt %s --tessera-ttile-to-ptx="chip=sm_80 features=+ptx80" -o %t.80.mlir
 // RUN: %extract_ptx %t.90.mlir %t.90.ptx && %extract_ptx %t.80.mlir %t.80.ptx
 // RUN: FileCheck %s < %t.90.ptx
 // RUN: %ptxas -arch=sm_90a %t.90.ptx -o %t.90.cubin
@@ -16,6 +17,9 @@
 // CHECK: bar.sync
 // CHECK: st.global.v4.b32
 // CHECK: .visible .entry gemm_bf16(
+// CHECK: st.shared.v4.b32
+// CHECK: ldmatrix.sync.aligned.m8n8.x4.shared.b16
+// CHECK: ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16
 // CHECK: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
 
 // RMSNorm of bf16 rows of up to 1024 elements, one row per program.

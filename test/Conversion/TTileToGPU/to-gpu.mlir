@@ -56,11 +56,14 @@ func.func @row_sum(%X: memref<?x?xf32>, %Y: memref<?xf32>)
 // -----
 
 // A layout change between threads goes through shared memory (the load
-// has two users, so it is not simply loaded in the second layout).
+// has two users, so it is not simply loaded in the second layout): 16-byte
+// stores where a thread's elements run along the buffer's rows, 16-byte
+// chunks swizzled by row.
 // CHECK: gpu.func @convert
 // CHECK-SAME: workgroup(%[[BUF:.*]] : memref<2048xf32, #gpu.address_space<workgroup>>)
 // CHECK: gpu.barrier
-// CHECK: memref.store {{.*}}, %[[BUF]]
+// CHECK: arith.xori
+// CHECK: vector.store {{.*}}, %[[BUF]][%{{.*}}] {alignment = 16 : i64} : memref<2048xf32, #gpu.address_space<workgroup>>, vector<4xf32>
 // CHECK: gpu.barrier
 // CHECK: memref.load %[[BUF]]
 #row = #ttile.blocked<sizePerThread = [1, 4], threadsPerWarp = [1, 32], warpsPerCTA = [4, 1], order = [1, 0]>

@@ -1,0 +1,36 @@
+//===- GPUPipeline.cpp - Tile IR kernels to PTX ---------------------------===//
+
+#include "tessera/Pipelines/Pipelines.h"
+
+#include "tessera/Conversion/Passes.h"
+
+#include "mlir/Dialect/GPU/Pipelines/Passes.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
+
+using namespace mlir;
+
+void mlir::tessera::buildTileToPTXPipeline(OpPassManager &pm,
+                                           const TileToPTXOptions &options) {
+  pm.addPass(createTTilePipelineLoads());
+  pm.addPass(createTTileAssignLayouts());
+  pm.addPass(createConvertTTileToGPU());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  gpu::GPUToNVVMPipelineOptions nvvm;
+  nvvm.cubinChip = options.chip;
+  nvvm.cubinFeatures = options.features;
+  nvvm.cubinFormat = options.format;
+  nvvm.optLevel = options.optLevel;
+  gpu::buildLowerToNVVMPassPipeline(pm, nvvm);
+}
+
+void mlir::tessera::registerGPUPipelines() {
+  PassPipelineRegistration<TileToPTXOptions>(
+      "tessera-ttile-to-ptx",
+      "Compile Tile IR kernels to PTX (or a cubin) in a gpu.binary: layouts, "
+      "the thread-level lowering, then NVVM",
+      [](OpPassManager &pm, const TileToPTXOptions &options) {
+        buildTileToPTXPipeline(pm, options);
+      });
+}
