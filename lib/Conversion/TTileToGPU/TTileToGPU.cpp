@@ -204,9 +204,28 @@ private:
   //===--------------------------------------------------------------------===//
 
   LogicalResult lowerBlock(Block &block) {
-    for (Operation &op : block.without_terminator())
-      if (failed(lowerOp(&op)))
+    for (auto it = block.begin(), end = std::prev(block.end()); it != end;) {
+      // Adjacent conversions through shared memory share their barriers.
+      SmallVector<ConvertLayoutOp> group;
+      for (auto next = it; next != end; ++next) {
+        auto cvt = dyn_cast<ConvertLayoutOp>(&*next);
+        if (!cvt || !movesData(cvt) ||
+            llvm::any_of(group, [&](ConvertLayoutOp g) {
+              return g.getResult() == cvt.getSource();
+            }))
+          break;
+        group.push_back(cvt);
+      }
+      if (group.size() > 1) {
+        if (failed(lowerConvertGroup(group)))
+          return failure();
+        std::advance(it, group.size());
+        continue;
+      }
+      if (failed(lowerOp(&*it)))
         return failure();
+      ++it;
+    }
     return success();
   }
 
@@ -799,76 +818,86 @@ private:
     return out;
   }
 
-  /// The registers of a tile with distribution `to`, element `c` of which
-  /// is element `srcCoords(c)` of the tile `vals` with distribution `from`:
-  /// every thread writes its elements to shared memory, then reads. The
-  /// buffer's contiguous dim is the one that needs the fewest accesses (for
-  /// a plain conversion; a thread moves up to 16 bytes per access along it)
-  /// and its 16-byte chunks are swizzled by row against bank conflicts.
-  Regs
-  throughShared(Location loc, const Regs &vals, const Distribution &from,
-                const Distribution &to, Type elt,
-                function_ref<SmallVector<Value>(ArrayRef<Value>)> srcCoords,
-                RankedTensorType plainTo = {}) {
-    bool plain = bool(plainTo);
+  /// A shared-memory buffer for moving one tile between layouts: its
+  /// contiguous dim is the one that needs the fewest accesses on both sides
+  /// (for a plain conversion; a thread moves up to 16 bytes per access
+  /// along it) and its 16-byte chunks are XOR-swizzled by row against bank
+  /// conflicts.
+  struct SharedTransfer {
+    Value buf;
+    SmallVector<int64_t> shape;
+    unsigned fast;
+    int64_t rowLength, chunk, swizzle, bytes;
+    Type storage;
+  };
+
+  SharedTransfer planShared(const Distribution &from, const Distribution &to,
+                            Type elt, bool plain) {
+    SharedTransfer t;
+    t.shape = from.shape;
     unsigned rank = from.rank();
     int64_t count = 1;
     for (int64_t s : from.shape)
       count *= s;
-    Type storage = storageType(elt);
-    int64_t bytes = std::max<int64_t>(1, storage.getIntOrFloatBitWidth() / 8);
-    int64_t chunk = std::max<int64_t>(1, 16 / bytes);
-    // The buffer's contiguous dim: the one along which the writes and
-    // reads together take the fewest accesses.
-    unsigned fast = rank - 1;
+    t.storage = storageType(elt);
+    t.bytes = std::max<int64_t>(1, t.storage.getIntOrFloatBitWidth() / 8);
+    t.chunk = std::max<int64_t>(1, 16 / t.bytes);
+    t.fast = rank - 1;
     if (plain) {
       auto accesses = [&](unsigned d) {
-        return 1.0 / double(std::min(runAlong(from, d), chunk)) +
-               1.0 / double(std::min(runAlong(to, d), chunk));
+        return 1.0 / double(std::min(runAlong(from, d), t.chunk)) +
+               1.0 / double(std::min(runAlong(to, d), t.chunk));
       };
       for (unsigned d = 0; d < rank; ++d)
-        if (accesses(d) < accesses(fast))
-          fast = d;
+        if (accesses(d) < accesses(t.fast))
+          t.fast = d;
     }
-    int64_t rowLength = from.shape[fast];
-    int64_t chunks = rowLength / chunk;
-    int64_t swizzle = rowLength % chunk == 0 ? std::min<int64_t>(chunks, 8) : 1;
-    Value buf = sharedBuffer(storage, count);
-    auto address = [&](ArrayRef<Value> coords) {
-      Value row = index(0);
-      for (unsigned i = 0; i < rank; ++i)
-        if (i != fast)
-          row = arith::AddIOp::create(
-              b, loc, arith::MulIOp::create(b, loc, row, index(from.shape[i])),
-              coords[i]);
-      Value col = coords[fast];
-      if (swizzle > 1) {
-        Value c = arith::DivUIOp::create(b, loc, col, index(chunk));
-        Value x = arith::XOrIOp::create(
-            b, loc, c, arith::RemUIOp::create(b, loc, row, index(swizzle)));
-        col = arith::AddIOp::create(
-            b, loc, arith::MulIOp::create(b, loc, x, index(chunk)),
-            arith::RemUIOp::create(b, loc, col, index(chunk)));
-      }
-      return arith::AddIOp::create(
-                 b, loc, arith::MulIOp::create(b, loc, row, index(rowLength)),
-                 col)
-          .getResult();
-    };
-    auto coordsOf = [&](const Distribution &d, ArrayRef<Value> bases,
-                        int64_t r) {
-      SmallVector<Value> c;
-      for (unsigned i = 0; i < rank; ++i)
-        c.push_back(coord(loc, d, bases, r, i));
-      return c;
-    };
-    gpu::BarrierOp::create(b, loc);
-    SmallVector<Value> fromBases = threadBases(loc, from);
-    int64_t vw = std::min(runAlong(from, fast), chunk);
+    t.rowLength = from.shape[t.fast];
+    t.swizzle = t.rowLength % t.chunk == 0
+                    ? std::min<int64_t>(t.rowLength / t.chunk, 8)
+                    : 1;
+    t.buf = sharedBuffer(t.storage, count);
+    return t;
+  }
+
+  /// The element index of `coords` in the buffer.
+  Value sharedAddress(Location loc, const SharedTransfer &t,
+                      ArrayRef<Value> coords) {
+    Value row = index(0);
+    for (unsigned i = 0; i < t.shape.size(); ++i)
+      if (i != t.fast)
+        row = arith::AddIOp::create(
+            b, loc, arith::MulIOp::create(b, loc, row, index(t.shape[i])),
+            coords[i]);
+    Value col = coords[t.fast];
+    if (t.swizzle > 1) {
+      Value c = arith::DivUIOp::create(b, loc, col, index(t.chunk));
+      Value x = arith::XOrIOp::create(
+          b, loc, c, arith::RemUIOp::create(b, loc, row, index(t.swizzle)));
+      col = arith::AddIOp::create(
+          b, loc, arith::MulIOp::create(b, loc, x, index(t.chunk)),
+          arith::RemUIOp::create(b, loc, col, index(t.chunk)));
+    }
+    return arith::AddIOp::create(
+        b, loc, arith::MulIOp::create(b, loc, row, index(t.rowLength)), col);
+  }
+
+  SmallVector<Value> coordsOf(Location loc, const Distribution &d,
+                              ArrayRef<Value> bases, int64_t r) {
+    SmallVector<Value> c;
+    for (unsigned i = 0; i < d.rank(); ++i)
+      c.push_back(coord(loc, d, bases, r, i));
+    return c;
+  }
+
+  void writeShared(Location loc, const SharedTransfer &t, const Regs &vals,
+                   const Distribution &from) {
+    SmallVector<Value> bases = threadBases(loc, from);
+    int64_t vw = std::min(runAlong(from, t.fast), t.chunk);
     for (int64_t r = 0, n = from.numRegs(); r < n; r += vw) {
-      Value addr = address(coordsOf(from, fromBases, r));
+      Value addr = sharedAddress(loc, t, coordsOf(loc, from, bases, r));
       if (vw == 1) {
-        memref::StoreOp::create(b, loc, toStorage(loc, vals[r]), buf,
+        memref::StoreOp::create(b, loc, toStorage(loc, vals[r]), t.buf,
                                 ValueRange{addr});
         continue;
       }
@@ -876,37 +905,101 @@ private:
       for (int64_t e = 0; e < vw; ++e)
         elems.push_back(toStorage(loc, vals[r + e]));
       Value vec = vector::FromElementsOp::create(
-          b, loc, VectorType::get({vw}, storage), elems);
-      vector::StoreOp::create(b, loc, vec, buf, ValueRange{addr}, false,
-                              llvm::Align(vw * bytes));
+          b, loc, VectorType::get({vw}, t.storage), elems);
+      vector::StoreOp::create(b, loc, vec, t.buf, ValueRange{addr}, false,
+                              llvm::Align(vw * t.bytes));
     }
-    gpu::BarrierOp::create(b, loc);
+  }
+
+  /// The registers of a tile with distribution `to`, element `c` of which
+  /// is element `srcCoords(c)` of the buffer's tile.
+  Regs readShared(Location loc, const SharedTransfer &t, const Distribution &to,
+                  Type elt,
+                  function_ref<SmallVector<Value>(ArrayRef<Value>)> srcCoords,
+                  RankedTensorType plainTo) {
+    bool plain = bool(plainTo);
+    auto address = [&](ArrayRef<Value> c) { return sharedAddress(loc, t, c); };
     // Tensor-core fragments of 16-bit values from a buffer with 16-byte
     // rows along the fragment's K (A) or N (B): ldmatrix.
-    if (plain && bytes == 2 && rank == 2 && fast == 1 && chunk == 8)
+    if (plain && t.bytes == 2 && t.shape.size() == 2 && t.fast == 1 &&
+        t.chunk == 8)
       if (auto operand = dyn_cast<DotOperandAttr>(plainTo.getEncoding()))
         if (auto mma = dyn_cast<MmaAttr>(operand.getParent());
             mma && mma.getVersion() == 2)
-          return ldmatrix(loc, buf, to, plainTo, operand.getOpIdx(), mma,
+          return ldmatrix(loc, t.buf, to, plainTo, operand.getOpIdx(), mma,
                           address, elt);
-    SmallVector<Value> toBases = threadBases(loc, to);
-    int64_t vr = plain ? std::min(runAlong(to, fast), chunk) : 1;
+    SmallVector<Value> bases = threadBases(loc, to);
+    int64_t vr = plain ? std::min(runAlong(to, t.fast), t.chunk) : 1;
     Regs out;
     for (int64_t r = 0, n = to.numRegs(); r < n; r += vr) {
-      Value addr = address(srcCoords(coordsOf(to, toBases, r)));
+      Value addr = address(srcCoords(coordsOf(loc, to, bases, r)));
       if (vr == 1) {
-        Value x = memref::LoadOp::create(b, loc, buf, ValueRange{addr});
+        Value x = memref::LoadOp::create(b, loc, t.buf, ValueRange{addr});
         out.push_back(fromStorage(loc, x, elt));
         continue;
       }
-      Value vec = vector::LoadOp::create(b, loc, VectorType::get({vr}, storage),
-                                         buf, ValueRange{addr}, false,
-                                         llvm::Align(vr * bytes));
+      Value vec = vector::LoadOp::create(
+          b, loc, VectorType::get({vr}, t.storage), t.buf, ValueRange{addr},
+          false, llvm::Align(vr * t.bytes));
       for (int64_t e = 0; e < vr; ++e)
         out.push_back(
             fromStorage(loc, vector::ExtractOp::create(b, loc, vec, e), elt));
     }
     return out;
+  }
+
+  /// The registers of a tile with distribution `to`, element `c` of which
+  /// is element `srcCoords(c)` of the tile `vals` with distribution `from`:
+  /// every thread writes its elements to shared memory, then reads
+  /// (`plainTo` is the result type of a plain layout conversion).
+  Regs
+  throughShared(Location loc, const Regs &vals, const Distribution &from,
+                const Distribution &to, Type elt,
+                function_ref<SmallVector<Value>(ArrayRef<Value>)> srcCoords,
+                RankedTensorType plainTo = {}) {
+    SharedTransfer t = planShared(from, to, elt, bool(plainTo));
+    gpu::BarrierOp::create(b, loc);
+    writeShared(loc, t, vals, from);
+    gpu::BarrierOp::create(b, loc);
+    return readShared(loc, t, to, elt, srcCoords, plainTo);
+  }
+
+  /// Lowers `ops`, consecutive layout conversions that move data between
+  /// threads and do not feed each other, with two barriers in all: every
+  /// tile is written, then every tile read.
+  LogicalResult lowerConvertGroup(MutableArrayRef<ConvertLayoutOp> ops) {
+    Location loc = ops.front().getLoc();
+    SmallVector<SharedTransfer> transfers;
+    SmallVector<Distribution> tos;
+    for (ConvertLayoutOp op : ops) {
+      auto from = dist(op, op.getSource().getType());
+      auto to = dist(op, op.getType());
+      if (failed(from) || failed(to))
+        return failure();
+      transfers.push_back(
+          planShared(*from, *to, op.getType().getElementType(), true));
+      tos.push_back(*to);
+      if (transfers.size() == 1)
+        gpu::BarrierOp::create(b, loc);
+      writeShared(op.getLoc(), transfers.back(), tiles.lookup(op.getSource()),
+                  *from);
+    }
+    gpu::BarrierOp::create(b, loc);
+    for (auto [op, t, to] : llvm::zip(ops, transfers, tos))
+      tiles[op.getResult()] = readShared(
+          op.getLoc(), t, to, op.getType().getElementType(),
+          [](ArrayRef<Value> c) { return SmallVector<Value>(c); },
+          op.getType());
+    return success();
+  }
+
+  /// Whether a conversion moves data between threads.
+  bool movesData(ConvertLayoutOp op) {
+    std::string error;
+    auto from = distributionOf(op.getSource().getType(), &error);
+    auto to = distributionOf(op.getType(), &error);
+    return succeeded(from) && succeeded(to) &&
+           failed(registerMap(*to, *from, [](const Basis &c) { return c; }));
   }
 
   LogicalResult lowerConvert(ConvertLayoutOp op) {

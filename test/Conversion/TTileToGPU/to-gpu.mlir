@@ -77,3 +77,32 @@ func.func @convert(%X: memref<?x?xf32>, %Y: memref<?x?xf32>, %Z: memref<?x?xf32>
   ttile.store %x, %Z[%c0, %c0] : tensor<16x128xf32, #row>, memref<?x?xf32>
   return
 }
+
+// -----
+
+// The operands of a tensor-core dot come through shared memory together:
+// one barrier before both writes, one before both ldmatrix reads.
+// CHECK-LABEL: gpu.func @dot_operands
+// CHECK: gpu.barrier
+// CHECK-NOT: gpu.barrier
+// CHECK: vector.store %{{.*}}, %[[ABUF:arg[0-9]+]]
+// CHECK-NOT: gpu.barrier
+// CHECK: vector.store %{{.*}}, %[[BBUF:arg[0-9]+]]
+// CHECK: gpu.barrier
+// CHECK-NOT: gpu.barrier
+// CHECK: nvvm.ldmatrix {{.*}}layout = #nvvm.mma_layout<row>
+// CHECK-NOT: gpu.barrier
+// CHECK: nvvm.ldmatrix {{.*}}layout = #nvvm.mma_layout<col>
+// CHECK-NOT: gpu.barrier
+// CHECK: nvvm.mma.sync
+func.func @dot_operands(%A: memref<?x?xbf16>, %B: memref<?x?xbf16>,
+                        %C: memref<?x?xf32>)
+    attributes {ttile.kernel, ttile.num_warps = 4 : i32} {
+  %c0 = arith.constant 0 : index
+  %zero = arith.constant dense<0.0> : tensor<64x64xf32>
+  %a = ttile.load %A[%c0, %c0] : memref<?x?xbf16> -> tensor<64x32xbf16>
+  %b = ttile.load %B[%c0, %c0] : memref<?x?xbf16> -> tensor<32x64xbf16>
+  %d = ttile.dot %a, %b, %zero : tensor<64x32xbf16>, tensor<32x64xbf16> -> tensor<64x64xf32>
+  ttile.store %d, %C[%c0, %c0] : tensor<64x64xf32>, memref<?x?xf32>
+  return
+}
