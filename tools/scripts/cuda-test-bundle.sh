@@ -17,7 +17,7 @@ cp -L "$omp" "$out/"
 cp "$build"/unittests/cuda-kernels/*.ptx "$out/kernels/"
 # The GPU benchmarks: ./tessera-row-bench kernels/row_kernels.ptx (and
 # gemm), with their PyTorch peers.
-for bench in row gemm; do
+for bench in row gemm attn; do
   if [ -x "$build/bin/tessera-$bench-bench" ]; then
     cp "$build/bin/tessera-$bench-bench" "$out/"
     cp "$build/bench/gpu/${bench}_kernels.ptx" "$out/kernels/"

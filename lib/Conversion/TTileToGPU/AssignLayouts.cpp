@@ -199,7 +199,15 @@ private:
       return v;
     if (isCheap(v))
       return rematerialize(v, layout, user);
+    // Right after the value when it comes from outside the user's block (a
+    // loop invariant is converted once, not per iteration).
     OpBuilder b(user);
+    if (v.getParentBlock() != user->getBlock()) {
+      if (Operation *def = v.getDefiningOp())
+        b.setInsertionPointAfter(def);
+      else
+        b.setInsertionPointToStart(v.getParentBlock());
+    }
     return ConvertLayoutOp::create(b, user->getLoc(), withLayout(t, layout), v);
   }
 
@@ -290,6 +298,31 @@ private:
         setType(v, defaultLayout(tileType(v)));
   }
 
+  /// Whether `v` (through elementwise ops and casts) is reduced along its
+  /// rows or combined with a row statistic broadcast back over the rows.
+  static bool rowWise(Value v, int depth = 0) {
+    if (depth > 4)
+      return false;
+    for (Operation *user : v.getUsers()) {
+      if (auto reduce = dyn_cast<ReduceOp>(user);
+          reduce && reduce.getDim() == 1)
+        return true;
+      if (isa<CastOp, ConvertLayoutOp>(user) ||
+          (OpTrait::hasElementwiseMappableTraits(user) &&
+           isa<arith::ArithDialect, math::MathDialect>(user->getDialect()))) {
+        for (Value x : user->getOperands())
+          if (auto b = x.getDefiningOp<BroadcastOp>();
+              b && b.getDims() == ArrayRef<int64_t>{0} &&
+              cast<RankedTensorType>(b.getType()).getRank() == 2)
+            return true;
+        for (Value r : user->getResults())
+          if (rowWise(r, depth + 1))
+            return true;
+      }
+    }
+    return false;
+  }
+
   /// The mma.sync accumulator layout for a dot of 16-bit floats into f32
   /// whose tile is a whole number of 16 x 8 fragments per warp, K a
   /// multiple of 16; null otherwise.
@@ -302,8 +335,13 @@ private:
     int64_t m = acc.getShape()[0], n = acc.getShape()[1], k = a.getShape()[1];
     if (k % 16)
       return {};
-    // The warp grid whose warps load the least (A rows plus B columns per
-    // warp), more warps along M on ties.
+    // Warps along M only when the product's rows meet row statistics (a
+    // softmax): each warp then owns whole rows and the statistics need no
+    // shared memory, and products meeting each other agree on a layout.
+    if (m % (16 * numWarps) == 0 && n % 8 == 0 && rowWise(dot.getResult()))
+      return MmaAttr::get(ctx, 2, {numWarps, 1}, {16, 8, 16});
+    // Otherwise the warp grid whose warps load the least (A rows plus B
+    // columns per warp), more warps along M on ties.
     int64_t best = 0, bestCost = 0;
     for (int64_t wm = numWarps; wm >= 1; wm /= 2) {
       int64_t wn = numWarps / wm;

@@ -720,12 +720,19 @@ private:
   }
 
   /// The mma.sync A (opIdx 0) or B (opIdx 1) fragments of `type` read from
-  /// the shared buffer `buf` (row-major, rows along K for A and N for B,
-  /// 16-byte chunks at `address`) with ldmatrix: each lane gives the
-  /// address of one 8-element row of an 8x8 matrix; B is read transposed.
+  /// the shared buffer `buf` (contiguous along dim `fast`, 16-byte chunks
+  /// at `address`) with ldmatrix: each lane gives the address of one
+  /// 8-element buffer row of an 8x8 matrix.
   Regs ldmatrix(Location loc, Value buf, const Distribution &d,
                 RankedTensorType type, unsigned opIdx, MmaAttr mma,
-                function_ref<Value(ArrayRef<Value>)> address, Type elt) {
+                unsigned fast, function_ref<Value(ArrayRef<Value>)> address,
+                Type elt) {
+    // Buffer rows run along the fragment pairs' dim (K) for A with fast 1
+    // and B with fast 0: plain ldmatrix; otherwise transposed. A lane gives
+    // the start of one 8-element buffer row: its row coordinate takes the
+    // lane's row within the 8x8 matrix.
+    bool trans = (opIdx == 0) != (fast == 1);
+    auto laneRow = [&](unsigned dim) { return dim != fast; };
     MLIRContext *ctx = b.getContext();
     int64_t wm = mma.getWarpsPerCTA()[0], wn = mma.getWarpsPerCTA()[1];
     int64_t nK = type.getShape()[opIdx == 0 ? 1 : 0] / 16;
@@ -753,8 +760,8 @@ private:
                                 ctx, SmallVector<Type>(num, i32)));
       Value m = NVVM::LdMatrixOp::create(
           b, loc, res, ptr, b.getI32IntegerAttr(num),
-          NVVM::MMALayoutAttr::get(ctx, opIdx == 0 ? NVVM::MMALayout::row
-                                                   : NVVM::MMALayout::col),
+          NVVM::MMALayoutAttr::get(ctx, trans ? NVVM::MMALayout::col
+                                              : NVVM::MMALayout::row),
           NVVM::LdStMatrixShapeAttr::get(ctx, 8, 8),
           NVVM::LdStMatrixEltTypeAttr::get(ctx, NVVM::LdStMatrixEltType::B16));
       SmallVector<Value> words;
@@ -782,11 +789,14 @@ private:
           Basis c = d.regCoord(r0);
           Value row = arith::AddIOp::create(
               b, loc, arith::AddIOp::create(b, loc, wbase[0], index(c[0])),
-              arith::AddIOp::create(
-                  b, loc, l8, arith::MulIOp::create(b, loc, jLow, index(8))));
+              arith::MulIOp::create(b, loc, jLow, index(8)));
           Value col = arith::AddIOp::create(
               b, loc, arith::AddIOp::create(b, loc, wbase[1], index(c[1])),
               arith::MulIOp::create(b, loc, jHigh, index(8)));
+          if (laneRow(0))
+            row = arith::AddIOp::create(b, loc, row, l8);
+          else
+            col = arith::AddIOp::create(b, loc, col, l8);
           auto words = load(row, col, 4);
           for (int64_t i = 0; i < 4; ++i)
             unpack(words[i], r0 + 2 * i);
@@ -802,11 +812,14 @@ private:
         int64_t delta = pair ? d.regCoord(r1)[1] - c[1] : 0;
         Value row = arith::AddIOp::create(
             b, loc, arith::AddIOp::create(b, loc, wbase[0], index(c[0])),
-            arith::AddIOp::create(
-                b, loc, l8, arith::MulIOp::create(b, loc, jLow, index(8))));
+            arith::MulIOp::create(b, loc, jLow, index(8)));
         Value col = arith::AddIOp::create(
             b, loc, arith::AddIOp::create(b, loc, wbase[1], index(c[1])),
             arith::MulIOp::create(b, loc, jHigh, index(delta)));
+        if (laneRow(0))
+          row = arith::AddIOp::create(b, loc, row, l8);
+        else
+          col = arith::AddIOp::create(b, loc, col, l8);
         auto words = load(row, col, pair ? 4 : 2);
         unpack(words[0], r0);
         unpack(words[1], r0 + 2);
@@ -921,13 +934,13 @@ private:
     auto address = [&](ArrayRef<Value> c) { return sharedAddress(loc, t, c); };
     // Tensor-core fragments of 16-bit values from a buffer with 16-byte
     // rows along the fragment's K (A) or N (B): ldmatrix.
-    if (plain && t.bytes == 2 && t.shape.size() == 2 && t.fast == 1 &&
-        t.chunk == 8)
+    if (plain && t.bytes == 2 && t.shape.size() == 2 && t.chunk == 8 &&
+        t.rowLength % 8 == 0)
       if (auto operand = dyn_cast<DotOperandAttr>(plainTo.getEncoding()))
         if (auto mma = dyn_cast<MmaAttr>(operand.getParent());
             mma && mma.getVersion() == 2)
           return ldmatrix(loc, t.buf, to, plainTo, operand.getOpIdx(), mma,
-                          address, elt);
+                          t.fast, address, elt);
     SmallVector<Value> bases = threadBases(loc, to);
     int64_t vr = plain ? std::min(runAlong(to, t.fast), t.chunk) : 1;
     Regs out;

@@ -151,3 +151,34 @@ func.func @gemm_bf16(%A: memref<?x?xbf16>, %B: memref<?x?xbf16>,
   ttile.store %acc, %C[%c0, %c0] : tensor<128x128xf32>, memref<?x?xf32>
   return
 }
+
+// -----
+
+// A product whose rows meet a softmax puts the warps along M only (each
+// warp owns whole rows, statistics stay in the warp), and a loop-invariant
+// operand is converted once, before the loop.
+// CHECK-DAG: #[[MMA:.*]] = #ttile.mma<version = 2, warpsPerCTA = [4, 1], instrShape = [16, 8, 16]>
+// CHECK-DAG: #[[ROW:.*]] = #ttile.slice<dim = 1, parent = #[[MMA]]>
+// CHECK-LABEL: func.func @scores
+// CHECK: %[[Q:.*]] = ttile.convert_layout
+// CHECK: ttile.range
+// CHECK: ttile.dot %[[Q]], {{.*}} -> tensor<64x64xf32, #[[MMA]]>
+// CHECK: ttile.reduce max {{.*}} -> tensor<64xf32, #[[ROW]]>
+func.func @scores(%Q: memref<?x?xbf16>, %K: memref<?x?xbf16>,
+                  %O: memref<?xf32>, %n: index)
+    attributes {ttile.kernel, ttile.num_warps = 4 : i32} {
+  %c0 = arith.constant 0 : index
+  %c64 = arith.constant 64 : index
+  %zero = arith.constant dense<0.0> : tensor<64x64xf32>
+  %minf = arith.constant dense<0xFF800000> : tensor<64xf32>
+  %q = ttile.load %Q[%c0, %c0] : memref<?x?xbf16> -> tensor<64x64xbf16>
+  %r = ttile.range %j = %c0 to %n step %c64 iter_args(%m = %minf) -> (tensor<64xf32>) {
+    %k = ttile.load %K[%c0, %j] : memref<?x?xbf16> -> tensor<64x64xbf16>
+    %s = ttile.dot %q, %k, %zero : tensor<64x64xbf16>, tensor<64x64xbf16> -> tensor<64x64xf32>
+    %mx = ttile.reduce max %s {dim = 1 : i32} : tensor<64x64xf32> -> tensor<64xf32>
+    %m2 = arith.maximumf %m, %mx : tensor<64xf32>
+    ttile.yield %m2 : tensor<64xf32>
+  }
+  ttile.store %r, %O[%c0] : tensor<64xf32>, memref<?xf32>
+  return
+}
