@@ -1547,6 +1547,10 @@ private:
   }
 };
 
+/// Static shared memory a block may use (more needs dynamic shared memory
+/// and an opt-in at launch).
+constexpr int64_t kStaticSharedLimit = 48 * 1024;
+
 struct ConvertTTileToGPUPass
     : tessera::impl::ConvertTTileToGPUBase<ConvertTTileToGPUPass> {
   using ConvertTTileToGPUBase::ConvertTTileToGPUBase;
@@ -1579,6 +1583,25 @@ struct ConvertTTileToGPUPass
       kernel.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr({threads, 1, 1}));
       if (failed(KernelLowering(fn, kernel).run()))
         return signalPassFailure();
+      // Workgroup buffers are static shared memory, at most 48 KiB a block.
+      int64_t sharedBytes = 0;
+      for (BlockArgument buf : kernel.getWorkgroupAttributions()) {
+        auto type = cast<MemRefType>(buf.getType());
+        sharedBytes +=
+            type.getNumElements() *
+            std::max<int64_t>(1, type.getElementType().getIntOrFloatBitWidth() /
+                                     8);
+      }
+      if (sharedBytes > kStaticSharedLimit) {
+        fn.emitError() << "kernel '" << fn.getName() << "' needs "
+                       << sharedBytes
+                       << " bytes of shared memory for its layout "
+                          "conversions and reductions; static shared memory "
+                          "holds "
+                       << kStaticSharedLimit
+                       << " (use smaller tiles or fewer conversions)";
+        return signalPassFailure();
+      }
       fn.erase();
     }
   }

@@ -63,3 +63,20 @@ func.func @odd_tile(%X: memref<?x?xf32>)
   %x = ttile.load %X[%c0, %c0] : memref<?x?xf32> -> tensor<4x96xf32, #b>
   return
 }
+
+// -----
+
+// Layout conversions of big tiles need more static shared memory than a
+// block has.
+#row = #ttile.blocked<sizePerThread = [1, 4], threadsPerWarp = [1, 32], warpsPerCTA = [4, 1], order = [1, 0]>
+#col = #ttile.blocked<sizePerThread = [4, 1], threadsPerWarp = [32, 1], warpsPerCTA = [1, 4], order = [0, 1]>
+// expected-error @below {{kernel 'big_convert' needs 65536 bytes of shared memory for its layout conversions and reductions; static shared memory holds 49152}}
+func.func @big_convert(%X: memref<?x?xf32>, %Y: memref<?x?xf32>, %Z: memref<?x?xf32>)
+    attributes {ttile.kernel, ttile.num_warps = 4 : i32} {
+  %c0 = arith.constant 0 : index
+  %x = ttile.load %X[%c0, %c0] : memref<?x?xf32> -> tensor<128x128xf32, #row>
+  %y = ttile.convert_layout %x : tensor<128x128xf32, #row> -> tensor<128x128xf32, #col>
+  ttile.store %y, %Y[%c0, %c0] : tensor<128x128xf32, #col>, memref<?x?xf32>
+  ttile.store %x, %Z[%c0, %c0] : tensor<128x128xf32, #row>, memref<?x?xf32>
+  return
+}
