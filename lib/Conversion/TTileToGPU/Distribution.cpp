@@ -25,20 +25,6 @@ bool Distribution::wraps(unsigned d) const {
   return reach >= shape[d];
 }
 
-int64_t Distribution::contiguousRegs() const {
-  unsigned last = rank() - 1;
-  if (wraps(last))
-    return 1;
-  int64_t n = 1;
-  for (const Basis &b : regBases) {
-    for (unsigned d = 0; d < rank(); ++d)
-      if (b[d] != (d == last ? n : 0))
-        return n;
-    n *= 2;
-  }
-  return n;
-}
-
 static FailureOr<Distribution> fail(std::string *error, std::string message) {
   if (error)
     *error = std::move(message);

@@ -39,8 +39,6 @@ struct Distribution {
   /// Whether coordinates along dim d can reach past the shape (elements
   /// repeat over threads or registers).
   bool wraps(unsigned d) const;
-  /// Registers r..r+n-1 hold n consecutive elements along the last dim.
-  int64_t contiguousRegs() const;
 };
 
 /// The distribution of a tile type, or failure with a message in `error`.

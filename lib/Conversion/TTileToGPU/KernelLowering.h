@@ -1,0 +1,602 @@
+//===- KernelLowering.h - One Tile IR kernel, thread by thread -*- C++ -*-===//
+//
+// Each tile becomes the scalars its layout gives a thread (Distribution.h);
+// the kernel body is rewritten op by op into a gpu.func run by
+// 32 * num_warps threads. The class is shared by TTileToGPU.cpp (driver,
+// blocks, memory), LowerDataMovement.cpp (layout changes through shared
+// memory, ldmatrix) and LowerCompute.cpp (reductions, dots, casts, masks).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TESSERA_CONVERSION_TTILETOGPU_KERNELLOWERING_H
+#define TESSERA_CONVERSION_TTILETOGPU_KERNELLOWERING_H
+
+#include "Distribution.h"
+
+#include "tessera/Conversion/Passes.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/OpDefinition.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/MathExtras.h"
+
+#include <cmath>
+#include <map>
+
+namespace mlir::tessera::ttile::detail {
+
+using Regs = SmallVector<Value>;
+
+inline bool isTile(Type t) { return isa<RankedTensorType>(t); }
+
+class KernelLowering {
+public:
+  KernelLowering(func::FuncOp src, gpu::GPUFuncOp dst)
+      : src(src), dst(dst), b(src.getContext()), numWarps(kernelNumWarps(src)) {
+  }
+
+  LogicalResult run() {
+    Block &entry = dst.getBody().front();
+    b.setInsertionPointToStart(&entry);
+    for (auto [from, to] :
+         llvm::zip(src.getArguments(),
+                   entry.getArguments().take_front(src.getNumArguments())))
+      map.map(from, to);
+    Location loc = src.getLoc();
+    Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+    lane = arith::RemUIOp::create(b, loc, tid, index(32));
+    warp = arith::DivUIOp::create(b, loc, tid, index(32));
+    if (failed(lowerBlock(src.getBody().front())))
+      return failure();
+    gpu::ReturnOp::create(b, loc);
+    return success();
+  }
+
+private:
+  func::FuncOp src;
+  gpu::GPUFuncOp dst;
+  OpBuilder b;
+  IRMapping map;
+  DenseMap<Value, Regs> tiles;
+  Value lane, warp;
+  int64_t numWarps;
+
+  //===--------------------------------------------------------------------===//
+  // Helpers
+  //===--------------------------------------------------------------------===//
+
+  Value index(int64_t v) {
+    return arith::ConstantIndexOp::create(b, src.getLoc(), v);
+  }
+
+  FailureOr<Distribution> dist(Operation *op, Type type) {
+    std::string error;
+    auto t = cast<RankedTensorType>(type);
+    auto d = distributionOf(t, &error);
+    if (failed(d)) {
+      op->emitError() << "cannot lower tile " << type << ": " << error;
+      return failure();
+    }
+    if (d->numWarps() != numWarps) {
+      op->emitError() << "tile " << type << " is spread over " << d->numWarps()
+                      << " warps but the kernel has ttile.num_warps = "
+                      << numWarps;
+      return failure();
+    }
+    return d;
+  }
+
+  /// The thread-dependent part of each dim's coordinate (only the warp's
+  /// part without `withLanes`).
+  SmallVector<Value> threadBases(Location loc, const Distribution &d,
+                                 bool withLanes = true) {
+    SmallVector<Value> bases;
+    for (unsigned i = 0; i < d.rank(); ++i) {
+      Value sum = index(0);
+      auto addBits = [&](Value id, ArrayRef<Basis> bits) {
+        for (auto [j, basis] : llvm::enumerate(bits)) {
+          if (basis[i] == 0)
+            continue;
+          Value bit = arith::AndIOp::create(
+              b, loc, arith::ShRUIOp::create(b, loc, id, index(j)), index(1));
+          sum = arith::AddIOp::create(
+              b, loc, sum, arith::MulIOp::create(b, loc, bit, index(basis[i])));
+        }
+      };
+      if (withLanes)
+        addBits(lane, d.laneBases);
+      addBits(warp, d.warpBases);
+      bases.push_back(sum);
+    }
+    return bases;
+  }
+
+  /// Coordinate along dim i of register r's element.
+  Value coord(Location loc, const Distribution &d, ArrayRef<Value> bases,
+              int64_t r, unsigned i, bool wrap = true) {
+    Value c = arith::AddIOp::create(b, loc, bases[i], index(d.regCoord(r)[i]));
+    if (wrap && d.wraps(i))
+      c = arith::AndIOp::create(b, loc, c, index(d.shape[i] - 1));
+    return c;
+  }
+
+  /// For each register of `to`, the register of `from` that holds the
+  /// element `f` maps its element to, on the same thread; failure when
+  /// elements would have to move between threads. `f` maps coordinates
+  /// linearly (a permutation or projection of dims).
+  FailureOr<SmallVector<int64_t>>
+  registerMap(const Distribution &to, const Distribution &from,
+              function_ref<Basis(const Basis &)> f) {
+    auto norm = [&](Basis c) {
+      for (unsigned d = 0; d < from.rank(); ++d)
+        c[d] &= from.shape[d] - 1;
+      return c;
+    };
+    for (auto [x, y] : llvm::zip_equal(to.laneBases, from.laneBases))
+      if (norm(f(x)) != norm(y))
+        return failure();
+    if (to.warpBases.size() != from.warpBases.size())
+      return failure();
+    for (auto [x, y] : llvm::zip(to.warpBases, from.warpBases))
+      if (norm(f(x)) != norm(y))
+        return failure();
+    std::map<Basis, int64_t> where;
+    for (int64_t r = from.numRegs() - 1; r >= 0; --r)
+      where[norm(from.regCoord(r))] = r;
+    SmallVector<int64_t> map;
+    for (int64_t r = 0, n = to.numRegs(); r < n; ++r) {
+      auto it = where.find(norm(f(to.regCoord(r))));
+      if (it == where.end())
+        return failure();
+      map.push_back(it->second);
+    }
+    return map;
+  }
+
+  Value allOf(Location loc, ArrayRef<Value> conds) {
+    Value r;
+    for (Value c : conds)
+      r = r ? arith::AndIOp::create(b, loc, r, c).getResult() : c;
+    return r ? r : arith::ConstantIntOp::create(b, loc, 1, 1).getResult();
+  }
+
+  Value lessThan(Location loc, Value a, Value bound) {
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, a, bound);
+  }
+
+  /// A scalar constant of `type` from an attribute (or zero).
+  Value scalarConstant(Location loc, Type type, Attribute value = {}) {
+    if (auto typed = dyn_cast_or_null<TypedAttr>(value))
+      return arith::ConstantOp::create(b, loc, typed);
+    return arith::ConstantOp::create(b, loc, b.getZeroAttr(type));
+  }
+
+  /// A workgroup (shared memory) buffer of `count` elements, one per use
+  /// site.
+  Value sharedBuffer(Type element, int64_t count) {
+    auto space = gpu::AddressSpaceAttr::get(b.getContext(),
+                                            gpu::AddressSpace::Workgroup);
+    auto type =
+        MemRefType::get({count}, element, MemRefLayoutAttrInterface{}, space);
+    return dst.addWorkgroupAttribution(type, src.getLoc());
+  }
+
+  /// Element type used in shared memory for `t` (i1 as i8).
+  Type storageType(Type t) { return t.isInteger(1) ? b.getI8Type() : t; }
+  Value toStorage(Location loc, Value v) {
+    return v.getType().isInteger(1)
+               ? arith::ExtUIOp::create(b, loc, b.getI8Type(), v).getResult()
+               : v;
+  }
+  Value fromStorage(Location loc, Value v, Type t) {
+    return t.isInteger(1) ? arith::TruncIOp::create(b, loc, t, v).getResult()
+                          : v;
+  }
+
+  //===--------------------------------------------------------------------===//
+  // Blocks and ops
+  //===--------------------------------------------------------------------===//
+
+  LogicalResult lowerBlock(Block &block) {
+    for (auto it = block.begin(), end = std::prev(block.end()); it != end;) {
+      // Adjacent conversions through shared memory share their barriers.
+      SmallVector<ConvertLayoutOp> group;
+      for (auto next = it; next != end; ++next) {
+        auto cvt = dyn_cast<ConvertLayoutOp>(&*next);
+        if (!cvt || !movesData(cvt) ||
+            llvm::any_of(group, [&](ConvertLayoutOp g) {
+              return g.getResult() == cvt.getSource();
+            }))
+          break;
+        group.push_back(cvt);
+      }
+      if (group.size() > 1) {
+        if (failed(lowerConvertGroup(group)))
+          return failure();
+        std::advance(it, group.size());
+        continue;
+      }
+      if (failed(lowerOp(&*it)))
+        return failure();
+      ++it;
+    }
+    return success();
+  }
+
+  /// The lowered values of `values`, tiles flattened into their registers.
+  SmallVector<Value> flatten(ValueRange values) {
+    SmallVector<Value> flat;
+    for (Value v : values) {
+      if (isTile(v.getType()))
+        llvm::append_range(flat, tiles.lookup(v));
+      else
+        flat.push_back(map.lookup(v));
+    }
+    return flat;
+  }
+
+  /// Binds `values` to consecutive entries of `flat` (the inverse of
+  /// flatten).
+  LogicalResult bind(Operation *op, ValueRange values, ValueRange flat) {
+    unsigned pos = 0;
+    for (Value v : values) {
+      if (isTile(v.getType())) {
+        auto d = dist(op, v.getType());
+        if (failed(d))
+          return failure();
+        int64_t n = d->numRegs();
+        tiles[v] = Regs(flat.slice(pos, n));
+        pos += n;
+      } else {
+        map.map(v, flat[pos++]);
+      }
+    }
+    return success();
+  }
+
+  FailureOr<SmallVector<Type>> flatTypes(Operation *op, TypeRange types) {
+    SmallVector<Type> flat;
+    for (Type t : types) {
+      if (isTile(t)) {
+        auto d = dist(op, t);
+        if (failed(d))
+          return failure();
+        flat.append(d->numRegs(), cast<RankedTensorType>(t).getElementType());
+      } else {
+        flat.push_back(t);
+      }
+    }
+    return flat;
+  }
+
+  LogicalResult lowerOp(Operation *op) {
+    if (isa<scf::ForOp, RangeOp>(op))
+      return lowerLoop(op);
+    if (auto ifOp = dyn_cast<scf::IfOp>(op))
+      return lowerIf(ifOp);
+    if (auto load = dyn_cast<LoadOp>(op))
+      return lowerLoad(load);
+    if (auto store = dyn_cast<StoreOp>(op))
+      return lowerStore(store);
+    if (auto pid = dyn_cast<ProgramIdOp>(op)) {
+      map.map(pid.getResult(),
+              gpu::BlockIdOp::create(b, op->getLoc(),
+                                     gpu::Dimension(pid.getDim())));
+      return success();
+    }
+    if (auto n = dyn_cast<NumProgramsOp>(op)) {
+      map.map(n.getResult(), gpu::GridDimOp::create(
+                                 b, op->getLoc(), gpu::Dimension(n.getDim())));
+      return success();
+    }
+    if (auto reduce = dyn_cast<ReduceOp>(op))
+      return lowerReduce(reduce);
+    if (auto bcast = dyn_cast<BroadcastOp>(op))
+      return lowerBroadcast(bcast);
+    if (auto tr = dyn_cast<TransposeOp>(op))
+      return lowerTranspose(tr);
+    if (auto cvt = dyn_cast<ConvertLayoutOp>(op))
+      return lowerConvert(cvt);
+    if (auto iota = dyn_cast<IotaOp>(op))
+      return lowerIota(iota);
+    if (auto cast = dyn_cast<CastOp>(op))
+      return lowerCast(cast);
+    if (auto mask = dyn_cast<MaskCausalOp>(op))
+      return lowerMaskCausal(mask);
+    if (auto dot = dyn_cast<DotOp>(op))
+      return lowerDot(dot);
+    if (isa<SoftmaxOnlineOp, SoftmaxAccumulateOp>(op))
+      return op->emitError("run -tessera-ttile-assign-layouts first: it "
+                           "expands the online-softmax ops");
+
+    bool tileResults =
+        llvm::any_of(op->getResultTypes(), [](Type t) { return isTile(t); });
+    bool tileOperands =
+        llvm::any_of(op->getOperandTypes(), [](Type t) { return isTile(t); });
+    if (auto cst = dyn_cast<arith::ConstantOp>(op); cst && tileResults)
+      return lowerConstant(cst);
+    if (auto splat = dyn_cast<tensor::SplatOp>(op)) {
+      auto d = dist(op, splat.getType());
+      if (failed(d))
+        return failure();
+      tiles[splat.getResult()] =
+          Regs(d->numRegs(), map.lookup(splat.getInput()));
+      return success();
+    }
+    if (tileResults || tileOperands) {
+      if (OpTrait::hasElementwiseMappableTraits(op) &&
+          isa<arith::ArithDialect, math::MathDialect>(op->getDialect()))
+        return lowerElementwise(op);
+      return op->emitError() << "the Tile IR GPU lowering has no rule for '"
+                             << op->getName() << "' on tiles";
+    }
+    if (op->getNumRegions())
+      return op->emitError() << "the Tile IR GPU lowering has no rule for '"
+                             << op->getName() << "' (an op with regions)";
+    if (isa<func::ReturnOp>(op))
+      return success();
+    b.clone(*op, map);
+    return success();
+  }
+
+  LogicalResult lowerElementwise(Operation *op) {
+    auto d = dist(op, op->getResult(0).getType());
+    if (failed(d))
+      return failure();
+    SmallVector<Type> scalarTypes;
+    for (Type t : op->getResultTypes())
+      scalarTypes.push_back(cast<RankedTensorType>(t).getElementType());
+    SmallVector<Regs> results(op->getNumResults());
+    for (int64_t r = 0, n = d->numRegs(); r < n; ++r) {
+      OperationState state(op->getLoc(), op->getName());
+      for (Value v : op->getOperands())
+        state.addOperands(isTile(v.getType()) ? tiles.lookup(v)[r]
+                                              : map.lookup(v));
+      state.addTypes(scalarTypes);
+      state.addAttributes(op->getAttrs());
+      Operation *scalar = b.create(state);
+      for (auto [i, res] : llvm::enumerate(scalar->getResults()))
+        results[i].push_back(res);
+    }
+    for (auto [res, regs] : llvm::zip(op->getResults(), results))
+      tiles[res] = std::move(regs);
+    return success();
+  }
+
+  LogicalResult lowerConstant(arith::ConstantOp op) {
+    auto dense = dyn_cast<DenseElementsAttr>(op.getValue());
+    if (!dense || !dense.isSplat())
+      return op.emitError("the Tile IR GPU lowering takes splat tile "
+                          "constants only (use ttile.iota and arith for "
+                          "others)");
+    auto d = dist(op, op.getType());
+    if (failed(d))
+      return failure();
+    Value v = arith::ConstantOp::create(
+        b, op.getLoc(), cast<TypedAttr>(dense.getSplatValue<Attribute>()));
+    tiles[op.getResult()] = Regs(d->numRegs(), v);
+    return success();
+  }
+
+  //===--------------------------------------------------------------------===//
+  // Control flow
+  //===--------------------------------------------------------------------===//
+
+  LogicalResult lowerLoop(Operation *op) {
+    Location loc = op->getLoc();
+    Value lb, ub, step;
+    if (auto f = dyn_cast<scf::ForOp>(op)) {
+      lb = f.getLowerBound();
+      ub = f.getUpperBound();
+      step = f.getStep();
+    } else {
+      auto r = cast<RangeOp>(op);
+      lb = r.getLowerBound();
+      ub = r.getUpperBound();
+      step = r.getStep();
+    }
+    Block &body = op->getRegion(0).front();
+    unsigned numInits = op->getNumResults();
+    SmallVector<Value> inits = flatten(op->getOperands().take_back(numInits));
+    LogicalResult status = success();
+    auto loop = scf::ForOp::create(
+        b, loc, map.lookup(lb), map.lookup(ub), map.lookup(step), inits,
+        [&](OpBuilder &nested, Location, Value iv, ValueRange args) {
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPointToStart(nested.getInsertionBlock());
+          map.map(body.getArgument(0), iv);
+          if (failed(bind(op, body.getArguments().drop_front(), args)) ||
+              failed(lowerBlock(body))) {
+            status = failure();
+            scf::YieldOp::create(b, loc, args);
+            return;
+          }
+          scf::YieldOp::create(b, loc,
+                               flatten(body.getTerminator()->getOperands()));
+        });
+    if (failed(status))
+      return failure();
+    return bind(op, op->getResults(), loop.getResults());
+  }
+
+  LogicalResult lowerIf(scf::IfOp op) {
+    auto types = flatTypes(op, op.getResultTypes());
+    if (failed(types))
+      return failure();
+    bool hasElse = !op.getElseRegion().empty();
+    auto lowered = scf::IfOp::create(b, op.getLoc(), *types,
+                                     map.lookup(op.getCondition()), hasElse);
+    auto lowerRegion = [&](Region &from, Region &to) -> LogicalResult {
+      OpBuilder::InsertionGuard guard(b);
+      Block &block = to.front();
+      if (!block.empty() && block.back().hasTrait<OpTrait::IsTerminator>())
+        block.back().erase();
+      b.setInsertionPointToEnd(&block);
+      if (failed(lowerBlock(from.front())))
+        return failure();
+      scf::YieldOp::create(
+          b, op.getLoc(), flatten(from.front().getTerminator()->getOperands()));
+      return success();
+    };
+    if (failed(lowerRegion(op.getThenRegion(), lowered.getThenRegion())))
+      return failure();
+    if (hasElse &&
+        failed(lowerRegion(op.getElseRegion(), lowered.getElseRegion())))
+      return failure();
+    return bind(op, op.getResults(), lowered.getResults());
+  }
+
+  //===--------------------------------------------------------------------===//
+  // Memory
+  //===--------------------------------------------------------------------===//
+
+  /// Elements per vector access: a thread's elements along the memref's
+  /// last dim, when that dim has unit stride and its registers are adjacent,
+  /// up to 16 bytes.
+  int64_t vectorWidth(const Distribution &d, MemRefType type);
+
+  struct Access {
+    SmallVector<Value> sizes;
+    Value alignedBase, offset; // for vector accesses
+    SmallVector<Value> strides;
+  };
+
+  Access describeMemref(Location loc, Value mem, MemRefType type, bool vec);
+
+  /// Whether every vector access of a tile at `start` is aligned: a
+  /// thread's runs of `v` elements start at coordinates that are multiples
+  /// of `v` along the last dim (runAlong), so it suffices that the first
+  /// element's address and the other dims' strides are multiples of `v`
+  /// elements. Checked once per access op.
+  Value allAligned(Location loc, const Access &a, ValueRange start, int64_t v,
+                   int64_t elementBytes);
+
+  /// Memory coordinates of register `r`'s element: start + coordinate.
+  SmallVector<Value> memCoords(Location loc, const Distribution &d,
+                               ArrayRef<Value> bases, ValueRange start,
+                               int64_t r);
+
+  /// Conditions for the element at `coords` + `extra` along the last dim.
+  Value inBounds(Location loc, const Access &a, ArrayRef<Value> coords,
+                 int64_t extra);
+
+  LogicalResult lowerLoad(LoadOp op);
+
+  LogicalResult lowerStore(StoreOp op);
+
+  //===--------------------------------------------------------------------===//
+  // Data movement between threads
+  //===--------------------------------------------------------------------===//
+
+  /// How many registers from register 0 on hold consecutive elements along
+  /// `dim`, with every run starting at a multiple of its length.
+  static int64_t runAlong(const Distribution &d, unsigned dim);
+
+  /// The mma.sync A (opIdx 0) or B (opIdx 1) fragments of `type` read from
+  /// the shared buffer `buf` (contiguous along dim `fast`, 16-byte chunks
+  /// at `address`) with ldmatrix: each lane gives the address of one
+  /// 8-element buffer row of an 8x8 matrix.
+  Regs ldmatrix(Location loc, Value buf, const Distribution &d,
+                RankedTensorType type, unsigned opIdx, MmaAttr mma,
+                unsigned fast, function_ref<Value(ArrayRef<Value>)> address,
+                Type elt);
+
+  /// A shared-memory buffer for moving one tile between layouts: its
+  /// contiguous dim is the one that needs the fewest accesses on both sides
+  /// (for a plain conversion; a thread moves up to 16 bytes per access
+  /// along it) and its 16-byte chunks are XOR-swizzled by row against bank
+  /// conflicts.
+  struct SharedTransfer {
+    Value buf;
+    SmallVector<int64_t> shape;
+    unsigned fast;
+    int64_t rowLength, chunk, swizzle, bytes;
+    Type storage;
+  };
+
+  SharedTransfer planShared(const Distribution &from, const Distribution &to,
+                            Type elt, bool plain);
+
+  /// The element index of `coords` in the buffer.
+  Value sharedAddress(Location loc, const SharedTransfer &t,
+                      ArrayRef<Value> coords);
+
+  SmallVector<Value> coordsOf(Location loc, const Distribution &d,
+                              ArrayRef<Value> bases, int64_t r);
+
+  void writeShared(Location loc, const SharedTransfer &t, const Regs &vals,
+                   const Distribution &from);
+
+  /// The registers of a tile with distribution `to`, element `c` of which
+  /// is element `srcCoords(c)` of the buffer's tile.
+  Regs readShared(Location loc, const SharedTransfer &t, const Distribution &to,
+                  Type elt,
+                  function_ref<SmallVector<Value>(ArrayRef<Value>)> srcCoords,
+                  RankedTensorType plainTo);
+
+  /// The registers of a tile with distribution `to`, element `c` of which
+  /// is element `srcCoords(c)` of the tile `vals` with distribution `from`:
+  /// every thread writes its elements to shared memory, then reads
+  /// (`plainTo` is the result type of a plain layout conversion).
+  Regs
+  throughShared(Location loc, const Regs &vals, const Distribution &from,
+                const Distribution &to, Type elt,
+                function_ref<SmallVector<Value>(ArrayRef<Value>)> srcCoords,
+                RankedTensorType plainTo = {});
+
+  /// Lowers `ops`, consecutive layout conversions that move data between
+  /// threads and do not feed each other, with two barriers in all: every
+  /// tile is written, then every tile read.
+  LogicalResult lowerConvertGroup(MutableArrayRef<ConvertLayoutOp> ops);
+
+  /// Whether a conversion moves data between threads.
+  bool movesData(ConvertLayoutOp op);
+
+  LogicalResult lowerConvert(ConvertLayoutOp op);
+
+  LogicalResult lowerTranspose(TransposeOp op);
+
+  LogicalResult lowerBroadcast(BroadcastOp op);
+
+  //===--------------------------------------------------------------------===//
+  // Reductions
+  //===--------------------------------------------------------------------===//
+
+  Value combine(Location loc, ReduceKind kind, Value x, Value y);
+
+  Value identity(Location loc, ReduceKind kind, Type t);
+
+  /// `v` from the lane `lane ^ offset` (32- and 64-bit values).
+  Value shuffleXor(Location loc, Value v, int64_t offset);
+
+  LogicalResult lowerReduce(ReduceOp op);
+
+  //===--------------------------------------------------------------------===//
+  // Indices, casts, masks
+  //===--------------------------------------------------------------------===//
+
+  LogicalResult lowerIota(IotaOp op);
+
+  LogicalResult lowerCast(CastOp op);
+
+  LogicalResult lowerMaskCausal(MaskCausalOp op);
+
+  //===--------------------------------------------------------------------===//
+  // Dot on blocked layouts (FMA)
+  //===--------------------------------------------------------------------===//
+
+  LogicalResult lowerDot(DotOp op);
+
+  /// mma.sync m16n8k16 (bf16 or f16 into f32, nvvm.mma.sync: the nvgpu
+  /// dialect's op takes f16 only): each warp multiplies its
+  /// 16 x 8 fragments, K in steps of 16. The register numbering is the
+  /// one Distribution.cpp gives the fragments.
+  LogicalResult lowerMmaSync(DotOp op, MmaAttr mma);
+};
+
+} // namespace mlir::tessera::ttile::detail
+
+#endif // TESSERA_CONVERSION_TTILETOGPU_KERNELLOWERING_H

@@ -1,0 +1,444 @@
+//===- LowerCompute.cpp - Reductions, dots, casts and masks ---===//
+//
+// Deterministic reductions (registers, shuffle butterflies, warps through
+// shared memory), FMA and mma.sync dots, iota, casts and causal masks.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelLowering.h"
+
+using namespace mlir;
+using namespace mlir::tessera::ttile;
+using namespace mlir::tessera::ttile::detail;
+
+Value KernelLowering::combine(Location loc, ReduceKind kind, Value x, Value y) {
+  bool f = isa<FloatType>(x.getType());
+  switch (kind) {
+  case ReduceKind::sum:
+    return f ? arith::AddFOp::create(b, loc, x, y).getResult()
+             : arith::AddIOp::create(b, loc, x, y).getResult();
+  case ReduceKind::prod:
+    return f ? arith::MulFOp::create(b, loc, x, y).getResult()
+             : arith::MulIOp::create(b, loc, x, y).getResult();
+  case ReduceKind::max:
+    return f ? arith::MaximumFOp::create(b, loc, x, y).getResult()
+             : arith::MaxSIOp::create(b, loc, x, y).getResult();
+  case ReduceKind::min:
+    return f ? arith::MinimumFOp::create(b, loc, x, y).getResult()
+             : arith::MinSIOp::create(b, loc, x, y).getResult();
+  }
+  llvm_unreachable("reduce kind");
+}
+
+Value KernelLowering::identity(Location loc, ReduceKind kind, Type t) {
+  if (auto ft = dyn_cast<FloatType>(t)) {
+    double v = kind == ReduceKind::sum    ? 0.0
+               : kind == ReduceKind::prod ? 1.0
+               : kind == ReduceKind::max  ? -INFINITY
+                                          : INFINITY;
+    return arith::ConstantOp::create(b, loc, b.getFloatAttr(ft, v));
+  }
+  unsigned w = t.getIntOrFloatBitWidth();
+  APInt v = kind == ReduceKind::sum    ? APInt(w, 0)
+            : kind == ReduceKind::prod ? APInt(w, 1)
+            : kind == ReduceKind::max  ? APInt::getSignedMinValue(w)
+                                       : APInt::getSignedMaxValue(w);
+  return arith::ConstantOp::create(b, loc, b.getIntegerAttr(t, v));
+}
+
+/// `v` from the lane `lane ^ offset` (32- and 64-bit values).
+Value KernelLowering::shuffleXor(Location loc, Value v, int64_t offset) {
+  Type t = v.getType();
+  unsigned bits = t.getIntOrFloatBitWidth();
+  auto shuffle32 = [&](Value x) -> Value {
+    return gpu::ShuffleOp::create(b, loc, x, int32_t(offset), 32,
+                                  gpu::ShuffleMode::XOR)
+        .getShuffleResult();
+  };
+  if (bits == 32)
+    return shuffle32(v);
+  Type i64 = b.getI64Type(), i32 = b.getI32Type();
+  Value x = t.isInteger(64) ? v : arith::BitcastOp::create(b, loc, i64, v);
+  Value lo = arith::TruncIOp::create(b, loc, i32, x);
+  Value hi = arith::TruncIOp::create(
+      b, loc, i32,
+      arith::ShRUIOp::create(b, loc, x,
+                             arith::ConstantIntOp::create(b, loc, i64, 32)));
+  lo = arith::ExtUIOp::create(b, loc, i64, shuffle32(lo));
+  hi = arith::ExtUIOp::create(b, loc, i64, shuffle32(hi));
+  Value y = arith::OrIOp::create(
+      b, loc, lo,
+      arith::ShLIOp::create(b, loc, hi,
+                            arith::ConstantIntOp::create(b, loc, i64, 32)));
+  return t.isInteger(64) ? y : arith::BitcastOp::create(b, loc, t, y);
+}
+
+LogicalResult KernelLowering::lowerReduce(ReduceOp op) {
+  Location loc = op.getLoc();
+  auto from = dist(op, op.getSource().getType());
+  auto to = dist(op, op.getType());
+  if (failed(from) || failed(to))
+    return failure();
+  unsigned dim = op.getDim();
+  // Which register, lane and warp bits move along the reduced dim; each
+  // must move along it alone.
+  auto alongDim = [&](ArrayRef<Basis> bases, SmallVector<unsigned> &bits,
+                      SmallVector<unsigned> &others) -> bool {
+    for (auto [i, basis] : llvm::enumerate(bases)) {
+      bool other = false;
+      for (unsigned d = 0; d < basis.size(); ++d)
+        other |= d != dim && basis[d] != 0;
+      if (basis[dim] == 0)
+        others.push_back(i);
+      else if (other)
+        return false;
+      else
+        bits.push_back(i);
+    }
+    return true;
+  };
+  SmallVector<unsigned> regBits, keptRegBits, laneBits, warpBits, unused;
+  if (!alongDim(from->regBases, regBits, keptRegBits) ||
+      !alongDim(from->laneBases, laneBits, unused) ||
+      !alongDim(from->warpBases, warpBits, unused))
+    return op.emitError("the operand's layout moves along the reduced dim "
+                        "and another at once");
+  // The operand's distribution less the reduced dim, and how the
+  // result's registers map onto it.
+  Distribution kept;
+  kept.shape = to->shape;
+  auto drop = [&](const Basis &b) {
+    Basis r(b);
+    r.erase(r.begin() + dim);
+    return r;
+  };
+  for (unsigned i : keptRegBits)
+    kept.regBases.push_back(drop(from->regBases[i]));
+  for (const Basis &b : from->laneBases)
+    kept.laneBases.push_back(drop(b));
+  for (const Basis &b : from->warpBases)
+    kept.warpBases.push_back(drop(b));
+  auto resultMap = registerMap(*to, kept, [](const Basis &c) { return c; });
+  if (failed(resultMap))
+    return op.emitError("the result's layout is not the slice of the "
+                        "operand's along the reduced dim");
+
+  ReduceKind kind = op.getKind();
+  Type elt = op.getType().getElementType();
+  unsigned width = elt.getIntOrFloatBitWidth();
+  // Narrow values are combined in 32 bits.
+  Type work = elt;
+  if (width < 32)
+    work = isa<FloatType>(elt) ? Type(b.getF32Type()) : Type(b.getI32Type());
+  auto widen = [&](Value x) -> Value {
+    if (work == elt)
+      return x;
+    if (isa<FloatType>(elt))
+      return arith::ExtFOp::create(b, loc, work, x);
+    return arith::ExtSIOp::create(b, loc, work, x);
+  };
+  Regs vals = tiles.lookup(op.getSource());
+  SmallVector<Value> bases = threadBases(loc, *from);
+  Value ident = identity(loc, kind, work);
+  // Within the thread: for each kept register, its registers along dim.
+  Regs partial;
+  for (int64_t k = 0, nk = kept.numRegs(); k < nk; ++k) {
+    int64_t base = 0;
+    for (auto [bit, i] : llvm::enumerate(keptRegBits))
+      if (k >> bit & 1)
+        base |= int64_t(1) << i;
+    Value acc;
+    for (int64_t c = 0, nc = int64_t(1) << regBits.size(); c < nc; ++c) {
+      int64_t r = base;
+      for (auto [bit, i] : llvm::enumerate(regBits))
+        if (c >> bit & 1)
+          r |= int64_t(1) << i;
+      Value x = widen(vals[r]);
+      if (from->wraps(dim)) {
+        // Replicated elements count once.
+        Value cd = coord(loc, *from, bases, r, dim, /*wrap=*/false);
+        x = arith::SelectOp::create(
+            b, loc, lessThan(loc, cd, index(from->shape[dim])), x, ident);
+      }
+      acc = acc ? combine(loc, kind, acc, x) : x;
+    }
+    partial.push_back(acc);
+  }
+  // Across the lanes of a warp: a butterfly leaves every lane the same
+  // value (each step combines two values in either order, which IEEE
+  // sums, products, maxima and minima give bit for bit).
+  for (unsigned bit : laneBits)
+    for (Value &p : partial)
+      p = combine(loc, kind, p, shuffleXor(loc, p, int64_t(1) << bit));
+  // Across warps: through shared memory, in warp order.
+  if (!warpBits.empty()) {
+    int64_t n = partial.size();
+    Value buf = sharedBuffer(work, numWarps * 32 * n);
+    Value tid = arith::AddIOp::create(
+        b, loc, arith::MulIOp::create(b, loc, warp, index(32)), lane);
+    auto slot = [&](Value thread, int64_t r) -> Value {
+      return arith::AddIOp::create(
+          b, loc, arith::MulIOp::create(b, loc, thread, index(n)), index(r));
+    };
+    gpu::BarrierOp::create(b, loc);
+    for (int64_t r = 0; r < n; ++r)
+      memref::StoreOp::create(b, loc, partial[r], buf,
+                              ValueRange{slot(tid, r)});
+    gpu::BarrierOp::create(b, loc);
+    int64_t mask = 0;
+    for (unsigned bit : warpBits)
+      mask |= int64_t(1) << bit;
+    Value warp0 = arith::AndIOp::create(b, loc, warp, index(~mask));
+    for (int64_t c = 0, nc = int64_t(1) << warpBits.size(); c < nc; ++c) {
+      int64_t offset = 0;
+      for (auto [k, bit] : llvm::enumerate(warpBits))
+        if (c >> k & 1)
+          offset |= int64_t(1) << bit;
+      Value srcWarp = arith::OrIOp::create(b, loc, warp0, index(offset));
+      Value srcTid = arith::AddIOp::create(
+          b, loc, arith::MulIOp::create(b, loc, srcWarp, index(32)), lane);
+      for (int64_t r = 0; r < n; ++r) {
+        Value x =
+            memref::LoadOp::create(b, loc, buf, ValueRange{slot(srcTid, r)});
+        partial[r] = c == 0 ? x : combine(loc, kind, partial[r], x);
+      }
+    }
+  }
+  if (work != elt)
+    for (Value &p : partial)
+      p = isa<FloatType>(elt)
+              ? arith::TruncFOp::create(b, loc, elt, p).getResult()
+              : arith::TruncIOp::create(b, loc, elt, p).getResult();
+  Regs out;
+  for (int64_t r : *resultMap)
+    out.push_back(partial[r]);
+  tiles[op.getResult()] = std::move(out);
+  return success();
+}
+
+LogicalResult KernelLowering::lowerIota(IotaOp op) {
+  Location loc = op.getLoc();
+  auto d = dist(op, op.getType());
+  if (failed(d))
+    return failure();
+  Type elt = op.getType().getElementType();
+  SmallVector<Value> bases = threadBases(loc, *d);
+  Regs out;
+  for (int64_t r = 0, n = d->numRegs(); r < n; ++r)
+    out.push_back(arith::IndexCastOp::create(
+        b, loc, elt, coord(loc, *d, bases, r, op.getDim())));
+  tiles[op.getResult()] = std::move(out);
+  return success();
+}
+
+LogicalResult KernelLowering::lowerCast(CastOp op) {
+  Location loc = op.getLoc();
+  if (op.getSaturate() || op.getStochasticRound())
+    return op.emitError("the Tile IR GPU lowering does not handle "
+                        "saturating or stochastically rounded casts yet");
+  Type from = op.getSource().getType().getElementType();
+  Type to = op.getType().getElementType();
+  auto isFp8 = [](Type t) {
+    return t.getIntOrFloatBitWidth() == 8 && isa<FloatType>(t);
+  };
+  if (isFp8(from) || isFp8(to))
+    return op.emitError("fp8 casts are lowered with the tensor-core (mma) "
+                        "kernels, not by the blocked-layout lowering");
+  Regs out;
+  for (Value x : tiles.lookup(op.getSource())) {
+    Value y = x;
+    if (from == to)
+      y = x;
+    else if (isa<FloatType>(from) && isa<FloatType>(to))
+      y = from.getIntOrFloatBitWidth() < to.getIntOrFloatBitWidth()
+              ? arith::ExtFOp::create(b, loc, to, x).getResult()
+              : arith::TruncFOp::create(b, loc, to, x).getResult();
+    else if (isa<FloatType>(to))
+      y = from.isInteger(1)
+              ? arith::UIToFPOp::create(b, loc, to, x).getResult()
+              : arith::SIToFPOp::create(b, loc, to, x).getResult();
+    else if (isa<FloatType>(from))
+      y = arith::FPToSIOp::create(b, loc, to, x);
+    else if (from.getIntOrFloatBitWidth() < to.getIntOrFloatBitWidth())
+      y = from.isInteger(1) ? arith::ExtUIOp::create(b, loc, to, x).getResult()
+                            : arith::ExtSIOp::create(b, loc, to, x).getResult();
+    else
+      y = arith::TruncIOp::create(b, loc, to, x);
+    out.push_back(y);
+  }
+  tiles[op.getResult()] = std::move(out);
+  return success();
+}
+
+LogicalResult KernelLowering::lowerMaskCausal(MaskCausalOp op) {
+  Location loc = op.getLoc();
+  auto d = dist(op, op.getType());
+  if (failed(d))
+    return failure();
+  SmallVector<Value> bases = threadBases(loc, *d);
+  Type elt = op.getType().getElementType();
+  Value ninf =
+      arith::ConstantOp::create(b, loc, b.getFloatAttr(elt, -INFINITY));
+  Value row0 = map.lookup(op.getRowOffset());
+  Value col0 = map.lookup(op.getColOffset());
+  Regs vals = tiles.lookup(op.getScores()), out;
+  for (int64_t r = 0, n = d->numRegs(); r < n; ++r) {
+    Value row =
+        arith::AddIOp::create(b, loc, row0, coord(loc, *d, bases, r, 0));
+    Value col =
+        arith::AddIOp::create(b, loc, col0, coord(loc, *d, bases, r, 1));
+    Value future =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt, col, row);
+    out.push_back(arith::SelectOp::create(b, loc, future, ninf, vals[r]));
+  }
+  tiles[op.getResult()] = std::move(out);
+  return success();
+}
+
+LogicalResult KernelLowering::lowerDot(DotOp op) {
+  auto accType = cast<RankedTensorType>(op.getAcc().getType());
+  if (auto mma = dyn_cast<MmaAttr>(accType.getEncoding()))
+    return lowerMmaSync(op, mma);
+  if (!isa<BlockedAttr>(accType.getEncoding()))
+    return op.emitError("a dot's accumulator must have a blocked or "
+                        "#ttile.mma layout");
+  Location loc = op.getLoc();
+  auto acc = dist(op, accType);
+  auto da = dist(op, op.getA().getType());
+  auto db = dist(op, op.getB().getType());
+  if (failed(acc) || failed(da) || failed(db))
+    return failure();
+  // A's rows sit on the threads of the accumulator's rows, B's columns
+  // on those of its columns.
+  auto only = [](const Basis &c, unsigned d) {
+    Basis r(2, 0);
+    r[d] = c[d];
+    return r;
+  };
+  auto threadsMatch = [&](ArrayRef<Basis> x, ArrayRef<Basis> ya,
+                          ArrayRef<Basis> yb) {
+    if (x.size() != ya.size() || x.size() != yb.size())
+      return false;
+    for (auto [c, ca, cb] : llvm::zip(x, ya, yb))
+      if (only(c, 0) != ca || only(c, 1) != cb)
+        return false;
+    return true;
+  };
+  if (!threadsMatch(acc->laneBases, da->laneBases, db->laneBases) ||
+      !threadsMatch(acc->warpBases, da->warpBases, db->warpBases))
+    return op.emitError("the operands' layouts are not the accumulator's "
+                        "dot operands");
+  int64_t m = accType.getShape()[0], n = accType.getShape()[1];
+  int64_t k = da->shape[1];
+  std::map<std::pair<int64_t, int64_t>, int64_t> aReg, bReg;
+  for (int64_t r = da->numRegs() - 1; r >= 0; --r) {
+    Basis c = da->regCoord(r);
+    aReg[{c[0] & (m - 1), c[1] & (k - 1)}] = r;
+  }
+  for (int64_t r = db->numRegs() - 1; r >= 0; --r) {
+    Basis c = db->regCoord(r);
+    bReg[{c[0] & (k - 1), c[1] & (n - 1)}] = r;
+  }
+  Type accElt = accType.getElementType();
+  bool isFloat = isa<FloatType>(accElt);
+  auto toAcc = [&](Value x) -> Value {
+    if (x.getType() == accElt)
+      return x;
+    if (isFloat)
+      return arith::ExtFOp::create(b, loc, accElt, x);
+    return arith::ExtSIOp::create(b, loc, accElt, x);
+  };
+  // Operand registers in the accumulator's type, converted once.
+  Regs wa, wb;
+  for (Value x : tiles.lookup(op.getA()))
+    wa.push_back(toAcc(x));
+  for (Value x : tiles.lookup(op.getB()))
+    wb.push_back(toAcc(x));
+  Regs out = tiles.lookup(op.getAcc());
+  for (int64_t r = 0, nr = acc->numRegs(); r < nr; ++r) {
+    Basis c = acc->regCoord(r);
+    int64_t row = c[0] & (m - 1), col = c[1] & (n - 1);
+    Value sum = out[r];
+    for (int64_t kk = 0; kk < k; ++kk) {
+      auto ia = aReg.find({row, kk});
+      auto ib = bReg.find({kk, col});
+      if (ia == aReg.end() || ib == bReg.end())
+        return op.emitError("the operands' layouts are not the "
+                            "accumulator's dot operands");
+      Value x = wa[ia->second], y = wb[ib->second];
+      sum = isFloat ? math::FmaOp::create(b, loc, x, y, sum).getResult()
+                    : arith::AddIOp::create(b, loc, sum,
+                                            arith::MulIOp::create(b, loc, x, y))
+                          .getResult();
+    }
+    out[r] = sum;
+  }
+  tiles[op.getResult()] = std::move(out);
+  return success();
+}
+
+/// mma.sync m16n8k16 (bf16 or f16 into f32, nvvm.mma.sync: the nvgpu
+/// dialect's op takes f16 only): each warp multiplies its
+/// 16 x 8 fragments, K in steps of 16. The register numbering is the
+/// one Distribution.cpp gives the fragments.
+LogicalResult KernelLowering::lowerMmaSync(DotOp op, MmaAttr mma) {
+  Location loc = op.getLoc();
+  auto accType = cast<RankedTensorType>(op.getAcc().getType());
+  auto aType = cast<RankedTensorType>(op.getA().getType());
+  auto bType = cast<RankedTensorType>(op.getB().getType());
+  Type in = aType.getElementType();
+  if (mma.getVersion() != 2 || !accType.getElementType().isF32() ||
+      !(in.isBF16() || in.isF16()) || bType.getElementType() != in)
+    return op.emitError("the tensor-core lowering takes mma.sync (version "
+                        "2) dots of bf16 or f16 into f32");
+  auto acc = dist(op, accType);
+  auto da = dist(op, aType);
+  auto db = dist(op, bType);
+  if (failed(acc) || failed(da) || failed(db))
+    return failure();
+  int64_t wm = mma.getWarpsPerCTA()[0], wn = mma.getWarpsPerCTA()[1];
+  int64_t nM = accType.getShape()[0] / (16 * wm);
+  int64_t nN = accType.getShape()[1] / (8 * wn);
+  int64_t nK = aType.getShape()[1] / 16;
+  Regs a = tiles.lookup(op.getA()), bv = tiles.lookup(op.getB());
+  Regs out = tiles.lookup(op.getAcc());
+  // Two 16-bit values in one 32-bit register, the first in the low half.
+  auto pairVec = VectorType::get({2}, in);
+  auto i32Vec = VectorType::get({1}, b.getI32Type());
+  auto pack = [&](Value lo, Value hi) -> Value {
+    Value v =
+        vector::FromElementsOp::create(b, loc, pairVec, ValueRange{lo, hi});
+    return vector::ExtractOp::create(
+        b, loc, vector::BitCastOp::create(b, loc, i32Vec, v), int64_t(0));
+  };
+  Type f32 = b.getF32Type();
+  auto resultType =
+      LLVM::LLVMStructType::getLiteral(b.getContext(), {f32, f32, f32, f32});
+  NVVM::MMATypes ptxType =
+      in.isBF16() ? NVVM::MMATypes::bf16 : NVVM::MMATypes::f16;
+  for (int64_t mt = 0; mt < nM; ++mt)
+    for (int64_t nt = 0; nt < nN; ++nt) {
+      int64_t c0 = 4 * (nt + nN * mt);
+      SmallVector<Value> c(ArrayRef<Value>(out).slice(c0, 4));
+      for (int64_t kt = 0; kt < nK; ++kt) {
+        int64_t a0 = 8 * (kt + nK * mt), b0 = 4 * (kt + nK * nt);
+        SmallVector<Value> av, bvv;
+        for (int64_t i = 0; i < 4; ++i)
+          av.push_back(pack(a[a0 + 2 * i], a[a0 + 2 * i + 1]));
+        for (int64_t i = 0; i < 2; ++i)
+          bvv.push_back(pack(bv[b0 + 2 * i], bv[b0 + 2 * i + 1]));
+        Value d = NVVM::MmaOp::create(
+            b, loc, resultType, av, bvv, c, ArrayRef<int64_t>{16, 8, 16},
+            std::nullopt, std::nullopt,
+            std::array<NVVM::MMATypes, 2>{ptxType, ptxType},
+            std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
+                                           NVVM::MMALayout::col});
+        for (int64_t i = 0; i < 4; ++i)
+          c[i] = LLVM::ExtractValueOp::create(b, loc, d, ArrayRef<int64_t>{i});
+      }
+      for (int64_t i = 0; i < 4; ++i)
+        out[c0 + i] = c[i];
+    }
+  tiles[op.getResult()] = std::move(out);
+  return success();
+}
