@@ -89,10 +89,13 @@ int main(int argc, char **argv) {
                               {"gemm_128x128x64_w8", 128, 128, 256},
                               {"gemm_128x256x32_w8", 128, 256, 256},
                               {"gemm_64x128x32_w4", 64, 128, 128},
-                              {"gemm_128x128x32_w4", 128, 128, 128}};
+                              {"gemm_128x128x32_w4", 128, 128, 128},
+                              {"gemm_128x128x64_s4_w8", 128, 128, 256},
+                              {"gemm_128x256x64_s3_w8", 128, 256, 256},
+                              {"gemm_256x128x64_s3_w8", 256, 128, 256}};
   auto stream = check(cu::Stream::create(), "stream");
   auto info = check(cu::deviceInfo(0), "device");
-  std::printf("Tessera Tile IR bf16 GEMM (mma.sync) on %s\n",
+  std::printf("Tessera Tile IR bf16 GEMM (wgmma, sm_90a build) on %s\n",
               info.describe().c_str());
   for (int64_t n : sizes) {
     std::mt19937 gen{unsigned(n)};

@@ -1,7 +1,8 @@
 // bf16 GEMMs for bench/gpu/gemm_bench.cpp: C = A @ B, f32 accumulation on
-// the tensor cores (mma.sync), C written as bf16; gemm_bf16 takes 128 x 128
-// blocks of C on 8 warps, K in steps of 32, the others are named
-// gemm_BMxBNxBK_wW.
+// the tensor cores, C written as bf16; gemm_bf16 takes 128 x 128 blocks of
+// C on 8 warps, K in steps of 32, the others are named gemm_BMxBNxBK_wW
+// (or _sS_wW with S stages). Built for sm_90a, every one of them runs on
+// wgmma with operands in shared memory (for sm_80, on mma.sync).
 
 func.func @gemm_bf16(%A: memref<?x?xbf16>, %B: memref<?x?xbf16>,
                      %C: memref<?x?xbf16>)
@@ -129,5 +130,83 @@ func.func @gemm_128x128x32_w4(%A: memref<?x?xbf16>, %B: memref<?x?xbf16>,
   }
   %o = ttile.cast %acc : tensor<128x128xf32> -> tensor<128x128xbf16>
   ttile.store %o, %C[%r, %c] : tensor<128x128xbf16>, memref<?x?xbf16>
+  return
+}
+
+func.func @gemm_128x128x64_s4_w8(%A: memref<?x?xbf16>, %B: memref<?x?xbf16>,
+                     %C: memref<?x?xbf16>)
+    attributes {ttile.kernel, ttile.num_warps = 8 : i32} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %cbk = arith.constant 64 : index
+  %cbm = arith.constant 128 : index
+  %cbn = arith.constant 128 : index
+  %i = ttile.program_id x
+  %j = ttile.program_id y
+  %r = arith.muli %i, %cbm : index
+  %c = arith.muli %j, %cbn : index
+  %k = memref.dim %A, %c1 : memref<?x?xbf16>
+  %zero = arith.constant dense<0.0> : tensor<128x128xf32>
+  %acc = ttile.range %kk = %c0 to %k step %cbk stages 4
+      iter_args(%a0 = %zero) -> (tensor<128x128xf32>) {
+    %a = ttile.load %A[%r, %kk] : memref<?x?xbf16> -> tensor<128x64xbf16>
+    %b = ttile.load %B[%kk, %c] : memref<?x?xbf16> -> tensor<64x128xbf16>
+    %a1 = ttile.dot %a, %b, %a0 : tensor<128x64xbf16>, tensor<64x128xbf16> -> tensor<128x128xf32>
+    ttile.yield %a1 : tensor<128x128xf32>
+  }
+  %o = ttile.cast %acc : tensor<128x128xf32> -> tensor<128x128xbf16>
+  ttile.store %o, %C[%r, %c] : tensor<128x128xbf16>, memref<?x?xbf16>
+  return
+}
+
+func.func @gemm_128x256x64_s3_w8(%A: memref<?x?xbf16>, %B: memref<?x?xbf16>,
+                     %C: memref<?x?xbf16>)
+    attributes {ttile.kernel, ttile.num_warps = 8 : i32} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %cbk = arith.constant 64 : index
+  %cbm = arith.constant 128 : index
+  %cbn = arith.constant 256 : index
+  %i = ttile.program_id x
+  %j = ttile.program_id y
+  %r = arith.muli %i, %cbm : index
+  %c = arith.muli %j, %cbn : index
+  %k = memref.dim %A, %c1 : memref<?x?xbf16>
+  %zero = arith.constant dense<0.0> : tensor<128x256xf32>
+  %acc = ttile.range %kk = %c0 to %k step %cbk stages 3
+      iter_args(%a0 = %zero) -> (tensor<128x256xf32>) {
+    %a = ttile.load %A[%r, %kk] : memref<?x?xbf16> -> tensor<128x64xbf16>
+    %b = ttile.load %B[%kk, %c] : memref<?x?xbf16> -> tensor<64x256xbf16>
+    %a1 = ttile.dot %a, %b, %a0 : tensor<128x64xbf16>, tensor<64x256xbf16> -> tensor<128x256xf32>
+    ttile.yield %a1 : tensor<128x256xf32>
+  }
+  %o = ttile.cast %acc : tensor<128x256xf32> -> tensor<128x256xbf16>
+  ttile.store %o, %C[%r, %c] : tensor<128x256xbf16>, memref<?x?xbf16>
+  return
+}
+
+func.func @gemm_256x128x64_s3_w8(%A: memref<?x?xbf16>, %B: memref<?x?xbf16>,
+                     %C: memref<?x?xbf16>)
+    attributes {ttile.kernel, ttile.num_warps = 8 : i32} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %cbk = arith.constant 64 : index
+  %cbm = arith.constant 256 : index
+  %cbn = arith.constant 128 : index
+  %i = ttile.program_id x
+  %j = ttile.program_id y
+  %r = arith.muli %i, %cbm : index
+  %c = arith.muli %j, %cbn : index
+  %k = memref.dim %A, %c1 : memref<?x?xbf16>
+  %zero = arith.constant dense<0.0> : tensor<256x128xf32>
+  %acc = ttile.range %kk = %c0 to %k step %cbk stages 3
+      iter_args(%a0 = %zero) -> (tensor<256x128xf32>) {
+    %a = ttile.load %A[%r, %kk] : memref<?x?xbf16> -> tensor<256x64xbf16>
+    %b = ttile.load %B[%kk, %c] : memref<?x?xbf16> -> tensor<64x128xbf16>
+    %a1 = ttile.dot %a, %b, %a0 : tensor<256x64xbf16>, tensor<64x128xbf16> -> tensor<256x128xf32>
+    ttile.yield %a1 : tensor<256x128xf32>
+  }
+  %o = ttile.cast %acc : tensor<256x128xf32> -> tensor<256x128xbf16>
+  ttile.store %o, %C[%r, %c] : tensor<256x128xbf16>, memref<?x?xbf16>
   return
 }

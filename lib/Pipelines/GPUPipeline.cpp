@@ -12,8 +12,12 @@ using namespace mlir;
 
 void mlir::tessera::buildTileToPTXPipeline(OpPassManager &pm,
                                            const TileToPTXOptions &options) {
+  // Layouts first: loads that become shared tiles for wgmma are pipelined
+  // through shared memory by the lowering, not carried in registers.
+  TTileAssignLayoutsOptions layouts;
+  layouts.wgmma = options.chip == "sm_90a";
+  pm.addPass(createTTileAssignLayouts(layouts));
   pm.addPass(createTTilePipelineLoads());
-  pm.addPass(createTTileAssignLayouts());
   pm.addPass(createConvertTTileToGPU());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());

@@ -55,6 +55,8 @@ struct Driver {
   decltype(&::cuModuleLoadDataEx) moduleLoadDataEx = nullptr;
   decltype(&::cuModuleUnload) moduleUnload = nullptr;
   decltype(&::cuModuleGetFunction) moduleGetFunction = nullptr;
+  decltype(&::cuModuleGetGlobal) moduleGetGlobal = nullptr;
+  decltype(&::cuMemcpyDtoH) memcpyDtoH = nullptr;
   decltype(&::cuLaunchKernel) launchKernel = nullptr;
   decltype(&::cuFuncSetAttribute) funcSetAttribute = nullptr;
 
@@ -112,6 +114,8 @@ const Driver &driver() {
     load(d->moduleLoadDataEx, "cuModuleLoadDataEx");
     load(d->moduleUnload, "cuModuleUnload");
     load(d->moduleGetFunction, "cuModuleGetFunction");
+    load(d->moduleGetGlobal, "cuModuleGetGlobal_v2");
+    load(d->memcpyDtoH, "cuMemcpyDtoH_v2");
     load(d->launchKernel, "cuLaunchKernel");
     load(d->funcSetAttribute, "cuFuncSetAttribute");
     if (missing) {
@@ -650,7 +654,26 @@ Result<Kernel> Module::kernel(const std::string &name) const {
   if (r == CUDA_ERROR_NOT_FOUND)
     return Error{"the GPU module has no kernel named '" + name + "'"};
   TESSERA_CU(r, "cannot find kernel '" + name + "'");
-  return Kernel(module, fn, name, deviceIndex);
+  Kernel kernel(module, fn, name, deviceIndex);
+  // Tile IR kernels that keep tiles in dynamic shared memory say how much
+  // in a global named after them.
+  CUdeviceptr global;
+  size_t globalBytes = 0;
+  r = driver().moduleGetGlobal(&global, &globalBytes,
+                               static_cast<CUmodule>(module.get()),
+                               ("tessera_dynamic_smem_" + name).c_str());
+  if (r == CUDA_SUCCESS && globalBytes == sizeof(uint32_t)) {
+    uint32_t bytes = 0;
+    TESSERA_CU(driver().memcpyDtoH(&bytes, global, sizeof bytes),
+               "cannot read the shared memory size of kernel '" + name + "'");
+    if (bytes > 48 * 1024) {
+      Status st = kernel.setMaxDynamicSharedMemory(int(bytes));
+      if (!st)
+        return st.error();
+    }
+    kernel.dynamicShared = bytes;
+  }
+  return kernel;
 }
 
 Status Kernel::launch(const LaunchConfig &config, Stream &stream,
@@ -673,11 +696,12 @@ Status Kernel::launch(const LaunchConfig &config, Stream &stream,
   TESSERA_CU(driver().launchKernel(
                  static_cast<CUfunction>(function), config.grid[0],
                  config.grid[1], config.grid[2], config.block[0],
-                 config.block[1], config.block[2], config.sharedBytes,
+                 config.block[1], config.block[2],
+                 std::max(config.sharedBytes, dynamicShared),
                  static_cast<CUstream>(stream.handle()), args.data(), nullptr),
              "cannot launch kernel '" + kernelName + "' with grid " +
                  str(config.grid) + ", block " + str(config.block) + " and " +
-                 std::to_string(config.sharedBytes) +
+                 std::to_string(std::max(config.sharedBytes, dynamicShared)) +
                  " bytes of shared memory");
   return Status::ok();
 }

@@ -26,10 +26,10 @@ namespace cu = tessera::runtime::cuda;
 
 namespace {
 
-std::string kernelText() {
+std::string kernelText(const std::string &file) {
   const char *dir = std::getenv("TESSERA_CUDA_TEST_KERNELS");
-  std::ifstream in(std::string(dir ? dir : TESSERA_CUDA_TEST_KERNELS) +
-                   "/tile_kernels.ptx");
+  std::ifstream in(std::string(dir ? dir : TESSERA_CUDA_TEST_KERNELS) + "/" +
+                   file);
   std::stringstream text;
   text << in.rdbuf();
   return text.str();
@@ -125,11 +125,14 @@ private:
 
 class TileKernels : public ::testing::Test {
 protected:
+  /// The PTX file the tests' kernels come from.
+  virtual std::string kernelFile() const { return "tile_kernels.ptx"; }
+
   void SetUp() override {
     if (!cu::available())
       GTEST_SKIP() << "no GPU: " << cu::unavailableReason();
-    std::string ptx = kernelText();
-    ASSERT_FALSE(ptx.empty()) << "tile_kernels.ptx was not generated";
+    std::string ptx = kernelText(kernelFile());
+    ASSERT_FALSE(ptx.empty()) << kernelFile() << " was not generated";
     auto m = cu::Module::loadPtx(ptx);
     ASSERT_TRUE(bool(m)) << m.error().message;
     module.emplace(std::move(*m));
@@ -351,3 +354,83 @@ TEST_F(TileKernels, CausalFlashAttention) {
 }
 
 } // namespace
+
+//===----------------------------------------------------------------------===//
+// Hopper warpgroup MMAs (wgmma_kernels.mlir, compiled for sm_90a)
+//===----------------------------------------------------------------------===//
+
+class WgmmaKernels : public TileKernels {
+protected:
+  std::string kernelFile() const override { return "wgmma_kernels.ptx"; }
+
+  void SetUp() override {
+    if (cu::available()) {
+      auto info = cu::deviceInfo();
+      ASSERT_TRUE(bool(info)) << info.error().message;
+      if (info->major != 9 || info->minor != 0)
+        GTEST_SKIP() << "wgmma kernels are built for sm_90a; the GPU is "
+                     << info->describe();
+    }
+    TileKernels::SetUp();
+  }
+
+  /// C = A @ B for bf16 A [m, k], B [k, n] with `kernel` on bm x bn blocks
+  /// of `threads`, against a double-precision product of the rounded
+  /// inputs.
+  void checkGemm(const std::string &kernel, int64_t bm, int64_t bn,
+                 unsigned threads, int64_t m, int64_t k, int64_t n,
+                 unsigned seed) {
+    auto a = randomValues(m * k, -1.0f, 1.0f, seed);
+    auto bm_ = randomValues(k * n, -1.0f, 1.0f, seed + 1);
+    auto da = cu::DeviceBuffer::fromHost(bf16Buffer(a, {m, k}));
+    auto db = cu::DeviceBuffer::fromHost(bf16Buffer(bm_, {k, n}));
+    ASSERT_TRUE(da && db);
+    cu::DeviceBuffer dc = poisoned(DType::f32, {m, n});
+    Args args;
+    args.memref(*da, {m, k}).memref(*db, {k, n}).memref(dc, {m, n});
+    auto kern = module->kernel(kernel);
+    ASSERT_TRUE(bool(kern)) << kern.error().message;
+    EXPECT_GT(kern->requiredDynamicSharedMemory(), 0u)
+        << kernel << " should declare its shared tiles";
+    launch(kernel,
+           {{unsigned((m + bm - 1) / bm), unsigned((n + bn - 1) / bn), 1},
+            {threads, 1, 1}},
+           args);
+    HostBuffer c = result(dc);
+    std::vector<double> ad(m * k), bd(k * n);
+    for (int64_t i = 0; i < m * k; ++i)
+      ad[i] = fromBf16(toBf16(a[i]));
+    for (int64_t i = 0; i < k * n; ++i)
+      bd[i] = fromBf16(toBf16(bm_[i]));
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        // Products of bf16 values are exact in f32; only the sums round.
+        double want = 0;
+        for (int64_t p = 0; p < k; ++p)
+          want += ad[i * k + p] * bd[p * n + j];
+        ASSERT_NEAR(c.as<float>()[i * n + j], want, 2e-4 * std::sqrt(k))
+            << kernel << " " << m << "x" << k << "x" << n << " at " << i << ","
+            << j;
+      }
+  }
+};
+
+TEST_F(WgmmaKernels, ThreeStageRingWithPartialBlocks) {
+  // Aligned rows (16-byte copies); M, N and K end inside a block.
+  checkGemm("wgmma_128x128x64_s3", 128, 128, 256, 200, 264, 328, 41);
+  // K shorter than the ring: the first stages' copies read nothing.
+  checkGemm("wgmma_128x128x64_s3", 128, 128, 256, 128, 64, 128, 43);
+}
+
+TEST_F(WgmmaKernels, UnalignedRowsTakeTheElementPath) {
+  // K = 100 and N = 300 elements: rows are not 16-byte multiples.
+  checkGemm("wgmma_128x128x64_s3", 128, 128, 256, 130, 100, 300, 45);
+}
+
+TEST_F(WgmmaKernels, OneWarpgroupM64N256) {
+  checkGemm("wgmma_64x256x32_s2", 64, 256, 128, 150, 224, 520, 47);
+}
+
+TEST_F(WgmmaKernels, WarpgroupsAlongNWithoutStages) {
+  checkGemm("wgmma_64x128x16_n2", 64, 128, 256, 100, 80, 264, 49);
+}

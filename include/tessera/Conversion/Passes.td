@@ -166,6 +166,13 @@ def TTileAssignLayouts : Pass<"tessera-ttile-assign-layouts", "ModuleOp"> {
     are re-created in the layout instead). Loop-carried tiles keep their
     initial value's layout.
 
+    With `wgmma` (Hopper, sm_90a), a dot of bf16 or f16 into f32 whose
+    operands are loaded (unmasked, from global memory, rows contiguous) in
+    its block and used only by it, M a multiple of 64 and whole warpgroups,
+    gets a `#ttile.mma` version 3 accumulator, and its operand loads
+    `#ttile.shared` results: the tensor cores read A and B from shared
+    memory, filled by asynchronous copies.
+
     ```mlir
     %x = ttile.load %X[%r, %c0] : memref<?x?xf32> -> tensor<4x256xf32>
     // becomes
@@ -174,6 +181,11 @@ def TTileAssignLayouts : Pass<"tessera-ttile-assign-layouts", "ModuleOp"> {
                        warpsPerCTA = [4, 1], order = [1, 0]>>
     ```
   }];
+  let options = [
+    Option<"wgmma", "wgmma", "bool", "false",
+           "Use Hopper warpgroup MMAs (sm_90a) for dots of tiles loaded "
+           "from global memory">,
+  ];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::math::MathDialect",
                            "::mlir::tensor::TensorDialect"];
@@ -187,9 +199,10 @@ def TTilePipelineLoads : Pass<"tessera-ttile-pipeline-loads", "ModuleOp"> {
     memref the loop does not write, is loaded for the first iteration
     before the loop and, in each iteration, for the next one (the tile is
     carried to it), so that the memory latency overlaps this iteration's
-    work. A load past the end reads padding. Deeper pipelines (through
-    shared memory with asynchronous copies) are the GPU back end's next
-    step; today every stage count above 1 prefetches one iteration.
+    work. A load past the end reads padding. Loads into `#ttile.shared`
+    tiles are left alone: the GPU lowering gives them a ring of `stages`
+    shared buffers filled by asynchronous copies `stages - 1` iterations
+    ahead.
 
     ```mlir
     %r = ttile.range %k = %c0 to %n step %c32 stages 2 iter_args(%acc = %z) ... {

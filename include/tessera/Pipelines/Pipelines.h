@@ -49,8 +49,9 @@ struct TileToPTXOptions : public PassPipelineOptions<TileToPTXOptions> {
 };
 
 /// Tile IR kernels (`ttile.kernel` functions) to a gpu.binary holding their
-/// PTX or cubin: -tessera-ttile-pipeline-loads, -tessera-ttile-assign-layouts,
-/// -tessera-convert-ttile-to-gpu, canonicalization, then the NVVM pipeline.
+/// PTX or cubin: -tessera-ttile-assign-layouts (wgmma for sm_90a),
+/// -tessera-ttile-pipeline-loads, -tessera-convert-ttile-to-gpu,
+/// canonicalization, then the NVVM pipeline.
 /// Math functions link libdevice from the CUDA toolkit CUDA_ROOT names.
 void buildTileToPTXPipeline(OpPassManager &pm, const TileToPTXOptions &options);
 

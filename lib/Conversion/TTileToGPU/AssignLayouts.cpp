@@ -5,6 +5,7 @@
 
 #include "tessera/Conversion/Passes.h"
 
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpDefinition.h"
 #include "mlir/IR/PatternMatch.h"
@@ -124,8 +125,9 @@ struct ExpandSoftmaxAccumulate : OpRewritePattern<SoftmaxAccumulateOp> {
 
 class Assigner {
 public:
-  Assigner(func::FuncOp kernel)
-      : ctx(kernel.getContext()), numWarps(kernelNumWarps(kernel)) {}
+  Assigner(func::FuncOp kernel, bool wgmma)
+      : ctx(kernel.getContext()), numWarps(kernelNumWarps(kernel)),
+        wgmma(wgmma) {}
 
   LogicalResult run(Block &block) {
     for (Operation &op : llvm::make_early_inc_range(block))
@@ -137,6 +139,7 @@ public:
 private:
   MLIRContext *ctx;
   int64_t numWarps;
+  bool wgmma;
 
   Attribute defaultLayout(RankedTensorType t) {
     return defaultBlockedLayout(ctx, t.getShape(), t.getElementType(),
@@ -358,6 +361,67 @@ private:
     return MmaAttr::get(ctx, 2, {best, numWarps / best}, {16, 8, 16});
   }
 
+  /// The load that gives `v` when it can fill a shared tile for wgmma: an
+  /// unmasked load from a global memref with unit stride along its last
+  /// dim, in `block`, used only by the dot.
+  static LoadOp sharedOperandLoad(Value v, Block *block) {
+    auto load = v.getDefiningOp<LoadOp>();
+    if (!load || load->getBlock() != block || !v.hasOneUse() || load.getMask())
+      return {};
+    auto mem = dyn_cast<MemRefType>(load.getSource().getType());
+    if (!mem || mem.getRank() != 2 ||
+        isa_and_nonnull<gpu::AddressSpaceAttr>(mem.getMemorySpace()))
+      return {};
+    SmallVector<int64_t> strides;
+    int64_t offset;
+    if (failed(mem.getStridesAndOffset(strides, offset)) || strides.back() != 1)
+      return {};
+    return load;
+  }
+
+  /// For a dot wgmma can run (16-bit floats into f32, both operands
+  /// loaded for it, whole 64-row instruction tiles per warpgroup): the
+  /// accumulator layout; null otherwise. Warpgroups go along M as far as
+  /// M allows, then along N.
+  Attribute wgmmaLayoutFor(DotOp dot) {
+    if (!wgmma || numWarps % 4)
+      return {};
+    auto a = tileType(dot.getA()), b = tileType(dot.getB()),
+         acc = tileType(dot.getAcc());
+    Type in = a.getElementType();
+    if (!(in.isBF16() || in.isF16()) || !acc.getElementType().isF32() ||
+        b.getElementType() != in)
+      return {};
+    Block *block = dot->getBlock();
+    if (!sharedOperandLoad(dot.getA(), block) ||
+        !sharedOperandLoad(dot.getB(), block))
+      return {};
+    int64_t m = acc.getShape()[0], n = acc.getShape()[1], k = a.getShape()[1];
+    for (int64_t d : {m, n, k})
+      if (!llvm::isPowerOf2_64(d))
+        return {};
+    if (k < 16 || n < 16 || m % 64)
+      return {};
+    int64_t groups = numWarps / 4, gm = groups;
+    while (gm > 1 && m % (64 * gm))
+      gm /= 2;
+    int64_t gn = groups / gm;
+    if (n % gn)
+      return {};
+    int64_t perGroup = n / gn, instrN = std::min<int64_t>(perGroup, 256);
+    // A warpgroup's B columns start on a whole swizzle row.
+    int64_t atom = std::min<int64_t>(128, 2 * n) / 2;
+    if (instrN % 8 || instrN % atom)
+      return {};
+    return MmaAttr::get(ctx, 3, {4 * gm, gn}, {64, instrN, 16});
+  }
+
+  Attribute sharedLayoutFor(RankedTensorType t) {
+    int64_t rowBytes = t.getShape()[1] * t.getElementTypeBitWidth() / 8;
+    return SharedAttr::get(ctx, unsigned(std::min<int64_t>(128, rowBytes)),
+                           {1, 0});
+  }
+
   LogicalResult visit(Operation *op) {
     if (!OpTrait::hasElementwiseMappableTraits(op) &&
         !op->hasTrait<OpTrait::IsTerminator>() && !isa<DotOp>(op))
@@ -475,6 +539,16 @@ private:
     if (auto dot = dyn_cast<DotOp>(op)) {
       settleOperands(op, /*skip=*/dot.getAcc());
       auto accType = tileType(dot.getAcc());
+      if (Attribute acc = wgmmaLayoutFor(dot)) {
+        if (isDeferred(dot.getAcc()))
+          setType(dot.getAcc(), acc);
+        else
+          convertOperand(dot.getAccMutable(), acc);
+        setType(dot.getResult(), acc);
+        setType(dot.getA(), sharedLayoutFor(tileType(dot.getA())));
+        setType(dot.getB(), sharedLayoutFor(tileType(dot.getB())));
+        return success();
+      }
       // Tensor cores where the types and shapes allow, FMAs otherwise.
       Attribute acc = mmaLayoutFor(dot);
       unsigned kWidth = acc ? 2 : 1;
@@ -584,6 +658,8 @@ private:
 
 struct TTileAssignLayoutsPass
     : tessera::impl::TTileAssignLayoutsBase<TTileAssignLayoutsPass> {
+  using TTileAssignLayoutsBase::TTileAssignLayoutsBase;
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
     RewritePatternSet patterns(&getContext());
@@ -593,7 +669,7 @@ struct TTileAssignLayoutsPass
     for (auto fn : module.getOps<func::FuncOp>()) {
       if (!fn->hasAttr("ttile.kernel") || fn.isExternal())
         continue;
-      Assigner assigner(fn);
+      Assigner assigner(fn, wgmma);
       if (failed(assigner.run(fn.getBody().front())))
         return signalPassFailure();
       for (bool changed = true; changed;) {

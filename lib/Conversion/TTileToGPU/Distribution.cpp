@@ -122,6 +122,36 @@ mmaV2(MmaAttr mma, int opIdx, ArrayRef<int64_t> shape, std::string *error) {
   return dist;
 }
 
+/// Hopper wgmma accumulators (f32): a warpgroup's four warps take 16 rows
+/// each of a 64 x instrN instruction tile, with the m16n8 fragment of
+/// mma.sync repeated along N in registers. warpsPerCTA [4 * GM, GN] places
+/// GM x GN warpgroups (warp ids: the warp within its group, then the group's
+/// N index, then its M index); each group owns a contiguous
+/// [M / GM, N / GN] block, instruction tiles repeated over it.
+static FailureOr<Distribution> mmaV3(MmaAttr mma, ArrayRef<int64_t> shape,
+                                     std::string *error) {
+  int64_t gm = mma.getWarpsPerCTA()[0] / 4, gn = mma.getWarpsPerCTA()[1];
+  int64_t in = mma.getInstrShape()[1];
+  if (mma.getWarpsPerCTA()[0] % 4 || !llvm::isPowerOf2_64(gm) ||
+      !llvm::isPowerOf2_64(gn) || !llvm::isPowerOf2_64(in) ||
+      shape[0] % (64 * gm) || shape[1] % (in * gn))
+    return fail(error, "a wgmma tile must be whole 64 x N instruction tiles "
+                       "per warpgroup (power-of-two N, warpsPerCTA [4 * GM, "
+                       "GN])");
+  Distribution dist;
+  dist.shape.assign(shape.begin(), shape.end());
+  auto at = [](int64_t r, int64_t c) { return Basis{r, c}; };
+  dist.laneBases = {at(0, 2), at(0, 4), at(1, 0), at(2, 0), at(4, 0)};
+  dist.regBases = {at(0, 1), at(8, 0)};
+  addBits(dist.regBases, 2, 1, in / 8, 8);
+  addBits(dist.regBases, 2, 1, shape[1] / gn / in, in);
+  addBits(dist.regBases, 2, 0, shape[0] / gm / 64, 64);
+  dist.warpBases = {at(16, 0), at(32, 0)};
+  addBits(dist.warpBases, 2, 1, gn, shape[1] / gn);
+  addBits(dist.warpBases, 2, 0, gm, shape[0] / gm);
+  return dist;
+}
+
 static FailureOr<Distribution> describe(Attribute layout,
                                         ArrayRef<int64_t> shape, Type element,
                                         std::string *error) {
@@ -138,8 +168,11 @@ static FailureOr<Distribution> describe(Attribute layout,
     SmallVector<int64_t> parentShape(shape.begin(), shape.end());
     int64_t size = 1; // the sliced dim's size does not matter; one fragment
     if (auto mma = dyn_cast<MmaAttr>(slice.getParent()))
-      size =
-          dim == 0 ? 16 * mma.getWarpsPerCTA()[0] : 8 * mma.getWarpsPerCTA()[1];
+      size = mma.getVersion() == 3
+                 ? (dim == 0 ? 16 * mma.getWarpsPerCTA()[0]
+                             : mma.getInstrShape()[1] * mma.getWarpsPerCTA()[1])
+                 : (dim == 0 ? 16 * mma.getWarpsPerCTA()[0]
+                             : 8 * mma.getWarpsPerCTA()[1]);
     parentShape.insert(parentShape.begin() + dim, size);
     auto parent = describe(slice.getParent(), parentShape, element, error);
     if (failed(parent))
@@ -168,8 +201,8 @@ static FailureOr<Distribution> describe(Attribute layout,
       // The m16n8k16 fragments; any element type may sit there (a tile
       // converted before a cast to bf16), the dot itself takes 16 bits.
       if (mma.getVersion() != 2)
-        return fail(error, "only mma.sync (version 2) operands are lowered "
-                           "yet");
+        return fail(error, "wgmma (version 3) operands are #ttile.shared "
+                           "tiles, not dot_operand");
       return mmaV2(mma, opIdx, shape, error);
     }
     // FMA operands of a blocked accumulator: A's rows (B's columns) sit
@@ -204,12 +237,15 @@ static FailureOr<Distribution> describe(Attribute layout,
     return dist;
   }
   if (auto mma = dyn_cast_or_null<MmaAttr>(layout)) {
-    if (mma.getVersion() != 2)
-      return fail(error, "wgmma (version 3) accumulators are not lowered yet");
     if (rank != 2)
       return fail(error, "mma tiles are 2-d");
+    if (mma.getVersion() == 3)
+      return mmaV3(mma, shape, error);
     return mmaV2(mma, -1, shape, error);
   }
+  if (isa_and_nonnull<SharedAttr>(layout))
+    return fail(error, "the tile lives in shared memory: only ttile.load "
+                       "(from global memory) and wgmma dots take it");
   return fail(error, "the tile has no layout (run "
                      "-tessera-ttile-assign-layouts first)");
 }

@@ -55,6 +55,11 @@ public:
     return success();
   }
 
+  /// Dynamic shared memory the kernel needs at launch (0 for none).
+  int64_t dynamicSharedBytes() const {
+    return dynamicBytes ? dynamicBytes + 1024 : 0;
+  }
+
 private:
   func::FuncOp src;
   gpu::GPUFuncOp dst;
@@ -63,6 +68,12 @@ private:
   DenseMap<Value, Regs> tiles;
   Value lane, warp;
   int64_t numWarps;
+  /// Dynamic shared memory: the 1024-byte aligned base address and the
+  /// bytes handed out so far.
+  Value dynamicBase;
+  int64_t dynamicBytes = 0;
+  /// Shared-tile loads of the range being lowered: this iteration's buffer.
+  DenseMap<Operation *, Value> ringSlots;
 
   //===--------------------------------------------------------------------===//
   // Helpers
@@ -401,6 +412,14 @@ private:
     Block &body = op->getRegion(0).front();
     unsigned numInits = op->getNumResults();
     SmallVector<Value> inits = flatten(op->getOperands().take_back(numInits));
+    // Shared tiles loaded ahead through rings of buffers.
+    SmallVector<LoadOp> ring;
+    SmallVector<int64_t> ringOffsets;
+    if (auto range = dyn_cast<RangeOp>(op)) {
+      ring = ringLoads(range);
+      if (!ring.empty())
+        startRing(range, ring, ringOffsets);
+    }
     LogicalResult status = success();
     auto loop = scf::ForOp::create(
         b, loc, map.lookup(lb), map.lookup(ub), map.lookup(step), inits,
@@ -408,6 +427,8 @@ private:
           OpBuilder::InsertionGuard guard(b);
           b.setInsertionPointToStart(nested.getInsertionBlock());
           map.map(body.getArgument(0), iv);
+          if (!ring.empty())
+            advanceRing(cast<RangeOp>(op), ring, ringOffsets, iv);
           if (failed(bind(op, body.getArguments().drop_front(), args)) ||
               failed(lowerBlock(body))) {
             status = failure();
@@ -419,6 +440,8 @@ private:
         });
     if (failed(status))
       return failure();
+    if (!ring.empty())
+      NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
     return bind(op, op->getResults(), loop.getResults());
   }
 
@@ -595,6 +618,54 @@ private:
   /// 16 x 8 fragments, K in steps of 16. The register numbering is the
   /// one Distribution.cpp gives the fragments.
   LogicalResult lowerMmaSync(DotOp op, MmaAttr mma);
+
+  //===--------------------------------------------------------------------===//
+  // Shared tiles and wgmma (LowerWgmma.cpp)
+  //===--------------------------------------------------------------------===//
+
+  /// The 1024-byte aligned start of dynamic shared memory.
+  Value dynamicSharedBase();
+
+  /// Reserves `bytes` (rounded up to 1024) of dynamic shared memory; returns
+  /// their offset from dynamicSharedBase().
+  int64_t allocateDynamicShared(int64_t bytes);
+
+  /// Copies the tile `op` loads, starting at `start`, into the shared
+  /// buffer at `dstAddr` (its swizzled layout) with cp.async; `valid`
+  /// (optional) false zero-fills it instead.
+  void issueSharedCopy(LoadOp op, Value dstAddr, ArrayRef<Value> start,
+                       Value valid);
+
+  /// Orders earlier shared-memory writes before wgmma's reads.
+  void fenceSharedForTensorCores(Location loc);
+
+  LogicalResult lowerSharedLoad(LoadOp op);
+
+  /// The loads of `loop`'s body into shared tiles that can be issued
+  /// stages - 1 iterations ahead (indices the induction variable or
+  /// defined outside, from memrefs the loop does not write).
+  SmallVector<LoadOp> ringLoads(RangeOp loop);
+
+  /// Before the loop: buffers for `loads` and the copies of the first
+  /// stages - 1 iterations.
+  void startRing(RangeOp loop, ArrayRef<LoadOp> loads,
+                 SmallVectorImpl<int64_t> &offsets);
+
+  /// At the top of the iteration at `iv`: wait for its copies, start those
+  /// of iteration + stages - 1, and point the loads at this iteration's
+  /// buffers.
+  void advanceRing(RangeOp loop, ArrayRef<LoadOp> loads,
+                   ArrayRef<int64_t> offsets, Value iv);
+
+  Value ringAddress(LoadOp load, int64_t offset, Value slot);
+
+  /// `load`'s indices with `iv` replaced by `at` (lowered values).
+  SmallVector<Value> startAt(LoadOp load, Value iv, Value at);
+
+  /// wgmma m64nNk16 (bf16 or f16 into f32) on shared operands: each
+  /// warpgroup multiplies its instruction tiles, K in steps of 16, then
+  /// waits for them.
+  LogicalResult lowerWgmma(DotOp op, MmaAttr mma);
 };
 
 } // namespace mlir::tessera::ttile::detail

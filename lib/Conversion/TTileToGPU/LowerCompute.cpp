@@ -298,7 +298,7 @@ LogicalResult KernelLowering::lowerMaskCausal(MaskCausalOp op) {
 LogicalResult KernelLowering::lowerDot(DotOp op) {
   auto accType = cast<RankedTensorType>(op.getAcc().getType());
   if (auto mma = dyn_cast<MmaAttr>(accType.getEncoding()))
-    return lowerMmaSync(op, mma);
+    return mma.getVersion() == 3 ? lowerWgmma(op, mma) : lowerMmaSync(op, mma);
   if (!isa<BlockedAttr>(accType.getEncoding()))
     return op.emitError("a dot's accumulator must have a blocked or "
                         "#ttile.mma layout");

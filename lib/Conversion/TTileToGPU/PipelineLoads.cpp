@@ -66,7 +66,8 @@ void pipeline(RangeOp loop) {
     return;
   SmallVector<LoadOp> loads;
   for (auto load : body.getOps<LoadOp>()) {
-    if (llvm::is_contained(*written, load.getSource()))
+    if (llvm::is_contained(*written, load.getSource()) ||
+        isa_and_nonnull<SharedAttr>(load.getType().getEncoding()))
       continue;
     if (llvm::all_of(load->getOperands(),
                      [&](Value v) { return invariantOrIv(v, loop); }))

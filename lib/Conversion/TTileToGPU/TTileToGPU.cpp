@@ -96,6 +96,8 @@ Value KernelLowering::inBounds(Location loc, const Access &a,
 }
 
 LogicalResult KernelLowering::lowerLoad(LoadOp op) {
+  if (isa_and_nonnull<SharedAttr>(op.getType().getEncoding()))
+    return lowerSharedLoad(op);
   Location loc = op.getLoc();
   auto d = dist(op, op.getType());
   if (failed(d))
@@ -229,6 +231,10 @@ namespace {
 /// Static shared memory a block may use (more needs dynamic shared memory
 /// and an opt-in at launch).
 constexpr int64_t kStaticSharedLimit = 48 * 1024;
+/// Shared memory a block may use with the opt-in (Hopper: 227 KiB).
+constexpr int64_t kSharedLimit = 227 * 1024;
+/// Names the global that holds a kernel's dynamic shared memory bytes.
+constexpr llvm::StringLiteral kDynamicSharedPrefix = "tessera_dynamic_smem_";
 
 struct ConvertTTileToGPUPass
     : tessera::impl::ConvertTTileToGPUBase<ConvertTTileToGPUPass> {
@@ -260,7 +266,8 @@ struct ConvertTTileToGPUPass
                       b.getUnitAttr());
       int32_t threads = int32_t(32 * kernelNumWarps(fn));
       kernel.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr({threads, 1, 1}));
-      if (failed(KernelLowering(fn, kernel).run()))
+      KernelLowering lowering(fn, kernel);
+      if (failed(lowering.run()))
         return signalPassFailure();
       // Workgroup buffers are static shared memory, at most 48 KiB a block.
       int64_t sharedBytes = 0;
@@ -280,6 +287,27 @@ struct ConvertTTileToGPUPass
                        << kStaticSharedLimit
                        << " (use smaller tiles or fewer conversions)";
         return signalPassFailure();
+      }
+      // Dynamic shared memory (the wgmma operand buffers): the kernel
+      // states how much it needs in a global the runtime reads at load time.
+      if (int64_t dynamic = lowering.dynamicSharedBytes()) {
+        if (sharedBytes + dynamic > kSharedLimit) {
+          fn.emitError() << "kernel '" << fn.getName() << "' needs "
+                         << sharedBytes + dynamic << " bytes of shared memory ("
+                         << dynamic
+                         << " for its shared tiles and their stages); a block "
+                            "has at most "
+                         << kSharedLimit
+                         << " (use smaller tiles or fewer stages)";
+          return signalPassFailure();
+        }
+        b.setInsertionPoint(kernel);
+        LLVM::GlobalOp::create(b, fn.getLoc(), b.getI32Type(),
+                               /*isConstant=*/true, LLVM::Linkage::External,
+                               (kDynamicSharedPrefix + fn.getName()).str(),
+                               b.getI32IntegerAttr(int32_t(dynamic)),
+                               /*alignment=*/4,
+                               /*addrSpace=*/1);
       }
       fn.erase();
     }

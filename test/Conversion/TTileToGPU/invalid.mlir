@@ -48,8 +48,55 @@ func.func @no_rule(%X: memref<?x?xf32>)
 #mma = #ttile.mma<version = 3, warpsPerCTA = [4, 1], instrShape = [64, 64, 16]>
 func.func @mma_tiles(%X: memref<?x?xf32>)
     attributes {ttile.kernel, ttile.num_warps = 4 : i32} {
-  // expected-error @below {{wgmma (version 3) accumulators are not lowered yet}}
-  %z = arith.constant dense<0.0> : tensor<64x64xf32, #mma>
+  // expected-error @below {{a wgmma tile must be whole 64 x N instruction tiles per warpgroup}}
+  %z = arith.constant dense<0.0> : tensor<32x64xf32, #mma>
+  return
+}
+
+// -----
+
+#sh = #ttile.shared<swizzle = 128, order = [1, 0]>
+func.func @shared_in_registers(%X: memref<?x?xbf16>)
+    attributes {ttile.kernel, ttile.num_warps = 4 : i32} {
+  %c0 = arith.constant 0 : index
+  %x = ttile.load %X[%c0, %c0] : memref<?x?xbf16> -> tensor<64x64xbf16, #sh>
+  // expected-error @below {{the tile lives in shared memory: only ttile.load (from global memory) and wgmma dots take it}}
+  %y = arith.addf %x, %x : tensor<64x64xbf16, #sh>
+  return
+}
+
+// -----
+
+#sh = #ttile.shared<swizzle = 128, order = [1, 0]>
+func.func @shared_of_f32(%X: memref<?x?xf32>)
+    attributes {ttile.kernel, ttile.num_warps = 4 : i32} {
+  %c0 = arith.constant 0 : index
+  // expected-error @below {{a #ttile.shared tile is loaded from a 2-d global memref of 16-bit elements}}
+  %x = ttile.load %X[%c0, %c0] : memref<?x?xf32> -> tensor<64x64xf32, #sh>
+  return
+}
+
+// -----
+
+// 4 stages of 256 x 128 and 128 x 256 bf16 tiles: 512 KiB.
+#sh = #ttile.shared<swizzle = 128, order = [1, 0]>
+#mma = #ttile.mma<version = 3, warpsPerCTA = [8, 1], instrShape = [64, 256, 16]>
+// expected-error @below {{kernel 'too_much_shared' needs 525312 bytes of shared memory (525312 for its shared tiles and their stages); a block has at most 232448}}
+func.func @too_much_shared(%A: memref<?x?xbf16>, %B: memref<?x?xbf16>,
+                           %C: memref<?x?xf32>)
+    attributes {ttile.kernel, ttile.num_warps = 8 : i32} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c128 = arith.constant 128 : index
+  %k = memref.dim %A, %c1 : memref<?x?xbf16>
+  %zero = arith.constant dense<0.0> : tensor<256x256xf32, #mma>
+  %acc = ttile.range %kk = %c0 to %k step %c128 stages 4
+      iter_args(%a0 = %zero) -> (tensor<256x256xf32, #mma>) {
+    %a = ttile.load %A[%c0, %kk] : memref<?x?xbf16> -> tensor<256x128xbf16, #sh>
+    %b = ttile.load %B[%kk, %c0] : memref<?x?xbf16> -> tensor<128x256xbf16, #sh>
+    %a1 = ttile.dot %a, %b, %a0 : tensor<256x128xbf16, #sh>, tensor<128x256xbf16, #sh> -> tensor<256x256xf32, #mma>
+    ttile.yield %a1 : tensor<256x256xf32, #mma>
+  }
   return
 }
 

@@ -189,3 +189,29 @@ func.func @k(%x: memref<?xf32>) -> f32 attributes {ttile.kernel} {
 func.func @k(%x: memref<?xf32>) attributes {ttile.kernel, ttile.num_warps = 6 : i32} {
   return
 }
+
+// -----
+
+// expected-error @+1 {{shared swizzle must be 32, 64 or 128 bytes, got 48}}
+func.func private @f(tensor<64x64xbf16, #ttile.shared<swizzle = 48, order = [1, 0]>>)
+
+// -----
+
+// expected-error @+1 {{shared order must be a permutation of the dims, got [1, 1]}}
+func.func private @f(tensor<64x64xbf16, #ttile.shared<swizzle = 128, order = [1, 1]>>)
+
+// -----
+
+// expected-error @+1 {{a slice's parent must be a register layout}}
+func.func private @f(tensor<64xf32, #ttile.slice<dim = 0, parent = #ttile.shared<swizzle = 128, order = [1, 0]>>>)
+
+// -----
+
+#mma = #ttile.mma<version = 3, warpsPerCTA = [4, 1], instrShape = [64, 64, 16]>
+#sh = #ttile.shared<swizzle = 128, order = [1, 0]>
+#b = #ttile.dot_operand<opIdx = 1, parent = #mma, kWidth = 8>
+func.func @f(%a: tensor<64x64xbf16, #sh>, %b: tensor<64x64xbf16, #b>, %c: tensor<64x64xf32, #mma>) {
+  // expected-error @+1 {{operand b of a wgmma (#ttile.mma version 3) dot must be a #ttile.shared tile}}
+  %d = ttile.dot %a, %b, %c : tensor<64x64xbf16, #sh>, tensor<64x64xbf16, #b> -> tensor<64x64xf32, #mma>
+  return
+}

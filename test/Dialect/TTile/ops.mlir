@@ -2,12 +2,14 @@
 // RUN: tessera-opt %s --mlir-print-op-generic | tessera-opt | FileCheck %s
 
 // One program of flash attention (forward, causal), as spec 002 writes it
-// with tile.*: a 128-row block of queries against 64-key blocks of K and V.
+// with tile.*: a 128-row block of queries against 64-key blocks of K and V,
+// in Hopper's layouts: Q and P in registers, K^T and V in shared memory.
 
 #blocked = #ttile.blocked<sizePerThread = [1, 4], threadsPerWarp = [4, 8], warpsPerCTA = [8, 1], order = [1, 0]>
 #mma = #ttile.mma<version = 3, warpsPerCTA = [8, 1], instrShape = [64, 64, 16]>
 #a = #ttile.dot_operand<opIdx = 0, parent = #mma, kWidth = 8>
-#b = #ttile.dot_operand<opIdx = 1, parent = #mma, kWidth = 8>
+#kt = #ttile.shared<swizzle = 128, order = [0, 1]>
+#v = #ttile.shared<swizzle = 128, order = [1, 0]>
 #row = #ttile.slice<dim = 1, parent = #mma>
 
 // CHECK-LABEL: func.func @flash_attention
@@ -44,15 +46,15 @@ func.func @flash_attention(%Q: memref<?x?xbf16>, %K: memref<?x?xbf16>,
       -> (tensor<128x64xf32, #mma>, tensor<128xf32, #row>, tensor<128xf32, #row>) {
     %k = ttile.load %K[%n, %c0] {padding = 0.0 : bf16} : memref<?x?xbf16> -> tensor<64x64xbf16, #blocked>
     %kt = ttile.transpose %k {permutation = array<i64: 1, 0>} : tensor<64x64xbf16, #blocked> -> tensor<64x64xbf16, #blocked>
-    %kb = ttile.convert_layout %kt : tensor<64x64xbf16, #blocked> -> tensor<64x64xbf16, #b>
-    %s0 = ttile.dot %q, %kb, %zero : tensor<128x64xbf16, #a>, tensor<64x64xbf16, #b> -> tensor<128x64xf32, #mma>
+    %kb = ttile.convert_layout %kt : tensor<64x64xbf16, #blocked> -> tensor<64x64xbf16, #kt>
+    %s0 = ttile.dot %q, %kb, %zero : tensor<128x64xbf16, #a>, tensor<64x64xbf16, #kt> -> tensor<128x64xf32, #mma>
     %sc = tensor.splat %scale : tensor<128x64xf32, #mma>
     %s1 = arith.mulf %s0, %sc : tensor<128x64xf32, #mma>
     %s = ttile.mask_causal %s1, %row0, %n : tensor<128x64xf32, #mma>
     %p, %mc, %lc = ttile.softmax_online %s : tensor<128x64xf32, #mma> -> tensor<128x64xf32, #mma>, tensor<128xf32, #row>, tensor<128xf32, #row>
-    %v = ttile.load %V[%n, %c0] : memref<?x?xbf16> -> tensor<64x64xbf16, #b>
+    %v = ttile.load %V[%n, %c0] : memref<?x?xbf16> -> tensor<64x64xbf16, #v>
     %acc2, %m2, %l2 = ttile.softmax_accumulate %acc, %m, %l, %p, %v, %mc, %lc
-        : tensor<128x64xf32, #mma>, tensor<128xf32, #row>, tensor<128x64xf32, #mma>, tensor<64x64xbf16, #b>
+        : tensor<128x64xf32, #mma>, tensor<128xf32, #row>, tensor<128x64xf32, #mma>, tensor<64x64xbf16, #v>
     ttile.yield %acc2, %m2, %l2 : tensor<128x64xf32, #mma>, tensor<128xf32, #row>, tensor<128xf32, #row>
   }
   %lb = ttile.broadcast %r#2 {dims = array<i64: 0>} : tensor<128xf32, #row> -> tensor<128x64xf32, #mma>

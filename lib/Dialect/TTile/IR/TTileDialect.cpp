@@ -58,13 +58,15 @@ void TTileDialect::initialize() {
 //===----------------------------------------------------------------------===//
 
 bool mlir::tessera::ttile::isLayout(Attribute attr) {
-  return isa_and_nonnull<BlockedAttr, MmaAttr, DotOperandAttr, SliceAttr>(attr);
+  return isa_and_nonnull<BlockedAttr, MmaAttr, DotOperandAttr, SliceAttr,
+                         SharedAttr>(attr);
 }
 
 unsigned mlir::tessera::ttile::layoutRank(Attribute layout) {
   return llvm::TypeSwitch<Attribute, unsigned>(layout)
       .Case([](BlockedAttr b) { return b.getRank(); })
       .Case([](SliceAttr s) { return layoutRank(s.getParent()) - 1; })
+      .Case([](SharedAttr s) { return unsigned(s.getOrder().size()); })
       .Default([](Attribute) { return 2u; }); // mma, dot_operand
 }
 
@@ -163,10 +165,25 @@ DotOperandAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   return success();
 }
 
+LogicalResult SharedAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                 unsigned swizzle, ArrayRef<int64_t> order) {
+  if (swizzle != 32 && swizzle != 64 && swizzle != 128)
+    return emitError() << "shared swizzle must be 32, 64 or 128 bytes, got "
+                       << swizzle;
+  SmallVector<int64_t> sorted(order);
+  llvm::sort(sorted);
+  for (auto [i, d] : llvm::enumerate(sorted))
+    if (d != int64_t(i))
+      return emitError() << "shared order must be a permutation of the dims, "
+                            "got "
+                         << list(order);
+  return success();
+}
+
 LogicalResult SliceAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                 unsigned dim, Attribute parent) {
-  if (!isLayout(parent))
-    return emitError() << "a slice's parent must be a tile layout, got "
+  if (!isLayout(parent) || isa<SharedAttr>(parent))
+    return emitError() << "a slice's parent must be a register layout, got "
                        << parent;
   unsigned rank = layoutRank(parent);
   if (rank < 2 || dim >= rank)

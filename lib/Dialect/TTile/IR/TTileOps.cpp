@@ -189,6 +189,21 @@ LogicalResult DotOp::verify() {
     return success();
   }
   Attribute operandLayouts[] = {la, lb};
+  if (auto mma = dyn_cast<MmaAttr>(lc); mma && mma.getVersion() == 3) {
+    // wgmma reads B from shared memory, A from shared memory or registers.
+    auto aReg = dyn_cast_or_null<DotOperandAttr>(la);
+    if (!isa_and_nonnull<SharedAttr>(la) &&
+        !(aReg && aReg.getOpIdx() == 0 && aReg.getParent() == lc))
+      return emitOpError() << "operand a of a wgmma (#ttile.mma version 3) "
+                              "dot must be a #ttile.shared tile or "
+                              "#ttile.dot_operand<opIdx = 0, parent = "
+                           << lc << ", ...>, got " << (la ? la : Attribute());
+    if (!isa_and_nonnull<SharedAttr>(lb))
+      return emitOpError() << "operand b of a wgmma (#ttile.mma version 3) "
+                              "dot must be a #ttile.shared tile, got "
+                           << (lb ? lb : Attribute());
+    return success();
+  }
   for (auto [i, l] : llvm::enumerate(operandLayouts)) {
     auto dot = dyn_cast_or_null<DotOperandAttr>(l);
     if (!dot || dot.getOpIdx() != i || dot.getParent() != lc)

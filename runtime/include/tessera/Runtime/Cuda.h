@@ -176,6 +176,9 @@ public:
   /// default 48 KiB).
   Status setMaxDynamicSharedMemory(int bytes) const;
   const std::string &name() const { return kernelName; }
+  /// Dynamic shared memory every launch gets at least (a Tile IR kernel's
+  /// shared tiles, read from the module; 0 for other kernels).
+  unsigned requiredDynamicSharedMemory() const { return dynamicShared; }
 
 private:
   friend class Module;
@@ -187,6 +190,7 @@ private:
   void *function = nullptr;
   std::string kernelName;
   int deviceIndex = 0;
+  unsigned dynamicShared = 0;
 };
 
 /// Compiled GPU code loaded on one device.

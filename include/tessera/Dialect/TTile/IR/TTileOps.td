@@ -121,6 +121,26 @@ def TTile_DotOperandAttr : TTile_Attr<"DotOperand", "dot_operand"> {
   let genVerifyDecl = 1;
 }
 
+def TTile_SharedAttr : TTile_Attr<"Shared", "shared"> {
+  let summary = "a tile held in shared memory, as the tensor cores read it";
+  let description = [{
+    The tile lives in shared memory, not in registers: dim `order[0]` is
+    contiguous in rows of `swizzle` bytes (32, 64 or 128), whose 16-byte
+    chunks are XOR-swizzled by row, and a tile wider than one row is kept
+    as consecutive column blocks of `swizzle` bytes (Hopper's canonical
+    wgmma operand layouts). `ttile.load` fills it from global memory with
+    asynchronous copies; `ttile.dot` with a `#ttile.mma` version 3
+    accumulator reads both operands from it.
+
+    ```mlir
+    tensor<128x64xbf16, #ttile.shared<swizzle = 128, order = [1, 0]>>
+    ```
+  }];
+  let parameters = (ins "unsigned":$swizzle, ArrayRefParameter<"int64_t">:$order);
+  let assemblyFormat = "`<` `swizzle` `=` $swizzle `,` `order` `=` `[` $order `]` `>`";
+  let genVerifyDecl = 1;
+}
+
 def TTile_SliceAttr : TTile_Attr<"Slice", "slice"> {
   let summary = "a layout with one dim of its parent removed";
   let description = [{

@@ -1,0 +1,468 @@
+//===- LowerWgmma.cpp - Shared tiles, asynchronous copies and wgmma -------===//
+//
+// Hopper's warpgroup MMA reads both operands from shared memory through
+// 64-bit matrix descriptors. A `#ttile.shared` tile is a buffer in dynamic
+// shared memory (1024-byte aligned, as the swizzle patterns need) holding
+// the tile in the canonical layout of its `swizzle`:
+//
+//   byte(r, c) = (c / E) * (R * W) + r * W + (c % E) * 2,  E = W / 2
+//   physical   = byte ^ (((byte >> 7) & (W / 16 - 1)) << 4)
+//
+// for an R x C tile of 16-bit elements with rows of W bytes (`order` [1, 0]:
+// C contiguous). `ttile.load` fills it with 16-byte cp.async copies
+// (zero-filled past the memref's edges); inside a `ttile.range` with
+// `stages = S > 1` each such load gets a ring of S buffers, filled S - 1
+// iterations ahead, so that one barrier per iteration separates the copies
+// from the tensor cores.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelLowering.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+
+using namespace mlir;
+using namespace mlir::tessera;
+using namespace mlir::tessera::ttile;
+using namespace mlir::tessera::ttile::detail;
+
+namespace {
+
+/// Bytes of one shared tile, a multiple of 1024 (every buffer starts on a
+/// swizzle pattern's period).
+int64_t sharedTileBytes(RankedTensorType t) {
+  int64_t bytes = t.getNumElements() * t.getElementTypeBitWidth() / 8;
+  return llvm::alignTo(bytes, 1024);
+}
+
+} // namespace
+
+Value KernelLowering::dynamicSharedBase() {
+  if (dynamicBase)
+    return dynamicBase;
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(&dst.getBody().front());
+  Location loc = src.getLoc();
+  auto space =
+      gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
+  auto type = MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
+                              MemRefLayoutAttrInterface{}, space);
+  Value dyn = gpu::DynamicSharedMemoryOp::create(b, loc, type);
+  Value raw = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, dyn);
+  // Launches give 1024 more bytes than the buffers need; round up into them.
+  dynamicBase = arith::AndIOp::create(
+      b, loc, arith::AddIOp::create(b, loc, raw, index(1023)), index(~1023LL));
+  return dynamicBase;
+}
+
+int64_t KernelLowering::allocateDynamicShared(int64_t bytes) {
+  int64_t offset = dynamicBytes;
+  dynamicBytes += llvm::alignTo(bytes, 1024);
+  return offset;
+}
+
+void KernelLowering::issueSharedCopy(LoadOp op, Value dstAddr,
+                                     ArrayRef<Value> start, Value valid) {
+  Location loc = op.getLoc();
+  auto t = cast<RankedTensorType>(op.getType());
+  auto shared = cast<SharedAttr>(t.getEncoding());
+  Value mem = map.lookup(op.getSource());
+  auto type = cast<MemRefType>(mem.getType());
+  int64_t rows = t.getShape()[0], cols = t.getShape()[1];
+  int64_t eltBytes = t.getElementTypeBitWidth() / 8;
+  int64_t chunkElts = 16 / eltBytes, chunksPerRow = cols / chunkElts;
+  int64_t rowBytes = shared.getSwizzle(), rowElts = rowBytes / eltBytes;
+  int64_t threads = 32 * numWarps, chunks = rows * chunksPerRow;
+  Access acc = describeMemref(loc, mem, type, /*vec=*/true);
+  Type i64 = b.getI64Type(), i32 = b.getI32Type();
+  auto i64Of = [&](Value v) {
+    return arith::IndexCastOp::create(b, loc, i64, v).getResult();
+  };
+
+  // 16-byte copies need every chunk's global address 16-byte aligned: the
+  // first element and the row stride; checked once per load.
+  Value first = arith::MulIOp::create(
+      b, loc,
+      arith::AddIOp::create(
+          b, loc, acc.offset,
+          arith::AddIOp::create(
+              b, loc, arith::MulIOp::create(b, loc, start[0], acc.strides[0]),
+              start[1])),
+      index(eltBytes));
+  Value firstAddr = arith::AddIOp::create(b, loc, acc.alignedBase, first);
+  auto multiple = [&](Value x, int64_t m) -> Value {
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                 arith::RemUIOp::create(b, loc, x, index(m)),
+                                 index(0));
+  };
+  Value aligned = allOf(
+      loc, {multiple(firstAddr, 16), multiple(acc.strides[0], chunkElts)});
+  Value tid = arith::AddIOp::create(
+      b, loc, lane, arith::MulIOp::create(b, loc, warp, index(32)));
+
+  // The chunk `q` of the tile: its row, first column and shared address.
+  struct Chunk {
+    Value row, col, dst, inRange;
+  };
+  auto chunkOf = [&](int64_t round) {
+    Chunk c;
+    Value q = arith::AddIOp::create(b, loc, tid, index(round * threads));
+    Value r = arith::DivUIOp::create(b, loc, q, index(chunksPerRow));
+    Value cc = arith::RemUIOp::create(b, loc, q, index(chunksPerRow));
+    Value col = arith::MulIOp::create(b, loc, cc, index(chunkElts));
+    Value logical = arith::AddIOp::create(
+        b, loc,
+        arith::AddIOp::create(
+            b, loc,
+            arith::MulIOp::create(
+                b, loc, arith::DivUIOp::create(b, loc, col, index(rowElts)),
+                index(rows * rowBytes)),
+            arith::MulIOp::create(b, loc, r, index(rowBytes))),
+        arith::MulIOp::create(
+            b, loc, arith::RemUIOp::create(b, loc, col, index(rowElts)),
+            index(eltBytes)));
+    Value phase = arith::AndIOp::create(
+        b, loc, arith::ShRUIOp::create(b, loc, logical, index(7)),
+        index(rowBytes / 16 - 1));
+    Value physical = arith::XOrIOp::create(
+        b, loc, logical, arith::ShLIOp::create(b, loc, phase, index(4)));
+    c.dst = arith::AddIOp::create(b, loc, dstAddr, physical);
+    c.row = arith::AddIOp::create(b, loc, start[0], r);
+    c.col = arith::AddIOp::create(b, loc, start[1], col);
+    c.inRange =
+        chunks % threads == 0 ? Value() : lessThan(loc, q, index(chunks));
+    return c;
+  };
+  int64_t rounds = llvm::divideCeil(chunks, threads);
+  auto guarded = [&](Value cond, function_ref<void()> body) {
+    if (!cond)
+      return body();
+    auto ifOp = scf::IfOp::create(b, loc, TypeRange{}, cond, false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+    body();
+  };
+  auto sharedPtr = [&](Value addr) {
+    return LLVM::IntToPtrOp::create(
+        b, loc, LLVM::LLVMPointerType::get(b.getContext(), 3), i64Of(addr));
+  };
+
+  auto ifAligned = scf::IfOp::create(b, loc, TypeRange{}, aligned, true);
+  {
+    // Fast path: cp.async.cg of 16 bytes, the bytes past the memref's last
+    // column (or of rows past its end, or of an iteration past the loop's)
+    // zero-filled.
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(&ifAligned.getThenRegion().front());
+    for (int64_t round = 0; round < rounds; ++round) {
+      Chunk c = chunkOf(round);
+      guarded(c.inRange, [&] {
+        Value ok = allOf(loc, {lessThan(loc, c.row, acc.sizes[0]),
+                               lessThan(loc, c.col, acc.sizes[1])});
+        if (valid)
+          ok = arith::AndIOp::create(b, loc, ok, valid);
+        Value left = arith::MulIOp::create(
+            b, loc, arith::SubIOp::create(b, loc, acc.sizes[1], c.col),
+            index(eltBytes));
+        Value bytes = arith::SelectOp::create(
+            b, loc, ok, arith::MinUIOp::create(b, loc, left, index(16)),
+            index(0));
+        Value offset = arith::AddIOp::create(
+            b, loc, acc.offset,
+            arith::AddIOp::create(
+                b, loc, arith::MulIOp::create(b, loc, c.row, acc.strides[0]),
+                c.col));
+        Value addr = arith::AddIOp::create(
+            b, loc, acc.alignedBase,
+            arith::MulIOp::create(b, loc, offset, index(eltBytes)));
+        addr = arith::SelectOp::create(b, loc, ok, addr, acc.alignedBase);
+        Value src = LLVM::IntToPtrOp::create(
+            b, loc, LLVM::LLVMPointerType::get(b.getContext(), 1), i64Of(addr));
+        NVVM::CpAsyncOp::create(
+            b, loc, sharedPtr(c.dst), src, b.getI32IntegerAttr(16),
+            NVVM::LoadCacheModifierKindAttr::get(
+                b.getContext(), NVVM::LoadCacheModifierKind::CG),
+            arith::IndexCastOp::create(b, loc, i32, bytes));
+      });
+    }
+    // Slow path (unaligned rows): element loads, one 16-byte shared store
+    // per chunk.
+    b.setInsertionPointToStart(&ifAligned.getElseRegion().front());
+    Type elt = t.getElementType();
+    Value zero = scalarConstant(loc, elt);
+    for (int64_t round = 0; round < rounds; ++round) {
+      Chunk c = chunkOf(round);
+      guarded(c.inRange, [&] {
+        SmallVector<Value> elems;
+        for (int64_t e = 0; e < chunkElts; ++e) {
+          Value col = arith::AddIOp::create(b, loc, c.col, index(e));
+          Value ok = allOf(loc, {lessThan(loc, c.row, acc.sizes[0]),
+                                 lessThan(loc, col, acc.sizes[1])});
+          if (valid)
+            ok = arith::AndIOp::create(b, loc, ok, valid);
+          auto ifOp = scf::IfOp::create(b, loc, TypeRange{elt}, ok, true);
+          OpBuilder::InsertionGuard inner(b);
+          b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+          scf::YieldOp::create(b, loc,
+                               ValueRange{memref::LoadOp::create(
+                                   b, loc, mem, ValueRange{c.row, col})});
+          b.setInsertionPointToStart(&ifOp.getElseRegion().front());
+          scf::YieldOp::create(b, loc, ValueRange{zero});
+          b.setInsertionPointAfter(ifOp);
+          elems.push_back(ifOp.getResult(0));
+        }
+        auto vecType = VectorType::get({chunkElts}, elt);
+        Value vec = vector::FromElementsOp::create(b, loc, vecType, elems);
+        LLVM::StoreOp::create(b, loc, vec, sharedPtr(c.dst), /*alignment=*/16);
+      });
+    }
+  }
+}
+
+void KernelLowering::fenceSharedForTensorCores(Location loc) {
+  // Copies (and stores) are generic-proxy writes; wgmma reads through the
+  // async proxy.
+  LLVM::InlineAsmOp::create(
+      b, loc, TypeRange{}, ValueRange{}, "fence.proxy.async.shared::cta;", "",
+      /*has_side_effects=*/true, /*is_align_stack=*/false,
+      LLVM::tailcallkind::TailCallKind::None,
+      LLVM::AsmDialectAttr::get(b.getContext(), LLVM::AsmDialect::AD_ATT),
+      ArrayAttr());
+}
+
+LogicalResult KernelLowering::lowerSharedLoad(LoadOp op) {
+  Location loc = op.getLoc();
+  auto t = cast<RankedTensorType>(op.getType());
+  auto mem = dyn_cast<MemRefType>(map.lookup(op.getSource()).getType());
+  if (op.getMask() || !mem || mem.getRank() != 2 ||
+      isa_and_nonnull<gpu::AddressSpaceAttr>(mem.getMemorySpace()) ||
+      t.getElementTypeBitWidth() != 16 ||
+      cast<SharedAttr>(t.getEncoding()).getOrder() != ArrayRef<int64_t>{1, 0} ||
+      t.getShape()[1] * 2 < cast<SharedAttr>(t.getEncoding()).getSwizzle())
+    return op.emitError()
+           << "a #ttile.shared tile is loaded from a 2-d global memref of "
+              "16-bit elements, unmasked, rows contiguous and at least one "
+              "swizzle row wide; got "
+           << t << " from " << op.getSource().getType();
+  // Filled ahead by the enclosing pipelined range.
+  if (auto it = ringSlots.find(op.getOperation()); it != ringSlots.end()) {
+    tiles[op.getResult()] = Regs{it->second};
+    return success();
+  }
+  // Alone: wait for the previous readers of the buffer, copy, wait.
+  int64_t offset = allocateDynamicShared(sharedTileBytes(t));
+  Value addr =
+      arith::AddIOp::create(b, loc, dynamicSharedBase(), index(offset));
+  gpu::BarrierOp::create(b, loc);
+  SmallVector<Value> start;
+  for (Value v : op.getIndices())
+    start.push_back(map.lookup(v));
+  issueSharedCopy(op, addr, start, Value());
+  NVVM::CpAsyncCommitGroupOp::create(b, loc);
+  NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
+  fenceSharedForTensorCores(loc);
+  gpu::BarrierOp::create(b, loc);
+  tiles[op.getResult()] = Regs{addr};
+  return success();
+}
+
+SmallVector<LoadOp> KernelLowering::ringLoads(RangeOp loop) {
+  SmallVector<LoadOp> loads;
+  if (loop.getStages() < 2)
+    return loads;
+  Block &body = loop.getBody().front();
+  Value iv = loop.getInductionVar();
+  SmallVector<Value> written;
+  loop.walk([&](StoreOp s) { written.push_back(s.getDest()); });
+  for (LoadOp load : body.getOps<LoadOp>()) {
+    if (!isa_and_nonnull<SharedAttr>(load.getType().getEncoding()) ||
+        llvm::is_contained(written, load.getSource()))
+      continue;
+    if (llvm::all_of(load.getIndices(), [&](Value v) {
+          return v == iv ||
+                 !loop->isAncestor(v.getParentRegion()->getParentOp());
+        }))
+      loads.push_back(load);
+  }
+  return loads;
+}
+
+void KernelLowering::startRing(RangeOp loop, ArrayRef<LoadOp> loads,
+                               SmallVectorImpl<int64_t> &offsets) {
+  Location loc = loop.getLoc();
+  int64_t stages = loop.getStages();
+  Value lb = map.lookup(loop.getLowerBound()),
+        ub = map.lookup(loop.getUpperBound()),
+        step = map.lookup(loop.getStep());
+  for (LoadOp load : loads)
+    offsets.push_back(allocateDynamicShared(
+        stages * sharedTileBytes(cast<RankedTensorType>(load.getType()))));
+  // The first stages - 1 iterations' tiles, one copy group each.
+  for (int64_t s = 0; s + 1 < stages; ++s) {
+    Value ivS = arith::AddIOp::create(
+        b, loc, lb, arith::MulIOp::create(b, loc, step, index(s)));
+    Value valid = lessThan(loc, ivS, ub);
+    for (auto [load, offset] : llvm::zip(loads, offsets))
+      issueSharedCopy(load, ringAddress(load, offset, index(s)),
+                      startAt(load, loop.getInductionVar(), ivS), valid);
+    NVVM::CpAsyncCommitGroupOp::create(b, loc);
+  }
+}
+
+void KernelLowering::advanceRing(RangeOp loop, ArrayRef<LoadOp> loads,
+                                 ArrayRef<int64_t> offsets, Value iv) {
+  Location loc = loop.getLoc();
+  int64_t stages = loop.getStages();
+  Value lb = map.lookup(loop.getLowerBound()),
+        ub = map.lookup(loop.getUpperBound()),
+        step = map.lookup(loop.getStep());
+  Value k = arith::DivUIOp::create(b, loc,
+                                   arith::SubIOp::create(b, loc, iv, lb), step);
+  Value slot = arith::RemUIOp::create(b, loc, k, index(stages));
+  // This iteration's copies have landed (each thread's own, then everyone's
+  // through the barrier); every warp is done with the previous iteration's
+  // buffers.
+  NVVM::CpAsyncWaitGroupOp::create(b, loc, stages - 2);
+  fenceSharedForTensorCores(loc);
+  gpu::BarrierOp::create(b, loc);
+  // The tiles of iteration k + stages - 1 into the buffers iteration k - 1
+  // read.
+  Value ahead = arith::AddIOp::create(
+      b, loc, iv, arith::MulIOp::create(b, loc, step, index(stages - 1)));
+  Value valid = lessThan(loc, ahead, ub);
+  Value aheadSlot = arith::RemUIOp::create(
+      b, loc, arith::AddIOp::create(b, loc, k, index(stages - 1)),
+      index(stages));
+  for (auto [load, offset] : llvm::zip(loads, offsets)) {
+    LoadOp op = load;
+    issueSharedCopy(op, ringAddress(op, offset, aheadSlot),
+                    startAt(op, loop.getInductionVar(), ahead), valid);
+    ringSlots[op.getOperation()] = ringAddress(op, offset, slot);
+  }
+  NVVM::CpAsyncCommitGroupOp::create(b, loc);
+}
+
+Value KernelLowering::ringAddress(LoadOp load, int64_t offset, Value slot) {
+  Location loc = load.getLoc();
+  int64_t bytes = sharedTileBytes(cast<RankedTensorType>(load.getType()));
+  return arith::AddIOp::create(
+      b, loc, dynamicSharedBase(),
+      arith::AddIOp::create(b, loc, index(offset),
+                            arith::MulIOp::create(b, loc, slot, index(bytes))));
+}
+
+SmallVector<Value> KernelLowering::startAt(LoadOp load, Value iv, Value at) {
+  SmallVector<Value> start;
+  for (Value v : load.getIndices())
+    start.push_back(v == iv ? at : map.lookup(v));
+  return start;
+}
+
+/// The 64-bit wgmma matrix descriptor of the shared tile part at `addr`:
+/// leading and stride byte offsets, and the swizzle mode of `rowBytes`.
+static Value descriptor(OpBuilder &b, Location loc, Value addr, int64_t leading,
+                        int64_t stride, int64_t rowBytes) {
+  Type i64 = b.getI64Type();
+  auto c = [&](int64_t v) {
+    return arith::ConstantIntOp::create(b, loc, i64, v).getResult();
+  };
+  int64_t mode = rowBytes == 128 ? 1 : rowBytes == 64 ? 2 : 3;
+  int64_t fixed = ((leading >> 4) & 0x3FFF) << 16 |
+                  ((stride >> 4) & 0x3FFF) << 32 | mode << 62;
+  Value a = arith::IndexCastOp::create(b, loc, i64, addr);
+  Value start = arith::ShRUIOp::create(
+      b, loc, arith::AndIOp::create(b, loc, a, c(0x3FFFF)), c(4));
+  return arith::OrIOp::create(b, loc, start, c(fixed));
+}
+
+LogicalResult KernelLowering::lowerWgmma(DotOp op, MmaAttr mma) {
+  Location loc = op.getLoc();
+  auto aType = cast<RankedTensorType>(op.getA().getType());
+  auto bType = cast<RankedTensorType>(op.getB().getType());
+  auto accType = cast<RankedTensorType>(op.getAcc().getType());
+  auto d = dist(op, accType);
+  if (failed(d))
+    return failure();
+  Type in = aType.getElementType();
+  if (!(in.isBF16() || in.isF16()) || !accType.getElementType().isF32())
+    return op.emitError("wgmma is lowered for bf16 or f16 operands into f32");
+  int64_t m = accType.getShape()[0], n = accType.getShape()[1],
+          k = aType.getShape()[1];
+  int64_t gm = mma.getWarpsPerCTA()[0] / 4, gn = mma.getWarpsPerCTA()[1];
+  int64_t instrN = mma.getInstrShape()[1];
+  int64_t groupM = m / gm, groupN = n / gn;
+  int64_t repM = groupM / 64, repN = groupN / instrN, regs = instrN / 2;
+  int64_t rowA = cast<SharedAttr>(aType.getEncoding()).getSwizzle(),
+          rowB = cast<SharedAttr>(bType.getEncoding()).getSwizzle();
+  int64_t eltA = rowA / 2, eltB = rowB / 2;
+  if (k % 16 || instrN % eltB)
+    return op.emitError() << "wgmma needs K a multiple of 16 and each "
+                             "instruction's N a multiple of B's swizzle row ("
+                          << eltB << " elements), got K = " << k
+                          << ", N = " << instrN;
+  Value aBase = tiles.lookup(op.getA())[0], bBase = tiles.lookup(op.getB())[0];
+  Value group = arith::DivUIOp::create(b, loc, warp, index(4));
+  Value groupN0 = arith::RemUIOp::create(b, loc, group, index(gn));
+  Value groupM0 = arith::DivUIOp::create(b, loc, group, index(gn));
+  // This warpgroup's first A row and B column block, in bytes.
+  Value aRows = arith::AddIOp::create(
+      b, loc, aBase,
+      arith::MulIOp::create(b, loc, groupM0, index(groupM * rowA)));
+  Value bCols = arith::AddIOp::create(
+      b, loc, bBase,
+      arith::MulIOp::create(b, loc, groupN0, index(groupN / eltB * k * rowB)));
+
+  Regs acc = tiles.lookup(op.getAcc());
+  Type f32 = b.getF32Type();
+  auto structType = LLVM::LLVMStructType::getLiteral(
+      b.getContext(), SmallVector<Type>(regs, f32));
+  std::string asmText;
+  {
+    llvm::raw_string_ostream os(asmText);
+    os << "{\n.reg .pred p;\nsetp.ne.b32 p, $" << regs + 2
+       << ", 0;\nwgmma.mma_async.sync.aligned.m64n" << instrN << "k16.f32."
+       << (in.isBF16() ? "bf16.bf16" : "f16.f16") << " {";
+    for (int64_t i = 0; i < regs; ++i)
+      os << (i ? ", " : "") << "$" << i;
+    // A is K-major (no transpose), B is N-major (transposed).
+    os << "}, $" << regs << ", $" << regs + 1 << ", p, 1, 1, 0, 1;\n}";
+  }
+  std::string constraints;
+  for (int64_t i = 0; i < regs; ++i)
+    constraints += "=f,";
+  constraints += "l,l,r";
+  for (int64_t i = 0; i < regs; ++i)
+    constraints += "," + std::to_string(i);
+  Value one = arith::ConstantIntOp::create(b, loc, b.getI32Type(), 1);
+
+  NVVM::WgmmaFenceAlignedOp::create(b, loc);
+  for (int64_t kk = 0; kk < k; kk += 16) {
+    for (int64_t i = 0; i < repM; ++i) {
+      for (int64_t j = 0; j < repN; ++j) {
+        Value aAddr = arith::AddIOp::create(
+            b, loc, aRows,
+            index(kk / eltA * m * rowA + 64 * i * rowA + kk % eltA * 2));
+        Value bAddr = arith::AddIOp::create(
+            b, loc, bCols, index(j * instrN / eltB * k * rowB + kk * rowB));
+        Value descA = descriptor(b, loc, aAddr, 16, 8 * rowA, rowA);
+        Value descB = descriptor(b, loc, bAddr, k * rowB, 8 * rowB, rowB);
+        int64_t first = (i * repN + j) * regs;
+        SmallVector<Value> operands = {descA, descB, one};
+        llvm::append_range(operands, ArrayRef<Value>(acc).slice(first, regs));
+        auto call = LLVM::InlineAsmOp::create(
+            b, loc, TypeRange{structType}, operands, asmText, constraints,
+            /*has_side_effects=*/true, /*is_align_stack=*/false,
+            LLVM::tailcallkind::TailCallKind::None,
+            LLVM::AsmDialectAttr::get(b.getContext(), LLVM::AsmDialect::AD_ATT),
+            ArrayAttr());
+        for (int64_t r = 0; r < regs; ++r)
+          acc[first + r] = LLVM::ExtractValueOp::create(
+              b, loc, call.getResult(0), ArrayRef<int64_t>{r});
+      }
+    }
+  }
+  NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
+  NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
+  tiles[op.getResult()] = std::move(acc);
+  return success();
+}

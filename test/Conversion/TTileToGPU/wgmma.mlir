@@ -1,0 +1,134 @@
+// Hopper warpgroup MMAs: layouts (-tessera-ttile-assign-layouts=wgmma=true),
+// the lowering (cp.async into swizzled shared buffers, a ring of `stages`
+// buffers, wgmma with matrix descriptors) and the PTX for sm_90a, checked
+// by ptxas.
+// RUN: tessera-opt %s --tessera-ttile-assign-layouts=wgmma=true --split-input-file | FileCheck %s --check-prefix=LAYOUT
+// RUN: tessera-opt %s --tessera-ttile-assign-layouts --split-input-file | FileCheck %s --check-prefix=SYNC
+// RUN: tessera-opt %s --tessera-ttile-assign-layouts=wgmma=true --tessera-convert-ttile-to-gpu --canonicalize --cse --split-input-file | FileCheck %s --check-prefix=GPU
+// REQUIRES: ptxas
+// RUN: tessera-opt %s --tessera-ttile-to-ptx="chip=sm_90a features=+ptx80" -o %t.mlir
+// RUN: %extract_ptx %t.mlir %t.ptx
+// RUN: FileCheck %s --check-prefix=PTX < %t.ptx
+// RUN: %ptxas -arch=sm_90a %t.ptx -o %t.cubin
+
+// LAYOUT: #mma = #ttile.mma<version = 3, warpsPerCTA = [8, 1], instrShape = [64, 128, 16]>
+// LAYOUT-LABEL: func.func @gemm_ring
+// LAYOUT: ttile.range {{.*}} stages 3
+// LAYOUT: ttile.load {{.*}} -> tensor<128x64xbf16, #ttile.shared<swizzle = 128, order = [1, 0]>>
+// LAYOUT: ttile.load {{.*}} -> tensor<64x128xbf16, #ttile.shared<swizzle = 128, order = [1, 0]>>
+// LAYOUT: ttile.dot {{.*}} -> tensor<128x128xf32, #mma>
+// Without wgmma the same dot runs on mma.sync.
+// SYNC: #mma = #ttile.mma<version = 2
+// SYNC-LABEL: func.func @gemm_ring
+// SYNC-NOT: #ttile.shared
+// SYNC: ttile.dot
+
+// GPU-LABEL: gpu.module @tessera_kernels
+// GPU: llvm.mlir.global external constant @tessera_dynamic_smem_gemm_ring(99328 : i32) {addr_space = 1 : i32
+// GPU-LABEL: gpu.func @gemm_ring
+// GPU: gpu.dynamic_shared_memory
+// The first two iterations' tiles before the loop, one copy group each.
+// GPU: nvvm.cp.async.shared.global {{.*}}, 16, cache = cg
+// GPU: nvvm.cp.async.commit.group
+// GPU: nvvm.cp.async.commit.group
+// GPU: scf.for
+// GPU: nvvm.cp.async.wait.group 1
+// GPU: fence.proxy.async.shared::cta
+// GPU: gpu.barrier
+// GPU: nvvm.cp.async.shared.global
+// GPU: nvvm.cp.async.commit.group
+// GPU: nvvm.wgmma.fence.aligned
+// GPU: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
+// GPU: nvvm.wgmma.commit.group.sync.aligned
+// GPU: nvvm.wgmma.wait.group.sync.aligned 0
+// GPU: scf.yield
+// GPU: nvvm.cp.async.wait.group 0
+
+// PTX-LABEL: .visible .global .align 4 .u32 tessera_dynamic_smem_gemm_ring = 99328;
+// PTX-LABEL: .visible .entry gemm_ring(
+// PTX-DAG: cp.async.cg.shared.global
+// PTX-DAG: cp.async.commit_group
+// PTX-DAG: cp.async.wait_group 1
+// PTX-DAG: fence.proxy.async.shared::cta
+// PTX-DAG: bar.sync
+// PTX-DAG: wgmma.fence.sync.aligned
+// PTX-DAG: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
+// PTX-DAG: wgmma.commit_group.sync.aligned
+// PTX-DAG: wgmma.wait_group.sync.aligned 0
+
+func.func @gemm_ring(%A: memref<?x?xbf16>, %B: memref<?x?xbf16>,
+                     %C: memref<?x?xf32>)
+    attributes {ttile.kernel, ttile.num_warps = 8 : i32} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c64 = arith.constant 64 : index
+  %k = memref.dim %A, %c1 : memref<?x?xbf16>
+  %zero = arith.constant dense<0.0> : tensor<128x128xf32>
+  %acc = ttile.range %kk = %c0 to %k step %c64 stages 3
+      iter_args(%a0 = %zero) -> (tensor<128x128xf32>) {
+    %a = ttile.load %A[%c0, %kk] : memref<?x?xbf16> -> tensor<128x64xbf16>
+    %b = ttile.load %B[%kk, %c0] : memref<?x?xbf16> -> tensor<64x128xbf16>
+    %a1 = ttile.dot %a, %b, %a0 : tensor<128x64xbf16>, tensor<64x128xbf16> -> tensor<128x128xf32>
+    ttile.yield %a1 : tensor<128x128xf32>
+  }
+  ttile.store %acc, %C[%c0, %c0] : tensor<128x128xf32>, memref<?x?xf32>
+  return
+}
+
+// -----
+
+// Two warpgroups side by side along N; K of 16 (32-byte rows of A); one
+// buffer per operand, filled and waited for in each iteration.
+// LAYOUT: #mma = #ttile.mma<version = 3, warpsPerCTA = [4, 2], instrShape = [64, 64, 16]>
+// LAYOUT-LABEL: func.func @gemm_sync_n2
+// LAYOUT: tensor<64x16xf16, #ttile.shared<swizzle = 32, order = [1, 0]>>
+// LAYOUT: tensor<16x128xf16, #ttile.shared<swizzle = 128, order = [1, 0]>>
+// GPU-LABEL: gpu.func @gemm_sync_n2
+// GPU: scf.for
+// GPU: gpu.barrier
+// GPU: nvvm.cp.async.shared.global
+// GPU: nvvm.cp.async.commit.group
+// GPU: nvvm.cp.async.wait.group 0
+// GPU: gpu.barrier
+// GPU: wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16
+// PTX-LABEL: .visible .entry gemm_sync_n2(
+// PTX: wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16
+func.func @gemm_sync_n2(%A: memref<?x?xf16>, %B: memref<?x?xf16>,
+                        %C: memref<?x?xf32>)
+    attributes {ttile.kernel, ttile.num_warps = 8 : i32} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c16 = arith.constant 16 : index
+  %k = memref.dim %A, %c1 : memref<?x?xf16>
+  %zero = arith.constant dense<0.0> : tensor<64x128xf32>
+  %acc = ttile.range %kk = %c0 to %k step %c16
+      iter_args(%a0 = %zero) -> (tensor<64x128xf32>) {
+    %a = ttile.load %A[%c0, %kk] : memref<?x?xf16> -> tensor<64x16xf16>
+    %b = ttile.load %B[%kk, %c0] : memref<?x?xf16> -> tensor<16x128xf16>
+    %a1 = ttile.dot %a, %b, %a0 : tensor<64x16xf16>, tensor<16x128xf16> -> tensor<64x128xf32>
+    ttile.yield %a1 : tensor<64x128xf32>
+  }
+  ttile.store %acc, %C[%c0, %c0] : tensor<64x128xf32>, memref<?x?xf32>
+  return
+}
+
+// -----
+
+// An operand load with a second use stays on mma.sync (wgmma reads its
+// operands from shared memory only).
+// LAYOUT: #mma = #ttile.mma<version = 2
+// LAYOUT-LABEL: func.func @not_for_wgmma
+// LAYOUT-NOT: #ttile.shared
+// LAYOUT: ttile.dot
+func.func @not_for_wgmma(%A: memref<?x?xbf16>, %B: memref<?x?xbf16>,
+                         %C: memref<?x?xf32>, %D: memref<?x?xbf16>)
+    attributes {ttile.kernel, ttile.num_warps = 4 : i32} {
+  %c0 = arith.constant 0 : index
+  %zero = arith.constant dense<0.0> : tensor<64x64xf32>
+  %a = ttile.load %A[%c0, %c0] : memref<?x?xbf16> -> tensor<64x32xbf16>
+  %b = ttile.load %B[%c0, %c0] : memref<?x?xbf16> -> tensor<32x64xbf16>
+  %d = ttile.dot %a, %b, %zero : tensor<64x32xbf16>, tensor<32x64xbf16> -> tensor<64x64xf32>
+  ttile.store %d, %C[%c0, %c0] : tensor<64x64xf32>, memref<?x?xf32>
+  ttile.store %a, %D[%c0, %c0] : tensor<64x32xbf16>, memref<?x?xbf16>
+  return
+}
