@@ -21,6 +21,7 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/OpDefinition.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/Support/MathExtras.h"
 
 #include <cmath>
@@ -74,6 +75,9 @@ private:
   int64_t dynamicBytes = 0;
   /// Shared-tile loads of the range being lowered: this iteration's buffer.
   DenseMap<Operation *, Value> ringSlots;
+  /// wgmma dots that leave their group in flight into the next iteration
+  /// (waited for at the next one's end, or after the loop).
+  llvm::SmallPtrSet<Operation *, 4> overlappedDots;
 
   //===--------------------------------------------------------------------===//
   // Helpers
@@ -415,11 +419,37 @@ private:
     // Shared tiles loaded ahead through rings of buffers.
     SmallVector<LoadOp> ring;
     SmallVector<int64_t> ringOffsets;
+    int64_t ahead = 0;
+    bool overlap = false;
     if (auto range = dyn_cast<RangeOp>(op)) {
       ring = ringLoads(range);
-      if (!ring.empty())
-        startRing(range, ring, ringOffsets);
+      if (!ring.empty()) {
+        // With a wgmma group left in flight, the buffers it reads stay
+        // busy one iteration longer: copies run one iteration less ahead.
+        overlap = canOverlapDots(range, ring);
+        ahead = range.getStages() - (overlap ? 2 : 1);
+        startRing(range, ring, ahead, ringOffsets);
+      }
     }
+    // With wgmma groups in flight across iterations, the loop sits in an
+    // `if` of its first iteration's test: its exit is then reached from its
+    // last iteration only, where the last groups are waited for (ptxas
+    // serializes every wgmma of a kernel when a path may read accumulators
+    // while a group might run, as a zero-trip path joining the exit would).
+    scf::IfOp guardIf;
+    if (overlap) {
+      Value nonEmpty = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt,
+                                             map.lookup(lb), map.lookup(ub));
+      guardIf = scf::IfOp::create(b, loc, ValueRange(inits).getTypes(),
+                                  nonEmpty, /*withElseRegion=*/true);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(&guardIf.getElseRegion().front());
+      NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
+      scf::YieldOp::create(b, loc, inits);
+    }
+    OpBuilder::InsertionGuard guardLoop(b);
+    if (guardIf)
+      b.setInsertionPointToStart(&guardIf.getThenRegion().front());
     LogicalResult status = success();
     auto loop = scf::ForOp::create(
         b, loc, map.lookup(lb), map.lookup(ub), map.lookup(step), inits,
@@ -428,7 +458,7 @@ private:
           b.setInsertionPointToStart(nested.getInsertionBlock());
           map.map(body.getArgument(0), iv);
           if (!ring.empty())
-            advanceRing(cast<RangeOp>(op), ring, ringOffsets, iv);
+            advanceRing(cast<RangeOp>(op), ring, ahead, ringOffsets, iv);
           if (failed(bind(op, body.getArguments().drop_front(), args)) ||
               failed(lowerBlock(body))) {
             status = failure();
@@ -440,9 +470,44 @@ private:
         });
     if (failed(status))
       return failure();
-    if (!ring.empty())
+    SmallVector<Value> results(loop.getResults());
+    if (guardIf) {
+      // The last iteration's groups, waited for through the accumulators
+      // they write.
+      Operation *yield = body.getTerminator();
+      SmallVector<std::pair<int64_t, int64_t>> spans; // first flat, count
+      Regs pending;
+      int64_t pos = 0;
+      for (auto [i, v] : llvm::enumerate(yield->getOperands())) {
+        int64_t count = 1;
+        if (isTile(v.getType())) {
+          auto d = dist(op, v.getType());
+          if (failed(d))
+            return failure();
+          count = d->numRegs();
+        }
+        if (Operation *dot = v.getDefiningOp();
+            dot && overlappedDots.contains(dot)) {
+          spans.push_back({pos, count});
+          llvm::append_range(pending,
+                             ArrayRef<Value>(results).slice(pos, count));
+        }
+        pos += count;
+      }
+      waitForWgmma(loc, 0, pending);
+      int64_t next = 0;
+      for (auto [first, count] : spans)
+        for (int64_t r = 0; r < count; ++r)
+          results[first + r] = pending[next++];
+      // (After the wgmma wait: ptxas takes a cp.async wait between a wgmma
+      // group and its wait for a read of the accumulators.)
       NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
-    return bind(op, op->getResults(), loop.getResults());
+      scf::YieldOp::create(b, loc, results);
+      results.assign(guardIf.getResults().begin(), guardIf.getResults().end());
+    } else if (!ring.empty()) {
+      NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
+    }
+    return bind(op, op->getResults(), results);
   }
 
   LogicalResult lowerIf(scf::IfOp op) {
@@ -646,21 +711,32 @@ private:
   /// defined outside, from memrefs the loop does not write).
   SmallVector<LoadOp> ringLoads(RangeOp loop);
 
-  /// Before the loop: buffers for `loads` and the copies of the first
-  /// stages - 1 iterations.
-  void startRing(RangeOp loop, ArrayRef<LoadOp> loads,
+  /// Whether every wgmma dot of `loop`'s body only accumulates (its
+  /// accumulator is a loop-carried tile used by it alone, its result only
+  /// yielded in that place) from operands in the ring: then each
+  /// iteration's group may still run while the next iteration starts (the
+  /// dots are marked in overlappedDots). Needs stages >= 3.
+  bool canOverlapDots(RangeOp loop, ArrayRef<LoadOp> ring);
+
+  /// Before the loop: buffers for `loads` (stages each) and the copies of
+  /// the first `ahead` iterations.
+  void startRing(RangeOp loop, ArrayRef<LoadOp> loads, int64_t ahead,
                  SmallVectorImpl<int64_t> &offsets);
 
   /// At the top of the iteration at `iv`: wait for its copies, start those
-  /// of iteration + stages - 1, and point the loads at this iteration's
+  /// of iteration + `ahead`, and point the loads at this iteration's
   /// buffers.
-  void advanceRing(RangeOp loop, ArrayRef<LoadOp> loads,
+  void advanceRing(RangeOp loop, ArrayRef<LoadOp> loads, int64_t ahead,
                    ArrayRef<int64_t> offsets, Value iv);
 
   Value ringAddress(LoadOp load, int64_t offset, Value slot);
 
   /// `load`'s indices with `iv` replaced by `at` (lowered values).
   SmallVector<Value> startAt(LoadOp load, Value iv, Value at);
+
+  /// wgmma.wait_group `pending` with the accumulators `acc` passed
+  /// through (replaced by the values after the wait).
+  void waitForWgmma(Location loc, int64_t pending, Regs &acc);
 
   /// wgmma m64nNk16 (bf16 or f16 into f32) on shared operands: each
   /// warpgroup multiplies its instruction tiles, K in steps of 16, then

@@ -21,6 +21,8 @@
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 
+#include <optional>
+
 using namespace mlir;
 using namespace mlir::tessera;
 using namespace mlir::tessera::ttile;
@@ -134,6 +136,26 @@ void KernelLowering::issueSharedCopy(LoadOp op, Value dstAddr,
     return c;
   };
   int64_t rounds = llvm::divideCeil(chunks, threads);
+  // When a round moves every thread down by whole swizzle periods (1024
+  // bytes), later rounds are the first one's chunks shifted by constants:
+  // one address computation per thread instead of one per chunk.
+  int64_t roundRows = threads / chunksPerRow;
+  bool shifted = chunks % threads == 0 && threads % chunksPerRow == 0 &&
+                 roundRows * rowBytes % 1024 == 0;
+  std::optional<Chunk> firstChunk;
+  auto chunkAt = [&](int64_t round) -> Chunk {
+    if (!shifted)
+      return chunkOf(round);
+    if (!firstChunk)
+      firstChunk = chunkOf(0);
+    Chunk c = *firstChunk;
+    if (round) {
+      c.dst = arith::AddIOp::create(b, loc, c.dst,
+                                    index(round * roundRows * rowBytes));
+      c.row = arith::AddIOp::create(b, loc, c.row, index(round * roundRows));
+    }
+    return c;
+  };
   auto guarded = [&](Value cond, function_ref<void()> body) {
     if (!cond)
       return body();
@@ -154,8 +176,9 @@ void KernelLowering::issueSharedCopy(LoadOp op, Value dstAddr,
     // zero-filled.
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(&ifAligned.getThenRegion().front());
+    firstChunk.reset();
     for (int64_t round = 0; round < rounds; ++round) {
-      Chunk c = chunkOf(round);
+      Chunk c = chunkAt(round);
       guarded(c.inRange, [&] {
         Value ok = allOf(loc, {lessThan(loc, c.row, acc.sizes[0]),
                                lessThan(loc, c.col, acc.sizes[1])});
@@ -190,8 +213,9 @@ void KernelLowering::issueSharedCopy(LoadOp op, Value dstAddr,
     b.setInsertionPointToStart(&ifAligned.getElseRegion().front());
     Type elt = t.getElementType();
     Value zero = scalarConstant(loc, elt);
+    firstChunk.reset();
     for (int64_t round = 0; round < rounds; ++round) {
-      Chunk c = chunkOf(round);
+      Chunk c = chunkAt(round);
       guarded(c.inRange, [&] {
         SmallVector<Value> elems;
         for (int64_t e = 0; e < chunkElts; ++e) {
@@ -287,7 +311,38 @@ SmallVector<LoadOp> KernelLowering::ringLoads(RangeOp loop) {
   return loads;
 }
 
+bool KernelLowering::canOverlapDots(RangeOp loop, ArrayRef<LoadOp> ring) {
+  if (loop.getStages() < 3)
+    return false;
+  Block &body = loop.getBody().front();
+  Operation *yield = body.getTerminator();
+  SmallVector<Operation *> dots;
+  for (DotOp dot : body.getOps<DotOp>()) {
+    auto mma =
+        dyn_cast<MmaAttr>(cast<RankedTensorType>(dot.getType()).getEncoding());
+    if (!mma || mma.getVersion() != 3)
+      continue;
+    auto acc = dyn_cast<BlockArgument>(dot.getAcc());
+    auto inRing = [&](Value v) {
+      auto load = v.getDefiningOp<LoadOp>();
+      return load && llvm::is_contained(ring, load);
+    };
+    if (!acc || acc.getOwner() != &body || acc.getArgNumber() == 0 ||
+        !acc.hasOneUse() || !dot.getResult().hasOneUse() ||
+        *dot.getResult().getUsers().begin() != yield ||
+        yield->getOperand(acc.getArgNumber() - 1) != dot.getResult() ||
+        !inRing(dot.getA()) || !inRing(dot.getB()))
+      return false;
+    dots.push_back(dot);
+  }
+  if (dots.empty())
+    return false;
+  overlappedDots.insert(dots.begin(), dots.end());
+  return true;
+}
+
 void KernelLowering::startRing(RangeOp loop, ArrayRef<LoadOp> loads,
+                               int64_t ahead,
                                SmallVectorImpl<int64_t> &offsets) {
   Location loc = loop.getLoc();
   int64_t stages = loop.getStages();
@@ -297,8 +352,8 @@ void KernelLowering::startRing(RangeOp loop, ArrayRef<LoadOp> loads,
   for (LoadOp load : loads)
     offsets.push_back(allocateDynamicShared(
         stages * sharedTileBytes(cast<RankedTensorType>(load.getType()))));
-  // The first stages - 1 iterations' tiles, one copy group each.
-  for (int64_t s = 0; s + 1 < stages; ++s) {
+  // The first `ahead` iterations' tiles, one copy group each.
+  for (int64_t s = 0; s < ahead; ++s) {
     Value ivS = arith::AddIOp::create(
         b, loc, lb, arith::MulIOp::create(b, loc, step, index(s)));
     Value valid = lessThan(loc, ivS, ub);
@@ -310,7 +365,8 @@ void KernelLowering::startRing(RangeOp loop, ArrayRef<LoadOp> loads,
 }
 
 void KernelLowering::advanceRing(RangeOp loop, ArrayRef<LoadOp> loads,
-                                 ArrayRef<int64_t> offsets, Value iv) {
+                                 int64_t ahead, ArrayRef<int64_t> offsets,
+                                 Value iv) {
   Location loc = loop.getLoc();
   int64_t stages = loop.getStages();
   Value lb = map.lookup(loop.getLowerBound()),
@@ -320,23 +376,23 @@ void KernelLowering::advanceRing(RangeOp loop, ArrayRef<LoadOp> loads,
                                    arith::SubIOp::create(b, loc, iv, lb), step);
   Value slot = arith::RemUIOp::create(b, loc, k, index(stages));
   // This iteration's copies have landed (each thread's own, then everyone's
-  // through the barrier); every warp is done with the previous iteration's
-  // buffers.
-  NVVM::CpAsyncWaitGroupOp::create(b, loc, stages - 2);
+  // through the barrier); every warp is done with the buffers of iteration
+  // k + ahead - stages (k - 1, or k - 2 while a wgmma group stays in
+  // flight across iterations).
+  NVVM::CpAsyncWaitGroupOp::create(b, loc, int32_t(ahead - 1));
   fenceSharedForTensorCores(loc);
   gpu::BarrierOp::create(b, loc);
-  // The tiles of iteration k + stages - 1 into the buffers iteration k - 1
-  // read.
-  Value ahead = arith::AddIOp::create(
-      b, loc, iv, arith::MulIOp::create(b, loc, step, index(stages - 1)));
-  Value valid = lessThan(loc, ahead, ub);
+  // The tiles of iteration k + ahead into those buffers.
+  Value at = arith::AddIOp::create(
+      b, loc, iv, arith::MulIOp::create(b, loc, step, index(ahead)));
+  Value valid = lessThan(loc, at, ub);
+
   Value aheadSlot = arith::RemUIOp::create(
-      b, loc, arith::AddIOp::create(b, loc, k, index(stages - 1)),
-      index(stages));
+      b, loc, arith::AddIOp::create(b, loc, k, index(ahead)), index(stages));
   for (auto [load, offset] : llvm::zip(loads, offsets)) {
     LoadOp op = load;
     issueSharedCopy(op, ringAddress(op, offset, aheadSlot),
-                    startAt(op, loop.getInductionVar(), ahead), valid);
+                    startAt(op, loop.getInductionVar(), at), valid);
     ringSlots[op.getOperation()] = ringAddress(op, offset, slot);
   }
   NVVM::CpAsyncCommitGroupOp::create(b, loc);
@@ -462,7 +518,33 @@ LogicalResult KernelLowering::lowerWgmma(DotOp op, MmaAttr mma) {
     }
   }
   NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
-  NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
+  // An overlapped dot's group stays in flight into the next iteration:
+  // wait for the previous iteration's only.
+  waitForWgmma(loc, overlappedDots.contains(op) ? 1 : 0, acc);
   tiles[op.getResult()] = std::move(acc);
   return success();
+}
+
+void KernelLowering::waitForWgmma(Location loc, int64_t pending, Regs &acc) {
+  // The accumulators pass through the wait (tied operands): LLVM cannot
+  // move a read of them above it, and ptxas sees no other instruction
+  // touch them while the group runs.
+  int64_t n = acc.size();
+  auto structType = LLVM::LLVMStructType::getLiteral(
+      b.getContext(), llvm::to_vector(ValueRange(acc).getTypes()));
+  std::string constraints;
+  for (int64_t i = 0; i < n; ++i)
+    constraints += "=f,";
+  for (int64_t i = 0; i < n; ++i)
+    constraints += std::to_string(i) + (i + 1 < n ? "," : "");
+  auto wait = LLVM::InlineAsmOp::create(
+      b, loc, TypeRange{structType}, acc,
+      "wgmma.wait_group.sync.aligned " + std::to_string(pending) + ";",
+      constraints, /*has_side_effects=*/true, /*is_align_stack=*/false,
+      LLVM::tailcallkind::TailCallKind::None,
+      LLVM::AsmDialectAttr::get(b.getContext(), LLVM::AsmDialect::AD_ATT),
+      ArrayAttr());
+  for (int64_t r = 0; r < n; ++r)
+    acc[r] = LLVM::ExtractValueOp::create(b, loc, wait.getResult(0),
+                                          ArrayRef<int64_t>{r});
 }

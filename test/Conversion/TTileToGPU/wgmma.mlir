@@ -1,7 +1,7 @@
 // Hopper warpgroup MMAs: layouts (-tessera-ttile-assign-layouts=wgmma=true),
 // the lowering (cp.async into swizzled shared buffers, a ring of `stages`
-// buffers, wgmma with matrix descriptors) and the PTX for sm_90a, checked
-// by ptxas.
+// buffers, wgmma with matrix descriptors, groups left in flight across
+// iterations) and the PTX for sm_90a, checked by ptxas.
 // RUN: tessera-opt %s --tessera-ttile-assign-layouts=wgmma=true --split-input-file | FileCheck %s --check-prefix=LAYOUT
 // RUN: tessera-opt %s --tessera-ttile-assign-layouts --split-input-file | FileCheck %s --check-prefix=SYNC
 // RUN: tessera-opt %s --tessera-ttile-assign-layouts=wgmma=true --tessera-convert-ttile-to-gpu --canonicalize --cse --split-input-file | FileCheck %s --check-prefix=GPU
@@ -13,7 +13,7 @@
 
 // LAYOUT: #mma = #ttile.mma<version = 3, warpsPerCTA = [8, 1], instrShape = [64, 128, 16]>
 // LAYOUT-LABEL: func.func @gemm_ring
-// LAYOUT: ttile.range {{.*}} stages 3
+// LAYOUT: ttile.range {{.*}} stages 4
 // LAYOUT: ttile.load {{.*}} -> tensor<128x64xbf16, #ttile.shared<swizzle = 128, order = [1, 0]>>
 // LAYOUT: ttile.load {{.*}} -> tensor<64x128xbf16, #ttile.shared<swizzle = 128, order = [1, 0]>>
 // LAYOUT: ttile.dot {{.*}} -> tensor<128x128xf32, #mma>
@@ -24,13 +24,18 @@
 // SYNC: ttile.dot
 
 // GPU-LABEL: gpu.module @tessera_kernels
-// GPU: llvm.mlir.global external constant @tessera_dynamic_smem_gemm_ring(99328 : i32) {addr_space = 1 : i32
+// GPU: llvm.mlir.global external constant @tessera_dynamic_smem_gemm_ring(132096 : i32) {addr_space = 1 : i32
 // GPU-LABEL: gpu.func @gemm_ring
 // GPU: gpu.dynamic_shared_memory
-// The first two iterations' tiles before the loop, one copy group each.
+// The dot only accumulates: each iteration leaves its wgmma group running
+// (wait_group 1) and the copies run stages - 2 = 2 iterations ahead; the
+// first two iterations' tiles before the loop, one copy group each; the
+// loop sits in an `if` of its first test and the last groups are waited
+// for inside it.
 // GPU: nvvm.cp.async.shared.global {{.*}}, 16, cache = cg
 // GPU: nvvm.cp.async.commit.group
 // GPU: nvvm.cp.async.commit.group
+// GPU: scf.if
 // GPU: scf.for
 // GPU: nvvm.cp.async.wait.group 1
 // GPU: fence.proxy.async.shared::cta
@@ -40,11 +45,15 @@
 // GPU: nvvm.wgmma.fence.aligned
 // GPU: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
 // GPU: nvvm.wgmma.commit.group.sync.aligned
-// GPU: nvvm.wgmma.wait.group.sync.aligned 0
+// GPU: wgmma.wait_group.sync.aligned 1;
 // GPU: scf.yield
+// GPU: wgmma.wait_group.sync.aligned 0;
+// GPU: nvvm.cp.async.wait.group 0
+// GPU: scf.yield
+// GPU: } else {
 // GPU: nvvm.cp.async.wait.group 0
 
-// PTX-LABEL: .visible .global .align 4 .u32 tessera_dynamic_smem_gemm_ring = 99328;
+// PTX-LABEL: .visible .global .align 4 .u32 tessera_dynamic_smem_gemm_ring = 132096;
 // PTX-LABEL: .visible .entry gemm_ring(
 // PTX-DAG: cp.async.cg.shared.global
 // PTX-DAG: cp.async.commit_group
@@ -54,6 +63,7 @@
 // PTX-DAG: wgmma.fence.sync.aligned
 // PTX-DAG: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
 // PTX-DAG: wgmma.commit_group.sync.aligned
+// PTX-DAG: wgmma.wait_group.sync.aligned 1
 // PTX-DAG: wgmma.wait_group.sync.aligned 0
 
 func.func @gemm_ring(%A: memref<?x?xbf16>, %B: memref<?x?xbf16>,
@@ -64,7 +74,7 @@ func.func @gemm_ring(%A: memref<?x?xbf16>, %B: memref<?x?xbf16>,
   %c64 = arith.constant 64 : index
   %k = memref.dim %A, %c1 : memref<?x?xbf16>
   %zero = arith.constant dense<0.0> : tensor<128x128xf32>
-  %acc = ttile.range %kk = %c0 to %k step %c64 stages 3
+  %acc = ttile.range %kk = %c0 to %k step %c64 stages 4
       iter_args(%a0 = %zero) -> (tensor<128x128xf32>) {
     %a = ttile.load %A[%c0, %kk] : memref<?x?xbf16> -> tensor<128x64xbf16>
     %b = ttile.load %B[%kk, %c0] : memref<?x?xbf16> -> tensor<64x128xbf16>
