@@ -415,6 +415,85 @@ protected:
   }
 };
 
+/// The value of an fp8 e4m3fn byte (bias 7, no infinities; 0x7f and 0xff
+/// are NaN).
+double fromE4M3(uint8_t v) {
+  int sign = v >> 7, exp = (v >> 3) & 15, man = v & 7;
+  double mag = exp == 0 ? std::ldexp(man / 8.0, -6)
+                        : std::ldexp(1.0 + man / 8.0, exp - 7);
+  return sign ? -mag : mag;
+}
+
+class WgmmaTransposedB : public WgmmaKernels {
+protected:
+  /// C = A @ Bt^T for A [m, k] and Bt [n, k] (bf16, or fp8 e4m3 bytes with
+  /// exponents 4..9: magnitudes 1/8 to 7.5), against double precision.
+  void check(const std::string &kernel, int64_t bm, int64_t bn,
+             unsigned threads, int64_t m, int64_t k, int64_t n, unsigned seed,
+             bool fp8) {
+    std::mt19937 gen(seed);
+    std::vector<double> ad(m * k), bd(n * k);
+    auto fill = [&](std::vector<double> &vals, std::vector<int64_t> shape) {
+      auto h = HostBuffer::allocate(fp8 ? DType::f8E4M3FN : DType::bf16, shape);
+      EXPECT_TRUE(bool(h));
+      std::uniform_real_distribution<float> real(-1.0f, 1.0f);
+      std::uniform_int_distribution<int> exp(4, 9), man(0, 7), sign(0, 1);
+      for (size_t i = 0; i < vals.size(); ++i) {
+        if (fp8) {
+          auto byte = uint8_t(sign(gen) << 7 | exp(gen) << 3 | man(gen));
+          h->as<uint8_t>()[i] = byte;
+          vals[i] = fromE4M3(byte);
+        } else {
+          uint16_t x = toBf16(real(gen));
+          h->as<uint16_t>()[i] = x;
+          vals[i] = fromBf16(x);
+        }
+      }
+      auto dev = cu::DeviceBuffer::fromHost(*h);
+      EXPECT_TRUE(bool(dev));
+      return std::move(*dev);
+    };
+    cu::DeviceBuffer da = fill(ad, {m, k}), db = fill(bd, {n, k});
+    cu::DeviceBuffer dc = poisoned(DType::f32, {m, n});
+    Args args;
+    args.memref(da, {m, k}).memref(db, {n, k}).memref(dc, {m, n});
+    launch(kernel,
+           {{unsigned((m + bm - 1) / bm), unsigned((n + bn - 1) / bn), 1},
+            {threads, 1, 1}},
+           args);
+    HostBuffer c = result(dc);
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        // Products are exact; the sums round, relative to the sum of
+        // magnitudes: in f32 for bf16, and for fp8 in the tensor cores'
+        // narrower accumulator (about 14 bits kept as each 32-deep step is
+        // added, as cuBLAS's fast fp8 accumulation).
+        double want = 0, scale = 0;
+        for (int64_t p = 0; p < k; ++p) {
+          want += ad[i * k + p] * bd[j * k + p];
+          scale += std::abs(ad[i * k + p] * bd[j * k + p]);
+        }
+        double tol = fp8 ? (k / 32 + 1) * std::ldexp(1.0, -13) : 1e-6;
+        ASSERT_NEAR(c.as<float>()[i * n + j], want, tol * scale + 1e-6)
+            << kernel << " " << m << "x" << k << "x" << n << " at " << i << ","
+            << j;
+      }
+  }
+};
+
+TEST_F(WgmmaTransposedB, Bf16WithKContiguousB) {
+  check("wgmma_nt_128x128x64_s3", 128, 128, 256, 200, 264, 328, 53, false);
+  // Unaligned rows (K = 100) take the element path.
+  check("wgmma_nt_128x128x64_s3", 128, 128, 256, 130, 100, 140, 55, false);
+}
+
+TEST_F(WgmmaTransposedB, Fp8E4M3) {
+  check("wgmma_fp8_64x256x128_s3", 64, 256, 256, 100, 640, 300, 57, true);
+  // K = 200 bytes per row: not 16-byte aligned, element path; K ends
+  // inside a step.
+  check("wgmma_fp8_64x256x128_s3", 64, 256, 256, 70, 200, 260, 59, true);
+}
+
 TEST_F(WgmmaKernels, ThreeStageRingWithPartialBlocks) {
   // Aligned rows (16-byte copies); M, N and K end inside a block.
   checkGemm("wgmma_128x128x64_s3", 128, 128, 256, 200, 264, 328, 41);

@@ -379,28 +379,44 @@ private:
     return load;
   }
 
-  /// For a dot wgmma can run (16-bit floats into f32, both operands
-  /// loaded for it, whole 64-row instruction tiles per warpgroup): the
-  /// accumulator layout; null otherwise. Warpgroups go along M as far as
-  /// M allows, then along N.
+  /// B given transposed: `v` is the [1, 0] transpose, used only by the dot,
+  /// of such a load of B^T (rows N, K contiguous: wgmma's K-major B).
+  static TransposeOp transposedOperand(Value v, Block *block) {
+    auto tr = v.getDefiningOp<TransposeOp>();
+    if (!tr || tr->getBlock() != block || !v.hasOneUse() ||
+        tr.getPermutation() != ArrayRef<int64_t>{1, 0} ||
+        !sharedOperandLoad(tr.getSource(), block))
+      return {};
+    return tr;
+  }
+
+  static bool isFp8(Type t) { return isa<Float8E4M3FNType, Float8E5M2Type>(t); }
+
+  /// For a dot wgmma can run (bf16/f16, or fp8 with B given transposed,
+  /// into f32; both operands loaded for it; whole 64-row instruction tiles
+  /// per warpgroup): the accumulator layout; null otherwise. Warpgroups go
+  /// along M as far as M allows, then along N.
   Attribute wgmmaLayoutFor(DotOp dot) {
     if (!wgmma || numWarps % 4)
       return {};
     auto a = tileType(dot.getA()), b = tileType(dot.getB()),
          acc = tileType(dot.getAcc());
-    Type in = a.getElementType();
-    if (!(in.isBF16() || in.isF16()) || !acc.getElementType().isF32() ||
-        b.getElementType() != in)
+    Type in = a.getElementType(), inB = b.getElementType();
+    bool fp8 = isFp8(in) && isFp8(inB);
+    if (!acc.getElementType().isF32() ||
+        !(fp8 || ((in.isBF16() || in.isF16()) && inB == in)))
       return {};
     Block *block = dot->getBlock();
+    bool bKMajor = bool(transposedOperand(dot.getB(), block));
     if (!sharedOperandLoad(dot.getA(), block) ||
-        !sharedOperandLoad(dot.getB(), block))
+        !(bKMajor || sharedOperandLoad(dot.getB(), block)) || (fp8 && !bKMajor))
       return {};
     int64_t m = acc.getShape()[0], n = acc.getShape()[1], k = a.getShape()[1];
     for (int64_t d : {m, n, k})
       if (!llvm::isPowerOf2_64(d))
         return {};
-    if (k < 16 || n < 16 || m % 64)
+    int64_t instrK = fp8 ? 32 : 16, eltBytes = fp8 ? 1 : 2;
+    if (k < instrK || n < 16 || m % 64)
       return {};
     int64_t groups = numWarps / 4, gm = groups;
     while (gm > 1 && m % (64 * gm))
@@ -409,17 +425,31 @@ private:
     if (n % gn)
       return {};
     int64_t perGroup = n / gn, instrN = std::min<int64_t>(perGroup, 256);
-    // A warpgroup's B columns start on a whole swizzle row.
-    int64_t atom = std::min<int64_t>(128, 2 * n) / 2;
-    if (instrN % 8 || instrN % atom)
+    // An N-major B: a warpgroup's columns start on a whole swizzle row.
+    int64_t atom = std::min<int64_t>(128, eltBytes * n) / eltBytes;
+    if (instrN % 8 || (!bKMajor && instrN % atom))
       return {};
-    return MmaAttr::get(ctx, 3, {4 * gm, gn}, {64, instrN, 16});
+    return MmaAttr::get(ctx, 3, {4 * gm, gn}, {64, instrN, instrK});
   }
 
+  /// Rows of min(128, row bytes) for a tile as loaded (order [1, 0]).
   Attribute sharedLayoutFor(RankedTensorType t) {
     int64_t rowBytes = t.getShape()[1] * t.getElementTypeBitWidth() / 8;
     return SharedAttr::get(ctx, unsigned(std::min<int64_t>(128, rowBytes)),
                            {1, 0});
+  }
+
+  /// Gives operand `v` of a wgmma dot (and the load, and transpose, it
+  /// comes from) shared layouts.
+  void setSharedOperand(Value v) {
+    if (auto tr = v.getDefiningOp<TransposeOp>()) {
+      auto loaded = cast<SharedAttr>(sharedLayoutFor(tileType(tr.getSource())));
+      setType(tr.getSource(), loaded);
+      setType(tr.getResult(),
+              SharedAttr::get(ctx, loaded.getSwizzle(), {0, 1}));
+      return;
+    }
+    setType(v, sharedLayoutFor(tileType(v)));
   }
 
   LogicalResult visit(Operation *op) {
@@ -545,8 +575,8 @@ private:
         else
           convertOperand(dot.getAccMutable(), acc);
         setType(dot.getResult(), acc);
-        setType(dot.getA(), sharedLayoutFor(tileType(dot.getA())));
-        setType(dot.getB(), sharedLayoutFor(tileType(dot.getB())));
+        setSharedOperand(dot.getA());
+        setSharedOperand(dot.getB());
         return success();
       }
       // Tensor cores where the types and shapes allow, FMAs otherwise.

@@ -342,6 +342,13 @@ LogicalResult KernelLowering::lowerConvert(ConvertLayoutOp op) {
 }
 
 LogicalResult KernelLowering::lowerTranspose(TransposeOp op) {
+  // A shared tile's transpose is a view of its buffer (the verifier checks
+  // the orders).
+  if (isa_and_nonnull<SharedAttr>(
+          cast<RankedTensorType>(op.getSource().getType()).getEncoding())) {
+    tiles[op.getResult()] = tiles.lookup(op.getSource());
+    return success();
+  }
   auto from = dist(op, op.getSource().getType());
   auto to = dist(op, op.getType());
   if (failed(from) || failed(to))

@@ -5,11 +5,12 @@
 // shared memory (1024-byte aligned, as the swizzle patterns need) holding
 // the tile in the canonical layout of its `swizzle`:
 //
-//   byte(r, c) = (c / E) * (R * W) + r * W + (c % E) * 2,  E = W / 2
+//   byte(r, c) = (c / E) * (R * W) + r * W + (c % E) * s,  E = W / s
 //   physical   = byte ^ (((byte >> 7) & (W / 16 - 1)) << 4)
 //
-// for an R x C tile of 16-bit elements with rows of W bytes (`order` [1, 0]:
-// C contiguous). `ttile.load` fills it with 16-byte cp.async copies
+// for an R x C tile of s-byte elements (16-bit, or fp8) with rows of W
+// bytes (`order` [1, 0]: C contiguous; a transposed view has order
+// [0, 1]). `ttile.load` fills it with 16-byte cp.async copies
 // (zero-filled past the memref's edges); inside a `ttile.range` with
 // `stages = S > 1` each such load gets a ring of S buffers, filled S - 1
 // iterations ahead, so that one barrier per iteration separates the copies
@@ -212,6 +213,7 @@ void KernelLowering::issueSharedCopy(LoadOp op, Value dstAddr,
     // per chunk.
     b.setInsertionPointToStart(&ifAligned.getElseRegion().front());
     Type elt = t.getElementType();
+    Type bits = b.getIntegerType(t.getElementTypeBitWidth());
     Value zero = scalarConstant(loc, elt);
     firstChunk.reset();
     for (int64_t round = 0; round < rounds; ++round) {
@@ -233,9 +235,11 @@ void KernelLowering::issueSharedCopy(LoadOp op, Value dstAddr,
           b.setInsertionPointToStart(&ifOp.getElseRegion().front());
           scf::YieldOp::create(b, loc, ValueRange{zero});
           b.setInsertionPointAfter(ifOp);
-          elems.push_back(ifOp.getResult(0));
+          // As integers of the same width: the LLVM dialect has no fp8.
+          elems.push_back(
+              arith::BitcastOp::create(b, loc, bits, ifOp.getResult(0)));
         }
-        auto vecType = VectorType::get({chunkElts}, elt);
+        auto vecType = VectorType::get({chunkElts}, bits);
         Value vec = vector::FromElementsOp::create(b, loc, vecType, elems);
         LLVM::StoreOp::create(b, loc, vec, sharedPtr(c.dst), /*alignment=*/16);
       });
@@ -260,13 +264,14 @@ LogicalResult KernelLowering::lowerSharedLoad(LoadOp op) {
   auto mem = dyn_cast<MemRefType>(map.lookup(op.getSource()).getType());
   if (op.getMask() || !mem || mem.getRank() != 2 ||
       isa_and_nonnull<gpu::AddressSpaceAttr>(mem.getMemorySpace()) ||
-      t.getElementTypeBitWidth() != 16 ||
+      (t.getElementTypeBitWidth() != 16 && t.getElementTypeBitWidth() != 8) ||
       cast<SharedAttr>(t.getEncoding()).getOrder() != ArrayRef<int64_t>{1, 0} ||
-      t.getShape()[1] * 2 < cast<SharedAttr>(t.getEncoding()).getSwizzle())
+      t.getShape()[1] * t.getElementTypeBitWidth() / 8 <
+          cast<SharedAttr>(t.getEncoding()).getSwizzle())
     return op.emitError()
            << "a #ttile.shared tile is loaded from a 2-d global memref of "
-              "16-bit elements, unmasked, rows contiguous and at least one "
-              "swizzle row wide; got "
+              "8- or 16-bit elements, unmasked, rows contiguous and at least "
+              "one swizzle row wide; got "
            << t << " from " << op.getSource().getType();
   // Filled ahead by the enclosing pipelined range.
   if (auto it = ringSlots.find(op.getOperation()); it != ringSlots.end()) {
@@ -324,6 +329,8 @@ bool KernelLowering::canOverlapDots(RangeOp loop, ArrayRef<LoadOp> ring) {
       continue;
     auto acc = dyn_cast<BlockArgument>(dot.getAcc());
     auto inRing = [&](Value v) {
+      if (auto tr = v.getDefiningOp<TransposeOp>())
+        v = tr.getSource();
       auto load = v.getDefiningOp<LoadOp>();
       return load && llvm::is_contained(ring, load);
     };
@@ -431,6 +438,19 @@ static Value descriptor(OpBuilder &b, Location loc, Value addr, int64_t leading,
   return arith::OrIOp::create(b, loc, start, c(fixed));
 }
 
+/// The PTX name of a wgmma operand type.
+static StringRef wgmmaTypeName(Type t) {
+  if (t.isBF16())
+    return "bf16";
+  if (t.isF16())
+    return "f16";
+  if (isa<Float8E4M3FNType>(t))
+    return "e4m3";
+  if (isa<Float8E5M2Type>(t))
+    return "e5m2";
+  return "";
+}
+
 LogicalResult KernelLowering::lowerWgmma(DotOp op, MmaAttr mma) {
   Location loc = op.getLoc();
   auto aType = cast<RankedTensorType>(op.getA().getType());
@@ -439,34 +459,58 @@ LogicalResult KernelLowering::lowerWgmma(DotOp op, MmaAttr mma) {
   auto d = dist(op, accType);
   if (failed(d))
     return failure();
-  Type in = aType.getElementType();
-  if (!(in.isBF16() || in.isF16()) || !accType.getElementType().isF32())
-    return op.emitError("wgmma is lowered for bf16 or f16 operands into f32");
+  auto aShared = dyn_cast<SharedAttr>(aType.getEncoding());
+  auto bShared = dyn_cast<SharedAttr>(bType.getEncoding());
+  Type inA = aType.getElementType(), inB = bType.getElementType();
+  bool fp8 = isa<Float8E4M3FNType, Float8E5M2Type>(inA);
+  if (!aShared || aShared.getOrder() != ArrayRef<int64_t>{1, 0})
+    return op.emitError("wgmma with A in registers is not lowered yet: A must "
+                        "be a #ttile.shared tile with order [1, 0] (K "
+                        "contiguous)");
+  // B's order: [1, 0] is N contiguous (transposed by the instruction, 16-bit
+  // types only), [0, 1] K contiguous.
+  bool bKMajor = bShared.getOrder() == ArrayRef<int64_t>{0, 1};
+  if (wgmmaTypeName(inA).empty() || wgmmaTypeName(inB).empty() ||
+      !accType.getElementType().isF32() || (!fp8 && inA != inB) ||
+      (fp8 && !isa<Float8E4M3FNType, Float8E5M2Type>(inB)) || (fp8 && !bKMajor))
+    return op.emitError() << "wgmma is lowered for bf16 or f16 operands, or "
+                             "fp8 (e4m3, e5m2) with B K-contiguous, into f32; "
+                             "got "
+                          << inA << " x " << inB << " (B order "
+                          << (bKMajor ? "[0, 1]" : "[1, 0]") << ") -> "
+                          << accType.getElementType();
+  int64_t eltBytes = fp8 ? 1 : 2, instrK = fp8 ? 32 : 16;
   int64_t m = accType.getShape()[0], n = accType.getShape()[1],
           k = aType.getShape()[1];
   int64_t gm = mma.getWarpsPerCTA()[0] / 4, gn = mma.getWarpsPerCTA()[1];
   int64_t instrN = mma.getInstrShape()[1];
   int64_t groupM = m / gm, groupN = n / gn;
   int64_t repM = groupM / 64, repN = groupN / instrN, regs = instrN / 2;
-  int64_t rowA = cast<SharedAttr>(aType.getEncoding()).getSwizzle(),
-          rowB = cast<SharedAttr>(bType.getEncoding()).getSwizzle();
-  int64_t eltA = rowA / 2, eltB = rowB / 2;
-  if (k % 16 || instrN % eltB)
-    return op.emitError() << "wgmma needs K a multiple of 16 and each "
-                             "instruction's N a multiple of B's swizzle row ("
-                          << eltB << " elements), got K = " << k
-                          << ", N = " << instrN;
+  int64_t rowA = aShared.getSwizzle(), rowB = bShared.getSwizzle();
+  int64_t eltB = rowB / eltBytes;
+  if (k % instrK || mma.getInstrShape()[2] != instrK ||
+      (!bKMajor && instrN % eltB))
+    return op.emitError() << "wgmma needs K a multiple of " << instrK
+                          << " (instrShape K " << instrK
+                          << ") and, for an N-contiguous B, each "
+                             "instruction's N a multiple of its swizzle row ("
+                          << eltB << " elements); got K = " << k
+                          << ", instrShape " << mma.getInstrShape()[0] << "x"
+                          << instrN << "x" << mma.getInstrShape()[2];
   Value aBase = tiles.lookup(op.getA())[0], bBase = tiles.lookup(op.getB())[0];
   Value group = arith::DivUIOp::create(b, loc, warp, index(4));
   Value groupN0 = arith::RemUIOp::create(b, loc, group, index(gn));
   Value groupM0 = arith::DivUIOp::create(b, loc, group, index(gn));
-  // This warpgroup's first A row and B column block, in bytes.
+  // This warpgroup's first A row and first B row (K-contiguous B) or
+  // column block (N-contiguous B), in bytes.
   Value aRows = arith::AddIOp::create(
       b, loc, aBase,
       arith::MulIOp::create(b, loc, groupM0, index(groupM * rowA)));
-  Value bCols = arith::AddIOp::create(
+  Value bPart = arith::AddIOp::create(
       b, loc, bBase,
-      arith::MulIOp::create(b, loc, groupN0, index(groupN / eltB * k * rowB)));
+      arith::MulIOp::create(
+          b, loc, groupN0,
+          index(bKMajor ? groupN * rowB : groupN / eltB * k * rowB)));
 
   Regs acc = tiles.lookup(op.getAcc());
   Type f32 = b.getF32Type();
@@ -476,12 +520,16 @@ LogicalResult KernelLowering::lowerWgmma(DotOp op, MmaAttr mma) {
   {
     llvm::raw_string_ostream os(asmText);
     os << "{\n.reg .pred p;\nsetp.ne.b32 p, $" << regs + 2
-       << ", 0;\nwgmma.mma_async.sync.aligned.m64n" << instrN << "k16.f32."
-       << (in.isBF16() ? "bf16.bf16" : "f16.f16") << " {";
+       << ", 0;\nwgmma.mma_async.sync.aligned.m64n" << instrN << "k" << instrK
+       << ".f32." << wgmmaTypeName(inA) << "." << wgmmaTypeName(inB) << " {";
     for (int64_t i = 0; i < regs; ++i)
       os << (i ? ", " : "") << "$" << i;
-    // A is K-major (no transpose), B is N-major (transposed).
-    os << "}, $" << regs << ", $" << regs + 1 << ", p, 1, 1, 0, 1;\n}";
+    os << "}, $" << regs << ", $" << regs + 1 << ", p, 1, 1";
+    // A is K-major; an N-major B is transposed by the instruction (16-bit
+    // types only: fp8 takes no transpose flags).
+    if (!fp8)
+      os << ", 0, " << (bKMajor ? 0 : 1);
+    os << ";\n}";
   }
   std::string constraints;
   for (int64_t i = 0; i < regs; ++i)
@@ -492,16 +540,25 @@ LogicalResult KernelLowering::lowerWgmma(DotOp op, MmaAttr mma) {
   Value one = arith::ConstantIntOp::create(b, loc, b.getI32Type(), 1);
 
   NVVM::WgmmaFenceAlignedOp::create(b, loc);
-  for (int64_t kk = 0; kk < k; kk += 16) {
+  for (int64_t kk = 0; kk < k; kk += instrK) {
+    int64_t kb = kk * eltBytes; // the K step's first byte along a row
     for (int64_t i = 0; i < repM; ++i) {
       for (int64_t j = 0; j < repN; ++j) {
         Value aAddr = arith::AddIOp::create(
             b, loc, aRows,
-            index(kk / eltA * m * rowA + 64 * i * rowA + kk % eltA * 2));
-        Value bAddr = arith::AddIOp::create(
-            b, loc, bCols, index(j * instrN / eltB * k * rowB + kk * rowB));
+            index(kb / rowA * m * rowA + 64 * i * rowA + kb % rowA));
+        Value bAddr =
+            bKMajor
+                ? arith::AddIOp::create(b, loc, bPart,
+                                        index(kb / rowB * n * rowB +
+                                              j * instrN * rowB + kb % rowB))
+                : arith::AddIOp::create(
+                      b, loc, bPart,
+                      index(j * instrN / eltB * k * rowB + kk * rowB));
         Value descA = descriptor(b, loc, aAddr, 16, 8 * rowA, rowA);
-        Value descB = descriptor(b, loc, bAddr, k * rowB, 8 * rowB, rowB);
+        Value descB = bKMajor
+                          ? descriptor(b, loc, bAddr, 16, 8 * rowB, rowB)
+                          : descriptor(b, loc, bAddr, k * rowB, 8 * rowB, rowB);
         int64_t first = (i * repN + j) * regs;
         SmallVector<Value> operands = {descA, descB, one};
         llvm::append_range(operands, ArrayRef<Value>(acc).slice(first, regs));

@@ -124,6 +124,40 @@ func.func @gemm_sync_n2(%A: memref<?x?xf16>, %B: memref<?x?xf16>,
 
 // -----
 
+// fp8 with B given transposed (Bt is N x K): B's shared tile is the
+// transpose of the loaded one, K contiguous (order [0, 1]); 32-deep steps.
+// LAYOUT: #mma = #ttile.mma<version = 3, warpsPerCTA = [8, 1], instrShape = [64, 128, 32]>
+// LAYOUT-LABEL: func.func @gemm_fp8_nt
+// LAYOUT: ttile.load {{.*}} -> tensor<128x128xf8E4M3FN, #ttile.shared<swizzle = 128, order = [1, 0]>>
+// LAYOUT: ttile.load {{.*}} -> tensor<128x128xf8E4M3FN, #ttile.shared<swizzle = 128, order = [1, 0]>>
+// LAYOUT: ttile.transpose {{.*}} -> tensor<128x128xf8E4M3FN, #ttile.shared<swizzle = 128, order = [0, 1]>>
+// LAYOUT: ttile.dot {{.*}} -> tensor<128x128xf32, #mma>
+// GPU-LABEL: gpu.func @gemm_fp8_nt
+// GPU: wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 {{.*}}, p, 1, 1;
+// PTX-LABEL: .visible .entry gemm_fp8_nt(
+// PTX: wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3
+func.func @gemm_fp8_nt(%A: memref<?x?xf8E4M3FN>, %Bt: memref<?x?xf8E4M3FN>,
+                       %C: memref<?x?xf32>)
+    attributes {ttile.kernel, ttile.num_warps = 8 : i32} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c128 = arith.constant 128 : index
+  %k = memref.dim %A, %c1 : memref<?x?xf8E4M3FN>
+  %zero = arith.constant dense<0.0> : tensor<128x128xf32>
+  %acc = ttile.range %kk = %c0 to %k step %c128 stages 2
+      iter_args(%a0 = %zero) -> (tensor<128x128xf32>) {
+    %a = ttile.load %A[%c0, %kk] : memref<?x?xf8E4M3FN> -> tensor<128x128xf8E4M3FN>
+    %bt = ttile.load %Bt[%c0, %kk] : memref<?x?xf8E4M3FN> -> tensor<128x128xf8E4M3FN>
+    %b = ttile.transpose %bt {permutation = array<i64: 1, 0>} : tensor<128x128xf8E4M3FN> -> tensor<128x128xf8E4M3FN>
+    %a1 = ttile.dot %a, %b, %a0 : tensor<128x128xf8E4M3FN>, tensor<128x128xf8E4M3FN> -> tensor<128x128xf32>
+    ttile.yield %a1 : tensor<128x128xf32>
+  }
+  ttile.store %acc, %C[%c0, %c0] : tensor<128x128xf32>, memref<?x?xf32>
+  return
+}
+
+// -----
+
 // An operand load with a second use stays on mma.sync (wgmma reads its
 // operands from shared memory only).
 // LAYOUT: #mma = #ttile.mma<version = 2

@@ -215,3 +215,12 @@ func.func @f(%a: tensor<64x64xbf16, #sh>, %b: tensor<64x64xbf16, #b>, %c: tensor
   %d = ttile.dot %a, %b, %c : tensor<64x64xbf16, #sh>, tensor<64x64xbf16, #b> -> tensor<64x64xf32, #mma>
   return
 }
+
+// -----
+
+#sh = #ttile.shared<swizzle = 128, order = [1, 0]>
+func.func @f(%a: tensor<64x32xbf16, #sh>) {
+  // expected-error @+1 {{a transpose of a #ttile.shared tile is the same buffer with its order renumbered: #ttile.shared<swizzle = 128, order = [0, 1]>}}
+  %t = ttile.transpose %a {permutation = array<i64: 1, 0>} : tensor<64x32xbf16, #sh> -> tensor<32x64xbf16, #sh>
+  return
+}

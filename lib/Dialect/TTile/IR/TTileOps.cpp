@@ -284,6 +284,28 @@ LogicalResult TransposeOp::verify() {
     return emitOpError() << "transposing " << src << " by " << shapeStr(perm)
                          << " gives shape " << shapeStr(shape) << ", not "
                          << res;
+  // A shared tile transposed is a view of the same buffer: its order is
+  // the source's, renumbered.
+  auto srcShared = dyn_cast_or_null<SharedAttr>(src.getEncoding());
+  auto resShared = dyn_cast_or_null<SharedAttr>(res.getEncoding());
+  if (srcShared || resShared) {
+    SmallVector<int64_t> inverse(perm.size()), order;
+    for (auto [i, p] : llvm::enumerate(perm))
+      inverse[p] = i;
+    if (srcShared)
+      for (int64_t d : srcShared.getOrder())
+        order.push_back(inverse[d]);
+    if (!srcShared || !resShared ||
+        resShared.getSwizzle() != srcShared.getSwizzle() ||
+        resShared.getOrder() != ArrayRef<int64_t>(order))
+      return emitOpError() << "a transpose of a #ttile.shared tile is the "
+                              "same buffer with its order renumbered: "
+                           << (srcShared ? SharedAttr::get(
+                                               getContext(),
+                                               srcShared.getSwizzle(), order)
+                                         : Attribute())
+                           << " for " << src << ", got " << res;
+  }
   return checkLayouts(*this);
 }
 
