@@ -1,7 +1,8 @@
 // Attention forward kernels for bench/gpu/attn_bench.cpp: bf16 Q, K, V, O
 // as [batch * heads * seq, 128] row-major, f32 softmax statistics and
 // accumulators, both products on the tensor cores, 64 queries per program
-// against 32-key blocks on 4 warps; seq a multiple of 64.
+// against 32-key blocks on 4 warps, K and V loaded one block ahead
+// (`stages 2`); seq a multiple of 64.
 
 // Non-causal attention forward: one program per BM queries of one head
 // (grid x: seq / BM, grid y: batch * heads), keys and values in blocks of BN.
@@ -24,7 +25,7 @@ func.func @attn_fwd(%Q: memref<?x?xbf16>, %K: memref<?x?xbf16>,
   %accz = arith.constant dense<0.0> : tensor<64x128xf32>
   %minf = arith.constant dense<0xFF800000> : tensor<64xf32>
   %lzero = arith.constant dense<0.0> : tensor<64xf32>
-  %r:3 = ttile.range %n = %c0 to %end step %cbn
+  %r:3 = ttile.range %n = %c0 to %end step %cbn stages 2
       iter_args(%acc = %accz, %m = %minf, %l = %lzero)
       -> (tensor<64x128xf32>, tensor<64xf32>, tensor<64xf32>) {
     %krow = arith.addi %base, %n : index
@@ -69,7 +70,7 @@ func.func @attn_fwd_causal(%Q: memref<?x?xbf16>, %K: memref<?x?xbf16>,
   %accz = arith.constant dense<0.0> : tensor<64x128xf32>
   %minf = arith.constant dense<0xFF800000> : tensor<64xf32>
   %lzero = arith.constant dense<0.0> : tensor<64xf32>
-  %r:3 = ttile.range %n = %c0 to %end step %cbn
+  %r:3 = ttile.range %n = %c0 to %end step %cbn stages 2
       iter_args(%acc = %accz, %m = %minf, %l = %lzero)
       -> (tensor<64x128xf32>, tensor<64xf32>, tensor<64xf32>) {
     %krow = arith.addi %base, %n : index

@@ -195,14 +195,15 @@ def TTilePipelineLoads : Pass<"tessera-ttile-pipeline-loads", "ModuleOp"> {
   let summary = "Issue the loads of a staged ttile.range one iteration ahead";
   let description = [{
     In a `ttile.range` with `stages >= 2`, each `ttile.load` whose operands
-    are the induction variable or values from outside the loop, from a
-    memref the loop does not write, is loaded for the first iteration
+    are the induction variable, values from outside the loop or pure
+    scalar ops of the body on those (an index computed from the induction
+    variable, cloned along), from a memref the loop does not write, is
+    loaded for the first iteration
     before the loop and, in each iteration, for the next one (the tile is
     carried to it), so that the memory latency overlaps this iteration's
     work. A load past the end reads padding. Loads into `#ttile.shared`
     tiles are left alone: the GPU lowering gives them a ring of `stages`
-    shared buffers filled by asynchronous copies `stages - 1` iterations
-    ahead.
+    shared buffers filled by asynchronous copies ahead of the loop.
 
     ```mlir
     %r = ttile.range %k = %c0 to %n step %c32 stages 2 iter_args(%acc = %z) ... {

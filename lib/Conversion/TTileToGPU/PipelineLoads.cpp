@@ -7,6 +7,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/SetVector.h"
 
 namespace mlir::tessera {
 #define GEN_PASS_DEF_TTILEPIPELINELOADS
@@ -26,6 +27,42 @@ bool invariantOrIv(Value v, RangeOp loop) {
     return true;
   Region *region = v.getParentRegion();
   return !loop.getBody().isAncestor(region);
+}
+
+/// Whether `v` can be computed for another iteration: the induction
+/// variable, a value from above the loop, or a pure scalar op of the body
+/// on such values (an index computed from the induction variable); the
+/// body's ops it needs are added to `slice`.
+bool computableAhead(Value v, RangeOp loop,
+                     llvm::SetVector<Operation *> &slice) {
+  if (invariantOrIv(v, loop))
+    return true;
+  Operation *def = v.getDefiningOp();
+  if (!def || def->getBlock() != &loop.getBody().front() ||
+      def->getNumRegions() || !isPure(def) ||
+      llvm::any_of(def->getResultTypes(), llvm::IsaPred<RankedTensorType>))
+    return false;
+  if (slice.contains(def))
+    return true;
+  for (Value operand : def->getOperands())
+    if (!computableAhead(operand, loop, slice))
+      return false;
+  slice.insert(def);
+  return true;
+}
+
+/// Clones `load` for the iteration whose induction variable `loopIv` is
+/// `iv` (with the body ops its operands need) at `b`'s insertion point.
+Value cloneFor(OpBuilder &b, LoadOp load, Value loopIv, Value iv,
+               ArrayRef<Operation *> slice) {
+  IRMapping map;
+  map.map(loopIv, iv);
+  SmallVector<Operation *> ordered(slice);
+  llvm::sort(ordered,
+             [](Operation *x, Operation *y) { return x->isBeforeInBlock(y); });
+  for (Operation *op : ordered)
+    b.clone(*op, map);
+  return b.clone(*load, map)->getResult(0);
 }
 
 /// The memrefs the loop may write; failure when a write's target is not
@@ -65,13 +102,18 @@ void pipeline(RangeOp loop) {
   if (failed(written))
     return;
   SmallVector<LoadOp> loads;
+  SmallVector<SmallVector<Operation *>> slices;
   for (auto load : body.getOps<LoadOp>()) {
     if (llvm::is_contained(*written, load.getSource()) ||
         isa_and_nonnull<SharedAttr>(load.getType().getEncoding()))
       continue;
-    if (llvm::all_of(load->getOperands(),
-                     [&](Value v) { return invariantOrIv(v, loop); }))
+    llvm::SetVector<Operation *> slice;
+    if (llvm::all_of(load->getOperands(), [&](Value v) {
+          return computableAhead(v, loop, slice);
+        })) {
       loads.push_back(load);
+      slices.push_back(slice.takeVector());
+    }
   }
   if (loads.empty())
     return;
@@ -80,10 +122,8 @@ void pipeline(RangeOp loop) {
   // The first iteration's tiles, loaded before the loop.
   SmallVector<Value> inits(loop.getInits());
   SmallVector<Type> types(loop.getResultTypes());
-  for (LoadOp load : loads) {
-    IRMapping first;
-    first.map(iv, loop.getLowerBound());
-    inits.push_back(b.clone(*load, first)->getResult(0));
+  for (auto [load, slice] : llvm::zip(loads, slices)) {
+    inits.push_back(cloneFor(b, load, iv, loop.getLowerBound(), slice));
     types.push_back(load.getType());
   }
   auto next =
@@ -95,13 +135,11 @@ void pipeline(RangeOp loop) {
   b.setInsertionPointToStart(&body);
   Value ahead = arith::AddIOp::create(b, loc, iv, loop.getStep());
   SmallVector<Value> yielded(yield->getOperands());
-  for (LoadOp load : loads) {
+  for (auto [load, slice] : llvm::zip(loads, slices)) {
     // This iteration's tile was loaded by the previous one; load the next
     // iteration's now.
     BlockArgument carried = body.addArgument(load.getType(), load.getLoc());
-    IRMapping nextIter;
-    nextIter.map(iv, ahead);
-    yielded.push_back(b.clone(*load, nextIter)->getResult(0));
+    yielded.push_back(cloneFor(b, load, iv, ahead, slice));
     load.getResult().replaceAllUsesWith(carried);
   }
   // Erased last: the builder inserts before the block's first op, which
