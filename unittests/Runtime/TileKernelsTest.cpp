@@ -123,14 +123,22 @@ private:
   std::deque<float> floats;
 };
 
-class TileKernels : public ::testing::Test {
+/// The tests of tile_kernels.mlir run on its sm_80 build (mma.sync) and
+/// its sm_90a build (wgmma where the dots allow it; Hopper only).
+class TileKernels : public ::testing::TestWithParam<const char *> {
 protected:
   /// The PTX file the tests' kernels come from.
-  virtual std::string kernelFile() const { return "tile_kernels.ptx"; }
+  virtual std::string kernelFile() const { return GetParam(); }
 
   void SetUp() override {
     if (!cu::available())
       GTEST_SKIP() << "no GPU: " << cu::unavailableReason();
+    if (kernelFile() == "tile_kernels_sm90a.ptx") {
+      auto info = cu::deviceInfo();
+      ASSERT_TRUE(bool(info)) << info.error().message;
+      if (info->major != 9 || info->minor != 0)
+        GTEST_SKIP() << "built for sm_90a; the GPU is " << info->describe();
+    }
     std::string ptx = kernelText(kernelFile());
     ASSERT_FALSE(ptx.empty()) << kernelFile() << " was not generated";
     auto m = cu::Module::loadPtx(ptx);
@@ -149,6 +157,10 @@ protected:
     ASSERT_TRUE(bool(st)) << st.error().message;
   }
 
+  /// Causal attention of one head, [s, d] bf16, `kernel` taking `block`
+  /// queries per program on 4 warps, against double precision.
+  void checkFlashAttention(const char *kernel, int64_t block, int64_t d);
+
   HostBuffer result(const cu::DeviceBuffer &d) {
     auto h = d.toHost(&*stream);
     EXPECT_TRUE(bool(h)) << h.error().message;
@@ -159,7 +171,7 @@ protected:
   std::optional<cu::Stream> stream;
 };
 
-TEST_F(TileKernels, SoftmaxOfRows) {
+TEST_P(TileKernels, SoftmaxOfRows) {
   // 256 columns (vector accesses) and 203 (unaligned rows, masked tail);
   // 37 rows is not a multiple of the 4 rows per program.
   for (int64_t n : {256, 203}) {
@@ -189,7 +201,7 @@ TEST_F(TileKernels, SoftmaxOfRows) {
   }
 }
 
-TEST_F(TileKernels, LayerNormOfBf16Rows) {
+TEST_P(TileKernels, LayerNormOfBf16Rows) {
   for (int64_t n : {512, 300}) {
     const int64_t rows = 9;
     auto x = randomValues(rows * n, -3.0f, 5.0f, 7);
@@ -234,7 +246,7 @@ TEST_F(TileKernels, LayerNormOfBf16Rows) {
   }
 }
 
-TEST_F(TileKernels, Transpose) {
+TEST_P(TileKernels, Transpose) {
   const int64_t rows = 70, cols = 150; // neither a multiple of the block
   auto x = randomValues(rows * cols, -1.0f, 1.0f, 3);
   auto dx = cu::DeviceBuffer::fromHost(f32Buffer(x, {rows, cols}));
@@ -252,7 +264,7 @@ TEST_F(TileKernels, Transpose) {
       ASSERT_EQ(y.as<float>()[j * rows + i], x[i * cols + j]) << i << "," << j;
 }
 
-TEST_F(TileKernels, MatmulOnFmas) {
+TEST_P(TileKernels, MatmulOnFmas) {
   const int64_t m = 75, k = 41, n = 66;
   auto a = randomValues(m * k, -1.0f, 1.0f, 11);
   auto bm = randomValues(k * n, -1.0f, 1.0f, 12);
@@ -275,7 +287,7 @@ TEST_F(TileKernels, MatmulOnFmas) {
     }
 }
 
-TEST_F(TileKernels, Bf16MatmulOnTensorCores) {
+TEST_P(TileKernels, Bf16MatmulOnTensorCores) {
   // 64x64 blocks: the edges of 150 x 200 are partial blocks; K = 96 is
   // three 32-wide steps.
   const int64_t m = 150, k = 96, n = 200;
@@ -302,9 +314,15 @@ TEST_F(TileKernels, Bf16MatmulOnTensorCores) {
     }
 }
 
-TEST_F(TileKernels, CausalFlashAttention) {
-  for (int64_t s : {128, 77}) {
-    const int64_t d = 32;
+TEST_P(TileKernels, CausalFlashAttention) {
+  checkFlashAttention("flash_attention_causal", 32, 32);
+  // 64-query blocks, head dim 64 (wgmma for Q K^T in the sm_90a build).
+  checkFlashAttention("flash_attention_causal_64", 64, 64);
+}
+
+void TileKernels::checkFlashAttention(const char *kernel, int64_t block,
+                                      int64_t d) {
+  for (int64_t s : {128, 77, 200}) {
     auto q = randomValues(s * d, -1.0f, 1.0f, 21);
     auto kk = randomValues(s * d, -1.0f, 1.0f, 22);
     auto v = randomValues(s * d, -1.0f, 1.0f, 23);
@@ -320,8 +338,8 @@ TEST_F(TileKernels, CausalFlashAttention) {
         .memref(*dv, {s, d})
         .memref(dout, {s, d})
         .f32(scale);
-    launch("flash_attention_causal",
-           {{unsigned((s + 31) / 32), 1, 1}, {128, 1, 1}}, args);
+    launch(kernel, {{unsigned((s + block - 1) / block), 1, 1}, {128, 1, 1}},
+           args);
     HostBuffer o = result(dout);
     auto at = [](const std::vector<float> &t, int64_t i) {
       return double(fromBf16(toBf16(t[i])));
@@ -347,13 +365,22 @@ TEST_F(TileKernels, CausalFlashAttention) {
         // P is rounded to bf16 before P @ V, as flash attention does, and
         // the output once more: bf16-operand bounds.
         ASSERT_NEAR(got, want, 1e-2 * (1 + std::abs(want)))
-            << "s " << s << " query " << i << " col " << c;
+            << kernel << " s " << s << " query " << i << " col " << c;
       }
     }
   }
 }
 
 } // namespace
+
+INSTANTIATE_TEST_SUITE_P(Builds, TileKernels,
+                         ::testing::Values("tile_kernels.ptx",
+                                           "tile_kernels_sm90a.ptx"),
+                         [](const auto &info) {
+                           return std::string(info.param) == "tile_kernels.ptx"
+                                      ? "Sm80"
+                                      : "Sm90a";
+                         });
 
 //===----------------------------------------------------------------------===//
 // Hopper warpgroup MMAs (wgmma_kernels.mlir, compiled for sm_90a)

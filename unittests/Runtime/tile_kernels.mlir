@@ -151,6 +151,49 @@ func.func @flash_attention_causal(%Q: memref<?x?xbf16>, %K: memref<?x?xbf16>,
   return
 }
 
+// The same with 64-query blocks and head dim 64, keys in blocks of 32
+// loaded one block ahead: built for sm_90a, Q K^T runs on wgmma (Q copied
+// once into shared memory, K^T the transposed view of each K block, K
+// blocks in a ring of two shared buffers), P V on mma.sync.
+func.func @flash_attention_causal_64(%Q: memref<?x?xbf16>, %K: memref<?x?xbf16>,
+                                     %V: memref<?x?xbf16>, %O: memref<?x?xbf16>,
+                                     %scale: f32)
+    attributes {ttile.kernel, ttile.num_warps = 4 : i32} {
+  %c0 = arith.constant 0 : index
+  %c32 = arith.constant 32 : index
+  %c64 = arith.constant 64 : index
+  %pid = ttile.program_id x
+  %row0 = arith.muli %pid, %c64 : index
+  %rowEnd = arith.addi %row0, %c64 : index
+  %len = memref.dim %K, %c0 : memref<?x?xbf16>
+  %end = arith.minui %rowEnd, %len : index
+  %q = ttile.load %Q[%row0, %c0] : memref<?x?xbf16> -> tensor<64x64xbf16>
+  %zero = arith.constant dense<0.0> : tensor<64x32xf32>
+  %accz = arith.constant dense<0.0> : tensor<64x64xf32>
+  %minf = arith.constant dense<0xFF800000> : tensor<64xf32>
+  %lzero = arith.constant dense<0.0> : tensor<64xf32>
+  %r:3 = ttile.range %n = %c0 to %end step %c32 stages 2
+      iter_args(%acc = %accz, %m = %minf, %l = %lzero)
+      -> (tensor<64x64xf32>, tensor<64xf32>, tensor<64xf32>) {
+    %k = ttile.load %K[%n, %c0] : memref<?x?xbf16> -> tensor<32x64xbf16>
+    %kt = ttile.transpose %k {permutation = array<i64: 1, 0>} : tensor<32x64xbf16> -> tensor<64x32xbf16>
+    %s0 = ttile.dot %q, %kt, %zero : tensor<64x64xbf16>, tensor<64x32xbf16> -> tensor<64x32xf32>
+    %sc = tensor.splat %scale : tensor<64x32xf32>
+    %s1 = arith.mulf %s0, %sc : tensor<64x32xf32>
+    %s = ttile.mask_causal %s1, %row0, %n : tensor<64x32xf32>
+    %p, %mc, %lc = ttile.softmax_online %s : tensor<64x32xf32> -> tensor<64x32xf32>, tensor<64xf32>, tensor<64xf32>
+    %v = ttile.load %V[%n, %c0] : memref<?x?xbf16> -> tensor<32x64xbf16>
+    %acc2, %m2, %l2 = ttile.softmax_accumulate %acc, %m, %l, %p, %v, %mc, %lc
+        : tensor<64x64xf32>, tensor<64xf32>, tensor<64x32xf32>, tensor<32x64xbf16>
+    ttile.yield %acc2, %m2, %l2 : tensor<64x64xf32>, tensor<64xf32>, tensor<64xf32>
+  }
+  %lb = ttile.broadcast %r#2 {dims = array<i64: 0>} : tensor<64xf32> -> tensor<64x64xf32>
+  %o32 = arith.divf %r#0, %lb : tensor<64x64xf32>
+  %o = ttile.cast %o32 : tensor<64x64xf32> -> tensor<64x64xbf16>
+  ttile.store %o, %O[%row0, %c0] : tensor<64x64xbf16>, memref<?x?xbf16>
+  return
+}
+
 // C = A @ B with bf16 operands on the tensor cores (mma.sync m16n8k16, f32
 // accumulators): 64x64 blocks of C on 4 warps, K in steps of 32.
 func.func @matmul_bf16(%A: memref<?x?xbf16>, %B: memref<?x?xbf16>,

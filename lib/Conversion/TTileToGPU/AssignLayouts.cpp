@@ -363,10 +363,14 @@ private:
 
   /// The load that gives `v` when it can fill a shared tile for wgmma: an
   /// unmasked load from a global memref with unit stride along its last
-  /// dim, in `block`, used only by the dot.
+  /// dim, in `block` or a block around it (a loop invariant, copied once),
+  /// used only by the dot.
   static LoadOp sharedOperandLoad(Value v, Block *block) {
     auto load = v.getDefiningOp<LoadOp>();
-    if (!load || load->getBlock() != block || !v.hasOneUse() || load.getMask())
+    if (!load || !v.hasOneUse() || load.getMask())
+      return {};
+    if (load->getBlock() != block &&
+        !load->getBlock()->findAncestorOpInBlock(*block->getParentOp()))
       return {};
     auto mem = dyn_cast<MemRefType>(load.getSource().getType());
     if (!mem || mem.getRank() != 2 ||

@@ -21,7 +21,9 @@
 #include "KernelLowering.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 
+#include <functional>
 #include <optional>
 
 using namespace mlir;
@@ -307,10 +309,18 @@ SmallVector<LoadOp> KernelLowering::ringLoads(RangeOp loop) {
     if (!isa_and_nonnull<SharedAttr>(load.getType().getEncoding()) ||
         llvm::is_contained(written, load.getSource()))
       continue;
-    if (llvm::all_of(load.getIndices(), [&](Value v) {
-          return v == iv ||
-                 !loop->isAncestor(v.getParentRegion()->getParentOp());
-        }))
+    // Indices: the induction variable, invariants, or pure scalar ops of
+    // the body on those (computed again for the iteration copied).
+    std::function<bool(Value)> computable = [&](Value v) -> bool {
+      if (v == iv || !loop->isAncestor(v.getParentRegion()->getParentOp()))
+        return true;
+      Operation *def = v.getDefiningOp();
+      return def && def->getBlock() == &body && !def->getNumRegions() &&
+             isPure(def) && def->getNumResults() == 1 &&
+             !isTile(def->getResult(0).getType()) &&
+             llvm::all_of(def->getOperands(), computable);
+    };
+    if (llvm::all_of(load.getIndices(), computable))
       loads.push_back(load);
   }
   return loads;
@@ -415,9 +425,27 @@ Value KernelLowering::ringAddress(LoadOp load, int64_t offset, Value slot) {
 }
 
 SmallVector<Value> KernelLowering::startAt(LoadOp load, Value iv, Value at) {
+  // Index ops of the body are cloned with the induction variable replaced
+  // (ringLoads checked that they are pure scalar ops).
+  IRMapping at_;
+  std::function<Value(Value)> eval = [&](Value v) -> Value {
+    if (v == iv)
+      return at;
+    if (Value done = at_.lookupOrNull(v))
+      return done;
+    Operation *def = v.getDefiningOp();
+    if (!def || def->getBlock() != iv.getParentBlock())
+      return map.lookup(v);
+    IRMapping operands;
+    for (Value x : def->getOperands())
+      operands.map(x, eval(x));
+    Value r = b.clone(*def, operands)->getResult(0);
+    at_.map(v, r);
+    return r;
+  };
   SmallVector<Value> start;
   for (Value v : load.getIndices())
-    start.push_back(v == iv ? at : map.lookup(v));
+    start.push_back(eval(v));
   return start;
 }
 

@@ -158,6 +158,48 @@ func.func @gemm_fp8_nt(%A: memref<?x?xf8E4M3FN>, %Bt: memref<?x?xf8E4M3FN>,
 
 // -----
 
+// Attention's first product: Q loaded once before the loop (a shared tile
+// copied once), K^T the transposed view of a K block whose row the body
+// computes from the induction variable (the ring computes it again for the
+// block it copies ahead).
+// LAYOUT: #mma = #ttile.mma<version = 3, warpsPerCTA = [4, 1], instrShape = [64, 32, 16]>
+// LAYOUT-LABEL: func.func @scores
+// LAYOUT: ttile.load {{.*}} -> tensor<64x64xbf16, #ttile.shared<swizzle = 128, order = [1, 0]>>
+// LAYOUT: ttile.range
+// LAYOUT: ttile.load {{.*}} -> tensor<32x64xbf16, #ttile.shared<swizzle = 128, order = [1, 0]>>
+// LAYOUT: ttile.transpose {{.*}} -> tensor<64x32xbf16, #ttile.shared<swizzle = 128, order = [0, 1]>>
+// GPU-LABEL: gpu.func @scores
+// GPU: nvvm.cp.async.wait.group 0
+// GPU: gpu.barrier
+// GPU: scf.for %[[N:[a-z0-9]+]] =
+// GPU: %[[AHEAD:.*]] = arith.addi %[[N]], %{{.*}} : index
+// GPU: arith.addi %{{.*}}, %[[AHEAD]] : index
+// GPU: nvvm.cp.async.shared.global
+// GPU: wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 0, 0;
+// PTX-LABEL: .visible .entry scores(
+// PTX: wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16
+func.func @scores(%Q: memref<?x?xbf16>, %K: memref<?x?xbf16>,
+                  %S: memref<?x?xf32>, %base: index, %len: index)
+    attributes {ttile.kernel, ttile.num_warps = 4 : i32} {
+  %c0 = arith.constant 0 : index
+  %c32 = arith.constant 32 : index
+  %q = ttile.load %Q[%c0, %c0] : memref<?x?xbf16> -> tensor<64x64xbf16>
+  %zero = arith.constant dense<0.0> : tensor<64x32xf32>
+  %r = ttile.range %n = %c0 to %len step %c32 stages 2
+      iter_args(%acc = %zero) -> (tensor<64x32xf32>) {
+    %row = arith.addi %base, %n : index
+    %k = ttile.load %K[%row, %c0] : memref<?x?xbf16> -> tensor<32x64xbf16>
+    %kt = ttile.transpose %k {permutation = array<i64: 1, 0>} : tensor<32x64xbf16> -> tensor<64x32xbf16>
+    %s = ttile.dot %q, %kt, %zero : tensor<64x64xbf16>, tensor<64x32xbf16> -> tensor<64x32xf32>
+    %a = arith.addf %acc, %s : tensor<64x32xf32>
+    ttile.yield %a : tensor<64x32xf32>
+  }
+  ttile.store %r, %S[%c0, %c0] : tensor<64x32xf32>, memref<?x?xf32>
+  return
+}
+
+// -----
+
 // An operand load with a second use stays on mma.sync (wgmma reads its
 // operands from shared memory only).
 // LAYOUT: #mma = #ttile.mma<version = 2
