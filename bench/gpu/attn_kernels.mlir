@@ -1,8 +1,9 @@
 // Attention forward kernels for bench/gpu/attn_bench.cpp: bf16 Q, K, V, O
 // as [batch * heads * seq, 128] row-major, f32 softmax statistics and
-// accumulators, both products on the tensor cores, 64 queries per program
-// against 32-key blocks on 4 warps, K and V loaded one block ahead
-// (`stages 2`); seq a multiple of 64.
+// accumulators, both products on the tensor cores (built for sm_90a: wgmma,
+// Q and K^T from shared memory, P from registers, V from shared memory),
+// 64 queries per program against 64-key blocks on 4 warps, K and V loaded
+// one block ahead (`stages 2`); seq a multiple of 64.
 
 // Non-causal attention forward: one program per BM queries of one head
 // (grid x: seq / BM, grid y: batch * heads), keys and values in blocks of BN.
@@ -12,7 +13,7 @@ func.func @attn_fwd(%Q: memref<?x?xbf16>, %K: memref<?x?xbf16>,
     attributes {ttile.kernel, ttile.num_warps = 4 : i32} {
   %c0 = arith.constant 0 : index
   %cbm = arith.constant 64 : index
-  %cbn = arith.constant 32 : index
+  %cbn = arith.constant 64 : index
   %pid = ttile.program_id x
   %bh = ttile.program_id y
   %base = arith.muli %bh, %seq : index
@@ -20,8 +21,8 @@ func.func @attn_fwd(%Q: memref<?x?xbf16>, %K: memref<?x?xbf16>,
   %row = arith.addi %base, %q0 : index
   %end = arith.addi %seq, %c0 : index
   %q = ttile.load %Q[%row, %c0] : memref<?x?xbf16> -> tensor<64x128xbf16>
-  %zero = arith.constant dense<0.0> : tensor<64x32xf32>
-  %zs = arith.constant dense<0.0> : tensor<64x32xf32>
+  %zero = arith.constant dense<0.0> : tensor<64x64xf32>
+  %zs = arith.constant dense<0.0> : tensor<64x64xf32>
   %accz = arith.constant dense<0.0> : tensor<64x128xf32>
   %minf = arith.constant dense<0xFF800000> : tensor<64xf32>
   %lzero = arith.constant dense<0.0> : tensor<64xf32>
@@ -29,16 +30,16 @@ func.func @attn_fwd(%Q: memref<?x?xbf16>, %K: memref<?x?xbf16>,
       iter_args(%acc = %accz, %m = %minf, %l = %lzero)
       -> (tensor<64x128xf32>, tensor<64xf32>, tensor<64xf32>) {
     %krow = arith.addi %base, %n : index
-    %k = ttile.load %K[%krow, %c0] : memref<?x?xbf16> -> tensor<32x128xbf16>
-    %kt = ttile.transpose %k {permutation = array<i64: 1, 0>} : tensor<32x128xbf16> -> tensor<128x32xbf16>
-    %s0 = ttile.dot %q, %kt, %zero : tensor<64x128xbf16>, tensor<128x32xbf16> -> tensor<64x32xf32>
-    %sc = tensor.splat %scale : tensor<64x32xf32>
-    %s1 = arith.mulf %s0, %sc : tensor<64x32xf32>
-    %s = arith.addf %s1, %zs : tensor<64x32xf32>
-    %p, %mc, %lc = ttile.softmax_online %s : tensor<64x32xf32> -> tensor<64x32xf32>, tensor<64xf32>, tensor<64xf32>
-    %v = ttile.load %V[%krow, %c0] : memref<?x?xbf16> -> tensor<32x128xbf16>
+    %k = ttile.load %K[%krow, %c0] : memref<?x?xbf16> -> tensor<64x128xbf16>
+    %kt = ttile.transpose %k {permutation = array<i64: 1, 0>} : tensor<64x128xbf16> -> tensor<128x64xbf16>
+    %s0 = ttile.dot %q, %kt, %zero : tensor<64x128xbf16>, tensor<128x64xbf16> -> tensor<64x64xf32>
+    %sc = tensor.splat %scale : tensor<64x64xf32>
+    %s1 = arith.mulf %s0, %sc : tensor<64x64xf32>
+    %s = arith.addf %s1, %zs : tensor<64x64xf32>
+    %p, %mc, %lc = ttile.softmax_online %s : tensor<64x64xf32> -> tensor<64x64xf32>, tensor<64xf32>, tensor<64xf32>
+    %v = ttile.load %V[%krow, %c0] : memref<?x?xbf16> -> tensor<64x128xbf16>
     %acc2, %m2, %l2 = ttile.softmax_accumulate %acc, %m, %l, %p, %v, %mc, %lc
-        : tensor<64x128xf32>, tensor<64xf32>, tensor<64x32xf32>, tensor<32x128xbf16>
+        : tensor<64x128xf32>, tensor<64xf32>, tensor<64x64xf32>, tensor<64x128xbf16>
     ttile.yield %acc2, %m2, %l2 : tensor<64x128xf32>, tensor<64xf32>, tensor<64xf32>
   }
   %lb = ttile.broadcast %r#2 {dims = array<i64: 0>} : tensor<64xf32> -> tensor<64x128xf32>
@@ -56,7 +57,7 @@ func.func @attn_fwd_causal(%Q: memref<?x?xbf16>, %K: memref<?x?xbf16>,
     attributes {ttile.kernel, ttile.num_warps = 4 : i32} {
   %c0 = arith.constant 0 : index
   %cbm = arith.constant 64 : index
-  %cbn = arith.constant 32 : index
+  %cbn = arith.constant 64 : index
   %pid = ttile.program_id x
   %bh = ttile.program_id y
   %base = arith.muli %bh, %seq : index
@@ -65,8 +66,8 @@ func.func @attn_fwd_causal(%Q: memref<?x?xbf16>, %K: memref<?x?xbf16>,
   %qEnd = arith.addi %q0, %cbm : index
   %end = arith.minui %qEnd, %seq : index
   %q = ttile.load %Q[%row, %c0] : memref<?x?xbf16> -> tensor<64x128xbf16>
-  %zero = arith.constant dense<0.0> : tensor<64x32xf32>
-  %zs = arith.constant dense<0.0> : tensor<64x32xf32>
+  %zero = arith.constant dense<0.0> : tensor<64x64xf32>
+  %zs = arith.constant dense<0.0> : tensor<64x64xf32>
   %accz = arith.constant dense<0.0> : tensor<64x128xf32>
   %minf = arith.constant dense<0xFF800000> : tensor<64xf32>
   %lzero = arith.constant dense<0.0> : tensor<64xf32>
@@ -74,16 +75,16 @@ func.func @attn_fwd_causal(%Q: memref<?x?xbf16>, %K: memref<?x?xbf16>,
       iter_args(%acc = %accz, %m = %minf, %l = %lzero)
       -> (tensor<64x128xf32>, tensor<64xf32>, tensor<64xf32>) {
     %krow = arith.addi %base, %n : index
-    %k = ttile.load %K[%krow, %c0] : memref<?x?xbf16> -> tensor<32x128xbf16>
-    %kt = ttile.transpose %k {permutation = array<i64: 1, 0>} : tensor<32x128xbf16> -> tensor<128x32xbf16>
-    %s0 = ttile.dot %q, %kt, %zero : tensor<64x128xbf16>, tensor<128x32xbf16> -> tensor<64x32xf32>
-    %sc = tensor.splat %scale : tensor<64x32xf32>
-    %s1 = arith.mulf %s0, %sc : tensor<64x32xf32>
-    %s = ttile.mask_causal %s1, %q0, %n : tensor<64x32xf32>
-    %p, %mc, %lc = ttile.softmax_online %s : tensor<64x32xf32> -> tensor<64x32xf32>, tensor<64xf32>, tensor<64xf32>
-    %v = ttile.load %V[%krow, %c0] : memref<?x?xbf16> -> tensor<32x128xbf16>
+    %k = ttile.load %K[%krow, %c0] : memref<?x?xbf16> -> tensor<64x128xbf16>
+    %kt = ttile.transpose %k {permutation = array<i64: 1, 0>} : tensor<64x128xbf16> -> tensor<128x64xbf16>
+    %s0 = ttile.dot %q, %kt, %zero : tensor<64x128xbf16>, tensor<128x64xbf16> -> tensor<64x64xf32>
+    %sc = tensor.splat %scale : tensor<64x64xf32>
+    %s1 = arith.mulf %s0, %sc : tensor<64x64xf32>
+    %s = ttile.mask_causal %s1, %q0, %n : tensor<64x64xf32>
+    %p, %mc, %lc = ttile.softmax_online %s : tensor<64x64xf32> -> tensor<64x64xf32>, tensor<64xf32>, tensor<64xf32>
+    %v = ttile.load %V[%krow, %c0] : memref<?x?xbf16> -> tensor<64x128xbf16>
     %acc2, %m2, %l2 = ttile.softmax_accumulate %acc, %m, %l, %p, %v, %mc, %lc
-        : tensor<64x128xf32>, tensor<64xf32>, tensor<64x32xf32>, tensor<32x128xbf16>
+        : tensor<64x128xf32>, tensor<64xf32>, tensor<64x64xf32>, tensor<64x128xbf16>
     ttile.yield %acc2, %m2, %l2 : tensor<64x128xf32>, tensor<64xf32>, tensor<64xf32>
   }
   %lb = ttile.broadcast %r#2 {dims = array<i64: 0>} : tensor<64xf32> -> tensor<64x128xf32>

@@ -412,7 +412,10 @@ private:
       return {};
     Block *block = dot->getBlock();
     bool bKMajor = bool(transposedOperand(dot.getB(), block));
-    if (!sharedOperandLoad(dot.getA(), block) ||
+    // A from registers (computed, as attention's P) for 16-bit types, with
+    // the warpgroups along M.
+    bool aInRegisters = !sharedOperandLoad(dot.getA(), block);
+    if ((aInRegisters && fp8) ||
         !(bKMajor || sharedOperandLoad(dot.getB(), block)) || (fp8 && !bKMajor))
       return {};
     int64_t m = acc.getShape()[0], n = acc.getShape()[1], k = a.getShape()[1];
@@ -426,7 +429,7 @@ private:
     while (gm > 1 && m % (64 * gm))
       gm /= 2;
     int64_t gn = groups / gm;
-    if (n % gn)
+    if (n % gn || (aInRegisters && (gn != 1 || (gm > 1 && m != 64 * gm))))
       return {};
     int64_t perGroup = n / gn, instrN = std::min<int64_t>(perGroup, 256);
     // An N-major B: a warpgroup's columns start on a whole swizzle row.
@@ -579,7 +582,11 @@ private:
         else
           convertOperand(dot.getAccMutable(), acc);
         setType(dot.getResult(), acc);
-        setSharedOperand(dot.getA());
+        if (sharedOperandLoad(dot.getA(), dot->getBlock()))
+          setSharedOperand(dot.getA());
+        else
+          convertOperand(dot.getAMutable(),
+                         DotOperandAttr::get(ctx, 0, acc, 2));
         setSharedOperand(dot.getB());
         return success();
       }

@@ -200,9 +200,20 @@ static FailureOr<Distribution> describe(Attribute layout,
     if (auto mma = dyn_cast<MmaAttr>(operand.getParent())) {
       // The m16n8k16 fragments; any element type may sit there (a tile
       // converted before a cast to bf16), the dot itself takes 16 bits.
-      if (mma.getVersion() != 2)
-        return fail(error, "wgmma (version 3) operands are #ttile.shared "
-                           "tiles, not dot_operand");
+      if (mma.getVersion() == 3) {
+        // wgmma's A from registers: per warp, mma.sync's m16k16 A
+        // fragments; warps along M as the accumulator's (warpgroups along
+        // M only, one instruction tile of M per group or one group).
+        int64_t gm = mma.getWarpsPerCTA()[0] / 4;
+        if (opIdx != 0 || mma.getWarpsPerCTA()[1] != 1 ||
+            (gm > 1 && shape[0] != 64 * gm))
+          return fail(error, "wgmma takes B from shared memory only, and A "
+                             "from registers with warpgroups along M (64 "
+                             "rows each, or one warpgroup)");
+        auto asSync = MmaAttr::get(mma.getContext(), 2,
+                                   {mma.getWarpsPerCTA()[0], 1}, {16, 8, 16});
+        return mmaV2(asSync, 0, shape, error);
+      }
       return mmaV2(mma, opIdx, shape, error);
     }
     // FMA operands of a blocked accumulator: A's rows (B's columns) sit

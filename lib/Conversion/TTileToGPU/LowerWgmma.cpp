@@ -491,16 +491,24 @@ LogicalResult KernelLowering::lowerWgmma(DotOp op, MmaAttr mma) {
   auto bShared = dyn_cast<SharedAttr>(bType.getEncoding());
   Type inA = aType.getElementType(), inB = bType.getElementType();
   bool fp8 = isa<Float8E4M3FNType, Float8E5M2Type>(inA);
-  if (!aShared || aShared.getOrder() != ArrayRef<int64_t>{1, 0})
-    return op.emitError("wgmma with A in registers is not lowered yet: A must "
-                        "be a #ttile.shared tile with order [1, 0] (K "
-                        "contiguous)");
+  // A from shared memory (K contiguous) or from registers (mma.sync's A
+  // fragments per warp, Distribution.cpp).
+  bool aInRegisters = isa<DotOperandAttr>(aType.getEncoding());
+  if (aInRegisters) {
+    if (failed(dist(op, aType)))
+      return failure();
+  } else if (!aShared || aShared.getOrder() != ArrayRef<int64_t>{1, 0}) {
+    return op.emitError("wgmma takes A as a #ttile.shared tile with order "
+                        "[1, 0] (K contiguous) or as registers "
+                        "(#ttile.dot_operand 0 of the accumulator)");
+  }
   // B's order: [1, 0] is N contiguous (transposed by the instruction, 16-bit
   // types only), [0, 1] K contiguous.
   bool bKMajor = bShared.getOrder() == ArrayRef<int64_t>{0, 1};
   if (wgmmaTypeName(inA).empty() || wgmmaTypeName(inB).empty() ||
       !accType.getElementType().isF32() || (!fp8 && inA != inB) ||
-      (fp8 && !isa<Float8E4M3FNType, Float8E5M2Type>(inB)) || (fp8 && !bKMajor))
+      (fp8 && !isa<Float8E4M3FNType, Float8E5M2Type>(inB)) ||
+      (fp8 && (!bKMajor || aInRegisters)))
     return op.emitError() << "wgmma is lowered for bf16 or f16 operands, or "
                              "fp8 (e4m3, e5m2) with B K-contiguous, into f32; "
                              "got "
@@ -514,7 +522,8 @@ LogicalResult KernelLowering::lowerWgmma(DotOp op, MmaAttr mma) {
   int64_t instrN = mma.getInstrShape()[1];
   int64_t groupM = m / gm, groupN = n / gn;
   int64_t repM = groupM / 64, repN = groupN / instrN, regs = instrN / 2;
-  int64_t rowA = aShared.getSwizzle(), rowB = bShared.getSwizzle();
+  int64_t rowA = aShared ? aShared.getSwizzle() : 0,
+          rowB = bShared.getSwizzle();
   int64_t eltB = rowB / eltBytes;
   if (k % instrK || mma.getInstrShape()[2] != instrK ||
       (!bKMajor && instrN % eltB))
@@ -525,15 +534,18 @@ LogicalResult KernelLowering::lowerWgmma(DotOp op, MmaAttr mma) {
                           << eltB << " elements); got K = " << k
                           << ", instrShape " << mma.getInstrShape()[0] << "x"
                           << instrN << "x" << mma.getInstrShape()[2];
-  Value aBase = tiles.lookup(op.getA())[0], bBase = tiles.lookup(op.getB())[0];
+  Value aBase = aInRegisters ? Value() : tiles.lookup(op.getA())[0],
+        bBase = tiles.lookup(op.getB())[0];
   Value group = arith::DivUIOp::create(b, loc, warp, index(4));
   Value groupN0 = arith::RemUIOp::create(b, loc, group, index(gn));
   Value groupM0 = arith::DivUIOp::create(b, loc, group, index(gn));
   // This warpgroup's first A row and first B row (K-contiguous B) or
   // column block (N-contiguous B), in bytes.
-  Value aRows = arith::AddIOp::create(
-      b, loc, aBase,
-      arith::MulIOp::create(b, loc, groupM0, index(groupM * rowA)));
+  Value aRows;
+  if (!aInRegisters)
+    aRows = arith::AddIOp::create(
+        b, loc, aBase,
+        arith::MulIOp::create(b, loc, groupM0, index(groupM * rowA)));
   Value bPart = arith::AddIOp::create(
       b, loc, bBase,
       arith::MulIOp::create(
@@ -547,34 +559,52 @@ LogicalResult KernelLowering::lowerWgmma(DotOp op, MmaAttr mma) {
   std::string asmText;
   {
     llvm::raw_string_ostream os(asmText);
-    os << "{\n.reg .pred p;\nsetp.ne.b32 p, $" << regs + 2
+    os << "{\n.reg .pred p;\nsetp.ne.b32 p, $" << regs + (aInRegisters ? 5 : 2)
        << ", 0;\nwgmma.mma_async.sync.aligned.m64n" << instrN << "k" << instrK
        << ".f32." << wgmmaTypeName(inA) << "." << wgmmaTypeName(inB) << " {";
     for (int64_t i = 0; i < regs; ++i)
       os << (i ? ", " : "") << "$" << i;
-    os << "}, $" << regs << ", $" << regs + 1 << ", p, 1, 1";
-    // A is K-major; an N-major B is transposed by the instruction (16-bit
-    // types only: fp8 takes no transpose flags).
+    // A: a descriptor, or four registers of two 16-bit values each.
+    if (aInRegisters)
+      os << "}, {$" << regs << ", $" << regs + 1 << ", $" << regs + 2 << ", $"
+         << regs + 3 << "}, $" << regs + 4 << ", p, 1, 1";
+    else
+      os << "}, $" << regs << ", $" << regs + 1 << ", p, 1, 1";
+    // A from shared memory is K-major (no transpose); an N-major B is
+    // transposed by the instruction (16-bit types only: fp8 takes no
+    // transpose flags).
     if (!fp8)
-      os << ", 0, " << (bKMajor ? 0 : 1);
+      os << (aInRegisters ? ", " : ", 0, ") << (bKMajor ? 0 : 1);
     os << ";\n}";
   }
   std::string constraints;
   for (int64_t i = 0; i < regs; ++i)
     constraints += "=f,";
-  constraints += "l,l,r";
+  constraints += aInRegisters ? "r,r,r,r,l,r" : "l,l,r";
   for (int64_t i = 0; i < regs; ++i)
     constraints += "," + std::to_string(i);
   Value one = arith::ConstantIntOp::create(b, loc, b.getI32Type(), 1);
+  Regs aRegs = aInRegisters ? tiles.lookup(op.getA()) : Regs();
+  // Two 16-bit values in one 32-bit register, the first in the low half.
+  auto pack = [&](Value lo, Value hi) -> Value {
+    auto pairVec = VectorType::get({2}, inA);
+    auto i32Vec = VectorType::get({1}, b.getI32Type());
+    Value v =
+        vector::FromElementsOp::create(b, loc, pairVec, ValueRange{lo, hi});
+    return vector::ExtractOp::create(
+        b, loc, vector::BitCastOp::create(b, loc, i32Vec, v), int64_t(0));
+  };
 
+  // A's registers, packed before the fence (wgmma must not see registers
+  // written after it).
+  Regs aPacked;
+  for (int64_t r = 0; r + 1 < int64_t(aRegs.size()); r += 2)
+    aPacked.push_back(pack(aRegs[r], aRegs[r + 1]));
   NVVM::WgmmaFenceAlignedOp::create(b, loc);
   for (int64_t kk = 0; kk < k; kk += instrK) {
     int64_t kb = kk * eltBytes; // the K step's first byte along a row
     for (int64_t i = 0; i < repM; ++i) {
       for (int64_t j = 0; j < repN; ++j) {
-        Value aAddr = arith::AddIOp::create(
-            b, loc, aRows,
-            index(kb / rowA * m * rowA + 64 * i * rowA + kb % rowA));
         Value bAddr =
             bKMajor
                 ? arith::AddIOp::create(b, loc, bPart,
@@ -583,12 +613,25 @@ LogicalResult KernelLowering::lowerWgmma(DotOp op, MmaAttr mma) {
                 : arith::AddIOp::create(
                       b, loc, bPart,
                       index(j * instrN / eltB * k * rowB + kk * rowB));
-        Value descA = descriptor(b, loc, aAddr, 16, 8 * rowA, rowA);
         Value descB = bKMajor
                           ? descriptor(b, loc, bAddr, 16, 8 * rowB, rowB)
                           : descriptor(b, loc, bAddr, k * rowB, 8 * rowB, rowB);
         int64_t first = (i * repN + j) * regs;
-        SmallVector<Value> operands = {descA, descB, one};
+        SmallVector<Value> operands;
+        if (aInRegisters) {
+          // The m16k16 fragment of this warp's rows of instruction tile i
+          // at K step kk: (col, col + 1), rows + 8, cols + 8, both.
+          int64_t a0 = 4 * (kk / 16 + k / 16 * i);
+          for (int64_t e = 0; e < 4; ++e)
+            operands.push_back(aPacked[a0 + e]);
+        } else {
+          Value aAddr = arith::AddIOp::create(
+              b, loc, aRows,
+              index(kb / rowA * m * rowA + 64 * i * rowA + kb % rowA));
+          operands.push_back(descriptor(b, loc, aAddr, 16, 8 * rowA, rowA));
+        }
+        operands.push_back(descB);
+        operands.push_back(one);
         llvm::append_range(operands, ArrayRef<Value>(acc).slice(first, regs));
         auto call = LLVM::InlineAsmOp::create(
             b, loc, TypeRange{structType}, operands, asmText, constraints,

@@ -200,13 +200,21 @@ func.func @scores(%Q: memref<?x?xbf16>, %K: memref<?x?xbf16>,
 
 // -----
 
-// An operand load with a second use stays on mma.sync (wgmma reads its
-// operands from shared memory only).
-// LAYOUT: #mma = #ttile.mma<version = 2
-// LAYOUT-LABEL: func.func @not_for_wgmma
-// LAYOUT-NOT: #ttile.shared
-// LAYOUT: ttile.dot
-func.func @not_for_wgmma(%A: memref<?x?xbf16>, %B: memref<?x?xbf16>,
+// An A operand that is not a load used by the dot alone (here: also
+// stored) stays in
+// registers: wgmma reads it from there (mma.sync's A fragments), B from
+// shared memory.
+// LAYOUT: #mma = #ttile.mma<version = 3, warpsPerCTA = [4, 1], instrShape = [64, 64, 16]>
+// LAYOUT: #dot_op = #ttile.dot_operand<opIdx = 0, parent = #mma, kWidth = 2>
+// LAYOUT-LABEL: func.func @a_in_registers
+// LAYOUT: ttile.load %arg1{{.*}} -> tensor<32x64xbf16, #ttile.shared<swizzle = 128, order = [1, 0]>>
+// LAYOUT: ttile.dot {{.*}} : tensor<64x32xbf16, #dot_op>, tensor<32x64xbf16, #ttile.shared<swizzle = 128, order = [1, 0]>> -> tensor<64x64xf32, #mma>
+// GPU-LABEL: gpu.func @a_in_registers
+// GPU: nvvm.wgmma.fence.aligned
+// GPU: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, {$32, $33, $34, $35}, $36, p, 1, 1, 1;
+// PTX-LABEL: .visible .entry a_in_registers(
+// PTX: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, {%r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}}, %rd
+func.func @a_in_registers(%A: memref<?x?xbf16>, %B: memref<?x?xbf16>,
                          %C: memref<?x?xf32>, %D: memref<?x?xbf16>)
     attributes {ttile.kernel, ttile.num_warps = 4 : i32} {
   %c0 = arith.constant 0 : index
