@@ -109,65 +109,79 @@ int main(int argc, char **argv) {
     auto q = check(cu::DeviceBuffer::fromHost(host[0]), "q");
     auto k = check(cu::DeviceBuffer::fromHost(host[1]), "k");
     auto v = check(cu::DeviceBuffer::fromHost(host[2]), "v");
-    for (bool causal : {false, true}) {
-      auto o = check(cu::DeviceBuffer::zeros(DType::bf16, {rows, d}), "o");
-      Args args;
-      args.memref(q, rows, d);
-      args.memref(k, rows, d);
-      args.memref(v, rows, d);
-      args.memref(o, rows, d);
-      args.integer(s);
-      args.f32(scale);
-      const char *name = causal ? "attn_fwd_causal" : "attn_fwd";
-      auto kernel = check(module.kernel(name), name);
-      cu::LaunchConfig cfg{{unsigned(s / 64), unsigned(bh), 1}, {128, 1, 1}, 0};
-      std::vector<double> ms;
-      for (int i = 0; i < 8; ++i) {
-        auto start = check(cu::Event::create(), "event");
-        auto end = check(cu::Event::create(), "event");
-        if (!start.record(stream) || !kernel.launch(cfg, stream, args.list) ||
-            !end.record(stream) || !end.synchronize()) {
-          std::fprintf(stderr, "launch of %s failed\n", name);
-          return 1;
+    // Kernels: 64 queries per program on 4 warps, and 128 on 8 warps.
+    struct Variant {
+      const char *suffix;
+      unsigned queries, threads;
+    };
+    for (const Variant &var :
+         {Variant{"", 64, 128}, Variant{"_q128", 128, 256}})
+      for (bool causal : {false, true}) {
+        auto o = check(cu::DeviceBuffer::zeros(DType::bf16, {rows, d}), "o");
+        Args args;
+        args.memref(q, rows, d);
+        args.memref(k, rows, d);
+        args.memref(v, rows, d);
+        args.memref(o, rows, d);
+        args.integer(s);
+        args.f32(scale);
+        std::string kernelName =
+            std::string(causal ? "attn_fwd_causal" : "attn_fwd") + var.suffix;
+        const char *name = kernelName.c_str();
+        auto kernel = check(module.kernel(name), name);
+        cu::LaunchConfig cfg{{unsigned(s / var.queries), unsigned(bh), 1},
+                             {var.threads, 1, 1},
+                             0};
+        std::vector<double> ms;
+        for (int i = 0; i < 8; ++i) {
+          auto start = check(cu::Event::create(), "event");
+          auto end = check(cu::Event::create(), "event");
+          if (!start.record(stream) || !kernel.launch(cfg, stream, args.list) ||
+              !end.record(stream) || !end.synchronize()) {
+            std::fprintf(stderr, "launch of %s failed\n", name);
+            return 1;
+          }
+          if (i >= 3)
+            ms.push_back(check(cu::Event::elapsedMs(start, end), "timing"));
         }
-        if (i >= 3)
-          ms.push_back(check(cu::Event::elapsedMs(start, end), "timing"));
+        std::sort(ms.begin(), ms.end());
+        double t = ms[ms.size() / 2];
+        double flops = 4.0 * bh * double(s) * s * d * (causal ? 0.5 : 1.0);
+        // A few query rows against double precision.
+        auto out = check(o.toHost(&stream), "o");
+        double worst = 0;
+        for (int64_t probe = 0; probe < 6; ++probe) {
+          int64_t h = (probe * 5) % bh, i = (probe * 7919 + 13) % s;
+          int64_t base = h * s, last = causal ? i : s - 1;
+          std::vector<double> p(last + 1);
+          double mx = -INFINITY, sum = 0;
+          for (int64_t j = 0; j <= last; ++j) {
+            double dot = 0;
+            for (int64_t c = 0; c < d; ++c)
+              dot +=
+                  double(fromBf16(host[0].as<uint16_t>()[(base + i) * d + c])) *
+                  fromBf16(host[1].as<uint16_t>()[(base + j) * d + c]);
+            p[j] = dot * scale;
+            mx = std::max(mx, p[j]);
+          }
+          for (double &x : p)
+            sum += (x = std::exp(x - mx));
+          for (int64_t c = 0; c < d; ++c) {
+            double want = 0;
+            for (int64_t j = 0; j <= last; ++j)
+              want +=
+                  p[j] * fromBf16(host[2].as<uint16_t>()[(base + j) * d + c]);
+            want /= sum;
+            double got = fromBf16(out.as<uint16_t>()[(base + i) * d + c]);
+            worst = std::max(worst, std::abs(got - want));
+          }
+        }
+        std::printf(
+            "seq=%-6lld %-7s %3u queries %9.3f ms %7.1f TFLOP/s  (max abs err "
+            "%.1e)\n",
+            (long long)s, causal ? "causal" : "full", var.queries, t,
+            flops / t / 1e9, worst);
       }
-      std::sort(ms.begin(), ms.end());
-      double t = ms[ms.size() / 2];
-      double flops = 4.0 * bh * double(s) * s * d * (causal ? 0.5 : 1.0);
-      // A few query rows against double precision.
-      auto out = check(o.toHost(&stream), "o");
-      double worst = 0;
-      for (int64_t probe = 0; probe < 6; ++probe) {
-        int64_t h = (probe * 5) % bh, i = (probe * 7919 + 13) % s;
-        int64_t base = h * s, last = causal ? i : s - 1;
-        std::vector<double> p(last + 1);
-        double mx = -INFINITY, sum = 0;
-        for (int64_t j = 0; j <= last; ++j) {
-          double dot = 0;
-          for (int64_t c = 0; c < d; ++c)
-            dot +=
-                double(fromBf16(host[0].as<uint16_t>()[(base + i) * d + c])) *
-                fromBf16(host[1].as<uint16_t>()[(base + j) * d + c]);
-          p[j] = dot * scale;
-          mx = std::max(mx, p[j]);
-        }
-        for (double &x : p)
-          sum += (x = std::exp(x - mx));
-        for (int64_t c = 0; c < d; ++c) {
-          double want = 0;
-          for (int64_t j = 0; j <= last; ++j)
-            want += p[j] * fromBf16(host[2].as<uint16_t>()[(base + j) * d + c]);
-          want /= sum;
-          double got = fromBf16(out.as<uint16_t>()[(base + i) * d + c]);
-          worst = std::max(worst, std::abs(got - want));
-        }
-      }
-      std::printf(
-          "seq=%-6lld %-7s %9.3f ms %7.1f TFLOP/s  (max abs err %.1e)\n",
-          (long long)s, causal ? "causal" : "full", t, flops / t / 1e9, worst);
-    }
   }
   return 0;
 }
