@@ -260,20 +260,34 @@ void KernelLowering::fenceSharedForTensorCores(Location loc) {
       ArrayAttr());
 }
 
+/// Whether a load into a shared tile can be lowered: from a 2-d global
+/// memref with unit stride along rows, 8- or 16-bit elements, unmasked,
+/// at least one swizzle row wide.
+static bool isLowerableSharedLoad(LoadOp op) {
+  auto t = cast<RankedTensorType>(op.getType());
+  auto mem = dyn_cast<MemRefType>(op.getSource().getType());
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  return !op.getMask() && mem && mem.getRank() == 2 &&
+         !isa_and_nonnull<gpu::AddressSpaceAttr>(mem.getMemorySpace()) &&
+         succeeded(mem.getStridesAndOffset(strides, offset)) &&
+         strides.back() == 1 &&
+         (t.getElementTypeBitWidth() == 16 ||
+          t.getElementTypeBitWidth() == 8) &&
+         cast<SharedAttr>(t.getEncoding()).getOrder() ==
+             ArrayRef<int64_t>{1, 0} &&
+         t.getShape()[1] * t.getElementTypeBitWidth() / 8 >=
+             cast<SharedAttr>(t.getEncoding()).getSwizzle();
+}
+
 LogicalResult KernelLowering::lowerSharedLoad(LoadOp op) {
   Location loc = op.getLoc();
   auto t = cast<RankedTensorType>(op.getType());
-  auto mem = dyn_cast<MemRefType>(map.lookup(op.getSource()).getType());
-  if (op.getMask() || !mem || mem.getRank() != 2 ||
-      isa_and_nonnull<gpu::AddressSpaceAttr>(mem.getMemorySpace()) ||
-      (t.getElementTypeBitWidth() != 16 && t.getElementTypeBitWidth() != 8) ||
-      cast<SharedAttr>(t.getEncoding()).getOrder() != ArrayRef<int64_t>{1, 0} ||
-      t.getShape()[1] * t.getElementTypeBitWidth() / 8 <
-          cast<SharedAttr>(t.getEncoding()).getSwizzle())
+  if (!isLowerableSharedLoad(op))
     return op.emitError()
            << "a #ttile.shared tile is loaded from a 2-d global memref of "
-              "8- or 16-bit elements, unmasked, rows contiguous and at least "
-              "one swizzle row wide; got "
+              "8- or 16-bit elements, unmasked, rows contiguous (unit "
+              "stride) and at least one swizzle row wide; got "
            << t << " from " << op.getSource().getType();
   // Filled ahead by the enclosing pipelined range.
   if (auto it = ringSlots.find(op.getOperation()); it != ringSlots.end()) {
@@ -303,21 +317,49 @@ SmallVector<LoadOp> KernelLowering::ringLoads(RangeOp loop) {
     return loads;
   Block &body = loop.getBody().front();
   Value iv = loop.getInductionVar();
+  // What the loop writes: copies made ahead must not read it. Any write
+  // whose target is unknown rules the ring out.
   SmallVector<Value> written;
-  loop.walk([&](StoreOp s) { written.push_back(s.getDest()); });
+  WalkResult walk = loop.getBody().walk([&](Operation *op) {
+    if (auto store = dyn_cast<StoreOp>(op)) {
+      written.push_back(store.getDest());
+      return WalkResult::advance();
+    }
+    auto effects = dyn_cast<MemoryEffectOpInterface>(op);
+    if (!effects)
+      return op->hasTrait<OpTrait::HasRecursiveMemoryEffects>()
+                 ? WalkResult::advance()
+                 : WalkResult::interrupt();
+    SmallVector<MemoryEffects::EffectInstance> list;
+    effects.getEffects(list);
+    for (auto &e : list) {
+      if (!isa<MemoryEffects::Write>(e.getEffect()))
+        continue;
+      if (!e.getValue())
+        return WalkResult::interrupt();
+      written.push_back(e.getValue());
+    }
+    return WalkResult::advance();
+  });
+  if (walk.wasInterrupted())
+    return loads;
+  auto outside = [&](Value v) {
+    return !loop->isAncestor(v.getParentRegion()->getParentOp());
+  };
   for (LoadOp load : body.getOps<LoadOp>()) {
     if (!isa_and_nonnull<SharedAttr>(load.getType().getEncoding()) ||
+        !isLowerableSharedLoad(load) || !outside(load.getSource()) ||
         llvm::is_contained(written, load.getSource()))
       continue;
-    // Indices: the induction variable, invariants, or pure scalar ops of
+    // Indices: the induction variable, invariants, or pure arith ops of
     // the body on those (computed again for the iteration copied).
     std::function<bool(Value)> computable = [&](Value v) -> bool {
-      if (v == iv || !loop->isAncestor(v.getParentRegion()->getParentOp()))
+      if (v == iv || outside(v))
         return true;
       Operation *def = v.getDefiningOp();
       return def && def->getBlock() == &body && !def->getNumRegions() &&
-             isPure(def) && def->getNumResults() == 1 &&
-             !isTile(def->getResult(0).getType()) &&
+             isa<arith::ArithDialect>(def->getDialect()) && isPure(def) &&
+             def->getNumResults() == 1 &&
              llvm::all_of(def->getOperands(), computable);
     };
     if (llvm::all_of(load.getIndices(), computable))
@@ -369,11 +411,15 @@ void KernelLowering::startRing(RangeOp loop, ArrayRef<LoadOp> loads,
   for (LoadOp load : loads)
     offsets.push_back(allocateDynamicShared(
         stages * sharedTileBytes(cast<RankedTensorType>(load.getType()))));
+  // The buffers may still be read by a previous run of this loop (inside
+  // another loop) on slower warps.
+  gpu::BarrierOp::create(b, loc);
   // The first `ahead` iterations' tiles, one copy group each.
   for (int64_t s = 0; s < ahead; ++s) {
     Value ivS = arith::AddIOp::create(
         b, loc, lb, arith::MulIOp::create(b, loc, step, index(s)));
-    Value valid = lessThan(loc, ivS, ub);
+    Value valid =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, ivS, ub);
     for (auto [load, offset] : llvm::zip(loads, offsets))
       issueSharedCopy(load, ringAddress(load, offset, index(s)),
                       startAt(load, loop.getInductionVar(), ivS), valid);
@@ -402,7 +448,8 @@ void KernelLowering::advanceRing(RangeOp loop, ArrayRef<LoadOp> loads,
   // The tiles of iteration k + ahead into those buffers.
   Value at = arith::AddIOp::create(
       b, loc, iv, arith::MulIOp::create(b, loc, step, index(ahead)));
-  Value valid = lessThan(loc, at, ub);
+  Value valid =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, at, ub);
 
   Value aheadSlot = arith::RemUIOp::create(
       b, loc, arith::AddIOp::create(b, loc, k, index(ahead)), index(stages));
@@ -489,6 +536,9 @@ LogicalResult KernelLowering::lowerWgmma(DotOp op, MmaAttr mma) {
     return failure();
   auto aShared = dyn_cast<SharedAttr>(aType.getEncoding());
   auto bShared = dyn_cast<SharedAttr>(bType.getEncoding());
+  if (!bShared)
+    return op.emitError() << "wgmma takes B as a #ttile.shared tile, got "
+                          << bType;
   Type inA = aType.getElementType(), inB = bType.getElementType();
   bool fp8 = isa<Float8E4M3FNType, Float8E5M2Type>(inA);
   // A from shared memory (K contiguous) or from registers (mma.sync's A

@@ -32,6 +32,8 @@
 // first two iterations' tiles before the loop, one copy group each; the
 // loop sits in an `if` of its first test and the last groups are waited
 // for inside it.
+// A barrier first: a previous run of the loop may still read the buffers.
+// GPU: gpu.barrier
 // GPU: nvvm.cp.async.shared.global {{.*}}, 16, cache = cg
 // GPU: nvvm.cp.async.commit.group
 // GPU: nvvm.cp.async.commit.group
