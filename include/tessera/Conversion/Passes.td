@@ -196,7 +196,7 @@ def TTilePipelineLoads : Pass<"tessera-ttile-pipeline-loads", "ModuleOp"> {
   let description = [{
     In a `ttile.range` with `stages >= 2`, each `ttile.load` whose operands
     are the induction variable, values from outside the loop or pure
-    scalar ops of the body on those (an index computed from the induction
+    arith ops of the body on those (an index computed from the induction
     variable, cloned along), from a memref the loop does not write, is
     loaded for the first iteration
     before the loop and, in each iteration, for the next one (the tile is

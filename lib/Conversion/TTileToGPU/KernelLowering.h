@@ -731,8 +731,9 @@ private:
 
   Value ringAddress(LoadOp load, int64_t offset, Value slot);
 
-  /// `load`'s indices with `iv` replaced by `at` (lowered values).
-  SmallVector<Value> startAt(LoadOp load, Value iv, Value at);
+  /// `load`'s indices (lowered) for the iteration of `loop` whose induction
+  /// variable is `at`.
+  SmallVector<Value> startAt(RangeOp loop, LoadOp load, Value at);
 
   /// wgmma.wait_group `pending` with the accumulators `acc` passed
   /// through (replaced by the values after the wait).

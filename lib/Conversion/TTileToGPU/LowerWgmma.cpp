@@ -19,11 +19,10 @@
 //===----------------------------------------------------------------------===//
 
 #include "KernelLowering.h"
+#include "LoopAhead.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
-#include "mlir/Interfaces/SideEffectInterfaces.h"
 
-#include <functional>
 #include <optional>
 
 using namespace mlir;
@@ -316,32 +315,10 @@ SmallVector<LoadOp> KernelLowering::ringLoads(RangeOp loop) {
   if (loop.getStages() < 2)
     return loads;
   Block &body = loop.getBody().front();
-  Value iv = loop.getInductionVar();
-  // What the loop writes: copies made ahead must not read it. Any write
-  // whose target is unknown rules the ring out.
-  SmallVector<Value> written;
-  WalkResult walk = loop.getBody().walk([&](Operation *op) {
-    if (auto store = dyn_cast<StoreOp>(op)) {
-      written.push_back(store.getDest());
-      return WalkResult::advance();
-    }
-    auto effects = dyn_cast<MemoryEffectOpInterface>(op);
-    if (!effects)
-      return op->hasTrait<OpTrait::HasRecursiveMemoryEffects>()
-                 ? WalkResult::advance()
-                 : WalkResult::interrupt();
-    SmallVector<MemoryEffects::EffectInstance> list;
-    effects.getEffects(list);
-    for (auto &e : list) {
-      if (!isa<MemoryEffects::Write>(e.getEffect()))
-        continue;
-      if (!e.getValue())
-        return WalkResult::interrupt();
-      written.push_back(e.getValue());
-    }
-    return WalkResult::advance();
-  });
-  if (walk.wasInterrupted())
+  // Copies made ahead must not read what the loop writes; a write whose
+  // target is unknown rules the ring out.
+  auto written = writtenMemrefs(loop);
+  if (failed(written))
     return loads;
   auto outside = [&](Value v) {
     return !loop->isAncestor(v.getParentRegion()->getParentOp());
@@ -349,20 +326,13 @@ SmallVector<LoadOp> KernelLowering::ringLoads(RangeOp loop) {
   for (LoadOp load : body.getOps<LoadOp>()) {
     if (!isa_and_nonnull<SharedAttr>(load.getType().getEncoding()) ||
         !isLowerableSharedLoad(load) || !outside(load.getSource()) ||
-        llvm::is_contained(written, load.getSource()))
+        llvm::is_contained(*written, load.getSource()))
       continue;
     // Indices: the induction variable, invariants, or pure arith ops of
     // the body on those (computed again for the iteration copied).
-    std::function<bool(Value)> computable = [&](Value v) -> bool {
-      if (v == iv || outside(v))
-        return true;
-      Operation *def = v.getDefiningOp();
-      return def && def->getBlock() == &body && !def->getNumRegions() &&
-             isa<arith::ArithDialect>(def->getDialect()) && isPure(def) &&
-             def->getNumResults() == 1 &&
-             llvm::all_of(def->getOperands(), computable);
-    };
-    if (llvm::all_of(load.getIndices(), computable))
+    llvm::SetVector<Operation *> slice;
+    if (llvm::all_of(load.getIndices(),
+                     [&](Value v) { return computableAhead(v, loop, slice); }))
       loads.push_back(load);
   }
   return loads;
@@ -422,7 +392,7 @@ void KernelLowering::startRing(RangeOp loop, ArrayRef<LoadOp> loads,
         arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, ivS, ub);
     for (auto [load, offset] : llvm::zip(loads, offsets))
       issueSharedCopy(load, ringAddress(load, offset, index(s)),
-                      startAt(load, loop.getInductionVar(), ivS), valid);
+                      startAt(loop, load, ivS), valid);
     NVVM::CpAsyncCommitGroupOp::create(b, loc);
   }
 }
@@ -456,7 +426,7 @@ void KernelLowering::advanceRing(RangeOp loop, ArrayRef<LoadOp> loads,
   for (auto [load, offset] : llvm::zip(loads, offsets)) {
     LoadOp op = load;
     issueSharedCopy(op, ringAddress(op, offset, aheadSlot),
-                    startAt(op, loop.getInductionVar(), at), valid);
+                    startAt(loop, op, at), valid);
     ringSlots[op.getOperation()] = ringAddress(op, offset, slot);
   }
   NVVM::CpAsyncCommitGroupOp::create(b, loc);
@@ -471,28 +441,28 @@ Value KernelLowering::ringAddress(LoadOp load, int64_t offset, Value slot) {
                             arith::MulIOp::create(b, loc, slot, index(bytes))));
 }
 
-SmallVector<Value> KernelLowering::startAt(LoadOp load, Value iv, Value at) {
-  // Index ops of the body are cloned with the induction variable replaced
-  // (ringLoads checked that they are pure scalar ops).
-  IRMapping at_;
-  std::function<Value(Value)> eval = [&](Value v) -> Value {
-    if (v == iv)
-      return at;
-    if (Value done = at_.lookupOrNull(v))
-      return done;
-    Operation *def = v.getDefiningOp();
-    if (!def || def->getBlock() != iv.getParentBlock())
-      return map.lookup(v);
-    IRMapping operands;
-    for (Value x : def->getOperands())
-      operands.map(x, eval(x));
-    Value r = b.clone(*def, operands)->getResult(0);
-    at_.map(v, r);
-    return r;
+SmallVector<Value> KernelLowering::startAt(RangeOp loop, LoadOp load,
+                                           Value at) {
+  // The body's index ops, cloned with the induction variable replaced
+  // (ringLoads checked that they can be).
+  llvm::SetVector<Operation *> slice;
+  for (Value v : load.getIndices())
+    (void)computableAhead(v, loop, slice);
+  IRMapping ahead;
+  ahead.map(loop.getInductionVar(), at);
+  auto lowered = [&](Value v) {
+    if (!ahead.contains(v))
+      ahead.map(v, map.lookup(v));
+    return ahead.lookup(v);
   };
+  for (Operation *op : inBodyOrder(slice.getArrayRef())) {
+    for (Value operand : op->getOperands())
+      (void)lowered(operand);
+    b.clone(*op, ahead);
+  }
   SmallVector<Value> start;
   for (Value v : load.getIndices())
-    start.push_back(eval(v));
+    start.push_back(lowered(v));
   return start;
 }
 

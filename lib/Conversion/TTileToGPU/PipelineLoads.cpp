@@ -1,12 +1,13 @@
 //===- PipelineLoads.cpp - Issue a loop's loads one iteration ahead
 //--------===//
 
+#include "LoopAhead.h"
+
 #include "tessera/Conversion/Passes.h"
 #include "tessera/Dialect/TTile/IR/TTile.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
-#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/SetVector.h"
 
 namespace mlir::tessera {
@@ -20,79 +21,15 @@ using namespace mlir::tessera::ttile;
 
 namespace {
 
-/// Whether `v` is available before `loop` (defined above it) or is its
-/// induction variable.
-bool invariantOrIv(Value v, RangeOp loop) {
-  if (v == loop.getInductionVar())
-    return true;
-  Region *region = v.getParentRegion();
-  return !loop.getBody().isAncestor(region);
-}
-
-/// Whether `v` can be computed for another iteration: the induction
-/// variable, a value from above the loop, or a pure scalar op of the body
-/// on such values (an index computed from the induction variable); the
-/// body's ops it needs are added to `slice`.
-bool computableAhead(Value v, RangeOp loop,
-                     llvm::SetVector<Operation *> &slice) {
-  if (invariantOrIv(v, loop))
-    return true;
-  Operation *def = v.getDefiningOp();
-  if (!def || def->getBlock() != &loop.getBody().front() ||
-      def->getNumRegions() || !isPure(def) ||
-      llvm::any_of(def->getResultTypes(), llvm::IsaPred<RankedTensorType>))
-    return false;
-  if (slice.contains(def))
-    return true;
-  for (Value operand : def->getOperands())
-    if (!computableAhead(operand, loop, slice))
-      return false;
-  slice.insert(def);
-  return true;
-}
-
 /// Clones `load` for the iteration whose induction variable `loopIv` is
 /// `iv` (with the body ops its operands need) at `b`'s insertion point.
 Value cloneFor(OpBuilder &b, LoadOp load, Value loopIv, Value iv,
                ArrayRef<Operation *> slice) {
   IRMapping map;
   map.map(loopIv, iv);
-  SmallVector<Operation *> ordered(slice);
-  llvm::sort(ordered,
-             [](Operation *x, Operation *y) { return x->isBeforeInBlock(y); });
-  for (Operation *op : ordered)
+  for (Operation *op : inBodyOrder(slice))
     b.clone(*op, map);
   return b.clone(*load, map)->getResult(0);
-}
-
-/// The memrefs the loop may write; failure when a write's target is not
-/// known.
-FailureOr<SmallVector<Value>> writtenMemrefs(RangeOp loop) {
-  SmallVector<Value> written;
-  WalkResult result = loop.getBody().walk([&](Operation *op) {
-    if (auto store = dyn_cast<StoreOp>(op)) {
-      written.push_back(store.getDest());
-      return WalkResult::advance();
-    }
-    auto effects = dyn_cast<MemoryEffectOpInterface>(op);
-    if (!effects)
-      return op->hasTrait<OpTrait::HasRecursiveMemoryEffects>()
-                 ? WalkResult::advance()
-                 : WalkResult::interrupt();
-    SmallVector<MemoryEffects::EffectInstance> list;
-    effects.getEffects(list);
-    for (auto &e : list) {
-      if (!isa<MemoryEffects::Write>(e.getEffect()))
-        continue;
-      if (!e.getValue())
-        return WalkResult::interrupt();
-      written.push_back(e.getValue());
-    }
-    return WalkResult::advance();
-  });
-  if (result.wasInterrupted())
-    return failure();
-  return written;
 }
 
 void pipeline(RangeOp loop) {
