@@ -20,6 +20,7 @@ namespace nb = nanobind;
 void bindRuntime(nb::module_ &m);
 void bindGraph(nb::module_ &m);
 void bindOps(nb::module_ &m);
+void bindTile(nb::module_ &m);
 
 /// Raises tessera.TesseraError with `error`'s message.
 [[noreturn]] void raise(const Error &error);

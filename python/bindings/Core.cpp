@@ -29,14 +29,11 @@ using namespace tessera::python;
 NB_MODULE(_core, m) {
   m.doc() = "Tessera's C++ API: Graph IR tracing, transforms, compilation "
             "and the runtime.";
-  errorType = nb::steal(
-      PyErr_NewExceptionWithDoc("tessera.TesseraError",
-                                "An error reported by the Tessera compiler "
-                                "or runtime.",
-                                PyExc_ValueError, nullptr));
+  errorType = nb::module_::import_("tessera._errors").attr("TesseraError");
   m.attr("TesseraError") = errorType;
   bindRuntime(m);
   bindGraph(m);
+  bindTile(m);
   nb::module_ op = m.def_submodule("op", "One function per Graph IR op.");
   bindOps(op);
 }

@@ -9,42 +9,45 @@
 
     g = ts.grad(loss)(w, x, y)
 
-Everything here is a thin layer over the C++ API (tessera._core).
+GPU kernels are written with tiles (``@ts.kernel``, ``tessera.tile``) and
+run on ``ts.device("cuda")`` tensors.
+
+Everything here is a thin layer over the C++ API (tessera._core) and the
+runtime (tessera._cuda). An installation without the compiler extension
+runs precompiled kernels from the kernel cache; then only the dtypes, the
+kernel DSL and the CUDA runtime are here.
 """
 
-from . import _core
-from . import graph
-from . import op
-from . import random
-from . import tree
-from ._autodiff import (checkpoint, custom_jvp, custom_vjp, grad, hvp,
-                        jacfwd, jacrev, jvp, remat, stop_gradient,
-                        value_and_grad, vjp)
-from ._control import scan, vmap
+from ._errors import TesseraError
 from ._dtypes import (DType, Policy, accum, as_dtype, bf16, bfloat16, bool_,
                       f8e4m3, f8e5m2, f16, f32, f64, float16, float32,
                       float64, i4, i8, i16, i32, i64, int4, int8, int16, int32,
                       int64)
-from ._jit import Lowered, jit
-from ._tracing import TesseraError, Tracer
-from ._types import Tensor, TensorType
-from .state import KVCache
-from .io import load, save
-
-set_num_threads = _core.set_num_threads
-num_threads = _core.num_threads
+from . import cuda
+from . import tile
+from .cuda import DeviceTensor, device, from_dlpack, synchronize, to_device
+from ._kernel import KTile, Schedule, cdiv, kernel, kernel_cache
 
 __version__ = "0.1.0"
 
+try:
+    from . import _core
+except ImportError as _e:  # a runtime-only installation
+    _core = None
+    _COMPILER_MISSING = str(_e)
+
+if _core is not None:
+    from ._compiler_api import *  # noqa: F401,F403
+    from ._compiler_api import __all__ as _compiler_all
+else:
+    _compiler_all = []
+
 __all__ = [
-    "DType", "KVCache", "Lowered", "Policy", "Tensor", "TensorType", "TesseraError",
-    "Tracer", "accum", "as_dtype", "bf16", "bfloat16", "bool_", "checkpoint",
-    "custom_jvp", "custom_vjp", "f16", "f32",
-    "f64", "f8e4m3", "f8e5m2", "float16", "float32", "float64", "grad", "hvp",
-    "i16", "i32", "i4", "i64", "i8", "int16", "int32", "int4", "int64", "int8",
-    "jacfwd",
-    "load", "save",
-    "graph", "jacrev", "jit", "jvp", "num_threads", "op", "random", "remat",
-    "scan", "set_num_threads",
-    "stop_gradient", "tree", "value_and_grad", "vjp", "vmap",
-]
+    "DType", "DeviceTensor", "KTile", "Policy", "Schedule", "TesseraError",
+    "accum", "as_dtype", "bf16", "bfloat16", "bool_", "cdiv", "cuda",
+    "device", "f16", "f32", "f64", "f8e4m3", "f8e5m2", "float16", "float32",
+    "float64", "from_dlpack", "i16", "i32", "i4", "i64", "i8", "int16",
+    "int32", "int4", "int64", "int8", "kernel", "kernel_cache",
+    "synchronize", "tile", "to_device",
+] + _compiler_all
+

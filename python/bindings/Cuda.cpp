@@ -1,0 +1,329 @@
+//===- Cuda.cpp - tessera._cuda: GPUs through the runtime -----------------===//
+//
+// The runtime's CUDA layer for Python, without the compiler: device
+// buffers, DLPack exchange with other frameworks, modules of PTX and kernel
+// launches, streams and events. It links the runtime library alone, so a
+// deployment that runs precompiled kernels needs neither MLIR nor LLVM.
+//
+// Work is queued on one stream per device that this module owns. It is a
+// blocking stream: the legacy default stream (PyTorch's default) and it
+// wait for each other, so tensors pass between the two frameworks without
+// explicit synchronization.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tessera/Runtime/Cuda.h"
+#include "tessera/Runtime/DType.h"
+
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/array.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
+
+#include <map>
+#include <memory>
+
+namespace nb = nanobind;
+namespace rt = tessera::runtime;
+namespace cu = tessera::runtime::cuda;
+using rt::DType;
+
+namespace {
+
+nb::object errorType;
+
+[[noreturn]] void raise(const std::string &message) {
+  PyErr_SetString(errorType.ptr(), message.c_str());
+  throw nb::python_error();
+}
+
+template <typename T> T take(rt::Result<T> r) {
+  if (!r)
+    raise(r.error().message);
+  return std::move(*r);
+}
+
+void check(const rt::Status &s) {
+  if (!s)
+    raise(s.error().message);
+}
+
+/// The stream of each device that Python's work goes on.
+cu::Stream &streamOf(int device) {
+  static std::map<int, std::unique_ptr<cu::Stream>> *streams =
+      new std::map<int, std::unique_ptr<cu::Stream>>;
+  auto &slot = (*streams)[device];
+  if (!slot)
+    slot = std::make_unique<cu::Stream>(take(cu::Stream::create(device)));
+  return *slot;
+}
+
+DType parseDType(const std::string &name) {
+  auto t = rt::parseDType(name);
+  if (!t)
+    raise("unknown dtype '" + name + "'");
+  return *t;
+}
+
+nb::dlpack::dtype dlpackDType(DType t) {
+  using Code = nb::dlpack::dtype_code;
+  switch (t) {
+  case DType::f64:
+    return nb::dtype<double>();
+  case DType::f32:
+    return nb::dtype<float>();
+  case DType::f16:
+    return {uint8_t(Code::Float), 16, 1};
+  case DType::bf16:
+    return {uint8_t(Code::Bfloat), 16, 1};
+  case DType::f8E4M3FN:
+  case DType::f8E5M2:
+  case DType::i4:
+    return nb::dtype<uint8_t>();
+  case DType::i64:
+    return nb::dtype<int64_t>();
+  case DType::i32:
+    return nb::dtype<int32_t>();
+  case DType::i16:
+    return nb::dtype<int16_t>();
+  case DType::i8:
+    return nb::dtype<int8_t>();
+  case DType::i1:
+    return nb::dtype<bool>();
+  }
+  return nb::dtype<float>();
+}
+
+/// "float32", "bfloat16", "uint8"... of a DLPack dtype.
+std::string dlpackName(const nb::dlpack::dtype &t) {
+  static const char *codes[] = {"int",    "uint",    "float", "opaque",
+                                "bfloat", "complex", "bool"};
+  std::string code =
+      t.code < 7 ? codes[t.code] : "code" + std::to_string(t.code);
+  return code + std::to_string(t.bits) +
+         (t.lanes != 1 ? "x" + std::to_string(t.lanes) : "");
+}
+
+/// A buffer of device memory owned by the runtime's caching allocator.
+struct Buffer {
+  cu::DeviceBuffer buffer;
+};
+
+/// A loaded module and its kernels.
+struct LoadedModule {
+  std::unique_ptr<cu::Module> module;
+  int device = 0;
+};
+
+struct LoadedKernel {
+  std::unique_ptr<cu::Kernel> kernel;
+  int device = 0;
+};
+
+struct TimingEvent {
+  std::unique_ptr<cu::Event> event;
+};
+
+using CudaArray = nb::ndarray<nb::device::cuda>;
+using HostArray = nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu>;
+
+} // namespace
+
+NB_MODULE(_cuda, m) {
+  m.doc() = "Tessera's CUDA runtime: device buffers, DLPack, kernel "
+            "launches (no compiler).";
+  errorType = nb::module_::import_("tessera._errors").attr("TesseraError");
+
+  m.def("available", &cu::available,
+        "True when the CUDA driver loads and reports a GPU.");
+  m.def("unavailable_reason", &cu::unavailableReason);
+  m.def("device_count", &cu::deviceCount);
+  m.def(
+      "device_info",
+      [](int device) {
+        cu::DeviceInfo info = take(cu::deviceInfo(device));
+        nb::dict d;
+        d["index"] = info.index;
+        d["name"] = info.name;
+        d["capability"] = nb::make_tuple(info.major, info.minor);
+        d["multiprocessors"] = info.multiprocessors;
+        d["total_memory"] = info.totalMemory;
+        d["l2_cache_bytes"] = info.l2CacheBytes;
+        d["max_shared_memory_per_block"] = info.maxSharedMemoryPerBlock;
+        d["description"] = info.describe();
+        return d;
+      },
+      nb::arg("device") = 0);
+  m.def(
+      "synchronize", [](int device) { check(streamOf(device).synchronize()); },
+      nb::arg("device") = 0, "Waits for the work Tessera queued on `device`.");
+  m.def(
+      "stream_handle",
+      [](int device) {
+        return reinterpret_cast<uintptr_t>(streamOf(device).handle());
+      },
+      nb::arg("device") = 0, "The CUstream Tessera's work on `device` uses.");
+
+  nb::class_<Buffer>(m, "Buffer", "Device memory holding a dense array.")
+      .def_static(
+          "empty",
+          [](const std::string &dtype, std::vector<int64_t> shape, int device) {
+            return Buffer{take(
+                cu::DeviceBuffer::allocate(parseDType(dtype), std::move(shape),
+                                           device, &streamOf(device)))};
+          },
+          nb::arg("dtype"), nb::arg("shape"), nb::arg("device") = 0)
+      .def_static(
+          "zeros",
+          [](const std::string &dtype, std::vector<int64_t> shape, int device) {
+            return Buffer{take(cu::DeviceBuffer::zeros(parseDType(dtype),
+                                                       std::move(shape), device,
+                                                       &streamOf(device)))};
+          },
+          nb::arg("dtype"), nb::arg("shape"), nb::arg("device") = 0)
+      .def_static(
+          "from_host",
+          [](HostArray a, const std::string &dtype, int device) {
+            DType t = parseDType(dtype);
+            std::vector<int64_t> shape(a.shape_ptr(), a.shape_ptr() + a.ndim());
+            size_t bytes = a.nbytes();
+            auto host = take(
+                rt::HostBuffer::wrap(t, shape, const_cast<void *>(a.data())));
+            if (host.byteSize() != bytes)
+              raise("an array of " + std::to_string(bytes) +
+                    " bytes does not hold " + std::string(rt::name(t)) +
+                    " elements of " + "its shape");
+            return Buffer{take(
+                cu::DeviceBuffer::fromHost(host, device, &streamOf(device)))};
+          },
+          nb::arg("array"), nb::arg("dtype"), nb::arg("device") = 0,
+          "A device copy of a C-contiguous host array (bf16 and fp8 as "
+          "their uint16/uint8 bit patterns).")
+      .def(
+          "to_host",
+          [](const Buffer &b) {
+            rt::HostBuffer host =
+                take(b.buffer.toHost(&streamOf(b.buffer.device())));
+            auto *owned = new rt::HostBuffer(std::move(host));
+            nb::capsule owner(owned, [](void *p) noexcept {
+              delete static_cast<rt::HostBuffer *>(p);
+            });
+            std::vector<size_t> shape(owned->shape().begin(),
+                                      owned->shape().end());
+            nb::dlpack::dtype t = dlpackDType(owned->dtype());
+            if (owned->dtype() == DType::bf16)
+              t = nb::dtype<uint16_t>();
+            return nb::cast(nb::ndarray<nb::numpy>(
+                owned->data(), shape.size(), shape.data(), owner, nullptr, t));
+          },
+          "A NumPy copy (waits for the queued work; bf16 and fp8 as bit "
+          "patterns).")
+      .def(
+          "dlpack",
+          [](nb::handle self) {
+            const Buffer &b = nb::cast<const Buffer &>(self);
+            // Consumers read on their own streams: finish ours first.
+            check(streamOf(b.buffer.device()).synchronize());
+            std::vector<size_t> shape(b.buffer.shape().begin(),
+                                      b.buffer.shape().end());
+            return CudaArray(reinterpret_cast<void *>(b.buffer.pointer()),
+                             shape.size(), shape.data(), self, nullptr,
+                             dlpackDType(b.buffer.dtype()),
+                             nb::device::cuda::value, b.buffer.device());
+          },
+          "A DLPack view of the buffer (it keeps the buffer alive).")
+      .def_prop_ro("pointer",
+                   [](const Buffer &b) { return b.buffer.pointer(); })
+      .def_prop_ro("shape", [](const Buffer &b) { return b.buffer.shape(); })
+      .def_prop_ro("dtype",
+                   [](const Buffer &b) { return rt::name(b.buffer.dtype()); })
+      .def_prop_ro("device", [](const Buffer &b) { return b.buffer.device(); })
+      .def_prop_ro("nbytes",
+                   [](const Buffer &b) { return b.buffer.byteSize(); })
+      .def("__repr__", [](const Buffer &b) { return b.buffer.describe(); });
+
+  m.def(
+      "dlpack_info",
+      [](CudaArray a) {
+        std::vector<int64_t> shape(a.shape_ptr(), a.shape_ptr() + a.ndim());
+        std::vector<int64_t> strides;
+        for (size_t i = 0; i < a.ndim(); ++i)
+          strides.push_back(a.stride(i));
+        return std::make_tuple(reinterpret_cast<uintptr_t>(a.data()), shape,
+                               strides, dlpackName(a.dtype()), a.device_id());
+      },
+      nb::arg("tensor"),
+      "(pointer, shape, strides in elements, dtype, device) of a CUDA tensor "
+      "that supports DLPack (a PyTorch CUDA tensor).");
+
+  nb::class_<LoadedKernel>(m, "Kernel", "A kernel of a loaded module.")
+      .def(
+          "launch",
+          [](const LoadedKernel &k, std::array<unsigned, 3> grid,
+             std::array<unsigned, 3> block, unsigned sharedBytes,
+             nb::bytes packed, std::vector<size_t> offsets) {
+            const char *base = packed.c_str();
+            std::vector<void *> args;
+            args.reserve(offsets.size());
+            for (size_t off : offsets) {
+              if (off >= packed.size())
+                raise("a kernel argument lies outside the packed arguments");
+              args.push_back(const_cast<char *>(base + off));
+            }
+            cu::LaunchConfig config;
+            config.grid = grid;
+            config.block = block;
+            config.sharedBytes =
+                std::max(sharedBytes, k.kernel->requiredDynamicSharedMemory());
+            check(k.kernel->launch(config, streamOf(k.device), args));
+          },
+          nb::arg("grid"), nb::arg("block"), nb::arg("shared_bytes"),
+          nb::arg("packed"), nb::arg("offsets"),
+          "Queues the kernel; each offset points at one parameter's value in "
+          "`packed`.")
+      .def_prop_ro("name",
+                   [](const LoadedKernel &k) { return k.kernel->name(); })
+      .def_prop_ro("shared_bytes", [](const LoadedKernel &k) {
+        return k.kernel->requiredDynamicSharedMemory();
+      });
+
+  nb::class_<LoadedModule>(m, "Module", "GPU code loaded on one device.")
+      .def_static(
+          "load_ptx",
+          [](const std::string &ptx, int device) {
+            auto module = take(cu::Module::loadPtx(ptx, device));
+            return LoadedModule{std::make_unique<cu::Module>(std::move(module)),
+                                device};
+          },
+          nb::arg("ptx"), nb::arg("device") = 0)
+      .def(
+          "kernel",
+          [](const LoadedModule &mod, const std::string &name) {
+            auto k = take(mod.module->kernel(name));
+            return LoadedKernel{std::make_unique<cu::Kernel>(std::move(k)),
+                                mod.device};
+          },
+          nb::arg("name"));
+
+  nb::class_<TimingEvent>(m, "Event", "A point in Tessera's stream.")
+      .def(
+          "__init__",
+          [](TimingEvent *self, int device) {
+            new (self) TimingEvent{
+                std::make_unique<cu::Event>(take(cu::Event::create(device)))};
+          },
+          nb::arg("device") = 0)
+      .def(
+          "record",
+          [](TimingEvent &e, int device) {
+            check(e.event->record(streamOf(device)));
+          },
+          nb::arg("device") = 0)
+      .def("synchronize", [](TimingEvent &e) { check(e.event->synchronize()); })
+      .def_static("elapsed_ms", [](const TimingEvent &a, const TimingEvent &b) {
+        return take(cu::Event::elapsedMs(*a.event, *b.event));
+      });
+}

@@ -1,0 +1,1117 @@
+"""``@ts.kernel``: GPU kernels written with tiles (spec 002 §3).
+
+    import tessera as ts
+    from tessera import tile, KTile
+
+    @ts.kernel.schedule(ts.Schedule(block=(128, 128), k=32, warps=8, stages=3))
+    def matmul(A: KTile["M", "K", ts.bf16], B: KTile["K", "N", ts.bf16],
+               C: KTile["M", "N", ts.bf16]):
+        T = tile.context()
+        i, j = tile.program_id(0) * T.m, tile.program_id(1) * T.n
+        acc = tile.zeros((T.m, T.n))
+        for k in tile.range(0, A.shape[1], T.k):
+            acc = tile.dot(tile.load(A, at=(i, k), shape=(T.m, T.k)),
+                           tile.load(B, at=(k, j), shape=(T.k, T.n)), acc)
+        tile.store(C, tile.cast(acc, ts.bf16), at=(i, j))
+
+    matmul[lambda T: (ts.cdiv(M, T.m), ts.cdiv(N, T.n))](a, b, c)
+
+A kernel is traced into Tile IR once per specialization (the schedule,
+the dtypes of arguments whose annotation leaves it open, the values of
+keyword-only / ``tile.constexpr`` parameters) and compiled to PTX for the
+device's architecture; compiled kernels are kept in memory and in a
+kernel cache on disk (``TESSERA_KERNEL_CACHE``, default
+``~/.cache/tessera/kernels``), which installations without the compiler
+read. Tensors are Tessera device tensors (``ts.device("cuda")``) or any
+CUDA tensor that speaks DLPack (PyTorch).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import inspect
+import itertools
+import json
+import math
+import os
+import re
+import struct
+import tempfile
+
+from . import _kernel_ast
+from . import tile as _tile
+from ._dtypes import DType, PolicyDType, as_dtype
+from ._errors import TesseraError
+from ._tile_ir import (Block as _IRBlock, KernelTraceError, Trace,
+                       current_trace, element_type, is_float, tensor_type,
+                       user_location)
+
+__all__ = ["KTile", "Schedule", "TileKernel", "cdiv", "kernel", "kernel_cache"]
+
+COMPILER_ABI = "tessera-ttile-1"
+_LOC = re.compile(r' loc\((?:"(?:[^"\\]|\\.)*":\d+:\d+|unknown)\)')
+
+
+def cdiv(a: int, b: int) -> int:
+    """``ceil(a / b)`` of Python integers (grid sizes)."""
+    return -(-a // b)
+
+
+# --------------------------------------------------------------------------
+# Annotations and schedules
+# --------------------------------------------------------------------------
+
+class KTileType:
+    """What ``KTile[...]`` stands for: a tensor argument of a kernel."""
+
+    __slots__ = ("dims", "dtype", "policy")
+
+    def __init__(self, dims, dtype=None, policy=None):
+        self.dims = tuple(dims)
+        self.dtype = dtype
+        self.policy = policy
+
+    def __repr__(self):
+        parts = [repr(d) for d in self.dims]
+        if self.dtype is not None:
+            parts.append(repr(self.dtype))
+        return f"KTile[{', '.join(parts)}]"
+
+
+class KTile:
+    """Annotation of a kernel's tensor argument: ``KTile["B*H", "S", 128,
+    ts.bf16 @ ts.accum(ts.f32)]``. Named dims must agree between the
+    arguments of a launch; integer dims are fixed; without a dtype the
+    kernel is compiled for each dtype it is called with."""
+
+    def __class_getitem__(cls, items):
+        if not isinstance(items, tuple):
+            items = (items,)
+        dims, dtype, policy = [], None, None
+        for i, item in enumerate(items):
+            if isinstance(item, (DType, PolicyDType)):
+                if i != len(items) - 1:
+                    raise TypeError("the dtype comes last in KTile[...]")
+                policy = item.policy if isinstance(item, PolicyDType) else None
+                dtype = as_dtype(item)
+            elif isinstance(item, str) or (isinstance(item, int) and
+                                           not isinstance(item, bool)):
+                dims.append(item)
+            else:
+                raise TypeError(f"KTile[...] takes dim names, sizes and a "
+                                f"dtype; got {item!r}")
+        if not dims:
+            raise TypeError("KTile[...] needs at least one dim")
+        return KTileType(dims, dtype, policy)
+
+
+_FIELDS = ("block", "k", "warps", "stages", "vector", "swizzle")
+
+
+class Schedule:
+    """How a kernel is mapped onto the card: ``block=(m, n)`` tile sizes,
+    ``k`` (the reduction step), ``warps`` per program, ``stages`` of the
+    loops' prefetch, ``vector`` width, ``swizzle`` and named parameters
+    (``d=128``). Inside the kernel ``tile.context()`` gives them as
+    ``T.m``, ``T.n``, ``T.k``, ``T.warps``, ``T.stages``, ``T.d``...
+
+        base = Schedule(block=(128, 128), warps=8, stages=3)
+        small = base.with_block(64, 64)
+    """
+
+    __slots__ = ("block", "k", "warps", "stages", "vector", "swizzle",
+                 "params")
+
+    def __init__(self, block=(64, 64), k=32, warps=4, stages=1, vector=None,
+                 swizzle=None, **params):
+        if isinstance(block, int):
+            block = (block,)
+        block = tuple(block)
+        for v in block:
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ValueError(f"block sizes are positive integers, got "
+                                 f"{block}")
+        if warps not in (1, 2, 4, 8, 16, 32):
+            raise ValueError(f"warps is a power of two up to 32, got {warps!r}")
+        if isinstance(stages, bool) or not isinstance(stages, int) or stages < 1:
+            raise ValueError(f"stages is a positive integer, got {stages!r}")
+        if k is not None and (isinstance(k, bool) or not isinstance(k, int)
+                              or k < 1):
+            raise ValueError(f"k is a positive integer, got {k!r}")
+        if vector is not None and (not isinstance(vector, int) or vector < 1
+                                   or vector & (vector - 1)):
+            raise ValueError(f"vector is a power of two, got {vector!r}")
+        if swizzle not in (None, "xor", "none"):
+            raise ValueError(f"swizzle is 'xor' or 'none', got {swizzle!r}")
+        for name in params:
+            if name in _FIELDS or name in ("m", "n"):
+                raise ValueError(f"{name} is a schedule field, not a parameter")
+        self.block = block
+        self.k = k
+        self.warps = warps
+        self.stages = stages
+        self.vector = vector
+        self.swizzle = swizzle
+        self.params = dict(sorted(params.items()))
+
+    @property
+    def m(self) -> int:
+        return self.block[0]
+
+    @property
+    def n(self) -> int:
+        if len(self.block) < 2:
+            raise AttributeError("the schedule's block has one dim (no T.n)")
+        return self.block[1]
+
+    def __getattr__(self, name):
+        params = object.__getattribute__(self, "params")
+        if name in params:
+            return params[name]
+        aliases = {"BM": "m", "BN": "n", "BK": "k"}
+        if name in aliases:
+            return getattr(self, aliases[name])
+        raise AttributeError(
+            f"the schedule has no {name!r} (fields: m, n, k, warps, stages, "
+            f"vector, swizzle; parameters: {', '.join(params) or 'none'})")
+
+    def _replace(self, **changes):
+        fields = dict(block=self.block, k=self.k, warps=self.warps,
+                      stages=self.stages, vector=self.vector,
+                      swizzle=self.swizzle, **self.params)
+        fields.update(changes)
+        return Schedule(**fields)
+
+    def with_block(self, m, n=None):
+        return self._replace(block=(m,) if n is None else (m, n))
+
+    def with_k(self, k):
+        return self._replace(k=k)
+
+    def with_warps(self, warps):
+        return self._replace(warps=warps)
+
+    def with_stages(self, stages):
+        return self._replace(stages=stages)
+
+    def with_vector(self, vector):
+        return self._replace(vector=vector)
+
+    def with_swizzle(self, swizzle):
+        return self._replace(swizzle=swizzle)
+
+    def with_params(self, **params):
+        return self._replace(**params)
+
+    def key(self) -> str:
+        return json.dumps([list(self.block), self.k, self.warps, self.stages,
+                           self.vector, self.swizzle, self.params],
+                          sort_keys=True, default=repr)
+
+    def __eq__(self, other):
+        return isinstance(other, Schedule) and self.key() == other.key()
+
+    def __hash__(self):
+        return hash(self.key())
+
+    def __repr__(self):
+        parts = [f"block={self.block}", f"k={self.k}", f"warps={self.warps}",
+                 f"stages={self.stages}"]
+        if self.vector is not None:
+            parts.append(f"vector={self.vector}")
+        if self.swizzle is not None:
+            parts.append(f"swizzle={self.swizzle!r}")
+        parts += [f"{k}={v!r}" for k, v in self.params.items()]
+        return f"Schedule({', '.join(parts)})"
+
+
+# --------------------------------------------------------------------------
+# Loops (the helper the rewritten kernel calls; see _kernel_ast)
+# --------------------------------------------------------------------------
+
+class _Unbound:
+    """A variable that has no value here (assigned only inside a loop)."""
+
+    __slots__ = ("_why",)
+
+    def __init__(self, why):
+        self._why = why
+
+    def _fail(self, *args):
+        raise KernelTraceError(self._why)
+
+    # Even an error message that shows the variable reports it.
+    __repr__ = __str__ = _fail
+
+    __getattr__ = __add__ = __radd__ = __sub__ = __rsub__ = _fail
+    __mul__ = __rmul__ = __truediv__ = __rtruediv__ = __matmul__ = _fail
+    __getitem__ = __bool__ = __neg__ = __lt__ = __gt__ = _fail
+
+
+def _type_of(v):
+    if isinstance(v, _tile.Tile):
+        return tensor_type(v.shape, v.type)
+    if isinstance(v, _tile.Scalar):
+        return v.type
+    return None
+
+
+def _describe_type(v):
+    if isinstance(v, _tile.Tile):
+        return f"a {v.type} tile {list(v.shape)}"
+    if isinstance(v, _tile.Scalar):
+        return f"a {v.type} scalar"
+    return f"the Python value {v!r}"
+
+
+def _loop(iterable, body, names, env):
+    init = tuple(env.get(n, _Unbound(
+        f"variable {n!r} is read before it is assigned in the loop body"))
+        for n in names)
+    if not isinstance(iterable, _tile._Range):
+        state = init
+        for x in iterable:
+            state = body(x, state)
+        return tuple(state)
+    return _trace_range(iterable, body, names, init)
+
+
+def _matching_init(name, v0, like):
+    """The loop's initial value for carried ``name``: ``v0`` converted to
+    the type the body gives it (numbers become constants)."""
+    if isinstance(v0, _Unbound):
+        return None
+    if isinstance(like, _tile.Tile):
+        if isinstance(v0, (int, float)) and not isinstance(v0, bool):
+            return _tile.full(like.shape, v0, like.type)
+        if isinstance(v0, _tile.Tile) and v0.shape == like.shape and \
+                v0.type == like.type:
+            return v0
+    else:
+        if isinstance(v0, (int, float)) and not isinstance(v0, bool):
+            return _tile._scalar_const(v0, like.type) if like.type != "index" \
+                else _tile._index_const(int(v0))
+        if isinstance(v0, _tile.Scalar) and v0.type == like.type:
+            return v0
+    raise KernelTraceError(
+        f"{_line()}: {name!r} is {_describe_type(v0)} before the tile.range "
+        f"loop and {_describe_type(like)} after an iteration; a carried "
+        f"variable keeps its type (cast it before the loop)")
+
+
+def _line():
+    from ._tile_ir import user_line
+    return user_line()
+
+
+def _trace_range(r, body, names, init):
+    trace = current_trace()
+    loc = user_location()
+    lb = _tile._as_index(r.start, "tile.range's start")
+    ub = _tile._as_index(r.stop, "tile.range's stop")
+    step = _tile._as_index(r.step, "tile.range's step")
+    # Carried variables: found by tracing the body, then traced again with
+    # them as block arguments until the set is stable.
+    carried = {}  # index -> a value of the carried type
+    for _ in range(4):
+        outer = trace.block
+        body_block = _IRBlock(outer)
+        trace.block = body_block
+        try:
+            iv = _tile.Scalar(trace.fresh(), "index")
+            args = {i: (_tile.Tile(trace.fresh(), like.shape, like.type)
+                        if isinstance(like, _tile.Tile)
+                        else _tile.Scalar(trace.fresh(), like.type))
+                    for i, like in carried.items()}
+            state = tuple(args.get(i, v) for i, v in enumerate(init))
+            target = _tile.Block(iv, r.block) if r.block else iv
+            out = body(target, state)
+        finally:
+            trace.block = outer
+        found = {}
+        local = set()
+        for i, (v0, v1) in enumerate(zip(init, out)):
+            if i in args and v1 is args[i]:
+                continue  # unchanged
+            if i not in args and v1 is v0:
+                continue
+            if isinstance(v1, (_tile.Tile, _tile.Scalar)):
+                if isinstance(v0, _Unbound):
+                    local.add(i)
+                else:
+                    found[i] = v1
+            elif isinstance(v1, _Unbound):
+                continue
+            elif isinstance(v1, _tile.TileRef) and v1 is v0:
+                continue
+            elif not isinstance(v1, (_tile.Tile, _tile.Scalar, _tile.TileRef)) \
+                    and not isinstance(v0, (_tile.Tile, _tile.Scalar)) \
+                    and type(v1) is type(v0) and v1 == v0:
+                continue
+            else:
+                raise KernelTraceError(
+                    f"{_line()}: {names[i]!r} is set to {_describe_type(v1)} "
+                    f"in a tile.range loop; a loop of the program carries "
+                    f"tiles and scalars only")
+        if set(found) == set(carried) and all(
+                _type_of(found[i]) == _type_of(carried[i]) for i in found):
+            break
+        carried = found
+    else:
+        raise KernelTraceError(f"{_line()}: the variables carried by this "
+                               f"tile.range loop do not settle")
+    order = sorted(carried)
+    inits = [_matching_init(names[i], init[i], carried[i]) for i in order]
+    for i, v in zip(order, inits):
+        if v is None:
+            raise KernelTraceError(f"{_line()}: {names[i]!r} is assigned in "
+                                   f"the loop but has no value before it")
+        _tile.check_visible(v)
+    yields = []
+    for i in order:
+        v = out[i]
+        yields.append(v)
+    types = [_type_of(carried[i]) for i in order]
+    head = (f"ttile.range {iv.name} = {lb.name} to {ub.name} step "
+            f"{step.name}")
+    if r.stages != 1:
+        head += f" stages {r.stages}"
+    if order:
+        head += (" iter_args(" + ", ".join(
+            f"{args[i].name} = {v.name}" for i, v in zip(order, inits)) +
+            ") -> (" + ", ".join(types) + ")")
+    lines = ["  " + l for l in body_block.lines]
+    if order:
+        lines.append("  ttile.yield " + ", ".join(v.name for v in yields) +
+                     " : " + ", ".join(types) + f" {loc}")
+    text = head + " {\n" + "\n".join(lines) + "\n}"
+    results = trace.emit(text, types, loc)
+    final = list(init)
+    for i, name in zip(order, results):
+        like = carried[i]
+        final[i] = (_tile.Tile(name, like.shape, like.type)
+                    if isinstance(like, _tile.Tile)
+                    else _tile.Scalar(name, like.type))
+    for i in local:
+        final[i] = _Unbound(f"variable {names[i]!r} is set only inside a "
+                            f"tile.range loop; assign it before the loop to "
+                            f"carry it out")
+    return tuple(final)
+
+
+# --------------------------------------------------------------------------
+# The kernel cache (compiled PTX on disk)
+# --------------------------------------------------------------------------
+
+def _compiler():
+    try:
+        from . import _core
+    except ImportError as e:  # a runtime-only installation
+        return None, str(e)
+    return _core, None
+
+
+@functools.lru_cache(maxsize=None)
+def compiler_id() -> str:
+    """Identifies the compiler (version and build), part of cache keys."""
+    core, _ = _compiler()
+    if core is None:
+        return "none"
+    from . import __version__
+    path = core.__file__
+    st = os.stat(path)
+    return f"{__version__}-{st.st_size}-{int(st.st_mtime)}"
+
+
+class KernelCache:
+    """Compiled kernels on disk: ``<key>.ptx`` and ``<key>.json`` per
+    compilation, keyed by the Tile IR, the target and the compiler. Writes
+    are atomic; an unreadable entry is ignored (and recompiled)."""
+
+    def __init__(self, directory=None):
+        self._directory = directory
+
+    @property
+    def directory(self) -> str:
+        d = (self._directory or os.environ.get("TESSERA_KERNEL_CACHE")
+             or os.path.join(os.path.expanduser("~"), ".cache", "tessera",
+                             "kernels"))
+        return os.path.expanduser(d)
+
+    @staticmethod
+    def key(text: str, chip: str, features: str, opt_level: int) -> str:
+        """Of the IR without its source locations (moving a kernel's file
+        keeps its entries)."""
+        h = hashlib.sha256()
+        text = _LOC.sub("", text)
+        for part in (COMPILER_ABI, text, chip, features, str(opt_level)):
+            h.update(part.encode())
+            h.update(b"\0")
+        return h.hexdigest()[:32]
+
+    def get(self, key: str, compiler: str):
+        """(ptx, info) of entry ``key`` made by ``compiler`` (any compiler
+        when this installation has none), or None."""
+        base = os.path.join(self.directory, key)
+        try:
+            with open(base + ".json") as f:
+                info = json.load(f)
+            with open(base + ".ptx") as f:
+                ptx = f.read()
+        except (OSError, ValueError, UnicodeDecodeError):
+            return None
+        if not isinstance(info, dict) or not isinstance(
+                info.get("kernels"), list) or info.get("key") != key:
+            return None
+        if hashlib.sha256(ptx.encode()).hexdigest() != info.get("ptx_sha256"):
+            return None
+        if compiler != "none" and info.get("compiler") != compiler:
+            return None
+        return ptx, info
+
+    def put(self, key: str, ptx: str, info: dict):
+        os.makedirs(self.directory, exist_ok=True)
+        info = dict(info, key=key,
+                    ptx_sha256=hashlib.sha256(ptx.encode()).hexdigest())
+        for suffix, data in ((".ptx", ptx), (".json", json.dumps(info))):
+            fd, tmp = tempfile.mkstemp(dir=self.directory, suffix=".tmp")
+            with os.fdopen(fd, "w") as f:
+                f.write(data)
+            os.replace(tmp, os.path.join(self.directory, key + suffix))
+
+    def export(self, path: str) -> int:
+        """Copies every entry into directory ``path``; returns the count."""
+        os.makedirs(path, exist_ok=True)
+        n = 0
+        for name in sorted(os.listdir(self.directory)) if os.path.isdir(
+                self.directory) else []:
+            if name.endswith(".json"):
+                key = name[:-5]
+                entry = self.get(key, "none")
+                if entry is not None:
+                    KernelCache(path).put(key, entry[0], entry[1])
+                    n += 1
+        return n
+
+    def import_(self, path: str) -> int:
+        """Adds the valid entries of directory ``path``; returns the count."""
+        return KernelCache(path)._copy_to(self)
+
+    def _copy_to(self, other) -> int:
+        n = 0
+        for name in sorted(os.listdir(self.directory)):
+            if name.endswith(".json"):
+                entry = self.get(name[:-5], "none")
+                if entry is not None:
+                    other.put(name[:-5], entry[0], entry[1])
+                    n += 1
+        return n
+
+
+kernel_cache = KernelCache()
+
+
+class CompiledKernel:
+    """One specialization compiled for one architecture."""
+
+    __slots__ = ("name", "ptx", "text", "chip", "num_warps", "shared_bytes",
+                 "signature", "schedule", "_modules")
+
+    def __init__(self, name, ptx, text, chip, num_warps, shared_bytes,
+                 signature, schedule):
+        self.name = name
+        self.ptx = ptx
+        self.text = text
+        self.chip = chip
+        self.num_warps = num_warps
+        self.shared_bytes = shared_bytes
+        self.signature = signature
+        self.schedule = schedule
+        self._modules = {}
+
+    def function(self, device: int):
+        fn = self._modules.get(device)
+        if fn is None:
+            from . import _cuda
+            module = _cuda.Module.load_ptx(self.ptx, device)
+            fn = (module, module.kernel(self.name))
+            self._modules[device] = fn
+        return fn[1]
+
+    def __repr__(self):
+        return (f"CompiledKernel({self.name}, {self.chip}, {self.num_warps} "
+                f"warps, {self.shared_bytes} B shared)")
+
+
+# --------------------------------------------------------------------------
+# Kernels
+# --------------------------------------------------------------------------
+
+_SCALAR_ANNOTATIONS = {int: "index", float: "f32", bool: "i1"}
+
+
+class _Param:
+    __slots__ = ("name", "kind", "ktile", "scalar", "default")
+
+    def __init__(self, name, kind, ktile=None, scalar=None,
+                 default=inspect.Parameter.empty):
+        self.name, self.kind = name, kind
+        self.ktile, self.scalar, self.default = ktile, scalar, default
+
+
+def _params(fn):
+    sig = inspect.signature(fn)
+    out = []
+    for p in sig.parameters.values():
+        ann = p.annotation
+        if isinstance(ann, str):
+            try:
+                ann = eval(ann, fn.__globals__)  # noqa: S307
+            except Exception as e:
+                raise TypeError(f"annotation {ann!r} of {fn.__name__}'s "
+                                f"{p.name}: {e}") from None
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            raise TypeError(f"kernel {fn.__name__}: *args/**kwargs are not "
+                            f"kernel parameters")
+        if p.kind == p.KEYWORD_ONLY or ann is _tile.constexpr:
+            out.append(_Param(p.name, "constexpr", default=p.default))
+        elif isinstance(ann, KTileType):
+            out.append(_Param(p.name, "tensor", ktile=ann))
+        elif ann in _SCALAR_ANNOTATIONS or isinstance(ann, (DType,
+                                                             PolicyDType)):
+            t = (_SCALAR_ANNOTATIONS[ann] if ann in _SCALAR_ANNOTATIONS
+                 else element_type(ann))
+            out.append(_Param(p.name, "scalar", scalar=t))
+        else:
+            raise TypeError(
+                f"kernel {fn.__name__}: parameter {p.name!r} needs an "
+                f"annotation: KTile[...] (a tensor), int, float or a dtype "
+                f"(a scalar), tile.constexpr, or make it keyword-only (a "
+                f"compile-time constant)")
+    return out
+
+
+class TileKernel:
+    """A ``@ts.kernel`` function: traced, compiled and launched per
+    specialization. ``kernel[grid](*args)`` launches it."""
+
+    def __init__(self, fn, schedule=None, autotune=None):
+        functools.update_wrapper(self, fn)
+        self.fn = fn
+        self._schedule = schedule or Schedule()
+        self._autotune = autotune
+        self._params = _params(fn)
+        self._traced_fn = None
+        self._compiled = {}
+        self._tuned = {}
+
+    # Schedules ----------------------------------------------------------
+    @property
+    def default_schedule(self) -> Schedule:
+        return self._schedule
+
+    def with_schedule(self, schedule: Schedule) -> "TileKernel":
+        """The same kernel compiled with ``schedule``."""
+        if not isinstance(schedule, Schedule):
+            raise TypeError(f"with_schedule takes a Schedule, got {schedule!r}")
+        return TileKernel(self.fn, schedule, None)
+
+    # Tracing ------------------------------------------------------------
+    def _body(self):
+        if self._traced_fn is None:
+            self._traced_fn = _kernel_ast.rewrite(self.fn, _loop)
+        return self._traced_fn
+
+    def _split(self, args, kwargs):
+        """Positional runtime arguments and the constexpr values."""
+        runtime_params = [p for p in self._params if p.kind != "constexpr"]
+        const_params = {p.name: p for p in self._params
+                        if p.kind == "constexpr"}
+        args = list(args)
+        consts = {}
+        positional = [p for p in self._params]
+        bound = {}
+        for p, a in zip(positional, args):
+            bound[p.name] = a
+        if len(args) > len(positional):
+            raise TypeError(f"{self.__name__} takes {len(positional)} "
+                            f"arguments, got {len(args)}")
+        for k, v in kwargs.items():
+            if k in bound:
+                raise TypeError(f"{self.__name__}: {k!r} given twice")
+            if not any(p.name == k for p in self._params):
+                raise TypeError(f"{self.__name__} has no parameter {k!r}")
+            bound[k] = v
+        for name, p in const_params.items():
+            if name in bound:
+                consts[name] = bound[name]
+            elif p.default is not inspect.Parameter.empty:
+                consts[name] = p.default
+            else:
+                raise TypeError(f"{self.__name__}: constexpr {name!r} has no "
+                                f"value")
+        values = []
+        for p in runtime_params:
+            if p.name not in bound:
+                raise TypeError(f"{self.__name__}: missing argument {p.name!r}")
+            values.append(bound[p.name])
+        return values, consts
+
+    def lower(self, *dtypes, schedule=None, **consts) -> str:
+        """The Tile IR text of one specialization: ``dtypes`` gives the
+        element type of each tensor argument whose annotation has none (in
+        order), ``consts`` the constexpr values."""
+        schedule = schedule or self._schedule
+        tensor_types = self._tensor_types(dtypes)
+        consts = self._consts(consts)
+        return self._trace(tensor_types, consts, schedule)
+
+    def _tensor_types(self, dtypes):
+        out, it = [], iter(dtypes)
+        for p in self._params:
+            if p.kind != "tensor":
+                continue
+            if p.ktile.dtype is not None:
+                out.append(element_type(p.ktile.dtype))
+            else:
+                try:
+                    out.append(element_type(next(it)))
+                except StopIteration:
+                    raise TypeError(f"{self.__name__}: the dtype of tensor "
+                                    f"{p.name!r} is open; pass it") from None
+        if next(it, None) is not None:
+            raise TypeError(f"{self.__name__}: more dtypes than open tensor "
+                            f"dtypes")
+        return tuple(out)
+
+    def _consts(self, given):
+        consts = {}
+        for p in self._params:
+            if p.kind != "constexpr":
+                continue
+            if p.name in given:
+                consts[p.name] = given[p.name]
+            elif p.default is not inspect.Parameter.empty:
+                consts[p.name] = p.default
+            else:
+                raise TypeError(f"{self.__name__}: constexpr {p.name!r} has "
+                                f"no value")
+        extra = set(given) - set(consts)
+        if extra:
+            raise TypeError(f"{self.__name__}: no constexpr parameter named "
+                            f"{sorted(extra)[0]!r}")
+        return consts
+
+    def _trace(self, tensor_types, consts, schedule) -> str:
+        name = self.fn.__name__
+        trace = Trace(schedule)
+        params_text, call_args = [], []
+        with trace:
+            it = iter(tensor_types)
+            for i, p in enumerate(self._params):
+                if p.kind == "constexpr":
+                    continue
+                ssa = f"%arg{i}"
+                if p.kind == "tensor":
+                    t = next(it)
+                    dims = "x".join("?" if isinstance(d, str) else str(d)
+                                    for d in p.ktile.dims)
+                    mtype = f"memref<{dims}x{t}>"
+                    params_text.append(f"{ssa}: {mtype}")
+                    call_args.append(_tile.TileRef(ssa, len(p.ktile.dims), t,
+                                                   p.name, mtype))
+                else:
+                    params_text.append(f"{ssa}: {p.scalar}")
+                    call_args.append(_tile.Scalar(ssa, p.scalar))
+            kwargs = dict(consts)
+            body = self._body()
+            k = 0
+            for p in self._params:
+                if p.kind != "constexpr":
+                    kwargs[p.name] = call_args[k]
+                    k += 1
+            result = body(**kwargs)
+            if result is not None:
+                raise KernelTraceError(
+                    f"kernel {name} returns a value; kernels write their "
+                    f"results with tile.store")
+        header = (f"func.func @{name}({', '.join(params_text)}) attributes "
+                  f"{{ttile.kernel, ttile.num_warps = {schedule.warps} : i32}}")
+        lines = "\n".join("    " + l.replace("\n", "\n    ")
+                          for l in trace.block.lines)
+        return (f"module {{\n  {header} {{\n{lines}\n    return\n  }} "
+                f"{self._def_location()}\n}}\n")
+
+    def _def_location(self) -> str:
+        code = self.fn.__code__
+        name = code.co_filename.replace("\\", "\\\\").replace('"', '\\"')
+        return f'loc("{name}":{code.co_firstlineno}:1)'
+
+    # Compilation --------------------------------------------------------
+    def compile(self, *dtypes, chip=None, schedule=None, features=None,
+                opt_level=3, **consts) -> CompiledKernel:
+        """Compiles one specialization for ``chip`` (default: the first
+        GPU's architecture); see ``lower`` for ``dtypes`` and ``consts``."""
+        schedule = schedule or self._schedule
+        tensor_types = self._tensor_types(dtypes)
+        consts = self._consts(consts)
+        return self._compile(tensor_types, consts, schedule,
+                             chip or _default_chip(), features, opt_level)
+
+    def _compile(self, tensor_types, consts, schedule, chip, features=None,
+                 opt_level=3):
+        features = features or _features_for(chip)
+        try:
+            const_key = json.dumps(consts, sort_keys=True, default=repr)
+        except TypeError:
+            const_key = repr(sorted(consts.items()))
+        mkey = (tensor_types, const_key, schedule.key(), chip, features,
+                opt_level)
+        compiled = self._compiled.get(mkey)
+        if compiled is not None:
+            return compiled
+        text = self._trace(tensor_types, consts, schedule)
+        key = KernelCache.key(text, chip, features, opt_level)
+        core, missing = _compiler()
+        cid = compiler_id()
+        entry = kernel_cache.get(key, cid)
+        if entry is None:
+            if core is None:
+                raise TesseraError(
+                    f"kernel {self.__name__} ({chip}, {schedule}) is not in "
+                    f"the kernel cache {kernel_cache.directory} and this "
+                    f"installation has no compiler ({missing}); compile it "
+                    f"where the compiler is and import the cache")
+            out = core.compile_tile(text, chip, features, opt_level,
+                                    f"kernel {self.__name__}")
+            info = dict(kernels=out["kernels"], compiler=cid, chip=chip,
+                        kernel=self.__name__)
+            kernel_cache.put(key, out["ptx"], info)
+            ptx = out["ptx"]
+        else:
+            ptx, info = entry
+        k = info["kernels"][0]
+        compiled = CompiledKernel(k["name"], ptx, text, chip, k["num_warps"],
+                                  k["shared_bytes"], tensor_types, schedule)
+        self._compiled[mkey] = compiled
+        return compiled
+
+    # Launches -----------------------------------------------------------
+    def __getitem__(self, grid):
+        return functools.partial(self._launch, grid)
+
+    def __call__(self, *args, **kwargs):
+        raise TypeError(f"launch a kernel with a grid: "
+                        f"{self.__name__}[grid](...)")
+
+    def _launch(self, grid, *args, **kwargs):
+        from . import cuda
+        values, consts = self._split(args, kwargs)
+        runtime_params = [p for p in self._params if p.kind != "constexpr"]
+        tensors, device = cuda._kernel_arguments(self.__name__,
+                                                 runtime_params, values)
+        tensor_types = tuple(element_type(t.dtype) for t in tensors
+                             if t is not None)
+        chip = _chip_of(device)
+        schedule = self._schedule
+        if self._autotune is not None:
+            schedule = self._autotune.choose(self, grid, runtime_params,
+                                             values, tensors, tensor_types,
+                                             consts, device, chip)
+        compiled = self._compile(tensor_types, consts, schedule, chip)
+        _run(compiled, grid, schedule, runtime_params, values, tensors,
+             device)
+        return compiled
+
+    def __repr__(self):
+        return f"<tessera kernel {self.__name__} {self._schedule}>"
+
+
+def _grid_of(grid, schedule):
+    if callable(grid):
+        grid = grid(schedule)
+    if isinstance(grid, int):
+        grid = (grid,)
+    grid = tuple(grid)
+    if not 1 <= len(grid) <= 3 or not all(
+            isinstance(g, int) and not isinstance(g, bool) and g >= 0
+            for g in grid):
+        raise TesseraError(f"a grid is 1 to 3 non-negative integers, got "
+                           f"{grid!r}")
+    if any(g >= 2**31 for g in grid) or (len(grid) > 1 and
+                                         any(g > 65535 for g in grid[1:])):
+        raise TesseraError(f"grid {grid} exceeds the card's limits (x < 2^31, "
+                           f"y and z <= 65535)")
+    return grid + (1,) * (3 - len(grid))
+
+
+def _pack(params, values, tensors):
+    """The kernel's parameters: each memref as (pointer, pointer, offset,
+    sizes, strides), scalars as themselves."""
+    blob = bytearray()
+    offsets = []
+
+    def put(fmt, v):
+        while len(blob) % 8:
+            blob.append(0)
+        offsets.append(len(blob))
+        blob.extend(struct.pack("<" + fmt, v))
+
+    for p, v, t in zip(params, values, tensors):
+        if p.kind == "tensor":
+            put("Q", t.pointer)
+            put("Q", t.pointer)
+            put("q", 0)
+            for s in t.shape:
+                put("q", s)
+            stride = 1
+            strides = []
+            for s in reversed(t.shape):
+                strides.append(stride)
+                stride *= s
+            for s in reversed(strides):
+                put("q", s)
+        else:
+            if p.scalar == "index" or p.scalar == "i64":
+                if isinstance(v, bool) or not isinstance(v, int):
+                    raise TesseraError(f"argument {p.name!r} is an integer, "
+                                       f"got {v!r}")
+                put("q", v)
+            elif p.scalar == "i32":
+                put("i", v)
+            elif p.scalar == "i16":
+                put("h", v)
+            elif p.scalar in ("i8", "i1"):
+                put("b", int(v))
+            elif p.scalar == "f32":
+                put("f", float(v))
+            elif p.scalar == "f64":
+                put("d", float(v))
+            else:
+                raise TesseraError(f"argument {p.name!r}: {p.scalar} scalars "
+                                   f"are not kernel arguments; use f32")
+    return bytes(blob), offsets
+
+
+def _run(compiled, grid, schedule, params, values, tensors, device):
+    g = _grid_of(grid, schedule)
+    if 0 in g:
+        return
+    fn = compiled.function(device)
+    packed, offsets = _pack(params, values, tensors)
+    fn.launch(g, (32 * compiled.num_warps, 1, 1), 0, packed, offsets)
+
+
+@functools.lru_cache(maxsize=None)
+def _chip_of(device: int) -> str:
+    from . import _cuda
+    major, minor = _cuda.device_info(device)["capability"]
+    return f"sm_{major}{minor}" + ("a" if major == 9 else "")
+
+
+def _default_chip():
+    try:
+        from . import _cuda
+        if _cuda.available():
+            return _chip_of(0)
+    except ImportError:
+        pass
+    return "sm_90a"
+
+
+def _features_for(chip: str) -> str:
+    """PTX ISA 8.0: wgmma and TMA for sm_90a, and every older chip."""
+    return "+ptx80"
+
+
+# --------------------------------------------------------------------------
+# Autotuning
+# --------------------------------------------------------------------------
+
+_SPACE_FIELDS = {"BM": "m", "BN": "n", "BK": "k", "warps": "warps",
+                 "stages": "stages", "vector": "vector", "swizzle": "swizzle",
+                 "k": "k"}
+
+
+def _schedule_from(base: Schedule, config: dict) -> Schedule:
+    m, n = base.block[0], (base.block[1] if len(base.block) > 1 else None)
+    changes, params = {}, {}
+    for key, v in config.items():
+        field = _SPACE_FIELDS.get(key)
+        if field == "m":
+            m = v
+        elif field == "n":
+            n = v
+        elif field is not None:
+            changes[field] = v
+        else:
+            params[key] = v
+    block = (m,) if n is None else (m, n)
+    return base._replace(block=block, **changes, **params)
+
+
+class Autotuner:
+    """Chooses a kernel's schedule by measuring the configurations of
+    ``space`` on the device, once per (shapes, dtypes, constexprs, card);
+    choices persist in ``cache`` (a JSON file) keyed by the kernel's source
+    hash and the compiler. Autotuning runs the kernel several times on the
+    call's own arguments: use it for kernels whose outputs do not
+    accumulate."""
+
+    def __init__(self, space, metric="latency_ms", budget_ms=200.0,
+                 cache=None, warmup=2):
+        if metric != "latency_ms":
+            raise ValueError(f"metric is 'latency_ms', got {metric!r}")
+        if not isinstance(space, dict) or not space:
+            raise ValueError("space is a dict of lists of values")
+        self.space = {k: list(v) for k, v in space.items()}
+        for k, v in self.space.items():
+            if not v:
+                raise ValueError(f"space[{k!r}] is empty")
+        self.budget_ms = float(budget_ms)
+        self.cache_path = os.path.expanduser(cache) if cache else None
+        self.warmup = warmup
+        self.trials = {}  # key -> [(schedule repr, ms or error)]
+
+    def configs(self):
+        keys = list(self.space)
+        for values in itertools.product(*(self.space[k] for k in keys)):
+            yield dict(zip(keys, values))
+
+    def _kernel_hash(self, kern):
+        try:
+            src = inspect.getsource(kern.fn)
+        except (OSError, TypeError):
+            src = kern.fn.__code__.co_code.hex()
+        h = hashlib.sha256(src.encode())
+        h.update(json.dumps(self.space, sort_keys=True, default=repr).encode())
+        return h.hexdigest()[:16]
+
+    def _load(self):
+        if not self.cache_path:
+            return {}
+        try:
+            with open(self.cache_path) as f:
+                data = json.load(f)
+            return data if isinstance(data, dict) else {}
+        except (OSError, ValueError):
+            return {}
+
+    def _store(self, key, config, ms):
+        if not self.cache_path:
+            return
+        data = self._load()
+        data[key] = {"config": config, "latency_ms": ms}
+        d = os.path.dirname(self.cache_path) or "."
+        os.makedirs(d, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=d, suffix=".tmp")
+        with os.fdopen(fd, "w") as f:
+            json.dump(data, f, indent=1, sort_keys=True)
+        os.replace(tmp, self.cache_path)
+
+    def choose(self, kern, grid, params, values, tensors, tensor_types,
+               consts, device, chip):
+        shapes = [list(t.shape) if t is not None else v
+                  for t, v in zip(tensors, values)]
+        key = json.dumps([kern.__name__, self._kernel_hash(kern), shapes,
+                          list(tensor_types), repr(sorted(consts.items())),
+                          chip, compiler_id()], default=repr)
+        hit = kern._tuned.get(key)
+        if hit is not None:
+            return hit
+        stored = self._load().get(key)
+        if isinstance(stored, dict) and isinstance(stored.get("config"), dict):
+            schedule = _schedule_from(kern._schedule, stored["config"])
+            kern._tuned[key] = schedule
+            return schedule
+        from . import _cuda
+        results = []
+        best = None
+        per_config = self.budget_ms / max(1, len(list(self.configs())))
+        for config in self.configs():
+            try:
+                schedule = _schedule_from(kern._schedule, config)
+                compiled = kern._compile(tensor_types, consts, schedule, chip)
+            except (TesseraError, KernelTraceError, ValueError) as e:
+                results.append((config, f"not compiled: {e}".splitlines()[0]))
+                continue
+            try:
+                for _ in range(self.warmup):
+                    _run(compiled, grid, schedule, params, values, tensors,
+                         device)
+                start, end = _cuda.Event(device), _cuda.Event(device)
+                start.record(device)
+                _run(compiled, grid, schedule, params, values, tensors, device)
+                end.record(device)
+                end.synchronize()
+                once = max(_cuda.Event.elapsed_ms(start, end), 1e-3)
+                reps = int(max(1, min(100, per_config / once)))
+                start.record(device)
+                for _ in range(reps):
+                    _run(compiled, grid, schedule, params, values, tensors,
+                         device)
+                end.record(device)
+                end.synchronize()
+                ms = _cuda.Event.elapsed_ms(start, end) / reps
+            except TesseraError as e:
+                results.append((config, f"failed: {e}".splitlines()[0]))
+                continue
+            results.append((config, ms))
+            if best is None or ms < best[1]:
+                best = (config, ms)
+        self.trials[key] = results
+        if best is None:
+            raise TesseraError(
+                f"autotuning {kern.__name__}: no configuration ran:\n" +
+                "\n".join(f"  {c}: {r}" for c, r in results))
+        self._store(key, best[0], best[1])
+        schedule = _schedule_from(kern._schedule, best[0])
+        kern._tuned[key] = schedule
+        return schedule
+
+
+# --------------------------------------------------------------------------
+# The decorator
+# --------------------------------------------------------------------------
+
+class _KernelDecorator:
+    """``@ts.kernel`` makes a tile kernel; ``@ts.kernel.schedule(s)`` gives
+    it a schedule, ``@ts.kernel.autotune(space=...)`` a search over
+    schedules, ``@ts.kernel.auto`` the default search space."""
+
+    def __call__(self, fn=None, *, schedule=None):
+        if fn is None:
+            return lambda f: self(f, schedule=schedule)
+        if isinstance(fn, TileKernel):
+            return fn if schedule is None else fn.with_schedule(schedule)
+        return TileKernel(fn, schedule)
+
+    def schedule(self, schedule: Schedule):
+        if not isinstance(schedule, Schedule):
+            raise TypeError(f"kernel.schedule takes a Schedule, got "
+                            f"{schedule!r}")
+
+        def wrap(fn):
+            if isinstance(fn, TileKernel):
+                return TileKernel(fn.fn, schedule, fn._autotune)
+            return TileKernel(fn, schedule)
+        return wrap
+
+    def autotune(self, space, metric="latency_ms", budget_ms=200.0,
+                 cache=None):
+        tuner = Autotuner(space, metric, budget_ms, cache)
+
+        def wrap(fn):
+            if isinstance(fn, TileKernel):
+                return TileKernel(fn.fn, fn._schedule, tuner)
+            return TileKernel(fn, None, tuner)
+        return wrap
+
+    def auto(self, fn):
+        """Autotunes over block 64/128 x 64/128, 4/8 warps, 2/3 stages."""
+        return self.autotune(space=dict(BM=[64, 128], BN=[64, 128],
+                                        warps=[4, 8], stages=[2, 3]))(fn)
+
+
+kernel = _KernelDecorator()

@@ -1,0 +1,120 @@
+"""Kernels written in the tile DSL that the GPU tests run (and the CPU
+tests compile to PTX for sm_80 and sm_90a).
+
+`python kernels.py --precompile CHIP` compiles every specialization the
+GPU tests launch into the kernel cache (TESSERA_KERNEL_CACHE), for
+machines that run them without the compiler.
+"""
+
+import math
+import sys
+
+import tessera as ts
+from tessera import KTile, tile
+
+
+@ts.kernel.schedule(ts.Schedule(block=(4, 256), warps=4))
+def softmax(X: KTile["R", "N", ts.f32], Y: KTile["R", "N", ts.f32]):
+    """Softmax of each row (n <= 256), T.m rows per program."""
+    T = tile.context()
+    r = tile.program_id(0) * T.m
+    x = tile.load(X, at=(r, 0), shape=(T.m, T.n), padding=-math.inf)
+    e = tile.exp(x - tile.max(x, axis=1)[:, None])
+    tile.store(Y, e / tile.sum(e, axis=1)[:, None], at=(r, 0))
+
+
+@ts.kernel.schedule(ts.Schedule(block=(2, 512), warps=8))
+def rmsnorm(X: KTile["R", "N"], W: KTile["N", ts.f32], Y: KTile["R", "N"],
+            eps: float):
+    """y = x / sqrt(mean(x^2) + eps) * w, statistics in f32; any float
+    dtype for X and Y (one kernel per dtype); n <= T.n."""
+    T = tile.context()
+    r = tile.program_id(0) * T.m
+    n = X.shape[1]
+    x = tile.cast(tile.load(X, at=(r, 0), shape=(T.m, T.n)), ts.f32)
+    ms = tile.sum(x * x, axis=1) / tile.cast(n, ts.f32)
+    w = tile.load(W, at=(0,), shape=(T.n,))
+    y = x * tile.rsqrt(ms + eps)[:, None] * w
+    tile.store(Y, tile.cast(y, Y.dtype), at=(r, 0))
+
+
+@ts.kernel.schedule(ts.Schedule(block=(128, 128), k=32, warps=8, stages=3))
+def matmul(A: KTile["M", "K", ts.bf16], B: KTile["K", "N", ts.bf16],
+           C: KTile["M", "N", ts.bf16]):
+    """C = A @ B, f32 accumulation (wgmma on sm_90a, mma.sync before)."""
+    T = tile.context()
+    i, j = tile.program_id(0) * T.m, tile.program_id(1) * T.n
+    acc = tile.zeros((T.m, T.n))
+    for k in tile.range(0, A.shape[1], T.k):
+        a = tile.load(A, at=(i, k), shape=(T.m, T.k))
+        b = tile.load(B, at=(k, j), shape=(T.k, T.n))
+        acc = tile.dot(a, b, acc)
+    tile.store(C, tile.cast(acc, ts.bf16), at=(i, j))
+
+
+matmul_tuned = ts.kernel.autotune(
+    space=dict(BM=[64, 128], BN=[64, 128], warps=[4, 8]),
+    budget_ms=50)(matmul)
+
+
+@ts.kernel.schedule(ts.Schedule(block=(64, 64), warps=4, stages=2, d=64))
+def flash_attention(q: KTile["BH", "S", "D", ts.bf16],
+                    k: KTile["BH", "S", "D", ts.bf16],
+                    v: KTile["BH", "S", "D", ts.bf16],
+                    o: KTile["BH", "S", "D", ts.bf16], scale: float, *,
+                    causal: bool):
+    """Attention forward as spec 002 writes it: grid (cdiv(S, T.m), BH)."""
+    T = tile.context()
+    bh = tile.program_id(1)
+    Q, K, V, O = q[bh], k[bh], v[bh], o[bh]
+    keys = K.shape[0]
+    Qb = tile.load(Q, rows=T.m, cols=T.d)
+    acc = tile.zeros((T.m, T.d))
+    m = tile.full((T.m,), -math.inf)
+    l = tile.zeros((T.m,))
+    end = tile.minimum(tile.row_index() + T.m, keys) if causal else keys
+    for nblk in tile.range_n(end, T.n, prefetch=T.stages):
+        Kb = tile.load(K, nblk, cols=T.d)
+        Vb = tile.load(V, nblk, cols=T.d)
+        S = tile.dot(Qb, tile.transpose(Kb)) * scale
+        if causal:
+            tile.mask_causal(S, tile.row_index(), tile.col_index(nblk))
+        else:
+            cols = tile.iota((T.m, T.n), axis=1) + tile.col_index(nblk)
+            S = tile.where(cols < tile.cast(keys, ts.i32), S, -math.inf)
+        P, m_c, l_c = tile.softmax_online(S)
+        acc, m, l = tile.softmax_accumulate(acc, m, l, P, Vb, m_c, l_c)
+    tile.store(O, tile.cast(acc / l[:, None], ts.bf16), rows=T.m)
+
+
+# What the GPU tests launch: (kernel, open dtypes, constexprs).
+SPECIALIZATIONS = [
+    (softmax, (), {}),
+    (rmsnorm, (ts.f32, ts.f32), {}),
+    (rmsnorm, (ts.bf16, ts.bf16), {}),
+    (matmul, (), {}),
+    (flash_attention, (), {"causal": True}),
+    (flash_attention, (), {"causal": False}),
+]
+
+
+def precompile(chip):
+    n = 0
+    for kern, dtypes, consts in SPECIALIZATIONS:
+        kern.compile(*dtypes, chip=chip, **consts)
+        n += 1
+    tuner = matmul_tuned._autotune
+    for config in tuner.configs():
+        from tessera._kernel import _schedule_from
+        matmul.compile(chip=chip,
+                       schedule=_schedule_from(matmul.default_schedule,
+                                               config))
+        n += 1
+    return n
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3 or sys.argv[1] != "--precompile":
+        sys.exit("usage: kernels.py --precompile CHIP")
+    print(f"{precompile(sys.argv[2])} kernels in "
+          f"{ts.kernel_cache.directory}")

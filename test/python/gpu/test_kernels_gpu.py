@@ -1,0 +1,157 @@
+"""Tile DSL kernels on the GPU against float64 NumPy references, tensors
+through DLPack with PyTorch, and autotuning. Skipped without a GPU."""
+
+import json
+import math
+import os
+import sys
+
+import numpy as np
+import pytest
+
+import tessera as ts
+
+sys.path.insert(0, os.path.dirname(__file__))
+import kernels as K  # noqa: E402
+
+pytestmark = pytest.mark.skipif(not ts.cuda.is_available(),
+                                reason="needs a CUDA GPU")
+
+try:
+    import ml_dtypes
+    BF16 = ml_dtypes.bfloat16
+except ImportError:  # pragma: no cover
+    BF16 = None
+
+
+def bf16(x):
+    """float64 -> the bf16 values the kernel sees (as float64)."""
+    return np.asarray(x, np.float32).astype(BF16).astype(np.float64)
+
+
+def poisoned(shape, dtype):
+    """An output tensor filled with NaN, so unwritten elements show."""
+    return ts.to_device(np.full(shape, np.nan, np.float32), dtype=dtype)
+
+
+def test_device_and_round_trip():
+    gpu = ts.device("cuda")
+    assert "sm_" in gpu.describe()
+    x = np.random.default_rng(0).standard_normal((3, 5)).astype(np.float32)
+    d = ts.to_device(x, gpu)
+    assert d.shape == (3, 5) and d.dtype == ts.f32 and d.device == gpu
+    np.testing.assert_array_equal(d.numpy(), x)
+
+
+def test_softmax(rng=np.random.default_rng(1)):
+    rows, n = 37, 200
+    x = rng.standard_normal((rows, n)).astype(np.float32) * 4
+    y = poisoned((rows, n), ts.f32)
+    K.softmax[ts.cdiv(rows, 4)](ts.to_device(x), y)
+    e = np.exp(x - x.max(1, keepdims=True))
+    ref = e / e.sum(1, keepdims=True)
+    np.testing.assert_allclose(y.numpy(), ref, rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("dtype", [ts.f32, ts.bf16])
+def test_rmsnorm(dtype, rng=np.random.default_rng(2)):
+    rows, n = 9, 300
+    x = rng.standard_normal((rows, n))
+    w = rng.standard_normal(n).astype(np.float32)
+    y = poisoned((rows, n), dtype)
+    K.rmsnorm[ts.cdiv(rows, 2)](ts.to_device(x, dtype=dtype),
+                                ts.to_device(w), y, 1e-5)
+    xin = bf16(x) if dtype == ts.bf16 else x.astype(np.float32)
+    ref = xin / np.sqrt((xin ** 2).mean(1, keepdims=True) + 1e-5) * w
+    tol = 8e-3 if dtype == ts.bf16 else 1e-5
+    np.testing.assert_allclose(y.numpy().astype(np.float64), ref, rtol=tol,
+                               atol=tol)
+
+
+@pytest.mark.parametrize("m,n,k", [(256, 256, 128), (257, 130, 96)])
+def test_matmul_bf16(m, n, k, rng=np.random.default_rng(3)):
+    a, b = rng.standard_normal((m, k)), rng.standard_normal((k, n))
+    c = poisoned((m, n), ts.bf16)
+    compiled = K.matmul[lambda T: (ts.cdiv(m, T.m), ts.cdiv(n, T.n))](
+        ts.to_device(a, dtype=ts.bf16), ts.to_device(b, dtype=ts.bf16), c)
+    if compiled.chip == "sm_90a":
+        assert "wgmma.mma_async" in compiled.ptx
+    ref = bf16(a) @ bf16(b)
+    got = c.numpy().astype(np.float64)
+    # f32 accumulation, one bf16 rounding of the result.
+    np.testing.assert_allclose(got, ref, rtol=1e-2, atol=1e-2 * np.sqrt(k))
+
+
+@pytest.mark.parametrize("causal", [True, False])
+def test_flash_attention(causal, rng=np.random.default_rng(4)):
+    bh, s, d = 3, 200, 64
+    q, k, v = (rng.standard_normal((bh, s, d)) for _ in range(3))
+    o = poisoned((bh, s, d), ts.bf16)
+    scale = 1 / math.sqrt(d)
+    K.flash_attention[lambda T: (ts.cdiv(s, T.m), bh)](
+        *(ts.to_device(t, dtype=ts.bf16) for t in (q, k, v)), o, scale,
+        causal=causal)
+    qf, kf, vf = bf16(q), bf16(k), bf16(v)
+    scores = qf @ kf.transpose(0, 2, 1) * scale
+    if causal:
+        scores = np.where(np.tril(np.ones((s, s), bool)), scores, -np.inf)
+    p = np.exp(scores - scores.max(-1, keepdims=True))
+    ref = (p / p.sum(-1, keepdims=True)) @ vf
+    np.testing.assert_allclose(o.numpy().astype(np.float64), ref, rtol=2e-2,
+                               atol=2e-2)
+
+
+def test_dlpack_with_torch():
+    torch = pytest.importorskip("torch")
+    m = n = k = 128
+    a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(k, n, device="cuda", dtype=torch.bfloat16)
+    c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
+    K.matmul[(1, 1)](a, b, c)  # torch tensors straight in
+    ref = (a.float() @ b.float())
+    torch.testing.assert_close(c.float(), ref, rtol=1e-2, atol=1e-1)
+    # Tessera tensors out to torch and back, without copies.
+    x = ts.to_device(np.arange(12, dtype=np.float32).reshape(3, 4))
+    t = torch.from_dlpack(x)
+    assert t.device.type == "cuda" and t.shape == (3, 4)
+    assert t.data_ptr() == x.pointer
+    back = ts.from_dlpack(t)
+    assert back.pointer == x.pointer and back.shape == (3, 4)
+    with pytest.raises(ts.TesseraError, match="must be bf16, got f32"):
+        K.matmul[(1, 1)](a.float(), b, c)
+    with pytest.raises(ts.TesseraError, match=r"dim 0 \(K\) is 64, but K is"):
+        K.matmul[(1, 1)](a, b[:64].contiguous(), c)
+
+
+def test_autotune_picks_and_remembers(tmp_path):
+    m = n = k = 512
+    rng = np.random.default_rng(5)
+    a, b = rng.standard_normal((m, k)), rng.standard_normal((k, n))
+    da, db = ts.to_device(a, dtype=ts.bf16), ts.to_device(b, dtype=ts.bf16)
+    cache = tmp_path / "sched.json"
+    tuned = ts.kernel.autotune(
+        space=dict(BM=[64, 128], BN=[64, 128], warps=[4, 8]), budget_ms=50,
+        cache=str(cache))(K.matmul)
+    c = poisoned((m, n), ts.bf16)
+    grid = lambda T: (ts.cdiv(m, T.m), ts.cdiv(n, T.n))  # noqa: E731
+    compiled = tuned[grid](da, db, c)
+    ref = bf16(a) @ bf16(b)
+    np.testing.assert_allclose(c.numpy().astype(np.float64), ref, rtol=1e-2,
+                               atol=0.25)
+    trials = next(iter(tuned._autotune.trials.values()))
+    timed = [ms for _, ms in trials if isinstance(ms, float)]
+    assert len(timed) >= 4 and min(timed) > 0
+    stored = json.loads(cache.read_text())
+    (entry,) = stored.values()
+    best = min((ms, cfg) for cfg, ms in trials if isinstance(ms, float))
+    assert entry["config"] == best[1]
+    assert compiled.schedule.m == best[1]["BM"]
+    # A new kernel object reads the choice instead of measuring again.
+    again = ts.kernel.autotune(
+        space=dict(BM=[64, 128], BN=[64, 128], warps=[4, 8]),
+        cache=str(cache))(K.matmul)
+    c2 = poisoned((m, n), ts.bf16)
+    compiled2 = again[grid](da, db, c2)
+    assert again._autotune.trials == {}
+    assert compiled2.schedule == compiled.schedule
+    np.testing.assert_array_equal(c2.numpy(), c.numpy())

@@ -1,0 +1,291 @@
+"""The tile kernel DSL without a GPU: tracing into Tile IR, compilation to
+PTX for sm_80 and sm_90a (checked by ptxas), the kernel cache, schedules
+and the errors users see. The kernels run on the GPU in gpu/."""
+
+import math
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import tessera as ts
+from tessera import KTile, tile
+from tessera import _kernel as kernel_mod
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "gpu"))
+import kernels as K  # noqa: E402
+
+PTXAS = shutil.which("ptxas") or ("/usr/local/cuda/bin/ptxas" if os.path.exists(
+    "/usr/local/cuda/bin/ptxas") else None)
+HERE = os.path.abspath(__file__)
+
+
+@pytest.fixture(autouse=True)
+def kernel_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("TESSERA_KERNEL_CACHE", str(tmp_path / "kernels"))
+    return tmp_path / "kernels"
+
+
+def ptxas(ptx, chip, tmp_path):
+    if PTXAS is None:
+        pytest.skip("ptxas (CUDA toolkit) not installed")
+    src = tmp_path / "k.ptx"
+    src.write_text(ptx)
+    out = subprocess.run([PTXAS, f"-arch={chip}", str(src), "-o",
+                          str(tmp_path / "k.cubin")], capture_output=True,
+                         text=True)
+    assert out.returncode == 0, out.stderr
+    return out.stderr
+
+
+SM80_FLASH = K.flash_attention.with_schedule(
+    ts.Schedule(block=(32, 64), warps=4, stages=2, d=64))
+
+
+@pytest.mark.parametrize("chip", ["sm_80", "sm_90a"])
+@pytest.mark.parametrize("name,dtypes,consts", [
+    ("softmax", (), {}), ("rmsnorm", (ts.bf16, ts.bf16), {}),
+    ("rmsnorm", (ts.f32, ts.f16), {}), ("matmul", (), {}),
+    ("flash_attention", (), {"causal": True}),
+    ("flash_attention", (), {"causal": False})])
+def test_kernels_compile_to_ptx_that_ptxas_accepts(chip, name, dtypes, consts,
+                                                    tmp_path):
+    kern = getattr(K, name)
+    if name == "flash_attention" and chip == "sm_80":
+        kern = SM80_FLASH
+    c = kern.compile(*dtypes, chip=chip, **consts)
+    assert f".entry {name}(" in c.ptx
+    assert f".target {chip}" in c.ptx
+    if name in ("matmul", "flash_attention"):
+        # Tensor cores: warpgroup MMAs on Hopper, mma.sync before.
+        if chip == "sm_90a":
+            assert "wgmma.mma_async" in c.ptx
+            assert c.shared_bytes > 0
+        else:
+            assert "mma.sync.aligned.m16n8k16" in c.ptx
+            assert "wgmma" not in c.ptx
+    ptxas(c.ptx, chip, tmp_path)
+
+
+def test_loop_carries_reassigned_values_only():
+    text = K.flash_attention.lower(causal=True)
+    # acc, m and l are carried; Qb, scale and the memrefs are not.
+    loop = re.search(r"ttile\.range (%\w+) = .* stages 2 iter_args\((.*?)\) ->",
+                     text)
+    assert loop is not None, text
+    assert loop.group(2).count("=") == 3
+    # Locations point at the kernel's lines.
+    src = open(K.__file__).read().splitlines()
+    (dot_line,) = [i + 1 for i, l in enumerate(src) if "tile.dot(Qb" in l]
+    assert re.search(rf'ttile\.dot .*loc\(".*kernels\.py":{dot_line}:', text)
+    # The causal variant masks in place, the other selects.
+    assert "ttile.mask_causal" in text
+    assert "ttile.mask_causal" not in K.flash_attention.lower(causal=False)
+
+
+def test_python_loops_unroll_and_nested_tile_loops_carry():
+    @ts.kernel.schedule(ts.Schedule(block=(16, 16), warps=4))
+    def k(X: KTile["M", "N", ts.f32], Y: KTile["M", "N", ts.f32]):
+        T = tile.context()
+        acc = tile.zeros((T.m, T.n))
+        for i in range(3):  # Python: unrolled
+            acc = acc + float(i)
+        for a in tile.range(0, X.shape[0], T.m):
+            inner = tile.zeros((T.m, T.n))
+            for b in tile.range(0, X.shape[1], T.n):
+                inner = inner + tile.load(X, at=(a, b), shape=(T.m, T.n))
+            acc = acc + inner
+        tile.store(Y, acc, at=(0, 0))
+
+    text = k.lower()
+    assert text.count("ttile.range") == 2
+    assert text.count("iter_args") == 2
+    assert text.count("arith.addf") == 3 + 2
+
+
+def test_errors_point_at_the_kernel_line():
+    @ts.kernel
+    def bad_dot(A: KTile["M", "K", ts.f32], C: KTile["M", "K", ts.f32]):
+        a = tile.load(A, at=(0, 0), shape=(16, 8))
+        c = tile.dot(a, a)  # inner dims differ
+        tile.store(C, c, at=(0, 0))
+
+    with pytest.raises(TypeError, match=r"test_kernel_dsl\.py:\d+: "
+                                         r"tile\.dot of \[16, 8\] and \[16, 8\]"):
+        bad_dot.lower()
+
+    @ts.kernel
+    def data_if(A: KTile["M", ts.f32]):
+        x = tile.load(A, at=(0,), shape=(16,))
+        if tile.program_id(0) > 0:
+            tile.store(A, x, at=(0,))
+
+    with pytest.raises(TypeError, match="no truth value.*tile.where"):
+        data_if.lower()
+
+    @ts.kernel
+    def leak(A: KTile["M", ts.f32]):
+        for i in tile.range(0, 64, 16):
+            x = tile.load(A, at=(i,), shape=(16,))
+        tile.store(A, x, at=(0,))
+
+    with pytest.raises(TypeError, match="'x' is set only inside a tile.range"):
+        leak.lower()
+
+    @ts.kernel
+    def retype(A: KTile["M", ts.f32]):
+        x = tile.zeros((16,))
+        for i in tile.range(0, 64, 16):
+            x = tile.cast(tile.load(A, at=(i,), shape=(16,)), ts.bf16)
+        tile.store(A, tile.cast(x, ts.f32), at=(0,))
+
+    with pytest.raises(TypeError, match="'x' is a f32 tile .* and a bf16 tile"):
+        retype.lower()
+
+
+def test_compiler_errors_carry_the_kernel_source_location():
+    # Four stages of 256 x 64 and 64 x 256 bf16 tiles need more shared
+    # memory than a block has: the lowering's error names the kernel's
+    # definition.
+    too_big = K.matmul.with_schedule(
+        ts.Schedule(block=(256, 256), k=64, warps=8, stages=4))
+    with pytest.raises(ts.TesseraError) as e:
+        too_big.compile(chip="sm_90a")
+    msg = str(e.value)
+    line = K.matmul.fn.__code__.co_firstlineno
+    assert f"{K.__file__}:{line}:1: error: kernel 'matmul' needs" in msg
+    assert "bytes of shared memory" in msg
+    assert "see current operation" not in msg
+
+
+def fresh_softmax():
+    """K.softmax without the compilations it keeps in memory."""
+    return ts.kernel.schedule(K.softmax.default_schedule)(K.softmax.fn)
+
+
+def test_kernel_cache_reuses_and_survives_corruption(kernel_cache,
+                                                     monkeypatch):
+    first = fresh_softmax().compile(chip="sm_90a")
+    entries = sorted(os.listdir(kernel_cache))
+    assert len(entries) == 2 and entries[0].endswith(".json")
+    # A fresh kernel object (empty memory cache) with no compiler finds it.
+    fresh = fresh_softmax()
+    monkeypatch.setattr(kernel_mod, "_compiler",
+                        lambda: (None, "no tessera._core"))
+    again = fresh.compile(chip="sm_90a")
+    assert again.ptx == first.ptx
+    # Corrupt the PTX: the entry no longer matches its checksum.
+    ptx_file = kernel_cache / entries[1]
+    ptx_file.write_text(first.ptx.replace("ex2", "ex3"))
+    other = fresh_softmax()
+    with pytest.raises(ts.TesseraError,
+                       match="not in the kernel cache .* no compiler"):
+        other.compile(chip="sm_90a")
+    monkeypatch.undo()
+    monkeypatch.setenv("TESSERA_KERNEL_CACHE", str(kernel_cache))
+    assert other.compile(chip="sm_90a").ptx == first.ptx  # recompiled
+
+
+def test_kernel_cache_export_import(tmp_path, kernel_cache):
+    fresh_softmax().compile(chip="sm_80")
+    assert ts.kernel_cache.export(str(tmp_path / "bundle")) == 1
+    target = kernel_mod.KernelCache(str(tmp_path / "elsewhere"))
+    assert target.import_(str(tmp_path / "bundle")) == 1
+    assert len(os.listdir(tmp_path / "elsewhere")) == 2
+
+
+def test_schedules():
+    base = ts.Schedule(block=(128, 128), warps=8, stages=3, d=64)
+    small = base.with_block(64, 64)
+    assert (small.m, small.n, small.warps, small.stages, small.d) == (
+        64, 64, 8, 3, 64)
+    assert base.with_warps(4).warps == 4 and base.warps == 8
+    assert small != base and base.with_block(128, 128) == base
+    with pytest.raises(ValueError, match="warps is a power of two"):
+        ts.Schedule(warps=3)
+    with pytest.raises(AttributeError, match="no 'e'.*parameters: d"):
+        base.e
+    # Autotune space keys map onto the schedule.
+    s = kernel_mod._schedule_from(base, dict(BM=64, BN=32, warps=4, BD=32))
+    assert (s.m, s.n, s.warps, s.BD) == (64, 32, 4, 32)
+    # The schedule reaches the kernel through tile.context().
+    text = K.matmul.with_schedule(base.with_block(64, 32)).lower()
+    assert "tensor<64x32xf32>" in text and "ttile.num_warps = 8" in text
+
+
+def test_kernel_parameters_need_annotations():
+    with pytest.raises(TypeError, match="parameter 'x' needs an annotation"):
+        @ts.kernel
+        def k(x):
+            pass
+    with pytest.raises(TypeError, match="launch a kernel with a grid"):
+        K.softmax(1, 2)
+    with pytest.raises(TypeError, match="constexpr 'causal' has no value"):
+        K.flash_attention.lower()
+
+
+def test_launch_without_gpu_explains(monkeypatch):
+    from tessera import _cuda
+    if _cuda.available():
+        pytest.skip("a GPU is present; gpu/ runs the kernels")
+    with pytest.raises(ts.TesseraError, match="no CUDA device"):
+        ts.device("cuda")
+    with pytest.raises(ts.TesseraError, match="host memory.*ts.to_device"):
+        K.softmax[1](np.zeros((4, 8), np.float32), np.zeros((4, 8),
+                                                             np.float32))
+    with pytest.raises(ts.TesseraError, match="'cpu', 'cuda' or 'cuda:N'"):
+        ts.device("gpu")
+
+
+def test_constants_are_exact():
+    from tessera._tile_ir import float_literal
+    assert float_literal(-math.inf, "f32") == "0xFF800000"
+    assert float_literal(1.0, "bf16") == "0x3F80"
+    # Round to nearest even at bf16's last bit.
+    assert float_literal(1.0 + 2**-8, "bf16") == "0x3F80"
+    assert float_literal(1.0 + 3 * 2**-9, "bf16") == "0x3F81"
+    assert float_literal(0.1, "f16") == "0x%04X" % np.array(
+        0.1, np.float16).view(np.uint16)
+
+
+def test_launch_arguments_are_checked_before_anything_runs():
+    """Argument checks need no GPU: device tensor views of made-up memory."""
+    def view(shape, dtype, strides=None, dev=0):
+        strides = strides or tuple(int(np.prod(shape[i + 1:]))
+                                   for i in range(len(shape)))
+        return ts.DeviceTensor(dtype=dtype, pointer=0x1000, shape=shape,
+                               strides=strides, device_index=dev)
+
+    params = [p for p in K.matmul._params]
+    check = ts.cuda._kernel_arguments
+    a, b, c = view((8, 4), ts.bf16), view((4, 6), ts.bf16), view((8, 6),
+                                                                  ts.bf16)
+    tensors, dev = check("matmul", params, [a, b, c])
+    assert tensors == [a, b, c] and dev == 0
+    with pytest.raises(ts.TesseraError, match="'B' of kernel matmul must be "
+                                              "bf16, got f32"):
+        check("matmul", params, [a, view((4, 6), ts.f32), c])
+    with pytest.raises(ts.TesseraError, match=r"dim 1 \(N\) is 7, but N is 6 "
+                                              r"in argument 'B'"):
+        check("matmul", params, [a, b, view((8, 7), ts.bf16)])
+    with pytest.raises(ts.TesseraError, match="must have 2 dims"):
+        check("matmul", params, [a, b, view((8, 6, 1), ts.bf16)])
+    with pytest.raises(ts.TesseraError, match="must be contiguous"):
+        check("matmul", params, [view((8, 4), ts.bf16, strides=(1, 8)), b, c])
+    with pytest.raises(ts.TesseraError, match="is on cuda:1, other arguments "
+                                              "on cuda:0"):
+        check("matmul", params, [a, b, view((8, 6), ts.bf16, dev=1)])
+    # Grids: Python integers, or a function of the schedule.
+    assert ts.cdiv(10, 4) == 3
+    grid = kernel_mod._grid_of(lambda T: (ts.cdiv(1000, T.m), 2),
+                               K.matmul.default_schedule)
+    assert grid == (8, 2, 1)
+    with pytest.raises(ts.TesseraError, match="exceeds the card's limits"):
+        kernel_mod._grid_of((1, 70000), K.matmul.default_schedule)
+    if not ts.cuda.is_available():
+        with pytest.raises(ts.TesseraError, match="no CUDA device"):
+            ts.synchronize()

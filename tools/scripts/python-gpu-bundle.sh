@@ -1,0 +1,35 @@
+#!/bin/bash
+# Packs the Python package for a GPU machine that has the NVIDIA driver and
+# a Python (with numpy) but neither the compiler's libraries nor this
+# Python's build of tessera._core: the pure-Python package, tessera._cuda
+# built for that machine's Python, the runtime library, and a kernel cache
+# holding every kernel the GPU tests launch, precompiled for CHIP.
+#   tools/scripts/python-gpu-bundle.sh PYTHON CHIP [OUT]
+#   (there) PYTHONPATH=OUT LD_LIBRARY_PATH=OUT TESSERA_KERNEL_CACHE=OUT/kcache \
+#           python3 -m pytest test/python/gpu
+# PYTHON is an interpreter of the target's Python version (with nanobind).
+set -euo pipefail
+python=${1:?usage: python-gpu-bundle.sh PYTHON CHIP [OUT]}
+chip=${2:?usage: python-gpu-bundle.sh PYTHON CHIP [OUT]}
+out=${3:-build/pybundle}
+version=$("$python" -c 'import sys; print(f"{sys.version_info[0]}{sys.version_info[1]}")')
+build=build-py$version
+if [ ! -f "$build/build.ninja" ]; then
+  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir \
+    -DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22 \
+    -DLLVM_USE_LINKER=lld -DCMAKE_CXX_COMPILER_LAUNCHER=ccache \
+    -DPython3_EXECUTABLE=/usr/bin/python3 -DPython_EXECUTABLE="$python"
+fi
+ninja -C "$build" _cuda
+rm -rf "$out"
+mkdir -p "$out/tessera"
+cp python/tessera/*.py python/tessera/py.typed "$out/tessera/"
+cp "$build"/python/tessera/_cuda*.so "$out/tessera/"
+cp -L "$build/lib/libTesseraRuntime.so" "$out/"
+omp=$(ldd "$build/lib/libTesseraRuntime.so" | awk '/libomp/ {print $3}')
+[ -n "$omp" ] && cp -L "$omp" "$out/"
+# The compiler of this machine's build (build/) fills the kernel cache.
+TESSERA_KERNEL_CACHE=$PWD/$out/kcache PYTHONPATH=build/python \
+  build/venv/bin/python test/python/gpu/kernels.py --precompile "$chip"
+echo "$out: $(du -sh "$out" | cut -f1)"
