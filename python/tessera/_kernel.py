@@ -28,6 +28,7 @@ CUDA tensor that speaks DLPack (PyTorch).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import inspect
@@ -38,6 +39,7 @@ import os
 import re
 import struct
 import tempfile
+import threading
 
 from . import _kernel_ast
 from . import tile as _tile
@@ -47,7 +49,8 @@ from ._tile_ir import (Block as _IRBlock, KernelTraceError, Trace,
                        current_trace, element_type, is_float, tensor_type,
                        user_location)
 
-__all__ = ["KTile", "Schedule", "TileKernel", "cdiv", "kernel", "kernel_cache"]
+__all__ = ["KTile", "Schedule", "TileKernel", "cdiv", "compile_only", "kernel",
+           "kernel_cache"]
 
 COMPILER_ABI = "tessera-ttile-1"
 _LOC = re.compile(r' loc\((?:"(?:[^"\\]|\\.)*":\d+:\d+|unknown)\)')
@@ -121,7 +124,7 @@ class Schedule:
     """
 
     __slots__ = ("block", "k", "warps", "stages", "vector", "swizzle",
-                 "params")
+                 "params", "_key")
 
     def __init__(self, block=(64, 64), k=32, warps=4, stages=1, vector=None,
                  swizzle=None, **params):
@@ -154,6 +157,9 @@ class Schedule:
         self.vector = vector
         self.swizzle = swizzle
         self.params = dict(sorted(params.items()))
+        self._key = json.dumps([list(self.block), self.k, self.warps,
+                                self.stages, self.vector, self.swizzle,
+                                self.params], sort_keys=True, default=repr)
 
     @property
     def m(self) -> int:
@@ -205,15 +211,13 @@ class Schedule:
         return self._replace(**params)
 
     def key(self) -> str:
-        return json.dumps([list(self.block), self.k, self.warps, self.stages,
-                           self.vector, self.swizzle, self.params],
-                          sort_keys=True, default=repr)
+        return self._key
 
     def __eq__(self, other):
-        return isinstance(other, Schedule) and self.key() == other.key()
+        return isinstance(other, Schedule) and self._key == other._key
 
     def __hash__(self):
-        return hash(self.key())
+        return hash(self._key)
 
     def __repr__(self):
         parts = [f"block={self.block}", f"k={self.k}", f"warps={self.warps}",
@@ -605,6 +609,7 @@ class TileKernel:
         self._traced_fn = None
         self._compiled = {}
         self._tuned = {}
+        self._variants = {}
 
     # Schedules ----------------------------------------------------------
     @property
@@ -615,7 +620,12 @@ class TileKernel:
         """The same kernel compiled with ``schedule``."""
         if not isinstance(schedule, Schedule):
             raise TypeError(f"with_schedule takes a Schedule, got {schedule!r}")
-        return TileKernel(self.fn, schedule, None)
+        variant = self._variants.get(schedule)
+        if variant is None:
+            variant = self._variants[schedule] = TileKernel(self.fn, schedule,
+                                                            None)
+            variant._traced_fn = self._traced_fn
+        return variant
 
     # Tracing ------------------------------------------------------------
     def _body(self):
@@ -625,6 +635,9 @@ class TileKernel:
 
     def _split(self, args, kwargs):
         """Positional runtime arguments and the constexpr values."""
+        if not kwargs and len(args) == len(self._params) and not any(
+                p.kind == "constexpr" for p in self._params):
+            return list(args), {}
         runtime_params = [p for p in self._params if p.kind != "constexpr"]
         const_params = {p.name: p for p in self._params
                         if p.kind == "constexpr"}
@@ -762,11 +775,12 @@ class TileKernel:
     def _compile(self, tensor_types, consts, schedule, chip, features=None,
                  opt_level=3):
         features = features or _features_for(chip)
+        const_key = tuple(sorted(consts.items()))
         try:
-            const_key = json.dumps(consts, sort_keys=True, default=repr)
+            hash(const_key)
         except TypeError:
-            const_key = repr(sorted(consts.items()))
-        mkey = (tensor_types, const_key, schedule.key(), chip, features,
+            const_key = repr(const_key)
+        mkey = (tensor_types, const_key, schedule._key, chip, features,
                 opt_level)
         compiled = self._compiled.get(mkey)
         if compiled is not None:
@@ -813,6 +827,19 @@ class TileKernel:
                                                  runtime_params, values)
         tensor_types = tuple(element_type(t.dtype) for t in tensors
                              if t is not None)
+        if _compile_only.chip is not None:
+            # Ahead of time: compile what this launch would run.
+            if self._autotune is not None:
+                for config in self._autotune.configs():
+                    try:
+                        self._compile(tensor_types, consts,
+                                      _schedule_from(self._schedule, config),
+                                      _compile_only.chip)
+                    except TesseraError:
+                        pass  # the tuner skips it too
+                return None
+            return self._compile(tensor_types, consts, self._schedule,
+                                 _compile_only.chip)
         chip = _chip_of(device)
         schedule = self._schedule
         if self._autotune is not None:
@@ -828,7 +855,31 @@ class TileKernel:
         return f"<tessera kernel {self.__name__} {self._schedule}>"
 
 
+class _CompileOnly(threading.local):
+    chip = None
+
+
+_compile_only = _CompileOnly()
+
+
+@contextlib.contextmanager
+def compile_only(chip: str):
+    """Within it, kernel launches compile for ``chip`` (into the kernel
+    cache) and run nothing, and ``ts.cuda.empty``/``zeros`` give tensors
+    without memory: code that launches kernels fills the kernel cache
+    for a machine without the compiler, on one without a GPU."""
+    previous = _compile_only.chip
+    _compile_only.chip = chip
+    try:
+        yield
+    finally:
+        _compile_only.chip = previous
+
+
 def _grid_of(grid, schedule):
+    if type(grid) is tuple and len(grid) == 3 and all(
+            type(g) is int and 0 <= g < 65536 for g in grid):
+        return grid
     if callable(grid):
         grid = grid(schedule)
     if isinstance(grid, int):
@@ -846,52 +897,65 @@ def _grid_of(grid, schedule):
     return grid + (1,) * (3 - len(grid))
 
 
+_SCALAR_FORMATS = {"index": "q", "i64": "q", "i32": "i", "i16": "h",
+                   "i8": "b", "i1": "b", "f32": "f", "f64": "d"}
+_PAD = {"Q": "", "q": "", "d": "", "i": "4x", "f": "4x", "h": "6x",
+        "b": "7x"}
+
+
+@functools.lru_cache(maxsize=None)
+def _pack_plan(signature):
+    """(struct, offsets) of a parameter list given as ("tensor", rank) and
+    ("scalar", type) entries: each memref as (pointer, pointer, offset,
+    sizes, strides), scalars as themselves, every field 8-byte aligned."""
+    fmt, offsets, at = "<", [], 0
+    for kind, what in signature:
+        fields = ("QQq" + "q" * (2 * what) if kind == "tensor"
+                  else _SCALAR_FORMATS[what])
+        for f in fields:
+            offsets.append(at)
+            fmt += f + _PAD[f]
+            at += 8
+    return struct.Struct(fmt), offsets
+
+
+@functools.lru_cache(maxsize=4096)
+def _row_major(shape):
+    strides, s = [], 1
+    for d in reversed(shape):
+        strides.append(s)
+        s *= d
+    return tuple(reversed(strides))
+
+
 def _pack(params, values, tensors):
-    """The kernel's parameters: each memref as (pointer, pointer, offset,
-    sizes, strides), scalars as themselves."""
-    blob = bytearray()
-    offsets = []
-
-    def put(fmt, v):
-        while len(blob) % 8:
-            blob.append(0)
-        offsets.append(len(blob))
-        blob.extend(struct.pack("<" + fmt, v))
-
+    """The kernel's parameters, packed as cuLaunchKernel reads them."""
+    signature, flat = [], []
     for p, v, t in zip(params, values, tensors):
         if p.kind == "tensor":
-            put("Q", t.pointer)
-            put("Q", t.pointer)
-            put("q", 0)
-            for s in t.shape:
-                put("q", s)
-            stride = 1
-            strides = []
-            for s in reversed(t.shape):
-                strides.append(stride)
-                stride *= s
-            for s in reversed(strides):
-                put("q", s)
+            signature.append(("tensor", len(t.shape)))
+            flat += (t.pointer, t.pointer, 0, *t.shape, *_row_major(t.shape))
+            continue
+        kind = _SCALAR_FORMATS.get(p.scalar)
+        if kind is None:
+            raise TesseraError(f"argument {p.name!r}: {p.scalar} scalars are "
+                               f"not kernel arguments; use f32")
+        if kind in "qihb":
+            if not isinstance(v, int) or (isinstance(v, bool) and
+                                          p.scalar != "i1"):
+                raise TesseraError(f"argument {p.name!r} is an integer, got "
+                                   f"{v!r}")
+        elif isinstance(v, (int, float)) and not isinstance(v, bool):
+            v = float(v)
         else:
-            if p.scalar == "index" or p.scalar == "i64":
-                if isinstance(v, bool) or not isinstance(v, int):
-                    raise TesseraError(f"argument {p.name!r} is an integer, "
-                                       f"got {v!r}")
-                put("q", v)
-            elif p.scalar == "i32":
-                put("i", v)
-            elif p.scalar == "i16":
-                put("h", v)
-            elif p.scalar in ("i8", "i1"):
-                put("b", int(v))
-            elif p.scalar == "f32":
-                put("f", float(v))
-            elif p.scalar == "f64":
-                put("d", float(v))
-            else:
-                raise TesseraError(f"argument {p.name!r}: {p.scalar} scalars "
-                                   f"are not kernel arguments; use f32")
-    return bytes(blob), offsets
+            raise TesseraError(f"argument {p.name!r} is a number, got {v!r}")
+        signature.append(("scalar", p.scalar))
+        flat.append(v)
+    packer, offsets = _pack_plan(tuple(signature))
+    try:
+        return packer.pack(*flat), offsets
+    except struct.error as e:
+        raise TesseraError(f"kernel arguments do not fit their types: {e}")
 
 
 def _run(compiled, grid, schedule, params, values, tensors, device):
@@ -979,6 +1043,7 @@ class Autotuner:
         for values in itertools.product(*(self.space[k] for k in keys)):
             yield dict(zip(keys, values))
 
+    @functools.lru_cache(maxsize=None)
     def _kernel_hash(self, kern):
         try:
             src = inspect.getsource(kern.fn)
@@ -1012,18 +1077,26 @@ class Autotuner:
 
     def choose(self, kern, grid, params, values, tensors, tensor_types,
                consts, device, chip):
-        shapes = [list(t.shape) if t is not None else v
-                  for t, v in zip(tensors, values)]
-        key = json.dumps([kern.__name__, self._kernel_hash(kern), shapes,
-                          list(tensor_types), repr(sorted(consts.items())),
-                          chip, compiler_id()], default=repr)
-        hit = kern._tuned.get(key)
+        # Scalars take part: they may set sizes (rows per program...).
+        shapes = tuple(t._shape if t is not None else v
+                       for t, v in zip(tensors, values))
+        fast_key = (shapes, tensor_types, tuple(sorted(consts.items())), chip)
+        try:
+            hit = kern._tuned.get(fast_key)
+        except TypeError:  # unhashable constexpr values
+            fast_key = repr(fast_key)
+            hit = kern._tuned.get(fast_key)
         if hit is not None:
             return hit
+        key = json.dumps([kern.__name__, self._kernel_hash(kern),
+                          [list(x) if isinstance(x, tuple) else x
+                           for x in shapes],
+                          list(tensor_types), repr(sorted(consts.items())),
+                          chip, compiler_id()], default=repr)
         stored = self._load().get(key)
         if isinstance(stored, dict) and isinstance(stored.get("config"), dict):
             schedule = _schedule_from(kern._schedule, stored["config"])
-            kern._tuned[key] = schedule
+            kern._tuned[fast_key] = schedule
             return schedule
         from . import _cuda
         results = []
@@ -1067,7 +1140,7 @@ class Autotuner:
                 "\n".join(f"  {c}: {r}" for c, r in results))
         self._store(key, best[0], best[1])
         schedule = _schedule_from(kern._schedule, best[0])
-        kern._tuned[key] = schedule
+        kern._tuned[fast_key] = schedule
         return schedule
 
 

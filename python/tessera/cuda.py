@@ -16,6 +16,9 @@ explicit synchronization; ``ts.synchronize()`` waits for Tessera's work.
 
 from __future__ import annotations
 
+import functools
+import math
+
 import numpy as np
 
 from ._dtypes import DType, as_dtype
@@ -64,6 +67,14 @@ def device(spec="cuda") -> Device:
     exist (the error says why not)."""
     if isinstance(spec, Device):
         return spec
+    if isinstance(spec, str):
+        return _device_of(spec)
+    raise TesseraError(f"a device is 'cpu', 'cuda' or 'cuda:N', got "
+                       f"{spec!r}")
+
+
+@functools.lru_cache(maxsize=64)
+def _device_of(spec):
     if not isinstance(spec, str):
         raise TesseraError(f"a device is 'cpu', 'cuda' or 'cuda:N', got "
                            f"{spec!r}")
@@ -97,6 +108,7 @@ def synchronize(dev=None):
     _cuda().synchronize(d.index)
 
 
+@functools.lru_cache(maxsize=4096)
 def _row_major(shape):
     strides, s = [], 1
     for d in reversed(shape):
@@ -130,6 +142,14 @@ class DeviceTensor:
             self._device = device_index
             self._owner = owner
 
+    def _contiguous(self) -> bool:
+        """Row-major (the strides of unit dims do not matter)."""
+        if self._buf is not None:
+            return True
+        expected = _row_major(self._shape)
+        return all(s == e or n == 1 for s, e, n in
+                   zip(self._strides, expected, self._shape))
+
     @property
     def shape(self):
         return self._shape
@@ -159,9 +179,37 @@ class DeviceTensor:
         return (f"DeviceTensor({self._dtype.name}{list(self._shape)} on "
                 f"cuda:{self._device})")
 
+    def reshape(self, *shape) -> "DeviceTensor":
+        """A view with another shape (same elements, row-major; one dim may
+        be -1)."""
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+            shape = tuple(shape[0])
+        n = math.prod(self._shape)
+        if shape.count(-1) > 1:
+            raise TesseraError("reshape: at most one dim may be -1")
+        if -1 in shape:
+            rest = math.prod(s for s in shape if s != -1)
+            if rest == 0 or n % rest:
+                raise TesseraError(f"cannot reshape {list(self._shape)} to "
+                                   f"{list(shape)}")
+            shape = tuple(n // rest if s == -1 else s for s in shape)
+        shape = tuple(int(d) for d in shape)
+        if math.prod(shape) != n:
+            raise TesseraError(f"cannot reshape {list(self._shape)} "
+                               f"({n} elements) to {list(shape)}")
+        if not self._contiguous():
+            raise TesseraError("reshape of a non-contiguous tensor")
+        return DeviceTensor(dtype=self._dtype, pointer=self._ptr, shape=shape,
+                            strides=_row_major(shape),
+                            device_index=self._device,
+                            owner=self if self._buf is not None else
+                            self._owner)
+
     def numpy(self) -> np.ndarray:
         """A host copy (bf16 and fp8 through ml_dtypes when installed)."""
         if self._buf is None:
+            if isinstance(self._owner, DeviceTensor):  # a reshaped view
+                return self._owner.numpy().reshape(self._shape)
             raise TesseraError("numpy() of a tensor imported through DLPack: "
                                "convert it in the framework it came from")
         host = self._buf.to_host()
@@ -205,13 +253,30 @@ def to_device(array, dev="cuda", dtype=None) -> DeviceTensor:
     return DeviceTensor(_cuda().Buffer.from_host(a, dt.name, d.index))
 
 
+def _no_memory(shape, dtype):
+    """A tensor without memory, for compile_only (see tessera._kernel)."""
+    from ._kernel import _compile_only
+    if _compile_only.chip is None:
+        return None
+    shape = tuple(int(s) for s in shape)
+    return DeviceTensor(dtype=as_dtype(dtype), pointer=0, shape=shape,
+                        strides=_row_major(shape), device_index=0)
+
+
 def empty(shape, dtype, device="cuda") -> DeviceTensor:  # noqa: F811
+    """Uninitialized device memory."""
+    t = _no_memory(shape, dtype)
+    if t is not None:
+        return t
     d = _device(device)
     return DeviceTensor(_cuda().Buffer.empty(as_dtype(dtype).name,
                                              [int(s) for s in shape], d.index))
 
 
 def zeros(shape, dtype, device="cuda") -> DeviceTensor:  # noqa: F811
+    t = _no_memory(shape, dtype)
+    if t is not None:
+        return t
     d = _device(device)
     return DeviceTensor(_cuda().Buffer.zeros(as_dtype(dtype).name,
                                              [int(s) for s in shape], d.index))
@@ -274,44 +339,53 @@ def _kernel_arguments(name, params, values):
         if p.kind != "tensor":
             out.append(None)
             continue
-        what = f"argument {p.name!r} of kernel {name}"
-        v = _as_device_tensor(v, what)
         want = p.ktile.dtype
-        if not isinstance(v, DeviceTensor):
-            try:
-                v = from_dlpack(v)
-            except TesseraError:
-                # uint8/uint16 tensors holding fp8/bf16 bits.
-                if want is None or want.bits_dtype is None:
-                    raise
-                v = from_dlpack(v, dtype=want)
-        if want is not None and v.dtype != want:
+        if type(v) is not DeviceTensor:
+            what = f"argument {p.name!r} of kernel {name}"
+            v = _as_device_tensor(v, what)
+            if not isinstance(v, DeviceTensor):
+                try:
+                    v = from_dlpack(v)
+                except TesseraError:
+                    # uint8/uint16 tensors holding fp8/bf16 bits.
+                    if want is None or want.bits_dtype is None:
+                        raise
+                    v = from_dlpack(v, dtype=want)
+        dims = p.ktile.dims
+        shape = v._shape
+        if (want is not None and v._dtype is not want
+                and v._dtype != want) or len(shape) != len(dims):
+            what = f"argument {p.name!r} of kernel {name}"
+            if len(shape) != len(dims):
+                raise TesseraError(f"{what} must have {len(dims)} dims "
+                                   f"{list(dims)}, got shape {list(shape)}")
             raise TesseraError(f"{what} must be {want.name}, got "
-                               f"{v.dtype.name}")
-        if len(v.shape) != len(p.ktile.dims):
-            raise TesseraError(f"{what} must have {len(p.ktile.dims)} dims "
-                               f"{list(p.ktile.dims)}, got shape "
-                               f"{list(v.shape)}")
-        for i, (d, s) in enumerate(zip(p.ktile.dims, v.shape)):
-            if isinstance(d, int):
+                               f"{v._dtype.name}")
+        for i, d in enumerate(dims):
+            s = shape[i]
+            if d.__class__ is int:
                 if d != s:
-                    raise TesseraError(f"{what}: dim {i} must be {d}, got {s}")
-            elif d in sizes and sizes[d][0] != s:
-                raise TesseraError(
-                    f"{what}: dim {i} ({d}) is {s}, but {d} is {sizes[d][0]} "
-                    f"in {sizes[d][1]}")
+                    raise TesseraError(f"argument {p.name!r} of kernel "
+                                       f"{name}: dim {i} must be {d}, got {s}")
             else:
-                sizes.setdefault(d, (s, f"argument {p.name!r}"))
-        expected = _row_major(v.shape)
-        for i, (s, e) in enumerate(zip(v.strides, expected)):
-            if v.shape[i] > 1 and s != e:
-                raise TesseraError(f"{what} must be contiguous (row-major); "
-                                   f"its strides are {list(v.strides)}")
+                seen = sizes.get(d)
+                if seen is None:
+                    sizes[d] = (s, p.name)
+                elif seen[0] != s:
+                    raise TesseraError(
+                        f"argument {p.name!r} of kernel {name}: dim {i} ({d}) "
+                        f"is {s}, but {d} is {seen[0]} in argument "
+                        f"{seen[1]!r}")
+        if not v._contiguous():
+            raise TesseraError(f"argument {p.name!r} of kernel {name} must be "
+                               f"contiguous (row-major); its strides are "
+                               f"{list(v._strides)}")
         if dev is None:
-            dev = v.device.index
-        elif v.device.index != dev:
-            raise TesseraError(f"{what} is on cuda:{v.device.index}, other "
-                               f"arguments on cuda:{dev}")
+            dev = v._device
+        elif v._device != dev:
+            raise TesseraError(f"argument {p.name!r} of kernel {name} is on "
+                               f"cuda:{v._device}, other arguments on "
+                               f"cuda:{dev}")
         out.append(v)
     if dev is None:
         dev = 0

@@ -666,7 +666,9 @@ Result<Kernel> Module::kernel(const std::string &name) const {
     uint32_t bytes = 0;
     TESSERA_CU(driver().memcpyDtoH(&bytes, global, sizeof bytes),
                "cannot read the shared memory size of kernel '" + name + "'");
-    if (bytes > 48 * 1024) {
+    // Opt in whatever the size: a block gets 48 KiB without it, static
+    // and dynamic shared memory together.
+    if (bytes > 0) {
       Status st = kernel.setMaxDynamicSharedMemory(int(bytes));
       if (!st)
         return st.error();

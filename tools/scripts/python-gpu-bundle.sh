@@ -3,7 +3,8 @@
 # a Python (with numpy) but neither the compiler's libraries nor this
 # Python's build of tessera._core: the pure-Python package, tessera._cuda
 # built for that machine's Python, the runtime library, and a kernel cache
-# holding every kernel the GPU tests launch, precompiled for CHIP.
+# holding every kernel the GPU tests and bench/gpu/stdlib_bench.py launch,
+# precompiled for CHIP.
 #   tools/scripts/python-gpu-bundle.sh PYTHON CHIP [OUT]
 #   (there) PYTHONPATH=OUT LD_LIBRARY_PATH=OUT TESSERA_KERNEL_CACHE=OUT/kcache \
 #           python3 -m pytest test/python/gpu
@@ -23,13 +24,17 @@ if [ ! -f "$build/build.ninja" ]; then
 fi
 ninja -C "$build" _cuda
 rm -rf "$out"
-mkdir -p "$out/tessera"
+mkdir -p "$out/tessera/stdlib"
 cp python/tessera/*.py python/tessera/py.typed "$out/tessera/"
+cp python/tessera/stdlib/*.py "$out/tessera/stdlib/"
 cp "$build"/python/tessera/_cuda*.so "$out/tessera/"
 cp -L "$build/lib/libTesseraRuntime.so" "$out/"
 omp=$(ldd "$build/lib/libTesseraRuntime.so" | awk '/libomp/ {print $3}')
 [ -n "$omp" ] && cp -L "$omp" "$out/"
 # The compiler of this machine's build (build/) fills the kernel cache.
-TESSERA_KERNEL_CACHE=$PWD/$out/kcache PYTHONPATH=build/python \
-  build/venv/bin/python test/python/gpu/kernels.py --precompile "$chip"
+for script in test/python/gpu/kernels.py test/python/gpu/test_stdlib_gpu.py \
+              bench/gpu/stdlib_bench.py; do
+  TESSERA_KERNEL_CACHE=$PWD/$out/kcache PYTHONPATH=build/python \
+    build/venv/bin/python $script --precompile "$chip"
+done
 echo "$out: $(du -sh "$out" | cut -f1)"

@@ -701,6 +701,48 @@ struct TTileAssignLayoutsPass
     : tessera::impl::TTileAssignLayoutsBase<TTileAssignLayoutsPass> {
   using TTileAssignLayoutsBase::TTileAssignLayoutsBase;
 
+  /// A tile loaded once and read by several tensor-core products alone
+  /// (the query block of attention's two key loops) is loaded once per
+  /// product: each copy can then sit in shared memory for its wgmma, the
+  /// fast form, instead of being converted into registers (a second read
+  /// of the same tile costs one pass through L2). A tile with other users
+  /// stays one load (its product takes it from registers).
+  static void splitSharedOperandLoads(func::FuncOp fn) {
+    auto tensorCoreDot = [](DotOp dot) {
+      auto acc = cast<RankedTensorType>(dot.getAcc().getType());
+      Type in = cast<RankedTensorType>(dot.getA().getType()).getElementType();
+      return acc.getElementType().isF32() &&
+             (in.isBF16() || in.isF16() ||
+              isa<Float8E4M3FNType, Float8E5M2Type>(in));
+    };
+    SmallVector<OpOperand *> uses;
+    fn.walk([&](DotOp dot) {
+      if (!tensorCoreDot(dot))
+        return;
+      for (OpOperand &operand : dot->getOpOperands().take_front(2)) {
+        Value v = operand.get();
+        if (auto tr = v.getDefiningOp<TransposeOp>(); tr && v.hasOneUse())
+          v = tr.getSource(), uses.push_back(&tr->getOpOperand(0));
+        else
+          uses.push_back(&operand);
+      }
+    });
+    llvm::SmallPtrSet<OpOperand *, 8> productUses(uses.begin(), uses.end());
+    for (OpOperand *use : uses) {
+      auto load = use->get().getDefiningOp<LoadOp>();
+      if (!load || load.getMask() || load->hasOneUse() ||
+          !llvm::all_of(load->getUses(), [&](OpOperand &u) {
+            return productUses.contains(&u);
+          }))
+        continue;
+      OpBuilder b(load);
+      b.setInsertionPointAfter(load);
+      use->set(b.clone(*load)->getResult(0));
+      if (load->use_empty())
+        load->erase();
+    }
+  }
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
     RewritePatternSet patterns(&getContext());
@@ -710,6 +752,8 @@ struct TTileAssignLayoutsPass
     for (auto fn : module.getOps<func::FuncOp>()) {
       if (!fn->hasAttr("ttile.kernel") || fn.isExternal())
         continue;
+      if (wgmma)
+        splitSharedOperandLoads(fn);
       Assigner assigner(fn, wgmma);
       if (failed(assigner.run(fn.getBody().front())))
         return signalPassFailure();

@@ -58,7 +58,8 @@ public:
 
   /// Dynamic shared memory the kernel needs at launch (0 for none).
   int64_t dynamicSharedBytes() const {
-    return dynamicBytes ? dynamicBytes + 1024 : 0;
+    int64_t peak = std::max(dynamicPeak, dynamicBytes);
+    return peak ? peak + 1024 : 0;
   }
 
 private:
@@ -69,10 +70,13 @@ private:
   DenseMap<Value, Regs> tiles;
   Value lane, warp;
   int64_t numWarps;
-  /// Dynamic shared memory: the 1024-byte aligned base address and the
-  /// bytes handed out so far.
+  /// Dynamic shared memory: the 1024-byte aligned base address, the bytes
+  /// handed out (a stack: a loop gives back the buffers of the shared tiles
+  /// it loads when it ends, so loops one after the other reuse them) and
+  /// the most handed out at once.
   Value dynamicBase;
   int64_t dynamicBytes = 0;
+  int64_t dynamicPeak = 0;
   /// Shared-tile loads of the range being lowered: this iteration's buffer.
   DenseMap<Operation *, Value> ringSlots;
   /// wgmma dots that leave their group in flight into the next iteration
@@ -190,13 +194,19 @@ private:
   }
 
   /// A workgroup (shared memory) buffer of `count` elements, one per use
-  /// site.
+  /// site, 16-byte aligned: it is read and written with 16-byte vector
+  /// accesses (the natural alignment of a bf16 array would place it after
+  /// other buffers at any even address).
   Value sharedBuffer(Type element, int64_t count) {
     auto space = gpu::AddressSpaceAttr::get(b.getContext(),
                                             gpu::AddressSpace::Workgroup);
     auto type =
         MemRefType::get({count}, element, MemRefLayoutAttrInterface{}, space);
-    return dst.addWorkgroupAttribution(type, src.getLoc());
+    BlockArgument buf = dst.addWorkgroupAttribution(type, src.getLoc());
+    dst.setWorkgroupAttributionAttr(
+        dst.getNumWorkgroupAttributions() - 1,
+        LLVM::LLVMDialect::getAlignAttrName(), b.getI64IntegerAttr(16));
+    return buf;
   }
 
   /// Element type used in shared memory for `t` (i1 as i8).
@@ -421,6 +431,11 @@ private:
     SmallVector<int64_t> ringOffsets;
     int64_t ahead = 0;
     bool overlap = false;
+    // The shared tiles the loop loads (its rings, and synchronous loads in
+    // its body) are read by its dots alone: their buffers are free once it
+    // ends. Later copies into them start behind a barrier (startRing, and
+    // every synchronous shared load), so no warp still reads them.
+    int64_t sharedMark = dynamicBytes;
     if (auto range = dyn_cast<RangeOp>(op)) {
       ring = ringLoads(range);
       if (!ring.empty()) {
@@ -507,6 +522,8 @@ private:
     } else if (!ring.empty()) {
       NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
     }
+    dynamicPeak = std::max(dynamicPeak, dynamicBytes);
+    dynamicBytes = sharedMark;
     return bind(op, op->getResults(), results);
   }
 

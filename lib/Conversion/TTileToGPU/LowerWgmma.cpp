@@ -41,18 +41,34 @@ int64_t sharedTileBytes(RankedTensorType t) {
 
 } // namespace
 
+/// The extern shared array that dynamic shared memory is.
+static constexpr llvm::StringLiteral kDynamicSharedSymbol =
+    "tessera_dynamic_shared";
+
 Value KernelLowering::dynamicSharedBase() {
   if (dynamicBase)
     return dynamicBase;
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(&dst.getBody().front());
   Location loc = src.getLoc();
-  auto space =
-      gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
-  auto type = MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
-                              MemRefLayoutAttrInterface{}, space);
-  Value dyn = gpu::DynamicSharedMemoryOp::create(b, loc, type);
-  Value raw = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, dyn);
+  // An extern shared array, which the driver places after all of the
+  // kernel's static shared memory (the layout conversions' buffers).
+  // (gpu.dynamic_shared_memory becomes a one-byte static variable in the
+  // PTX, at the start of the static ones, so tiles would overlap them.)
+  auto gpuModule = dst->getParentOfType<gpu::GPUModuleOp>();
+  if (!SymbolTable::lookupSymbolIn(gpuModule, kDynamicSharedSymbol)) {
+    OpBuilder mb(gpuModule.getBody(), gpuModule.getBody()->begin());
+    LLVM::GlobalOp::create(mb, loc, LLVM::LLVMArrayType::get(b.getI8Type(), 0),
+                           /*isConstant=*/false, LLVM::Linkage::External,
+                           kDynamicSharedSymbol, Attribute(),
+                           /*alignment=*/1024, /*addrSpace=*/3);
+  }
+  Value addr = LLVM::AddressOfOp::create(
+      b, loc, LLVM::LLVMPointerType::get(b.getContext(), 3),
+      kDynamicSharedSymbol);
+  Value raw = arith::IndexCastOp::create(
+      b, loc, b.getIndexType(),
+      LLVM::PtrToIntOp::create(b, loc, b.getI64Type(), addr));
   // Launches give 1024 more bytes than the buffers need; round up into them.
   dynamicBase = arith::AndIOp::create(
       b, loc, arith::AddIOp::create(b, loc, raw, index(1023)), index(~1023LL));

@@ -37,7 +37,8 @@ func.func @softmax(%X: memref<?x?xf32>, %Y: memref<?x?xf32>)
 
 // A row longer than a warp's share: after the shuffles, the warps' partial
 // sums meet in shared memory between barriers.
-// CHECK: gpu.func @row_sum(%{{.*}}: memref<?x?xf32>, %{{.*}}: memref<?xf32>) workgroup(%[[BUF:.*]] : memref<{{[0-9]+}}xf32, #gpu.address_space<workgroup>>) kernel attributes {known_block_size = array<i32: 256, 1, 1>}
+// Shared buffers are 16-byte aligned (they take 16-byte accesses).
+// CHECK: gpu.func @row_sum(%{{.*}}: memref<?x?xf32>, %{{.*}}: memref<?xf32>) workgroup(%[[BUF:.*]] : memref<{{[0-9]+}}xf32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}) kernel attributes {known_block_size = array<i32: 256, 1, 1>}
 // CHECK-COUNT-5: gpu.shuffle xor
 // CHECK: gpu.barrier
 // CHECK: memref.store {{.*}}, %[[BUF]]
@@ -60,7 +61,7 @@ func.func @row_sum(%X: memref<?x?xf32>, %Y: memref<?xf32>)
 // stores where a thread's elements run along the buffer's rows, 16-byte
 // chunks swizzled by row.
 // CHECK: gpu.func @convert
-// CHECK-SAME: workgroup(%[[BUF:.*]] : memref<2048xf32, #gpu.address_space<workgroup>>)
+// CHECK-SAME: workgroup(%[[BUF:.*]] : memref<2048xf32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64})
 // CHECK: gpu.barrier
 // CHECK: arith.xori
 // CHECK: vector.store {{.*}}, %[[BUF]][%{{.*}}] {alignment = 16 : i64} : memref<2048xf32, #gpu.address_space<workgroup>>, vector<4xf32>

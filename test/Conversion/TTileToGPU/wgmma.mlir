@@ -24,9 +24,12 @@
 // SYNC: ttile.dot
 
 // GPU-LABEL: gpu.module @tessera_kernels
+// Dynamic shared memory is an extern array: the driver places it after the
+// static buffers.
+// GPU: llvm.mlir.global external @tessera_dynamic_shared() {addr_space = 3 : i32, alignment = 1024 : i64} : !llvm.array<0 x i8>
 // GPU: llvm.mlir.global external constant @tessera_dynamic_smem_gemm_ring(132096 : i32) {addr_space = 1 : i32
 // GPU-LABEL: gpu.func @gemm_ring
-// GPU: gpu.dynamic_shared_memory
+// GPU: llvm.mlir.addressof @tessera_dynamic_shared
 // The dot only accumulates: each iteration leaves its wgmma group running
 // (wait_group 1) and the copies run stages - 2 = 2 iterations ahead; the
 // first two iterations' tiles before the loop, one copy group each; the

@@ -87,6 +87,31 @@ def flash_attention(q: KTile["BH", "S", "D", ts.bf16],
     tile.store(O, tile.cast(acc / l[:, None], ts.bf16), rows=T.m)
 
 
+@ts.kernel.schedule(ts.Schedule(block=(64, 64), warps=4))
+def shared_operands(A: KTile["M", "K", ts.bf16], B: KTile["K", "N", ts.bf16],
+                    C: KTile["M", "N", ts.f32], *, variant: str):
+    """Products that share an operand (one 64 x 64 block):
+    "same_a": A @ B + A @ B from one load of A; "chain": the second product
+    accumulates into the first; "computed": (A + A) @ B twice, A in
+    registers; "computed_once": (A + A) @ B."""
+    a = tile.load(A, at=(0, 0), shape=(64, 64))
+    b1 = tile.load(B, at=(0, 0), shape=(64, 64))
+    b2 = tile.load(B, at=(0, 0), shape=(64, 64))
+    if variant == "same_a":
+        c = tile.dot(a, b1) + tile.dot(a, b2)
+    elif variant == "chain":
+        c = tile.dot(a, b2, tile.dot(a, b1))
+    elif variant == "computed":
+        x = a + a
+        c = tile.dot(x, b1) + tile.dot(x, b2)
+    else:
+        c = tile.dot(a + a, b1)
+    tile.store(C, c, at=(0, 0))
+
+
+SHARED_OPERAND_VARIANTS = {"same_a": 2, "chain": 2, "computed": 4,
+                           "computed_once": 2}
+
 # What the GPU tests launch: (kernel, open dtypes, constexprs).
 SPECIALIZATIONS = [
     (softmax, (), {}),
@@ -95,7 +120,7 @@ SPECIALIZATIONS = [
     (matmul, (), {}),
     (flash_attention, (), {"causal": True}),
     (flash_attention, (), {"causal": False}),
-]
+] + [(shared_operands, (), {"variant": v}) for v in SHARED_OPERAND_VARIANTS]
 
 
 def precompile(chip):

@@ -101,6 +101,18 @@ def test_flash_attention(causal, rng=np.random.default_rng(4)):
                                atol=2e-2)
 
 
+@pytest.mark.parametrize("variant", sorted(K.SHARED_OPERAND_VARIANTS))
+def test_products_sharing_an_operand(variant, rng=np.random.default_rng(6)):
+    a, b = rng.standard_normal((64, 64)), rng.standard_normal((64, 64))
+    c = poisoned((64, 64), ts.f32)
+    K.shared_operands[(1,)](ts.to_device(a, dtype=ts.bf16),
+                            ts.to_device(b, dtype=ts.bf16), c,
+                            variant=variant)
+    ref = K.SHARED_OPERAND_VARIANTS[variant] * (bf16(a) @ bf16(b))
+    # (A + A) is exact in bf16; f32 accumulation.
+    np.testing.assert_allclose(c.numpy(), ref, rtol=1e-4, atol=1e-3)
+
+
 def test_dlpack_with_torch():
     torch = pytest.importorskip("torch")
     m = n = k = 128

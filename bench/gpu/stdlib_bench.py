@@ -1,0 +1,184 @@
+"""tessera.stdlib against PyTorch on one GPU, in one run: memory-bound ops
+as bandwidth beside a device-to-device copy, GEMM and attention as
+TFLOP/s beside torch.matmul and SDPA.
+
+    python3 stdlib_bench.py                  # on the GPU machine
+    python3 stdlib_bench.py --precompile sm_90a   # fill the kernel cache
+                                                  # (where the compiler is)
+"""
+
+import math
+import sys
+
+import numpy as np
+
+import tessera as ts
+from tessera import stdlib as S
+
+ROWS, COLS = 32768, 4096
+CE_ROWS, VOCAB = 4096, 32768
+ADAM_N = 64 * 1024 * 1024
+GEMM = [4096, 8192]
+ATTN = [(16, 4096, 128), (16, 16384, 128)]  # (B*H, S, D)
+
+
+def _calls(mk):
+    """The stdlib calls the benchmark times (for --precompile)."""
+    S.stable_softmax(mk((ROWS, COLS), "f32"))
+    y, mean, rstd = S.layernorm(mk((ROWS, COLS), "bf16"), mk((COLS,), "f32"),
+                                mk((COLS,), "f32"))
+    S.layernorm_backward(mk((ROWS, COLS), "bf16"), mk((ROWS, COLS), "bf16"),
+                         mk((COLS,), "f32"), mean, rstd)
+    S.rmsnorm(mk((ROWS, COLS), "bf16"), mk((COLS,), "f32"))
+    S.cross_entropy(mk((CE_ROWS, VOCAB), "bf16"), mk((CE_ROWS,), "i32"))
+    S.fused_adam(mk((ADAM_N,), "f32"), mk((ADAM_N,), "f32"),
+                 mk((ADAM_N,), "f32"), mk((ADAM_N,), "f32"), lr=1e-3, step=1)
+    for n in GEMM:
+        S.gemm(mk((n, n), "bf16"), mk((n, n), "bf16"))
+    for bh, s, d in ATTN:
+        for causal in (False, True):
+            S.flash_attention_2(*(mk((bh, s, d), "bf16") for _ in range(3)),
+                                causal=causal)
+
+
+def time_ms(fn, torch, reps=20):
+    """Mean milliseconds per call, CUDA events around `reps` calls after
+    warm-up (Tessera's stream and PyTorch's default stream order with each
+    other, so the events see both)."""
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(True), torch.cuda.Event(True)
+    start.record()
+    for _ in range(reps):
+        fn()
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end) / reps
+
+
+def main():
+    import torch
+    import torch.nn.functional as F
+    dev = ts.device("cuda")
+    print(f"# {dev.describe()}; torch {torch.__version__}, "
+          f"tessera {ts.__version__}")
+    g = torch.Generator(device="cuda").manual_seed(0)
+
+    def rand(*shape, dtype=torch.float32):
+        return torch.randn(*shape, device="cuda", dtype=dtype, generator=g)
+
+    rows = []
+
+    def row(name, nbytes, t_ms, peer_ms, copy_gbs):
+        ts_gbs, peer_gbs = nbytes / t_ms / 1e6, nbytes / peer_ms / 1e6
+        rows.append((name, t_ms, ts_gbs, peer_ms, peer_gbs, peer_ms / t_ms,
+                     ts_gbs / copy_gbs))
+
+    # Copy bandwidth: read and write of one 128 MiB f32 tensor.
+    x32 = rand(ROWS, COLS)
+    y32 = torch.empty_like(x32)
+    copy_ms = time_ms(lambda: y32.copy_(x32), torch)
+    copy_gbs = 2 * x32.numel() * 4 / copy_ms / 1e6
+    print(f"copy_ {x32.numel() * 4 >> 20} MiB f32: {copy_ms:.3f} ms "
+          f"{copy_gbs:.0f} GB/s (bytes read + written)")
+    # Host time per call (no synchronization): what launches cost Python.
+    import time
+    xs_ = ts.from_dlpack(x32[:8])
+    S.stable_softmax(xs_)
+    t0 = time.perf_counter()
+    for _ in range(1000):
+        S.stable_softmax(xs_)
+    host_us = (time.perf_counter() - t0) * 1e3
+    torch.cuda.synchronize()
+    print(f"host time of one stdlib call: {host_us:.1f} us")
+
+    xs = ts.from_dlpack(x32)
+    row("softmax f32", 2 * x32.numel() * 4,
+        time_ms(lambda: S.stable_softmax(xs), torch),
+        time_ms(lambda: torch.softmax(x32, -1), torch), copy_gbs)
+
+    xb = rand(ROWS, COLS, dtype=torch.bfloat16)
+    w, b = rand(COLS), rand(COLS)
+    xbt, wt, bt = ts.from_dlpack(xb), ts.from_dlpack(w), ts.from_dlpack(b)
+    nb = xb.numel() * 2
+    row("layernorm fwd bf16", 2 * nb,
+        time_ms(lambda: S.layernorm(xbt, wt, bt), torch),
+        time_ms(lambda: F.layer_norm(xb, (COLS,), w.bfloat16(),
+                                     b.bfloat16()), torch), copy_gbs)
+    _, mean, rstd = S.layernorm(xbt, wt, bt)
+    dy = rand(ROWS, COLS, dtype=torch.bfloat16)
+    dyt = ts.from_dlpack(dy)
+    tmean = torch.from_dlpack(mean).view(ROWS, 1)
+    trstd = torch.from_dlpack(rstd).view(ROWS, 1)
+    wbf, bbf = w.bfloat16(), b.bfloat16()
+    row("layernorm bwd bf16", 3 * nb,
+        time_ms(lambda: S.layernorm_backward(dyt, xbt, wt, mean, rstd),
+                torch),
+        time_ms(lambda: torch.ops.aten.native_layer_norm_backward(
+            dy, xb, (COLS,), tmean, trstd, wbf, bbf, [True, True, True]),
+            torch), copy_gbs)
+    row("rmsnorm fwd bf16", 2 * nb,
+        time_ms(lambda: S.rmsnorm(xbt, wt), torch),
+        time_ms(lambda: F.rms_norm(xb, (COLS,), wbf), torch), copy_gbs)
+
+    logits = rand(CE_ROWS, VOCAB, dtype=torch.bfloat16)
+    labels = torch.randint(0, VOCAB, (CE_ROWS,), device="cuda",
+                           generator=g)
+    lt, lab32 = ts.from_dlpack(logits), ts.from_dlpack(labels.int())
+    row("cross-entropy fwd bf16", logits.numel() * 2,
+        time_ms(lambda: S.cross_entropy(lt, lab32), torch),
+        time_ms(lambda: F.cross_entropy(logits, labels, reduction="none"),
+                torch), copy_gbs)
+
+    params = [rand(ADAM_N) for _ in range(4)]
+    p, gr, m, v = params
+    tp, tg, tm, tv = (ts.from_dlpack(t) for t in params)
+    tparam = torch.nn.Parameter(p.clone())
+    tparam.grad = gr.clone()
+    opt = torch.optim.AdamW([tparam], lr=1e-3, fused=True)
+    row("fused adam f32", 7 * ADAM_N * 4,
+        time_ms(lambda: S.fused_adam(tp, tg, tm, tv, lr=1e-3, step=1),
+                torch),
+        time_ms(opt.step, torch), copy_gbs)
+
+    print(f"\n{'op':<24}{'tessera ms':>11}{'GB/s':>8}{'torch ms':>10}"
+          f"{'GB/s':>8}{'vs torch':>9}{'of copy':>9}")
+    for name, t, tg_, pt, pg, ratio, frac in rows:
+        print(f"{name:<24}{t:>11.3f}{tg_:>8.0f}{pt:>10.3f}{pg:>8.0f}"
+              f"{ratio:>9.2f}{frac:>9.2f}")
+
+    print(f"\n{'op':<30}{'tessera TF/s':>13}{'torch TF/s':>12}{'ratio':>7}")
+    for n in GEMM:
+        a, bm = rand(n, n, dtype=torch.bfloat16), rand(n, n,
+                                                       dtype=torch.bfloat16)
+        at, bmt = ts.from_dlpack(a), ts.from_dlpack(bm)
+        flops = 2 * n ** 3
+        t = time_ms(lambda: S.gemm(at, bmt), torch, reps=10)
+        pt = time_ms(lambda: a @ bm, torch, reps=10)
+        print(f"{f'gemm bf16 {n}^3':<30}{flops / t / 1e9:>13.0f}"
+              f"{flops / pt / 1e9:>12.0f}{pt / t:>7.2f}")
+    for bh, s, d in ATTN:
+        q, k, vv = (rand(1, bh, s, d, dtype=torch.bfloat16) for _ in range(3))
+        qt, kt, vt = (ts.from_dlpack(x.view(bh, s, d)) for x in (q, k, vv))
+        for causal in (False, True):
+            flops = 4 * bh * s * s * d / (2 if causal else 1)
+            t = time_ms(lambda: S.flash_attention_2(qt, kt, vt,
+                                                    causal=causal), torch,
+                        reps=5)
+            pt = time_ms(lambda: F.scaled_dot_product_attention(
+                q, k, vv, is_causal=causal), torch, reps=5)
+            name = f"attn fwd BH{bh} S{s} D{d}{' causal' if causal else ''}"
+            print(f"{name:<30}{flops / t / 1e9:>13.0f}"
+                  f"{flops / pt / 1e9:>12.0f}{pt / t:>7.2f}")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 3 and sys.argv[1] == "--precompile":
+        from tessera._kernel import compile_only
+        with compile_only(sys.argv[2]):
+            _calls(lambda shape, dt: ts.cuda.empty(shape, dt))
+    elif len(sys.argv) == 1:
+        main()
+    else:
+        sys.exit(__doc__)

@@ -1,0 +1,486 @@
+"""Tessera's standard library of GPU kernels, written in the tile DSL
+(``tessera.stdlib._kernels``):
+
+    from tessera.stdlib import (gemm, flash_attention_2, efficient_layernorm,
+                                rmsnorm, stable_softmax, cross_entropy,
+                                fused_adam, rotary_embedding)
+
+    o, lse = flash_attention_2(q, k, v, causal=True)
+    my_attention = flash_attention_2.with_schedule(
+        ts.Schedule(block=(128, 64), warps=8, stages=2))
+
+Arguments are device tensors (``ts.device("cuda")``) or CUDA tensors of
+other frameworks (PyTorch, through DLPack); results are new device tensors
+(``torch.from_dlpack`` views them) unless ``out=`` names where to write.
+Each op picks its schedule from the shapes; ``with_schedule`` overrides it
+(and a bad schedule fails to compile with the compiler's message).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import os
+
+import numpy as np
+
+from .. import cuda as _cuda
+from .._dtypes import as_dtype
+from .._errors import TesseraError
+from .._kernel import Schedule, cdiv
+from . import _kernels as K
+
+__all__ = ["StdlibOp", "cross_entropy", "cross_entropy_backward",
+           "efficient_layernorm", "flash_attention_2", "fused_adam", "gemm",
+           "layernorm", "layernorm_backward", "rmsnorm", "rmsnorm_backward",
+           "rotary_embedding", "stable_softmax"]
+
+
+class StdlibOp:
+    """A library op: ``op(*args)`` runs it with the schedule its shapes
+    call for; ``op.with_schedule(s)`` is the op with schedule ``s``."""
+
+    def __init__(self, name, run, doc, schedule=None):
+        self.__name__ = name
+        self.__doc__ = doc
+        self._run = run
+        self._schedule = schedule
+
+    def __call__(self, *args, **kwargs):
+        return self._run(self._schedule, *args, **kwargs)
+
+    def with_schedule(self, schedule: Schedule) -> "StdlibOp":
+        if not isinstance(schedule, Schedule):
+            raise TypeError(f"with_schedule takes a ts.Schedule, got "
+                            f"{schedule!r}")
+        return StdlibOp(self.__name__, self._run, self.__doc__, schedule)
+
+    def __repr__(self):
+        return f"<tessera.stdlib.{self.__name__}>"
+
+
+def _op(fn):
+    return StdlibOp(fn.__name__.lstrip("_"), fn, fn.__doc__)
+
+
+def _tensor(x, what):
+    if isinstance(x, _cuda.DeviceTensor):
+        return x
+    if isinstance(x, np.ndarray):
+        raise TesseraError(f"{what} is a NumPy array; stdlib ops take device "
+                           f"tensors (ts.to_device)")
+    if hasattr(x, "__dlpack__"):
+        return _cuda.from_dlpack(x)
+    raise TesseraError(f"{what} must be a device tensor, got "
+                       f"{type(x).__name__}")
+
+
+def _out(out, shape, dtype, device, what="out"):
+    if out is None:
+        return _cuda.empty(shape, dtype, device=f"cuda:{device}")
+    out = _tensor(out, what)
+    if tuple(out.shape) != tuple(shape) or out.dtype != as_dtype(dtype):
+        raise TesseraError(f"{what} must be {as_dtype(dtype).name}"
+                           f"{list(shape)}, got {out.dtype.name}"
+                           f"{list(out.shape)}")
+    return out
+
+
+def _pow2(n):
+    return 1 << max(0, (int(n) - 1).bit_length())
+
+
+def _rows(x, what):
+    """A [rows, n] view of a tensor's last dim (rank >= 1)."""
+    if x.ndim < 1:
+        raise TesseraError(f"{what} needs at least one dim")
+    n = x.shape[-1]
+    if x.ndim == 2:
+        return x, n
+    return x.reshape(math.prod(x.shape[:-1]), n), n
+
+
+@functools.lru_cache(maxsize=None)
+def _row_schedule(n, elems=4096, longest=8192):
+    """Rows of n elements: whole rows per program when they fit."""
+    bn = _pow2(n)
+    if bn <= longest:
+        m = max(1, min(16, elems // bn))
+        return Schedule(block=(m, bn), warps=8 if m * bn >= elems else 4), True
+    return Schedule(block=(1, 2048), warps=8), False
+
+
+_AUTOTUNE_CACHE = os.environ.get("TESSERA_AUTOTUNE_CACHE")
+
+
+@functools.lru_cache(maxsize=None)
+def _tuned(name, base, space):
+    from .._kernel import kernel
+    return kernel.autotune(space=dict(space), budget_ms=100,
+                           cache=_AUTOTUNE_CACHE)(
+                               getattr(K, name).with_schedule(base))
+
+
+def _kernel_for(name, schedule, base, **space):
+    """Kernel `name` with the caller's schedule, or `base` autotuned over
+    `space` (on the first call of each shape; choices are kept in memory
+    and, with $TESSERA_AUTOTUNE_CACHE, in that file)."""
+    if schedule is not None:
+        return getattr(K, name).with_schedule(schedule)
+    return _tuned(name, base, tuple((k, tuple(v)) for k, v in
+                                    sorted(space.items())))
+
+
+def _rows_space(base, elems=8192):
+    """Rows per program and warps to try for whole-row kernels."""
+    m, bn = base.m, base.n
+    return dict(BM=[r for r in (m, 2 * m) if r * bn <= max(elems, m * bn)],
+                warps=[4, 8, 16])
+
+
+def _chip(device):
+    """The architecture kernels are compiled for (the compile_only target,
+    else the device's)."""
+    from .._kernel import _chip_of, _compile_only
+    return _compile_only.chip or _chip_of(device)
+
+
+def _float(x, what):
+    if not x.dtype.is_float:
+        raise TesseraError(f"{what} must be a float tensor, got "
+                           f"{x.dtype.name}")
+
+
+# --------------------------------------------------------------------------
+
+@_op
+def _stable_softmax(schedule, x, *, out=None):
+    """Softmax over the last dim, computed in f32 (max subtracted)."""
+    x = _tensor(x, "x")
+    _float(x, "x")
+    x2, n = _rows(x, "x")
+    y = _out(out, x.shape, x.dtype, x.device.index)
+    y2 = y.reshape(x2.shape)
+    base, whole = _row_schedule(n)
+    rows = x2.shape[0]
+    if schedule is not None:
+        whole = schedule.n >= n
+    if whole:
+        kern = _kernel_for("softmax_rows", schedule, base, **_rows_space(base))
+    else:
+        kern = _kernel_for("softmax_rows_long", schedule, base,
+                           warps=[4, 8, 16])
+    kern[lambda T: (cdiv(rows, T.m),)](x2, y2)
+    return y
+
+
+stable_softmax = _stable_softmax
+
+
+@_op
+def _layernorm(schedule, x, weight, bias, eps=1e-5, *, out=None):
+    """LayerNorm over the last dim: returns (y, mean, rstd) (f32
+    statistics per row, for layernorm_backward)."""
+    x, w, b = (_tensor(t, n) for t, n in ((x, "x"), (weight, "weight"),
+                                          (bias, "bias")))
+    _float(x, "x")
+    x2, n = _rows(x, "x")
+    for t, name in ((w, "weight"), (b, "bias")):
+        if tuple(t.shape) != (n,):
+            raise TesseraError(f"{name} must have shape [{n}], got "
+                               f"{list(t.shape)}")
+    base = _norm_schedule(n, "layernorm", x.dtype.name)
+    rows = x2.shape[0]
+    dev = x.device.index
+    y = _out(out, x.shape, x.dtype, dev)
+    mean = _cuda.empty((x2.shape[0],), "f32", device=f"cuda:{dev}")
+    rstd = _cuda.empty((x2.shape[0],), "f32", device=f"cuda:{dev}")
+    _kernel_for("layernorm_fwd", schedule, base, **_rows_space(base))[
+        lambda T: (cdiv(rows, T.m),)](x2, w, b, y.reshape(x2.shape), mean,
+                                      rstd, float(eps))
+    return y, mean, rstd
+
+
+layernorm = _layernorm
+efficient_layernorm = StdlibOp("efficient_layernorm", _layernorm._run,
+                               _layernorm.__doc__)
+
+
+@functools.lru_cache(maxsize=None)
+def _norm_schedule(n, what, dtype, longest=16384):
+    """Whole rows per program; 16-byte accesses of 16-bit rows spread over
+    more threads (measured: bf16 rows of 4096 run 20% faster on 16 warps
+    than on 8, f32 rows best on 4-8)."""
+    bn = _pow2(n)
+    if bn > longest:
+        raise TesseraError(f"{what}: rows of up to {longest} elements (one "
+                           f"row per program in registers); got {n}")
+    m = max(1, min(16, 4096 // bn))
+    if m * bn < 4096:
+        warps = 4
+    else:
+        warps = 16 if dtype in ("bf16", "f16") else 8
+    return Schedule(block=(m, bn), warps=warps)
+
+
+def _split_rows(rows, m, programs=264):
+    """(programs, rows per program) for kernels that loop over rows: about
+    two programs per SM, each a multiple of m rows."""
+    per = cdiv(cdiv(rows, min(programs, cdiv(rows, m))), m) * m
+    return cdiv(rows, per), per
+
+
+def _column_sum(part, n, dtype, dev):
+    out = _cuda.empty((n,), dtype, device=f"cuda:{dev}")
+    s = Schedule(block=(16, 256), warps=4)
+    K.column_sums.with_schedule(s)[(cdiv(n, s.n),)](part, out)
+    return out
+
+
+@_op
+def _layernorm_backward(schedule, dy, x, weight, mean, rstd):
+    """Gradients of layernorm: (dx, dweight, dbias); dweight and dbias are
+    summed over rows in a fixed order (deterministic)."""
+    dy, x, w, mean, rstd = (_tensor(t, n) for t, n in (
+        (dy, "dy"), (x, "x"), (weight, "weight"), (mean, "mean"),
+        (rstd, "rstd")))
+    x2, n = _rows(x, "x")
+    s = schedule or _norm_schedule(n, "layernorm_backward", x.dtype.name)
+    dev = x.device.index
+    programs, per_program = _split_rows(x2.shape[0], s.m)
+    dx = _cuda.empty(x.shape, x.dtype, device=f"cuda:{dev}")
+    dwp = _cuda.empty((programs, n), "f32", device=f"cuda:{dev}")
+    dbp = _cuda.empty((programs, n), "f32", device=f"cuda:{dev}")
+    _kernel_for("layernorm_bwd", schedule, s, warps=[4, 8, 16])[(programs,)](
+        dy.reshape(x2.shape), x2, w, mean, rstd, dx.reshape(x2.shape), dwp,
+        dbp, per_program)
+    return (dx, _column_sum(dwp, n, w.dtype, dev),
+            _column_sum(dbp, n, w.dtype, dev))
+
+
+layernorm_backward = _layernorm_backward
+
+
+@_op
+def _rmsnorm(schedule, x, weight, eps=1e-6, *, out=None):
+    """RMSNorm over the last dim: returns (y, rstd)."""
+    x, w = _tensor(x, "x"), _tensor(weight, "weight")
+    _float(x, "x")
+    x2, n = _rows(x, "x")
+    if tuple(w.shape) != (n,):
+        raise TesseraError(f"weight must have shape [{n}], got "
+                           f"{list(w.shape)}")
+    base = _norm_schedule(n, "rmsnorm", x.dtype.name)
+    rows = x2.shape[0]
+    dev = x.device.index
+    y = _out(out, x.shape, x.dtype, dev)
+    rstd = _cuda.empty((x2.shape[0],), "f32", device=f"cuda:{dev}")
+    _kernel_for("rmsnorm_fwd", schedule, base, **_rows_space(base))[
+        lambda T: (cdiv(rows, T.m),)](x2, w, y.reshape(x2.shape), rstd,
+                                      float(eps))
+    return y, rstd
+
+
+rmsnorm = _rmsnorm
+
+
+@_op
+def _rmsnorm_backward(schedule, dy, x, weight, rstd):
+    """Gradients of rmsnorm: (dx, dweight)."""
+    dy, x, w, rstd = (_tensor(t, n) for t, n in (
+        (dy, "dy"), (x, "x"), (weight, "weight"), (rstd, "rstd")))
+    x2, n = _rows(x, "x")
+    s = schedule or _norm_schedule(n, "rmsnorm_backward", x.dtype.name)
+    dev = x.device.index
+    programs, per_program = _split_rows(x2.shape[0], s.m)
+    dx = _cuda.empty(x.shape, x.dtype, device=f"cuda:{dev}")
+    dwp = _cuda.empty((programs, n), "f32", device=f"cuda:{dev}")
+    _kernel_for("rmsnorm_bwd", schedule, s, warps=[4, 8, 16])[(programs,)](
+        dy.reshape(x2.shape), x2, w, rstd, dx.reshape(x2.shape), dwp,
+        per_program)
+    return dx, _column_sum(dwp, n, w.dtype, dev)
+
+
+rmsnorm_backward = _rmsnorm_backward
+
+
+@_op
+def _cross_entropy(schedule, logits, labels, *, ignore_index=-100):
+    """Per-row loss ``logsumexp(logits) - logits[label]`` (0 where the
+    label is ``ignore_index``): returns (loss, lse), f32."""
+    x, y = _tensor(logits, "logits"), _tensor(labels, "labels")
+    if x.ndim != 2 or y.shape != (x.shape[0],) or y.dtype.name != "i32":
+        raise TesseraError(f"cross_entropy takes logits [rows, classes] and "
+                           f"i32 labels [rows]; got {x.dtype.name}"
+                           f"{list(x.shape)} and {y.dtype.name}"
+                           f"{list(y.shape)}")
+    s = schedule or Schedule(block=(1, min(4096, _pow2(x.shape[1]))),
+                             warps=8)
+    dev = x.device.index
+    loss = _cuda.empty((x.shape[0],), "f32", device=f"cuda:{dev}")
+    lse = _cuda.empty((x.shape[0],), "f32", device=f"cuda:{dev}")
+    K.cross_entropy_fwd.with_schedule(s)[(cdiv(x.shape[0], s.m),)](
+        x, y, loss, lse, int(ignore_index))
+    return loss, lse
+
+
+cross_entropy = _cross_entropy
+
+
+@_op
+def _cross_entropy_backward(schedule, logits, labels, lse, dloss, *,
+                            ignore_index=-100):
+    """d logits = dloss * (softmax(logits) - onehot(label))."""
+    x, y, lse, g = (_tensor(t, n) for t, n in (
+        (logits, "logits"), (labels, "labels"), (lse, "lse"),
+        (dloss, "dloss")))
+    s = schedule or Schedule(block=(1, min(4096, _pow2(x.shape[1]))),
+                             warps=8)
+    dev = x.device.index
+    dx = _cuda.empty(x.shape, x.dtype, device=f"cuda:{dev}")
+    K.cross_entropy_bwd.with_schedule(s)[(cdiv(x.shape[0], s.m),)](
+        x, y, lse, g, dx, int(ignore_index))
+    return dx
+
+
+cross_entropy_backward = _cross_entropy_backward
+
+
+@_op
+def _fused_adam(schedule, params, grads, exp_avg, exp_avg_sq, *, lr, step,
+                beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.0):
+    """One AdamW step in place on f32 params and moments (grads f32, bf16
+    or f16); ``step`` counts from 1."""
+    p, g, m, v = (_tensor(t, n) for t, n in (
+        (params, "params"), (grads, "grads"), (exp_avg, "exp_avg"),
+        (exp_avg_sq, "exp_avg_sq")))
+    if step < 1:
+        raise TesseraError(f"step counts from 1, got {step}")
+    n = math.prod(p.shape)
+    flat = [t.reshape(n) if math.prod(t.shape) == n else None
+            for t in (p, g, m, v)]
+    if any(t is None for t in flat):
+        raise TesseraError("params, grads and moments must have the same "
+                           "number of elements")
+    s = schedule or Schedule(block=(2048,), warps=8)
+    K.adamw_step.with_schedule(s)[(cdiv(n, s.m),)](
+        *flat, float(lr), float(beta1), float(beta2), 1.0 - beta1,
+        1.0 - beta2, float(eps), float(weight_decay), 1.0 - beta1 ** step,
+        1.0 - beta2 ** step)
+    return p
+
+
+fused_adam = _fused_adam
+
+
+@_op
+def _rotary_embedding(schedule, x, cos, sin, *, out=None):
+    """x [B, S, H, D] rotated by (cos, sin) [S, D/2] (f32): the two halves
+    of each head turn by each position's angles."""
+    x, c, s_ = _tensor(x, "x"), _tensor(cos, "cos"), _tensor(sin, "sin")
+    if x.ndim != 4:
+        raise TesseraError(f"rotary_embedding takes x [B, S, H, D], got "
+                           f"{list(x.shape)}")
+    b, seq, h, d = x.shape
+    if d % 2 or c.shape != (seq, d // 2) or s_.shape != (seq, d // 2):
+        raise TesseraError(f"cos and sin must be [{seq}, {d // 2}] (D even), "
+                           f"got {list(c.shape)} and {list(s_.shape)}")
+    sch = schedule or Schedule(block=(32,), warps=4)
+    y = _out(out, x.shape, x.dtype, x.device.index)
+    K.rotary.with_schedule(sch)[(cdiv(seq, sch.m), b)](
+        x.reshape(b, seq, h * d), c, s_, y.reshape(b, seq, h * d), h,
+        head_dim=d)
+    return y
+
+
+rotary_embedding = _rotary_embedding
+
+
+_GEMM_SPACE = {"bf16": Schedule(block=(128, 256), k=64, warps=8, stages=4,
+                                group=8),
+               "f16": Schedule(block=(128, 256), k=64, warps=8, stages=4,
+                               group=8),
+               "f32": Schedule(block=(64, 64), k=16, warps=4, stages=2,
+                               group=8)}
+
+
+@_op
+def _gemm(schedule, a, b, *, out=None, out_dtype=None, scale=1.0):
+    """``a @ b``: bf16/f16 (tensor cores), f32 (FMAs), or fp8 with ``b``
+    given transposed ([N, K], K contiguous) and ``scale`` applied; f32
+    accumulation, the result in ``out_dtype`` (default: a's dtype; bf16 for
+    fp8)."""
+    a, b = _tensor(a, "a"), _tensor(b, "b")
+    if a.ndim != 2 or b.ndim != 2:
+        raise TesseraError("gemm takes two matrices")
+    fp8 = a.dtype.name.startswith("f8")
+    m, k = a.shape
+    n = b.shape[0] if fp8 else b.shape[1]
+    kb = b.shape[1] if fp8 else b.shape[0]
+    if kb != k:
+        raise TesseraError(f"gemm of {list(a.shape)} and {list(b.shape)}"
+                           f"{' (b transposed)' if fp8 else ''}: inner dims "
+                           f"{k} and {kb} differ")
+    dtype = as_dtype(out_dtype) if out_dtype is not None else (
+        as_dtype("bf16") if fp8 else a.dtype)
+    c = _out(out, (m, n), dtype, a.device.index)
+    if fp8:
+        s = schedule or Schedule(block=(128, 256), k=128, warps=8, stages=4,
+                                 group=8)
+        grid = cdiv(m, s.m) * cdiv(n, s.n)
+        K.gemm_bt.with_schedule(s)[(grid,)](a, b, c, float(scale))
+        return c
+    if scale != 1.0:
+        raise TesseraError("scale applies to fp8 products")
+    s = schedule or _GEMM_SPACE.get(a.dtype.name)
+    if s is None:
+        raise TesseraError(f"gemm of {a.dtype.name}: bf16, f16, f32 or fp8")
+    if "group" not in s.params:
+        s = s.with_params(group=8)
+    grid = cdiv(m, s.m) * cdiv(n, s.n)
+    K.gemm.with_schedule(s)[(grid,)](a, b, c)
+    return c
+
+
+gemm = _gemm
+
+
+@_op
+def _flash_attention_2(schedule, q, k, v, *, causal=False, scale=None,
+                       out=None):
+    """Attention forward: q, k, v [B, H, S, D] (or [BH, S, D]) bf16/f16,
+    head dim 64 or 128; returns (o, lse) with lse [.., S] f32 (the
+    log-sum-exp of each query's scaled scores)."""
+    q, k, v = (_tensor(t, n) for t, n in ((q, "q"), (k, "k"), (v, "v")))
+    if q.shape != k.shape or q.shape != v.shape or q.ndim not in (3, 4):
+        raise TesseraError(f"flash_attention_2 takes q, k, v of one shape "
+                           f"[B, H, S, D]; got {list(q.shape)}, "
+                           f"{list(k.shape)}, {list(v.shape)}")
+    d, seq = q.shape[-1], q.shape[-2]
+    bh = math.prod(q.shape[:-2])
+    if d not in (64, 128):
+        raise TesseraError(f"flash_attention_2: head dim 64 or 128, got {d}")
+    # Hopper: both products on wgmma with 64 x 64 blocks; before it,
+    # mma.sync, whose layout conversion buffers (static shared memory, one
+    # per conversion of each loop) need narrower key blocks.
+    s = schedule or (Schedule(block=(64, 64), warps=4, stages=2, d=d)
+                     if _chip(q.device.index) == "sm_90a"
+                     else Schedule(block=(64, 32 if d == 64 else 16),
+                                   warps=4, stages=2, d=d))
+    if "d" not in s.params:
+        s = s.with_params(d=d)
+    if causal and s.m % s.n:
+        raise TesseraError(f"causal flash_attention_2 needs block m a "
+                           f"multiple of block n; got {s.block}")
+    dev = q.device.index
+    o = _out(out, q.shape, q.dtype, dev)
+    lse = _cuda.empty(q.shape[:-1], "f32", device=f"cuda:{dev}")
+    scale = 1.0 / math.sqrt(d) if scale is None else float(scale)
+    K.flash_attention_fwd.with_schedule(s)[(cdiv(seq, s.m), bh)](
+        q.reshape(bh, seq, d), k.reshape(bh, seq, d), v.reshape(bh, seq, d),
+        o.reshape(bh, seq, d), lse.reshape(bh, seq), scale,
+        causal=bool(causal))
+    return o, lse
+
+
+flash_attention_2 = _flash_attention_2

@@ -1,0 +1,376 @@
+"""The standard library's kernels, written in the tile DSL.
+
+Row kernels (softmax, norms, cross-entropy) give each program ``T.m`` rows
+and hold a row's ``T.n`` columns at once when they fit (``T.n`` >= the
+row length), or walk the row in ``T.n``-column blocks (the ``_long``
+variants). Statistics are f32 whatever the storage dtype. Column sums of
+the backward passes are deterministic: each program writes its partial
+sums, and a second kernel adds them in a fixed order.
+"""
+
+import math
+
+import tessera as ts
+from tessera import KTile, tile
+
+NEG_INF = -math.inf
+
+
+def _cols(T, c0=0):
+    """Column indices of a [T.m, T.n] block starting at column c0 (i32)."""
+    return tile.iota((T.m, T.n), axis=1) + c0
+
+
+# --------------------------------------------------------------------------
+# Softmax
+# --------------------------------------------------------------------------
+
+@ts.kernel
+def softmax_rows(X: KTile["R", "N"], Y: KTile["R", "N"]):
+    T = tile.context()
+    r = tile.program_id(0) * T.m
+    x = tile.cast(tile.load(X, at=(r, 0), shape=(T.m, T.n), padding=NEG_INF),
+                  ts.f32)
+    e = tile.exp(x - tile.max(x, axis=1)[:, None])
+    y = e / tile.sum(e, axis=1)[:, None]
+    tile.store(Y, tile.cast(y, Y.dtype), at=(r, 0))
+
+
+@ts.kernel
+def softmax_rows_long(X: KTile["R", "N"], Y: KTile["R", "N"]):
+    T = tile.context()
+    r = tile.program_id(0) * T.m
+    n = X.shape[1]
+    m = tile.full((T.m,), NEG_INF)
+    l = tile.zeros((T.m,))
+    for c in tile.range(0, n, T.n, stages=2):
+        x = tile.cast(tile.load(X, at=(r, c), shape=(T.m, T.n),
+                                padding=NEG_INF), ts.f32)
+        m_new = tile.maximum(m, tile.max(x, axis=1))
+        l = l * tile.exp(m - m_new) + tile.sum(tile.exp(x - m_new[:, None]),
+                                               axis=1)
+        m = m_new
+    inv = 1.0 / l
+    for c in tile.range(0, n, T.n, stages=2):
+        x = tile.cast(tile.load(X, at=(r, c), shape=(T.m, T.n),
+                                padding=NEG_INF), ts.f32)
+        y = tile.exp(x - m[:, None]) * inv[:, None]
+        tile.store(Y, tile.cast(y, Y.dtype), at=(r, c))
+
+
+# --------------------------------------------------------------------------
+# LayerNorm and RMSNorm
+# --------------------------------------------------------------------------
+
+@ts.kernel
+def layernorm_fwd(X: KTile["R", "N"], W: KTile["N"], B: KTile["N"],
+                  Y: KTile["R", "N"], Mean: KTile["R", ts.f32],
+                  Rstd: KTile["R", ts.f32], eps: float):
+    T = tile.context()
+    r = tile.program_id(0) * T.m
+    n = X.shape[1]
+    nf = tile.cast(n, ts.f32)
+    x = tile.cast(tile.load(X, at=(r, 0), shape=(T.m, T.n)), ts.f32)
+    mean = tile.sum(x, axis=1) / nf
+    d = tile.where(_cols(T) < tile.cast(n, ts.i32), x - mean[:, None], 0.0)
+    rstd = tile.rsqrt(tile.sum(d * d, axis=1) / nf + eps)
+    w = tile.cast(tile.load(W, at=(0,), shape=(T.n,)), ts.f32)
+    b = tile.cast(tile.load(B, at=(0,), shape=(T.n,)), ts.f32)
+    y = d * rstd[:, None] * w + b
+    tile.store(Y, tile.cast(y, Y.dtype), at=(r, 0))
+    tile.store(Mean, mean, at=(r,))
+    tile.store(Rstd, rstd, at=(r,))
+
+
+@ts.kernel
+def layernorm_bwd(DY: KTile["R", "N"], X: KTile["R", "N"], W: KTile["N"],
+                  Mean: KTile["R", ts.f32], Rstd: KTile["R", ts.f32],
+                  DX: KTile["R", "N"], DWp: KTile["P", "N", ts.f32],
+                  DBp: KTile["P", "N", ts.f32], rows_per_program: int):
+    """dx of each row; program p handles rows_per_program rows (a multiple
+    of T.m) and writes its partial sums of dw and db as row p of DWp/DBp."""
+    T = tile.context()
+    p = tile.program_id(0)
+    start = p * rows_per_program
+    stop = tile.minimum(start + rows_per_program, X.shape[0])
+    n = X.shape[1]
+    nf = tile.cast(n, ts.f32)
+    valid = _cols(T) < tile.cast(n, ts.i32)
+    w = tile.cast(tile.load(W, at=(0,), shape=(T.n,)), ts.f32)
+    dw = tile.zeros((T.n,))
+    db = tile.zeros((T.n,))
+    for r in tile.range(start, stop, T.m, stages=2):
+        x = tile.cast(tile.load(X, at=(r, 0), shape=(T.m, T.n)), ts.f32)
+        dy = tile.cast(tile.load(DY, at=(r, 0), shape=(T.m, T.n)), ts.f32)
+        mean = tile.load(Mean, at=(r,), shape=(T.m,))
+        rstd = tile.load(Rstd, at=(r,), shape=(T.m,))
+        xhat = tile.where(valid, (x - mean[:, None]) * rstd[:, None], 0.0)
+        wdy = dy * w
+        c1 = tile.sum(xhat * wdy, axis=1) / nf
+        c2 = tile.sum(wdy, axis=1) / nf
+        dx = (wdy - (xhat * c1[:, None] + c2[:, None])) * rstd[:, None]
+        tile.store(DX, tile.cast(dx, DX.dtype), at=(r, 0))
+        # Rows past the end read zeros: they add nothing to the sums.
+        dw = dw + tile.sum(dy * xhat, axis=0)
+        db = db + tile.sum(dy, axis=0)
+    tile.store(DWp, tile.broadcast_to(dw[None, :], (1, T.n)), at=(p, 0))
+    tile.store(DBp, tile.broadcast_to(db[None, :], (1, T.n)), at=(p, 0))
+
+
+@ts.kernel
+def rmsnorm_fwd(X: KTile["R", "N"], W: KTile["N"], Y: KTile["R", "N"],
+                Rstd: KTile["R", ts.f32], eps: float):
+    T = tile.context()
+    r = tile.program_id(0) * T.m
+    nf = tile.cast(X.shape[1], ts.f32)
+    x = tile.cast(tile.load(X, at=(r, 0), shape=(T.m, T.n)), ts.f32)
+    rstd = tile.rsqrt(tile.sum(x * x, axis=1) / nf + eps)
+    w = tile.cast(tile.load(W, at=(0,), shape=(T.n,)), ts.f32)
+    tile.store(Y, tile.cast(x * rstd[:, None] * w, Y.dtype), at=(r, 0))
+    tile.store(Rstd, rstd, at=(r,))
+
+
+@ts.kernel
+def rmsnorm_bwd(DY: KTile["R", "N"], X: KTile["R", "N"], W: KTile["N"],
+                Rstd: KTile["R", ts.f32], DX: KTile["R", "N"],
+                DWp: KTile["P", "N", ts.f32], rows_per_program: int):
+    """As layernorm_bwd, for rmsnorm (partial sums of dw only)."""
+    T = tile.context()
+    p = tile.program_id(0)
+    start = p * rows_per_program
+    stop = tile.minimum(start + rows_per_program, X.shape[0])
+    nf = tile.cast(X.shape[1], ts.f32)
+    w = tile.cast(tile.load(W, at=(0,), shape=(T.n,)), ts.f32)
+    dw = tile.zeros((T.n,))
+    for r in tile.range(start, stop, T.m, stages=2):
+        x = tile.cast(tile.load(X, at=(r, 0), shape=(T.m, T.n)), ts.f32)
+        dy = tile.cast(tile.load(DY, at=(r, 0), shape=(T.m, T.n)), ts.f32)
+        rstd = tile.load(Rstd, at=(r,), shape=(T.m,))
+        xhat = x * rstd[:, None]
+        wdy = dy * w
+        c = tile.sum(xhat * wdy, axis=1) / nf
+        dx = (wdy - xhat * c[:, None]) * rstd[:, None]
+        tile.store(DX, tile.cast(dx, DX.dtype), at=(r, 0))
+        dw = dw + tile.sum(dy * xhat, axis=0)
+    tile.store(DWp, tile.broadcast_to(dw[None, :], (1, T.n)), at=(p, 0))
+
+
+@ts.kernel
+def column_sums(Part: KTile["P", "N", ts.f32], Out: KTile["N"]):
+    """Out = sum of Part's rows, in row order (deterministic)."""
+    T = tile.context()
+    c = tile.program_id(0) * T.n
+    acc = tile.zeros((T.n,))
+    for i in tile.range(0, Part.shape[0], T.m):
+        part = tile.load(Part, at=(i, c), shape=(T.m, T.n))
+        acc = acc + tile.sum(part, axis=0)
+    tile.store(Out, tile.cast(acc, Out.dtype), at=(c,))
+
+
+# --------------------------------------------------------------------------
+# Cross-entropy
+# --------------------------------------------------------------------------
+
+@ts.kernel
+def cross_entropy_fwd(Logits: KTile["R", "V"], Labels: KTile["R", ts.i32],
+                      Loss: KTile["R", ts.f32], Lse: KTile["R", ts.f32],
+                      ignore_index: ts.i32):
+    """loss = logsumexp(row) - row[label]; 0 where label == ignore_index."""
+    T = tile.context()
+    r = tile.program_id(0) * T.m
+    v = Logits.shape[1]
+    label = tile.load(Labels, at=(r,), shape=(T.m,))
+    m = tile.full((T.m,), NEG_INF)
+    l = tile.zeros((T.m,))
+    picked = tile.zeros((T.m,))
+    for c in tile.range(0, v, T.n, stages=2):
+        x = tile.cast(tile.load(Logits, at=(r, c), shape=(T.m, T.n),
+                                padding=NEG_INF), ts.f32)
+        m_new = tile.maximum(m, tile.max(x, axis=1))
+        l = l * tile.exp(m - m_new) + tile.sum(tile.exp(x - m_new[:, None]),
+                                               axis=1)
+        m = m_new
+        hit = _cols(T, c) == label[:, None]
+        picked = picked + tile.sum(tile.where(hit, x, 0.0), axis=1)
+    lse = m + tile.log(l)
+    loss = tile.where(label == ignore_index, 0.0, lse - picked)
+    tile.store(Loss, loss, at=(r,))
+    tile.store(Lse, lse, at=(r,))
+
+
+@ts.kernel
+def cross_entropy_bwd(Logits: KTile["R", "V"], Labels: KTile["R", ts.i32],
+                      Lse: KTile["R", ts.f32], DLoss: KTile["R", ts.f32],
+                      DLogits: KTile["R", "V"], ignore_index: ts.i32):
+    """dlogits = dloss * (softmax(row) - onehot(label))."""
+    T = tile.context()
+    r = tile.program_id(0) * T.m
+    label = tile.load(Labels, at=(r,), shape=(T.m,))
+    lse = tile.load(Lse, at=(r,), shape=(T.m,))
+    g = tile.where(label == ignore_index, 0.0,
+                   tile.load(DLoss, at=(r,), shape=(T.m,)))
+    for c in tile.range(0, Logits.shape[1], T.n, stages=2):
+        x = tile.cast(tile.load(Logits, at=(r, c), shape=(T.m, T.n)), ts.f32)
+        p = tile.exp(x - lse[:, None])
+        hit = _cols(T, c) == label[:, None]
+        d = (p - tile.where(hit, 1.0, 0.0)) * g[:, None]
+        tile.store(DLogits, tile.cast(d, DLogits.dtype), at=(r, c))
+
+
+# --------------------------------------------------------------------------
+# Optimizer
+# --------------------------------------------------------------------------
+
+@ts.kernel
+def adamw_step(P: KTile["N", ts.f32], G: KTile["N"], M: KTile["N", ts.f32],
+               V: KTile["N", ts.f32], lr: float, beta1: float, beta2: float,
+               one_minus_beta1: float, one_minus_beta2: float, eps: float,
+               weight_decay: float, bias1: float, bias2: float):
+    """In place: m, v moments, p -= lr * (mhat / (sqrt(vhat) + eps) + wd p);
+    bias1 = 1 - beta1^t, bias2 = 1 - beta2^t. The 1 - beta terms come
+    computed in double precision (1 - 0.999 in f32 is off by 1e-5)."""
+    T = tile.context()
+    i = tile.program_id(0) * T.m
+    p = tile.load(P, at=(i,), shape=(T.m,))
+    g = tile.cast(tile.load(G, at=(i,), shape=(T.m,)), ts.f32)
+    m = tile.load(M, at=(i,), shape=(T.m,)) * beta1 + g * one_minus_beta1
+    v = tile.load(V, at=(i,), shape=(T.m,)) * beta2 + g * g * one_minus_beta2
+    update = (m / bias1) / (tile.sqrt(v / bias2) + eps) + p * weight_decay
+    tile.store(P, p - update * lr, at=(i,))
+    tile.store(M, m, at=(i,))
+    tile.store(V, v, at=(i,))
+
+
+# --------------------------------------------------------------------------
+# Rotary embedding
+# --------------------------------------------------------------------------
+
+@ts.kernel
+def rotary(X: KTile["B", "S", "HD"], Cos: KTile["S", "D2", ts.f32],
+           Sin: KTile["S", "D2", ts.f32], Y: KTile["B", "S", "HD"],
+           heads: int, *, head_dim: int):
+    """Rotates the two halves of each head (rotate_half form):
+    y1 = x1 cos - x2 sin, y2 = x2 cos + x1 sin; grid (cdiv(S, T.m), B)."""
+    T = tile.context()
+    s0 = tile.program_id(0) * T.m
+    Xb, Yb = X[tile.program_id(1)], Y[tile.program_id(1)]
+    half = head_dim // 2
+    cos = tile.load(Cos, at=(s0, 0), shape=(T.m, half))
+    sin = tile.load(Sin, at=(s0, 0), shape=(T.m, half))
+    for h in tile.range(0, heads, 1):
+        c0 = h * head_dim
+        x1 = tile.cast(tile.load(Xb, at=(s0, c0), shape=(T.m, half)), ts.f32)
+        x2 = tile.cast(tile.load(Xb, at=(s0, c0 + half), shape=(T.m, half)),
+                       ts.f32)
+        tile.store(Yb, tile.cast(x1 * cos - x2 * sin, Y.dtype), at=(s0, c0))
+        tile.store(Yb, tile.cast(x2 * cos + x1 * sin, Y.dtype),
+                   at=(s0, c0 + half))
+
+
+# --------------------------------------------------------------------------
+# Matrix products
+# --------------------------------------------------------------------------
+
+def _grouped(T, m, n):
+    """Program -> (row block, column block) in groups of T.group row blocks
+    (programs that run together share A and B blocks in L2)."""
+    pid = tile.program_id(0)
+    blocks_m = (m + (T.m - 1)) // T.m
+    blocks_n = (n + (T.n - 1)) // T.n
+    in_group = T.group * blocks_n
+    first = (pid // in_group) * T.group
+    rows = tile.minimum(blocks_m - first, T.group)
+    i = first + (pid % in_group) % rows
+    j = (pid % in_group) // rows
+    return i * T.m, j * T.n
+
+
+@ts.kernel
+def gemm(A: KTile["M", "K"], B: KTile["K", "N"], C: KTile["M", "N"]):
+    """C = A @ B (bf16/f16 on the tensor cores, f32 on FMAs), f32
+    accumulation; one-dim grid of cdiv(M, T.m) * cdiv(N, T.n) programs."""
+    T = tile.context()
+    i, j = _grouped(T, A.shape[0], B.shape[1])
+    acc = tile.zeros((T.m, T.n))
+    for k in tile.range(0, A.shape[1], T.k):
+        a = tile.load(A, at=(i, k), shape=(T.m, T.k))
+        b = tile.load(B, at=(k, j), shape=(T.k, T.n))
+        acc = tile.dot(a, b, acc)
+    tile.store(C, tile.cast(acc, C.dtype), at=(i, j))
+
+
+@ts.kernel
+def gemm_bt(A: KTile["M", "K"], Bt: KTile["N", "K"], C: KTile["M", "N"],
+            scale: float):
+    """C = scale * A @ Bt^T: fp8 (e4m3/e5m2) operands, K contiguous in both,
+    as the tensor cores take them."""
+    T = tile.context()
+    i, j = _grouped(T, A.shape[0], Bt.shape[0])
+    acc = tile.zeros((T.m, T.n))
+    for k in tile.range(0, A.shape[1], T.k):
+        a = tile.load(A, at=(i, k), shape=(T.m, T.k))
+        b = tile.load(Bt, at=(j, k), shape=(T.n, T.k))
+        acc = tile.dot(a, tile.transpose(b), acc)
+    tile.store(C, tile.cast(acc * scale, C.dtype), at=(i, j))
+
+
+# --------------------------------------------------------------------------
+# Attention
+# --------------------------------------------------------------------------
+
+def _attend(T, Qb, K, V, nblk, scale, acc, m, l, mask):
+    """One key block of attention: scores, the optional mask, the online
+    softmax and the running output. mask: None, ("causal", q0) or
+    ("keys", count)."""
+    Kb = tile.load(K, nblk, cols=T.d)
+    Vb = tile.load(V, nblk, cols=T.d)
+    S = tile.dot(Qb, tile.transpose(Kb)) * scale
+    if mask is not None and mask[0] == "causal":
+        tile.mask_causal(S, mask[1], tile.col_index(nblk))
+    elif mask is not None:
+        cols = tile.iota((T.m, T.n), axis=1) + tile.col_index(nblk)
+        S = tile.where(cols < tile.cast(mask[1], ts.i32), S, NEG_INF)
+    P, m_c, l_c = tile.softmax_online(S)
+    return tile.softmax_accumulate(acc, m, l, P, Vb, m_c, l_c)
+
+
+@ts.kernel
+def flash_attention_fwd(q: KTile["BH", "S", "D"], k: KTile["BH", "S", "D"],
+                        v: KTile["BH", "S", "D"], o: KTile["BH", "S", "D"],
+                        lse: KTile["BH", "S", ts.f32], scale: float, *,
+                        causal: bool):
+    """Attention forward (FlashAttention-2 order: one program per T.m
+    queries of one head, keys in T.n blocks); grid (cdiv(S, T.m), BH).
+    Also writes each query's log-sum-exp of scaled scores (backward).
+    Key blocks that need no mask (all keys before the program's first
+    query when causal, all keys present otherwise) run without one; the
+    rest (the diagonal blocks, the partial last block) are masked."""
+    T = tile.context()
+    bh = tile.program_id(1)
+    Q, K, V, O = q[bh], k[bh], v[bh], o[bh]
+    L = lse[bh]
+    keys = K.shape[0]
+    q0 = tile.row_index()
+    acc = tile.zeros((T.m, T.d))
+    m = tile.full((T.m,), NEG_INF)
+    l = tile.zeros((T.m,))
+    if causal:
+        # Keys below q0 (whole blocks: T.m is a multiple of T.n) are seen
+        # by every query of the program.
+        full = tile.minimum(q0, keys)
+        end = tile.minimum(q0 + T.m, keys)
+        tail_mask = ("causal", q0)
+    else:
+        full = (keys // T.n) * T.n
+        end = keys
+        tail_mask = ("keys", keys)
+    # Each loop loads the query block for itself: a load that feeds one
+    # product stays in shared memory, where the tensor cores read it.
+    Qb = tile.load(Q, rows=T.m, cols=T.d)
+    for nblk in tile.range_n(full, T.n, prefetch=T.stages):
+        acc, m, l = _attend(T, Qb, K, V, nblk, scale, acc, m, l, None)
+    Qt = tile.load(Q, rows=T.m, cols=T.d)
+    for nblk in tile.range_n(end, T.n, prefetch=1, start=full):
+        acc, m, l = _attend(T, Qt, K, V, nblk, scale, acc, m, l, tail_mask)
+    tile.store(O, tile.cast(acc / l[:, None], O.dtype), rows=T.m)
+    tile.store(L, m + tile.log(l), at=(q0,))

@@ -1,0 +1,263 @@
+"""tessera.stdlib on the GPU against float64 references (NumPy, and
+PyTorch's CPU autograd in float64 for the backward passes). Skipped
+without a GPU; `python test_stdlib_gpu.py --precompile CHIP` fills the
+kernel cache with what these tests launch."""
+
+import math
+import os
+import sys
+
+import numpy as np
+import pytest
+
+import tessera as ts
+from tessera import stdlib as S
+
+SOFTMAX = [((7, 1000), "f32"), ((7, 4096), "bf16"), ((3, 20000), "f32")]
+NORMS = [((7, 1000), "f32"), ((7, 4096), "bf16")]
+CE = ((5, 50000), "bf16")
+ADAM_N = 5000
+ROPE = (2, 100, 4, 64)
+GEMMS = [((300, 200, 100), "bf16"), ((300, 200, 100), "f32")]
+FP8 = (300, 256, 100)
+ATTN = [(d, causal) for d in (64, 128) for causal in (True, False)]
+ATTN_SHAPE = (2, 3, 200)
+
+
+def _calls(mk, chip):
+    """Every stdlib call the tests make, on tensors from mk(shape, dtype)."""
+    for shape, dt in SOFTMAX + [((4, 300), "f32")]:
+        S.stable_softmax(mk(shape, dt))
+    for (rows, n), dt in NORMS:
+        y, mean, rstd = S.layernorm(mk((rows, n), dt), mk((n,), "f32"),
+                                    mk((n,), "f32"))
+        S.layernorm_backward(mk((rows, n), dt), mk((rows, n), dt),
+                             mk((n,), "f32"), mean, rstd)
+        y, rstd = S.rmsnorm(mk((rows, n), dt), mk((n,), "f32"))
+        S.rmsnorm_backward(mk((rows, n), dt), mk((rows, n), dt),
+                           mk((n,), "f32"), rstd)
+    (rows, v), dt = CE
+    loss, lse = S.cross_entropy(mk((rows, v), dt), mk((rows,), "i32"))
+    S.cross_entropy_backward(mk((rows, v), dt), mk((rows,), "i32"), lse,
+                             mk((rows,), "f32"))
+    S.fused_adam(mk((ADAM_N,), "f32"), mk((ADAM_N,), "bf16"),
+                 mk((ADAM_N,), "f32"), mk((ADAM_N,), "f32"), lr=1e-2, step=1)
+    b, s, h, d = ROPE
+    S.rotary_embedding(mk(ROPE, "bf16"), mk((s, d // 2), "f32"),
+                       mk((s, d // 2), "f32"))
+    for (m, k, n), dt in GEMMS:
+        S.gemm(mk((m, k), dt), mk((k, n), dt))
+    if chip == "sm_90a":
+        m, k, n = FP8
+        S.gemm(mk((m, k), "f8E4M3FN"), mk((n, k), "f8E4M3FN"), scale=0.25)
+    for d, causal in ATTN:
+        shape = ATTN_SHAPE + (d,)
+        S.flash_attention_2(mk(shape, "bf16"), mk(shape, "bf16"),
+                            mk(shape, "bf16"), causal=causal)
+
+
+def precompile(chip):
+    from tessera._kernel import compile_only
+    with compile_only(chip):
+        _calls(lambda shape, dt: ts.cuda.empty(shape, dt), chip)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3 or sys.argv[1] != "--precompile":
+        sys.exit("usage: test_stdlib_gpu.py --precompile CHIP")
+    precompile(sys.argv[2])
+    sys.exit(0)
+
+pytestmark = pytest.mark.skipif(not ts.cuda.is_available(),
+                                reason="needs a CUDA GPU")
+import ml_dtypes  # noqa: E402
+
+
+def rounded(x, dt):
+    """float64 values as stored in dtype dt."""
+    if dt == "f32":
+        return np.asarray(x, np.float32).astype(np.float64)
+    np_type = {"bf16": ml_dtypes.bfloat16, "f16": np.float16,
+               "f8E4M3FN": ml_dtypes.float8_e4m3fn}[dt]
+    return np.asarray(x, np.float32).astype(np_type).astype(np.float64)
+
+
+def dev(x, dt):
+    return ts.to_device(np.asarray(x, np.float32), dtype=dt)
+
+
+def host(t):
+    return t.numpy().astype(np.float64)
+
+
+TOL = {"f32": 2e-5, "bf16": 1e-2}
+
+
+@pytest.mark.parametrize("shape,dt", SOFTMAX)
+def test_stable_softmax(shape, dt, rng=np.random.default_rng(0)):
+    x = rounded(rng.standard_normal(shape) * 5, dt)
+    y = S.stable_softmax(dev(x, dt))
+    e = np.exp(x - x.max(1, keepdims=True))
+    np.testing.assert_allclose(host(y), e / e.sum(1, keepdims=True),
+                               rtol=TOL[dt], atol=TOL[dt] * 1e-3)
+
+
+def _torch64(*arrays):
+    torch = pytest.importorskip("torch")
+    return torch, [torch.tensor(a, dtype=torch.float64, requires_grad=True)
+                   for a in arrays]
+
+
+@pytest.mark.parametrize("shape,dt", NORMS)
+def test_layernorm_forward_backward(shape, dt, rng=np.random.default_rng(1)):
+    rows, n = shape
+    x = rounded(rng.standard_normal(shape) * 2 + 0.5, dt)
+    w, b = rng.standard_normal(n), rng.standard_normal(n)
+    dy = rounded(rng.standard_normal(shape), dt)
+    y, mean, rstd = S.layernorm(dev(x, dt), dev(w, "f32"), dev(b, "f32"),
+                                1e-5)
+    dx, dw, db = S.layernorm_backward(dev(dy, dt), dev(x, dt), dev(w, "f32"),
+                                      mean, rstd)
+    torch, (tx, tw, tb) = _torch64(x, rounded(w, "f32"), rounded(b, "f32"))
+    ty = torch.nn.functional.layer_norm(tx, (n,), tw, tb, 1e-5)
+    ty.backward(torch.tensor(dy))
+    tol = TOL[dt]
+    np.testing.assert_allclose(host(y), ty.detach().numpy(), rtol=tol,
+                               atol=tol)
+    np.testing.assert_allclose(host(mean), x.mean(1), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(host(dx), tx.grad.numpy(), rtol=tol,
+                               atol=tol * 2)
+    np.testing.assert_allclose(host(dw), tw.grad.numpy(), rtol=1e-4,
+                               atol=1e-4)
+    np.testing.assert_allclose(host(db), tb.grad.numpy(), rtol=1e-4,
+                               atol=1e-4)
+
+
+@pytest.mark.parametrize("shape,dt", NORMS)
+def test_rmsnorm_forward_backward(shape, dt, rng=np.random.default_rng(2)):
+    rows, n = shape
+    x = rounded(rng.standard_normal(shape), dt)
+    w = rng.standard_normal(n)
+    dy = rounded(rng.standard_normal(shape), dt)
+    y, rstd = S.rmsnorm(dev(x, dt), dev(w, "f32"), 1e-6)
+    dx, dw = S.rmsnorm_backward(dev(dy, dt), dev(x, dt), dev(w, "f32"), rstd)
+    torch, (tx, tw) = _torch64(x, rounded(w, "f32"))
+    ty = tx * torch.rsqrt((tx * tx).mean(1, keepdim=True) + 1e-6) * tw
+    ty.backward(torch.tensor(dy))
+    tol = TOL[dt]
+    np.testing.assert_allclose(host(y), ty.detach().numpy(), rtol=tol,
+                               atol=tol)
+    np.testing.assert_allclose(host(dx), tx.grad.numpy(), rtol=tol,
+                               atol=tol * 2)
+    np.testing.assert_allclose(host(dw), tw.grad.numpy(), rtol=1e-4,
+                               atol=1e-4)
+
+
+def test_cross_entropy_forward_backward(rng=np.random.default_rng(3)):
+    (rows, v), dt = CE
+    x = rounded(rng.standard_normal((rows, v)) * 3, dt)
+    labels = rng.integers(0, v, rows).astype(np.int32)
+    labels[2] = -100  # ignored
+    g = rng.standard_normal(rows)
+    loss, lse = S.cross_entropy(dev(x, dt), ts.to_device(labels))
+    dx = S.cross_entropy_backward(dev(x, dt), ts.to_device(labels), lse,
+                                  dev(g, "f32"))
+    torch, (tx,) = _torch64(x)
+    tl = torch.nn.functional.cross_entropy(
+        tx, torch.tensor(labels, dtype=torch.long), reduction="none",
+        ignore_index=-100)
+    tl.backward(torch.tensor(rounded(g, "f32")))
+    np.testing.assert_allclose(host(loss), tl.detach().numpy(), rtol=1e-5,
+                               atol=1e-4)
+    np.testing.assert_allclose(host(dx), tx.grad.numpy(), rtol=1e-2,
+                               atol=1e-4)
+
+
+def test_fused_adam(rng=np.random.default_rng(4)):
+    n = ADAM_N
+    p = rng.standard_normal(n).astype(np.float32)
+    m, v = np.zeros(n, np.float32), np.zeros(n, np.float32)
+    dp, dm, dv = dev(p, "f32"), dev(m, "f32"), dev(v, "f32")
+    ref_p, ref_m, ref_v = (a.astype(np.float64) for a in (p, m, v))
+    lr, b1, b2, eps, wd = 1e-2, 0.9, 0.999, 1e-8, 0.01
+    for step in (1, 2, 3):
+        g = rounded(rng.standard_normal(n), "bf16")
+        S.fused_adam(dp, dev(g, "bf16"), dm, dv, lr=lr, step=step, beta1=b1,
+                     beta2=b2, eps=eps, weight_decay=wd)
+        ref_m = b1 * ref_m + (1 - b1) * g
+        ref_v = b2 * ref_v + (1 - b2) * g * g
+        mhat, vhat = ref_m / (1 - b1 ** step), ref_v / (1 - b2 ** step)
+        ref_p = ref_p - lr * (mhat / (np.sqrt(vhat) + eps) + wd * ref_p)
+    np.testing.assert_allclose(host(dp), ref_p, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(host(dm), ref_m, rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(host(dv), ref_v, rtol=1e-5, atol=1e-9)
+
+
+def test_rotary_embedding(rng=np.random.default_rng(5)):
+    b, s, h, d = ROPE
+    x = rounded(rng.standard_normal(ROPE), "bf16")
+    inv = 1.0 / 10000 ** (np.arange(0, d, 2) / d)
+    ang = np.arange(s)[:, None] * inv[None, :]
+    cos, sin = rounded(np.cos(ang), "f32"), rounded(np.sin(ang), "f32")
+    y = S.rotary_embedding(dev(x, "bf16"), dev(cos, "f32"), dev(sin, "f32"))
+    x1, x2 = x[..., :d // 2], x[..., d // 2:]
+    c, sn = cos[None, :, None, :], sin[None, :, None, :]
+    ref = np.concatenate([x1 * c - x2 * sn, x2 * c + x1 * sn], -1)
+    np.testing.assert_allclose(host(y), ref, rtol=1e-2, atol=1e-2)
+
+
+@pytest.mark.parametrize("mkn,dt", GEMMS)
+def test_gemm(mkn, dt, rng=np.random.default_rng(6)):
+    m, k, n = mkn
+    a, b = (rounded(rng.standard_normal(s), dt) for s in ((m, k), (k, n)))
+    c = S.gemm(dev(a, dt), dev(b, dt))
+    ref = a @ b
+    if dt == "f32":
+        np.testing.assert_allclose(host(c), ref, rtol=1e-4, atol=1e-4)
+    else:  # f32 accumulation, one bf16 rounding of the result
+        np.testing.assert_allclose(host(c), ref, rtol=1e-2,
+                                   atol=1e-2 * math.sqrt(k))
+
+
+def test_gemm_fp8(rng=np.random.default_rng(7)):
+    if ts.device("cuda").describe().find("sm_90") < 0:
+        pytest.skip("fp8 tensor cores: Hopper")
+    m, k, n = FP8
+    a = rounded(rng.standard_normal((m, k)), "f8E4M3FN")
+    bt = rounded(rng.standard_normal((n, k)), "f8E4M3FN")
+    c = S.gemm(dev(a, "f8E4M3FN"), dev(bt, "f8E4M3FN"), scale=0.25)
+    ref = 0.25 * a @ bt.T
+    # The tensor cores' fp8 accumulator keeps about 14 bits per 32-deep
+    # step; the result is rounded to bf16.
+    np.testing.assert_allclose(host(c), ref, rtol=2e-2,
+                               atol=(k / 32 + 1) * 2**-13 * np.abs(ref).max()
+                               + 1e-2)
+
+
+@pytest.mark.parametrize("d,causal", ATTN)
+def test_flash_attention_2(d, causal, rng=np.random.default_rng(8)):
+    shape = ATTN_SHAPE + (d,)
+    q, k, v = (rounded(rng.standard_normal(shape), "bf16") for _ in range(3))
+    o, lse = S.flash_attention_2(dev(q, "bf16"), dev(k, "bf16"),
+                                 dev(v, "bf16"), causal=causal)
+    s = q @ np.swapaxes(k, -1, -2) / math.sqrt(d)
+    if causal:
+        seq = shape[2]
+        s = np.where(np.tril(np.ones((seq, seq), bool)), s, -np.inf)
+    mx = s.max(-1, keepdims=True)
+    ref_lse = (mx + np.log(np.exp(s - mx).sum(-1, keepdims=True)))[..., 0]
+    ref = np.exp(s - ref_lse[..., None]) @ v
+    np.testing.assert_allclose(host(o), ref, rtol=2e-2, atol=2e-2)
+    np.testing.assert_allclose(host(lse), ref_lse, rtol=1e-3, atol=1e-3)
+
+
+def test_ops_take_torch_tensors_and_report_bad_shapes():
+    torch = pytest.importorskip("torch")
+    x = torch.randn(4, 300, device="cuda")
+    y = torch.from_dlpack(S.stable_softmax(x))
+    torch.testing.assert_close(y, torch.softmax(x, -1), rtol=1e-5, atol=1e-6)
+    with pytest.raises(ts.TesseraError, match="weight must have shape"):
+        S.rmsnorm(x, torch.ones(299, device="cuda"))
+    with pytest.raises(ts.TesseraError, match="inner dims 300 and 5 differ"):
+        S.gemm(x.bfloat16(), torch.ones(5, 2, device="cuda",
+                                        dtype=torch.bfloat16))
