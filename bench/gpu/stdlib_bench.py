@@ -30,7 +30,10 @@ def _calls(mk):
     S.layernorm_backward(mk((ROWS, COLS), "bf16"), mk((ROWS, COLS), "bf16"),
                          mk((COLS,), "f32"), mean, rstd)
     S.rmsnorm(mk((ROWS, COLS), "bf16"), mk((COLS,), "f32"))
-    S.cross_entropy(mk((CE_ROWS, VOCAB), "bf16"), mk((CE_ROWS,), "i32"))
+    _, lse = S.cross_entropy(mk((CE_ROWS, VOCAB), "bf16"),
+                             mk((CE_ROWS,), "i32"))
+    S.cross_entropy_backward(mk((CE_ROWS, VOCAB), "bf16"),
+                             mk((CE_ROWS,), "i32"), lse, mk((CE_ROWS,), "f32"))
     S.fused_adam(mk((ADAM_N,), "f32"), mk((ADAM_N,), "f32"),
                  mk((ADAM_N,), "f32"), mk((ADAM_N,), "f32"), lr=1e-3, step=1)
     for n in GEMM:
@@ -39,6 +42,9 @@ def _calls(mk):
         for causal in (False, True):
             S.flash_attention_2(*(mk((bh, s, d), "bf16") for _ in range(3)),
                                 causal=causal)
+            S.flash_attention_2_backward(
+                *(mk((bh, s, d), "bf16") for _ in range(5)),
+                mk((bh, s), "f32"), causal=causal)
 
 
 def time_ms(fn, torch, reps=20):
@@ -130,6 +136,15 @@ def main():
         time_ms(lambda: S.cross_entropy(lt, lab32), torch),
         time_ms(lambda: F.cross_entropy(logits, labels, reduction="none"),
                 torch), copy_gbs)
+    _, lse = S.cross_entropy(lt, lab32)
+    dl = rand(CE_ROWS)
+    dlt = ts.from_dlpack(dl)
+    lg = logits.detach().requires_grad_()
+    ce = F.cross_entropy(lg, labels, reduction="none")
+    row("cross-entropy bwd bf16", 2 * logits.numel() * 2,
+        time_ms(lambda: S.cross_entropy_backward(lt, lab32, lse, dlt), torch),
+        time_ms(lambda: torch.autograd.grad(ce, lg, dl, retain_graph=True),
+                torch), copy_gbs)
 
     params = [rand(ADAM_N) for _ in range(4)]
     p, gr, m, v = params
@@ -171,6 +186,20 @@ def main():
             name = f"attn fwd BH{bh} S{s} D{d}{' causal' if causal else ''}"
             print(f"{name:<30}{flops / t / 1e9:>13.0f}"
                   f"{flops / pt / 1e9:>12.0f}{pt / t:>7.2f}")
+            # Backward: 2.5x the forward's FLOPs (five products of which
+            # one recomputes the scores), as FlashAttention counts them.
+            o, lse = S.flash_attention_2(qt, kt, vt, causal=causal)
+            dout = rand(1, bh, s, d, dtype=torch.bfloat16)
+            gt = ts.from_dlpack(dout.view(bh, s, d))
+            t = time_ms(lambda: S.flash_attention_2_backward(
+                gt, qt, kt, vt, o, lse, causal=causal), torch, reps=3)
+            qg, kg, vg = (x.detach().requires_grad_() for x in (q, k, vv))
+            out = F.scaled_dot_product_attention(qg, kg, vg, is_causal=causal)
+            pt = time_ms(lambda: torch.autograd.grad(
+                out, (qg, kg, vg), dout, retain_graph=True), torch, reps=3)
+            name = f"attn bwd BH{bh} S{s} D{d}{' causal' if causal else ''}"
+            print(f"{name:<30}{2.5 * flops / t / 1e9:>13.0f}"
+                  f"{2.5 * flops / pt / 1e9:>12.0f}{pt / t:>7.2f}")
 
 
 if __name__ == "__main__":

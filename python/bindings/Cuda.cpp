@@ -136,6 +136,9 @@ NB_MODULE(_cuda, m) {
   m.doc() = "Tessera's CUDA runtime: device buffers, DLPack, kernel "
             "launches (no compiler).";
   errorType = nb::module_::import_("tessera._errors").attr("TesseraError");
+  // Loaded modules and kernels stay in the kernel objects' caches until the
+  // interpreter exits; nanobind would report each as a leak then.
+  nb::set_leak_warnings(false);
 
   m.def("available", &cu::available,
         "True when the CUDA driver loads and reports a GPU.");

@@ -731,9 +731,8 @@ struct TTileAssignLayoutsPass
     for (OpOperand *use : uses) {
       auto load = use->get().getDefiningOp<LoadOp>();
       if (!load || load.getMask() || load->hasOneUse() ||
-          !llvm::all_of(load->getUses(), [&](OpOperand &u) {
-            return productUses.contains(&u);
-          }))
+          !llvm::all_of(load->getUses(),
+                        [&](OpOperand &u) { return productUses.contains(&u); }))
         continue;
       OpBuilder b(load);
       b.setInsertionPointAfter(load);

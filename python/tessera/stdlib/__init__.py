@@ -31,7 +31,8 @@ from .._kernel import Schedule, cdiv
 from . import _kernels as K
 
 __all__ = ["StdlibOp", "cross_entropy", "cross_entropy_backward",
-           "efficient_layernorm", "flash_attention_2", "fused_adam", "gemm",
+           "efficient_layernorm", "flash_attention_2",
+           "flash_attention_2_backward", "fused_adam", "gemm",
            "layernorm", "layernorm_backward", "rmsnorm", "rmsnorm_backward",
            "rotary_embedding", "stable_softmax"]
 
@@ -314,12 +315,15 @@ def _cross_entropy(schedule, logits, labels, *, ignore_index=-100):
                            f"i32 labels [rows]; got {x.dtype.name}"
                            f"{list(x.shape)} and {y.dtype.name}"
                            f"{list(y.shape)}")
-    s = schedule or Schedule(block=(1, min(4096, _pow2(x.shape[1]))),
-                             warps=8)
+    base = Schedule(block=(1, min(4096, _pow2(x.shape[1]))), warps=8)
+    rows = x.shape[0]
     dev = x.device.index
-    loss = _cuda.empty((x.shape[0],), "f32", device=f"cuda:{dev}")
-    lse = _cuda.empty((x.shape[0],), "f32", device=f"cuda:{dev}")
-    K.cross_entropy_fwd.with_schedule(s)[(cdiv(x.shape[0], s.m),)](
+    loss = _cuda.empty((rows,), "f32", device=f"cuda:{dev}")
+    lse = _cuda.empty((rows,), "f32", device=f"cuda:{dev}")
+    # Rows per program and warps: one row walking its columns keeps too
+    # little in flight on its own.
+    _kernel_for("cross_entropy_fwd", schedule, base, BM=[1, 2, 4],
+                warps=[4, 8, 16])[lambda T: (cdiv(rows, T.m),)](
         x, y, loss, lse, int(ignore_index))
     return loss, lse
 
@@ -334,11 +338,12 @@ def _cross_entropy_backward(schedule, logits, labels, lse, dloss, *,
     x, y, lse, g = (_tensor(t, n) for t, n in (
         (logits, "logits"), (labels, "labels"), (lse, "lse"),
         (dloss, "dloss")))
-    s = schedule or Schedule(block=(1, min(4096, _pow2(x.shape[1]))),
-                             warps=8)
+    base = Schedule(block=(1, min(4096, _pow2(x.shape[1]))), warps=8)
+    rows = x.shape[0]
     dev = x.device.index
     dx = _cuda.empty(x.shape, x.dtype, device=f"cuda:{dev}")
-    K.cross_entropy_bwd.with_schedule(s)[(cdiv(x.shape[0], s.m),)](
+    _kernel_for("cross_entropy_bwd", schedule, base, BM=[1, 2, 4],
+                warps=[4, 8, 16])[lambda T: (cdiv(rows, T.m),)](
         x, y, lse, g, dx, int(ignore_index))
     return dx
 
@@ -484,3 +489,54 @@ def _flash_attention_2(schedule, q, k, v, *, causal=False, scale=None,
 
 
 flash_attention_2 = _flash_attention_2
+
+
+@_op
+def _flash_attention_2_backward(schedule, do, q, k, v, o, lse, *,
+                                causal=False, scale=None):
+    """Gradients of flash_attention_2 for output gradient ``do``: (dq, dk,
+    dv). Deterministic: one kernel gives dK and dV per key block over the
+    query blocks that see it, another dQ per query block; no atomics."""
+    do, q, k, v, o, lse = (_tensor(t, n) for t, n in (
+        (do, "do"), (q, "q"), (k, "k"), (v, "v"), (o, "o"), (lse, "lse")))
+    if not (q.shape == k.shape == v.shape == o.shape == do.shape) or \
+            q.ndim not in (3, 4) or lse.shape != q.shape[:-1]:
+        raise TesseraError(f"flash_attention_2_backward takes do, q, k, v, o "
+                           f"of one shape [B, H, S, D] and lse [B, H, S]; got "
+                           f"{[list(t.shape) for t in (do, q, k, v, o, lse)]}")
+    d, seq = q.shape[-1], q.shape[-2]
+    bh = math.prod(q.shape[:-2])
+    if d not in (64, 128):
+        raise TesseraError(f"flash_attention_2_backward: head dim 64 or 128, "
+                           f"got {d}")
+    s = schedule or (Schedule(block=(64, 64), warps=4, stages=2, d=d)
+                     if _chip(q.device.index) == "sm_90a"
+                     else Schedule(block=(32, 32 if d == 64 else 16),
+                                   warps=4, stages=2, d=d))
+    if "d" not in s.params:
+        s = s.with_params(d=d)
+    if causal and (s.m % s.n and s.n % s.m):
+        raise TesseraError(f"causal flash_attention_2_backward needs block "
+                           f"sizes that divide each other; got {s.block}")
+    dev = q.device.index
+    scale = 1.0 / math.sqrt(d) if scale is None else float(scale)
+    rows = (bh, seq, d)
+    q3, k3, v3, o3, do3 = (t.reshape(*rows) for t in (q, k, v, o, do))
+    delta = _cuda.empty((bh, seq), "f32", device=f"cuda:{dev}")
+    pre = Schedule(block=(16,), warps=4, d=d)
+    K.attention_bwd_preprocess.with_schedule(pre)[(cdiv(bh * seq, 16),)](
+        o3.reshape(bh * seq, d), do3.reshape(bh * seq, d),
+        delta.reshape(bh * seq))
+    dq, dk, dv = (_cuda.empty(q.shape, q.dtype, device=f"cuda:{dev}")
+                  for _ in range(3))
+    lse3 = lse.reshape(bh, seq)
+    K.flash_attention_bwd_dkdv.with_schedule(s)[(cdiv(seq, s.n), bh)](
+        q3, k3, v3, do3, lse3, delta, dk.reshape(*rows), dv.reshape(*rows),
+        scale, causal=bool(causal))
+    K.flash_attention_bwd_dq.with_schedule(s)[(cdiv(seq, s.m), bh)](
+        q3, k3, v3, do3, lse3, delta, dq.reshape(*rows), scale,
+        causal=bool(causal))
+    return dq, dk, dv
+
+
+flash_attention_2_backward = _flash_attention_2_backward

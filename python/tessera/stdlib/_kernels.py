@@ -374,3 +374,93 @@ def flash_attention_fwd(q: KTile["BH", "S", "D"], k: KTile["BH", "S", "D"],
         acc, m, l = _attend(T, Qt, K, V, nblk, scale, acc, m, l, tail_mask)
     tile.store(O, tile.cast(acc / l[:, None], O.dtype), rows=T.m)
     tile.store(L, m + tile.log(l), at=(q0,))
+
+
+@ts.kernel
+def attention_bwd_preprocess(o: KTile["R", "D"], do: KTile["R", "D"],
+                             delta: KTile["R", ts.f32]):
+    """delta = rowsum(dO * O) (f32), the softmax backward's row term."""
+    T = tile.context()
+    r = tile.program_id(0) * T.m
+    x = tile.cast(tile.load(o, at=(r, 0), shape=(T.m, T.d)), ts.f32)
+    g = tile.cast(tile.load(do, at=(r, 0), shape=(T.m, T.d)), ts.f32)
+    tile.store(delta, tile.sum(x * g, axis=1), at=(r,))
+
+
+def _probabilities(T, Qb, Kb, lse, scale, q0, k0, causal):
+    """P = exp(Q K^T scale - lse) of one block (0 above the diagonal)."""
+    S = tile.dot(Qb, tile.transpose(Kb)) * scale
+    if causal:
+        tile.mask_causal(S, q0, k0)
+    return tile.exp(S - lse[:, None])
+
+
+@ts.kernel
+def flash_attention_bwd_dkdv(q: KTile["BH", "S", "D"], k: KTile["BH", "S", "D"],
+                             v: KTile["BH", "S", "D"],
+                             do: KTile["BH", "S", "D"],
+                             lse: KTile["BH", "S", ts.f32],
+                             delta: KTile["BH", "S", ts.f32],
+                             dk: KTile["BH", "S", "D"],
+                             dv: KTile["BH", "S", "D"], scale: float, *,
+                             causal: bool):
+    """dK and dV of T.n keys of one head, over every query block that sees
+    them; grid (cdiv(S, T.n), BH). No atomics: each program owns its rows
+    of dK and dV."""
+    T = tile.context()
+    bh = tile.program_id(1)
+    Q, K, V, DO = q[bh], k[bh], v[bh], do[bh]
+    L, Dl, DK, DV = lse[bh], delta[bh], dk[bh], dv[bh]
+    seq = Q.shape[0]
+    k0 = tile.program_id(0) * T.n
+    Kb = tile.load(K, at=(k0, 0), shape=(T.n, T.d))
+    Vb = tile.load(V, at=(k0, 0), shape=(T.n, T.d))
+    dK = tile.zeros((T.n, T.d))
+    dV = tile.zeros((T.n, T.d))
+    # Causal: queries before the block's first key see none of it.
+    start = (k0 // T.m) * T.m if causal else 0
+    for q0 in tile.range(start, seq, T.m, stages=T.stages):
+        Qb = tile.load(Q, at=(q0, 0), shape=(T.m, T.d))
+        dOb = tile.load(DO, at=(q0, 0), shape=(T.m, T.d))
+        l = tile.load(L, at=(q0,), shape=(T.m,))
+        dl = tile.load(Dl, at=(q0,), shape=(T.m,))
+        P = _probabilities(T, Qb, Kb, l, scale, q0, k0, causal)
+        Pt = tile.transpose(tile.cast(P, q.dtype))
+        dV = tile.dot(Pt, dOb, dV)
+        dP = tile.dot(dOb, tile.transpose(Vb))
+        dS = P * (dP - dl[:, None])
+        dK = tile.dot(tile.transpose(tile.cast(dS, q.dtype)), Qb, dK)
+    tile.store(DK, tile.cast(dK * scale, dk.dtype), at=(k0, 0))
+    tile.store(DV, tile.cast(dV, dv.dtype), at=(k0, 0))
+
+
+@ts.kernel
+def flash_attention_bwd_dq(q: KTile["BH", "S", "D"], k: KTile["BH", "S", "D"],
+                           v: KTile["BH", "S", "D"],
+                           do: KTile["BH", "S", "D"],
+                           lse: KTile["BH", "S", ts.f32],
+                           delta: KTile["BH", "S", ts.f32],
+                           dq: KTile["BH", "S", "D"], scale: float, *,
+                           causal: bool):
+    """dQ of T.m queries of one head, over the key blocks they see; grid
+    (cdiv(S, T.m), BH)."""
+    T = tile.context()
+    bh = tile.program_id(1)
+    Q, K, V, DO = q[bh], k[bh], v[bh], do[bh]
+    L, Dl, DQ = lse[bh], delta[bh], dq[bh]
+    keys = K.shape[0]
+    q0 = tile.row_index()
+    Qb = tile.load(Q, at=(q0, 0), shape=(T.m, T.d))
+    dOb = tile.load(DO, at=(q0, 0), shape=(T.m, T.d))
+    l = tile.load(L, at=(q0,), shape=(T.m,))
+    dl = tile.load(Dl, at=(q0,), shape=(T.m,))
+    dQ = tile.zeros((T.m, T.d))
+    end = tile.minimum(q0 + T.m, keys) if causal else keys
+    for k0 in tile.range(0, end, T.n, stages=T.stages):
+        Kb = tile.load(K, at=(k0, 0), shape=(T.n, T.d))
+        Vb = tile.load(V, at=(k0, 0), shape=(T.n, T.d))
+        P = _probabilities(T, Qb, Kb, l, scale, q0, k0, causal)
+        dP = tile.dot(dOb, tile.transpose(Vb))
+        dS = tile.cast(P * (dP - dl[:, None]), q.dtype)
+        dQ = tile.dot(dS, tile.load(K, at=(k0, 0), shape=(T.n, T.d)), dQ)
+    tile.store(DQ, tile.cast(dQ * scale, dq.dtype), at=(q0, 0))

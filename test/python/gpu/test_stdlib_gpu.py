@@ -54,6 +54,8 @@ def _calls(mk, chip):
         shape = ATTN_SHAPE + (d,)
         S.flash_attention_2(mk(shape, "bf16"), mk(shape, "bf16"),
                             mk(shape, "bf16"), causal=causal)
+        S.flash_attention_2_backward(*(mk(shape, "bf16") for _ in range(5)),
+                                     mk(shape[:-1], "f32"), causal=causal)
 
 
 def precompile(chip):
@@ -249,6 +251,34 @@ def test_flash_attention_2(d, causal, rng=np.random.default_rng(8)):
     ref = np.exp(s - ref_lse[..., None]) @ v
     np.testing.assert_allclose(host(o), ref, rtol=2e-2, atol=2e-2)
     np.testing.assert_allclose(host(lse), ref_lse, rtol=1e-3, atol=1e-3)
+
+
+@pytest.mark.parametrize("d,causal", ATTN)
+def test_flash_attention_2_backward(d, causal, rng=np.random.default_rng(9)):
+    shape = ATTN_SHAPE + (d,)
+    q, k, v, g = (rounded(rng.standard_normal(shape), "bf16")
+                  for _ in range(4))
+    dq_, dk_, dv_ = (dev(t, "bf16") for t in (q, k, v))
+    o, lse = S.flash_attention_2(dq_, dk_, dv_, causal=causal)
+    dq, dk, dv = S.flash_attention_2_backward(dev(g, "bf16"), dq_, dk_, dv_,
+                                              o, lse, causal=causal)
+    # float64 reference: loss = sum(o * g) of softmax(q k^T / sqrt(d)) v.
+    scale = 1 / math.sqrt(d)
+    s = q @ np.swapaxes(k, -1, -2) * scale
+    if causal:
+        seq = shape[2]
+        s = np.where(np.tril(np.ones((seq, seq), bool)), s, -np.inf)
+    p = np.exp(s - s.max(-1, keepdims=True))
+    p /= p.sum(-1, keepdims=True)
+    ref_dv = np.swapaxes(p, -1, -2) @ g
+    dp = g @ np.swapaxes(v, -1, -2)
+    ds = p * (dp - (dp * p).sum(-1, keepdims=True))
+    ref_dq = ds @ k * scale
+    ref_dk = np.swapaxes(ds, -1, -2) @ q * scale
+    for got, ref in ((dq, ref_dq), (dk, ref_dk), (dv, ref_dv)):
+        # bf16 probabilities and dS into the products; bf16 results.
+        np.testing.assert_allclose(host(got), ref, rtol=3e-2,
+                                   atol=3e-2 * np.abs(ref).max())
 
 
 def test_ops_take_torch_tensors_and_report_bad_shapes():
