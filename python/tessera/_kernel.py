@@ -1063,17 +1063,51 @@ class Autotuner:
         except (OSError, ValueError):
             return {}
 
+    def export(self, path: str) -> int:
+        """Writes this tuner's stored choices to the JSON file ``path``;
+        returns how many."""
+        data = self._load()
+        self._write(os.path.expanduser(path), data)
+        return len(data)
+
+    def import_(self, path: str) -> int:
+        """Adds the choices of the JSON file ``path`` (written by export or
+        by another tuner's cache) to this tuner's cache file; entries that
+        are not choices are skipped. Returns how many were added."""
+        if not self.cache_path:
+            raise TesseraError("import_ needs an autotune cache file (cache=)")
+        try:
+            with open(os.path.expanduser(path)) as f:
+                incoming = json.load(f)
+        except (OSError, ValueError) as e:
+            raise TesseraError(f"cannot read autotune choices from {path}: "
+                               f"{e}") from None
+        if not isinstance(incoming, dict):
+            raise TesseraError(f"{path} holds no autotune choices (expected a "
+                               f"JSON object)")
+        good = {k: v for k, v in incoming.items()
+                if isinstance(v, dict) and isinstance(v.get("config"), dict)
+                and all(c in self.space for c in v["config"])}
+        data = self._load()
+        data.update(good)
+        self._write(self.cache_path, data)
+        return len(good)
+
     def _store(self, key, config, ms):
         if not self.cache_path:
             return
         data = self._load()
         data[key] = {"config": config, "latency_ms": ms}
-        d = os.path.dirname(self.cache_path) or "."
+        self._write(self.cache_path, data)
+
+    @staticmethod
+    def _write(path, data):
+        d = os.path.dirname(path) or "."
         os.makedirs(d, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=d, suffix=".tmp")
         with os.fdopen(fd, "w") as f:
             json.dump(data, f, indent=1, sort_keys=True)
-        os.replace(tmp, self.cache_path)
+        os.replace(tmp, path)
 
     def choose(self, kern, grid, params, values, tensors, tensor_types,
                consts, device, chip):

@@ -289,3 +289,25 @@ def test_launch_arguments_are_checked_before_anything_runs():
     if not ts.cuda.is_available():
         with pytest.raises(ts.TesseraError, match="no CUDA device"):
             ts.synchronize()
+
+
+def test_autotune_choices_export_and_import(tmp_path):
+    space = dict(BM=[64, 128], warps=[4, 8])
+    a = ts.kernel.autotune(space=space, cache=str(tmp_path / "a.json"))(
+        K.matmul)._autotune
+    a._store("key1", {"BM": 128, "warps": 8}, 0.5)
+    a._store("key2", {"BM": 64, "warps": 4}, 0.7)
+    assert a.export(str(tmp_path / "out.json")) == 2
+    # A damaged cache file is read as empty, not an error.
+    (tmp_path / "b.json").write_text("{not json")
+    b = ts.kernel.autotune(space=space, cache=str(tmp_path / "b.json"))(
+        K.matmul)._autotune
+    assert b._load() == {}
+    assert b.import_(str(tmp_path / "out.json")) == 2
+    assert b._load()["key1"]["config"] == {"BM": 128, "warps": 8}
+    # Entries for another space's keys are skipped.
+    (tmp_path / "other.json").write_text(
+        '{"k": {"config": {"BN": 32}}, "j": 3}')
+    assert b.import_(str(tmp_path / "other.json")) == 0
+    with pytest.raises(ts.TesseraError, match="cannot read autotune"):
+        b.import_(str(tmp_path / "missing.json"))

@@ -465,11 +465,13 @@ def _flash_attention_2(schedule, q, k, v, *, causal=False, scale=None,
     bh = math.prod(q.shape[:-2])
     if d not in (64, 128):
         raise TesseraError(f"flash_attention_2: head dim 64 or 128, got {d}")
-    # Hopper: both products on wgmma with 64 x 64 blocks; before it,
-    # mma.sync, whose layout conversion buffers (static shared memory, one
-    # per conversion of each loop) need narrower key blocks.
+    # Hopper: both products on wgmma, 64-key blocks, queries per program,
+    # warps and stages tuned per shape; before it, mma.sync, whose layout
+    # conversion buffers (static shared memory, one per conversion of each
+    # loop) need narrower key blocks.
+    hopper = _chip(q.device.index) == "sm_90a"
     s = schedule or (Schedule(block=(64, 64), warps=4, stages=2, d=d)
-                     if _chip(q.device.index) == "sm_90a"
+                     if hopper
                      else Schedule(block=(64, 32 if d == 64 else 16),
                                    warps=4, stages=2, d=d))
     if "d" not in s.params:
@@ -477,11 +479,16 @@ def _flash_attention_2(schedule, q, k, v, *, causal=False, scale=None,
     if causal and s.m % s.n:
         raise TesseraError(f"causal flash_attention_2 needs block m a "
                            f"multiple of block n; got {s.block}")
+    if schedule is None and hopper:
+        kern = _kernel_for("flash_attention_fwd", None, s, BM=[64, 128],
+                           warps=[4, 8], stages=[2, 3])
+    else:
+        kern = K.flash_attention_fwd.with_schedule(s)
     dev = q.device.index
     o = _out(out, q.shape, q.dtype, dev)
     lse = _cuda.empty(q.shape[:-1], "f32", device=f"cuda:{dev}")
     scale = 1.0 / math.sqrt(d) if scale is None else float(scale)
-    K.flash_attention_fwd.with_schedule(s)[(cdiv(seq, s.m), bh)](
+    kern[lambda T: (cdiv(seq, T.m), bh)](
         q.reshape(bh, seq, d), k.reshape(bh, seq, d), v.reshape(bh, seq, d),
         o.reshape(bh, seq, d), lse.reshape(bh, seq), scale,
         causal=bool(causal))
