@@ -516,8 +516,9 @@ def _flash_attention_2_backward(schedule, do, q, k, v, o, lse, *,
     if d not in (64, 128):
         raise TesseraError(f"flash_attention_2_backward: head dim 64 or 128, "
                            f"got {d}")
+    hopper = _chip(q.device.index) == "sm_90a"
     s = schedule or (Schedule(block=(64, 64), warps=4, stages=2, d=d)
-                     if _chip(q.device.index) == "sm_90a"
+                     if hopper
                      else Schedule(block=(32, 32 if d == 64 else 16),
                                    warps=4, stages=2, d=d))
     if "d" not in s.params:
@@ -537,10 +538,17 @@ def _flash_attention_2_backward(schedule, do, q, k, v, o, lse, *,
     dq, dk, dv = (_cuda.empty(q.shape, q.dtype, device=f"cuda:{dev}")
                   for _ in range(3))
     lse3 = lse.reshape(bh, seq)
-    K.flash_attention_bwd_dkdv.with_schedule(s)[(cdiv(seq, s.n), bh)](
+    # On Hopper each kernel tunes warps and stages per shape.
+    space = dict(warps=[4, 8], stages=[1, 2, 3]) if hopper and \
+        schedule is None else None
+    dkdv = (_kernel_for("flash_attention_bwd_dkdv", None, s, **space)
+            if space else K.flash_attention_bwd_dkdv.with_schedule(s))
+    dqk = (_kernel_for("flash_attention_bwd_dq", None, s, **space)
+           if space else K.flash_attention_bwd_dq.with_schedule(s))
+    dkdv[lambda T: (cdiv(seq, T.n), bh)](
         q3, k3, v3, do3, lse3, delta, dk.reshape(*rows), dv.reshape(*rows),
         scale, causal=bool(causal))
-    K.flash_attention_bwd_dq.with_schedule(s)[(cdiv(seq, s.m), bh)](
+    dqk[lambda T: (cdiv(seq, T.m), bh)](
         q3, k3, v3, do3, lse3, delta, dq.reshape(*rows), scale,
         causal=bool(causal))
     return dq, dk, dv
