@@ -38,6 +38,8 @@ def _calls(mk):
                  mk((ADAM_N,), "f32"), mk((ADAM_N,), "f32"), lr=1e-3, step=1)
     for n in GEMM:
         S.gemm(mk((n, n), "bf16"), mk((n, n), "bf16"))
+        S.gemm(mk((n, n), "f32"), mk((n, n), "f32"), transposed_b=True,
+               allow_tf32=True)
     for bh, s, d in ATTN:
         for causal in (False, True):
             S.flash_attention_2(*(mk((bh, s, d), "bf16") for _ in range(3)),
@@ -172,6 +174,15 @@ def main():
         t = time_ms(lambda: S.gemm(at, bmt), torch, reps=10)
         pt = time_ms(lambda: a @ bm, torch, reps=10)
         print(f"{f'gemm bf16 {n}^3':<30}{flops / t / 1e9:>13.0f}"
+              f"{flops / pt / 1e9:>12.0f}{pt / t:>7.2f}")
+        a32, bt32 = rand(n, n), rand(n, n)
+        at32, btt32 = ts.from_dlpack(a32), ts.from_dlpack(bt32)
+        torch.backends.cuda.matmul.allow_tf32 = True
+        t = time_ms(lambda: S.gemm(at32, btt32, transposed_b=True,
+                                   allow_tf32=True), torch, reps=10)
+        pt = time_ms(lambda: a32 @ bt32.T, torch, reps=10)
+        torch.backends.cuda.matmul.allow_tf32 = False
+        print(f"{f'gemm tf32 {n}^3 (b as [N, K])':<30}{flops / t / 1e9:>13.0f}"
               f"{flops / pt / 1e9:>12.0f}{pt / t:>7.2f}")
     for bh, s, d in ATTN:
         q, k, vv = (rand(1, bh, s, d, dtype=torch.bfloat16) for _ in range(3))

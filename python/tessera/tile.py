@@ -791,9 +791,11 @@ def prod(x, axis: int = -1):
     return _reduce("prod", x, axis)
 
 
-def dot(a, b, acc=None):
-    """``acc + a @ b`` (``acc`` zeros by default): bf16, f16, tf32 (f32),
-    fp8 operands into f32; i8 into i32. On the tensor cores."""
+def dot(a, b, acc=None, *, tf32=False):
+    """``acc + a @ b`` (``acc`` zeros by default): bf16, f16, fp8 operands
+    into f32 on the tensor cores; i8 into i32; f32 operands exactly, or,
+    with ``tf32=True``, read as tf32 (10 mantissa bits) where the tensor
+    cores can (Hopper, B given as the transpose of a [N, K] load)."""
     for x in (a, b):
         if not isinstance(x, Tile) or x.ndim != 2:
             raise _err(f"tile.dot takes two rank-2 tiles, got {x!r}")
@@ -810,8 +812,14 @@ def dot(a, b, acc=None):
     if acc.shape != shape:
         raise _err(f"tile.dot's accumulator is {list(acc.shape)}, the product "
                    f"{list(shape)}")
+    attrs = ""
+    if tf32:
+        if a.type != "f32" or b.type != "f32":
+            raise _err(f"tile.dot(tf32=True) reads f32 operands as tf32; got "
+                       f"{a.type} and {b.type}")
+        attrs = " {tf32}"
     (name,) = current_trace().emit(
-        f"ttile.dot {a.name}, {b.name}, {acc.name} : {a.mlir_type}, "
+        f"ttile.dot {a.name}, {b.name}, {acc.name}{attrs} : {a.mlir_type}, "
         f"{b.mlir_type} -> {acc.mlir_type}", [acc.mlir_type])
     return Tile(name, shape, acc.type)
 

@@ -407,22 +407,28 @@ private:
          acc = tileType(dot.getAcc());
     Type in = a.getElementType(), inB = b.getElementType();
     bool fp8 = isFp8(in) && isFp8(inB);
+    // f32 products allowed to read their operands as tf32; like fp8, wgmma
+    // takes them K-contiguous only (B given transposed), A from shared.
+    bool tf32 = dot.getTf32() && in.isF32() && inB.isF32();
+    bool kMajorOnly = fp8 || tf32;
     if (!acc.getElementType().isF32() ||
-        !(fp8 || ((in.isBF16() || in.isF16()) && inB == in)))
+        !(kMajorOnly || ((in.isBF16() || in.isF16()) && inB == in)))
       return {};
     Block *block = dot->getBlock();
     bool bKMajor = bool(transposedOperand(dot.getB(), block));
     // A from registers (computed, as attention's P) for 16-bit types, with
     // the warpgroups along M.
     bool aInRegisters = !sharedOperandLoad(dot.getA(), block);
-    if ((aInRegisters && fp8) ||
-        !(bKMajor || sharedOperandLoad(dot.getB(), block)) || (fp8 && !bKMajor))
+    if ((aInRegisters && kMajorOnly) ||
+        !(bKMajor || sharedOperandLoad(dot.getB(), block)) ||
+        (kMajorOnly && !bKMajor))
       return {};
     int64_t m = acc.getShape()[0], n = acc.getShape()[1], k = a.getShape()[1];
     for (int64_t d : {m, n, k})
       if (!llvm::isPowerOf2_64(d))
         return {};
-    int64_t instrK = fp8 ? 32 : 16, eltBytes = fp8 ? 1 : 2;
+    // Every K step of the instruction is 32 bytes of a row.
+    int64_t eltBytes = fp8 ? 1 : tf32 ? 4 : 2, instrK = 32 / eltBytes;
     if (k < instrK || n < 16 || m % 64)
       return {};
     int64_t groups = numWarps / 4, gm = groups;

@@ -276,7 +276,7 @@ void KernelLowering::fenceSharedForTensorCores(Location loc) {
 }
 
 /// Whether a load into a shared tile can be lowered: from a 2-d global
-/// memref with unit stride along rows, 8- or 16-bit elements, unmasked,
+/// memref with unit stride along rows, 8-, 16- or 32-bit elements, unmasked,
 /// at least one swizzle row wide.
 static bool isLowerableSharedLoad(LoadOp op) {
   auto t = cast<RankedTensorType>(op.getType());
@@ -287,7 +287,8 @@ static bool isLowerableSharedLoad(LoadOp op) {
          !isa_and_nonnull<gpu::AddressSpaceAttr>(mem.getMemorySpace()) &&
          succeeded(mem.getStridesAndOffset(strides, offset)) &&
          strides.back() == 1 &&
-         (t.getElementTypeBitWidth() == 16 ||
+         (t.getElementTypeBitWidth() == 32 ||
+          t.getElementTypeBitWidth() == 16 ||
           t.getElementTypeBitWidth() == 8) &&
          cast<SharedAttr>(t.getEncoding()).getOrder() ==
              ArrayRef<int64_t>{1, 0} &&
@@ -301,7 +302,7 @@ LogicalResult KernelLowering::lowerSharedLoad(LoadOp op) {
   if (!isLowerableSharedLoad(op))
     return op.emitError()
            << "a #ttile.shared tile is loaded from a 2-d global memref of "
-              "8- or 16-bit elements, unmasked, rows contiguous (unit "
+              "8-, 16- or 32-bit elements, unmasked, rows contiguous (unit "
               "stride) and at least one swizzle row wide; got "
            << t << " from " << op.getSource().getType();
   // Filled ahead by the enclosing pipelined range.
@@ -527,6 +528,13 @@ LogicalResult KernelLowering::lowerWgmma(DotOp op, MmaAttr mma) {
                           << bType;
   Type inA = aType.getElementType(), inB = bType.getElementType();
   bool fp8 = isa<Float8E4M3FNType, Float8E5M2Type>(inA);
+  // f32 operands read as tf32 (the dot allows it; AssignLayouts gives such
+  // dots wgmma accumulators only then).
+  bool tf32 = op.getTf32() && inA.isF32() && inB.isF32();
+  bool kMajorOnly = fp8 || tf32;
+  auto typeName = [&](Type t) {
+    return tf32 ? StringRef("tf32") : wgmmaTypeName(t);
+  };
   // A from shared memory (K contiguous) or from registers (mma.sync's A
   // fragments per warp, Distribution.cpp).
   bool aInRegisters = isa<DotOperandAttr>(aType.getEncoding());
@@ -541,17 +549,18 @@ LogicalResult KernelLowering::lowerWgmma(DotOp op, MmaAttr mma) {
   // B's order: [1, 0] is N contiguous (transposed by the instruction, 16-bit
   // types only), [0, 1] K contiguous.
   bool bKMajor = bShared.getOrder() == ArrayRef<int64_t>{0, 1};
-  if (wgmmaTypeName(inA).empty() || wgmmaTypeName(inB).empty() ||
+  if (typeName(inA).empty() || typeName(inB).empty() ||
       !accType.getElementType().isF32() || (!fp8 && inA != inB) ||
       (fp8 && !isa<Float8E4M3FNType, Float8E5M2Type>(inB)) ||
-      (fp8 && (!bKMajor || aInRegisters)))
+      (kMajorOnly && (!bKMajor || aInRegisters)))
     return op.emitError() << "wgmma is lowered for bf16 or f16 operands, or "
-                             "fp8 (e4m3, e5m2) with B K-contiguous, into f32; "
-                             "got "
+                             "fp8 (e4m3, e5m2) or f32 read as tf32 with A "
+                             "from shared memory and B K-contiguous, into "
+                             "f32; got "
                           << inA << " x " << inB << " (B order "
                           << (bKMajor ? "[0, 1]" : "[1, 0]") << ") -> "
                           << accType.getElementType();
-  int64_t eltBytes = fp8 ? 1 : 2, instrK = fp8 ? 32 : 16;
+  int64_t eltBytes = fp8 ? 1 : tf32 ? 4 : 2, instrK = 32 / eltBytes;
   int64_t m = accType.getShape()[0], n = accType.getShape()[1],
           k = aType.getShape()[1];
   int64_t gm = mma.getWarpsPerCTA()[0] / 4, gn = mma.getWarpsPerCTA()[1];
@@ -597,7 +606,7 @@ LogicalResult KernelLowering::lowerWgmma(DotOp op, MmaAttr mma) {
     llvm::raw_string_ostream os(asmText);
     os << "{\n.reg .pred p;\nsetp.ne.b32 p, $" << regs + (aInRegisters ? 5 : 2)
        << ", 0;\nwgmma.mma_async.sync.aligned.m64n" << instrN << "k" << instrK
-       << ".f32." << wgmmaTypeName(inA) << "." << wgmmaTypeName(inB) << " {";
+       << ".f32." << typeName(inA) << "." << typeName(inB) << " {";
     for (int64_t i = 0; i < regs; ++i)
       os << (i ? ", " : "") << "$" << i;
     // A: a descriptor, or four registers of two 16-bit values each.
@@ -609,7 +618,7 @@ LogicalResult KernelLowering::lowerWgmma(DotOp op, MmaAttr mma) {
     // A from shared memory is K-major (no transpose); an N-major B is
     // transposed by the instruction (16-bit types only: fp8 takes no
     // transpose flags).
-    if (!fp8)
+    if (!kMajorOnly)
       os << (aInRegisters ? ", " : ", 0, ") << (bKMajor ? 0 : 1);
     os << ";\n}";
   }

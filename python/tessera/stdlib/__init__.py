@@ -410,33 +410,61 @@ _GEMM_SPACE = {"bf16": Schedule(block=(128, 256), k=64, warps=8, stages=4,
 
 
 @_op
-def _gemm(schedule, a, b, *, out=None, out_dtype=None, scale=1.0):
-    """``a @ b``: bf16/f16 (tensor cores), f32 (FMAs), or fp8 with ``b``
-    given transposed ([N, K], K contiguous) and ``scale`` applied; f32
-    accumulation, the result in ``out_dtype`` (default: a's dtype; bf16 for
-    fp8)."""
+def _gemm(schedule, a, b, *, out=None, out_dtype=None, scale=1.0,
+          transposed_b=None, allow_tf32=False):
+    """``a @ b`` with f32 accumulation: bf16/f16 on the tensor cores; f32
+    exactly on FMAs, or read as tf32 on Hopper's tensor cores with
+    ``allow_tf32=True`` and ``b`` given transposed; fp8 (e4m3/e5m2) with
+    ``b`` given transposed. ``transposed_b=True`` (the default for fp8)
+    takes ``b`` as [N, K], K contiguous. ``scale`` multiplies the product
+    (transposed form). The result is ``out_dtype`` (default: a's dtype;
+    bf16 for fp8)."""
     a, b = _tensor(a, "a"), _tensor(b, "b")
     if a.ndim != 2 or b.ndim != 2:
         raise TesseraError("gemm takes two matrices")
     fp8 = a.dtype.name.startswith("f8")
+    if transposed_b is None:
+        transposed_b = fp8
+    if fp8 and not transposed_b:
+        raise TesseraError("fp8 gemm takes b transposed ([N, K], K "
+                           "contiguous), as the tensor cores read it")
+    if allow_tf32 and a.dtype.name != "f32":
+        raise TesseraError(f"allow_tf32 applies to f32 operands, got "
+                           f"{a.dtype.name}")
     m, k = a.shape
-    n = b.shape[0] if fp8 else b.shape[1]
-    kb = b.shape[1] if fp8 else b.shape[0]
+    n = b.shape[0] if transposed_b else b.shape[1]
+    kb = b.shape[1] if transposed_b else b.shape[0]
     if kb != k:
         raise TesseraError(f"gemm of {list(a.shape)} and {list(b.shape)}"
-                           f"{' (b transposed)' if fp8 else ''}: inner dims "
-                           f"{k} and {kb} differ")
+                           f"{' (b transposed)' if transposed_b else ''}: "
+                           f"inner dims {k} and {kb} differ")
+    if b.dtype != a.dtype and not (fp8 and b.dtype.name.startswith("f8")):
+        raise TesseraError(f"gemm of {a.dtype.name} and {b.dtype.name}")
     dtype = as_dtype(out_dtype) if out_dtype is not None else (
         as_dtype("bf16") if fp8 else a.dtype)
     c = _out(out, (m, n), dtype, a.device.index)
-    if fp8:
-        s = schedule or Schedule(block=(128, 256), k=128, warps=8, stages=4,
-                                 group=8)
+    if transposed_b:
+        if fp8:
+            base = Schedule(block=(128, 256), k=128, warps=8, stages=4,
+                            group=8)
+        elif a.dtype.name == "f32" and allow_tf32:
+            base = Schedule(block=(128, 128), k=32, warps=8, stages=4,
+                            group=8)
+        else:
+            base = _GEMM_SPACE.get(a.dtype.name)
+            if base is None:
+                raise TesseraError(f"gemm of {a.dtype.name}: bf16, f16, f32 "
+                                   f"or fp8")
+        s = schedule or base
+        if "group" not in s.params:
+            s = s.with_params(group=8)
         grid = cdiv(m, s.m) * cdiv(n, s.n)
-        K.gemm_bt.with_schedule(s)[(grid,)](a, b, c, float(scale))
+        K.gemm_bt.with_schedule(s)[(grid,)](a, b, c, float(scale),
+                                            tf32=bool(allow_tf32))
         return c
     if scale != 1.0:
-        raise TesseraError("scale applies to fp8 products")
+        raise TesseraError("scale applies to the transposed form "
+                           "(transposed_b=True)")
     s = schedule or _GEMM_SPACE.get(a.dtype.name)
     if s is None:
         raise TesseraError(f"gemm of {a.dtype.name}: bf16, f16, f32 or fp8")

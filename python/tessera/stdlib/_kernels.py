@@ -301,16 +301,16 @@ def gemm(A: KTile["M", "K"], B: KTile["K", "N"], C: KTile["M", "N"]):
 
 @ts.kernel
 def gemm_bt(A: KTile["M", "K"], Bt: KTile["N", "K"], C: KTile["M", "N"],
-            scale: float):
-    """C = scale * A @ Bt^T: fp8 (e4m3/e5m2) operands, K contiguous in both,
-    as the tensor cores take them."""
+            scale: float, *, tf32: bool):
+    """C = scale * A @ Bt^T, K contiguous in both operands, as the tensor
+    cores take fp8 (e4m3/e5m2) and tf32 (f32 with tf32=True)."""
     T = tile.context()
     i, j = _grouped(T, A.shape[0], Bt.shape[0])
     acc = tile.zeros((T.m, T.n))
     for k in tile.range(0, A.shape[1], T.k):
         a = tile.load(A, at=(i, k), shape=(T.m, T.k))
         b = tile.load(Bt, at=(j, k), shape=(T.n, T.k))
-        acc = tile.dot(a, tile.transpose(b), acc)
+        acc = tile.dot(a, tile.transpose(b), acc, tf32=tf32)
     tile.store(C, tile.cast(acc * scale, C.dtype), at=(i, j))
 
 

@@ -68,11 +68,11 @@ func.func @shared_in_registers(%X: memref<?x?xbf16>)
 // -----
 
 #sh = #ttile.shared<swizzle = 128, order = [1, 0]>
-func.func @shared_of_f32(%X: memref<?x?xf32>)
+func.func @shared_of_f64(%X: memref<?x?xf64>)
     attributes {ttile.kernel, ttile.num_warps = 4 : i32} {
   %c0 = arith.constant 0 : index
-  // expected-error @below {{a #ttile.shared tile is loaded from a 2-d global memref of 8- or 16-bit elements}}
-  %x = ttile.load %X[%c0, %c0] : memref<?x?xf32> -> tensor<64x64xf32, #sh>
+  // expected-error @below {{a #ttile.shared tile is loaded from a 2-d global memref of 8-, 16- or 32-bit elements}}
+  %x = ttile.load %X[%c0, %c0] : memref<?x?xf64> -> tensor<64x64xf64, #sh>
   return
 }
 

@@ -163,6 +163,56 @@ func.func @gemm_fp8_nt(%A: memref<?x?xf8E4M3FN>, %Bt: memref<?x?xf8E4M3FN>,
 
 // -----
 
+// f32 operands the dot allows to read as tf32 take wgmma's tf32 form, K
+// contiguous in both (B given transposed), 8-deep steps; without `tf32` the
+// same product stays exact (FMAs, blocked layouts).
+// LAYOUT: #mma = #ttile.mma<version = 3, warpsPerCTA = [8, 1], instrShape = [64, 128, 8]>
+// LAYOUT-LABEL: func.func @gemm_tf32_nt
+// LAYOUT: ttile.load {{.*}} -> tensor<128x32xf32, #ttile.shared<swizzle = 128, order = [1, 0]>>
+// LAYOUT: ttile.transpose {{.*}} -> tensor<32x128xf32, #ttile.shared<swizzle = 128, order = [0, 1]>>
+// LAYOUT: ttile.dot {{.*}} {tf32} : {{.*}} -> tensor<128x128xf32, #mma>
+// LAYOUT-LABEL: func.func @gemm_f32_exact
+// LAYOUT-NOT: #ttile.shared
+// LAYOUT: ttile.dot {{.*}} -> tensor<128x128xf32, #blocked
+// GPU-LABEL: gpu.func @gemm_tf32_nt
+// GPU: wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 {{.*}}, p, 1, 1;
+// PTX-LABEL: .visible .entry gemm_tf32_nt(
+// PTX: wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32
+func.func @gemm_tf32_nt(%A: memref<?x?xf32>, %Bt: memref<?x?xf32>,
+                        %C: memref<?x?xf32>)
+    attributes {ttile.kernel, ttile.num_warps = 8 : i32} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c32 = arith.constant 32 : index
+  %k = memref.dim %A, %c1 : memref<?x?xf32>
+  %zero = arith.constant dense<0.0> : tensor<128x128xf32>
+  %acc = ttile.range %kk = %c0 to %k step %c32 stages 3
+      iter_args(%a0 = %zero) -> (tensor<128x128xf32>) {
+    %a = ttile.load %A[%c0, %kk] : memref<?x?xf32> -> tensor<128x32xf32>
+    %bt = ttile.load %Bt[%c0, %kk] : memref<?x?xf32> -> tensor<128x32xf32>
+    %b = ttile.transpose %bt {permutation = array<i64: 1, 0>} : tensor<128x32xf32> -> tensor<32x128xf32>
+    %a1 = ttile.dot %a, %b, %a0 {tf32} : tensor<128x32xf32>, tensor<32x128xf32> -> tensor<128x128xf32>
+    ttile.yield %a1 : tensor<128x128xf32>
+  }
+  ttile.store %acc, %C[%c0, %c0] : tensor<128x128xf32>, memref<?x?xf32>
+  return
+}
+
+func.func @gemm_f32_exact(%A: memref<?x?xf32>, %Bt: memref<?x?xf32>,
+                          %C: memref<?x?xf32>)
+    attributes {ttile.kernel, ttile.num_warps = 8 : i32} {
+  %c0 = arith.constant 0 : index
+  %a = ttile.load %A[%c0, %c0] : memref<?x?xf32> -> tensor<128x32xf32>
+  %bt = ttile.load %Bt[%c0, %c0] : memref<?x?xf32> -> tensor<128x32xf32>
+  %b = ttile.transpose %bt {permutation = array<i64: 1, 0>} : tensor<128x32xf32> -> tensor<32x128xf32>
+  %zero = arith.constant dense<0.0> : tensor<128x128xf32>
+  %c = ttile.dot %a, %b, %zero : tensor<128x32xf32>, tensor<32x128xf32> -> tensor<128x128xf32>
+  ttile.store %c, %C[%c0, %c0] : tensor<128x128xf32>, memref<?x?xf32>
+  return
+}
+
+// -----
+
 // Attention's first product: Q loaded once before the loop (a shared tile
 // copied once), K^T the transposed view of a K block whose row the body
 // computes from the induction variable (the ring computes it again for the

@@ -224,3 +224,12 @@ func.func @f(%a: tensor<64x32xbf16, #sh>) {
   %t = ttile.transpose %a {permutation = array<i64: 1, 0>} : tensor<64x32xbf16, #sh> -> tensor<32x64xbf16, #sh>
   return
 }
+
+// -----
+
+func.func @tf32_of_bf16(%a: tensor<16x16xbf16>, %b: tensor<16x16xbf16>,
+                        %c: tensor<16x16xf32>) -> tensor<16x16xf32> {
+  // expected-error @below {{tf32 reads f32 operands as tf32; the operands are 'bf16' and 'bf16'}}
+  %d = ttile.dot %a, %b, %c {tf32} : tensor<16x16xbf16>, tensor<16x16xbf16> -> tensor<16x16xf32>
+  return %d : tensor<16x16xf32>
+}

@@ -20,6 +20,7 @@ ADAM_N = 5000
 ROPE = (2, 100, 4, 64)
 GEMMS = [((300, 200, 100), "bf16"), ((300, 200, 100), "f32")]
 FP8 = (300, 256, 100)
+TF32 = (300, 256, 200)
 ATTN = [(d, causal) for d in (64, 128) for causal in (True, False)]
 ATTN_SHAPE = (2, 3, 200)
 
@@ -47,6 +48,10 @@ def _calls(mk, chip):
                        mk((s, d // 2), "f32"))
     for (m, k, n), dt in GEMMS:
         S.gemm(mk((m, k), dt), mk((k, n), dt))
+    m, k, n = TF32
+    for tf32 in (True, False):
+        S.gemm(mk((m, k), "f32"), mk((n, k), "f32"), transposed_b=True,
+               allow_tf32=tf32)
     if chip == "sm_90a":
         m, k, n = FP8
         S.gemm(mk((m, k), "f8E4M3FN"), mk((n, k), "f8E4M3FN"), scale=0.25)
@@ -219,6 +224,24 @@ def test_gemm(mkn, dt, rng=np.random.default_rng(6)):
     else:  # f32 accumulation, one bf16 rounding of the result
         np.testing.assert_allclose(host(c), ref, rtol=1e-2,
                                    atol=1e-2 * math.sqrt(k))
+
+
+@pytest.mark.parametrize("tf32", [True, False])
+def test_gemm_f32_transposed_b(tf32, rng=np.random.default_rng(10)):
+    m, k, n = TF32
+    a, bt = (rng.standard_normal(s).astype(np.float32) for s in ((m, k),
+                                                                (n, k)))
+    c = S.gemm(dev(a, "f32"), dev(bt, "f32"), transposed_b=True,
+               allow_tf32=tf32)
+    ref = a.astype(np.float64) @ bt.astype(np.float64).T
+    err = np.abs(host(c) - ref).max()
+    hopper = ts.device("cuda").describe().find("sm_90") >= 0
+    if tf32 and hopper:
+        # The tensor cores read 10 mantissa bits: errors of about
+        # sqrt(k) * 2^-11, far above f32 rounding (so tf32 ran).
+        assert 1e-5 < err < 1e-2 * math.sqrt(k), err
+    else:
+        assert err < 1e-4, err
 
 
 def test_gemm_fp8(rng=np.random.default_rng(7)):

@@ -179,6 +179,9 @@ LogicalResult DotOp::verify() {
            << "has no tensor-core form for " << ea << " x " << eb << " -> "
            << ec
            << " (bf16, tf32, f32 or fp8 -> f32; f16 -> f32 or f16; i8 -> i32)";
+  if (getTf32() && !(ea.isF32() && eb.isF32()))
+    return emitOpError() << "tf32 reads f32 operands as tf32; the operands are "
+                         << ea << " and " << eb;
   if (failed(checkLayouts(*this)))
     return failure();
   Attribute la = a.getEncoding(), lb = b.getEncoding(), lc = acc.getEncoding();

@@ -267,14 +267,19 @@ def TTile_DotOp : TTile_Op<"dot", [Pure, AllTypesMatch<["acc", "result"]>]> {
     accumulator, or i8 with an i32 accumulator. With layouts, `acc` is a
     `#ttile.mma` (or blocked) tile and `a`, `b` are its `#ttile.dot_operand`
     0 and 1. The instruction the lowering picks (mma.sync, wgmma) is the
-    accumulator layout's.
+    accumulator layout's. f32 operands multiply exactly (FMAs) unless
+    `tf32` allows the tensor cores to read them as tf32 (10 explicit
+    mantissa bits; Hopper's wgmma, with B given K-contiguous).
 
     ```mlir
     %c = ttile.dot %a, %b, %acc : tensor<128x32xbf16>, tensor<32x128xbf16>
         -> tensor<128x128xf32>
+    %d = ttile.dot %x, %y, %acc {tf32} : tensor<128x32xf32>,
+        tensor<32x128xf32> -> tensor<128x128xf32>
     ```
   }];
-  let arguments = (ins TTile_Tile:$a, TTile_Tile:$b, TTile_Tile:$acc);
+  let arguments = (ins TTile_Tile:$a, TTile_Tile:$b, TTile_Tile:$acc,
+                       UnitAttr:$tf32);
   let results = (outs TTile_Tile:$result);
   let assemblyFormat = "$a `,` $b `,` $acc attr-dict `:` type($a) `,` "
       "type($b) `->` type($result)";
