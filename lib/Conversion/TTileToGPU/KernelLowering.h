@@ -203,9 +203,9 @@ private:
     auto type =
         MemRefType::get({count}, element, MemRefLayoutAttrInterface{}, space);
     BlockArgument buf = dst.addWorkgroupAttribution(type, src.getLoc());
-    dst.setWorkgroupAttributionAttr(
-        dst.getNumWorkgroupAttributions() - 1,
-        LLVM::LLVMDialect::getAlignAttrName(), b.getI64IntegerAttr(16));
+    dst.setWorkgroupAttributionAttr(dst.getNumWorkgroupAttributions() - 1,
+                                    LLVM::LLVMDialect::getAlignAttrName(),
+                                    b.getI64IntegerAttr(16));
     return buf;
   }
 
