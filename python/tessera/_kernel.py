@@ -41,6 +41,8 @@ import struct
 import tempfile
 import threading
 
+import numpy as np
+
 from . import _kernel_ast
 from . import tile as _tile
 from ._dtypes import DType, PolicyDType, as_dtype
@@ -340,11 +342,10 @@ def _trace_range(r, body, names, init):
                 continue  # unchanged
             if i not in args and v1 is v0:
                 continue
-            if isinstance(v1, (_tile.Tile, _tile.Scalar)):
-                if isinstance(v0, _Unbound):
-                    local.add(i)
-                else:
-                    found[i] = v1
+            if isinstance(v0, _Unbound) or v1 is iv or v1 is target:
+                local.add(i)  # first set in the body, or the loop's target
+            elif isinstance(v1, (_tile.Tile, _tile.Scalar)):
+                found[i] = v1
             elif isinstance(v1, _Unbound):
                 continue
             elif isinstance(v1, _tile.TileRef) and v1 is v0:
@@ -606,6 +607,7 @@ class TileKernel:
         self._schedule = schedule or Schedule()
         self._autotune = autotune
         self._params = _params(fn)
+        self._signature = inspect.signature(fn)
         self._traced_fn = None
         self._compiled = {}
         self._tuned = {}
@@ -634,41 +636,27 @@ class TileKernel:
         return self._traced_fn
 
     def _split(self, args, kwargs):
-        """Positional runtime arguments and the constexpr values."""
+        """Positional runtime arguments and the constexpr values, bound as
+        Python binds a call (defaults applied; keyword-only parameters by
+        keyword only)."""
         if not kwargs and len(args) == len(self._params) and not any(
                 p.kind == "constexpr" for p in self._params):
             return list(args), {}
-        runtime_params = [p for p in self._params if p.kind != "constexpr"]
-        const_params = {p.name: p for p in self._params
-                        if p.kind == "constexpr"}
-        args = list(args)
-        consts = {}
-        positional = [p for p in self._params]
-        bound = {}
-        for p, a in zip(positional, args):
-            bound[p.name] = a
-        if len(args) > len(positional):
-            raise TypeError(f"{self.__name__} takes {len(positional)} "
-                            f"arguments, got {len(args)}")
-        for k, v in kwargs.items():
-            if k in bound:
-                raise TypeError(f"{self.__name__}: {k!r} given twice")
-            if not any(p.name == k for p in self._params):
-                raise TypeError(f"{self.__name__} has no parameter {k!r}")
-            bound[k] = v
-        for name, p in const_params.items():
-            if name in bound:
-                consts[name] = bound[name]
-            elif p.default is not inspect.Parameter.empty:
-                consts[name] = p.default
+        try:
+            bound = self._signature.bind(*args, **kwargs)
+        except TypeError as e:
+            raise TypeError(f"{self.__name__}: {e}") from None
+        bound.apply_defaults()
+        values, consts = [], {}
+        for p in self._params:
+            if p.name not in bound.arguments:
+                raise TypeError(f"{self.__name__}: missing argument "
+                                f"{p.name!r}")
+            v = bound.arguments[p.name]
+            if p.kind == "constexpr":
+                consts[p.name] = v
             else:
-                raise TypeError(f"{self.__name__}: constexpr {name!r} has no "
-                                f"value")
-        values = []
-        for p in runtime_params:
-            if p.name not in bound:
-                raise TypeError(f"{self.__name__}: missing argument {p.name!r}")
-            values.append(bound[p.name])
+                values.append(v)
         return values, consts
 
     def lower(self, *dtypes, schedule=None, **consts) -> str:
@@ -775,11 +763,7 @@ class TileKernel:
     def _compile(self, tensor_types, consts, schedule, chip, features=None,
                  opt_level=3):
         features = features or _features_for(chip)
-        const_key = tuple(sorted(consts.items()))
-        try:
-            hash(const_key)
-        except TypeError:
-            const_key = repr(const_key)
+        const_key = _value_key(consts)
         mkey = (tensor_types, const_key, schedule._key, chip, features,
                 opt_level)
         compiled = self._compiled.get(mkey)
@@ -835,7 +819,7 @@ class TileKernel:
                         self._compile(tensor_types, consts,
                                       _schedule_from(self._schedule, config),
                                       _compile_only.chip)
-                    except TesseraError:
+                    except (TesseraError, KernelTraceError, ValueError):
                         pass  # the tuner skips it too
                 return None
             return self._compile(tensor_types, consts, self._schedule,
@@ -874,6 +858,13 @@ def compile_only(chip: str):
         yield
     finally:
         _compile_only.chip = previous
+
+
+def _value_key(consts: dict):
+    """A key of constexpr values that tells apart values Python calls
+    equal (0.0 and -0.0, 1 and True and 1.0): each by type and repr."""
+    return tuple((k, type(v).__qualname__, repr(v))
+                 for k, v in sorted(consts.items()))
 
 
 def _grid_of(grid, schedule):
@@ -941,11 +932,14 @@ def _pack(params, values, tensors):
             raise TesseraError(f"argument {p.name!r}: {p.scalar} scalars are "
                                f"not kernel arguments; use f32")
         if kind in "qihb":
+            if isinstance(v, np.integer):
+                v = int(v)
             if not isinstance(v, int) or (isinstance(v, bool) and
                                           p.scalar != "i1"):
                 raise TesseraError(f"argument {p.name!r} is an integer, got "
                                    f"{v!r}")
-        elif isinstance(v, (int, float)) and not isinstance(v, bool):
+        elif isinstance(v, (int, float, np.integer, np.floating)) and \
+                not isinstance(v, bool):
             v = float(v)
         else:
             raise TesseraError(f"argument {p.name!r} is a number, got {v!r}")
@@ -954,8 +948,10 @@ def _pack(params, values, tensors):
     packer, offsets = _pack_plan(tuple(signature))
     try:
         return packer.pack(*flat), offsets
-    except struct.error as e:
-        raise TesseraError(f"kernel arguments do not fit their types: {e}")
+    except (struct.error, OverflowError) as e:
+        raise TesseraError(f"kernel arguments do not fit their types "
+                           f"({', '.join(str(t) for _, t in signature)}): "
+                           f"{e}") from None
 
 
 def _run(compiled, grid, schedule, params, values, tensors, device):
@@ -1114,12 +1110,8 @@ class Autotuner:
         # Scalars take part: they may set sizes (rows per program...).
         shapes = tuple(t._shape if t is not None else v
                        for t, v in zip(tensors, values))
-        fast_key = (shapes, tensor_types, tuple(sorted(consts.items())), chip)
-        try:
-            hit = kern._tuned.get(fast_key)
-        except TypeError:  # unhashable constexpr values
-            fast_key = repr(fast_key)
-            hit = kern._tuned.get(fast_key)
+        fast_key = (repr(shapes), tensor_types, _value_key(consts), chip)
+        hit = kern._tuned.get(fast_key)
         if hit is not None:
             return hit
         key = json.dumps([kern.__name__, self._kernel_hash(kern),

@@ -153,9 +153,12 @@ class _LoopRewriter(ast.NodeTransformer):
                    end_col_offset=node.end_col_offset)
         target_names = _names_bound([ast.Assign(targets=[node.target],
                                                 value=ast.Constant(0))])
-        carried = [n for n in _names_bound(node.body)
-                   if n not in target_names and n not in self.global_names
+        # The target is carried out too: after a Python loop it holds the
+        # last value, as in Python (after a tile.range loop it is unbound).
+        carried = [n for n in target_names + _names_bound(node.body)
+                   if n not in self.global_names
                    and not n.startswith("__tessera_")]
+        carried = list(dict.fromkeys(carried))
         n = next(_counter)
         body_name = f"__tessera_body_{n}"
         carry_name = f"__tessera_carry_{n}"
@@ -178,9 +181,11 @@ class _LoopRewriter(ast.NodeTransformer):
                 args=[ast.arg(arg=f"__tessera_target_{n}"),
                       ast.arg(arg=carry_name)],
                 kwonlyargs=[], kw_defaults=[], defaults=[]),
-            body=[ast.Assign(targets=[node.target],
-                             value=ast.Name(id=f"__tessera_target_{n}",
-                                            ctx=ast.Load()), **loc)] + body,
+            body=body[:1 if carried else 0] +
+            [ast.Assign(targets=[node.target],
+                        value=ast.Name(id=f"__tessera_target_{n}",
+                                       ctx=ast.Load()), **loc)] +
+            body[1 if carried else 0:],
             decorator_list=[], returns=None, **_TYPE_PARAMS, **loc)
         call = ast.Call(
             func=ast.Name(id="__tessera_for", ctx=ast.Load()),
@@ -209,10 +214,24 @@ def rewrite(fn, loop_helper):
         return fn
     lines = source.splitlines(keepends=True)
     indent = len(lines[0]) - len(lines[0].lstrip())
-    tree = ast.parse(textwrap.dedent(source))
+    try:
+        tree = ast.parse(textwrap.dedent(source))
+    except SyntaxError as e:
+        raise TypeError(f"{filename}:{first_line}: the source of kernel "
+                        f"{fn.__name__} does not parse on its own ({e.msg}); "
+                        f"its loops over tile.range cannot be traced") from None
     fdef = tree.body[0]
     if not isinstance(fdef, ast.FunctionDef):
         return fn
+    if fdef.name != fn.__code__.co_name:
+        raise TypeError(f"{filename}:{first_line}: the source found for "
+                        f"kernel {fn.__name__} defines {fdef.name} (was the "
+                        f"file changed after it was imported?)")
+    # Defaults were evaluated when the kernel was defined; the rewritten
+    # function takes the same values (set below), not the expressions
+    # evaluated again in another scope.
+    fdef.args.defaults = []
+    fdef.args.kw_defaults = [None] * len(fdef.args.kwonlyargs)
     if not any(isinstance(n, ast.For) for n in ast.walk(fdef)):
         return fn
     fdef.decorator_list = []

@@ -184,6 +184,9 @@ class DeviceTensor:
         be -1)."""
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = tuple(shape[0])
+        if any(not isinstance(d, (int, np.integer)) or d < -1 for d in shape):
+            raise TesseraError(f"reshape takes sizes >= 0 (one may be -1), got "
+                               f"{list(shape)}")
         n = math.prod(self._shape)
         if shape.count(-1) > 1:
             raise TesseraError("reshape: at most one dim may be -1")
@@ -219,6 +222,10 @@ class DeviceTensor:
 
     def __dlpack__(self, stream=None, **kwargs):
         if self._buf is None:
+            if isinstance(self._owner, DeviceTensor):
+                raise TesseraError("a reshaped view is not exported through "
+                                   "DLPack; export the tensor it views and "
+                                   "reshape there")
             raise TesseraError("a tensor imported through DLPack is exported "
                                "by the framework it came from")
         # A DLPack capsule of the buffer, once Tessera's queued work on it

@@ -172,7 +172,8 @@ class Tile(_Value):
     def __matmul__(self, o): return dot(self, o)
     def __and__(self, o): return _binary("and", self, o)
     def __or__(self, o): return _binary("or", self, o)
-    def __invert__(self): return _binary("xor", self, True)
+    def __invert__(self):  # bitwise not: xor with all ones (-1; true for i1)
+        return _binary("xor", self, True if self.type == "i1" else -1)
     def __lt__(self, o): return _compare("lt", self, o)
     def __le__(self, o): return _compare("le", self, o)
     def __gt__(self, o): return _compare("gt", self, o)
@@ -496,6 +497,11 @@ def _operands(a, b):
 
 def _binary(kind: str, a, b):
     a, b, t, shape = _operands(a, b)
+    if kind == "mod" and t != "i1":
+        # Python's %: the remainder of floor division (sign of b), so that
+        # (a // b) * b + a % b == a.
+        return _binary("sub", a, _binary("mul", _binary("floordiv", a, b),
+                                         b))
     if is_float(t):
         if kind == "floordiv":
             q = _binary("div", a, b)

@@ -311,3 +311,76 @@ def test_autotune_choices_export_and_import(tmp_path):
     assert b.import_(str(tmp_path / "other.json")) == 0
     with pytest.raises(ts.TesseraError, match="cannot read autotune"):
         b.import_(str(tmp_path / "missing.json"))
+
+
+def test_review_regressions():
+    # Constexpr values Python calls equal compile separately.
+    @ts.kernel
+    def fill(X: KTile["N", ts.f32], *, c):
+        tile.store(X, tile.full((16,), float(c)), at=(0,))
+
+    pos, neg = fill.lower(c=0.0), fill.lower(c=-0.0)
+    assert "0x80000000" in neg and "0x80000000" not in pos
+    assert kernel_mod._value_key({"c": 0.0}) != kernel_mod._value_key(
+        {"c": -0.0})
+    assert kernel_mod._value_key({"c": 1}) != kernel_mod._value_key(
+        {"c": True})
+
+    # Defaults that name variables of an enclosing function; loop-local
+    # Python values; the loop target after a Python loop.
+    def make(block):
+        @ts.kernel
+        def k(X: KTile["N", ts.f32], *, B=block):
+            acc = tile.zeros((B,))
+            for i in tile.range(0, X.shape[0], B):
+                width = B  # a Python value set in the body
+                acc = acc + tile.load(X, at=(i,), shape=(width,))
+            for j in range(2):
+                pass
+            tile.store(X, acc * float(j), at=(0,))
+        return k
+
+    text = make(16).lower()
+    assert "tensor<16xf32>" in text and text.count("ttile.range") == 1
+
+    # Bitwise not of integer tiles, and Python's floor remainder.
+    @ts.kernel
+    def ints(X: KTile["N", ts.i32], n: int):
+        x = tile.load(X, at=(0,), shape=(16,))
+        tile.store(X, ~x + x % 3, at=(0,))
+
+    text = ints.lower()
+    assert "dense<-1>" in text and "arith.floordivsi" in text
+    assert "arith.remsi" not in text
+
+    # Calls bind as Python binds them.
+    @ts.kernel
+    def scaled(X: KTile["N", ts.f32], eps: float = 0.5, *, c=1):
+        tile.store(X, tile.load(X, at=(0,), shape=(16,)) * eps, at=(0,))
+
+    values, consts = scaled._split(("x",), {})
+    assert values == ["x", 0.5] and consts == {"c": 1}
+    with pytest.raises(TypeError, match="too many positional"):
+        scaled._split(("x", 0.1, 7), {})
+    # Arguments that do not fit their types are errors, NumPy scalars are
+    # numbers.
+    params = [p for p in scaled._params if p.kind != "constexpr"]
+    view = ts.DeviceTensor(dtype=ts.f32, pointer=4096, shape=(4,),
+                           strides=(1,), device_index=0)
+    kernel_mod._pack(params, [view, np.float32(0.25)], [view, None])
+    with pytest.raises(ts.TesseraError, match="do not fit their types"):
+        kernel_mod._pack(params, [view, 1e300], [view, None])
+
+
+def test_loop_target_bound_before_the_loop_is_not_carried():
+    @ts.kernel
+    def k(X: KTile["N", ts.f32]):
+        i = 3
+        acc = tile.zeros((16,))
+        for i in tile.range(0, X.shape[0], 16):
+            acc = acc + tile.load(X, at=(i,), shape=(16,))
+        tile.store(X, acc, at=(0,))
+
+    text = k.lower()
+    loop = re.search(r"iter_args\((.*?)\) ->", text)
+    assert loop is not None and loop.group(1).count("=") == 1

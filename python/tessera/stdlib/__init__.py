@@ -226,7 +226,10 @@ def _norm_schedule(n, what, dtype, longest=16384):
 
 def _split_rows(rows, m, programs=264):
     """(programs, rows per program) for kernels that loop over rows: about
-    two programs per SM, each a multiple of m rows."""
+    two programs per SM, each a multiple of m rows (one empty program for
+    no rows: it writes zero partial sums)."""
+    if rows == 0:
+        return 1, m
     per = cdiv(cdiv(rows, min(programs, cdiv(rows, m))), m) * m
     return cdiv(rows, per), per
 
@@ -493,6 +496,9 @@ def _flash_attention_2(schedule, q, k, v, *, causal=False, scale=None,
     bh = math.prod(q.shape[:-2])
     if d not in (64, 128):
         raise TesseraError(f"flash_attention_2: head dim 64 or 128, got {d}")
+    if bh > 65535:
+        raise TesseraError(f"flash_attention_2: at most 65535 batch x heads "
+                           f"(one grid row each), got {bh}")
     # Hopper: both products on wgmma, 64-key blocks, queries per program,
     # warps and stages tuned per shape; before it, mma.sync, whose layout
     # conversion buffers (static shared memory, one per conversion of each
@@ -544,6 +550,9 @@ def _flash_attention_2_backward(schedule, do, q, k, v, o, lse, *,
     if d not in (64, 128):
         raise TesseraError(f"flash_attention_2_backward: head dim 64 or 128, "
                            f"got {d}")
+    if bh > 65535:
+        raise TesseraError(f"flash_attention_2_backward: at most 65535 batch "
+                           f"x heads, got {bh}")
     hopper = _chip(q.device.index) == "sm_90a"
     s = schedule or (Schedule(block=(64, 64), warps=4, stages=2, d=d)
                      if hopper
