@@ -12,6 +12,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "DLPackNames.h"
+
 #include "tessera/Runtime/Cuda.h"
 #include "tessera/Runtime/DType.h"
 
@@ -30,6 +32,7 @@ namespace nb = nanobind;
 namespace rt = tessera::runtime;
 namespace cu = tessera::runtime::cuda;
 using rt::DType;
+using tessera::python::dlpackName;
 
 namespace {
 
@@ -95,16 +98,6 @@ nb::dlpack::dtype dlpackDType(DType t) {
     return nb::dtype<bool>();
   }
   return nb::dtype<float>();
-}
-
-/// "float32", "bfloat16", "uint8"... of a DLPack dtype.
-std::string dlpackName(const nb::dlpack::dtype &t) {
-  static const char *codes[] = {"int",    "uint",    "float", "opaque",
-                                "bfloat", "complex", "bool"};
-  std::string code =
-      t.code < 7 ? codes[t.code] : "code" + std::to_string(t.code);
-  return code + std::to_string(t.bits) +
-         (t.lanes != 1 ? "x" + std::to_string(t.lanes) : "");
 }
 
 /// A buffer of device memory owned by the runtime's caching allocator.

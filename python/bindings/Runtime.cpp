@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Bindings.h"
+#include "DLPackNames.h"
 
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/shared_ptr.h>
@@ -57,13 +58,6 @@ static std::optional<DType> storedAs(const nb::dlpack::dtype &t,
        expected == DType::i4))
     return expected;
   return std::nullopt;
-}
-
-static std::string dlpackName(const nb::dlpack::dtype &t) {
-  static const char *codes[] = {"int",    "uint",    "float", "opaque",
-                                "bfloat", "complex", "bool"};
-  std::string code = t.code < 7 ? codes[t.code] : "unknown";
-  return code + std::to_string(t.bits);
 }
 
 static nb::dlpack::dtype numpyDType(DType t) {

@@ -30,32 +30,27 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import hashlib
 import inspect
-import itertools
 import json
-import math
-import os
-import re
 import struct
-import tempfile
 import threading
 
 import numpy as np
 
 from . import _kernel_ast
 from . import tile as _tile
-from ._dtypes import DType, PolicyDType, as_dtype
+from ._dtypes import DType, PolicyDType
 from ._errors import TesseraError
+from ._types import Tensor as _TensorAnnotation
+from ._kernel_cache import (CompiledKernel, KernelCache,  # noqa: F401
+                            _compiler, compiler_id, kernel_cache)
 from ._tile_ir import (Block as _IRBlock, KernelTraceError, Trace,
-                       current_trace, element_type, is_float, tensor_type,
+                       current_trace, element_type, tensor_type,
                        user_location)
 
 __all__ = ["KTile", "Schedule", "TileKernel", "cdiv", "compile_only", "kernel",
            "kernel_cache"]
 
-COMPILER_ABI = "tessera-ttile-1"
-_LOC = re.compile(r' loc\((?:"(?:[^"\\]|\\.)*":\d+:\d+|unknown)\)')
 
 
 def cdiv(a: int, b: int) -> int:
@@ -91,24 +86,11 @@ class KTile:
     kernel is compiled for each dtype it is called with."""
 
     def __class_getitem__(cls, items):
-        if not isinstance(items, tuple):
-            items = (items,)
-        dims, dtype, policy = [], None, None
-        for i, item in enumerate(items):
-            if isinstance(item, (DType, PolicyDType)):
-                if i != len(items) - 1:
-                    raise TypeError("the dtype comes last in KTile[...]")
-                policy = item.policy if isinstance(item, PolicyDType) else None
-                dtype = as_dtype(item)
-            elif isinstance(item, str) or (isinstance(item, int) and
-                                           not isinstance(item, bool)):
-                dims.append(item)
-            else:
-                raise TypeError(f"KTile[...] takes dim names, sizes and a "
-                                f"dtype; got {item!r}")
-        if not dims:
+        # The same grammar as Tensor[...] annotations of jit functions.
+        t = _TensorAnnotation.__class_getitem__(items)
+        if not t.dims:
             raise TypeError("KTile[...] needs at least one dim")
-        return KTileType(dims, dtype, policy)
+        return KTileType(t.dims, t.dtype, t.policy)
 
 
 _FIELDS = ("block", "k", "warps", "stages", "vector", "swizzle")
@@ -403,150 +385,6 @@ def _trace_range(r, body, names, init):
                             f"tile.range loop; assign it before the loop to "
                             f"carry it out")
     return tuple(final)
-
-
-# --------------------------------------------------------------------------
-# The kernel cache (compiled PTX on disk)
-# --------------------------------------------------------------------------
-
-def _compiler():
-    try:
-        from . import _core
-    except ImportError as e:  # a runtime-only installation
-        return None, str(e)
-    return _core, None
-
-
-@functools.lru_cache(maxsize=None)
-def compiler_id() -> str:
-    """Identifies the compiler (version and build), part of cache keys."""
-    core, _ = _compiler()
-    if core is None:
-        return "none"
-    from . import __version__
-    path = core.__file__
-    st = os.stat(path)
-    return f"{__version__}-{st.st_size}-{int(st.st_mtime)}"
-
-
-class KernelCache:
-    """Compiled kernels on disk: ``<key>.ptx`` and ``<key>.json`` per
-    compilation, keyed by the Tile IR, the target and the compiler. Writes
-    are atomic; an unreadable entry is ignored (and recompiled)."""
-
-    def __init__(self, directory=None):
-        self._directory = directory
-
-    @property
-    def directory(self) -> str:
-        d = (self._directory or os.environ.get("TESSERA_KERNEL_CACHE")
-             or os.path.join(os.path.expanduser("~"), ".cache", "tessera",
-                             "kernels"))
-        return os.path.expanduser(d)
-
-    @staticmethod
-    def key(text: str, chip: str, features: str, opt_level: int) -> str:
-        """Of the IR without its source locations (moving a kernel's file
-        keeps its entries)."""
-        h = hashlib.sha256()
-        text = _LOC.sub("", text)
-        for part in (COMPILER_ABI, text, chip, features, str(opt_level)):
-            h.update(part.encode())
-            h.update(b"\0")
-        return h.hexdigest()[:32]
-
-    def get(self, key: str, compiler: str):
-        """(ptx, info) of entry ``key`` made by ``compiler`` (any compiler
-        when this installation has none), or None."""
-        base = os.path.join(self.directory, key)
-        try:
-            with open(base + ".json") as f:
-                info = json.load(f)
-            with open(base + ".ptx") as f:
-                ptx = f.read()
-        except (OSError, ValueError, UnicodeDecodeError):
-            return None
-        if not isinstance(info, dict) or not isinstance(
-                info.get("kernels"), list) or info.get("key") != key:
-            return None
-        if hashlib.sha256(ptx.encode()).hexdigest() != info.get("ptx_sha256"):
-            return None
-        if compiler != "none" and info.get("compiler") != compiler:
-            return None
-        return ptx, info
-
-    def put(self, key: str, ptx: str, info: dict):
-        os.makedirs(self.directory, exist_ok=True)
-        info = dict(info, key=key,
-                    ptx_sha256=hashlib.sha256(ptx.encode()).hexdigest())
-        for suffix, data in ((".ptx", ptx), (".json", json.dumps(info))):
-            fd, tmp = tempfile.mkstemp(dir=self.directory, suffix=".tmp")
-            with os.fdopen(fd, "w") as f:
-                f.write(data)
-            os.replace(tmp, os.path.join(self.directory, key + suffix))
-
-    def export(self, path: str) -> int:
-        """Copies every entry into directory ``path``; returns the count."""
-        os.makedirs(path, exist_ok=True)
-        n = 0
-        for name in sorted(os.listdir(self.directory)) if os.path.isdir(
-                self.directory) else []:
-            if name.endswith(".json"):
-                key = name[:-5]
-                entry = self.get(key, "none")
-                if entry is not None:
-                    KernelCache(path).put(key, entry[0], entry[1])
-                    n += 1
-        return n
-
-    def import_(self, path: str) -> int:
-        """Adds the valid entries of directory ``path``; returns the count."""
-        return KernelCache(path)._copy_to(self)
-
-    def _copy_to(self, other) -> int:
-        n = 0
-        for name in sorted(os.listdir(self.directory)):
-            if name.endswith(".json"):
-                entry = self.get(name[:-5], "none")
-                if entry is not None:
-                    other.put(name[:-5], entry[0], entry[1])
-                    n += 1
-        return n
-
-
-kernel_cache = KernelCache()
-
-
-class CompiledKernel:
-    """One specialization compiled for one architecture."""
-
-    __slots__ = ("name", "ptx", "text", "chip", "num_warps", "shared_bytes",
-                 "signature", "schedule", "_modules")
-
-    def __init__(self, name, ptx, text, chip, num_warps, shared_bytes,
-                 signature, schedule):
-        self.name = name
-        self.ptx = ptx
-        self.text = text
-        self.chip = chip
-        self.num_warps = num_warps
-        self.shared_bytes = shared_bytes
-        self.signature = signature
-        self.schedule = schedule
-        self._modules = {}
-
-    def function(self, device: int):
-        fn = self._modules.get(device)
-        if fn is None:
-            from . import _cuda
-            module = _cuda.Module.load_ptx(self.ptx, device)
-            fn = (module, module.kernel(self.name))
-            self._modules[device] = fn
-        return fn[1]
-
-    def __repr__(self):
-        return (f"CompiledKernel({self.name}, {self.chip}, {self.num_warps} "
-                f"warps, {self.shared_bytes} B shared)")
 
 
 # --------------------------------------------------------------------------
@@ -986,193 +824,12 @@ def _features_for(chip: str) -> str:
 
 
 # --------------------------------------------------------------------------
-# Autotuning
-# --------------------------------------------------------------------------
-
-_SPACE_FIELDS = {"BM": "m", "BN": "n", "BK": "k", "warps": "warps",
-                 "stages": "stages", "vector": "vector", "swizzle": "swizzle",
-                 "k": "k"}
-
-
-def _schedule_from(base: Schedule, config: dict) -> Schedule:
-    m, n = base.block[0], (base.block[1] if len(base.block) > 1 else None)
-    changes, params = {}, {}
-    for key, v in config.items():
-        field = _SPACE_FIELDS.get(key)
-        if field == "m":
-            m = v
-        elif field == "n":
-            n = v
-        elif field is not None:
-            changes[field] = v
-        else:
-            params[key] = v
-    block = (m,) if n is None else (m, n)
-    return base._replace(block=block, **changes, **params)
-
-
-class Autotuner:
-    """Chooses a kernel's schedule by measuring the configurations of
-    ``space`` on the device, once per (shapes, dtypes, constexprs, card);
-    choices persist in ``cache`` (a JSON file) keyed by the kernel's source
-    hash and the compiler. Autotuning runs the kernel several times on the
-    call's own arguments: use it for kernels whose outputs do not
-    accumulate."""
-
-    def __init__(self, space, metric="latency_ms", budget_ms=200.0,
-                 cache=None, warmup=2):
-        if metric != "latency_ms":
-            raise ValueError(f"metric is 'latency_ms', got {metric!r}")
-        if not isinstance(space, dict) or not space:
-            raise ValueError("space is a dict of lists of values")
-        self.space = {k: list(v) for k, v in space.items()}
-        for k, v in self.space.items():
-            if not v:
-                raise ValueError(f"space[{k!r}] is empty")
-        self.budget_ms = float(budget_ms)
-        self.cache_path = os.path.expanduser(cache) if cache else None
-        self.warmup = warmup
-        self.trials = {}  # key -> [(schedule repr, ms or error)]
-
-    def configs(self):
-        keys = list(self.space)
-        for values in itertools.product(*(self.space[k] for k in keys)):
-            yield dict(zip(keys, values))
-
-    @functools.lru_cache(maxsize=None)
-    def _kernel_hash(self, kern):
-        try:
-            src = inspect.getsource(kern.fn)
-        except (OSError, TypeError):
-            src = kern.fn.__code__.co_code.hex()
-        h = hashlib.sha256(src.encode())
-        h.update(json.dumps(self.space, sort_keys=True, default=repr).encode())
-        return h.hexdigest()[:16]
-
-    def _load(self):
-        if not self.cache_path:
-            return {}
-        try:
-            with open(self.cache_path) as f:
-                data = json.load(f)
-            return data if isinstance(data, dict) else {}
-        except (OSError, ValueError):
-            return {}
-
-    def export(self, path: str) -> int:
-        """Writes this tuner's stored choices to the JSON file ``path``;
-        returns how many."""
-        data = self._load()
-        self._write(os.path.expanduser(path), data)
-        return len(data)
-
-    def import_(self, path: str) -> int:
-        """Adds the choices of the JSON file ``path`` (written by export or
-        by another tuner's cache) to this tuner's cache file; entries that
-        are not choices are skipped. Returns how many were added."""
-        if not self.cache_path:
-            raise TesseraError("import_ needs an autotune cache file (cache=)")
-        try:
-            with open(os.path.expanduser(path)) as f:
-                incoming = json.load(f)
-        except (OSError, ValueError) as e:
-            raise TesseraError(f"cannot read autotune choices from {path}: "
-                               f"{e}") from None
-        if not isinstance(incoming, dict):
-            raise TesseraError(f"{path} holds no autotune choices (expected a "
-                               f"JSON object)")
-        good = {k: v for k, v in incoming.items()
-                if isinstance(v, dict) and isinstance(v.get("config"), dict)
-                and all(c in self.space for c in v["config"])}
-        data = self._load()
-        data.update(good)
-        self._write(self.cache_path, data)
-        return len(good)
-
-    def _store(self, key, config, ms):
-        if not self.cache_path:
-            return
-        data = self._load()
-        data[key] = {"config": config, "latency_ms": ms}
-        self._write(self.cache_path, data)
-
-    @staticmethod
-    def _write(path, data):
-        d = os.path.dirname(path) or "."
-        os.makedirs(d, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=d, suffix=".tmp")
-        with os.fdopen(fd, "w") as f:
-            json.dump(data, f, indent=1, sort_keys=True)
-        os.replace(tmp, path)
-
-    def choose(self, kern, grid, params, values, tensors, tensor_types,
-               consts, device, chip):
-        # Scalars take part: they may set sizes (rows per program...).
-        shapes = tuple(t._shape if t is not None else v
-                       for t, v in zip(tensors, values))
-        fast_key = (repr(shapes), tensor_types, _value_key(consts), chip)
-        hit = kern._tuned.get(fast_key)
-        if hit is not None:
-            return hit
-        key = json.dumps([kern.__name__, self._kernel_hash(kern),
-                          [list(x) if isinstance(x, tuple) else x
-                           for x in shapes],
-                          list(tensor_types), repr(sorted(consts.items())),
-                          chip, compiler_id()], default=repr)
-        stored = self._load().get(key)
-        if isinstance(stored, dict) and isinstance(stored.get("config"), dict):
-            schedule = _schedule_from(kern._schedule, stored["config"])
-            kern._tuned[fast_key] = schedule
-            return schedule
-        from . import _cuda
-        results = []
-        best = None
-        per_config = self.budget_ms / max(1, len(list(self.configs())))
-        for config in self.configs():
-            try:
-                schedule = _schedule_from(kern._schedule, config)
-                compiled = kern._compile(tensor_types, consts, schedule, chip)
-            except (TesseraError, KernelTraceError, ValueError) as e:
-                results.append((config, f"not compiled: {e}".splitlines()[0]))
-                continue
-            try:
-                for _ in range(self.warmup):
-                    _run(compiled, grid, schedule, params, values, tensors,
-                         device)
-                start, end = _cuda.Event(device), _cuda.Event(device)
-                start.record(device)
-                _run(compiled, grid, schedule, params, values, tensors, device)
-                end.record(device)
-                end.synchronize()
-                once = max(_cuda.Event.elapsed_ms(start, end), 1e-3)
-                reps = int(max(1, min(100, per_config / once)))
-                start.record(device)
-                for _ in range(reps):
-                    _run(compiled, grid, schedule, params, values, tensors,
-                         device)
-                end.record(device)
-                end.synchronize()
-                ms = _cuda.Event.elapsed_ms(start, end) / reps
-            except TesseraError as e:
-                results.append((config, f"failed: {e}".splitlines()[0]))
-                continue
-            results.append((config, ms))
-            if best is None or ms < best[1]:
-                best = (config, ms)
-        self.trials[key] = results
-        if best is None:
-            raise TesseraError(
-                f"autotuning {kern.__name__}: no configuration ran:\n" +
-                "\n".join(f"  {c}: {r}" for c, r in results))
-        self._store(key, best[0], best[1])
-        schedule = _schedule_from(kern._schedule, best[0])
-        kern._tuned[fast_key] = schedule
-        return schedule
-
-
-# --------------------------------------------------------------------------
 # The decorator
 # --------------------------------------------------------------------------
+
+# Autotuning (tessera._autotune) runs launches of this module.
+from ._autotune import Autotuner, _schedule_from  # noqa: E402
+
 
 class _KernelDecorator:
     """``@ts.kernel`` makes a tile kernel; ``@ts.kernel.schedule(s)`` gives

@@ -104,30 +104,35 @@ def tensor_type(shape, t: str) -> str:
 # The trace: blocks of op lines
 # --------------------------------------------------------------------------
 
-def user_location() -> str:
-    """``loc("file":line:col)`` of the innermost frame outside the package."""
+def user_frame():
+    """(file, line, column) of the innermost caller outside the package
+    (the user's code; also what Graph IR tracing records)."""
     frame = sys._getframe(1)
     while frame is not None:
         filename = frame.f_code.co_filename
-        if not os.path.abspath(filename).startswith(_PACKAGE_DIR):
-            name = filename.replace("\\", "\\\\").replace('"', '\\"')
-            return f'loc("{name}":{frame.f_lineno}:{_column(frame)})'
+        if not os.path.abspath(filename).startswith(_PACKAGE_DIR + os.sep):
+            return filename, frame.f_lineno, _column(frame)
         frame = frame.f_back
-    return "loc(unknown)"
+    return "<unknown>", 0, 0
+
+
+def user_location() -> str:
+    """``loc("file":line:col)`` of the user's code."""
+    filename, line, col = user_frame()
+    if filename == "<unknown>":
+        return "loc(unknown)"
+    name = filename.replace("\\", "\\\\").replace('"', '\\"')
+    return f'loc("{name}":{line}:{col})'
 
 
 def user_line() -> str:
-    """``file:line`` of the innermost frame outside the package."""
-    frame = sys._getframe(1)
-    while frame is not None:
-        filename = frame.f_code.co_filename
-        if not os.path.abspath(filename).startswith(_PACKAGE_DIR):
-            return f"{filename}:{frame.f_lineno}"
-        frame = frame.f_back
-    return "<unknown>"
+    """``file:line`` of the user's code."""
+    filename, line, _ = user_frame()
+    return f"{filename}:{line}"
 
 
 def _column(frame) -> int:
+    """1-based column of the expression the frame is running (0: unknown)."""
     try:
         positions = list(frame.f_code.co_positions())
         col = positions[frame.f_lasti // 2][2]

@@ -9,18 +9,16 @@ package is handed to the module.
 
 from __future__ import annotations
 
-import os
-import sys
 import threading
 
 import numpy as np
 
 from . import _core
 from ._dtypes import DType, as_dtype
+from ._tile_ir import user_frame
 
 TesseraError = _core.TesseraError
 
-_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 _local = threading.local()
 
 
@@ -62,23 +60,7 @@ def current_context():
 
 def user_location():
     """(file, line, column) of the innermost caller outside the package."""
-    frame = sys._getframe(1)
-    while frame is not None:
-        filename = frame.f_code.co_filename
-        if not os.path.abspath(filename).startswith(_PACKAGE_DIR):
-            return filename, frame.f_lineno, _column(frame)
-        frame = frame.f_back
-    return "<unknown>", 0, 0
-
-
-def _column(frame) -> int:
-    """1-based column of the expression the frame is running (0: unknown)."""
-    try:
-        positions = list(frame.f_code.co_positions())
-        col = positions[frame.f_lasti // 2][2]
-    except (AttributeError, IndexError):
-        return 0
-    return col + 1 if col is not None else 0
+    return user_frame()
 
 
 def _raise(module):

@@ -1,0 +1,203 @@
+"""Autotuning of tile kernels: measuring a space of schedules on the
+device and remembering the fastest (see tessera.kernel.autotune)."""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import inspect
+import itertools
+import json
+import os
+import tempfile
+
+from ._errors import TesseraError
+from ._kernel_cache import compiler_id
+from ._tile_ir import KernelTraceError
+
+
+# --------------------------------------------------------------------------
+# Autotuning
+# --------------------------------------------------------------------------
+
+_SPACE_FIELDS = {"BM": "m", "BN": "n", "BK": "k", "warps": "warps",
+                 "stages": "stages", "vector": "vector", "swizzle": "swizzle",
+                 "k": "k"}
+
+
+def _schedule_from(base, config: dict):
+    """``base`` (a Schedule) with a configuration of a space applied."""
+    m, n = base.block[0], (base.block[1] if len(base.block) > 1 else None)
+    changes, params = {}, {}
+    for key, v in config.items():
+        field = _SPACE_FIELDS.get(key)
+        if field == "m":
+            m = v
+        elif field == "n":
+            n = v
+        elif field is not None:
+            changes[field] = v
+        else:
+            params[key] = v
+    block = (m,) if n is None else (m, n)
+    return base._replace(block=block, **changes, **params)
+
+
+class Autotuner:
+    """Chooses a kernel's schedule by measuring the configurations of
+    ``space`` on the device, once per (shapes, dtypes, constexprs, card);
+    choices persist in ``cache`` (a JSON file) keyed by the kernel's source
+    hash and the compiler. Autotuning runs the kernel several times on the
+    call's own arguments: use it for kernels whose outputs do not
+    accumulate."""
+
+    def __init__(self, space, metric="latency_ms", budget_ms=200.0,
+                 cache=None, warmup=2):
+        if metric != "latency_ms":
+            raise ValueError(f"metric is 'latency_ms', got {metric!r}")
+        if not isinstance(space, dict) or not space:
+            raise ValueError("space is a dict of lists of values")
+        self.space = {k: list(v) for k, v in space.items()}
+        for k, v in self.space.items():
+            if not v:
+                raise ValueError(f"space[{k!r}] is empty")
+        self.budget_ms = float(budget_ms)
+        self.cache_path = os.path.expanduser(cache) if cache else None
+        self.warmup = warmup
+        self.trials = {}  # key -> [(schedule repr, ms or error)]
+
+    def configs(self):
+        keys = list(self.space)
+        for values in itertools.product(*(self.space[k] for k in keys)):
+            yield dict(zip(keys, values))
+
+    @functools.lru_cache(maxsize=None)
+    def _kernel_hash(self, kern):
+        try:
+            src = inspect.getsource(kern.fn)
+        except (OSError, TypeError):
+            src = kern.fn.__code__.co_code.hex()
+        h = hashlib.sha256(src.encode())
+        h.update(json.dumps(self.space, sort_keys=True, default=repr).encode())
+        return h.hexdigest()[:16]
+
+    def _load(self):
+        if not self.cache_path:
+            return {}
+        try:
+            with open(self.cache_path) as f:
+                data = json.load(f)
+            return data if isinstance(data, dict) else {}
+        except (OSError, ValueError):
+            return {}
+
+    def export(self, path: str) -> int:
+        """Writes this tuner's stored choices to the JSON file ``path``;
+        returns how many."""
+        data = self._load()
+        self._write(os.path.expanduser(path), data)
+        return len(data)
+
+    def import_(self, path: str) -> int:
+        """Adds the choices of the JSON file ``path`` (written by export or
+        by another tuner's cache) to this tuner's cache file; entries that
+        are not choices are skipped. Returns how many were added."""
+        if not self.cache_path:
+            raise TesseraError("import_ needs an autotune cache file (cache=)")
+        try:
+            with open(os.path.expanduser(path)) as f:
+                incoming = json.load(f)
+        except (OSError, ValueError) as e:
+            raise TesseraError(f"cannot read autotune choices from {path}: "
+                               f"{e}") from None
+        if not isinstance(incoming, dict):
+            raise TesseraError(f"{path} holds no autotune choices (expected a "
+                               f"JSON object)")
+        good = {k: v for k, v in incoming.items()
+                if isinstance(v, dict) and isinstance(v.get("config"), dict)
+                and all(c in self.space for c in v["config"])}
+        data = self._load()
+        data.update(good)
+        self._write(self.cache_path, data)
+        return len(good)
+
+    def _store(self, key, config, ms):
+        if not self.cache_path:
+            return
+        data = self._load()
+        data[key] = {"config": config, "latency_ms": ms}
+        self._write(self.cache_path, data)
+
+    @staticmethod
+    def _write(path, data):
+        d = os.path.dirname(path) or "."
+        os.makedirs(d, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=d, suffix=".tmp")
+        with os.fdopen(fd, "w") as f:
+            json.dump(data, f, indent=1, sort_keys=True)
+        os.replace(tmp, path)
+
+    def choose(self, kern, grid, params, values, tensors, tensor_types,
+               consts, device, chip):
+        # Scalars take part: they may set sizes (rows per program...).
+        shapes = tuple(t._shape if t is not None else v
+                       for t, v in zip(tensors, values))
+        from ._kernel import _run, _value_key
+        fast_key = (repr(shapes), tensor_types, _value_key(consts), chip)
+        hit = kern._tuned.get(fast_key)
+        if hit is not None:
+            return hit
+        key = json.dumps([kern.__name__, self._kernel_hash(kern),
+                          [list(x) if isinstance(x, tuple) else x
+                           for x in shapes],
+                          list(tensor_types), repr(sorted(consts.items())),
+                          chip, compiler_id()], default=repr)
+        stored = self._load().get(key)
+        if isinstance(stored, dict) and isinstance(stored.get("config"), dict):
+            schedule = _schedule_from(kern._schedule, stored["config"])
+            kern._tuned[fast_key] = schedule
+            return schedule
+        from . import _cuda
+        results = []
+        best = None
+        per_config = self.budget_ms / max(1, len(list(self.configs())))
+        for config in self.configs():
+            try:
+                schedule = _schedule_from(kern._schedule, config)
+                compiled = kern._compile(tensor_types, consts, schedule, chip)
+            except (TesseraError, KernelTraceError, ValueError) as e:
+                results.append((config, f"not compiled: {e}".splitlines()[0]))
+                continue
+            try:
+                for _ in range(self.warmup):
+                    _run(compiled, grid, schedule, params, values, tensors,
+                         device)
+                start, end = _cuda.Event(device), _cuda.Event(device)
+                start.record(device)
+                _run(compiled, grid, schedule, params, values, tensors, device)
+                end.record(device)
+                end.synchronize()
+                once = max(_cuda.Event.elapsed_ms(start, end), 1e-3)
+                reps = int(max(1, min(100, per_config / once)))
+                start.record(device)
+                for _ in range(reps):
+                    _run(compiled, grid, schedule, params, values, tensors,
+                         device)
+                end.record(device)
+                end.synchronize()
+                ms = _cuda.Event.elapsed_ms(start, end) / reps
+            except TesseraError as e:
+                results.append((config, f"failed: {e}".splitlines()[0]))
+                continue
+            results.append((config, ms))
+            if best is None or ms < best[1]:
+                best = (config, ms)
+        self.trials[key] = results
+        if best is None:
+            raise TesseraError(
+                f"autotuning {kern.__name__}: no configuration ran:\n" +
+                "\n".join(f"  {c}: {r}" for c, r in results))
+        self._store(key, best[0], best[1])
+        schedule = _schedule_from(kern._schedule, best[0])
+        kern._tuned[fast_key] = schedule
+        return schedule
