@@ -268,6 +268,72 @@ void bindGraph(nb::module_ &m) {
           },
           nb::arg("stage"))
       .def(
+          "list_graph",
+          [](const Module &self, const std::string &fnName) {
+            GraphListing g = take(self.listGraph(fnName));
+            auto attr = [](const GraphAttr &a) -> nb::object {
+              switch (a.kind) {
+              case GraphAttr::Kind::Int:
+                return nb::int_(a.i);
+              case GraphAttr::Kind::Float:
+                return nb::float_(a.f);
+              case GraphAttr::Kind::Bool:
+                return nb::bool_(a.i != 0);
+              case GraphAttr::Kind::String:
+                return nb::str(a.s.c_str());
+              case GraphAttr::Kind::Ints:
+                return nb::tuple(nb::cast(a.ints));
+              case GraphAttr::Kind::Floats:
+                return nb::tuple(nb::cast(a.floats));
+              case GraphAttr::Kind::Dense: {
+                nb::dict d;
+                d["dtype"] = tessera::runtime::name(a.dtype);
+                d["shape"] = nb::tuple(nb::cast(a.shape));
+                d["splat"] = a.splat;
+                d["data"] = nb::bytes(a.s.data(), a.s.size());
+                return d;
+              }
+              case GraphAttr::Kind::Other:
+                break;
+              }
+              nb::dict d;
+              d["text"] = a.s;
+              return d;
+            };
+            nb::list ops;
+            for (const GraphOp &op : g.ops) {
+              nb::dict attrs;
+              for (const GraphAttr &a : op.attrs)
+                attrs[a.name.c_str()] = attr(a);
+              nb::dict d;
+              d["op"] = op.name;
+              d["operands"] = nb::tuple(nb::cast(op.operands));
+              d["results"] = nb::tuple(nb::cast(op.results));
+              d["attrs"] = attrs;
+              d["loc"] = op.location;
+              d["regions"] = op.regions;
+              ops.append(d);
+            }
+            nb::list shapes, dtypes;
+            for (size_t i = 0; i < g.shapes.size(); ++i) {
+              shapes.append(nb::tuple(nb::cast(g.shapes[i])));
+              dtypes.append(g.isKey[i] ? "key"
+                                       : tessera::runtime::name(g.dtypes[i]));
+            }
+            nb::dict out;
+            out["name"] = g.name;
+            out["arguments"] = nb::tuple(nb::cast(g.arguments));
+            out["results"] = nb::tuple(nb::cast(g.results));
+            out["ops"] = ops;
+            out["shapes"] = shapes;
+            out["dtypes"] = dtypes;
+            return out;
+          },
+          nb::arg("name"),
+          "The public function `name` after shape inference, autodiff and "
+          "decomposition, as plain data: {name, arguments, results, ops, "
+          "shapes, dtypes}; values are numbered, symbolic dims are -1.")
+      .def(
           "compile",
           [](const Module &self, const std::string &cacheDirectory) {
             CompileOptions options;

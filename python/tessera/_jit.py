@@ -123,8 +123,19 @@ class jit:
     the disk cache (``cache_dir``; ``""`` disables it) across processes.
     """
 
-    def __init__(self, fun, *, cache_dir=None, name=None):
+    def __new__(cls, fun=None, **kwargs):
+        if fun is None:  # @ts.jit(device="cuda")
+            return lambda f: cls(f, **kwargs)
+        return super().__new__(cls)
+
+    def __init__(self, fun, *, cache_dir=None, name=None, device=None):
         functools.update_wrapper(self, fun)
+        self._device = None
+        if device is not None and str(device) != "cpu":
+            if not str(device).startswith("cuda"):
+                raise TesseraError(f"jit(device=...): 'cpu' or 'cuda[:N]', "
+                                   f"got {device!r}")
+            self._device = str(device)  # resolved at the first launch
         self.fun = fun
         self._name = _arg_name(name or getattr(fun, "__name__", "fn"))
         self._cache = {}
@@ -144,6 +155,8 @@ class jit:
             return self.fun(*args, **kwargs)  # inside another trace: inline
         if kwargs:
             args = self._positional(args, kwargs)
+        if self._device is not None:
+            return self._call_gpu(args)
         key, arrays = self._key(args)
         entry = self._cache.get(key)
         if entry is None:
@@ -235,7 +248,79 @@ class jit:
 
     # -- compilation ----------------------------------------------------------
 
-    def _trace(self, args, public=True):
+    # -- the GPU ----------------------------------------------------------
+
+    def _call_gpu(self, args):
+        key, arrays, specs = self._gpu_key(args)
+        entry = self._cache.get(key)
+        if entry is None:
+            entry = self._compile_gpu(specs)
+            self._cache[key] = entry
+        if entry.params:
+            arrays = arrays + [p.value for p in entry.params]
+        return _tree.unflatten(entry.out_tree, entry.fn(*arrays))
+
+    def _gpu_key(self, args):
+        """(key, array leaves, args with arrays replaced by memoryless
+        NumPy stand-ins of their shape and dtype, for tracing)."""
+        from . import cuda as _cuda
+        key, arrays, specs = [], [], []
+        for a in args:
+            leaves, td = _tree.flatten(a)
+            key.append(td)
+            stand = []
+            for leaf in leaves:
+                if type(leaf) in (Key, KVCache):
+                    raise TesseraError(
+                        f"{self._name}: random keys and KV caches are not "
+                        f"supported by jit(device='cuda') yet")
+                if isinstance(leaf, np.ndarray) or _is_array(leaf):
+                    if not isinstance(leaf, (np.ndarray, _cuda.DeviceTensor)):
+                        dev = getattr(leaf, "__dlpack_device__", None)
+                        leaf = (_cuda.from_dlpack(leaf) if dev is not None
+                                and dev()[0] == 2 else np.asarray(leaf))
+                    dt = as_dtype(leaf.dtype)
+                    shape = tuple(leaf.shape)
+                    key.append((dt.name, shape))
+                    arrays.append(leaf)
+                    stand.append(np.lib.stride_tricks.as_strided(
+                        np.zeros(1, dt.numpy), shape, (0,) * len(shape)))
+                else:
+                    key.append(("static", type(leaf), leaf))
+                    stand.append(leaf)
+            specs.append(_tree.unflatten(td, stand))
+        try:
+            return tuple(key), arrays, specs
+        except TypeError:
+            raise TesseraError("static (non-array) arguments of a jit "
+                               "function must be hashable") from None
+
+    def _compile_gpu(self, args):
+        from ._gpu_graph import GpuProgram
+        ctx, fn, out_tree = self._trace(args, concrete=True)
+        listing = ctx.module.list_graph(fn.name)
+        entry = _Entry()
+        entry.fn = GpuProgram(listing, self._device)
+        entry.out_tree = out_tree
+        entry.module = ctx.module
+        entry.name = fn.name
+        entry.params = list(ctx.param_order)
+        entry.post = None
+        return entry
+
+    def gpu_program(self, *args, **kwargs):
+        """The GPU launch plan (tessera._gpu_graph.GpuProgram) this function
+        runs for ``args``: ``.save(path)`` keeps it for a machine with only
+        the runtime and the kernel cache."""
+        if self._device is None:
+            raise TesseraError(f"{self._name} is compiled for the CPU; use "
+                               f"ts.jit(..., device='cuda')")
+        if kwargs:
+            args = self._positional(args, kwargs)
+        _, _, specs = self._gpu_key(args)
+        return self._compile_gpu(specs).fn
+
+    def _trace(self, args, public=True, concrete=False):
         """Traces into a new Context; returns (ctx, Function, out_tree)."""
         ctx = Context()
         specs, leaves_of = [], []
@@ -243,7 +328,7 @@ class jit:
             leaves, td = _tree.flatten(a)
             pname = self._params[i] if i < len(self._params) else f"arg{i}"
             paths = _leaf_paths(a, pname)
-            ann = self._annotated.get(i)
+            ann = None if concrete else self._annotated.get(i)
             for leaf, path in zip(leaves, paths):
                 if type(leaf) is Key:
                     specs.append(_core.TensorSpec([2], "i32", _arg_name(path),

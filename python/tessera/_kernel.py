@@ -602,8 +602,10 @@ class TileKernel:
                  opt_level=3):
         features = features or _features_for(chip)
         const_key = _value_key(consts)
+        # The cache directory is part of the key: compile_only() fills the
+        # cache in use, whatever this process compiled for another one.
         mkey = (tensor_types, const_key, schedule._key, chip, features,
-                opt_level)
+                opt_level, kernel_cache.directory)
         compiled = self._compiled.get(mkey)
         if compiled is not None:
             return compiled

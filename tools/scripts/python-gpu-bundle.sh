@@ -37,4 +37,7 @@ for script in test/python/gpu/kernels.py test/python/gpu/test_stdlib_gpu.py \
   TESSERA_KERNEL_CACHE=$PWD/$out/kcache PYTHONPATH=build/python \
     build/venv/bin/python $script --precompile "$chip"
 done
+TESSERA_KERNEL_CACHE=$PWD/$out/kcache PYTHONPATH=build/python \
+  build/venv/bin/python test/python/gpu/jit_programs.py --precompile "$chip" \
+  "$out/programs"
 echo "$out: $(du -sh "$out" | cut -f1)"

@@ -65,6 +65,53 @@ enum class Stage {
   LLVM,
 };
 
+/// One attribute of a GraphOp, converted to plain values.
+struct GraphAttr {
+  enum class Kind { Int, Float, Bool, String, Ints, Floats, Dense, Other };
+  std::string name;
+  Kind kind = Kind::Other;
+  int64_t i = 0;
+  double f = 0;
+  /// String: the text; Dense: the raw little-endian elements (one element
+  /// when `splat`); Other: the attribute as MLIR prints it.
+  std::string s;
+  /// Ints: the integers (symbolic entries of #tgraph.dims are not Ints).
+  std::vector<int64_t> ints;
+  std::vector<double> floats;
+  /// Dense: the element type and shape.
+  DType dtype = DType::f32;
+  std::vector<int64_t> shape;
+  bool splat = false;
+};
+
+/// One op of a function's optimized Graph IR, its operands and results
+/// named by value ids (see GraphListing).
+struct GraphOp {
+  std::string name;
+  std::vector<int64_t> operands;
+  std::vector<int64_t> results;
+  std::vector<GraphAttr> attrs;
+  /// "file:line:col" of the op, or empty.
+  std::string location;
+  /// Ops with regions (control flow) are listed without their bodies.
+  unsigned regions = 0;
+};
+
+/// A public function after the graph-level pipeline (shape inference,
+/// autodiff, inlining, decomposition), as plain data: what back ends
+/// written outside the compiler (the GPU executor of the Python package)
+/// consume. Value ids index `shapes`/`dtypes`; a symbolic dim is -1.
+struct GraphListing {
+  std::string name;
+  std::vector<int64_t> arguments;
+  std::vector<GraphOp> ops;
+  std::vector<int64_t> results;
+  std::vector<std::vector<int64_t>> shapes;
+  std::vector<DType> dtypes;
+  /// Values that are random keys (their dtype/shape say i32[2]).
+  std::vector<bool> isKey;
+};
+
 class Module {
 public:
   using Body = std::function<std::vector<Tensor>(std::vector<Tensor>)>;
@@ -208,6 +255,8 @@ public:
   std::string str() const;
   /// The module's IR after the CPU pipeline has run up to `stage`.
   Result<std::string> lower(Stage stage) const;
+  /// The public function `name` after the graph-level pipeline, as data.
+  Result<GraphListing> listGraph(const std::string &name) const;
   /// Compiles every public function for this CPU.
   Result<std::shared_ptr<runtime::Executable>>
   compile(const CompileOptions &options = {}) const;

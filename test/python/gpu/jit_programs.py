@@ -1,0 +1,92 @@
+"""Functions the GPU tests run through ts.jit(device="cuda").
+
+`python jit_programs.py --precompile CHIP DIR` traces each one, saves its
+GPU program (DIR/<name>.json) and inputs (DIR/<name>.npz), and compiles
+its kernels into the kernel cache (TESSERA_KERNEL_CACHE), for GPU machines
+without the compiler: test_jit_gpu.py loads them there.
+"""
+
+import sys
+
+import numpy as np
+
+import tessera as ts
+from tessera import nn, op
+
+
+def mlp_loss(w1, b1, w2, x, y):
+    """gelu MLP, layernorm, softmax, mean squared error."""
+    h = op.gelu(op.matmul(x, w1) + b1, approximate=True)
+    z = op.layernorm(op.matmul(h, w2))
+    p = op.softmax(z)
+    return op.reduce_mean((p - y) * (p - y))
+
+
+def block_loss(p, x):
+    """mean(y^2) of nn.transformer_block (layernorm, rope, causal
+    attention, gelu MLP, residuals)."""
+    y = nn.transformer_block(p, x, 4)
+    return op.reduce_mean(y * y)
+
+
+def bf16_mlp(x, w1, w2):
+    return op.matmul(op.relu(op.matmul(x, w1)), w2)
+
+
+def cases():
+    """name -> (jit function, arguments as the function takes them)."""
+    rng = np.random.default_rng(0)
+
+    def r(*s, scale=1.0, dtype=np.float32):
+        return (rng.standard_normal(s) * scale).astype(dtype)
+
+    block = nn.transformer_block_init(nn.rng(1), 64, 4, 128)
+    for k in ("ln1", "ln2"):
+        block[k]["scale"] = (1 + 0.1 * rng.standard_normal(64)).astype(
+            np.float32)
+        block[k]["bias"] = r(64, scale=0.1)
+    block["up"]["b"] = r(128, scale=0.1)
+    block["down"]["b"] = r(64, scale=0.1)
+    import ml_dtypes
+    bf = ml_dtypes.bfloat16
+    return {
+        "mlp_grad": (ts.jit(ts.value_and_grad(mlp_loss, argnums=(0, 1, 2)),
+                            device="cuda"),
+                     (r(64, 100, scale=0.1), r(100, scale=0.1),
+                      r(100, 36, scale=0.1), r(48, 64), r(48, 36))),
+        "block_grad": (ts.jit(ts.value_and_grad(block_loss), device="cuda"),
+                       (block, r(2, 16, 64))),
+        "bf16_mlp": (ts.jit(bf16_mlp, device="cuda"),
+                     (r(256, 512, dtype=bf), r(512, 1024, scale=0.05,
+                                               dtype=bf),
+                      r(1024, 256, scale=0.05, dtype=bf))),
+    }
+
+
+def flat_arrays(args):
+    from tessera import tree
+    leaves, _ = tree.flatten(list(args))
+    return [np.asarray(a) for a in leaves]
+
+
+def precompile(chip, out_dir):
+    import os
+    from tessera._kernel import compile_only
+    os.makedirs(out_dir, exist_ok=True)
+    for name, (fn, args) in cases().items():
+        prog = fn.gpu_program(*args)
+        prog.save(os.path.join(out_dir, f"{name}.json"))
+        flat = flat_arrays(args)
+        np.savez(os.path.join(out_dir, f"{name}.npz"),
+                 *[a.view(np.uint16) if a.dtype.name == "bfloat16" else a
+                   for a in flat])
+        with compile_only(chip):
+            prog(*flat)
+        print(f"{name}: {len(prog.steps)} steps")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 4 and sys.argv[1] == "--precompile":
+        precompile(sys.argv[2], sys.argv[3])
+    else:
+        sys.exit("usage: jit_programs.py --precompile CHIP DIR")

@@ -1,0 +1,118 @@
+"""ts.jit(device="cuda") without a GPU: the listing of the optimized graph,
+the launch plan, its kernels compiled for sm_90a and sm_80 (ptxas checks
+each), saving and loading, and the errors for what has no GPU lowering."""
+
+import json
+import os
+import shutil
+import sys
+
+import numpy as np
+import pytest
+
+import tessera as ts
+from tessera import op
+from tessera._gpu_graph import GpuProgram
+from tessera._kernel import compile_only
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "gpu"))
+import jit_programs  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("TESSERA_KERNEL_CACHE", str(tmp_path / "kcache"))
+
+
+def test_list_graph_numbers_values_and_converts_attributes():
+    def f(x, w):
+        return op.reduce_sum(op.matmul(x, w, transpose_rhs=True), dims=[1])
+
+    j = ts.jit(f, device="cuda")
+    ctx, fn, _ = j._trace((np.ones((4, 8), np.float32),
+                           np.ones((3, 8), np.float32)), concrete=True)
+    g = ctx.module.list_graph(fn.name)
+    assert g["name"] == fn.name
+    names = [o["op"] for o in g["ops"]]
+    assert names == ["tgraph.matmul", "tgraph.reduce_sum"]
+    mm, red = g["ops"]
+    assert mm["operands"] == g["arguments"]
+    assert mm["attrs"]["transpose_rhs"] is True
+    assert red["attrs"]["dims"] == (1,)
+    assert g["shapes"][mm["results"][0]] == (4, 3)
+    assert g["shapes"][red["results"][0]] == (4,)
+    assert g["dtypes"][red["results"][0]] == "f32"
+    assert g["results"] == red["results"]
+    assert "test_jit_gpu_plan.py" in red["loc"]
+
+
+@pytest.mark.parametrize("chip", ["sm_90a", "sm_80"])
+def test_programs_compile_for_the_card(chip):
+    if shutil.which("ptxas") is None and not os.path.exists(
+            "/usr/local/cuda/bin/ptxas"):
+        pytest.skip("no ptxas")
+    for name, (fn, args) in jit_programs.cases().items():
+        prog = fn.gpu_program(*args)
+        kinds = {type(s).__name__ for s in prog.steps}
+        assert "_Generated" in kinds or name == "bf16_mlp", (name, kinds)
+        with compile_only(chip):
+            outs = prog(*jit_programs.flat_arrays(args))
+        assert len(outs) == len(prog.listing["results"])
+
+
+def test_normalization_fuses_into_one_kernel():
+    def f(x, s, b):
+        return op.layernorm(x, s, b)
+
+    prog = ts.jit(f, device="cuda").gpu_program(
+        np.ones((32, 100), np.float32), np.ones(100, np.float32),
+        np.zeros(100, np.float32))
+    assert [type(s).__name__ for s in prog.steps] == ["_Generated"]
+    assert prog.steps[0].schedule.n == 128   # whole rows, masked
+
+
+def test_save_and_load_round_trip(tmp_path):
+    fn, args = jit_programs.cases()["mlp_grad"]
+    prog = fn.gpu_program(*args)
+    path = tmp_path / "p.json"
+    prog.save(path)
+    again = GpuProgram.load(path)
+    assert [type(s).__name__ for s in again.steps] == \
+        [type(s).__name__ for s in prog.steps]
+    assert again.listing["shapes"] == [list(s) for s in
+                                       prog.listing["shapes"]] or \
+        again.listing["shapes"] == prog.listing["shapes"]
+
+
+def test_load_rejects_damaged_files(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    with pytest.raises(ts.TesseraError, match="cannot read GPU program"):
+        GpuProgram.load(bad)
+    bad.write_text(json.dumps({"format": "something else"}))
+    with pytest.raises(ts.TesseraError, match="is not a tessera.gpu_program"):
+        GpuProgram.load(bad)
+
+
+def test_unsupported_op_names_the_op_and_the_line():
+    def f(x, w):
+        return op.conv2d(x, w)
+
+    j = ts.jit(f, device="cuda")
+    with pytest.raises(ts.TesseraError) as e:
+        j.gpu_program(np.ones((1, 2, 5, 5), np.float32),
+                      np.ones((3, 2, 3, 3), np.float32))
+    assert "tgraph.conv2d" in str(e.value)
+    assert "test_jit_gpu_plan.py" in str(e.value)
+    assert "no GPU lowering" in str(e.value)
+
+
+def test_bad_device_and_argument_errors():
+    with pytest.raises(ts.TesseraError, match="'cpu' or 'cuda"):
+        ts.jit(lambda x: x, device="tpu")
+    prog = ts.jit(lambda x: op.exp(x), device="cuda").gpu_program(
+        np.ones((4, 4), np.float32))
+    with pytest.raises(ts.TesseraError, match="takes 1 arrays, got 2"):
+        prog(np.ones((4, 4), np.float32), np.ones((4, 4), np.float32))
+    with pytest.raises(ts.TesseraError, match="compiled for the CPU"):
+        ts.jit(lambda x: x).gpu_program(np.ones(3, np.float32))
