@@ -32,6 +32,7 @@ namespace nb = nanobind;
 namespace rt = tessera::runtime;
 namespace cu = tessera::runtime::cuda;
 using rt::DType;
+using tessera::python::dlpackDType;
 using tessera::python::dlpackName;
 
 namespace {
@@ -69,35 +70,6 @@ DType parseDType(const std::string &name) {
   if (!t)
     raise("unknown dtype '" + name + "'");
   return *t;
-}
-
-nb::dlpack::dtype dlpackDType(DType t) {
-  using Code = nb::dlpack::dtype_code;
-  switch (t) {
-  case DType::f64:
-    return nb::dtype<double>();
-  case DType::f32:
-    return nb::dtype<float>();
-  case DType::f16:
-    return {uint8_t(Code::Float), 16, 1};
-  case DType::bf16:
-    return {uint8_t(Code::Bfloat), 16, 1};
-  case DType::f8E4M3FN:
-  case DType::f8E5M2:
-  case DType::i4:
-    return nb::dtype<uint8_t>();
-  case DType::i64:
-    return nb::dtype<int64_t>();
-  case DType::i32:
-    return nb::dtype<int32_t>();
-  case DType::i16:
-    return nb::dtype<int16_t>();
-  case DType::i8:
-    return nb::dtype<int8_t>();
-  case DType::i1:
-    return nb::dtype<bool>();
-  }
-  return nb::dtype<float>();
 }
 
 /// A buffer of device memory owned by the runtime's caching allocator.
@@ -209,7 +181,8 @@ NB_MODULE(_cuda, m) {
             });
             std::vector<size_t> shape(owned->shape().begin(),
                                       owned->shape().end());
-            nb::dlpack::dtype t = dlpackDType(owned->dtype());
+            nb::dlpack::dtype t =
+                dlpackDType(owned->dtype(), /*bf16AsBits=*/false);
             if (owned->dtype() == DType::bf16)
               t = nb::dtype<uint16_t>();
             return nb::cast(nb::ndarray<nb::numpy>(
@@ -225,10 +198,11 @@ NB_MODULE(_cuda, m) {
             check(streamOf(b.buffer.device()).synchronize());
             std::vector<size_t> shape(b.buffer.shape().begin(),
                                       b.buffer.shape().end());
-            return CudaArray(reinterpret_cast<void *>(b.buffer.pointer()),
-                             shape.size(), shape.data(), self, nullptr,
-                             dlpackDType(b.buffer.dtype()),
-                             nb::device::cuda::value, b.buffer.device());
+            return CudaArray(
+                reinterpret_cast<void *>(b.buffer.pointer()), shape.size(),
+                shape.data(), self, nullptr,
+                dlpackDType(b.buffer.dtype(), /*bf16AsBits=*/false),
+                nb::device::cuda::value, b.buffer.device());
           },
           "A DLPack view of the buffer (it keeps the buffer alive).")
       .def_prop_ro("pointer",

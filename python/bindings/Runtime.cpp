@@ -60,43 +60,15 @@ static std::optional<DType> storedAs(const nb::dlpack::dtype &t,
   return std::nullopt;
 }
 
-static nb::dlpack::dtype numpyDType(DType t) {
-  switch (t) {
-  case DType::f64:
-    return nb::dtype<double>();
-  case DType::f32:
-    return nb::dtype<float>();
-  case DType::f16:
-    return {uint8_t(nb::dlpack::dtype_code::Float), 16, 1};
-  case DType::bf16:
-    return nb::dtype<uint16_t>();
-  case DType::f8E4M3FN:
-  case DType::f8E5M2:
-  case DType::i4:
-    return nb::dtype<uint8_t>();
-  case DType::i64:
-    return nb::dtype<int64_t>();
-  case DType::i32:
-    return nb::dtype<int32_t>();
-  case DType::i16:
-    return nb::dtype<int16_t>();
-  case DType::i8:
-    return nb::dtype<int8_t>();
-  case DType::i1:
-    return nb::dtype<bool>();
-  }
-  return nb::dtype<float>();
-}
-
 /// A result buffer as a NumPy array that keeps the buffer alive.
 static nb::object toNumpy(rt::HostBuffer buffer) {
   auto *owned = new rt::HostBuffer(std::move(buffer));
   nb::capsule owner(
       owned, [](void *p) noexcept { delete static_cast<rt::HostBuffer *>(p); });
   std::vector<size_t> shape(owned->shape().begin(), owned->shape().end());
-  return nb::cast(nb::ndarray<nb::numpy>(owned->data(), shape.size(),
-                                         shape.data(), owner, nullptr,
-                                         numpyDType(owned->dtype())));
+  return nb::cast(nb::ndarray<nb::numpy>(
+      owned->data(), shape.size(), shape.data(), owner, nullptr,
+      dlpackDType(owned->dtype(), /*bf16AsBits=*/true)));
 }
 
 /// Calls `fn` with `args` (C-contiguous CPU arrays).

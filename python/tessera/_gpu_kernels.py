@@ -1,11 +1,13 @@
-"""Fixed Tile IR kernels the GPU executor of ``ts.jit`` launches beside
-the fused kernels it generates (see _gpu_graph): batched products, 2-D
-transposes, row gathers and column reductions."""
+"""The fixed Tile IR kernels of the GPU executor of ``ts.jit`` (batched
+products, 2-D transposes, column and long-row reductions) and the plan
+steps that launch them (see _gpu_graph for the plan)."""
 
-
+from . import cuda as _cuda
+from . import stdlib
 from . import tile
 from ._dtypes import f32
-from ._kernel import KTile, kernel
+from ._kernel import KTile, Schedule, cdiv, kernel
+from .stdlib import _pow2, _split_rows
 
 
 @kernel
@@ -43,10 +45,12 @@ def swap_last(X: KTile["Z", "P", "Q"], Y: KTile["Z", "Q", "P"]):
 
 
 @kernel
-def column_partials(X: KTile["R", "C"], Part: KTile["P", "C", f32],
-                    rows_per_program: int, *, kind: str):
-    """Part[p, c] = the reduction of rows [p * rows_per_program, ...) of
-    column c, in row order. Grid: (C tiles, P)."""
+def column_partials(X: KTile["R", "C"], Out: KTile["P", "C"],
+                    rows_per_program: int, scale: float, *, kind: str):
+    """Out[p, c] = scale * the reduction of rows [p * rows_per_program,
+    ...) of column c, in row order (f32). Grid: (C tiles, P). Run on X,
+    then on its partials with one program, it reduces over rows in a fixed
+    order."""
     T = tile.context()
     c = tile.program_id(0) * T.n
     p = tile.program_id(1)
@@ -57,7 +61,7 @@ def column_partials(X: KTile["R", "C"], Part: KTile["P", "C", f32],
         rows = tile.iota((T.m, T.n), 0) + r
         ok = (rows < r0 + rows_per_program) & (rows < X.shape[0])
         x = tile.where(ok, tile.cast(tile.load(X, at=(r, c),
-                                               shape=(T.m, T.n)), "f32"),
+                                               shape=(T.m, T.n)), f32),
                        neutral)
         if kind == "sum":
             acc = acc + tile.sum(x, axis=0)
@@ -65,28 +69,9 @@ def column_partials(X: KTile["R", "C"], Part: KTile["P", "C", f32],
             acc = tile.maximum(acc, tile.max(x, axis=0))
         else:
             acc = tile.minimum(acc, tile.min(x, axis=0))
-    tile.store(Part, tile.broadcast_to(acc[None, :], (1, T.n)), at=(p, c))
-
-
-@kernel
-def column_finish(Part: KTile["P", "C", f32], Out: KTile["C"], scale: float,
-                  *, kind: str):
-    """Out[c] = scale * the reduction of Part[:, c], in row order."""
-    T = tile.context()
-    c = tile.program_id(0) * T.n
-    neutral = {"sum": 0.0, "max": float("-inf"), "min": float("inf")}[kind]
-    acc = tile.full((T.n,), neutral)
-    for p in tile.range(0, Part.shape[0], T.m):
-        rows = tile.iota((T.m, T.n), 0) + p
-        x = tile.where(rows < Part.shape[0],
-                       tile.load(Part, at=(p, c), shape=(T.m, T.n)), neutral)
-        if kind == "sum":
-            acc = acc + tile.sum(x, axis=0)
-        elif kind == "max":
-            acc = tile.maximum(acc, tile.max(x, axis=0))
-        else:
-            acc = tile.minimum(acc, tile.min(x, axis=0))
-    tile.store(Out, tile.cast(acc * scale, Out.dtype), at=(c,))
+    tile.store(Out, tile.cast(tile.broadcast_to((acc * scale)[None, :],
+                                                (1, T.n)), Out.dtype),
+               at=(p, c))
 
 
 @kernel
@@ -102,7 +87,7 @@ def long_rows(X: KTile["R", "C"], Out: KTile["R"], scale: float, *,
         cols = tile.iota((1, T.n), 1) + c
         x = tile.where(cols < X.shape[1],
                        tile.cast(tile.load(X, at=(r, c), shape=(1, T.n)),
-                                 "f32"), neutral)
+                                 f32), neutral)
         if kind == "sum":
             acc = acc + x
         elif kind == "max":
@@ -116,3 +101,134 @@ def long_rows(X: KTile["R", "C"], Out: KTile["R"], scale: float, *,
     else:
         total = tile.min(acc, axis=1)
     tile.store(Out, tile.cast(total * scale, Out.dtype), at=(r,))
+
+
+# --------------------------------------------------------------------------
+# Plan steps
+# --------------------------------------------------------------------------
+
+class Step:
+    """One launch (or a few) of a plan: ``run(env, alloc)`` reads its
+    ``inputs`` from env (value id -> DeviceTensor) and writes its
+    ``outputs``, allocated by ``alloc(value id)``."""
+    inputs = ()
+    outputs = ()
+
+
+class Alias(Step):
+    """out = x reshaped (a view)."""
+
+    def __init__(self, x, out, shape):
+        self.inputs, self.outputs, self.shape = (x,), (out,), shape
+
+    def run(self, env, alloc):
+        env[self.outputs[0]] = env[self.inputs[0]].reshape(*self.shape)
+
+
+class Chain(Step):
+    """Steps that write one output together (a pad's fill and interior)."""
+
+    def __init__(self, inputs, outputs, parts):
+        self.inputs, self.outputs, self.parts = tuple(inputs), outputs, parts
+
+    def run(self, env, alloc):
+        for s in self.parts:
+            s.run(env, alloc)
+
+
+_BATCHED = {"f32": Schedule(block=(64, 64), k=16, warps=4, stages=2)}
+_BATCHED_16 = Schedule(block=(128, 128), k=64, warps=8, stages=3)
+
+
+class Matmul(Step):
+    """out[z] = a[z] @ b[z] (b[z] given as [N, K] when b_transposed); an
+    operand whose batch is shared has one matrix."""
+
+    def __init__(self, a, b, out, batch, m, n, k, a_shared, b_shared,
+                 b_transposed, dtype):
+        self.inputs, self.outputs = (a, b), (out,)
+        self.batch, self.m, self.n, self.k = batch, m, n, k
+        self.a_shared, self.b_shared = a_shared, b_shared
+        self.b_transposed = b_transposed
+        self.schedule = _BATCHED.get(dtype, _BATCHED_16)
+        # A shared b folds the batch into M: one (autotuned) stdlib GEMM.
+        self.folds = batch == 1 or (b_shared and not a_shared)
+
+    def run(self, env, alloc):
+        a, b = env[self.inputs[0]], env[self.inputs[1]]
+        out = alloc(self.outputs[0])
+        m, n, k, batch = self.m, self.n, self.k, self.batch
+        kb = (n, k) if self.b_transposed else (k, n)
+        if self.folds:
+            rows = m * (1 if self.a_shared else batch)
+            stdlib.gemm(a.reshape(rows, k), b.reshape(*kb),
+                        transposed_b=self.b_transposed,
+                        out=out.reshape(rows, n))
+            return
+        s = self.schedule
+        batched_matmul.with_schedule(s)[(cdiv(m, s.m), cdiv(n, s.n), batch)](
+            a.reshape(1 if self.a_shared else batch, m, k),
+            b.reshape(1 if self.b_shared else batch, *kb),
+            out.reshape(batch, m, n), b_transposed=self.b_transposed,
+            a_shared=self.a_shared, b_shared=self.b_shared)
+
+
+_SWAP = Schedule(block=(32, 32), warps=4)
+
+
+class SwapLast(Step):
+    """out = x viewed as [Z, P, Q], transposed to [Z, Q, P]."""
+
+    def __init__(self, x, out, z, p, q):
+        self.inputs, self.outputs = (x,), (out,)
+        self.z, self.p, self.q = z, p, q
+
+    def run(self, env, alloc):
+        out = alloc(self.outputs[0])
+        swap_last.with_schedule(_SWAP)[(cdiv(self.p, _SWAP.m),
+                                        cdiv(self.q, _SWAP.n), self.z)](
+            env[self.inputs[0]].reshape(self.z, self.p, self.q),
+            out.reshape(self.z, self.q, self.p))
+
+
+class ColumnReduce(Step):
+    """out[c] = scale * reduce(x[:, c]) of x viewed as [R, C]: partials
+    of row blocks, then the partials in order (deterministic)."""
+
+    def __init__(self, x, out, r, c, kind, scale):
+        self.inputs, self.outputs = (x,), (out,)
+        self.r, self.c, self.kind, self.scale = r, c, kind, scale
+        bn = min(256, _pow2(c))
+        self.schedule = Schedule(block=(16, bn), warps=4)
+        self.col_tiles = cdiv(c, bn)
+        # About two programs per SM over all column tiles.
+        self.programs, self.per = _split_rows(
+            r, 16, programs=max(1, 264 // self.col_tiles))
+
+    def run(self, env, alloc):
+        out = alloc(self.outputs[0])
+        part = _cuda.empty((self.programs, self.c), "f32", device=out.device)
+        k = column_partials.with_schedule(self.schedule)
+        k[(self.col_tiles, self.programs)](
+            env[self.inputs[0]].reshape(self.r, self.c), part, self.per, 1.0,
+            kind=self.kind)
+        k[(self.col_tiles, 1)](part, out.reshape(1, self.c), self.programs,
+                               float(self.scale), kind=self.kind)
+
+
+_LONG = Schedule(block=(1, 1024), warps=8)
+
+
+class LongRows(Step):
+    """out[r] = scale * reduce(x[r, :]) of x viewed as [R, C], for rows
+    longer than a fused kernel holds in registers."""
+
+    def __init__(self, x, out, r, c, kind, scale):
+        self.inputs, self.outputs = (x,), (out,)
+        self.r, self.c, self.kind, self.scale = r, c, kind, scale
+
+    def run(self, env, alloc):
+        out = alloc(self.outputs[0])
+        long_rows.with_schedule(_LONG)[(self.r,)](
+            env[self.inputs[0]].reshape(self.r, self.c), out.reshape(self.r),
+            float(self.scale), kind=self.kind)

@@ -261,7 +261,7 @@ class jit:
         return _tree.unflatten(entry.out_tree, entry.fn(*arrays))
 
     def _gpu_key(self, args):
-        """(key, array leaves, args with arrays replaced by memoryless
+        """(key, array leaves, args with arrays replaced by uninitialized
         NumPy stand-ins of their shape and dtype, for tracing)."""
         from . import cuda as _cuda
         key, arrays, specs = [], [], []
@@ -283,8 +283,9 @@ class jit:
                     shape = tuple(leaf.shape)
                     key.append((dt.name, shape))
                     arrays.append(leaf)
-                    stand.append(np.lib.stride_tricks.as_strided(
-                        np.zeros(1, dt.numpy), shape, (0,) * len(shape)))
+                    # Untouched (never paged in): tracing reads only
+                    # the shape and dtype.
+                    stand.append(np.empty(shape, dt.numpy))
                 else:
                     key.append(("static", type(leaf), leaf))
                     stand.append(leaf)

@@ -42,6 +42,7 @@ from . import tile as _tile
 from ._dtypes import DType, PolicyDType
 from ._errors import TesseraError
 from ._types import Tensor as _TensorAnnotation
+from ._types import TensorType
 from ._kernel_cache import (CompiledKernel, KernelCache,  # noqa: F401
                             _compiler, compiler_id, kernel_cache)
 from ._tile_ir import (Block as _IRBlock, KernelTraceError, Trace,
@@ -62,21 +63,11 @@ def cdiv(a: int, b: int) -> int:
 # Annotations and schedules
 # --------------------------------------------------------------------------
 
-class KTileType:
+class KTileType(TensorType):
     """What ``KTile[...]`` stands for: a tensor argument of a kernel."""
 
-    __slots__ = ("dims", "dtype", "policy")
-
-    def __init__(self, dims, dtype=None, policy=None):
-        self.dims = tuple(dims)
-        self.dtype = dtype
-        self.policy = policy
-
-    def __repr__(self):
-        parts = [repr(d) for d in self.dims]
-        if self.dtype is not None:
-            parts.append(repr(self.dtype))
-        return f"KTile[{', '.join(parts)}]"
+    __slots__ = ()
+    _spelling = "KTile"
 
 
 class KTile:

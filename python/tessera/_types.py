@@ -15,6 +15,7 @@ class TensorType:
     """The type a ``Tensor[...]`` annotation stands for."""
 
     __slots__ = ("dims", "dtype", "policy")
+    _spelling = "Tensor"
 
     def __init__(self, dims, dtype=None, policy=None):
         self.dims = tuple(dims)
@@ -26,7 +27,7 @@ class TensorType:
         if self.dtype is not None:
             parts.append(repr(self.dtype) if self.policy is None
                          else f"{self.dtype!r} @ {self.policy!r}")
-        return f"Tensor[{', '.join(parts)}]"
+        return f"{self._spelling}[{', '.join(parts)}]"
 
 
 class Tensor:

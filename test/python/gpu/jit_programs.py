@@ -33,6 +33,12 @@ def bf16_mlp(x, w1, w2):
     return op.matmul(op.relu(op.matmul(x, w1)), w2)
 
 
+def broadcasts(x, b):
+    """Groups whose operands are all rows or all columns of the result."""
+    return (op.broadcast_to(x, (48, 36)) * 2.0,
+            op.broadcast_to(b, (48, 36)) * 3.0)
+
+
 def cases():
     """name -> (jit function, arguments as the function takes them)."""
     rng = np.random.default_rng(0)
@@ -56,6 +62,8 @@ def cases():
                       r(100, 36, scale=0.1), r(48, 64), r(48, 36))),
         "block_grad": (ts.jit(ts.value_and_grad(block_loss), device="cuda"),
                        (block, r(2, 16, 64))),
+        "broadcasts": (ts.jit(broadcasts, device="cuda"),
+                       (r(48, 1), r(36))),
         "bf16_mlp": (ts.jit(bf16_mlp, device="cuda"),
                      (r(256, 512, dtype=bf), r(512, 1024, scale=0.05,
                                                dtype=bf),

@@ -112,3 +112,13 @@ def test_bf16_mlp_forward():
     want = torch.relu(x @ w1) @ w2
     err = np.max(np.abs(got - want.numpy())) / np.max(np.abs(want.numpy()))
     assert err < 2e-2, err
+
+
+def test_row_and_column_broadcasts():
+    prog, (x, b) = _program("broadcasts")
+    rows, cols = (o.numpy() for o in prog(x, b))
+    x64, b64 = x.astype(np.float64), b.astype(np.float64)
+    np.testing.assert_allclose(rows, np.broadcast_to(x64, (48, 36)) * 2.0,
+                               rtol=1e-6)
+    np.testing.assert_allclose(cols, np.broadcast_to(b64, (48, 36)) * 3.0,
+                               rtol=1e-6)
