@@ -18,7 +18,9 @@ void mlir::tessera::buildTileToPTXPipeline(OpPassManager &pm,
   layouts.wgmma = options.chip == "sm_90a";
   pm.addPass(createTTileAssignLayouts(layouts));
   pm.addPass(createTTilePipelineLoads());
-  pm.addPass(createConvertTTileToGPU());
+  ConvertTTileToGPUOptions lowering;
+  lowering.tma = options.tma && options.chip == "sm_90a";
+  pm.addPass(createConvertTTileToGPU(lowering));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   gpu::GPUToNVVMPipelineOptions nvvm;

@@ -59,6 +59,8 @@ struct Driver {
   decltype(&::cuMemcpyDtoH) memcpyDtoH = nullptr;
   decltype(&::cuLaunchKernel) launchKernel = nullptr;
   decltype(&::cuFuncSetAttribute) funcSetAttribute = nullptr;
+  /// Optional (CUDA 12 drivers): without it, TMA kernels copy with cp.async.
+  decltype(&::cuTensorMapEncodeTiled) tensorMapEncodeTiled = nullptr;
 
   std::string failure; // why the driver cannot be used
   int devices = 0;
@@ -118,6 +120,9 @@ const Driver &driver() {
     load(d->memcpyDtoH, "cuMemcpyDtoH_v2");
     load(d->launchKernel, "cuLaunchKernel");
     load(d->funcSetAttribute, "cuFuncSetAttribute");
+    d->tensorMapEncodeTiled =
+        reinterpret_cast<decltype(d->tensorMapEncodeTiled)>(
+            dlsym(lib, "cuTensorMapEncodeTiled"));
     if (missing) {
       d->failure = "the CUDA driver lacks " + missingName +
                    " (a driver for CUDA 12.8 or newer is needed)";
@@ -646,6 +651,33 @@ Result<Module> Module::loadImage(const std::vector<char> &image, int device) {
   return load(image.data(), device, "a GPU code image");
 }
 
+struct tessera::runtime::cuda::Kernel::TmaLaunch {
+  /// A tensor map: the memref's first parameter slot, its element bytes,
+  /// the box (columns = one swizzle row) and the swizzle.
+  struct MapSpec {
+    int slot, rank, eltBytes, boxCols, boxRows, swizzle;
+  };
+  int extraThreads = 0, consumerThreads = 0, paramSlots = 0;
+  std::vector<MapSpec> maps;
+
+  /// The maps of the last launch on a stream, in device memory.
+  struct Table {
+    DeviceBuffer buffer;
+    std::vector<char> bytes;
+    std::uint64_t address = 0;
+  };
+  std::mutex mutex;
+  std::map<CUstream, Table> tables;
+
+  /// Checks the launch, makes the maps and appends their address to
+  /// `args`.
+  Status prepare(const std::string &kernel, const LaunchConfig &config,
+                 std::vector<void *> &args, CUstream stream, int device);
+};
+
+static Result<std::shared_ptr<Kernel::TmaLaunch>>
+readTmaLaunch(CUmodule module, const std::string &name);
+
 Result<Kernel> Module::kernel(const std::string &name) const {
   TESSERA_ENTER(deviceIndex);
   CUfunction fn;
@@ -675,7 +707,148 @@ Result<Kernel> Module::kernel(const std::string &name) const {
     }
     kernel.dynamicShared = bytes;
   }
+  auto tma = readTmaLaunch(static_cast<CUmodule>(module.get()), name);
+  if (!tma)
+    return tma.error();
+  kernel.tma = *tma;
   return kernel;
+}
+
+unsigned Kernel::extraThreads() const {
+  return tma ? unsigned(tma->extraThreads) : 0;
+}
+
+Status Kernel::TmaLaunch::prepare(const std::string &kernel,
+                                  const LaunchConfig &config,
+                                  std::vector<void *> &args, CUstream stream,
+                                  int device) {
+  if (int(args.size()) + 1 != paramSlots)
+    return Error{"kernel '" + kernel + "' takes " +
+                 std::to_string(paramSlots - 1) +
+                 " parameter values (each memref as pointer, pointer, "
+                 "offset, sizes, strides), got " +
+                 std::to_string(args.size())};
+  if (config.block != std::array<unsigned, 3>{unsigned(consumerThreads), 1, 1})
+    return Error{"kernel '" + kernel + "' runs on blocks of " +
+                 std::to_string(consumerThreads) +
+                 " threads (its warps; the launch adds its producer's " +
+                 std::to_string(extraThreads) + "), got (" +
+                 std::to_string(config.block[0]) + ", " +
+                 std::to_string(config.block[1]) + ", " +
+                 std::to_string(config.block[2]) + ")"};
+  // The maps, then one i32 per map: 1 where it could be made.
+  std::vector<char> bytes(maps.size() * (sizeof(CUtensorMap) + 4), 0);
+  const Driver &d = driver();
+  for (std::size_t i = 0; i < maps.size(); ++i) {
+    const MapSpec &m = maps[i];
+    auto field = [&](int k) {
+      std::int64_t v;
+      std::memcpy(&v, args[std::size_t(m.slot + k)], sizeof v);
+      return v;
+    };
+    // The memref: pointer, aligned pointer, offset, sizes, strides; the
+    // map's dims innermost first.
+    std::uint64_t base = std::uint64_t(field(1));
+    std::int64_t offset = field(2);
+    std::uint64_t address = base + std::uint64_t(offset * m.eltBytes);
+    cuuint64_t dims[5], strides[4];
+    cuuint32_t box[5] = {cuuint32_t(m.boxCols), cuuint32_t(m.boxRows), 1, 1, 1};
+    cuuint32_t unit[5] = {1, 1, 1, 1, 1};
+    // What TMA can address; other tiles are copied with cp.async.
+    bool ok = d.tensorMapEncodeTiled && address % 16 == 0 &&
+              field(3 + 2 * m.rank - 1) == 1;
+    for (int i = 0; i < m.rank && ok; ++i) {
+      std::int64_t size = field(3 + m.rank - 1 - i);
+      std::int64_t stride = field(3 + 2 * m.rank - 1 - i);
+      ok = size > 0 && size <= (1ll << 32);
+      dims[i] = cuuint64_t(size);
+      if (i > 0) {
+        std::uint64_t bytes = std::uint64_t(stride * m.eltBytes);
+        ok = ok && stride > 0 && bytes % 16 == 0 && bytes < (1ull << 40);
+        strides[i - 1] = bytes;
+      }
+    }
+    if (ok) {
+      CUtensorMap map;
+      CUtensorMapDataType type = m.eltBytes == 1 ? CU_TENSOR_MAP_DATA_TYPE_UINT8
+                                 : m.eltBytes == 2
+                                     ? CU_TENSOR_MAP_DATA_TYPE_UINT16
+                                     : CU_TENSOR_MAP_DATA_TYPE_UINT32;
+      CUtensorMapSwizzle swizzle = m.swizzle == 128 ? CU_TENSOR_MAP_SWIZZLE_128B
+                                   : m.swizzle == 64
+                                       ? CU_TENSOR_MAP_SWIZZLE_64B
+                                       : CU_TENSOR_MAP_SWIZZLE_32B;
+      ok =
+          d.tensorMapEncodeTiled(
+              &map, type, cuuint32_t(m.rank), reinterpret_cast<void *>(address),
+              dims, strides, box, unit, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
+              CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+              CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+      if (ok)
+        std::memcpy(bytes.data() + i * sizeof(CUtensorMap), &map, sizeof map);
+    }
+    std::int32_t flag = ok ? 1 : 0;
+    std::memcpy(bytes.data() + maps.size() * sizeof(CUtensorMap) + 4 * i, &flag,
+                sizeof flag);
+  }
+  // One table per stream: a copy into it runs after the launches before
+  // it on that stream. Copied only when the maps change.
+  std::lock_guard<std::mutex> lock(mutex);
+  Table &table = tables[stream];
+  if (!table.buffer.pointer()) {
+    auto buffer =
+        DeviceBuffer::allocate(DType::i8, {std::int64_t(bytes.size())}, device);
+    if (!buffer)
+      return buffer.error();
+    table.buffer = *buffer;
+  }
+  if (table.bytes != bytes) {
+    table.bytes = bytes;
+    TESSERA_CU(d.memcpyHtoDAsync(CUdeviceptr(table.buffer.pointer()),
+                                 table.bytes.data(), table.bytes.size(),
+                                 stream),
+               "cannot copy the tensor maps of kernel '" + kernel + "'");
+  }
+  table.address = table.buffer.pointer();
+  args.push_back(&table.address);
+  return Status::ok();
+}
+
+static Result<std::shared_ptr<Kernel::TmaLaunch>>
+readTmaLaunch(CUmodule module, const std::string &name) {
+  CUdeviceptr global;
+  size_t globalBytes = 0;
+  CUresult r = driver().moduleGetGlobal(&global, &globalBytes, module,
+                                        ("tessera_tma_" + name).c_str());
+  if (r != CUDA_SUCCESS)
+    return std::shared_ptr<Kernel::TmaLaunch>();
+  std::vector<std::int32_t> record(globalBytes / 4);
+  if (record.size() < 5 || globalBytes % 4)
+    return Error{"kernel '" + name + "': its TMA launch record has " +
+                 std::to_string(globalBytes) + " bytes"};
+  TESSERA_CU(driver().memcpyDtoH(record.data(), global, globalBytes),
+             "cannot read the TMA launch record of kernel '" + name + "'");
+  if (record[0] != 1 || record.size() != 5 + 6 * std::size_t(record[4]))
+    return Error{"kernel '" + name +
+                 "': its TMA launch record is of an unknown version (" +
+                 std::to_string(record[0]) + ", " +
+                 std::to_string(record.size()) + " entries)"};
+  auto tma = std::make_shared<Kernel::TmaLaunch>();
+  tma->extraThreads = record[1];
+  tma->consumerThreads = record[2];
+  tma->paramSlots = record[3];
+  for (std::int32_t i = 0; i < record[4]; ++i) {
+    const std::int32_t *m = &record[5 + 6 * std::size_t(i)];
+    if (m[0] < 0 || m[1] < 2 || m[1] > 5 ||
+        m[0] + 3 + 2 * m[1] > tma->paramSlots - 1 ||
+        (m[2] != 1 && m[2] != 2 && m[2] != 4) ||
+        (m[5] != 32 && m[5] != 64 && m[5] != 128) || m[3] <= 0 || m[3] > 256 ||
+        m[4] <= 0 || m[4] > 256)
+      return Error{"kernel '" + name + "': tensor map " + std::to_string(i) +
+                   " of its TMA launch record is malformed"};
+    tma->maps.push_back({m[0], m[1], m[2], m[3], m[4], m[5]});
+  }
+  return tma;
 }
 
 Status Kernel::launch(const LaunchConfig &config, Stream &stream,
@@ -691,18 +864,27 @@ Status Kernel::launch(const LaunchConfig &config, Stream &stream,
     if (v == 0)
       return Error{"kernel '" + kernelName + "': a block dim is 0"};
   TESSERA_ENTER(deviceIndex);
+  LaunchConfig launch = config;
+  if (tma) {
+    Status st =
+        tma->prepare(kernelName, config, args,
+                     static_cast<CUstream>(stream.handle()), deviceIndex);
+    if (!st)
+      return st;
+    launch.block[0] += unsigned(tma->extraThreads);
+  }
   auto str = [](const std::array<unsigned, 3> &a) {
     return "(" + std::to_string(a[0]) + ", " + std::to_string(a[1]) + ", " +
            std::to_string(a[2]) + ")";
   };
   TESSERA_CU(driver().launchKernel(
-                 static_cast<CUfunction>(function), config.grid[0],
-                 config.grid[1], config.grid[2], config.block[0],
-                 config.block[1], config.block[2],
+                 static_cast<CUfunction>(function), launch.grid[0],
+                 launch.grid[1], launch.grid[2], launch.block[0],
+                 launch.block[1], launch.block[2],
                  std::max(config.sharedBytes, dynamicShared),
                  static_cast<CUstream>(stream.handle()), args.data(), nullptr),
              "cannot launch kernel '" + kernelName + "' with grid " +
-                 str(config.grid) + ", block " + str(config.block) + " and " +
+                 str(launch.grid) + ", block " + str(launch.block) + " and " +
                  std::to_string(std::max(config.sharedBytes, dynamicShared)) +
                  " bytes of shared memory");
   return Status::ok();

@@ -21,6 +21,7 @@ for bench in row gemm attn; do
   if [ -x "$build/bin/tessera-$bench-bench" ]; then
     cp "$build/bin/tessera-$bench-bench" "$out/"
     cp "$build/bench/gpu/${bench}_kernels.ptx" "$out/kernels/"
+    cp "$build/bench/gpu/${bench}_kernels_cpasync.ptx" "$out/kernels/"
     cp "$(dirname "$0")/../../bench/gpu/${bench}_peer.py" "$out/"
   fi
 done

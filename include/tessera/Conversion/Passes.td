@@ -249,11 +249,22 @@ def ConvertTTileToGPU : Pass<"tessera-convert-ttile-to-gpu", "ModuleOp"> {
       warp fragment; with a blocked accumulator it multiplies with FMAs;
     - `ttile.range` and `scf.for`/`scf.if` carry tiles as their scalars.
 
+    With `tma` (sm_90a), a kernel whose shared-tile rings all belong to
+    ranges at its top level gets a producer warpgroup after its warps: one
+    producer warp fills the rings with TMA copies (`cp.async.bulk.tensor`,
+    mbarriers per ring slot), the other warps only compute. Such a kernel
+    takes one more parameter (the device address of its tensor maps, which
+    the runtime makes at each launch), runs 128 more threads, and says so
+    in a `tessera_tma_<kernel>` global.
+
     Then `--gpu-lower-to-nvvm-pipeline` produces PTX.
   }];
   let options = [
     Option<"moduleName", "module-name", "std::string", "\"tessera_kernels\"",
            "Name of the gpu.module that receives the kernels">,
+    Option<"tma", "tma", "bool", "false",
+           "Fill shared-tile rings with TMA copies from a producer warpgroup "
+           "(sm_90a)">,
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::gpu::GPUDialect",

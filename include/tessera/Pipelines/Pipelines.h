@@ -43,6 +43,11 @@ struct TileToPTXOptions : public PassPipelineOptions<TileToPTXOptions> {
       *this, "format",
       llvm::cl::desc("isa (PTX text), bin (cubin, needs ptxas) or fatbin"),
       llvm::cl::init("isa")};
+  Option<bool> tma{
+      *this, "tma",
+      llvm::cl::desc("sm_90a: fill shared-tile rings with TMA copies from a "
+                     "producer warpgroup where the kernel allows it"),
+      llvm::cl::init(true)};
   Option<int> optLevel{*this, "opt-level",
                        llvm::cl::desc("LLVM optimization level"),
                        llvm::cl::init(3)};

@@ -33,11 +33,24 @@ using Regs = SmallVector<Value>;
 
 inline bool isTile(Type t) { return isa<RankedTensorType>(t); }
 
+/// Shared memory a block may use with the opt-in (Hopper: 227 KiB).
+constexpr int64_t kSharedLimitBytes = 227 * 1024;
+
+/// Bytes of one shared tile, a multiple of 1024 (every buffer starts on a
+/// swizzle pattern's period).
+inline int64_t sharedTileBytes(RankedTensorType t) {
+  int64_t bytes = t.getNumElements() * t.getElementTypeBitWidth() / 8;
+  return llvm::alignTo(bytes, 1024);
+}
+
 class KernelLowering {
 public:
-  KernelLowering(func::FuncOp src, gpu::GPUFuncOp dst)
-      : src(src), dst(dst), b(src.getContext()), numWarps(kernelNumWarps(src)) {
-  }
+  /// `tma`: on sm_90a, fill the shared-tile rings of top-level ranges with
+  /// TMA copies from a producer warpgroup (LowerProducer.cpp) where the
+  /// kernel allows it.
+  KernelLowering(func::FuncOp src, gpu::GPUFuncOp dst, bool tma = false)
+      : src(src), dst(dst), b(src.getContext()), numWarps(kernelNumWarps(src)),
+        useTma(tma) {}
 
   LogicalResult run() {
     Block &entry = dst.getBody().front();
@@ -50,6 +63,8 @@ public:
     Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
     lane = arith::RemUIOp::create(b, loc, tid, index(32));
     warp = arith::DivUIOp::create(b, loc, tid, index(32));
+    if (useTma && planSpecialization())
+      return runSpecialized();
     if (failed(lowerBlock(src.getBody().front())))
       return failure();
     gpu::ReturnOp::create(b, loc);
@@ -61,6 +76,18 @@ public:
     int64_t peak = std::max(dynamicPeak, dynamicBytes);
     return peak ? peak + 1024 : 0;
   }
+
+  /// Whether the kernel runs a producer warpgroup (TMA copies) beside its
+  /// `ttile.num_warps` warps: it then takes one more parameter, the device
+  /// address of its tensor maps, and needs 128 more threads.
+  bool isSpecialized() const { return specialized; }
+
+  /// What the runtime needs to launch a specialized kernel (the
+  /// `tessera_tma_<kernel>` global): version, extra threads, consumer
+  /// threads, parameter slots, map count, then per map its memref's first
+  /// parameter slot, rank, element bytes, box columns and rows, swizzle
+  /// bytes.
+  SmallVector<int32_t> launchRecord() const;
 
 private:
   func::FuncOp src;
@@ -82,6 +109,37 @@ private:
   /// wgmma dots that leave their group in flight into the next iteration
   /// (waited for at the next one's end, or after the loop).
   llvm::SmallPtrSet<Operation *, 4> overlappedDots;
+
+  /// Warp specialization (LowerProducer.cpp).
+  bool useTma = false;
+  bool specialized = false;
+  /// One TMA tensor map: a kernel argument of rank `rank` (2 to 5) read in
+  /// boxes of `rows` x `cols` elements of its last two dims (`cols` one
+  /// swizzle row), one index of each leading dim.
+  struct TmaMap {
+    unsigned arg, rank;
+    int64_t rows, cols, eltBytes, swizzle;
+  };
+  SmallVector<TmaMap> tmaMaps;
+  /// A top-level range whose shared tiles the producer copies: its ring
+  /// buffers, each load's map, and `stages` full then `stages` empty
+  /// mbarriers at `barriers`.
+  struct ProducerRing {
+    RangeOp loop;
+    SmallVector<LoadOp> loads;
+    SmallVector<int64_t> offsets;
+    SmallVector<unsigned> maps;
+    /// Per load: the indices of its argument's leading dims (a subview
+    /// that selects one, `q[bh]`).
+    SmallVector<SmallVector<OpFoldResult>> leading;
+    int64_t barriers = 0;
+    bool overlap = false;
+  };
+  SmallVector<ProducerRing, 2> producerRings;
+  /// The kernel parameter holding the maps' device address (i64), and, in
+  /// the consumers, whether any load copies with cp.async instead (an
+  /// argument TMA cannot address).
+  Value tmaTable, anyFallback;
 
   //===--------------------------------------------------------------------===//
   // Helpers
@@ -436,7 +494,14 @@ private:
     // ends. Later copies into them start behind a barrier (startRing, and
     // every synchronous shared load), so no warp still reads them.
     int64_t sharedMark = dynamicBytes;
-    if (auto range = dyn_cast<RangeOp>(op)) {
+    ProducerRing *fed = nullptr;
+    if (specialized) {
+      for (ProducerRing &r : producerRings)
+        if (r.loop.getOperation() == op)
+          fed = &r;
+      if (fed)
+        overlap = fed->overlap;
+    } else if (auto range = dyn_cast<RangeOp>(op)) {
       ring = ringLoads(range);
       if (!ring.empty()) {
         // With a wgmma group left in flight, the buffers it reads stay
@@ -472,7 +537,9 @@ private:
           OpBuilder::InsertionGuard guard(b);
           b.setInsertionPointToStart(nested.getInsertionBlock());
           map.map(body.getArgument(0), iv);
-          if (!ring.empty())
+          if (fed)
+            consumeRing(*fed, iv);
+          else if (!ring.empty())
             advanceRing(cast<RangeOp>(op), ring, ahead, ringOffsets, iv);
           if (failed(bind(op, body.getArguments().drop_front(), args)) ||
               failed(lowerBlock(body))) {
@@ -480,6 +547,8 @@ private:
             scf::YieldOp::create(b, loc, args);
             return;
           }
+          if (fed)
+            releaseRing(*fed, iv);
           scf::YieldOp::create(b, loc,
                                flatten(body.getTerminator()->getOperands()));
         });
@@ -715,8 +784,12 @@ private:
   /// Copies the tile `op` loads, starting at `start`, into the shared
   /// buffer at `dstAddr` (its swizzled layout) with cp.async; `valid`
   /// (optional) false zero-fills it instead.
+  /// The copies are spread over `threads` threads (all of the kernel's by
+  /// default), `threadId` numbering them.
+  /// `source` replaces the load's (lowered) memref.
   void issueSharedCopy(LoadOp op, Value dstAddr, ArrayRef<Value> start,
-                       Value valid);
+                       Value valid, Value threadId = {}, int64_t threads = 0,
+                       Value source = {});
 
   /// Orders earlier shared-memory writes before wgmma's reads.
   void fenceSharedForTensorCores(Location loc);
@@ -733,7 +806,8 @@ private:
   /// yielded in that place) from operands in the ring: then each
   /// iteration's group may still run while the next iteration starts (the
   /// dots are marked in overlappedDots). Needs stages >= 3.
-  bool canOverlapDots(RangeOp loop, ArrayRef<LoadOp> ring);
+  bool canOverlapDots(RangeOp loop, ArrayRef<LoadOp> ring,
+                      int64_t minStages = 3);
 
   /// Before the loop: buffers for `loads` (stages each) and the copies of
   /// the first `ahead` iterations.
@@ -751,6 +825,46 @@ private:
   /// `load`'s indices (lowered) for the iteration of `loop` whose induction
   /// variable is `at`.
   SmallVector<Value> startAt(RangeOp loop, LoadOp load, Value at);
+
+  //===--------------------------------------------------------------------===//
+  // Warp specialization: TMA copies from a producer warpgroup
+  // (LowerProducer.cpp)
+  //===--------------------------------------------------------------------===//
+
+  /// Whether the producer can compute `v`: from the kernel's arguments and
+  /// program ids through pure scalar ops of the entry block or of `loop`'s
+  /// body (then possibly from its induction variable).
+  bool producerComputable(Value v, RangeOp loop);
+
+  /// `v` computed at the insertion point, values of the entry block in
+  /// `outer`, values of the loop body in `inner`.
+  Value producerValue(Value v, IRMapping &outer, IRMapping *inner);
+
+  /// Decides whether the kernel is specialized and, if so, allocates the
+  /// rings, their barriers and the tensor maps.
+  bool planSpecialization();
+
+  /// The kernel argument a ring load reads through TMA, with the indices
+  /// of its leading dims: the load's memref itself (2-d), or a subview of
+  /// it that keeps its last two dims whole and selects one index of each
+  /// other (q[bh]); failure otherwise.
+  FailureOr<std::pair<BlockArgument, SmallVector<OpFoldResult>>>
+  tmaSource(LoadOp load);
+
+  LogicalResult runSpecialized();
+
+  /// The producer warp: for each ring, each iteration waits for its slot
+  /// to be free, then copies the iteration's tiles into it.
+  void emitProducer(Location loc);
+
+  Value barrierAddress(const ProducerRing &ring, bool empty, Value slot);
+
+  /// In a consumer iteration: wait for the slot's tiles.
+  void consumeRing(ProducerRing &ring, Value iv);
+
+  /// At the end of a consumer iteration: give back the slot the iteration
+  /// (or, with wgmma groups in flight, the previous one) read.
+  void releaseRing(ProducerRing &ring, Value iv);
 
   /// wgmma.wait_group `pending` with the accumulators `acc` passed
   /// through (replaced by the values after the wait).

@@ -30,17 +30,6 @@ using namespace mlir::tessera;
 using namespace mlir::tessera::ttile;
 using namespace mlir::tessera::ttile::detail;
 
-namespace {
-
-/// Bytes of one shared tile, a multiple of 1024 (every buffer starts on a
-/// swizzle pattern's period).
-int64_t sharedTileBytes(RankedTensorType t) {
-  int64_t bytes = t.getNumElements() * t.getElementTypeBitWidth() / 8;
-  return llvm::alignTo(bytes, 1024);
-}
-
-} // namespace
-
 /// The extern shared array that dynamic shared memory is.
 static constexpr llvm::StringLiteral kDynamicSharedSymbol =
     "tessera_dynamic_shared";
@@ -82,17 +71,21 @@ int64_t KernelLowering::allocateDynamicShared(int64_t bytes) {
 }
 
 void KernelLowering::issueSharedCopy(LoadOp op, Value dstAddr,
-                                     ArrayRef<Value> start, Value valid) {
+                                     ArrayRef<Value> start, Value valid,
+                                     Value threadId, int64_t threads,
+                                     Value source) {
   Location loc = op.getLoc();
   auto t = cast<RankedTensorType>(op.getType());
   auto shared = cast<SharedAttr>(t.getEncoding());
-  Value mem = map.lookup(op.getSource());
+  Value mem = source ? source : map.lookup(op.getSource());
   auto type = cast<MemRefType>(mem.getType());
   int64_t rows = t.getShape()[0], cols = t.getShape()[1];
   int64_t eltBytes = t.getElementTypeBitWidth() / 8;
   int64_t chunkElts = 16 / eltBytes, chunksPerRow = cols / chunkElts;
   int64_t rowBytes = shared.getSwizzle(), rowElts = rowBytes / eltBytes;
-  int64_t threads = 32 * numWarps, chunks = rows * chunksPerRow;
+  if (!threads)
+    threads = 32 * numWarps;
+  int64_t chunks = rows * chunksPerRow;
   Access acc = describeMemref(loc, mem, type, /*vec=*/true);
   Type i64 = b.getI64Type(), i32 = b.getI32Type();
   auto i64Of = [&](Value v) {
@@ -117,16 +110,19 @@ void KernelLowering::issueSharedCopy(LoadOp op, Value dstAddr,
   };
   Value aligned = allOf(
       loc, {multiple(firstAddr, 16), multiple(acc.strides[0], chunkElts)});
-  Value tid = arith::AddIOp::create(
-      b, loc, lane, arith::MulIOp::create(b, loc, warp, index(32)));
+  Value tid = threadId ? threadId
+                       : arith::AddIOp::create(
+                             b, loc, lane,
+                             arith::MulIOp::create(b, loc, warp, index(32)));
 
   // The chunk `q` of the tile: its row, first column and shared address.
   struct Chunk {
     Value row, col, dst, inRange;
   };
-  auto chunkOf = [&](int64_t round) {
+  auto chunkOfValue = [&](Value round) {
     Chunk c;
-    Value q = arith::AddIOp::create(b, loc, tid, index(round * threads));
+    Value q = arith::AddIOp::create(
+        b, loc, tid, arith::MulIOp::create(b, loc, round, index(threads)));
     Value r = arith::DivUIOp::create(b, loc, q, index(chunksPerRow));
     Value cc = arith::RemUIOp::create(b, loc, q, index(chunksPerRow));
     Value col = arith::MulIOp::create(b, loc, cc, index(chunkElts));
@@ -153,6 +149,7 @@ void KernelLowering::issueSharedCopy(LoadOp op, Value dstAddr,
         chunks % threads == 0 ? Value() : lessThan(loc, q, index(chunks));
     return c;
   };
+  auto chunkOf = [&](int64_t round) { return chunkOfValue(index(round)); };
   int64_t rounds = llvm::divideCeil(chunks, threads);
   // When a round moves every thread down by whole swizzle periods (1024
   // bytes), later rounds are the first one's chunks shifted by constants:
@@ -182,6 +179,30 @@ void KernelLowering::issueSharedCopy(LoadOp op, Value dstAddr,
     b.setInsertionPointToStart(&ifOp.getThenRegion().front());
     body();
   };
+  // Every round, unrolled; or, for a few threads copying a whole tile (the
+  // producer warp), a loop over the rounds (unrolled, the chunk addresses
+  // that LLVM hoists out of the producer's loop would not fit its
+  // registers).
+  bool rolled = bool(threadId);
+  auto forEachChunk = [&](function_ref<void(Chunk)> body) {
+    firstChunk.reset();
+    if (!rolled) {
+      for (int64_t round = 0; round < rounds; ++round) {
+        Chunk c = chunkAt(round);
+        guarded(c.inRange, [&] { body(c); });
+      }
+      return;
+    }
+    scf::ForOp::create(
+        b, loc, index(0), index(rounds), index(1), ValueRange{},
+        [&](OpBuilder &nested, Location, Value round, ValueRange) {
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPointToStart(nested.getInsertionBlock());
+          Chunk c = chunkOfValue(round);
+          guarded(c.inRange, [&] { body(c); });
+          scf::YieldOp::create(b, loc);
+        });
+  };
   auto sharedPtr = [&](Value addr) {
     return LLVM::IntToPtrOp::create(
         b, loc, LLVM::LLVMPointerType::get(b.getContext(), 3), i64Of(addr));
@@ -194,10 +215,8 @@ void KernelLowering::issueSharedCopy(LoadOp op, Value dstAddr,
     // zero-filled.
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(&ifAligned.getThenRegion().front());
-    firstChunk.reset();
-    for (int64_t round = 0; round < rounds; ++round) {
-      Chunk c = chunkAt(round);
-      guarded(c.inRange, [&] {
+    forEachChunk([&](Chunk c) {
+      {
         Value ok = allOf(loc, {lessThan(loc, c.row, acc.sizes[0]),
                                lessThan(loc, c.col, acc.sizes[1])});
         if (valid)
@@ -224,18 +243,16 @@ void KernelLowering::issueSharedCopy(LoadOp op, Value dstAddr,
             NVVM::LoadCacheModifierKindAttr::get(
                 b.getContext(), NVVM::LoadCacheModifierKind::CG),
             arith::IndexCastOp::create(b, loc, i32, bytes));
-      });
-    }
+      }
+    });
     // Slow path (unaligned rows): element loads, one 16-byte shared store
     // per chunk.
     b.setInsertionPointToStart(&ifAligned.getElseRegion().front());
     Type elt = t.getElementType();
     Type bits = b.getIntegerType(t.getElementTypeBitWidth());
     Value zero = scalarConstant(loc, elt);
-    firstChunk.reset();
-    for (int64_t round = 0; round < rounds; ++round) {
-      Chunk c = chunkAt(round);
-      guarded(c.inRange, [&] {
+    forEachChunk([&](Chunk c) {
+      {
         SmallVector<Value> elems;
         for (int64_t e = 0; e < chunkElts; ++e) {
           Value col = arith::AddIOp::create(b, loc, c.col, index(e));
@@ -259,8 +276,8 @@ void KernelLowering::issueSharedCopy(LoadOp op, Value dstAddr,
         auto vecType = VectorType::get({chunkElts}, bits);
         Value vec = vector::FromElementsOp::create(b, loc, vecType, elems);
         LLVM::StoreOp::create(b, loc, vec, sharedPtr(c.dst), /*alignment=*/16);
-      });
-    }
+      }
+    });
   }
 }
 
@@ -355,8 +372,9 @@ SmallVector<LoadOp> KernelLowering::ringLoads(RangeOp loop) {
   return loads;
 }
 
-bool KernelLowering::canOverlapDots(RangeOp loop, ArrayRef<LoadOp> ring) {
-  if (loop.getStages() < 3)
+bool KernelLowering::canOverlapDots(RangeOp loop, ArrayRef<LoadOp> ring,
+                                    int64_t minStages) {
+  if (loop.getStages() < minStages)
     return false;
   Block &body = loop.getBody().front();
   Operation *yield = body.getTerminator();

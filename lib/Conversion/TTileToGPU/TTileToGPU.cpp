@@ -231,10 +231,11 @@ namespace {
 /// Static shared memory a block may use (more needs dynamic shared memory
 /// and an opt-in at launch).
 constexpr int64_t kStaticSharedLimit = 48 * 1024;
-/// Shared memory a block may use with the opt-in (Hopper: 227 KiB).
-constexpr int64_t kSharedLimit = 227 * 1024;
+constexpr int64_t kSharedLimit = kSharedLimitBytes;
 /// Names the global that holds a kernel's dynamic shared memory bytes.
 constexpr llvm::StringLiteral kDynamicSharedPrefix = "tessera_dynamic_smem_";
+/// Names the global that describes a warp-specialized kernel's launch.
+constexpr llvm::StringLiteral kTmaPrefix = "tessera_tma_";
 
 struct ConvertTTileToGPUPass
     : tessera::impl::ConvertTTileToGPUBase<ConvertTTileToGPUPass> {
@@ -266,9 +267,24 @@ struct ConvertTTileToGPUPass
                       b.getUnitAttr());
       int32_t threads = int32_t(32 * kernelNumWarps(fn));
       kernel.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr({threads, 1, 1}));
-      KernelLowering lowering(fn, kernel);
+      KernelLowering lowering(fn, kernel, tma);
       if (failed(lowering.run()))
         return signalPassFailure();
+      if (lowering.isSpecialized()) {
+        SmallVector<int32_t> record = lowering.launchRecord();
+        kernel.setKnownBlockSizeAttr(
+            b.getDenseI32ArrayAttr({threads + record[1], 1, 1}));
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPoint(kernel);
+        auto type = LLVM::LLVMArrayType::get(b.getI32Type(), record.size());
+        LLVM::GlobalOp::create(
+            b, fn.getLoc(), type, /*isConstant=*/true, LLVM::Linkage::External,
+            (kTmaPrefix + fn.getName()).str(),
+            DenseElementsAttr::get(
+                RankedTensorType::get({int64_t(record.size())}, b.getI32Type()),
+                ArrayRef<int32_t>(record)),
+            /*alignment=*/4, /*addrSpace=*/1);
+      }
       // Workgroup buffers are static shared memory, at most 48 KiB a block.
       int64_t sharedBytes = 0;
       for (BlockArgument buf : kernel.getWorkgroupAttributions()) {

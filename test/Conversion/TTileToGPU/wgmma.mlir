@@ -6,7 +6,7 @@
 // RUN: tessera-opt %s --tessera-ttile-assign-layouts --split-input-file | FileCheck %s --check-prefix=SYNC
 // RUN: tessera-opt %s --tessera-ttile-assign-layouts=wgmma=true --tessera-convert-ttile-to-gpu --canonicalize --cse --split-input-file | FileCheck %s --check-prefix=GPU
 // REQUIRES: ptxas
-// RUN: tessera-opt %s --tessera-ttile-to-ptx="chip=sm_90a features=+ptx80" -o %t.mlir
+// RUN: tessera-opt %s --tessera-ttile-to-ptx="chip=sm_90a features=+ptx80 tma=false" -o %t.mlir
 // RUN: %extract_ptx %t.mlir %t.ptx
 // RUN: FileCheck %s --check-prefix=PTX < %t.ptx
 // RUN: %ptxas -arch=sm_90a %t.ptx -o %t.cubin

@@ -18,7 +18,10 @@ NORMS = [((7, 1000), "f32"), ((7, 4096), "bf16")]
 CE = ((5, 50000), "bf16")
 ADAM_N = 5000
 ROPE = (2, 100, 4, 64)
-GEMMS = [((300, 200, 100), "bf16"), ((300, 200, 100), "f32")]
+# bf16 row strides of 200 bytes: TMA cannot read A (the 2nd), B (the 1st)
+# or either (the 3rd); the producer copies those tiles with cp.async.
+GEMMS = [((300, 200, 100), "bf16"), ((300, 100, 200), "bf16"),
+         ((300, 100, 100), "bf16"), ((300, 200, 100), "f32")]
 FP8 = (300, 256, 100)
 TF32 = (300, 256, 200)
 ATTN = [(d, causal) for d in (64, 128) for causal in (True, False)]

@@ -179,6 +179,15 @@ public:
   /// Dynamic shared memory every launch gets at least (a Tile IR kernel's
   /// shared tiles, read from the module; 0 for other kernels).
   unsigned requiredDynamicSharedMemory() const { return dynamicShared; }
+  /// Threads a launch adds to the block the caller asks for (a Tile IR
+  /// kernel's TMA producer warpgroup; 0 for other kernels).
+  unsigned extraThreads() const;
+
+  /// A Tile IR kernel whose shared tiles a producer warpgroup copies with
+  /// TMA (its `tessera_tma_<kernel>` global): the launch makes a tensor map
+  /// for each 2-d memref argument it reads that way and passes them in
+  /// device memory, as one more parameter.
+  struct TmaLaunch;
 
 private:
   friend class Module;
@@ -191,6 +200,7 @@ private:
   std::string kernelName;
   int deviceIndex = 0;
   unsigned dynamicShared = 0;
+  std::shared_ptr<TmaLaunch> tma;
 };
 
 /// Compiled GPU code loaded on one device.

@@ -1,0 +1,643 @@
+//===- LowerProducer.cpp - TMA copies from a producer warpgroup -----------===//
+//
+// On Hopper the shared-tile rings of a kernel's top-level ranges can be
+// filled by the Tensor Memory Accelerator instead of every thread's
+// cp.async copies. The kernel then runs one more warpgroup, the producer,
+// after its `ttile.num_warps` warps (the consumers, whose code and warp
+// numbering are unchanged):
+//
+//   - one producer warp walks each ring's iterations: it waits until the
+//     consumers gave the slot back (the slot's `empty` mbarrier), announces
+//     the bytes to come on its `full` mbarrier and issues one TMA copy per
+//     box of each tile (a box is one swizzle row wide, at most 256 rows:
+//     TMA writes the same 128/64/32-byte swizzled layout the tiles have);
+//   - the consumers wait on `full` at the top of an iteration and arrive on
+//     `empty` at its end (for the previous iteration's slot when wgmma
+//     groups stay in flight across iterations);
+//   - the producer gives its registers to the consumers (setmaxnreg) and
+//     the consumers' barriers become a named barrier of their own threads.
+//
+// The tensor maps (CUtensorMap, 128 bytes each) are made by the runtime at
+// each launch from the memref arguments and passed in device memory, the
+// address as one extra kernel parameter; after the maps come one i32 per
+// map, 1 where the map could be made. Where it could not (an argument TMA
+// cannot address: a row stride or base not a multiple of 16 bytes), the
+// producer warp copies that tile with cp.async instead, its lanes
+// arriving on `full` as the copies land.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelLowering.h"
+#include "LoopAhead.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+using namespace mlir;
+using namespace mlir::tessera;
+using namespace mlir::tessera::ttile;
+using namespace mlir::tessera::ttile::detail;
+
+namespace {
+
+/// Registers a producer warp keeps (setmaxnreg).
+constexpr int64_t kProducerRegisters = 56;
+/// Bytes of one tensor map.
+constexpr int64_t kTensorMapBytes = 128;
+/// The layout of the launch record (`launchRecord`).
+constexpr int32_t kLaunchRecordVersion = 1;
+
+/// Inline PTX with side effects; its results, if any.
+Operation *ptx(OpBuilder &b, Location loc, TypeRange results,
+               ValueRange operands, StringRef text, StringRef constraints) {
+  return LLVM::InlineAsmOp::create(
+      b, loc, results, operands, text, constraints,
+      /*has_side_effects=*/true, /*is_align_stack=*/false,
+      LLVM::tailcallkind::TailCallKind::None,
+      LLVM::AsmDialectAttr::get(b.getContext(), LLVM::AsmDialect::AD_ATT),
+      ArrayAttr());
+}
+
+Value i32Of(OpBuilder &b, Location loc, Value v) {
+  return arith::IndexCastOp::create(b, loc, b.getI32Type(), v);
+}
+
+Value i32Constant(OpBuilder &b, Location loc, int64_t v) {
+  return arith::ConstantIntOp::create(b, loc, b.getI32Type(), v);
+}
+
+/// Spins until the mbarrier at `addr` completed the phase of `parity`.
+void waitBarrier(OpBuilder &b, Location loc, Value addr, Value parity) {
+  Value a = i32Of(b, loc, addr);
+  scf::WhileOp::create(
+      b, loc, TypeRange{}, ValueRange{},
+      [&](OpBuilder &nb, Location l, ValueRange) {
+        Value done =
+            ptx(nb, l, nb.getI32Type(), ValueRange{a, parity},
+                "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 "
+                "p, [$1], $2;\nselp.u32 $0, 1, 0, p;\n}",
+                "=r,r,r")
+                ->getResult(0);
+        Value again = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::eq,
+                                            done, i32Constant(nb, l, 0));
+        scf::ConditionOp::create(nb, l, again, ValueRange{});
+      },
+      [&](OpBuilder &nb, Location l, ValueRange) {
+        scf::YieldOp::create(nb, l);
+      });
+}
+
+/// Runs `body` under `cond` (no results).
+void under(OpBuilder &b, Location loc, Value cond, function_ref<void()> body) {
+  auto ifOp = scf::IfOp::create(b, loc, TypeRange{}, cond, false);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+  body();
+}
+
+} // namespace
+
+bool KernelLowering::producerComputable(Value v, RangeOp loop) {
+  if (isTile(v.getType()))
+    return false;
+  Block *entry = &src.getBody().front();
+  Block *body = loop ? &loop.getBody().front() : nullptr;
+  if (auto arg = dyn_cast<BlockArgument>(v))
+    return arg.getOwner() == entry || (loop && v == loop.getInductionVar());
+  Operation *def = v.getDefiningOp();
+  if (def->getBlock() != entry && def->getBlock() != body)
+    return false;
+  if (isa<ProgramIdOp, NumProgramsOp>(def))
+    return true;
+  bool scalarPure = def->getNumRegions() == 0 &&
+                    (isa<memref::DimOp, memref::SubViewOp>(def) ||
+                     (isa<arith::ArithDialect>(def->getDialect()) &&
+                      isMemoryEffectFree(def)));
+  return scalarPure && llvm::all_of(def->getOperands(), [&](Value o) {
+           return producerComputable(o, loop);
+         });
+}
+
+Value KernelLowering::producerValue(Value v, IRMapping &outer,
+                                    IRMapping *inner) {
+  if (inner && inner->contains(v))
+    return inner->lookup(v);
+  if (outer.contains(v))
+    return outer.lookup(v);
+  if (isa<BlockArgument>(v))
+    return map.lookup(v); // a kernel argument
+  Operation *def = v.getDefiningOp();
+  Location loc = def->getLoc();
+  IRMapping &into = def->getBlock() == &src.getBody().front() ? outer : *inner;
+  if (auto pid = dyn_cast<ProgramIdOp>(def)) {
+    Value id = gpu::BlockIdOp::create(b, loc, gpu::Dimension(pid.getDim()));
+    into.map(v, id);
+    return id;
+  }
+  if (auto n = dyn_cast<NumProgramsOp>(def)) {
+    Value dim = gpu::GridDimOp::create(b, loc, gpu::Dimension(n.getDim()));
+    into.map(v, dim);
+    return dim;
+  }
+  IRMapping operands;
+  for (Value o : def->getOperands())
+    operands.map(o, producerValue(o, outer, inner));
+  Operation *copy = b.clone(*def, operands);
+  for (auto [from, to] : llvm::zip(def->getResults(), copy->getResults()))
+    into.map(from, to);
+  return into.lookup(v);
+}
+
+FailureOr<std::pair<BlockArgument, SmallVector<OpFoldResult>>>
+KernelLowering::tmaSource(LoadOp load) {
+  Block *entry = &src.getBody().front();
+  Value source = load.getSource();
+  if (auto arg = dyn_cast<BlockArgument>(source)) {
+    if (arg.getOwner() != entry)
+      return failure();
+    return std::make_pair(arg, SmallVector<OpFoldResult>());
+  }
+  auto view = source.getDefiningOp<memref::SubViewOp>();
+  if (!view || view->getBlock() != entry)
+    return failure();
+  auto arg = dyn_cast<BlockArgument>(view.getSource());
+  auto argType = cast<MemRefType>(view.getSource().getType());
+  int64_t rank = argType.getRank();
+  if (!arg || arg.getOwner() != entry || rank > 5 ||
+      view.getType().getRank() != 2)
+    return failure();
+  SmallVector<OpFoldResult> offsets = view.getMixedOffsets(),
+                            sizes = view.getMixedSizes(),
+                            strides = view.getMixedStrides();
+  // The whole extent of dim `d`: its static size or memref.dim of it.
+  auto whole = [&](OpFoldResult size, int64_t d) {
+    if (auto attr = getConstantIntValue(size))
+      return !argType.isDynamicDim(d) && *attr == argType.getDimSize(d);
+    auto dim = cast<Value>(size).getDefiningOp<memref::DimOp>();
+    auto index = dim ? getConstantIntValue(dim.getIndex()) : std::nullopt;
+    return dim && dim.getSource() == view.getSource() && index && *index == d;
+  };
+  SmallVector<OpFoldResult> leading;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (getConstantIntValue(strides[d]) != 1)
+      return failure();
+    if (d >= rank - 2) {
+      if (getConstantIntValue(offsets[d]) != 0 || !whole(sizes[d], d))
+        return failure();
+      continue;
+    }
+    if (getConstantIntValue(sizes[d]) != 1)
+      return failure();
+    if (auto v = dyn_cast<Value>(offsets[d]);
+        v && !producerComputable(v, nullptr))
+      return failure();
+    leading.push_back(offsets[d]);
+  }
+  return std::make_pair(arg, leading);
+}
+
+bool KernelLowering::planSpecialization() {
+  // Warpgroups of consumers (wgmma's unit).
+  if (numWarps % 4)
+    return false;
+  Block &entry = src.getBody().front();
+  SmallVector<std::pair<RangeOp, SmallVector<LoadOp>>> found;
+  bool nested = false;
+  src.walk([&](RangeOp r) {
+    SmallVector<LoadOp> loads = ringLoads(r);
+    if (loads.empty())
+      return;
+    if (r->getBlock() != &entry)
+      nested = true;
+    else
+      found.push_back({r, std::move(loads)});
+  });
+  // (A ring inside another loop would need the producer to follow that
+  // loop too: such kernels keep their cp.async rings.)
+  if (nested || found.empty())
+    return false;
+
+  int64_t bytes = 1024;
+  llvm::SmallPtrSet<Operation *, 8> inRings;
+  for (auto &[loop, loads] : found) {
+    for (Value v : {loop.getLowerBound(), loop.getUpperBound(), loop.getStep()})
+      if (!producerComputable(v, nullptr))
+        return false;
+    for (LoadOp load : loads) {
+      auto t = cast<RankedTensorType>(load.getType());
+      auto shared = cast<SharedAttr>(t.getEncoding());
+      int64_t eltBytes = t.getElementTypeBitWidth() / 8;
+      int64_t rows = t.getShape()[0], cols = t.getShape()[1];
+      int64_t boxCols = shared.getSwizzle() / eltBytes;
+      if (failed(tmaSource(load)) || cols % boxCols ||
+          (rows > 256 && rows % 256))
+        return false;
+      for (Value i : load.getIndices())
+        if (!producerComputable(i, loop))
+          return false;
+      bytes += loop.getStages() * sharedTileBytes(t);
+      inRings.insert(load);
+    }
+    bytes += 1024; // the ring's mbarriers
+  }
+  // Synchronous shared tiles live beside the rings (which are not reused
+  // from one loop to the next: the producer runs ahead into the next one).
+  src.walk([&](LoadOp load) {
+    if (!inRings.contains(load) &&
+        isa_and_nonnull<SharedAttr>(load.getType().getEncoding()))
+      bytes += sharedTileBytes(cast<RankedTensorType>(load.getType()));
+  });
+  if (bytes > kSharedLimitBytes)
+    return false;
+
+  for (auto &[loop, loads] : found) {
+    ProducerRing ring;
+    ring.loop = loop;
+    ring.loads = loads;
+    for (LoadOp load : loads) {
+      auto t = cast<RankedTensorType>(load.getType());
+      auto shared = cast<SharedAttr>(t.getEncoding());
+      auto [arg, leading] = *tmaSource(load);
+      TmaMap m;
+      m.arg = arg.getArgNumber();
+      m.rank = unsigned(leading.size()) + 2;
+      ring.leading.push_back(leading);
+      m.eltBytes = t.getElementTypeBitWidth() / 8;
+      m.swizzle = shared.getSwizzle();
+      m.cols = m.swizzle / m.eltBytes;
+      m.rows = std::min<int64_t>(t.getShape()[0], 256);
+      auto same = llvm::find_if(tmaMaps, [&](const TmaMap &o) {
+        return o.arg == m.arg && o.rank == m.rank && o.rows == m.rows &&
+               o.cols == m.cols && o.eltBytes == m.eltBytes &&
+               o.swizzle == m.swizzle;
+      });
+      ring.maps.push_back(unsigned(same - tmaMaps.begin()));
+      if (same == tmaMaps.end())
+        tmaMaps.push_back(m);
+      ring.offsets.push_back(
+          allocateDynamicShared(loop.getStages() * sharedTileBytes(t)));
+    }
+    ring.barriers = allocateDynamicShared(16 * loop.getStages());
+    ring.overlap = canOverlapDots(loop, loads, /*minStages=*/2);
+    producerRings.push_back(std::move(ring));
+  }
+  specialized = true;
+  return true;
+}
+
+Value KernelLowering::barrierAddress(const ProducerRing &ring, bool empty,
+                                     Value slot) {
+  RangeOp loop = ring.loop;
+  Location loc = loop.getLoc();
+  int64_t first = ring.barriers + (empty ? 8 * loop.getStages() : 0);
+  return arith::AddIOp::create(
+      b, loc, dynamicSharedBase(),
+      arith::AddIOp::create(b, loc, index(first),
+                            arith::MulIOp::create(b, loc, slot, index(8))));
+}
+
+/// Whether map `i` could be made (the i32 after the maps).
+static Value mapUsable(OpBuilder &b, Location loc, Value table, unsigned i,
+                       unsigned count) {
+  Type i64 = b.getI64Type();
+  Value addr =
+      arith::AddIOp::create(b, loc, table,
+                            arith::ConstantIntOp::create(
+                                b, loc, i64, kTensorMapBytes * count + 4 * i));
+  Value ptr = LLVM::IntToPtrOp::create(
+      b, loc, LLVM::LLVMPointerType::get(b.getContext(), 1), addr);
+  Value flag = LLVM::LoadOp::create(b, loc, b.getI32Type(), ptr, 4);
+  return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, flag,
+                               i32Constant(b, loc, 0));
+}
+
+LogicalResult KernelLowering::runSpecialized() {
+  Location loc = src.getLoc();
+  unsigned tableArg = src.getNumArguments();
+  if (failed(dst.insertArgument(tableArg, b.getI64Type(), {}, loc)))
+    return src.emitError("cannot add the tensor-map parameter");
+  tmaTable = dst.getArgument(tableArg);
+  Value tid = arith::AddIOp::create(
+      b, loc, lane, arith::MulIOp::create(b, loc, warp, index(32)));
+
+  // The mbarriers, initialized by one thread before the roles split.
+  Value consumers = i32Constant(b, loc, 32 * numWarps);
+  under(b, loc,
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid, index(0)),
+        [&] {
+          for (ProducerRing &ring : producerRings)
+            for (int64_t s = 0; s < ring.loop.getStages(); ++s)
+              for (bool empty : {false, true})
+                ptx(b, loc, {},
+                    {i32Of(b, loc, barrierAddress(ring, empty, index(s))),
+                     empty ? consumers : i32Constant(b, loc, 1)},
+                    "mbarrier.init.shared::cta.b64 [$0], $1;", "r,r");
+          ptx(b, loc, {}, {}, "fence.mbarrier_init.release.cluster;", "");
+        });
+  gpu::BarrierOp::create(b, loc);
+
+  Value isProducer = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge,
+                                           warp, index(numWarps));
+  auto roles = scf::IfOp::create(b, loc, TypeRange{}, isProducer, true);
+  // The registers the consumers take from the producer: only with 8 or
+  // more consumer warps, where the launch's 65536 / threads per thread
+  // leave the consumers fewer than they may grow to.
+  int64_t consumerRegisters = std::min<int64_t>(
+      240, (65536 - kProducerRegisters * 128) / (32 * numWarps) / 8 * 8);
+  bool moveRegisters = numWarps >= 8;
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(&roles.getThenRegion().front());
+    if (moveRegisters)
+      ptx(b, loc, {}, {},
+          "setmaxnreg.dec.sync.aligned.u32 " +
+              std::to_string(kProducerRegisters) + ";",
+          "");
+    emitProducer(loc);
+  }
+  LogicalResult status = success();
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(&roles.getElseRegion().front());
+    if (moveRegisters)
+      ptx(b, loc, {}, {},
+          "setmaxnreg.inc.sync.aligned.u32 " +
+              std::to_string(consumerRegisters) + ";",
+          "");
+    SmallVector<Value> fallbacks;
+    for (unsigned i = 0; i < tmaMaps.size(); ++i)
+      fallbacks.push_back(arith::XOrIOp::create(
+          b, loc, mapUsable(b, loc, tmaTable, i, unsigned(tmaMaps.size())),
+          arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1)));
+    anyFallback = fallbacks.front();
+    for (Value f : ArrayRef<Value>(fallbacks).drop_front())
+      anyFallback = arith::OrIOp::create(b, loc, anyFallback, f);
+    status = lowerBlock(src.getBody().front());
+  }
+  if (failed(status))
+    return failure();
+  gpu::ReturnOp::create(b, loc);
+
+  // The consumers synchronize among themselves: the producer's warps do
+  // not come to their barriers.
+  SmallVector<gpu::BarrierOp> barriers;
+  roles.getElseRegion().walk(
+      [&](gpu::BarrierOp bar) { barriers.push_back(bar); });
+  for (gpu::BarrierOp bar : barriers) {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(bar);
+    NVVM::BarrierOp::create(b, bar.getLoc(), Type(),
+                            i32Constant(b, bar.getLoc(), 1),
+                            i32Constant(b, bar.getLoc(), 32 * numWarps),
+                            NVVM::BarrierReductionAttr(), Value());
+    bar.erase();
+  }
+  return success();
+}
+
+void KernelLowering::emitProducer(Location loc) {
+  Value oneWarp = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, warp,
+                                        index(numWarps));
+  under(b, loc, oneWarp, [&] {
+    unsigned count = unsigned(tmaMaps.size());
+    SmallVector<Value> usable;
+    for (unsigned i = 0; i < count; ++i)
+      usable.push_back(mapUsable(b, loc, tmaTable, i, count));
+    Value laneZero =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane, index(0));
+    Value anyCopy = arith::ConstantIntOp::create(b, loc, b.getI1Type(), 0);
+    for (Value u : usable)
+      anyCopy = arith::OrIOp::create(
+          b, loc, anyCopy,
+          arith::XOrIOp::create(
+              b, loc, u,
+              arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1)));
+    auto mapAddress = [&](unsigned i) -> Value {
+      return arith::AddIOp::create(
+          b, loc, tmaTable,
+          arith::ConstantIntOp::create(b, loc, b.getI64Type(),
+                                       kTensorMapBytes * i));
+    };
+    under(b, loc, laneZero, [&] {
+      for (unsigned i = 0; i < count; ++i)
+        under(b, loc, usable[i], [&] {
+          ptx(b, loc, {}, {mapAddress(i)}, "prefetch.tensormap [$0];", "l");
+        });
+    });
+
+    IRMapping outer;
+    for (ProducerRing &ring : producerRings) {
+      RangeOp loop = ring.loop;
+      int64_t stages = loop.getStages();
+      Value lb = producerValue(loop.getLowerBound(), outer, nullptr);
+      Value ub = producerValue(loop.getUpperBound(), outer, nullptr);
+      Value step = producerValue(loop.getStep(), outer, nullptr);
+      // Values of the entry block the indices need, computed before the
+      // loop (later rings may need them too).
+      std::function<void(Value)> hoist = [&](Value v) {
+        if (v == loop.getInductionVar() || outer.contains(v))
+          return;
+        if (isa<BlockArgument>(v) ||
+            v.getDefiningOp()->getBlock() == &src.getBody().front()) {
+          (void)producerValue(v, outer, nullptr);
+          return;
+        }
+        for (Value o : v.getDefiningOp()->getOperands())
+          hoist(o);
+      };
+      for (LoadOp load : ring.loads)
+        for (Value i : load.getIndices())
+          hoist(i);
+      // The memrefs (for cp.async copies) and the leading-dim indices of
+      // the maps.
+      SmallVector<Value> sources;
+      SmallVector<SmallVector<Value>> leads;
+      for (auto [load, leading] : llvm::zip(ring.loads, ring.leading)) {
+        sources.push_back(producerValue(load.getSource(), outer, nullptr));
+        SmallVector<Value> lead;
+        for (OpFoldResult o : leading)
+          lead.push_back(isa<Value>(o)
+                             ? producerValue(cast<Value>(o), outer, nullptr)
+                             : index(*getConstantIntValue(o)));
+        leads.push_back(lead);
+      }
+
+      scf::ForOp::create(
+          b, loc, lb, ub, step, ValueRange{},
+          [&](OpBuilder &nested, Location, Value iv, ValueRange) {
+            OpBuilder::InsertionGuard guard(b);
+            b.setInsertionPointToStart(nested.getInsertionBlock());
+            IRMapping inner;
+            inner.map(loop.getInductionVar(), iv);
+            Value k = arith::DivUIOp::create(
+                b, loc, arith::SubIOp::create(b, loc, iv, lb), step);
+            Value slot = arith::RemUIOp::create(b, loc, k, index(stages));
+            // The first round finds every slot free (waiting for the
+            // phase before the barrier's first returns at once).
+            Value parity =
+                i32Of(b, loc,
+                      arith::XOrIOp::create(
+                          b, loc,
+                          arith::AndIOp::create(
+                              b, loc,
+                              arith::DivUIOp::create(b, loc, k, index(stages)),
+                              index(1)),
+                          index(1)));
+            waitBarrier(b, loc, barrierAddress(ring, true, slot), parity);
+            Value full = barrierAddress(ring, false, slot);
+            SmallVector<SmallVector<Value>> starts;
+            SmallVector<Value> slotAddrs;
+            Value tx = i32Constant(b, loc, 0);
+            for (auto [load, offset, m] :
+                 llvm::zip(ring.loads, ring.offsets, ring.maps)) {
+              SmallVector<Value> start;
+              for (Value i : load.getIndices())
+                start.push_back(producerValue(i, outer, &inner));
+              starts.push_back(start);
+              slotAddrs.push_back(ringAddress(load, offset, slot));
+              auto t = cast<RankedTensorType>(load.getType());
+              int64_t bytes =
+                  t.getNumElements() * t.getElementTypeBitWidth() / 8;
+              tx = arith::AddIOp::create(
+                  b, loc, tx,
+                  arith::SelectOp::create(b, loc, usable[m],
+                                          i32Constant(b, loc, bytes),
+                                          i32Constant(b, loc, 0)));
+            }
+            // Tiles TMA cannot copy: cp.async by the warp's lanes, each
+            // lane's copies counted on `full` until they land.
+            for (size_t idx = 0; idx < ring.loads.size(); ++idx) {
+              LoadOp load = ring.loads[idx];
+              Value copy = arith::XOrIOp::create(
+                  b, loc, usable[ring.maps[idx]],
+                  arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1));
+              under(b, loc, copy, [&] {
+                issueSharedCopy(load, slotAddrs[idx], starts[idx], Value(),
+                                lane, 32, sources[idx]);
+              });
+            }
+            under(b, loc, anyCopy, [&] {
+              ptx(b, loc, {}, {i32Of(b, loc, full)},
+                  "cp.async.mbarrier.arrive.shared::cta.b64 [$0];", "r");
+            });
+            NVVM::SyncWarpOp::create(b, loc, i32Constant(b, loc, -1));
+            under(b, loc, laneZero, [&] {
+              ptx(b, loc, {}, {i32Of(b, loc, full), tx},
+                  "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;",
+                  "r,r");
+              for (size_t idx = 0; idx < ring.loads.size(); ++idx) {
+                LoadOp load = ring.loads[idx];
+                unsigned m = ring.maps[idx];
+                const TmaMap &tm = tmaMaps[m];
+                auto t = cast<RankedTensorType>(load.getType());
+                int64_t rows = t.getShape()[0], cols = t.getShape()[1];
+                under(b, loc, usable[m], [&] {
+                  // Box (p, q): columns p * boxCols.., rows q * boxRows..,
+                  // at panel p's rows q * boxRows in the tile's layout.
+                  for (int64_t p = 0; p < cols / tm.cols; ++p)
+                    for (int64_t q = 0; q < rows / tm.rows; ++q) {
+                      Value dstAddr = arith::AddIOp::create(
+                          b, loc, slotAddrs[idx],
+                          index(p * rows * tm.swizzle +
+                                q * tm.rows * tm.swizzle));
+                      Value col = arith::AddIOp::create(b, loc, starts[idx][1],
+                                                        index(p * tm.cols));
+                      Value row = arith::AddIOp::create(b, loc, starts[idx][0],
+                                                        index(q * tm.rows));
+                      // Coordinates innermost first: the column, the
+                      // row, then the leading dims' indices.
+                      SmallVector<Value> operands = {
+                          i32Of(b, loc, dstAddr), mapAddress(m),
+                          i32Of(b, loc, col), i32Of(b, loc, row)};
+                      for (Value l : llvm::reverse(leads[idx]))
+                        operands.push_back(i32Of(b, loc, l));
+                      operands.push_back(i32Of(b, loc, full));
+                      std::string text, constraints = "r,l";
+                      llvm::raw_string_ostream os(text);
+                      os << "cp.async.bulk.tensor." << tm.rank
+                         << "d.shared::cluster.global.tile.mbarrier::"
+                            "complete_tx::bytes [$0], [$1, {";
+                      for (unsigned c = 0; c < tm.rank; ++c) {
+                        os << (c ? ", " : "") << "$" << c + 2;
+                        constraints += ",r";
+                      }
+                      os << "}], [$" << tm.rank + 2 << "];";
+                      constraints += ",r";
+                      ptx(b, loc, {}, operands, text, constraints);
+                    }
+                });
+              }
+            });
+            scf::YieldOp::create(b, loc);
+          });
+    }
+  });
+}
+
+void KernelLowering::consumeRing(ProducerRing &ring, Value iv) {
+  Location loc = ring.loop.getLoc();
+  int64_t stages = ring.loop.getStages();
+  Value lb = map.lookup(ring.loop.getLowerBound()),
+        step = map.lookup(ring.loop.getStep());
+  Value k = arith::DivUIOp::create(b, loc,
+                                   arith::SubIOp::create(b, loc, iv, lb), step);
+  Value slot = arith::RemUIOp::create(b, loc, k, index(stages));
+  Value parity = i32Of(
+      b, loc,
+      arith::AndIOp::create(
+          b, loc, arith::DivUIOp::create(b, loc, k, index(stages)), index(1)));
+  waitBarrier(b, loc, barrierAddress(ring, false, slot), parity);
+  // cp.async copies are writes of the generic proxy; wgmma reads through
+  // the async one (TMA writes through it already).
+  under(b, loc, anyFallback, [&] { fenceSharedForTensorCores(loc); });
+  for (auto [load, offset] : llvm::zip(ring.loads, ring.offsets))
+    ringSlots[load.getOperation()] = ringAddress(load, offset, slot);
+}
+
+void KernelLowering::releaseRing(ProducerRing &ring, Value iv) {
+  Location loc = ring.loop.getLoc();
+  int64_t stages = ring.loop.getStages();
+  Value lb = map.lookup(ring.loop.getLowerBound()),
+        step = map.lookup(ring.loop.getStep());
+  Value k = arith::DivUIOp::create(b, loc,
+                                   arith::SubIOp::create(b, loc, iv, lb), step);
+  auto arrive = [&](Value slot) {
+    ptx(b, loc, {}, {i32Of(b, loc, barrierAddress(ring, true, slot))},
+        "mbarrier.arrive.shared::cta.b64 _, [$0];", "r");
+  };
+  if (!ring.overlap) {
+    arrive(arith::RemUIOp::create(b, loc, k, index(stages)));
+    return;
+  }
+  // This iteration's wgmma wait left only its own group running: the
+  // previous iteration's slot is no longer read.
+  Value previous =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ugt, k, index(0));
+  under(b, loc, previous, [&] {
+    arrive(arith::RemUIOp::create(
+        b, loc, arith::AddIOp::create(b, loc, k, index(stages - 1)),
+        index(stages)));
+  });
+}
+
+SmallVector<int32_t> KernelLowering::launchRecord() const {
+  SmallVector<int32_t> slots;
+  int32_t slot = 0;
+  func::FuncOp fn = src;
+  for (BlockArgument arg : fn.getArguments()) {
+    slots.push_back(slot);
+    if (auto m = dyn_cast<MemRefType>(arg.getType()))
+      slot += 3 + 2 * int32_t(m.getRank());
+    else
+      slot += 1;
+  }
+  SmallVector<int32_t> record = {kLaunchRecordVersion, 128,
+                                 int32_t(32 * numWarps), slot + 1,
+                                 int32_t(tmaMaps.size())};
+  for (const TmaMap &m : tmaMaps)
+    llvm::append_range(record,
+                       ArrayRef<int32_t>{slots[m.arg], int32_t(m.rank),
+                                         int32_t(m.eltBytes), int32_t(m.cols),
+                                         int32_t(m.rows), int32_t(m.swizzle)});
+  return record;
+}
