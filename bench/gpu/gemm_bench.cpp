@@ -94,6 +94,8 @@ int main(int argc, char **argv) {
     unsigned bm, bn, threads;
     /// A 1-d grid (the kernel orders its programs in groups).
     bool grouped = false;
+    /// At most one program per SM, each looping over tiles.
+    bool persistent = false;
   };
   const std::vector<Variant> variants = {
       {"gemm_bf16", 128, 128, 256},
@@ -110,12 +112,14 @@ int main(int argc, char **argv) {
       {"gemm_256x128x64_s4_w8_g8", 256, 128, 256, true},
       {"gemm_128x256x64_s4_w8_g8", 128, 256, 256, true},
       {"gemm_128x128x64_s6_w8_g8", 128, 128, 256, true},
-      {"gemm_256x128x32_s8_w8_g8", 256, 128, 256, true}};
+      {"gemm_256x128x32_s8_w8_g8", 256, 128, 256, true},
+      {"gemm_128x256x64_s4_w8_g8_p", 128, 256, 256, true, true}};
   // fp8 (e4m3) GEMMs: A [n, n] and B given transposed (Bt [n, n], K
   // contiguous, as wgmma and torch._scaled_mm take fp8 B), C bf16.
   const std::vector<Variant> fp8Variants = {
       {"gemm_fp8_128x256x128_s4_w8_g8", 128, 256, 256, true},
-      {"gemm_fp8_256x128x128_s4_w8_g8", 256, 128, 256, true}};
+      {"gemm_fp8_256x128x128_s4_w8_g8", 256, 128, 256, true},
+      {"gemm_fp8_128x256x128_s4_w8_g8_p", 128, 256, 256, true, true}};
   auto stream = check(cu::Stream::create(), "stream");
   auto info = check(cu::deviceInfo(0), "device");
   auto bench = [&](const std::vector<Variant> &list, bool fp8) -> bool {
@@ -158,6 +162,8 @@ int main(int argc, char **argv) {
         cu::LaunchConfig cfg{{gx, gy, 1}, {v.threads, 1, 1}, 0};
         if (v.grouped)
           cfg.grid = {gx * gy, 1, 1};
+        if (v.persistent)
+          cfg.grid = {std::min(gx * gy, unsigned(info.multiprocessors)), 1, 1};
         std::vector<double> ms;
         for (int i = 0; i < 13; ++i) {
           auto start = check(cu::Event::create(), "event");

@@ -132,6 +132,12 @@ private:
     /// Per load: the indices of its argument's leading dims (a subview
     /// that selects one, `q[bh]`).
     SmallVector<SmallVector<OpFoldResult>> leading;
+    /// The loops around it, outermost first, and it.
+    SmallVector<Operation *> chain;
+    /// Ring iterations before this run of the loop (a private counter: the
+    /// loop may run once per iteration of loops around it), and its value
+    /// at the start of the run being lowered.
+    Value counter, start;
     int64_t barriers = 0;
     bool overlap = false;
   };
@@ -516,6 +522,8 @@ private:
     // last iteration only, where the last groups are waited for (ptxas
     // serializes every wgmma of a kernel when a path may read accumulators
     // while a group might run, as a zero-trip path joining the exit would).
+    if (fed)
+      startRun(*fed);
     scf::IfOp guardIf;
     if (overlap) {
       Value nonEmpty = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt,
@@ -579,6 +587,8 @@ private:
         pos += count;
       }
       waitForWgmma(loc, 0, pending);
+      if (fed)
+        finishRun(*fed, /*lastSlot=*/true);
       int64_t next = 0;
       for (auto [first, count] : spans)
         for (int64_t r = 0; r < count; ++r)
@@ -590,6 +600,11 @@ private:
       results.assign(guardIf.getResults().begin(), guardIf.getResults().end());
     } else if (!ring.empty()) {
       NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
+    }
+    if (fed) {
+      if (guardIf)
+        b.setInsertionPointAfter(guardIf);
+      finishRun(*fed, /*lastSlot=*/false);
     }
     dynamicPeak = std::max(dynamicPeak, dynamicBytes);
     dynamicBytes = sharedMark;
@@ -832,13 +847,25 @@ private:
   //===--------------------------------------------------------------------===//
 
   /// Whether the producer can compute `v`: from the kernel's arguments and
-  /// program ids through pure scalar ops of the entry block or of `loop`'s
-  /// body (then possibly from its induction variable).
-  bool producerComputable(Value v, RangeOp loop);
+  /// program ids through pure scalar ops of the entry block or of the
+  /// bodies of the loops in `scope` (and their induction variables).
+  bool producerComputable(Value v, ArrayRef<Operation *> scope);
 
-  /// `v` computed at the insertion point, values of the entry block in
-  /// `outer`, values of the loop body in `inner`.
-  Value producerValue(Value v, IRMapping &outer, IRMapping *inner);
+  /// `v` computed at the insertion point (or earlier, from `pmap`).
+  Value producerValue(Value v, IRMapping &pmap);
+
+  /// Computes, at the insertion point, what `needed` depends on from
+  /// outside `loop` (for the producer's copy of the loop).
+  void hoistInto(Operation *loop, ArrayRef<Value> needed, IRMapping &pmap);
+
+  /// The producer's copies of the loops in `block` that hold rings.
+  void emitProducerLoops(Block &block, IRMapping &pmap,
+                         ArrayRef<Value> usable, Value laneZero,
+                         Value anyCopy);
+
+  /// The producer's loop of one ring.
+  void emitProducerRing(ProducerRing &ring, IRMapping &pmap,
+                        ArrayRef<Value> usable, Value laneZero, Value anyCopy);
 
   /// Decides whether the kernel is specialized and, if so, allocates the
   /// rings, their barriers and the tensor maps.
@@ -849,7 +876,7 @@ private:
   /// it that keeps its last two dims whole and selects one index of each
   /// other (q[bh]); failure otherwise.
   FailureOr<std::pair<BlockArgument, SmallVector<OpFoldResult>>>
-  tmaSource(LoadOp load);
+  tmaSource(LoadOp load, ArrayRef<Operation *> scope);
 
   LogicalResult runSpecialized();
 
@@ -865,6 +892,15 @@ private:
   /// At the end of a consumer iteration: give back the slot the iteration
   /// (or, with wgmma groups in flight, the previous one) read.
   void releaseRing(ProducerRing &ring, Value iv);
+
+  /// Before a run of a ring's loop in the consumers: its first iteration's
+  /// number.
+  void startRun(ProducerRing &ring);
+
+  /// After it: the counter moves past the run; with `lastSlot` (where the
+  /// run's last wgmma groups were waited for), that iteration's slot is
+  /// given back instead.
+  void finishRun(ProducerRing &ring, bool lastSlot);
 
   /// wgmma.wait_group `pending` with the accumulators `acc` passed
   /// through (replaced by the values after the wait).

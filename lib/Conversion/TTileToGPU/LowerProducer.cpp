@@ -41,7 +41,7 @@ using namespace mlir::tessera::ttile::detail;
 namespace {
 
 /// Registers a producer warp keeps (setmaxnreg).
-constexpr int64_t kProducerRegisters = 56;
+constexpr int64_t kProducerRegisters = 96;
 /// Bytes of one tensor map.
 constexpr int64_t kTensorMapBytes = 128;
 /// The layout of the launch record (`launchRecord`).
@@ -87,6 +87,21 @@ void waitBarrier(OpBuilder &b, Location loc, Value addr, Value parity) {
       });
 }
 
+/// Iterations of a loop from `lb` to `ub` by `step` (0 when ub <= lb).
+Value tripCount(OpBuilder &b, Location loc, Value lb, Value ub, Value step) {
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value n = arith::DivUIOp::create(
+      b, loc,
+      arith::SubIOp::create(
+          b, loc, arith::AddIOp::create(b, loc, arith::SubIOp::create(b, loc, ub, lb), step),
+          one),
+      step);
+  Value some =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, lb, ub);
+  return arith::SelectOp::create(b, loc, some, n, zero);
+}
+
 /// Runs `body` under `cond` (no results).
 void under(OpBuilder &b, Location loc, Value cond, function_ref<void()> body) {
   auto ifOp = scf::IfOp::create(b, loc, TypeRange{}, cond, false);
@@ -97,15 +112,36 @@ void under(OpBuilder &b, Location loc, Value cond, function_ref<void()> body) {
 
 } // namespace
 
-bool KernelLowering::producerComputable(Value v, RangeOp loop) {
+/// The induction variable of a ttile.range or scf.for.
+static Value inductionVar(Operation *loop) {
+  if (auto r = dyn_cast<RangeOp>(loop))
+    return r.getInductionVar();
+  return cast<scf::ForOp>(loop).getInductionVar();
+}
+
+/// Lower bound, upper bound and step of a ttile.range or scf.for.
+static std::array<Value, 3> loopBounds(Operation *loop) {
+  if (auto r = dyn_cast<RangeOp>(loop))
+    return {r.getLowerBound(), r.getUpperBound(), r.getStep()};
+  auto f = cast<scf::ForOp>(loop);
+  return {f.getLowerBound(), f.getUpperBound(), f.getStep()};
+}
+
+bool KernelLowering::producerComputable(Value v, ArrayRef<Operation *> scope) {
   if (isTile(v.getType()))
     return false;
   Block *entry = &src.getBody().front();
-  Block *body = loop ? &loop.getBody().front() : nullptr;
+  auto inScope = [&](Block *block) {
+    return block == entry || llvm::any_of(scope, [&](Operation *loop) {
+             return block == &loop->getRegion(0).front();
+           });
+  };
   if (auto arg = dyn_cast<BlockArgument>(v))
-    return arg.getOwner() == entry || (loop && v == loop.getInductionVar());
+    return arg.getOwner() == entry ||
+           llvm::any_of(scope,
+                        [&](Operation *loop) { return v == inductionVar(loop); });
   Operation *def = v.getDefiningOp();
-  if (def->getBlock() != entry && def->getBlock() != body)
+  if (!inScope(def->getBlock()))
     return false;
   if (isa<ProgramIdOp, NumProgramsOp>(def))
     return true;
@@ -114,42 +150,60 @@ bool KernelLowering::producerComputable(Value v, RangeOp loop) {
                      (isa<arith::ArithDialect>(def->getDialect()) &&
                       isMemoryEffectFree(def)));
   return scalarPure && llvm::all_of(def->getOperands(), [&](Value o) {
-           return producerComputable(o, loop);
+           return producerComputable(o, scope);
          });
 }
 
-Value KernelLowering::producerValue(Value v, IRMapping &outer,
-                                    IRMapping *inner) {
-  if (inner && inner->contains(v))
-    return inner->lookup(v);
-  if (outer.contains(v))
-    return outer.lookup(v);
+Value KernelLowering::producerValue(Value v, IRMapping &pmap) {
+  if (pmap.contains(v))
+    return pmap.lookup(v);
   if (isa<BlockArgument>(v))
-    return map.lookup(v); // a kernel argument
+    return map.lookup(v); // a kernel argument (induction variables are in
+                          // pmap)
   Operation *def = v.getDefiningOp();
   Location loc = def->getLoc();
-  IRMapping &into = def->getBlock() == &src.getBody().front() ? outer : *inner;
   if (auto pid = dyn_cast<ProgramIdOp>(def)) {
     Value id = gpu::BlockIdOp::create(b, loc, gpu::Dimension(pid.getDim()));
-    into.map(v, id);
+    pmap.map(v, id);
     return id;
   }
   if (auto n = dyn_cast<NumProgramsOp>(def)) {
     Value dim = gpu::GridDimOp::create(b, loc, gpu::Dimension(n.getDim()));
-    into.map(v, dim);
+    pmap.map(v, dim);
     return dim;
   }
   IRMapping operands;
   for (Value o : def->getOperands())
-    operands.map(o, producerValue(o, outer, inner));
+    operands.map(o, producerValue(o, pmap));
   Operation *copy = b.clone(*def, operands);
   for (auto [from, to] : llvm::zip(def->getResults(), copy->getResults()))
-    into.map(from, to);
-  return into.lookup(v);
+    pmap.map(from, to);
+  return pmap.lookup(v);
+}
+
+void KernelLowering::hoistInto(Operation *loop, ArrayRef<Value> needed,
+                               IRMapping &pmap) {
+  llvm::SmallPtrSet<Value, 16> seen;
+  std::function<void(Value)> visit = [&](Value v) {
+    if (pmap.contains(v) || !seen.insert(v).second)
+      return;
+    Operation *owner = isa<BlockArgument>(v)
+                           ? cast<BlockArgument>(v).getOwner()->getParentOp()
+                           : v.getDefiningOp();
+    if (!loop->isAncestor(owner)) {
+      (void)producerValue(v, pmap);
+      return;
+    }
+    if (Operation *def = v.getDefiningOp())
+      for (Value o : def->getOperands())
+        visit(o);
+  };
+  for (Value v : needed)
+    visit(v);
 }
 
 FailureOr<std::pair<BlockArgument, SmallVector<OpFoldResult>>>
-KernelLowering::tmaSource(LoadOp load) {
+KernelLowering::tmaSource(LoadOp load, ArrayRef<Operation *> scope) {
   Block *entry = &src.getBody().front();
   Value source = load.getSource();
   if (auto arg = dyn_cast<BlockArgument>(source)) {
@@ -158,7 +212,7 @@ KernelLowering::tmaSource(LoadOp load) {
     return std::make_pair(arg, SmallVector<OpFoldResult>());
   }
   auto view = source.getDefiningOp<memref::SubViewOp>();
-  if (!view || view->getBlock() != entry)
+  if (!view || !producerComputable(view.getResult(), scope))
     return failure();
   auto arg = dyn_cast<BlockArgument>(view.getSource());
   auto argType = cast<MemRefType>(view.getSource().getType());
@@ -188,9 +242,6 @@ KernelLowering::tmaSource(LoadOp load) {
     }
     if (getConstantIntValue(sizes[d]) != 1)
       return failure();
-    if (auto v = dyn_cast<Value>(offsets[d]);
-        v && !producerComputable(v, nullptr))
-      return failure();
     leading.push_back(offsets[d]);
   }
   return std::make_pair(arg, leading);
@@ -200,40 +251,49 @@ bool KernelLowering::planSpecialization() {
   // Warpgroups of consumers (wgmma's unit).
   if (numWarps % 4)
     return false;
-  Block &entry = src.getBody().front();
   SmallVector<std::pair<RangeOp, SmallVector<LoadOp>>> found;
-  bool nested = false;
   src.walk([&](RangeOp r) {
     SmallVector<LoadOp> loads = ringLoads(r);
-    if (loads.empty())
-      return;
-    if (r->getBlock() != &entry)
-      nested = true;
-    else
+    if (!loads.empty())
       found.push_back({r, std::move(loads)});
   });
-  // (A ring inside another loop would need the producer to follow that
-  // loop too: such kernels keep their cp.async rings.)
-  if (nested || found.empty())
+  if (found.empty())
     return false;
+  // The loops around each ring, outermost first: the producer runs the
+  // same loops (so they are loops alone, not a ring's loop, with bounds it
+  // can compute).
+  SmallVector<SmallVector<Operation *>> chains;
+  for (auto &[loop, loads] : found) {
+    SmallVector<Operation *> chain = {loop};
+    for (Operation *p = loop->getParentOp(); p != src.getOperation();
+         p = p->getParentOp()) {
+      if (!isa<RangeOp, scf::ForOp>(p) ||
+          llvm::any_of(found, [&](auto &f) { return f.first == p; }))
+        return false;
+      chain.insert(chain.begin(), p);
+    }
+    for (auto [i, l] : llvm::enumerate(chain))
+      for (Value v : loopBounds(l))
+        if (!producerComputable(v, ArrayRef<Operation *>(chain).take_front(i)))
+          return false;
+    chains.push_back(std::move(chain));
+  }
 
   int64_t bytes = 1024;
   llvm::SmallPtrSet<Operation *, 8> inRings;
-  for (auto &[loop, loads] : found) {
-    for (Value v : {loop.getLowerBound(), loop.getUpperBound(), loop.getStep()})
-      if (!producerComputable(v, nullptr))
-        return false;
+  for (auto [f, chain] : llvm::zip(found, chains)) {
+    auto &[loop, loads] = f;
     for (LoadOp load : loads) {
       auto t = cast<RankedTensorType>(load.getType());
       auto shared = cast<SharedAttr>(t.getEncoding());
       int64_t eltBytes = t.getElementTypeBitWidth() / 8;
       int64_t rows = t.getShape()[0], cols = t.getShape()[1];
       int64_t boxCols = shared.getSwizzle() / eltBytes;
-      if (failed(tmaSource(load)) || cols % boxCols ||
+      if (failed(tmaSource(load, chain)) || cols % boxCols ||
           (rows > 256 && rows % 256))
         return false;
       for (Value i : load.getIndices())
-        if (!producerComputable(i, loop))
+        if (!producerComputable(i, chain))
           return false;
       bytes += loop.getStages() * sharedTileBytes(t);
       inRings.insert(load);
@@ -250,14 +310,16 @@ bool KernelLowering::planSpecialization() {
   if (bytes > kSharedLimitBytes)
     return false;
 
-  for (auto &[loop, loads] : found) {
+  for (auto [f, chain] : llvm::zip(found, chains)) {
+    auto &[loop, loads] = f;
     ProducerRing ring;
     ring.loop = loop;
     ring.loads = loads;
+    ring.chain = chain;
     for (LoadOp load : loads) {
       auto t = cast<RankedTensorType>(load.getType());
       auto shared = cast<SharedAttr>(t.getEncoding());
-      auto [arg, leading] = *tmaSource(load);
+      auto [arg, leading] = *tmaSource(load, chain);
       TmaMap m;
       m.arg = arg.getArgNumber();
       m.rank = unsigned(leading.size()) + 2;
@@ -320,6 +382,12 @@ LogicalResult KernelLowering::runSpecialized() {
   Value tid = arith::AddIOp::create(
       b, loc, lane, arith::MulIOp::create(b, loc, warp, index(32)));
 
+  // Each ring's iteration counter (private: a register once promoted).
+  for (ProducerRing &ring : producerRings) {
+    ring.counter = memref::AllocaOp::create(
+        b, loc, MemRefType::get({1}, b.getIndexType()));
+    memref::StoreOp::create(b, loc, index(0), ring.counter, index(0));
+  }
   // The mbarriers, initialized by one thread before the roles split.
   Value consumers = i32Constant(b, loc, 32 * numWarps);
   under(b, loc,
@@ -339,12 +407,19 @@ LogicalResult KernelLowering::runSpecialized() {
   Value isProducer = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge,
                                            warp, index(numWarps));
   auto roles = scf::IfOp::create(b, loc, TypeRange{}, isProducer, true);
-  // The registers the consumers take from the producer: only with 8 or
-  // more consumer warps, where the launch's 65536 / threads per thread
-  // leave the consumers fewer than they may grow to.
+  // The registers the consumers take from the producer. A block starts
+  // with `initial` per thread (65536 over its threads, in steps of 8: what
+  // ptxas allocates a kernel that moves registers); setmaxnreg.inc waits
+  // until the pool has what it asks for, so the consumers may grow by what
+  // the producer gives back and no more. Only where they can grow (8 or
+  // more consumer warps).
+  int64_t threads = 32 * numWarps;
+  int64_t initial = 65536 / (threads + 128) / 8 * 8;
   int64_t consumerRegisters = std::min<int64_t>(
-      240, (65536 - kProducerRegisters * 128) / (32 * numWarps) / 8 * 8);
-  bool moveRegisters = numWarps >= 8;
+      240, (initial * (threads + 128) - kProducerRegisters * 128) / threads /
+               8 * 8);
+  bool moveRegisters = numWarps >= 8 && consumerRegisters > initial &&
+                       kProducerRegisters < initial;
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(&roles.getThenRegion().front());
@@ -425,153 +500,222 @@ void KernelLowering::emitProducer(Location loc) {
         });
     });
 
-    IRMapping outer;
-    for (ProducerRing &ring : producerRings) {
-      RangeOp loop = ring.loop;
-      int64_t stages = loop.getStages();
-      Value lb = producerValue(loop.getLowerBound(), outer, nullptr);
-      Value ub = producerValue(loop.getUpperBound(), outer, nullptr);
-      Value step = producerValue(loop.getStep(), outer, nullptr);
-      // Values of the entry block the indices need, computed before the
-      // loop (later rings may need them too).
-      std::function<void(Value)> hoist = [&](Value v) {
-        if (v == loop.getInductionVar() || outer.contains(v))
-          return;
-        if (isa<BlockArgument>(v) ||
-            v.getDefiningOp()->getBlock() == &src.getBody().front()) {
-          (void)producerValue(v, outer, nullptr);
-          return;
-        }
-        for (Value o : v.getDefiningOp()->getOperands())
-          hoist(o);
-      };
-      for (LoadOp load : ring.loads)
-        for (Value i : load.getIndices())
-          hoist(i);
-      // The memrefs (for cp.async copies) and the leading-dim indices of
-      // the maps.
-      SmallVector<Value> sources;
-      SmallVector<SmallVector<Value>> leads;
-      for (auto [load, leading] : llvm::zip(ring.loads, ring.leading)) {
-        sources.push_back(producerValue(load.getSource(), outer, nullptr));
-        SmallVector<Value> lead;
-        for (OpFoldResult o : leading)
-          lead.push_back(isa<Value>(o)
-                             ? producerValue(cast<Value>(o), outer, nullptr)
-                             : index(*getConstantIntValue(o)));
-        leads.push_back(lead);
-      }
-
-      scf::ForOp::create(
-          b, loc, lb, ub, step, ValueRange{},
-          [&](OpBuilder &nested, Location, Value iv, ValueRange) {
-            OpBuilder::InsertionGuard guard(b);
-            b.setInsertionPointToStart(nested.getInsertionBlock());
-            IRMapping inner;
-            inner.map(loop.getInductionVar(), iv);
-            Value k = arith::DivUIOp::create(
-                b, loc, arith::SubIOp::create(b, loc, iv, lb), step);
-            Value slot = arith::RemUIOp::create(b, loc, k, index(stages));
-            // The first round finds every slot free (waiting for the
-            // phase before the barrier's first returns at once).
-            Value parity =
-                i32Of(b, loc,
-                      arith::XOrIOp::create(
-                          b, loc,
-                          arith::AndIOp::create(
-                              b, loc,
-                              arith::DivUIOp::create(b, loc, k, index(stages)),
-                              index(1)),
-                          index(1)));
-            waitBarrier(b, loc, barrierAddress(ring, true, slot), parity);
-            Value full = barrierAddress(ring, false, slot);
-            SmallVector<SmallVector<Value>> starts;
-            SmallVector<Value> slotAddrs;
-            Value tx = i32Constant(b, loc, 0);
-            for (auto [load, offset, m] :
-                 llvm::zip(ring.loads, ring.offsets, ring.maps)) {
-              SmallVector<Value> start;
-              for (Value i : load.getIndices())
-                start.push_back(producerValue(i, outer, &inner));
-              starts.push_back(start);
-              slotAddrs.push_back(ringAddress(load, offset, slot));
-              auto t = cast<RankedTensorType>(load.getType());
-              int64_t bytes =
-                  t.getNumElements() * t.getElementTypeBitWidth() / 8;
-              tx = arith::AddIOp::create(
-                  b, loc, tx,
-                  arith::SelectOp::create(b, loc, usable[m],
-                                          i32Constant(b, loc, bytes),
-                                          i32Constant(b, loc, 0)));
-            }
-            // Tiles TMA cannot copy: cp.async by the warp's lanes, each
-            // lane's copies counted on `full` until they land.
-            for (size_t idx = 0; idx < ring.loads.size(); ++idx) {
-              LoadOp load = ring.loads[idx];
-              Value copy = arith::XOrIOp::create(
-                  b, loc, usable[ring.maps[idx]],
-                  arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1));
-              under(b, loc, copy, [&] {
-                issueSharedCopy(load, slotAddrs[idx], starts[idx], Value(),
-                                lane, 32, sources[idx]);
-              });
-            }
-            under(b, loc, anyCopy, [&] {
-              ptx(b, loc, {}, {i32Of(b, loc, full)},
-                  "cp.async.mbarrier.arrive.shared::cta.b64 [$0];", "r");
-            });
-            NVVM::SyncWarpOp::create(b, loc, i32Constant(b, loc, -1));
-            under(b, loc, laneZero, [&] {
-              ptx(b, loc, {}, {i32Of(b, loc, full), tx},
-                  "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;",
-                  "r,r");
-              for (size_t idx = 0; idx < ring.loads.size(); ++idx) {
-                LoadOp load = ring.loads[idx];
-                unsigned m = ring.maps[idx];
-                const TmaMap &tm = tmaMaps[m];
-                auto t = cast<RankedTensorType>(load.getType());
-                int64_t rows = t.getShape()[0], cols = t.getShape()[1];
-                under(b, loc, usable[m], [&] {
-                  // Box (p, q): columns p * boxCols.., rows q * boxRows..,
-                  // at panel p's rows q * boxRows in the tile's layout.
-                  for (int64_t p = 0; p < cols / tm.cols; ++p)
-                    for (int64_t q = 0; q < rows / tm.rows; ++q) {
-                      Value dstAddr = arith::AddIOp::create(
-                          b, loc, slotAddrs[idx],
-                          index(p * rows * tm.swizzle +
-                                q * tm.rows * tm.swizzle));
-                      Value col = arith::AddIOp::create(b, loc, starts[idx][1],
-                                                        index(p * tm.cols));
-                      Value row = arith::AddIOp::create(b, loc, starts[idx][0],
-                                                        index(q * tm.rows));
-                      // Coordinates innermost first: the column, the
-                      // row, then the leading dims' indices.
-                      SmallVector<Value> operands = {
-                          i32Of(b, loc, dstAddr), mapAddress(m),
-                          i32Of(b, loc, col), i32Of(b, loc, row)};
-                      for (Value l : llvm::reverse(leads[idx]))
-                        operands.push_back(i32Of(b, loc, l));
-                      operands.push_back(i32Of(b, loc, full));
-                      std::string text, constraints = "r,l";
-                      llvm::raw_string_ostream os(text);
-                      os << "cp.async.bulk.tensor." << tm.rank
-                         << "d.shared::cluster.global.tile.mbarrier::"
-                            "complete_tx::bytes [$0], [$1, {";
-                      for (unsigned c = 0; c < tm.rank; ++c) {
-                        os << (c ? ", " : "") << "$" << c + 2;
-                        constraints += ",r";
-                      }
-                      os << "}], [$" << tm.rank + 2 << "];";
-                      constraints += ",r";
-                      ptx(b, loc, {}, operands, text, constraints);
-                    }
-                });
-              }
-            });
-            scf::YieldOp::create(b, loc);
-          });
-    }
+    IRMapping pmap;
+    emitProducerLoops(src.getBody().front(), pmap, usable, laneZero, anyCopy);
   });
+}
+
+void KernelLowering::emitProducerLoops(Block &block, IRMapping &pmap,
+                                       ArrayRef<Value> usable, Value laneZero,
+                                       Value anyCopy) {
+  for (Operation &op : block) {
+    auto ring = llvm::find_if(producerRings, [&](ProducerRing &r) {
+      return r.loop.getOperation() == &op;
+    });
+    if (ring != producerRings.end()) {
+      emitProducerRing(*ring, pmap, usable, laneZero, anyCopy);
+      continue;
+    }
+    bool holdsRing = llvm::any_of(producerRings, [&](ProducerRing &r) {
+      return op.isProperAncestor(r.loop);
+    });
+    if (!holdsRing)
+      continue;
+    // A loop around rings: the same loop, computing what its rings need
+    // from outside it first.
+    Location loc = op.getLoc();
+    auto opBounds = loopBounds(&op);
+    SmallVector<Value> needed(opBounds.begin(), opBounds.end());
+    for (ProducerRing &r : producerRings) {
+      if (!op.isProperAncestor(r.loop))
+        continue;
+      for (Operation *l : r.chain) {
+        auto bounds = loopBounds(l);
+        needed.append(bounds.begin(), bounds.end());
+      }
+      for (LoadOp load : r.loads) {
+        llvm::append_range(needed, load.getIndices());
+        needed.push_back(load.getSource());
+      }
+      for (auto &leading : r.leading)
+        for (OpFoldResult o : leading)
+          if (auto v = dyn_cast<Value>(o))
+            needed.push_back(v);
+    }
+    hoistInto(&op, needed, pmap);
+    auto [lb, ub, step] = loopBounds(&op);
+    scf::ForOp::create(
+        b, loc, producerValue(lb, pmap), producerValue(ub, pmap),
+        producerValue(step, pmap), ValueRange{},
+        [&](OpBuilder &nested, Location, Value iv, ValueRange) {
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPointToStart(nested.getInsertionBlock());
+          pmap.map(inductionVar(&op), iv);
+          emitProducerLoops(op.getRegion(0).front(), pmap, usable, laneZero,
+                            anyCopy);
+          scf::YieldOp::create(b, loc);
+        });
+  }
+}
+
+void KernelLowering::emitProducerRing(ProducerRing &ring, IRMapping &pmap,
+                                      ArrayRef<Value> usable, Value laneZero,
+                                      Value anyCopy) {
+  Location loc = ring.loop.getLoc();
+  unsigned count = unsigned(tmaMaps.size());
+  (void)count;
+  auto mapAddress = [&](unsigned i) -> Value {
+    return arith::AddIOp::create(
+        b, loc, tmaTable,
+        arith::ConstantIntOp::create(b, loc, b.getI64Type(),
+                                     kTensorMapBytes * i));
+  };
+  RangeOp loop = ring.loop;
+  int64_t stages = loop.getStages();
+  // What the loop needs from outside it, computed before it.
+  auto ringBounds = loopBounds(loop);
+  SmallVector<Value> needed(ringBounds.begin(), ringBounds.end());
+  for (LoadOp load : ring.loads) {
+    llvm::append_range(needed, load.getIndices());
+    needed.push_back(load.getSource());
+  }
+  for (auto &leading : ring.leading)
+    for (OpFoldResult o : leading)
+      if (auto v = dyn_cast<Value>(o))
+        needed.push_back(v);
+  hoistInto(loop, needed, pmap);
+  Value lb = producerValue(loop.getLowerBound(), pmap);
+  Value ub = producerValue(loop.getUpperBound(), pmap);
+  Value step = producerValue(loop.getStep(), pmap);
+  Value start = memref::LoadOp::create(b, loc, ring.counter, index(0));
+  // The memrefs (for cp.async copies) and the leading-dim indices of
+  // the maps.
+  SmallVector<Value> sources;
+  SmallVector<SmallVector<Value>> leads;
+  for (auto [load, leading] : llvm::zip(ring.loads, ring.leading)) {
+    sources.push_back(producerValue(load.getSource(), pmap));
+    SmallVector<Value> lead;
+    for (OpFoldResult o : leading)
+      lead.push_back(isa<Value>(o)
+                         ? producerValue(cast<Value>(o), pmap)
+                         : index(*getConstantIntValue(o)));
+    leads.push_back(lead);
+  }
+
+  scf::ForOp::create(
+      b, loc, lb, ub, step, ValueRange{},
+      [&](OpBuilder &nested, Location, Value iv, ValueRange) {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(nested.getInsertionBlock());
+        pmap.map(loop.getInductionVar(), iv);
+        // This iteration's number among all of the ring's.
+        Value k = arith::AddIOp::create(
+            b, loc, start,
+            arith::DivUIOp::create(
+                b, loc, arith::SubIOp::create(b, loc, iv, lb), step));
+        Value slot = arith::RemUIOp::create(b, loc, k, index(stages));
+        // The first round finds every slot free (waiting for the
+        // phase before the barrier's first returns at once).
+        Value parity =
+            i32Of(b, loc,
+                  arith::XOrIOp::create(
+                      b, loc,
+                      arith::AndIOp::create(
+                          b, loc,
+                          arith::DivUIOp::create(b, loc, k, index(stages)),
+                          index(1)),
+                      index(1)));
+        waitBarrier(b, loc, barrierAddress(ring, true, slot), parity);
+        Value full = barrierAddress(ring, false, slot);
+        SmallVector<SmallVector<Value>> starts;
+        SmallVector<Value> slotAddrs;
+        Value tx = i32Constant(b, loc, 0);
+        for (auto [load, offset, m] :
+             llvm::zip(ring.loads, ring.offsets, ring.maps)) {
+          SmallVector<Value> start;
+          for (Value i : load.getIndices())
+            start.push_back(producerValue(i, pmap));
+          starts.push_back(start);
+          slotAddrs.push_back(ringAddress(load, offset, slot));
+          auto t = cast<RankedTensorType>(load.getType());
+          int64_t bytes =
+              t.getNumElements() * t.getElementTypeBitWidth() / 8;
+          tx = arith::AddIOp::create(
+              b, loc, tx,
+              arith::SelectOp::create(b, loc, usable[m],
+                                      i32Constant(b, loc, bytes),
+                                      i32Constant(b, loc, 0)));
+        }
+        // Tiles TMA cannot copy: cp.async by the warp's lanes, each
+        // lane's copies counted on `full` until they land.
+        for (size_t idx = 0; idx < ring.loads.size(); ++idx) {
+          LoadOp load = ring.loads[idx];
+          Value copy = arith::XOrIOp::create(
+              b, loc, usable[ring.maps[idx]],
+              arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1));
+          under(b, loc, copy, [&] {
+            issueSharedCopy(load, slotAddrs[idx], starts[idx], Value(),
+                            lane, 32, sources[idx]);
+          });
+        }
+        under(b, loc, anyCopy, [&] {
+          ptx(b, loc, {}, {i32Of(b, loc, full)},
+              "cp.async.mbarrier.arrive.shared::cta.b64 [$0];", "r");
+        });
+        NVVM::SyncWarpOp::create(b, loc, i32Constant(b, loc, -1));
+        under(b, loc, laneZero, [&] {
+          ptx(b, loc, {}, {i32Of(b, loc, full), tx},
+              "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;",
+              "r,r");
+          for (size_t idx = 0; idx < ring.loads.size(); ++idx) {
+            LoadOp load = ring.loads[idx];
+            unsigned m = ring.maps[idx];
+            const TmaMap &tm = tmaMaps[m];
+            auto t = cast<RankedTensorType>(load.getType());
+            int64_t rows = t.getShape()[0], cols = t.getShape()[1];
+            under(b, loc, usable[m], [&] {
+              // Box (p, q): columns p * boxCols.., rows q * boxRows..,
+              // at panel p's rows q * boxRows in the tile's layout.
+              for (int64_t p = 0; p < cols / tm.cols; ++p)
+                for (int64_t q = 0; q < rows / tm.rows; ++q) {
+                  Value dstAddr = arith::AddIOp::create(
+                      b, loc, slotAddrs[idx],
+                      index(p * rows * tm.swizzle +
+                            q * tm.rows * tm.swizzle));
+                  Value col = arith::AddIOp::create(b, loc, starts[idx][1],
+                                                    index(p * tm.cols));
+                  Value row = arith::AddIOp::create(b, loc, starts[idx][0],
+                                                    index(q * tm.rows));
+                  // Coordinates innermost first: the column, the
+                  // row, then the leading dims' indices.
+                  SmallVector<Value> operands = {
+                      i32Of(b, loc, dstAddr), mapAddress(m),
+                      i32Of(b, loc, col), i32Of(b, loc, row)};
+                  for (Value l : llvm::reverse(leads[idx]))
+                    operands.push_back(i32Of(b, loc, l));
+                  operands.push_back(i32Of(b, loc, full));
+                  std::string text, constraints = "r,l";
+                  llvm::raw_string_ostream os(text);
+                  os << "cp.async.bulk.tensor." << tm.rank
+                     << "d.shared::cluster.global.tile.mbarrier::"
+                        "complete_tx::bytes [$0], [$1, {";
+                  for (unsigned c = 0; c < tm.rank; ++c) {
+                    os << (c ? ", " : "") << "$" << c + 2;
+                    constraints += ",r";
+                  }
+                  os << "}], [$" << tm.rank + 2 << "];";
+                  constraints += ",r";
+                  ptx(b, loc, {}, operands, text, constraints);
+                }
+            });
+          }
+        });
+        scf::YieldOp::create(b, loc);
+      });
+  memref::StoreOp::create(b, loc,
+                          arith::AddIOp::create(
+                              b, loc, start, tripCount(b, loc, lb, ub, step)),
+                          ring.counter, index(0));
 }
 
 void KernelLowering::consumeRing(ProducerRing &ring, Value iv) {
@@ -579,8 +723,10 @@ void KernelLowering::consumeRing(ProducerRing &ring, Value iv) {
   int64_t stages = ring.loop.getStages();
   Value lb = map.lookup(ring.loop.getLowerBound()),
         step = map.lookup(ring.loop.getStep());
-  Value k = arith::DivUIOp::create(b, loc,
-                                   arith::SubIOp::create(b, loc, iv, lb), step);
+  Value k = arith::AddIOp::create(
+      b, loc, ring.start,
+      arith::DivUIOp::create(b, loc, arith::SubIOp::create(b, loc, iv, lb),
+                             step));
   Value slot = arith::RemUIOp::create(b, loc, k, index(stages));
   Value parity = i32Of(
       b, loc,
@@ -599,8 +745,9 @@ void KernelLowering::releaseRing(ProducerRing &ring, Value iv) {
   int64_t stages = ring.loop.getStages();
   Value lb = map.lookup(ring.loop.getLowerBound()),
         step = map.lookup(ring.loop.getStep());
-  Value k = arith::DivUIOp::create(b, loc,
-                                   arith::SubIOp::create(b, loc, iv, lb), step);
+  Value local = arith::DivUIOp::create(
+      b, loc, arith::SubIOp::create(b, loc, iv, lb), step);
+  Value k = arith::AddIOp::create(b, loc, ring.start, local);
   auto arrive = [&](Value slot) {
     ptx(b, loc, {}, {i32Of(b, loc, barrierAddress(ring, true, slot))},
         "mbarrier.arrive.shared::cta.b64 _, [$0];", "r");
@@ -610,14 +757,39 @@ void KernelLowering::releaseRing(ProducerRing &ring, Value iv) {
     return;
   }
   // This iteration's wgmma wait left only its own group running: the
-  // previous iteration's slot is no longer read.
-  Value previous =
-      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ugt, k, index(0));
+  // previous iteration's slot is no longer read (the last one's is given
+  // back after the loop, finishRun).
+  Value previous = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ugt,
+                                         local, index(0));
   under(b, loc, previous, [&] {
     arrive(arith::RemUIOp::create(
         b, loc, arith::AddIOp::create(b, loc, k, index(stages - 1)),
         index(stages)));
   });
+}
+
+void KernelLowering::startRun(ProducerRing &ring) {
+  ring.start =
+      memref::LoadOp::create(b, ring.loop.getLoc(), ring.counter, index(0));
+}
+
+void KernelLowering::finishRun(ProducerRing &ring, bool lastSlot) {
+  RangeOp loop = ring.loop;
+  Location loc = loop.getLoc();
+  Value n = tripCount(b, loc, map.lookup(loop.getLowerBound()),
+                      map.lookup(loop.getUpperBound()),
+                      map.lookup(loop.getStep()));
+  Value end = arith::AddIOp::create(b, loc, ring.start, n);
+  if (lastSlot) {
+    // (In the branch where the loop ran: n > 0.)
+    Value slot = arith::RemUIOp::create(
+        b, loc, arith::SubIOp::create(b, loc, end, index(1)),
+        index(loop.getStages()));
+    ptx(b, loc, {}, {i32Of(b, loc, barrierAddress(ring, true, slot))},
+        "mbarrier.arrive.shared::cta.b64 _, [$0];", "r");
+    return;
+  }
+  memref::StoreOp::create(b, loc, end, ring.counter, index(0));
 }
 
 SmallVector<int32_t> KernelLowering::launchRecord() const {

@@ -146,6 +146,17 @@ def _chip(device):
     return _compile_only.chip or _chip_of(device)
 
 
+@functools.lru_cache(maxsize=None)
+def _multiprocessors(device):
+    from .. import _cuda
+    return int(_cuda.device_info(device)["multiprocessors"])
+
+
+def _compile_only_active():
+    from .._kernel import _compile_only
+    return bool(_compile_only.chip)
+
+
 def _float(x, what):
     if not x.dtype.is_float:
         raise TesseraError(f"{what} must be a float tensor, got "
@@ -461,7 +472,7 @@ def _gemm(schedule, a, b, *, out=None, out_dtype=None, scale=1.0,
         s = schedule or base
         if "group" not in s.params:
             s = s.with_params(group=8)
-        grid = cdiv(m, s.m) * cdiv(n, s.n)
+        grid = _gemm_grid(s, m, n, a.device.index)
         K.gemm_bt.with_schedule(s)[(grid,)](a, b, c, float(scale),
                                             tf32=bool(allow_tf32))
         return c
@@ -473,9 +484,27 @@ def _gemm(schedule, a, b, *, out=None, out_dtype=None, scale=1.0,
         raise TesseraError(f"gemm of {a.dtype.name}: bf16, f16, f32 or fp8")
     if "group" not in s.params:
         s = s.with_params(group=8)
-    grid = cdiv(m, s.m) * cdiv(n, s.n)
+    grid = _gemm_grid(s, m, n, a.device.index)
     K.gemm.with_schedule(s)[(grid,)](a, b, c)
     return c
+
+
+def _gemm_grid(s, m, n, device):
+    """Programs of a GEMM launch: one per output tile, or, with the
+    schedule parameter persistent=True (the default on Hopper, where a
+    producer warpgroup copies the operands), at most one per SM, each
+    looping over tiles so the copies of its next tile overlap the end of
+    the current one; persistent=N caps the programs at N."""
+    tiles = cdiv(m, s.m) * cdiv(n, s.n)
+    persistent = s.params.get("persistent", _chip(device) == "sm_90a")
+    if isinstance(persistent, bool) or not isinstance(persistent, int):
+        if not persistent or _compile_only_active():
+            return tiles
+        persistent = _multiprocessors(device)
+    if persistent < 1:
+        raise TesseraError(f"gemm: persistent is a bool or a program count "
+                           f">= 1, got {persistent}")
+    return max(1, min(tiles, persistent))
 
 
 gemm = _gemm

@@ -271,32 +271,44 @@ def rotary(X: KTile["B", "S", "HD"], Cos: KTile["S", "D2", ts.f32],
 # Matrix products
 # --------------------------------------------------------------------------
 
-def _grouped(T, m, n):
-    """Program -> (row block, column block) in groups of T.group row blocks
-    (programs that run together share A and B blocks in L2)."""
-    pid = tile.program_id(0)
+def _grouped(T, m, n, t):
+    """Output tile t -> (row block, column block) in groups of T.group row
+    blocks (tiles that run together share A and B blocks in L2)."""
     blocks_m = (m + (T.m - 1)) // T.m
     blocks_n = (n + (T.n - 1)) // T.n
     in_group = T.group * blocks_n
-    first = (pid // in_group) * T.group
+    first = (t // in_group) * T.group
     rows = tile.minimum(blocks_m - first, T.group)
-    i = first + (pid % in_group) % rows
-    j = (pid % in_group) // rows
+    i = first + (t % in_group) % rows
+    j = (t % in_group) // rows
     return i * T.m, j * T.n
+
+
+def _tiles(T, m, n):
+    """The output tiles of this program: tile program_id, then every
+    num_programs-th (a grid of one program per tile runs one each; a
+    smaller, persistent grid lets the next tile's copies overlap this one's
+    end)."""
+    count = ((m + (T.m - 1)) // T.m) * ((n + (T.n - 1)) // T.n)
+    return tile.range(tile.program_id(0), count, tile.num_programs(0),
+                      stages=1)
 
 
 @ts.kernel
 def gemm(A: KTile["M", "K"], B: KTile["K", "N"], C: KTile["M", "N"]):
     """C = A @ B (bf16/f16 on the tensor cores, f32 on FMAs), f32
-    accumulation; one-dim grid of cdiv(M, T.m) * cdiv(N, T.n) programs."""
+    accumulation; a one-dim grid of up to cdiv(M, T.m) * cdiv(N, T.n)
+    programs."""
     T = tile.context()
-    i, j = _grouped(T, A.shape[0], B.shape[1])
-    acc = tile.zeros((T.m, T.n))
-    for k in tile.range(0, A.shape[1], T.k):
-        a = tile.load(A, at=(i, k), shape=(T.m, T.k))
-        b = tile.load(B, at=(k, j), shape=(T.k, T.n))
-        acc = tile.dot(a, b, acc)
-    tile.store(C, tile.cast(acc, C.dtype), at=(i, j))
+    m, n = A.shape[0], B.shape[1]
+    for t in _tiles(T, m, n):
+        i, j = _grouped(T, m, n, t)
+        acc = tile.zeros((T.m, T.n))
+        for k in tile.range(0, A.shape[1], T.k):
+            a = tile.load(A, at=(i, k), shape=(T.m, T.k))
+            b = tile.load(B, at=(k, j), shape=(T.k, T.n))
+            acc = tile.dot(a, b, acc)
+        tile.store(C, tile.cast(acc, C.dtype), at=(i, j))
 
 
 @ts.kernel
@@ -305,13 +317,15 @@ def gemm_bt(A: KTile["M", "K"], Bt: KTile["N", "K"], C: KTile["M", "N"],
     """C = scale * A @ Bt^T, K contiguous in both operands, as the tensor
     cores take fp8 (e4m3/e5m2) and tf32 (f32 with tf32=True)."""
     T = tile.context()
-    i, j = _grouped(T, A.shape[0], Bt.shape[0])
-    acc = tile.zeros((T.m, T.n))
-    for k in tile.range(0, A.shape[1], T.k):
-        a = tile.load(A, at=(i, k), shape=(T.m, T.k))
-        b = tile.load(Bt, at=(j, k), shape=(T.n, T.k))
-        acc = tile.dot(a, tile.transpose(b), acc, tf32=tf32)
-    tile.store(C, tile.cast(acc * scale, C.dtype), at=(i, j))
+    m, n = A.shape[0], Bt.shape[0]
+    for t in _tiles(T, m, n):
+        i, j = _grouped(T, m, n, t)
+        acc = tile.zeros((T.m, T.n))
+        for k in tile.range(0, A.shape[1], T.k):
+            a = tile.load(A, at=(i, k), shape=(T.m, T.k))
+            b = tile.load(Bt, at=(j, k), shape=(T.n, T.k))
+            acc = tile.dot(a, tile.transpose(b), acc, tf32=tf32)
+        tile.store(C, tile.cast(acc * scale, C.dtype), at=(i, j))
 
 
 # --------------------------------------------------------------------------

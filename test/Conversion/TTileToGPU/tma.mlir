@@ -25,7 +25,7 @@
 // GPU: fence.mbarrier_init.release.cluster
 // GPU: gpu.barrier
 // The producer warpgroup gives registers away; one warp walks the loop.
-// GPU: setmaxnreg.dec.sync.aligned.u32 56
+// GPU: setmaxnreg.dec.sync.aligned.u32 96
 // GPU: prefetch.tensormap
 // GPU: scf.for
 // GPU: mbarrier.try_wait.parity.shared::cta.b64
@@ -35,7 +35,7 @@
 // GPU: } else {
 // The consumers: more registers, a wait on the slot's tiles, the wgmma
 // group left in flight, the previous slot given back.
-// GPU: setmaxnreg.inc.sync.aligned.u32 224
+// GPU: setmaxnreg.inc.sync.aligned.u32 200
 // GPU: scf.for
 // GPU: mbarrier.try_wait.parity.shared::cta.b64
 // GPU: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
@@ -47,8 +47,8 @@
 // PTX: .visible .global .align 4 .b8 tessera_tma_gemm_tma[68]
 // PTX-LABEL: .visible .entry gemm_tma(
 // PTX: .maxntid 384, 1, 1
-// PTX-DAG: setmaxnreg.dec.sync.aligned.u32 56
-// PTX-DAG: setmaxnreg.inc.sync.aligned.u32 224
+// PTX-DAG: setmaxnreg.dec.sync.aligned.u32 96
+// PTX-DAG: setmaxnreg.inc.sync.aligned.u32 200
 // PTX-DAG: cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
 // PTX-DAG: mbarrier.try_wait.parity.shared::cta.b64
 // PTX-DAG: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
@@ -166,24 +166,77 @@ func.func @head_blocks(%Q: memref<?x?xbf16>, %K: memref<?x?x?xbf16>,
 
 // -----
 
-// A ring inside another loop (the producer would have to follow the outer
-// loop too): cp.async rings, no producer.
+// A ring inside another loop (a persistent kernel's loop over output
+// tiles): the producer runs the same outer loop, and each ring iteration's
+// slot and phase come from a counter of all its iterations so far (private
+// memory, a register once promoted); the consumers give the last slot of
+// each run back after its final wgmma wait.
 // GPU-LABEL: gpu.func @nested_ring
+// GPU-SAME: known_block_size = array<i32: 384, 1, 1>
+// GPU: memref.alloca() : memref<1xindex>
+// GPU: setmaxnreg.dec.sync.aligned.u32 96
+// GPU: scf.for
+// GPU: memref.load
+// GPU: scf.for
+// GPU: mbarrier.try_wait.parity.shared::cta.b64
+// GPU: cp.async.bulk.tensor.2d
+// GPU: memref.store
+// GPU: } else {
+// GPU: scf.for
+// GPU: memref.load
+// GPU: scf.for
+// GPU: wgmma.wait_group.sync.aligned 1;
+// GPU: wgmma.wait_group.sync.aligned 0;
+// GPU: mbarrier.arrive.shared::cta.b64 _
+// GPU: memref.store
+// PTX-LABEL: .visible .entry nested_ring(
+// PTX: cp.async.bulk.tensor.2d
+
+func.func @nested_ring(%A: memref<?x?xbf16>, %B: memref<?x?xbf16>,
+                       %C: memref<?x?xf32>, %tiles: index)
+    attributes {ttile.kernel, ttile.num_warps = 8 : i32} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c64 = arith.constant 64 : index
+  %c128 = arith.constant 128 : index
+  %pid = ttile.program_id x
+  %np = ttile.num_programs x
+  %k = memref.dim %A, %c1 : memref<?x?xbf16>
+  scf.for %t = %pid to %tiles step %np {
+    %r = arith.muli %t, %c128 : index
+    %zero = arith.constant dense<0.0> : tensor<128x128xf32>
+    %acc = ttile.range %kk = %c0 to %k step %c64 stages 3
+        iter_args(%a0 = %zero) -> (tensor<128x128xf32>) {
+      %a = ttile.load %A[%r, %kk] : memref<?x?xbf16> -> tensor<128x64xbf16>
+      %b = ttile.load %B[%kk, %c0] : memref<?x?xbf16> -> tensor<64x128xbf16>
+      %a1 = ttile.dot %a, %b, %a0 : tensor<128x64xbf16>, tensor<64x128xbf16> -> tensor<128x128xf32>
+      ttile.yield %a1 : tensor<128x128xf32>
+    }
+    ttile.store %acc, %C[%r, %c0] : tensor<128x128xf32>, memref<?x?xf32>
+  }
+  return
+}
+
+// -----
+
+// A ring under an `if` (the producer would need the condition): cp.async
+// rings, no producer.
+// GPU-LABEL: gpu.func @ring_under_if
 // GPU-SAME: known_block_size = array<i32: 256, 1, 1>
 // GPU-NOT: cp.async.bulk.tensor
 // GPU: nvvm.cp.async.shared.global
-// PTX-LABEL: .visible .entry nested_ring(
+// PTX-LABEL: .visible .entry ring_under_if(
 // PTX-NOT: cp.async.bulk.tensor
 // PTX: cp.async.cg.shared.global
 
-func.func @nested_ring(%A: memref<?x?xbf16>, %B: memref<?x?xbf16>,
-                       %C: memref<?x?xf32>, %reps: index)
+func.func @ring_under_if(%A: memref<?x?xbf16>, %B: memref<?x?xbf16>,
+                         %C: memref<?x?xf32>, %go: i1)
     attributes {ttile.kernel, ttile.num_warps = 8 : i32} {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c64 = arith.constant 64 : index
   %k = memref.dim %A, %c1 : memref<?x?xbf16>
-  scf.for %t = %c0 to %reps step %c1 {
+  scf.if %go {
     %zero = arith.constant dense<0.0> : tensor<128x128xf32>
     %acc = ttile.range %kk = %c0 to %k step %c64 stages 3
         iter_args(%a0 = %zero) -> (tensor<128x128xf32>) {

@@ -22,6 +22,9 @@ ROPE = (2, 100, 4, 64)
 # or either (the 3rd); the producer copies those tiles with cp.async.
 GEMMS = [((300, 200, 100), "bf16"), ((300, 100, 200), "bf16"),
          ((300, 100, 100), "bf16"), ((300, 200, 100), "f32")]
+PERSISTENT = [(700, 320, 900), (700, 100, 900)]
+PERSISTENT_SCHEDULE = ts.Schedule(block=(128, 256), k=64, warps=8, stages=4,
+                                  group=8, persistent=5)
 FP8 = (300, 256, 100)
 TF32 = (300, 256, 200)
 ATTN = [(d, causal) for d in (64, 128) for causal in (True, False)]
@@ -51,6 +54,9 @@ def _calls(mk, chip):
                        mk((s, d // 2), "f32"))
     for (m, k, n), dt in GEMMS:
         S.gemm(mk((m, k), dt), mk((k, n), dt))
+    for m, k, n in PERSISTENT:
+        S.gemm.with_schedule(PERSISTENT_SCHEDULE)(mk((m, k), "bf16"),
+                                                  mk((k, n), "bf16"))
     m, k, n = TF32
     for tf32 in (True, False):
         S.gemm(mk((m, k), "f32"), mk((n, k), "f32"), transposed_b=True,
@@ -227,6 +233,19 @@ def test_gemm(mkn, dt, rng=np.random.default_rng(6)):
     else:  # f32 accumulation, one bf16 rounding of the result
         np.testing.assert_allclose(host(c), ref, rtol=1e-2,
                                    atol=1e-2 * math.sqrt(k))
+
+
+@pytest.mark.parametrize("mkn", PERSISTENT)
+def test_gemm_persistent(mkn, rng=np.random.default_rng(11)):
+    # 5 programs for 24 output tiles: each loops over about 5 tiles, the
+    # operand rings' slots and phases running on across them (and, for
+    # K = 100, the producer copying A with cp.async).
+    m, k, n = mkn
+    a, b = (rounded(rng.standard_normal(s), "bf16") for s in ((m, k), (k, n)))
+    c = S.gemm.with_schedule(PERSISTENT_SCHEDULE)(dev(a, "bf16"),
+                                                  dev(b, "bf16"))
+    np.testing.assert_allclose(host(c), a @ b, rtol=1e-2,
+                               atol=1e-2 * math.sqrt(k))
 
 
 @pytest.mark.parametrize("tf32", [True, False])
