@@ -40,4 +40,8 @@ done
 TESSERA_KERNEL_CACHE=$PWD/$out/kcache PYTHONPATH=build/python \
   build/venv/bin/python test/python/gpu/jit_programs.py --precompile "$chip" \
   "$out/programs"
+# The transformer-block training step of bench/gpu/jit_block_bench.py.
+TESSERA_KERNEL_CACHE=$PWD/$out/kcache PYTHONPATH=build/python \
+  build/venv/bin/python bench/gpu/jit_block_bench.py --precompile "$chip" \
+  "$out/block"
 echo "$out: $(du -sh "$out" | cut -f1)"

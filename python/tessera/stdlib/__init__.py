@@ -329,7 +329,8 @@ def _cross_entropy(schedule, logits, labels, *, ignore_index=-100):
                            f"i32 labels [rows]; got {x.dtype.name}"
                            f"{list(x.shape)} and {y.dtype.name}"
                            f"{list(y.shape)}")
-    base = Schedule(block=(1, min(4096, _pow2(x.shape[1]))), warps=8)
+    # Column blocks of 1024: the loop keeps three f32 values per position.
+    base = Schedule(block=(1, min(1024, _pow2(x.shape[1]))), warps=8)
     rows = x.shape[0]
     dev = x.device.index
     loss = _cuda.empty((rows,), "f32", device=f"cuda:{dev}")

@@ -175,25 +175,34 @@ def column_sums(Part: KTile["P", "N", ts.f32], Out: KTile["N"]):
 def cross_entropy_fwd(Logits: KTile["R", "V"], Labels: KTile["R", ts.i32],
                       Loss: KTile["R", ts.f32], Lse: KTile["R", ts.f32],
                       ignore_index: ts.i32):
-    """loss = logsumexp(row) - row[label]; 0 where label == ignore_index."""
+    """loss = logsumexp(row) - row[label]; 0 where label == ignore_index.
+    Each position of the T.n-column block keeps its own running maximum
+    and sum of exponentials, so the loop over column blocks needs one exp
+    per logit and no reduction across threads; the row's log-sum-exp
+    combines the positions at the end."""
     T = tile.context()
     r = tile.program_id(0) * T.m
     v = Logits.shape[1]
     label = tile.load(Labels, at=(r,), shape=(T.m,))
-    m = tile.full((T.m,), NEG_INF)
-    l = tile.zeros((T.m,))
-    picked = tile.zeros((T.m,))
+    m = tile.full((T.m, T.n), NEG_INF)
+    l = tile.zeros((T.m, T.n))
+    picked = tile.zeros((T.m, T.n))
     for c in tile.range(0, v, T.n, stages=2):
         x = tile.cast(tile.load(Logits, at=(r, c), shape=(T.m, T.n),
                                 padding=NEG_INF), ts.f32)
-        m_new = tile.maximum(m, tile.max(x, axis=1))
-        l = l * tile.exp(m - m_new) + tile.sum(tile.exp(x - m_new[:, None]),
-                                               axis=1)
-        m = m_new
+        # exp(-|x - m|) rescales the old sum (x a new maximum) or weighs x.
+        hi = tile.maximum(m, x)
+        e = tile.where(hi == NEG_INF, 0.0, tile.exp(tile.minimum(m, x) - hi))
+        l = tile.where(x > m, l * e + 1.0, l + e)
+        m = hi
         hit = _cols(T, c) == label[:, None]
-        picked = picked + tile.sum(tile.where(hit, x, 0.0), axis=1)
-    lse = m + tile.log(l)
-    loss = tile.where(label == ignore_index, 0.0, lse - picked)
+        picked = tile.where(hit, x, picked)
+    top = tile.max(m, axis=1)
+    total = tile.sum(tile.where(m == NEG_INF, 0.0,
+                                l * tile.exp(m - top[:, None])), axis=1)
+    lse = top + tile.log(total)
+    loss = tile.where(label == ignore_index, 0.0,
+                      lse - tile.sum(picked, axis=1))
     tile.store(Loss, loss, at=(r,))
     tile.store(Lse, lse, at=(r,))
 

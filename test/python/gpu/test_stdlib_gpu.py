@@ -189,6 +189,24 @@ def test_cross_entropy_forward_backward(rng=np.random.default_rng(3)):
                                atol=1e-4)
 
 
+def test_cross_entropy_shifted_rows(rng=np.random.default_rng(12)):
+    # Rows far from 0 (the exponentials need the running maximum) and a row
+    # whose maximum moves at every column block (rescaled each time).
+    (rows, v), dt = CE
+    x = rng.standard_normal((rows, v)) * 3
+    x[0] += 100.0
+    x[1] -= 100.0
+    x[3] = np.linspace(-20.0, 20.0, v)
+    x = rounded(x, dt)
+    labels = rng.integers(0, v, rows).astype(np.int32)
+    loss, lse = S.cross_entropy(dev(x, dt), ts.to_device(labels))
+    top = x.max(axis=1, keepdims=True)
+    ref_lse = (top + np.log(np.exp(x - top).sum(axis=1, keepdims=True)))[:, 0]
+    np.testing.assert_allclose(host(lse), ref_lse, rtol=1e-6, atol=1e-5)
+    np.testing.assert_allclose(host(loss), ref_lse - x[np.arange(rows), labels],
+                               rtol=1e-5, atol=1e-4)
+
+
 def test_fused_adam(rng=np.random.default_rng(4)):
     n = ADAM_N
     p = rng.standard_normal(n).astype(np.float32)

@@ -1,0 +1,223 @@
+"""One training step (loss and all parameter gradients) of a pre-norm
+transformer block, bf16, through ts.jit(device="cuda") beside
+torch.compile of the same block, on the same card in the same run.
+
+The block is tessera.nn.transformer_block: layernorm, q/k/v projections,
+rotary embeddings, causal attention, output projection, residual,
+layernorm, GELU (tanh) MLP, residual; the loss is mean(y^2). d 1024, 16
+heads, FFN 4096, sequence 2048, batch 1 (change with --batch/--seq).
+
+The GPU machine has no compiler, so the plan and its kernels are made
+here first:
+
+    PYTHONPATH=build/python TESSERA_KERNEL_CACHE=<cache> \\
+        python bench/gpu/jit_block_bench.py --precompile sm_90a <dir>
+
+then, on the GPU machine (tessera._cuda and the kernel cache):
+
+    TESSERA_KERNEL_CACHE=<cache> python3 bench/gpu/jit_block_bench.py <dir>
+"""
+
+import argparse
+import json
+import math
+import os
+import sys
+import time
+
+import numpy as np
+
+D, HEADS, FFN = 1024, 16, 4096
+
+
+def tessera_step():
+    import tessera as ts
+    from tessera import nn, op
+
+    def loss(p, x):
+        y = nn.transformer_block(p, x, HEADS)
+        return op.reduce_mean(op.cast(y, "f32") * op.cast(y, "f32"))
+
+    return ts.jit(ts.value_and_grad(loss), device="cuda")
+
+
+def inputs(batch, seq):
+    import ml_dtypes
+    from tessera import nn
+    p = nn.transformer_block_init(nn.rng(1), D, HEADS, FFN, dtype="bf16")
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((batch, seq, D)).astype(ml_dtypes.bfloat16)
+    return p, x
+
+
+def precompile(chip, out, batch, seq):
+    from tessera import tree
+    from tessera._kernel import compile_only
+    os.makedirs(out, exist_ok=True)
+    p, x = inputs(batch, seq)
+    t0 = time.perf_counter()
+    prog = tessera_step().gpu_program(p, x)
+    prog.save(os.path.join(out, "block.json"))
+    leaves, _ = tree.flatten([p, x])
+    flat = [np.asarray(a) for a in leaves]
+    np.savez(os.path.join(out, "block.npz"), *[a.view(np.uint16) for a in flat])
+    with open(os.path.join(out, "block_shape.json"), "w") as f:
+        json.dump({"batch": batch, "seq": seq}, f)
+    with compile_only(chip):
+        prog(*flat)
+    print(f"block step: {len(prog.steps)} steps, planned and compiled in "
+          f"{time.perf_counter() - t0:.0f} s")
+
+
+def torch_block(torch, p, x):
+    """The same block in PyTorch (parameters from tessera's init)."""
+    F = torch.nn.functional
+    b, s, d = x.shape
+    dh = d // HEADS
+
+    def rope(t):
+        half = dh // 2
+        pos = torch.arange(s, device=t.device, dtype=torch.float32)[:, None]
+        freq = torch.exp(torch.arange(half, device=t.device,
+                                      dtype=torch.float32)
+                         * (-2.0 * math.log(10000.0) / dh))
+        angle = pos * freq
+        cos, sin = angle.cos().to(t.dtype), angle.sin().to(t.dtype)
+        t1, t2 = t[..., :half], t[..., half:]
+        return torch.cat([t1 * cos - t2 * sin, t1 * sin + t2 * cos], -1)
+
+    def heads(t):
+        return t.view(b, s, HEADS, dh).transpose(1, 2)
+
+    h = F.layer_norm(x, (d,), p["ln1.scale"], p["ln1.bias"], 1e-5)
+    q, k, v = (heads(h @ p[f"attn.{w}"]) for w in ("wq", "wk", "wv"))
+    y = F.scaled_dot_product_attention(rope(q), rope(k), v, is_causal=True)
+    x = x + y.transpose(1, 2).reshape(b, s, d) @ p["attn.wo"]
+    h = F.layer_norm(x, (d,), p["ln2.scale"], p["ln2.bias"], 1e-5)
+    u = F.gelu(h @ p["up.w"] + p["up.b"], approximate="tanh")
+    y = x + u @ p["down.w"] + p["down.b"]
+    return (y.float() * y.float()).mean()
+
+
+def run(saved, reps):
+    import ml_dtypes
+    import torch
+    import tessera as ts
+    from tessera._gpu_graph import GpuProgram
+    with open(os.path.join(saved, "block_shape.json")) as f:
+        shape = json.load(f)
+    batch, seq = shape["batch"], shape["seq"]
+    prog = GpuProgram.load(os.path.join(saved, "block.json"))
+    data = np.load(os.path.join(saved, "block.npz"))
+    flat = [data[f"arr_{i}"].view(ml_dtypes.bfloat16)
+            for i in range(len(data.files))]
+    dev_args = [ts.to_device(a) for a in flat]
+    name = torch.cuda.get_device_name()
+    print(f"# {name}; torch {torch.__version__}; block d {D}, {HEADS} "
+          f"heads, FFN {FFN}, batch {batch}, seq {seq}, bf16, one training "
+          f"step (loss and all gradients)")
+
+    def timed(fn, n):
+        _sync(fn())
+        torch.cuda.synchronize()
+        best = []
+        for _ in range(3):
+            t0 = time.perf_counter()
+            for _ in range(n):
+                out = fn()
+            torch.cuda.synchronize()
+            _sync(out)
+            best.append((time.perf_counter() - t0) / n * 1e3)
+        return min(best), out
+
+    t_ms, out = timed(lambda: prog(*dev_args), reps)
+    loss = float(np.asarray(out[0].numpy()).reshape(()))
+
+    # PyTorch: the same parameters, as leaf tensors.
+    p, x = inputs(batch, seq)
+    params = _named(p)
+    tp = {k: torch.tensor(np.asarray(v).astype(np.float32)).to(
+        "cuda", torch.bfloat16).requires_grad_() for k, v in params.items()}
+    tx = torch.tensor(np.asarray(x).astype(np.float32)).to("cuda",
+                                                           torch.bfloat16)
+
+    def eager_step():
+        for v in tp.values():
+            v.grad = None
+        out = torch_block(torch, tp, tx)
+        out.backward()
+        return out
+
+    results = {}
+    e_ms, e_loss = timed(eager_step, reps)
+    results["eager"] = (e_ms, float(e_loss))
+    try:
+        compiled = torch.compile(lambda: torch_block(torch, tp, tx))
+
+        def compiled_step():
+            for v in tp.values():
+                v.grad = None
+            out = compiled()
+            out.backward()
+            return out
+
+        c_ms, c_loss = timed(compiled_step, reps)
+        results["torch.compile"] = (c_ms, float(c_loss))
+    except Exception as e:  # no Triton / C compiler on the machine
+        print(f"torch.compile unavailable here: {type(e).__name__}: "
+              f"{str(e).splitlines()[0][:200]}")
+    flops = _step_flops(batch, seq)
+    print(f"{'':<16}{'ms':>9}{'TFLOP/s':>9}{'loss':>12}{'peer/tessera':>14}")
+    print(f"{'tessera jit':<16}{t_ms:>9.2f}{flops / t_ms / 1e9:>9.0f}"
+          f"{loss:>12.5f}{'':>14}")
+    for k, (ms, lv) in results.items():
+        print(f"{k:<16}{ms:>9.2f}{flops / ms / 1e9:>9.0f}{lv:>12.5f}"
+              f"{ms / t_ms:>14.2f}")
+
+
+def _named(p, prefix=""):
+    out = {}
+    for k, v in p.items():
+        if isinstance(v, dict):
+            out.update(_named(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
+
+
+def _sync(out):
+    """Waits for Tessera's queue (its results copied to the host)."""
+    try:
+        first = out[0]
+        if hasattr(first, "numpy"):
+            first.numpy()
+    except (TypeError, IndexError):
+        pass
+
+
+def _step_flops(batch, seq):
+    """Forward: projections 2*B*S*(4 D^2 + 2 D FFN), causal attention
+    2*B*S^2*D; a training step three times that."""
+    tokens = batch * seq
+    fwd = 2 * tokens * (4 * D * D + 2 * D * FFN) + 2 * batch * seq * seq * D
+    return 3 * fwd
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--precompile", nargs=2, metavar=("CHIP", "DIR"))
+    ap.add_argument("--batch", type=int, default=1)
+    ap.add_argument("--seq", type=int, default=2048)
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("dir", nargs="?")
+    a = ap.parse_args()
+    if a.precompile:
+        precompile(a.precompile[0], a.precompile[1], a.batch, a.seq)
+    elif a.dir:
+        run(a.dir, a.reps)
+    else:
+        sys.exit(__doc__)
+
+
+if __name__ == "__main__":
+    main()
