@@ -61,8 +61,10 @@ def precompile(chip, out, batch, seq):
     leaves, _ = tree.flatten([p, x])
     flat = [np.asarray(a) for a in leaves]
     np.savez(os.path.join(out, "block.npz"), *[a.view(np.uint16) for a in flat])
+    # The name of each flat array (the GPU machine has no tessera.nn).
+    names, _ = tree.flatten([_name_tree(p), "x"])
     with open(os.path.join(out, "block_shape.json"), "w") as f:
-        json.dump({"batch": batch, "seq": seq}, f)
+        json.dump({"batch": batch, "seq": seq, "names": names}, f)
     with compile_only(chip):
         prog(*flat)
     print(f"block step: {len(prog.steps)} steps, planned and compiled in "
@@ -130,16 +132,27 @@ def run(saved, reps):
             best.append((time.perf_counter() - t0) / n * 1e3)
         return min(best), out
 
+    flops = _step_flops(batch, seq)
+    print(f"{'':<16}{'ms':>9}{'TFLOP/s':>9}{'loss':>12}{'peer/tessera':>14}",
+          flush=True)
     t_ms, out = timed(lambda: prog(*dev_args), reps)
     loss = float(np.asarray(out[0].numpy()).reshape(()))
+    print(f"{'tessera jit':<16}{t_ms:>9.2f}{flops / t_ms / 1e9:>9.0f}"
+          f"{loss:>12.5f}{'':>14}", flush=True)
 
-    # PyTorch: the same parameters, as leaf tensors.
-    p, x = inputs(batch, seq)
-    params = _named(p)
-    tp = {k: torch.tensor(np.asarray(v).astype(np.float32)).to(
-        "cuda", torch.bfloat16).requires_grad_() for k, v in params.items()}
-    tx = torch.tensor(np.asarray(x).astype(np.float32)).to("cuda",
-                                                           torch.bfloat16)
+    def report(label, ms, value):
+        print(f"{label:<16}{ms:>9.2f}{flops / ms / 1e9:>9.0f}{value:>12.5f}"
+              f"{ms / t_ms:>14.2f}", flush=True)
+
+    # PyTorch: the same parameters and input, as leaf tensors.
+    arrays = dict(zip(shape["names"], flat))
+
+    def to_torch(a):
+        return torch.tensor(a.astype(np.float32)).to("cuda", torch.bfloat16)
+
+    tp = {k: to_torch(v).requires_grad_() for k, v in arrays.items()
+          if k != "x"}
+    tx = to_torch(arrays["x"])
 
     def eager_step():
         for v in tp.values():
@@ -148,9 +161,8 @@ def run(saved, reps):
         out.backward()
         return out
 
-    results = {}
     e_ms, e_loss = timed(eager_step, reps)
-    results["eager"] = (e_ms, float(e_loss))
+    report("torch eager", e_ms, float(e_loss.detach()))
     try:
         compiled = torch.compile(lambda: torch_block(torch, tp, tx))
 
@@ -162,27 +174,16 @@ def run(saved, reps):
             return out
 
         c_ms, c_loss = timed(compiled_step, reps)
-        results["torch.compile"] = (c_ms, float(c_loss))
+        report("torch.compile", c_ms, float(c_loss.detach()))
     except Exception as e:  # no Triton / C compiler on the machine
         print(f"torch.compile unavailable here: {type(e).__name__}: "
               f"{str(e).splitlines()[0][:200]}")
-    flops = _step_flops(batch, seq)
-    print(f"{'':<16}{'ms':>9}{'TFLOP/s':>9}{'loss':>12}{'peer/tessera':>14}")
-    print(f"{'tessera jit':<16}{t_ms:>9.2f}{flops / t_ms / 1e9:>9.0f}"
-          f"{loss:>12.5f}{'':>14}")
-    for k, (ms, lv) in results.items():
-        print(f"{k:<16}{ms:>9.2f}{flops / ms / 1e9:>9.0f}{lv:>12.5f}"
-              f"{ms / t_ms:>14.2f}")
 
 
-def _named(p, prefix=""):
-    out = {}
-    for k, v in p.items():
-        if isinstance(v, dict):
-            out.update(_named(v, f"{prefix}{k}."))
-        else:
-            out[f"{prefix}{k}"] = v
-    return out
+def _name_tree(p, prefix=""):
+    """p with each array replaced by its dotted name."""
+    return {k: _name_tree(v, f"{prefix}{k}.") if isinstance(v, dict)
+            else f"{prefix}{k}" for k, v in p.items()}
 
 
 def _sync(out):
