@@ -230,6 +230,106 @@ TEST(Cuda, ReportsBadCodeAndLaunches) {
       bool(kernel->launch({{0, 1, 1}, {1, 1, 1}}, *stream, {&p, &p, &a, &n})));
 }
 
+// A kernel with a TMA launch record (as the Tile IR lowering writes it):
+// one 2-d bf16 memref read in 64 x 64 boxes, 256 consumer threads, the
+// tensor-map address as its eighth parameter. It stores the map's "usable"
+// flag (after the 128-byte map) into the memref's first element.
+const char *kTmaRecordPtx = R"(
+.version 8.0
+.target sm_90
+.address_size 64
+
+.visible .global .align 4 .b8 tessera_tma_k[44] = {1, 0, 0, 0, 128, 0, 0, 0,
+  0, 1, 0, 0, 8, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 2, 0, 0, 0,
+  64, 0, 0, 0, 64, 0, 0, 0, 128, 0, 0, 0};
+.visible .global .align 4 .b8 tessera_tma_bad_version[20] = {2, 0, 0, 0,
+  128, 0, 0, 0, 0, 1, 0, 0, 8, 0, 0, 0, 0, 0, 0, 0};
+.visible .global .align 4 .b8 tessera_tma_bad_rank[44] = {1, 0, 0, 0, 128,
+  0, 0, 0, 0, 1, 0, 0, 8, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 7, 0, 0, 0, 2, 0,
+  0, 0, 64, 0, 0, 0, 64, 0, 0, 0, 128, 0, 0, 0};
+
+.visible .entry k(.param .u64 p0, .param .u64 p1, .param .u64 p2,
+                  .param .u64 p3, .param .u64 p4, .param .u64 p5,
+                  .param .u64 p6, .param .u64 p7)
+{
+  .reg .b64 rd<3>;
+  .reg .b32 r<2>;
+  ld.param.u64 rd1, [p1];
+  ld.param.u64 rd2, [p7];
+  cvta.to.global.u64 rd1, rd1;
+  cvta.to.global.u64 rd2, rd2;
+  ld.global.u32 r1, [rd2+128];
+  st.global.u32 [rd1], r1;
+  ret;
+}
+.visible .entry bad_version() { ret; }
+.visible .entry bad_rank() { ret; }
+)";
+
+TEST(Cuda, ChecksTmaLaunchRecordsAndMakesTensorMaps) {
+  REQUIRE_GPU();
+  auto info = cu::deviceInfo(0);
+  ASSERT_TRUE(bool(info));
+  if (info->major < 9)
+    GTEST_SKIP() << "TMA: Hopper or newer";
+  auto module = cu::Module::loadPtx(kTmaRecordPtx);
+  ASSERT_TRUE(bool(module)) << module.error().message;
+  auto badVersion = module->kernel("bad_version");
+  ASSERT_FALSE(bool(badVersion));
+  EXPECT_NE(badVersion.error().message.find("unknown version"),
+            std::string::npos)
+      << badVersion.error().message;
+  auto badRank = module->kernel("bad_rank");
+  ASSERT_FALSE(bool(badRank));
+  EXPECT_NE(badRank.error().message.find("tensor map 0 of its TMA launch "
+                                         "record is malformed"),
+            std::string::npos)
+      << badRank.error().message;
+
+  auto kernel = module->kernel("k");
+  ASSERT_TRUE(bool(kernel)) << kernel.error().message;
+  EXPECT_EQ(kernel->extraThreads(), 128u);
+  auto stream = cu::Stream::create();
+  ASSERT_TRUE(bool(stream));
+  auto buffer = cu::DeviceBuffer::zeros(DType::bf16, {64, 64});
+  ASSERT_TRUE(bool(buffer));
+  std::uint64_t ptr = buffer->pointer();
+  // The flag the runtime wrote for a memref at `offset` with row stride
+  // `stride` (elements).
+  auto flagFor = [&](int64_t offset, int64_t stride) -> int {
+    int64_t rows = 64, cols = 32, unit = 1;
+    std::vector<void *> args = {&ptr,  &ptr,    &offset, &rows,
+                                &cols, &stride, &unit};
+    Status st = kernel->launch({{1, 1, 1}, {256, 1, 1}}, *stream, args);
+    EXPECT_TRUE(bool(st)) << st.error().message;
+    auto host = buffer->toHost(&*stream);
+    EXPECT_TRUE(bool(host));
+    std::uint32_t flag;
+    std::memcpy(&flag, host->data(), sizeof flag);
+    return int(flag);
+  };
+  EXPECT_EQ(flagFor(0, 64), 1) << "16-byte aligned base and rows";
+  EXPECT_EQ(flagFor(1, 64), 0) << "a base 2 bytes past alignment";
+  EXPECT_EQ(flagFor(0, 60), 0) << "rows of 120 bytes";
+  EXPECT_EQ(flagFor(0, 64), 1) << "the table is copied again when it changes";
+
+  std::int64_t zero = 0;
+  Status fewArgs =
+      kernel->launch({{1, 1, 1}, {256, 1, 1}}, *stream, {&ptr, &ptr, &zero});
+  ASSERT_FALSE(bool(fewArgs));
+  EXPECT_NE(fewArgs.error().message.find("takes 7 parameter values"),
+            std::string::npos)
+      << fewArgs.error().message;
+  int64_t rows = 64, stride = 64, unit = 1;
+  Status wrongBlock =
+      kernel->launch({{1, 1, 1}, {384, 1, 1}}, *stream,
+                     {&ptr, &ptr, &zero, &rows, &rows, &stride, &unit});
+  ASSERT_FALSE(bool(wrongBlock));
+  EXPECT_NE(wrongBlock.error().message.find("runs on blocks of 256 threads"),
+            std::string::npos)
+      << wrongBlock.error().message;
+}
+
 TEST(Cuda, TheAllocatorReusesFreedBlocksPerStream) {
   REQUIRE_GPU();
   ASSERT_TRUE(bool(cu::releaseCachedMemory()));
