@@ -126,10 +126,16 @@ def rope(x, base=10000.0):
     if isinstance(dh, str) or dh % 2:
         raise ValueError(f"rope needs a static, even head dim; got {dh}")
     half = dh // 2
-    pos = op.iota((s, half), 0, x.dtype)
-    freq = op.exp(op.iota((s, half), 1, x.dtype) * (-2.0 * math.log(base) / dh))
+    # Angles in f32 at least: bf16 holds positions only to 8 bits (2047
+    # would be 2048) and its angles would be off by whole radians.
+    dt = as_dtype(x.dtype)
+    work = dt if dt.name in ("f32", "f64") else as_dtype("f32")
+    pos = op.iota((s, half), 0, work)
+    freq = op.exp(op.iota((s, half), 1, work) * (-2.0 * math.log(base) / dh))
     angle = pos * freq
     cos, sin = op.cos(angle), op.sin(angle)
+    if work != dt:
+        cos, sin = op.cast(cos, dt), op.cast(sin, dt)
     x1, x2 = x[..., :half], x[..., half:]
     return op.concat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], -1)
 

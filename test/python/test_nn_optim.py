@@ -83,6 +83,25 @@ def test_rope_with_a_symbolic_sequence_dim():
     assert len(g._cache) == 1
 
 
+def test_rope_of_bf16_keeps_positions_exact():
+    # bf16 positions stop being integers past 256 (2047 rounds to 2048):
+    # the angles are computed in f32, only cos/sin rounded to bf16.
+    import ml_dtypes
+    s, dh = 2048, 16
+    x = np.random.default_rng(7).standard_normal((1, s, dh)).astype(
+        ml_dtypes.bfloat16)
+    got = np.asarray(ts.jit(nn.rope)(x)).astype(np.float64)
+    xf = x.astype(np.float64)
+    half = dh // 2
+    a = np.arange(s)[:, None] * np.exp(np.arange(half) *
+                                       (-2 * math.log(1e4) / dh))
+    want = np.concatenate([xf[..., :half] * np.cos(a) - xf[..., half:] *
+                           np.sin(a), xf[..., :half] * np.sin(a) +
+                           xf[..., half:] * np.cos(a)], -1)
+    # bf16 cos/sin and a bf16 result: a few 2^-8 of |x|.
+    np.testing.assert_allclose(got, want, rtol=0, atol=0.05)
+
+
 def test_layers_against_numpy():
     rng = nn.rng(1)
     lin = nn.linear_init(rng, 4, 3, dtype="f64")
