@@ -32,6 +32,28 @@ class _Value:
         raise _err(f"cannot iterate over a {type(self).__name__.lower()}; "
                    f"loops over tiles use tile.range")
 
+    # Arithmetic and comparisons, the same for scalars and tiles (Python
+    # numbers on either side).
+    def __add__(self, o): return _binary("add", self, o)
+    def __radd__(self, o): return _binary("add", o, self)
+    def __sub__(self, o): return _binary("sub", self, o)
+    def __rsub__(self, o): return _binary("sub", o, self)
+    def __mul__(self, o): return _binary("mul", self, o)
+    def __rmul__(self, o): return _binary("mul", o, self)
+    def __truediv__(self, o): return _binary("div", self, o)
+    def __rtruediv__(self, o): return _binary("div", o, self)
+    def __floordiv__(self, o): return _binary("floordiv", self, o)
+    def __rfloordiv__(self, o): return _binary("floordiv", o, self)
+    def __mod__(self, o): return _binary("mod", self, o)
+    def __rmod__(self, o): return _binary("mod", o, self)
+    def __lt__(self, o): return _compare("lt", self, o)
+    def __le__(self, o): return _compare("le", self, o)
+    def __gt__(self, o): return _compare("gt", self, o)
+    def __ge__(self, o): return _compare("ge", self, o)
+    def __eq__(self, o): return _compare("eq", self, o)
+    def __ne__(self, o): return _compare("ne", self, o)
+    __hash__ = object.__hash__
+
 
 class Scalar(_Value):
     """A scalar of the program (index, integer or float)."""
@@ -46,27 +68,7 @@ class Scalar(_Value):
     def __repr__(self):
         return f"Scalar({self.type})"
 
-    # Arithmetic
-    def __add__(self, o): return _binary("add", self, o)
-    def __radd__(self, o): return _binary("add", o, self)
-    def __sub__(self, o): return _binary("sub", self, o)
-    def __rsub__(self, o): return _binary("sub", o, self)
-    def __mul__(self, o): return _binary("mul", self, o)
-    def __rmul__(self, o): return _binary("mul", o, self)
-    def __truediv__(self, o): return _binary("div", self, o)
-    def __rtruediv__(self, o): return _binary("div", o, self)
-    def __floordiv__(self, o): return _binary("floordiv", self, o)
-    def __rfloordiv__(self, o): return _binary("floordiv", o, self)
-    def __mod__(self, o): return _binary("mod", self, o)
-    def __rmod__(self, o): return _binary("mod", o, self)
     def __neg__(self): return _binary("sub", 0, self)
-    def __lt__(self, o): return _compare("lt", self, o)
-    def __le__(self, o): return _compare("le", self, o)
-    def __gt__(self, o): return _compare("gt", self, o)
-    def __ge__(self, o): return _compare("ge", self, o)
-    def __eq__(self, o): return _compare("eq", self, o)
-    def __ne__(self, o): return _compare("ne", self, o)
-    __hash__ = object.__hash__
 
 
 class Tile(_Value):
@@ -130,16 +132,6 @@ class Tile(_Value):
         dims.extend(builtins.range(k, self.ndim))
         return _Expanded(self, dims)
 
-    def __add__(self, o): return _binary("add", self, o)
-    def __radd__(self, o): return _binary("add", o, self)
-    def __sub__(self, o): return _binary("sub", self, o)
-    def __rsub__(self, o): return _binary("sub", o, self)
-    def __mul__(self, o): return _binary("mul", self, o)
-    def __rmul__(self, o): return _binary("mul", o, self)
-    def __truediv__(self, o): return _binary("div", self, o)
-    def __rtruediv__(self, o): return _binary("div", o, self)
-    def __floordiv__(self, o): return _binary("floordiv", self, o)
-    def __mod__(self, o): return _binary("mod", self, o)
     def __neg__(self): return _unary("neg", self)
     def __matmul__(self, o):
         from .tile import dot
@@ -148,13 +140,6 @@ class Tile(_Value):
     def __or__(self, o): return _binary("or", self, o)
     def __invert__(self):  # bitwise not: xor with all ones (-1; true for i1)
         return _binary("xor", self, True if self.type == "i1" else -1)
-    def __lt__(self, o): return _compare("lt", self, o)
-    def __le__(self, o): return _compare("le", self, o)
-    def __gt__(self, o): return _compare("gt", self, o)
-    def __ge__(self, o): return _compare("ge", self, o)
-    def __eq__(self, o): return _compare("eq", self, o)
-    def __ne__(self, o): return _compare("ne", self, o)
-    __hash__ = object.__hash__
 
 
 class _Expanded:

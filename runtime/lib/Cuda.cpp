@@ -664,6 +664,8 @@ struct tessera::runtime::cuda::Kernel::TmaLaunch {
   struct Table {
     DeviceBuffer buffer;
     std::vector<char> bytes;
+    /// The memref fields the maps were made from.
+    std::vector<std::int64_t> key;
     std::uint64_t address = 0;
   };
   std::mutex mutex;
@@ -736,6 +738,21 @@ Status Kernel::TmaLaunch::prepare(const std::string &kernel,
                  std::to_string(config.block[0]) + ", " +
                  std::to_string(config.block[1]) + ", " +
                  std::to_string(config.block[2]) + ")"};
+  // The memref fields the maps come from: the same as at the last launch
+  // on this stream, the table in device memory still holds their maps.
+  std::vector<std::int64_t> key;
+  for (const MapSpec &m : maps)
+    for (int k = 1; k < 3 + 2 * m.rank; ++k) {
+      std::int64_t v;
+      std::memcpy(&v, args[std::size_t(m.slot + k)], sizeof v);
+      key.push_back(v);
+    }
+  std::lock_guard<std::mutex> lock(mutex);
+  Table &table = tables[stream];
+  if (table.buffer.pointer() && table.key == key) {
+    args.push_back(&table.address);
+    return Status::ok();
+  }
   // The maps, then one i32 per map: 1 where it could be made.
   std::vector<char> bytes(maps.size() * (sizeof(CUtensorMap) + 4), 0);
   const Driver &d = driver();
@@ -757,15 +774,16 @@ Status Kernel::TmaLaunch::prepare(const std::string &kernel,
     // What TMA can address; other tiles are copied with cp.async.
     bool ok = d.tensorMapEncodeTiled && address % 16 == 0 &&
               field(3 + 2 * m.rank - 1) == 1;
-    for (int i = 0; i < m.rank && ok; ++i) {
-      std::int64_t size = field(3 + m.rank - 1 - i);
-      std::int64_t stride = field(3 + 2 * m.rank - 1 - i);
+    for (int dim = 0; dim < m.rank && ok; ++dim) {
+      std::int64_t size = field(3 + m.rank - 1 - dim);
+      std::int64_t stride = field(3 + 2 * m.rank - 1 - dim);
       ok = size > 0 && size <= (1ll << 32);
-      dims[i] = cuuint64_t(size);
-      if (i > 0) {
-        std::uint64_t bytes = std::uint64_t(stride * m.eltBytes);
-        ok = ok && stride > 0 && bytes % 16 == 0 && bytes < (1ull << 40);
-        strides[i - 1] = bytes;
+      dims[dim] = cuuint64_t(size);
+      if (dim > 0) {
+        std::uint64_t strideBytes = std::uint64_t(stride * m.eltBytes);
+        ok = ok && stride > 0 && strideBytes % 16 == 0 &&
+             strideBytes < (1ull << 40);
+        strides[dim - 1] = strideBytes;
       }
     }
     if (ok) {
@@ -793,8 +811,6 @@ Status Kernel::TmaLaunch::prepare(const std::string &kernel,
   }
   // One table per stream: a copy into it runs after the launches before
   // it on that stream. Copied only when the maps change.
-  std::lock_guard<std::mutex> lock(mutex);
-  Table &table = tables[stream];
   if (!table.buffer.pointer()) {
     auto buffer =
         DeviceBuffer::allocate(DType::i8, {std::int64_t(bytes.size())}, device);
@@ -809,6 +825,7 @@ Status Kernel::TmaLaunch::prepare(const std::string &kernel,
                                  stream),
                "cannot copy the tensor maps of kernel '" + kernel + "'");
   }
+  table.key = std::move(key);
   table.address = table.buffer.pointer();
   args.push_back(&table.address);
   return Status::ok();

@@ -859,9 +859,12 @@ private:
   void hoistInto(Operation *loop, ArrayRef<Value> needed, IRMapping &pmap);
 
   /// The producer's copies of the loops in `block` that hold rings.
-  void emitProducerLoops(Block &block, IRMapping &pmap,
-                         ArrayRef<Value> usable, Value laneZero,
-                         Value anyCopy);
+  void emitProducerLoops(Block &block, IRMapping &pmap, ArrayRef<Value> usable,
+                         Value laneZero, Value anyCopy);
+
+  /// Appends the values the producer's copy of `ring`'s loop reads: its
+  /// bounds and its loads' indices, memrefs and leading-dim indices.
+  void ringNeeds(ProducerRing &ring, SmallVectorImpl<Value> &needed);
 
   /// The producer's loop of one ring.
   void emitProducerRing(ProducerRing &ring, IRMapping &pmap,

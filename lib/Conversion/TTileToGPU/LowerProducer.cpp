@@ -94,12 +94,53 @@ Value tripCount(OpBuilder &b, Location loc, Value lb, Value ub, Value step) {
   Value n = arith::DivUIOp::create(
       b, loc,
       arith::SubIOp::create(
-          b, loc, arith::AddIOp::create(b, loc, arith::SubIOp::create(b, loc, ub, lb), step),
+          b, loc,
+          arith::AddIOp::create(b, loc, arith::SubIOp::create(b, loc, ub, lb),
+                                step),
           one),
       step);
-  Value some =
-      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, lb, ub);
+  Value some = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, lb, ub);
   return arith::SelectOp::create(b, loc, some, n, zero);
+}
+
+/// The device address of tensor map `i` in the table at `table`.
+Value mapAddress(OpBuilder &b, Location loc, Value table, unsigned i) {
+  return arith::AddIOp::create(
+      b, loc, table,
+      arith::ConstantIntOp::create(b, loc, b.getI64Type(),
+                                   kTensorMapBytes * i));
+}
+
+/// A consumer thread's arrival on the mbarrier at `addr`.
+void arriveOn(OpBuilder &b, Location loc, Value addr) {
+  ptx(b, loc, {}, {i32Of(b, loc, addr)},
+      "mbarrier.arrive.shared::cta.b64 _, [$0];", "r");
+}
+
+/// Where the iteration at `iv` of a ring's loop (from `lb` by `step`) is:
+/// its number in this run (`local`), among all of the ring's iterations
+/// (`k`, the run starting at `start`), its slot, and the parity of the
+/// slot's phase it fills (i32).
+struct RingPosition {
+  Value local, k, slot, parity;
+};
+
+RingPosition ringPosition(OpBuilder &b, Location loc, Value start, Value iv,
+                          Value lb, Value step, int64_t stages) {
+  auto index = [&](int64_t v) {
+    return arith::ConstantIndexOp::create(b, loc, v).getResult();
+  };
+  RingPosition p;
+  p.local = arith::DivUIOp::create(b, loc,
+                                   arith::SubIOp::create(b, loc, iv, lb), step);
+  p.k = arith::AddIOp::create(b, loc, start, p.local);
+  p.slot = arith::RemUIOp::create(b, loc, p.k, index(stages));
+  p.parity =
+      i32Of(b, loc,
+            arith::AndIOp::create(
+                b, loc, arith::DivUIOp::create(b, loc, p.k, index(stages)),
+                index(1)));
+  return p;
 }
 
 /// Runs `body` under `cond` (no results).
@@ -137,9 +178,9 @@ bool KernelLowering::producerComputable(Value v, ArrayRef<Operation *> scope) {
            });
   };
   if (auto arg = dyn_cast<BlockArgument>(v))
-    return arg.getOwner() == entry ||
-           llvm::any_of(scope,
-                        [&](Operation *loop) { return v == inductionVar(loop); });
+    return arg.getOwner() == entry || llvm::any_of(scope, [&](Operation *loop) {
+             return v == inductionVar(loop);
+           });
   Operation *def = v.getDefiningOp();
   if (!inScope(def->getBlock()))
     return false;
@@ -416,8 +457,8 @@ LogicalResult KernelLowering::runSpecialized() {
   int64_t threads = 32 * numWarps;
   int64_t initial = 65536 / (threads + 128) / 8 * 8;
   int64_t consumerRegisters = std::min<int64_t>(
-      240, (initial * (threads + 128) - kProducerRegisters * 128) / threads /
-               8 * 8);
+      240,
+      (initial * (threads + 128) - kProducerRegisters * 128) / threads / 8 * 8);
   bool moveRegisters = numWarps >= 8 && consumerRegisters > initial &&
                        kProducerRegisters < initial;
   {
@@ -487,16 +528,11 @@ void KernelLowering::emitProducer(Location loc) {
           arith::XOrIOp::create(
               b, loc, u,
               arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1)));
-    auto mapAddress = [&](unsigned i) -> Value {
-      return arith::AddIOp::create(
-          b, loc, tmaTable,
-          arith::ConstantIntOp::create(b, loc, b.getI64Type(),
-                                       kTensorMapBytes * i));
-    };
     under(b, loc, laneZero, [&] {
       for (unsigned i = 0; i < count; ++i)
         under(b, loc, usable[i], [&] {
-          ptx(b, loc, {}, {mapAddress(i)}, "prefetch.tensormap [$0];", "l");
+          ptx(b, loc, {}, {mapAddress(b, loc, tmaTable, i)},
+              "prefetch.tensormap [$0];", "l");
         });
     });
 
@@ -533,48 +569,27 @@ void KernelLowering::emitProducerLoops(Block &block, IRMapping &pmap,
         auto bounds = loopBounds(l);
         needed.append(bounds.begin(), bounds.end());
       }
-      for (LoadOp load : r.loads) {
-        llvm::append_range(needed, load.getIndices());
-        needed.push_back(load.getSource());
-      }
-      for (auto &leading : r.leading)
-        for (OpFoldResult o : leading)
-          if (auto v = dyn_cast<Value>(o))
-            needed.push_back(v);
+      ringNeeds(r, needed);
     }
     hoistInto(&op, needed, pmap);
     auto [lb, ub, step] = loopBounds(&op);
-    scf::ForOp::create(
-        b, loc, producerValue(lb, pmap), producerValue(ub, pmap),
-        producerValue(step, pmap), ValueRange{},
-        [&](OpBuilder &nested, Location, Value iv, ValueRange) {
-          OpBuilder::InsertionGuard guard(b);
-          b.setInsertionPointToStart(nested.getInsertionBlock());
-          pmap.map(inductionVar(&op), iv);
-          emitProducerLoops(op.getRegion(0).front(), pmap, usable, laneZero,
-                            anyCopy);
-          scf::YieldOp::create(b, loc);
-        });
+    scf::ForOp::create(b, loc, producerValue(lb, pmap), producerValue(ub, pmap),
+                       producerValue(step, pmap), ValueRange{},
+                       [&](OpBuilder &nested, Location, Value iv, ValueRange) {
+                         OpBuilder::InsertionGuard guard(b);
+                         b.setInsertionPointToStart(nested.getInsertionBlock());
+                         pmap.map(inductionVar(&op), iv);
+                         emitProducerLoops(op.getRegion(0).front(), pmap,
+                                           usable, laneZero, anyCopy);
+                         scf::YieldOp::create(b, loc);
+                       });
   }
 }
 
-void KernelLowering::emitProducerRing(ProducerRing &ring, IRMapping &pmap,
-                                      ArrayRef<Value> usable, Value laneZero,
-                                      Value anyCopy) {
-  Location loc = ring.loop.getLoc();
-  unsigned count = unsigned(tmaMaps.size());
-  (void)count;
-  auto mapAddress = [&](unsigned i) -> Value {
-    return arith::AddIOp::create(
-        b, loc, tmaTable,
-        arith::ConstantIntOp::create(b, loc, b.getI64Type(),
-                                     kTensorMapBytes * i));
-  };
-  RangeOp loop = ring.loop;
-  int64_t stages = loop.getStages();
-  // What the loop needs from outside it, computed before it.
-  auto ringBounds = loopBounds(loop);
-  SmallVector<Value> needed(ringBounds.begin(), ringBounds.end());
+void KernelLowering::ringNeeds(ProducerRing &ring,
+                               SmallVectorImpl<Value> &needed) {
+  auto bounds = loopBounds(ring.loop);
+  needed.append(bounds.begin(), bounds.end());
   for (LoadOp load : ring.loads) {
     llvm::append_range(needed, load.getIndices());
     needed.push_back(load.getSource());
@@ -583,6 +598,17 @@ void KernelLowering::emitProducerRing(ProducerRing &ring, IRMapping &pmap,
     for (OpFoldResult o : leading)
       if (auto v = dyn_cast<Value>(o))
         needed.push_back(v);
+}
+
+void KernelLowering::emitProducerRing(ProducerRing &ring, IRMapping &pmap,
+                                      ArrayRef<Value> usable, Value laneZero,
+                                      Value anyCopy) {
+  Location loc = ring.loop.getLoc();
+  RangeOp loop = ring.loop;
+  int64_t stages = loop.getStages();
+  // What the loop needs from outside it, computed before it.
+  SmallVector<Value> needed;
+  ringNeeds(ring, needed);
   hoistInto(loop, needed, pmap);
   Value lb = producerValue(loop.getLowerBound(), pmap);
   Value ub = producerValue(loop.getUpperBound(), pmap);
@@ -596,9 +622,8 @@ void KernelLowering::emitProducerRing(ProducerRing &ring, IRMapping &pmap,
     sources.push_back(producerValue(load.getSource(), pmap));
     SmallVector<Value> lead;
     for (OpFoldResult o : leading)
-      lead.push_back(isa<Value>(o)
-                         ? producerValue(cast<Value>(o), pmap)
-                         : index(*getConstantIntValue(o)));
+      lead.push_back(isa<Value>(o) ? producerValue(cast<Value>(o), pmap)
+                                   : index(*getConstantIntValue(o)));
     leads.push_back(lead);
   }
 
@@ -608,23 +633,13 @@ void KernelLowering::emitProducerRing(ProducerRing &ring, IRMapping &pmap,
         OpBuilder::InsertionGuard guard(b);
         b.setInsertionPointToStart(nested.getInsertionBlock());
         pmap.map(loop.getInductionVar(), iv);
-        // This iteration's number among all of the ring's.
-        Value k = arith::AddIOp::create(
-            b, loc, start,
-            arith::DivUIOp::create(
-                b, loc, arith::SubIOp::create(b, loc, iv, lb), step));
-        Value slot = arith::RemUIOp::create(b, loc, k, index(stages));
-        // The first round finds every slot free (waiting for the
-        // phase before the barrier's first returns at once).
+        RingPosition at = ringPosition(b, loc, start, iv, lb, step, stages);
+        Value slot = at.slot;
+        // The slot is free once the consumers completed the phase before
+        // the one this fill completes (in the first round, the phase
+        // before the barrier's first: the wait returns at once).
         Value parity =
-            i32Of(b, loc,
-                  arith::XOrIOp::create(
-                      b, loc,
-                      arith::AndIOp::create(
-                          b, loc,
-                          arith::DivUIOp::create(b, loc, k, index(stages)),
-                          index(1)),
-                      index(1)));
+            arith::XOrIOp::create(b, loc, at.parity, i32Constant(b, loc, 1));
         waitBarrier(b, loc, barrierAddress(ring, true, slot), parity);
         Value full = barrierAddress(ring, false, slot);
         SmallVector<SmallVector<Value>> starts;
@@ -638,8 +653,7 @@ void KernelLowering::emitProducerRing(ProducerRing &ring, IRMapping &pmap,
           starts.push_back(start);
           slotAddrs.push_back(ringAddress(load, offset, slot));
           auto t = cast<RankedTensorType>(load.getType());
-          int64_t bytes =
-              t.getNumElements() * t.getElementTypeBitWidth() / 8;
+          int64_t bytes = t.getNumElements() * t.getElementTypeBitWidth() / 8;
           tx = arith::AddIOp::create(
               b, loc, tx,
               arith::SelectOp::create(b, loc, usable[m],
@@ -654,8 +668,8 @@ void KernelLowering::emitProducerRing(ProducerRing &ring, IRMapping &pmap,
               b, loc, usable[ring.maps[idx]],
               arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1));
           under(b, loc, copy, [&] {
-            issueSharedCopy(load, slotAddrs[idx], starts[idx], Value(),
-                            lane, 32, sources[idx]);
+            issueSharedCopy(load, slotAddrs[idx], starts[idx], Value(), lane,
+                            32, sources[idx]);
           });
         }
         under(b, loc, anyCopy, [&] {
@@ -665,8 +679,7 @@ void KernelLowering::emitProducerRing(ProducerRing &ring, IRMapping &pmap,
         NVVM::SyncWarpOp::create(b, loc, i32Constant(b, loc, -1));
         under(b, loc, laneZero, [&] {
           ptx(b, loc, {}, {i32Of(b, loc, full), tx},
-              "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;",
-              "r,r");
+              "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,r");
           for (size_t idx = 0; idx < ring.loads.size(); ++idx) {
             LoadOp load = ring.loads[idx];
             unsigned m = ring.maps[idx];
@@ -680,8 +693,7 @@ void KernelLowering::emitProducerRing(ProducerRing &ring, IRMapping &pmap,
                 for (int64_t q = 0; q < rows / tm.rows; ++q) {
                   Value dstAddr = arith::AddIOp::create(
                       b, loc, slotAddrs[idx],
-                      index(p * rows * tm.swizzle +
-                            q * tm.rows * tm.swizzle));
+                      index(p * rows * tm.swizzle + q * tm.rows * tm.swizzle));
                   Value col = arith::AddIOp::create(b, loc, starts[idx][1],
                                                     index(p * tm.cols));
                   Value row = arith::AddIOp::create(b, loc, starts[idx][0],
@@ -689,7 +701,7 @@ void KernelLowering::emitProducerRing(ProducerRing &ring, IRMapping &pmap,
                   // Coordinates innermost first: the column, the
                   // row, then the leading dims' indices.
                   SmallVector<Value> operands = {
-                      i32Of(b, loc, dstAddr), mapAddress(m),
+                      i32Of(b, loc, dstAddr), mapAddress(b, loc, tmaTable, m),
                       i32Of(b, loc, col), i32Of(b, loc, row)};
                   for (Value l : llvm::reverse(leads[idx]))
                     operands.push_back(i32Of(b, loc, l));
@@ -712,59 +724,45 @@ void KernelLowering::emitProducerRing(ProducerRing &ring, IRMapping &pmap,
         });
         scf::YieldOp::create(b, loc);
       });
-  memref::StoreOp::create(b, loc,
-                          arith::AddIOp::create(
-                              b, loc, start, tripCount(b, loc, lb, ub, step)),
-                          ring.counter, index(0));
+  memref::StoreOp::create(
+      b, loc,
+      arith::AddIOp::create(b, loc, start, tripCount(b, loc, lb, ub, step)),
+      ring.counter, index(0));
 }
 
 void KernelLowering::consumeRing(ProducerRing &ring, Value iv) {
   Location loc = ring.loop.getLoc();
-  int64_t stages = ring.loop.getStages();
-  Value lb = map.lookup(ring.loop.getLowerBound()),
-        step = map.lookup(ring.loop.getStep());
-  Value k = arith::AddIOp::create(
-      b, loc, ring.start,
-      arith::DivUIOp::create(b, loc, arith::SubIOp::create(b, loc, iv, lb),
-                             step));
-  Value slot = arith::RemUIOp::create(b, loc, k, index(stages));
-  Value parity = i32Of(
-      b, loc,
-      arith::AndIOp::create(
-          b, loc, arith::DivUIOp::create(b, loc, k, index(stages)), index(1)));
-  waitBarrier(b, loc, barrierAddress(ring, false, slot), parity);
+  RingPosition at = ringPosition(
+      b, loc, ring.start, iv, map.lookup(ring.loop.getLowerBound()),
+      map.lookup(ring.loop.getStep()), ring.loop.getStages());
+  waitBarrier(b, loc, barrierAddress(ring, false, at.slot), at.parity);
   // cp.async copies are writes of the generic proxy; wgmma reads through
   // the async one (TMA writes through it already).
   under(b, loc, anyFallback, [&] { fenceSharedForTensorCores(loc); });
   for (auto [load, offset] : llvm::zip(ring.loads, ring.offsets))
-    ringSlots[load.getOperation()] = ringAddress(load, offset, slot);
+    ringSlots[load.getOperation()] = ringAddress(load, offset, at.slot);
 }
 
 void KernelLowering::releaseRing(ProducerRing &ring, Value iv) {
   Location loc = ring.loop.getLoc();
   int64_t stages = ring.loop.getStages();
-  Value lb = map.lookup(ring.loop.getLowerBound()),
-        step = map.lookup(ring.loop.getStep());
-  Value local = arith::DivUIOp::create(
-      b, loc, arith::SubIOp::create(b, loc, iv, lb), step);
-  Value k = arith::AddIOp::create(b, loc, ring.start, local);
-  auto arrive = [&](Value slot) {
-    ptx(b, loc, {}, {i32Of(b, loc, barrierAddress(ring, true, slot))},
-        "mbarrier.arrive.shared::cta.b64 _, [$0];", "r");
-  };
+  RingPosition at = ringPosition(b, loc, ring.start, iv,
+                                 map.lookup(ring.loop.getLowerBound()),
+                                 map.lookup(ring.loop.getStep()), stages);
   if (!ring.overlap) {
-    arrive(arith::RemUIOp::create(b, loc, k, index(stages)));
+    arriveOn(b, loc, barrierAddress(ring, true, at.slot));
     return;
   }
   // This iteration's wgmma wait left only its own group running: the
   // previous iteration's slot is no longer read (the last one's is given
   // back after the loop, finishRun).
   Value previous = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ugt,
-                                         local, index(0));
+                                         at.local, index(0));
   under(b, loc, previous, [&] {
-    arrive(arith::RemUIOp::create(
-        b, loc, arith::AddIOp::create(b, loc, k, index(stages - 1)),
-        index(stages)));
+    Value slot = arith::RemUIOp::create(
+        b, loc, arith::AddIOp::create(b, loc, at.k, index(stages - 1)),
+        index(stages));
+    arriveOn(b, loc, barrierAddress(ring, true, slot));
   });
 }
 
@@ -776,17 +774,16 @@ void KernelLowering::startRun(ProducerRing &ring) {
 void KernelLowering::finishRun(ProducerRing &ring, bool lastSlot) {
   RangeOp loop = ring.loop;
   Location loc = loop.getLoc();
-  Value n = tripCount(b, loc, map.lookup(loop.getLowerBound()),
-                      map.lookup(loop.getUpperBound()),
-                      map.lookup(loop.getStep()));
+  Value n =
+      tripCount(b, loc, map.lookup(loop.getLowerBound()),
+                map.lookup(loop.getUpperBound()), map.lookup(loop.getStep()));
   Value end = arith::AddIOp::create(b, loc, ring.start, n);
   if (lastSlot) {
     // (In the branch where the loop ran: n > 0.)
     Value slot = arith::RemUIOp::create(
         b, loc, arith::SubIOp::create(b, loc, end, index(1)),
         index(loop.getStages()));
-    ptx(b, loc, {}, {i32Of(b, loc, barrierAddress(ring, true, slot))},
-        "mbarrier.arrive.shared::cta.b64 _, [$0];", "r");
+    arriveOn(b, loc, barrierAddress(ring, true, slot));
     return;
   }
   memref::StoreOp::create(b, loc, end, ring.counter, index(0));

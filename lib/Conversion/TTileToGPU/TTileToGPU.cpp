@@ -231,7 +231,6 @@ namespace {
 /// Static shared memory a block may use (more needs dynamic shared memory
 /// and an opt-in at launch).
 constexpr int64_t kStaticSharedLimit = 48 * 1024;
-constexpr int64_t kSharedLimit = kSharedLimitBytes;
 /// Names the global that holds a kernel's dynamic shared memory bytes.
 constexpr llvm::StringLiteral kDynamicSharedPrefix = "tessera_dynamic_smem_";
 /// Names the global that describes a warp-specialized kernel's launch.
@@ -307,13 +306,13 @@ struct ConvertTTileToGPUPass
       // Dynamic shared memory (the wgmma operand buffers): the kernel
       // states how much it needs in a global the runtime reads at load time.
       if (int64_t dynamic = lowering.dynamicSharedBytes()) {
-        if (sharedBytes + dynamic > kSharedLimit) {
+        if (sharedBytes + dynamic > kSharedLimitBytes) {
           fn.emitError() << "kernel '" << fn.getName() << "' needs "
                          << sharedBytes + dynamic << " bytes of shared memory ("
                          << dynamic
                          << " for its shared tiles and their stages); a block "
                             "has at most "
-                         << kSharedLimit
+                         << kSharedLimitBytes
                          << " (use smaller tiles or fewer stages)";
           return signalPassFailure();
         }

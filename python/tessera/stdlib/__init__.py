@@ -152,11 +152,6 @@ def _multiprocessors(device):
     return int(_cuda.device_info(device)["multiprocessors"])
 
 
-def _compile_only_active():
-    from .._kernel import _compile_only
-    return bool(_compile_only.chip)
-
-
 def _float(x, what):
     if not x.dtype.is_float:
         raise TesseraError(f"{what} must be a float tensor, got "
@@ -499,7 +494,9 @@ def _gemm_grid(s, m, n, device):
     tiles = cdiv(m, s.m) * cdiv(n, s.n)
     persistent = s.params.get("persistent", _chip(device) == "sm_90a")
     if isinstance(persistent, bool) or not isinstance(persistent, int):
-        if not persistent or _compile_only_active():
+        from .._kernel import _compile_only
+        # (Compiling only: the programs' count does not change the code.)
+        if not persistent or _compile_only.chip:
             return tiles
         persistent = _multiprocessors(device)
     if persistent < 1:
