@@ -123,14 +123,16 @@ GraphAttr convert(StringRef name, Attribute attr) {
 
 } // namespace
 
-Result<GraphListing> Module::listGraph(const std::string &name) const {
+Result<GraphListing> Module::listGraph(const std::string &name,
+                                       bool gpuAttention) const {
   if (tracing())
     return Error{"the Module cannot be listed while a trace is running"};
   if (state->firstError)
     return *state->firstError;
   OwningOpRef<ModuleOp> copy = state->getModule().clone();
   PassManager pm(state->getContext());
-  mlir::tessera::buildCPUPipeline(pm, mlir::tessera::CPUStage::GraphOptimized);
+  mlir::tessera::buildCPUPipeline(pm, mlir::tessera::CPUStage::GraphOptimized,
+                                  gpuAttention);
   state->clearDiagnostics();
   if (failed(pm.run(*copy)))
     return Error{state->takeDiagnostics("the graph pipeline failed")};

@@ -22,7 +22,8 @@ using namespace mlir;
 // Passes that work function by function are nested on func.func, so the
 // functions of a module (the layers of a model) go through them on
 // parallel threads.
-void mlir::tessera::buildCPUPipeline(OpPassManager &pm, CPUStage stopAfter) {
+void mlir::tessera::buildCPUPipeline(OpPassManager &pm, CPUStage stopAfter,
+                                     bool keepGpuAttention) {
   // Consecutive function passes share one nest: each function goes through
   // all of them without waiting for the others.
   OpPassManager *nest = nullptr;
@@ -47,7 +48,9 @@ void mlir::tessera::buildCPUPipeline(OpPassManager &pm, CPUStage stopAfter) {
   // step) join their callers, so CSE and fusion work across them.
   whole(tgraph::createTGraphInline());
   // The CPU back end has no fused kernels for composites yet: expand them.
-  whole(tgraph::createTGraphDecompose());
+  tgraph::TGraphDecomposeOptions decompose;
+  decompose.gpuAttention = keepGpuAttention;
+  whole(tgraph::createTGraphDecompose(decompose));
   perFunction(createCanonicalizerPass());
   perFunction(createCSEPass());
   if (stopAfter == CPUStage::GraphOptimized)

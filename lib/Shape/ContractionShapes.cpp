@@ -230,3 +230,24 @@ ShapeResult tessera::shape::inferAttention(ShapeDiag &diag,
   result.dims.push_back(v.dims[r - 1]);
   return result;
 }
+
+ShapeResult tessera::shape::inferAttentionGrad(
+    ShapeDiag &diag, const TensorShape &q, const TensorShape &k,
+    const TensorShape &v, const TensorShape &o, const TensorShape &dO) {
+  auto result = inferAttention(diag, q, k, v);
+  if (!result)
+    return std::nullopt;
+  unsigned r = q.rank();
+  for (unsigned i = 3; i < 5; ++i) {
+    const TensorShape &s = i == 3 ? o : dO;
+    if (s.rank() != r)
+      return rankError(diag, i, s,
+                       "the rank of the query (" + std::to_string(r) + ")");
+    // The output is [..., Sq, Dv]: q's dims, then v's last.
+    for (unsigned d = 0; d < r; ++d)
+      if (!diag.unifyOperandDims(s, i, d, d + 1 < r ? q : v, d + 1 < r ? 0 : 2,
+                                 d, "does not have attention's output shape"))
+        return std::nullopt;
+  }
+  return result;
+}

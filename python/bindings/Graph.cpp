@@ -269,8 +269,8 @@ void bindGraph(nb::module_ &m) {
           nb::arg("stage"))
       .def(
           "list_graph",
-          [](const Module &self, const std::string &fnName) {
-            GraphListing g = take(self.listGraph(fnName));
+          [](const Module &self, const std::string &fnName, bool gpuAttention) {
+            GraphListing g = take(self.listGraph(fnName, gpuAttention));
             auto attr = [](const GraphAttr &a) -> nb::object {
               switch (a.kind) {
               case GraphAttr::Kind::Int:
@@ -329,10 +329,12 @@ void bindGraph(nb::module_ &m) {
             out["dtypes"] = dtypes;
             return out;
           },
-          nb::arg("name"),
+          nb::arg("name"), nb::arg("gpu_attention") = false,
           "The public function `name` after shape inference, autodiff and "
           "decomposition, as plain data: {name, arguments, results, ops, "
-          "shapes, dtypes}; values are numbered, symbolic dims are -1.")
+          "shapes, dtypes}; values are numbered, symbolic dims are -1. "
+          "gpu_attention keeps the attention ops the GPU runs as flash "
+          "attention.")
       .def(
           "compile",
           [](const Module &self, const std::string &cacheDirectory) {

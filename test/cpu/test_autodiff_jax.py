@@ -379,6 +379,61 @@ def test_mlp_hvp_matches_jax():
     np.testing.assert_allclose(h2, r2, rtol=1e-10, atol=1e-12)
 
 
+@pytest.mark.parametrize("causal,scale", [(False, None), (True, 0.3)])
+def test_attention_rules_match_jax(causal, scale):
+    # tgraph.attention's own rules: the VJP (through tgraph.attention_grad,
+    # expanded here), the JVP, and the HVP (forward mode over the VJP) of
+    # a loss with 5 queries attending to 7 keys, against JAX.
+    rng = np.random.default_rng(31 + causal)
+    q = rng.standard_normal((2, 3, 5, 4))
+    k = rng.standard_normal((2, 3, 7, 4))
+    v = rng.standard_normal((2, 3, 7, 6))
+    w = rng.standard_normal((2, 3, 5, 6))
+    dirs = [rng.standard_normal(a.shape) for a in (q, k, v)]
+    tq, tk, tv, to = (ttype(a.shape) for a in (q, k, v, w))
+    attrs = []
+    if causal:
+        attrs.append("causal")
+    if scale is not None:
+        attrs.append(f"scale = {scale} : f64")
+    flags = "{" + ", ".join(attrs) + "}" if attrs else ""
+    ir = f"""func.func @loss(%q: {tq} {{tgraph.name = "q"}},
+                     %k: {tk} {{tgraph.name = "k"}},
+                     %v: {tv} {{tgraph.name = "v"}}, %w: {to}) -> tensor<f64> {{
+      %o = tgraph.attention %q, %k, %v {flags} : ({tq}, {tk}, {tv}) -> {to}
+      %t = tgraph.tanh %o : {to}
+      %p = tgraph.mul %t, %w : {to}
+      %l = tgraph.reduce_sum %p {{dims = array<i64: 0, 1, 2, 3>}}
+          : ({to}) -> tensor<f64>
+      return %l : tensor<f64>
+    }}
+    tgraph.adjoint @loss wrt(%q, %k, %v) -> @grad
+    tgraph.jvp @loss wrt(%q, %k, %v) -> @jvp
+    tgraph.hvp @loss wrt(%q, %k, %v) dir(%dq, %dk, %dv) -> @hvp
+    """
+    grads = run(ir, [q, k, v, w], fn="grad")
+    _, jv = run(ir, [q, k, v, w] + dirs, fn="jvp")
+    hv = run(ir, [q, k, v, w] + dirs, fn="hvp")
+
+    def loss(q, k, v):
+        s = jnp.einsum("bhqd,bhkd->bhqk", q, k) * (
+            scale if scale is not None else 1 / np.sqrt(4))
+        if causal:
+            i, j = np.arange(5)[:, None], np.arange(7)[None, :]
+            s = jnp.where(j <= i + 2, s, -jnp.inf)
+        o = jnp.einsum("bhqk,bhkd->bhqd", jax.nn.softmax(s, -1), v)
+        return jnp.sum(jnp.tanh(o) * w)
+    want = jax.grad(loss, argnums=(0, 1, 2))(q, k, v)
+    _, want_jv = jax.jvp(loss, (q, k, v), tuple(dirs))
+    _, want_hv = jax.jvp(jax.grad(loss, argnums=(0, 1, 2)), (q, k, v),
+                         tuple(dirs))
+    for got, ref in zip(grads, want):
+        np.testing.assert_allclose(got, ref, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(jv, want_jv, rtol=1e-10, atol=1e-12)
+    for got, ref in zip(hv, want_hv):
+        np.testing.assert_allclose(got, ref, rtol=1e-9, atol=1e-11)
+
+
 def test_implicit_fixed_point_matches_jax():
     # x* = tanh(W x* + theta): Tessera's gradients (through the adjoint
     # equation) against JAX differentiating the same fixed point with the

@@ -256,7 +256,10 @@ public:
   /// The module's IR after the CPU pipeline has run up to `stage`.
   Result<std::string> lower(Stage stage) const;
   /// The public function `name` after the graph-level pipeline, as data.
-  Result<GraphListing> listGraph(const std::string &name) const;
+  /// `gpuAttention` keeps the attention ops the GPU runs as flash attention
+  /// (tgraph::isGpuFlashAttention) instead of expanding them.
+  Result<GraphListing> listGraph(const std::string &name,
+                                 bool gpuAttention = false) const;
   /// Compiles every public function for this CPU.
   Result<std::shared_ptr<runtime::Executable>>
   compile(const CompileOptions &options = {}) const;

@@ -29,7 +29,10 @@ enum class CPUStage {
 };
 
 /// Graph IR to the LLVM dialect for the host CPU (or the IR at `stopAfter`).
-void buildCPUPipeline(OpPassManager &pm, CPUStage stopAfter = CPUStage::LLVM);
+/// `keepGpuAttention` (for GraphOptimized listings that the GPU executor
+/// plans) keeps the attention ops it runs as flash attention.
+void buildCPUPipeline(OpPassManager &pm, CPUStage stopAfter = CPUStage::LLVM,
+                      bool keepGpuAttention = false);
 
 /// Where and how Tile IR kernels are compiled for NVIDIA GPUs.
 struct TileToPTXOptions : public PassPipelineOptions<TileToPTXOptions> {

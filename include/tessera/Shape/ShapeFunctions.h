@@ -65,6 +65,12 @@ ShapeResult inferConv2d(ShapeDiag &diag, const TensorShape &input,
 /// [..., Sq, Dv]; leading dims must match exactly.
 ShapeResult inferAttention(ShapeDiag &diag, const TensorShape &q,
                            const TensorShape &k, const TensorShape &v);
+/// attention_grad: q, k, v as for attention, then the output and its
+/// gradient, both of attention's result shape. Checks them and returns the
+/// attention result's shape (the gradients have the shapes of q, k, v).
+ShapeResult inferAttentionGrad(ShapeDiag &diag, const TensorShape &q,
+                               const TensorShape &k, const TensorShape &v,
+                               const TensorShape &o, const TensorShape &dO);
 
 //===-- Reductions and normalizations ------------------------------------===//
 

@@ -491,3 +491,21 @@ func.func @conv_padding_overflow(%x: tensor<1x3x4x4xf32>, %w: tensor<8x3x3x3xf32
   %0 = tgraph.conv2d %x, %w {padding = array<i64: 9223372036854775807, 9223372036854775807, 0, 0>} : (tensor<1x3x4x4xf32>, tensor<8x3x3x3xf32>) -> tensor<1x8x4x2xf32>
   return
 }
+
+// -----
+
+// attention_grad: the output has attention's result shape [..., Sq, Dv].
+func.func @attention_grad_output(%q: tensor<2x8x16xf32>, %v: tensor<2x8x4xf32>) {
+  // expected-error @+1 {{'tgraph.attention_grad' op does not have attention's output shape: output (operand 3) dim 2 is 16 but value (operand 2) dim 2 is 4}}
+  %0:3 = tgraph.attention_grad %q, %q, %v, %q, %q : (tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<2x8x4xf32>, tensor<2x8x16xf32>, tensor<2x8x16xf32>) -> (tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<2x8x4xf32>)
+  return
+}
+
+// -----
+
+// attention_grad: the output's gradient has the rank of the query.
+func.func @attention_grad_rank(%q: tensor<2x8x16xf32>, %g: tensor<8x16xf32>) {
+  // expected-error @+1 {{'tgraph.attention_grad' op output_grad (operand 4) must have the rank of the query (3), but has rank 2 (shape [8, 16])}}
+  %0:3 = tgraph.attention_grad %q, %q, %q, %q, %g : (tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<8x16xf32>) -> (tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<2x8x16xf32>)
+  return
+}

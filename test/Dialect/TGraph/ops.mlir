@@ -147,6 +147,15 @@ func.func @attention(%q: tensor<?x8x?x64xbf16, #tgraph.dims<[B, 8, S, 64]>>,
   return
 }
 
+// CHECK-LABEL: func.func @attention_grad
+func.func @attention_grad(%q: tensor<?x8x?x64xbf16, #tgraph.dims<[B, 8, S, 64]>>,
+                          %kv: tensor<?x8x?x64xbf16, #tgraph.dims<[B, 8, T, 64]>>) {
+  %o = tgraph.attention %q, %kv, %kv {causal} : (tensor<?x8x?x64xbf16, #tgraph.dims<[B, 8, S, 64]>>, tensor<?x8x?x64xbf16, #tgraph.dims<[B, 8, T, 64]>>, tensor<?x8x?x64xbf16, #tgraph.dims<[B, 8, T, 64]>>) -> tensor<?x8x?x64xbf16, #tgraph.dims<[B, 8, S, 64]>>
+  // CHECK: tgraph.attention_grad %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {causal} : (tensor<?x8x?x64xbf16, #tgraph.dims<[B, 8, S, 64]>>, tensor<?x8x?x64xbf16, #tgraph.dims<[B, 8, T, 64]>>, tensor<?x8x?x64xbf16, #tgraph.dims<[B, 8, T, 64]>>, tensor<?x8x?x64xbf16, #tgraph.dims<[B, 8, S, 64]>>, tensor<?x8x?x64xbf16, #tgraph.dims<[B, 8, S, 64]>>) -> (tensor<?x8x?x64xbf16, #tgraph.dims<[B, 8, S, 64]>>, tensor<?x8x?x64xbf16, #tgraph.dims<[B, 8, T, 64]>>, tensor<?x8x?x64xbf16, #tgraph.dims<[B, 8, T, 64]>>)
+  %g:3 = tgraph.attention_grad %q, %kv, %kv, %o, %o {causal} : (tensor<?x8x?x64xbf16, #tgraph.dims<[B, 8, S, 64]>>, tensor<?x8x?x64xbf16, #tgraph.dims<[B, 8, T, 64]>>, tensor<?x8x?x64xbf16, #tgraph.dims<[B, 8, T, 64]>>, tensor<?x8x?x64xbf16, #tgraph.dims<[B, 8, S, 64]>>, tensor<?x8x?x64xbf16, #tgraph.dims<[B, 8, S, 64]>>) -> (tensor<?x8x?x64xbf16, #tgraph.dims<[B, 8, S, 64]>>, tensor<?x8x?x64xbf16, #tgraph.dims<[B, 8, T, 64]>>, tensor<?x8x?x64xbf16, #tgraph.dims<[B, 8, T, 64]>>)
+  return
+}
+
 //===----------------------------------------------------------------------===//
 // Reductions, normalization, losses
 //===----------------------------------------------------------------------===//

@@ -8,6 +8,8 @@
 
 #include "mlir/IR/PatternMatch.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace mlir::tessera::tgraph;
 
@@ -206,4 +208,100 @@ LogicalResult AttentionOp::inferTypes(TypeInference &ti, Adaptor a) {
       ti.diag(), getShape(a.getQuery().getType()),
       getShape(a.getKey().getType()), getShape(a.getValue().getType()));
   return ti.addResult(result, element);
+}
+
+LogicalResult AttentionGradOp::inferTypes(TypeInference &ti, Adaptor a) {
+  ti.setOperandNames({"query", "key", "value", "output", "output_grad"});
+  if (failed(ti.requireSameElementType({{a.getQuery(), 0},
+                                        {a.getKey(), 1},
+                                        {a.getValue(), 2},
+                                        {a.getOutput(), 3},
+                                        {a.getOutputGrad(), 4}})))
+    return failure();
+  Type element = getElementTypeOrSelf(a.getQuery().getType());
+  PolicyAttr policy = a.getPolicyAttr();
+  if (isFloat8(element) && (!policy || !policy.getAccum()))
+    return ti.fail("fp8 attention must accumulate in f32 or bf16: add "
+                   "{policy = #tgraph.policy<accum = f32>}");
+  if (auto scale = a.getScaleAttr(); scale && !(scale.getValueAsDouble() > 0))
+    return ti.fail("scale must be positive, but is " +
+                   shape::formatNumber(scale.getValueAsDouble()));
+  if (failed(checkComputePolicy(ti, policy, element, element, false)))
+    return failure();
+  shape::TensorShape q = getShape(a.getQuery().getType()),
+                     k = getShape(a.getKey().getType()),
+                     v = getShape(a.getValue().getType());
+  auto checked = shape::inferAttentionGrad(
+      ti.diag(), q, k, v, getShape(a.getOutput().getType()),
+      getShape(a.getOutputGrad().getType()));
+  if (!checked)
+    return ti.addResult(checked, element);
+  ti.addResult(q, element);
+  ti.addResult(k, element);
+  ti.addResult(v, element);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Attention's probabilities (decompositions and autodiff rules)
+//===----------------------------------------------------------------------===//
+
+std::optional<double>
+mlir::tessera::tgraph::attentionScale(Value query,
+                                      std::optional<APFloat> scale) {
+  if (scale)
+    return scale->convertToDouble();
+  auto type = cast<RankedTensorType>(query.getType());
+  int64_t d = type.getShape().back();
+  if (ShapedType::isDynamic(d))
+    return std::nullopt;
+  return 1.0 / std::sqrt(double(d));
+}
+
+FailureOr<Value> mlir::tessera::tgraph::buildAttentionProbabilities(
+    OpBuilder &b, Location loc, Value query, Value key, bool causal,
+    double scale, Type compute, PolicyAttr policy, std::string &why) {
+  auto qType = cast<RankedTensorType>(query.getType());
+  int64_t r = qType.getRank();
+  shape::TensorShape q = getShape(qType), k = getShape(key.getType());
+  const shape::DimExpr &sq = q.dims[r - 2], &sk = k.dims[r - 2];
+  if (causal && (sq.isUnknown() || sk.isUnknown())) {
+    why = "the causal mask needs known sequence lengths";
+    return failure();
+  }
+  auto scalar = [&](Type element, Attribute value) -> Value {
+    auto type = RankedTensorType::get({}, element);
+    return ConstantOp::create(b, loc, type,
+                              DenseElementsAttr::get(type, value));
+  };
+  TypeInference ti(b.getContext(), loc, MatmulOp::getOperationName());
+  auto scores = shape::inferMatmul(ti.diag(), q, k, false, true);
+  if (!scores) {
+    why = ti.message();
+    return failure();
+  }
+  Value s = MatmulOp::create(b, loc, getTensorType(*scores, compute), query,
+                             key, false, true, policy);
+  s = MulOp::create(b, loc, s, scalar(compute, FloatAttr::get(compute, scale)));
+  if (causal) {
+    Type i64 = b.getI64Type();
+    auto grid = getTensorType(shape::TensorShape({sq, sk}), i64);
+    Value row = IotaOp::create(b, loc, grid, 0);
+    Value col = IotaOp::create(b, loc, grid, 1);
+    auto scalarI64 = RankedTensorType::get({}, i64);
+    Value offset =
+        SubOp::create(b, loc, DimSizeOp::create(b, loc, scalarI64, key, r - 2),
+                      DimSizeOp::create(b, loc, scalarI64, query, r - 2));
+    Value visible = CompareOp::create(b, loc, CompareDirection::le, col,
+                                      AddOp::create(b, loc, row, offset));
+    // -inf, or the lowest finite value where the type has no infinity.
+    const llvm::fltSemantics &sem =
+        cast<FloatType>(compute).getFloatSemantics();
+    APFloat lowest = APFloat::semanticsHasInf(sem)
+                         ? APFloat::getInf(sem, /*Negative=*/true)
+                         : APFloat::getLargest(sem, /*Negative=*/true);
+    s = SelectOp::create(b, loc, visible, s,
+                         scalar(compute, FloatAttr::get(compute, lowest)));
+  }
+  return Value(SoftmaxOp::create(b, loc, s, r - 1));
 }

@@ -48,8 +48,8 @@ namespace {
 
 /// Composites differentiated through their decomposition.
 constexpr const char *kExpandedForAutodiff[] = {
-    "layernorm", "layernorm_safe", "rmsnorm",   "rmsnorm_safe",
-    "attention", "cross_entropy",  "embedding", "one_hot"};
+    "layernorm",      "layernorm_safe", "rmsnorm",   "rmsnorm_safe",
+    "attention_grad", "cross_entropy",  "embedding", "one_hot"};
 
 } // namespace
 
@@ -93,6 +93,17 @@ Value autodiff::addArgument(func::FuncOp fn, Type type, StringRef name) {
   return fn.getArgument(index);
 }
 
+/// Expands the composites without rules of their own in `fn`.
+static LogicalResult expandComposites(func::FuncOp fn) {
+  RewritePatternSet patterns(fn.getContext());
+  std::vector<std::string> only(std::begin(kExpandedForAutodiff),
+                                std::end(kExpandedForAutodiff));
+  populateDecompositionPatterns(patterns, only);
+  GreedyRewriteConfig config;
+  config.setRegionSimplificationLevel(GreedySimplifyRegionLevel::Disabled);
+  return applyPatternsGreedily(fn, std::move(patterns), config);
+}
+
 /// A copy of `source` named `name`, placed after it, with calls inlined
 /// and composites expanded.
 FailureOr<func::FuncOp> Differentiator::copy(func::FuncOp source,
@@ -104,13 +115,7 @@ FailureOr<func::FuncOp> Differentiator::copy(func::FuncOp source,
     fn.erase();
     return failure();
   }
-  RewritePatternSet patterns(module.getContext());
-  std::vector<std::string> only(std::begin(kExpandedForAutodiff),
-                                std::end(kExpandedForAutodiff));
-  populateDecompositionPatterns(patterns, only);
-  GreedyRewriteConfig config;
-  config.setRegionSimplificationLevel(GreedySimplifyRegionLevel::Disabled);
-  if (failed(applyPatternsGreedily(fn, std::move(patterns), config))) {
+  if (failed(expandComposites(fn))) {
     fn.erase();
     return request->emitOpError("cannot expand the composite ops of @")
            << source.getName();
@@ -485,9 +490,12 @@ LogicalResult mlir::tessera::tgraph::expandAutodiffDeclaration(ModuleOp module,
            << source.getName()
            << " to return one scalar float (a rank-0 tensor), got "
            << type.getResults();
+  // (The gradient's own composites, attention_grad, are expanded for the
+  // forward pass over it.)
   auto fn = d.copy(source, name, /*forwardMode=*/false);
   if (failed(fn) || failed(d.reverse(*fn, *wrt, source.getName())) ||
       failed(prepareForAutodiff(*fn, /*forwardMode=*/true)) ||
+      failed(expandComposites(*fn)) ||
       failed(d.forward(*fn, *wrt,
                        tangentNames(op->getAttrOfType<ArrayAttr>("dir"), false),
                        source.getName())))

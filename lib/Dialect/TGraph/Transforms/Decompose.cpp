@@ -336,47 +336,64 @@ static LogicalResult decomposeAttention(AttentionOp op,
                                         PatternRewriter &rewriter) {
   Emitter e(rewriter, op.getLoc());
   Location loc = op.getLoc();
-  auto qType = cast<RankedTensorType>(op.getQuery().getType());
-  int64_t r = qType.getRank();
-  shape::TensorShape q = getShape(qType), k = getShape(op.getKey().getType());
-  const shape::DimExpr &sq = q.dims[r - 2], &sk = k.dims[r - 2];
-  if (op.getCausal() && (sq.isUnknown() || sk.isUnknown()))
-    return rewriter.notifyMatchFailure(op, "causal mask needs known lengths");
-  if (!op.getScale() && ShapedType::isDynamic(qType.getShape()[r - 1]))
+  auto scale = attentionScale(op.getQuery(), op.getScale());
+  if (!scale)
     return rewriter.notifyMatchFailure(op, "default scale needs a static D");
-  Type storage = qType.getElementType();
+  Type storage = e.elementOf(op.getQuery());
   Type t = computeType(storage, op.getPolicyAttr(), /*widen=*/false);
-  double scale = op.getScale()
-                     ? op.getScale()->convertToDouble()
-                     : 1.0 / std::sqrt(double(qType.getShape()[r - 1]));
-  // scores [..., Sq, Sk]
-  TypeInference ti(op.getContext(), loc, MatmulOp::getOperationName());
-  auto scores = shape::inferMatmul(ti.diag(), q, k, false, true);
-  if (!scores)
-    return rewriter.notifyMatchFailure(op, ti.message());
-  Value s =
-      MatmulOp::create(rewriter, loc, getTensorType(*scores, t), op.getQuery(),
-                       op.getKey(), false, true, op.getPolicyAttr());
-  s = e.mul(s, e.scalar(t, scale));
-  if (op.getCausal()) {
-    Type i64 = rewriter.getI64Type();
-    Value row = IotaOp::create(
-        rewriter, loc, getTensorType(shape::TensorShape({sq, sk}), i64), 0);
-    Value col = IotaOp::create(
-        rewriter, loc, getTensorType(shape::TensorShape({sq, sk}), i64), 1);
-    auto scalarI64 = RankedTensorType::get({}, i64);
-    Value offset = e.sub(
-        DimSizeOp::create(rewriter, loc, scalarI64, op.getKey(), r - 2),
-        DimSizeOp::create(rewriter, loc, scalarI64, op.getQuery(), r - 2));
-    Value visible = e.compare(CompareDirection::le, col, e.add(row, offset));
-    s = e.select(visible, s, e.lowest(t));
-  }
-  Value p = SoftmaxOp::create(rewriter, loc, s, r - 1);
+  std::string why;
+  auto p = buildAttentionProbabilities(rewriter, loc, op.getQuery(),
+                                       op.getKey(), op.getCausal(), *scale, t,
+                                       op.getPolicyAttr(), why);
+  if (failed(p))
+    return rewriter.notifyMatchFailure(op, why);
   Value v = e.cast(op.getValue(), t);
   shape::TensorShape outShape = getShape(op.getType());
-  Value o = MatmulOp::create(rewriter, loc, getTensorType(outShape, t), p, v,
+  Value o = MatmulOp::create(rewriter, loc, getTensorType(outShape, t), *p, v,
                              false, false, PolicyAttr());
   rewriter.replaceOp(op, e.cast(o, storage, roundingPart(op.getPolicyAttr())));
+  return success();
+}
+
+// attention_grad: with P the attention's probabilities and g the output's
+// cotangent, dv = P^T g, dS = P (g v^T - rowsum(P g v^T)) scale, dq = dS k,
+// dk = dS^T q; all in the accumulation type.
+static LogicalResult decomposeAttentionGrad(AttentionGradOp op,
+                                            PatternRewriter &rewriter) {
+  Emitter e(rewriter, op.getLoc());
+  Location loc = op.getLoc();
+  auto scale = attentionScale(op.getQuery(), op.getScale());
+  if (!scale)
+    return rewriter.notifyMatchFailure(op, "default scale needs a static D");
+  Type storage = e.elementOf(op.getQuery());
+  PolicyAttr policy = op.getPolicyAttr();
+  Type t = computeType(storage, policy, /*widen=*/false);
+  std::string why;
+  auto p =
+      buildAttentionProbabilities(rewriter, loc, op.getQuery(), op.getKey(),
+                                  op.getCausal(), *scale, t, policy, why);
+  if (failed(p))
+    return rewriter.notifyMatchFailure(op, why);
+  Value q = e.cast(op.getQuery(), t), k = e.cast(op.getKey(), t),
+        v = e.cast(op.getValue(), t), g = e.cast(op.getOutputGrad(), t);
+  auto typed = [&](Value like) {
+    return getTensorType(getShape(like.getType()), t);
+  };
+  int64_t last = cast<RankedTensorType>(q.getType()).getRank() - 1;
+  Value dv = MatmulOp::create(rewriter, loc, typed(op.getValue()), *p, g,
+                              /*transpose_lhs=*/true, false, policy);
+  Value dp = MatmulOp::create(rewriter, loc, (*p).getType(), g, v, false,
+                              /*transpose_rhs=*/true, policy);
+  Value rows = e.reduceSum(e.mul(*p, dp), {last}, /*keep=*/true);
+  Value ds = e.mul(e.mul(*p, e.sub(dp, rows)), e.scalar(t, *scale));
+  Value dq = MatmulOp::create(rewriter, loc, typed(op.getQuery()), ds, k, false,
+                              false, policy);
+  Value dk = MatmulOp::create(rewriter, loc, typed(op.getKey()), ds, q,
+                              /*transpose_lhs=*/true, false, policy);
+  PolicyAttr rounding = roundingPart(policy);
+  rewriter.replaceOp(op, {e.cast(dq, storage, rounding),
+                          e.cast(dk, storage, rounding),
+                          e.cast(dv, storage, rounding)});
   return success();
 }
 
@@ -493,6 +510,13 @@ static LogicalResult decomposeRMSNormSafe(RMSNormSafeOp op,
 /// Adds `Fn` for `OpTy` if `only` is empty or names it; the pattern leaves
 /// ops whose declared types are less refined than inferred alone.
 template <typename OpTy, LogicalResult (*Fn)(OpTy, PatternRewriter &)>
+static LogicalResult decomposeUnlessGpu(OpTy op, PatternRewriter &rewriter) {
+  if (isGpuFlashAttention(op))
+    return rewriter.notifyMatchFailure(op, "kept for the GPU");
+  return Fn(op, rewriter);
+}
+
+template <typename OpTy, LogicalResult (*Fn)(OpTy, PatternRewriter &)>
 static void addIfSelected(RewritePatternSet &patterns,
                           ArrayRef<std::string> only) {
   StringRef name = OpTy::getOperationName().drop_front(strlen("tgraph."));
@@ -507,8 +531,32 @@ static void addIfSelected(RewritePatternSet &patterns,
 
 } // namespace
 
+bool mlir::tessera::tgraph::isGpuFlashAttention(Operation *op) {
+  if (!isa<AttentionOp, AttentionGradOp>(op))
+    return false;
+  auto q = dyn_cast<RankedTensorType>(op->getOperand(0).getType());
+  if (!q || !q.hasStaticShape() || (q.getRank() != 3 && q.getRank() != 4) ||
+      !(q.getElementType().isBF16() || q.getElementType().isF16()))
+    return false;
+  for (Value v : op->getOperands())
+    if (auto t = dyn_cast<RankedTensorType>(v.getType());
+        !t || t.getShape() != q.getShape() ||
+        t.getElementType() != q.getElementType())
+      return false;
+  int64_t d = q.getShape().back(), heads = 1;
+  for (int64_t s : q.getShape().drop_back(2))
+    heads *= s;
+  if ((d != 64 && d != 128) || heads > 65535)
+    return false;
+  auto policy = op->getAttrOfType<PolicyAttr>("policy");
+  return !policy || (policy.getAccum() && policy.getAccum().isF32() &&
+                     !policy.getStochasticRound() && !policy.getSaturate() &&
+                     !policy.getLossScale());
+}
+
 void mlir::tessera::tgraph::populateDecompositionPatterns(
-    RewritePatternSet &patterns, ArrayRef<std::string> only) {
+    RewritePatternSet &patterns, ArrayRef<std::string> only,
+    bool keepGpuAttention) {
   addIfSelected<GeluOp, decomposeGelu>(patterns, only);
   addIfSelected<SiluOp, decomposeSilu>(patterns, only);
   addIfSelected<SoftmaxOp, decomposeSoftmax>(patterns, only);
@@ -521,7 +569,17 @@ void mlir::tessera::tgraph::populateDecompositionPatterns(
   addIfSelected<LayerNormSafeOp, decomposeLayerNormSafe>(patterns, only);
   addIfSelected<RMSNormOp, decomposeRMSNormPlain>(patterns, only);
   addIfSelected<RMSNormSafeOp, decomposeRMSNormSafe>(patterns, only);
-  addIfSelected<AttentionOp, decomposeAttention>(patterns, only);
+  if (keepGpuAttention) {
+    addIfSelected<AttentionOp,
+                  decomposeUnlessGpu<AttentionOp, decomposeAttention>>(patterns,
+                                                                       only);
+    addIfSelected<AttentionGradOp,
+                  decomposeUnlessGpu<AttentionGradOp, decomposeAttentionGrad>>(
+        patterns, only);
+  } else {
+    addIfSelected<AttentionOp, decomposeAttention>(patterns, only);
+    addIfSelected<AttentionGradOp, decomposeAttentionGrad>(patterns, only);
+  }
   addIfSelected<CrossEntropyOp, decomposeCrossEntropy>(patterns, only);
   addIfSelected<EmbeddingOp, decomposeEmbedding>(patterns, only);
   addIfSelected<OneHotOp, decomposeOneHot>(patterns, only);
@@ -533,7 +591,8 @@ constexpr const char *kComposites[] = {
     "gelu",         "silu",           "softmax",        "log_softmax",
     "softmax_safe", "logsumexp",      "logsumexp_safe", "reduce_mean",
     "layernorm",    "layernorm_safe", "rmsnorm",        "rmsnorm_safe",
-    "attention",    "cross_entropy",  "embedding",      "one_hot"};
+    "attention",    "attention_grad", "cross_entropy",  "embedding",
+    "one_hot"};
 
 struct TGraphDecomposePass
     : public mlir::tessera::tgraph::impl::TGraphDecomposeBase<
@@ -550,7 +609,7 @@ struct TGraphDecomposePass
       }
     RewritePatternSet patterns(&getContext());
     std::vector<std::string> only(ops.begin(), ops.end());
-    populateDecompositionPatterns(patterns, only);
+    populateDecompositionPatterns(patterns, only, gpuAttention);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();
   }

@@ -222,3 +222,26 @@ tgraph.jvp @sg wrt(%x) -> @sg_jvp
 // CHECK: tgraph.mul %{{.*}}, %[[C2]]
 // CHECK-NOT: tgraph.add
 // CHECK: return
+
+// -----
+
+// attention has its own reverse rule: one tgraph.attention_grad of q, k, v,
+// the forward result and its cotangent, with the attention's attributes (a
+// back end runs it as a fused kernel or expands it).
+!t = tensor<2x16x8xf32>
+func.func @att(%q: !t {tgraph.name = "q"}, %k: !t {tgraph.name = "k"},
+               %v: !t {tgraph.name = "v"}, %w: !t) -> tensor<f32> {
+  %o = tgraph.attention %q, %k, %v {causal, scale = 0.5 : f64} : !t
+  %p = tgraph.mul %o, %w : !t
+  %s = tgraph.reduce_sum %p {dims = array<i64: 0, 1, 2>} : !t -> tensor<f32>
+  return %s : tensor<f32>
+}
+tgraph.adjoint @att wrt(%q, %k, %v) -> @att_grad
+
+// CHECK-LABEL: func.func @att_grad
+// CHECK-SAME: (%[[Q:[a-z0-9]+]]: tensor<2x16x8xf32> {tgraph.name = "q"}, %[[K:[a-z0-9]+]]: tensor<2x16x8xf32> {tgraph.name = "k"}, %[[V:[a-z0-9]+]]: tensor<2x16x8xf32> {tgraph.name = "v"}, %[[W:[a-z0-9]+]]: tensor<2x16x8xf32>)
+// CHECK: %[[O:.*]] = tgraph.attention %[[Q]], %[[K]], %[[V]] {causal, scale = 5.000000e-01 : f64}
+// CHECK: %[[G:.*]] = tgraph.mul %{{.*}}, %[[W]]
+// CHECK: %[[DQ:.*]], %[[DK:.*]], %[[DV:.*]] = tgraph.attention_grad %[[Q]], %[[K]], %[[V]], %[[O]], %[[G]] {causal, scale = 5.000000e-01 : f64}
+// CHECK-NOT: tgraph.softmax
+// CHECK: return %[[DQ]], %[[DK]], %[[DV]]

@@ -256,6 +256,37 @@ func.func @attention(%q: tensor<2x?x16xf32, #tgraph.dims<[2, S, 16]>>,
 
 // -----
 
+// attention_grad: the probabilities again, dv = P^T g, dP = g v^T,
+// dS = P (dP - rowsum(P dP)) scale, dq = dS k, dk = dS^T q.
+// CHECK-LABEL: func.func @attention_grad
+// CHECK-SAME: (%[[Q:.+]]: tensor<2x4x8xf32>, %[[K:.+]]: tensor<2x6x8xf32>, %[[V:.+]]: tensor<2x6x3xf32>, %[[O:.+]]: tensor<2x4x3xf32>, %[[G:.+]]: tensor<2x4x3xf32>)
+// CHECK: tgraph.matmul %[[Q]], %[[K]] {transpose_rhs}
+// CHECK: tgraph.select
+// CHECK: tgraph.exp
+// CHECK: %[[P:.+]] = tgraph.mul
+// CHECK: %[[DV:.+]] = tgraph.matmul %[[P]], %[[G]] {transpose_lhs} : (tensor<2x4x6xf32>, tensor<2x4x3xf32>) -> tensor<2x6x3xf32>
+// CHECK: %[[DP:.+]] = tgraph.matmul %[[G]], %[[V]] {transpose_rhs} : (tensor<2x4x3xf32>, tensor<2x6x3xf32>) -> tensor<2x4x6xf32>
+// CHECK: %[[PDP:.+]] = tgraph.mul %[[P]], %[[DP]]
+// CHECK: %[[ROWS:.+]] = tgraph.reduce_sum %[[PDP]] {dims = array<i64: 2>, keepdims}
+// CHECK: %[[C:.+]] = tgraph.sub %[[DP]], %[[ROWS]]
+// CHECK: %[[PC:.+]] = tgraph.mul %[[P]], %[[C]]
+// CHECK: %[[DS:.+]] = tgraph.mul %[[PC]], %{{.+}} : (tensor<2x4x6xf32>, tensor<f32>)
+// CHECK: %[[DQ:.+]] = tgraph.matmul %[[DS]], %[[K]] : (tensor<2x4x6xf32>, tensor<2x6x8xf32>) -> tensor<2x4x8xf32>
+// CHECK: %[[DK:.+]] = tgraph.matmul %[[DS]], %[[Q]] {transpose_lhs} : (tensor<2x4x6xf32>, tensor<2x4x8xf32>) -> tensor<2x6x8xf32>
+// CHECK: return %[[DQ]], %[[DK]], %[[DV]]
+func.func @attention_grad(%q: tensor<2x4x8xf32>, %k: tensor<2x6x8xf32>,
+                          %v: tensor<2x6x3xf32>, %o: tensor<2x4x3xf32>,
+                          %g: tensor<2x4x3xf32>)
+    -> (tensor<2x4x8xf32>, tensor<2x6x8xf32>, tensor<2x6x3xf32>) {
+  %dq, %dk, %dv = tgraph.attention_grad %q, %k, %v, %o, %g {causal}
+      : (tensor<2x4x8xf32>, tensor<2x6x8xf32>, tensor<2x6x3xf32>,
+         tensor<2x4x3xf32>, tensor<2x4x3xf32>)
+      -> (tensor<2x4x8xf32>, tensor<2x6x8xf32>, tensor<2x6x3xf32>)
+  return %dq, %dk, %dv : tensor<2x4x8xf32>, tensor<2x6x8xf32>, tensor<2x6x3xf32>
+}
+
+// -----
+
 // A causal mask over unknown ('?') lengths cannot be built: the op stays.
 // CHECK-LABEL: func.func @attention_unknown_lengths
 // CHECK: tgraph.attention

@@ -74,6 +74,20 @@ LogicalResult checkComputePolicy(TypeInference &ti, PolicyAttr policy,
 /// are substituted into its result types.
 LogicalResult inferCallResults(TypeInference &ti, FunctionType callee,
                                TypeRange args);
+
+/// The scale of an attention: `scale` if set, else 1/sqrt(D) of the query's
+/// last dim (nothing when that dim is not static).
+std::optional<double> attentionScale(Value query, std::optional<APFloat> scale);
+/// Attention's probabilities `softmax(q k^T * scale)`, causal-masked so that
+/// query i sees keys j <= i + (Sk - Sq), computed in `compute` with `policy`
+/// on the product: what the decompositions of attention and attention_grad
+/// and attention's forward-mode rule build. Fails with `why` set when the
+/// mask needs lengths that are not known.
+FailureOr<Value> buildAttentionProbabilities(OpBuilder &b, Location loc,
+                                             Value query, Value key,
+                                             bool causal, double scale,
+                                             Type compute, PolicyAttr policy,
+                                             std::string &why);
 } // namespace mlir::tessera::tgraph
 
 #endif // TESSERA_DIALECT_TGRAPH_IR_TGRAPH_H

@@ -91,7 +91,8 @@ def TGraph_Conv2dOp : TGraph_ShapedOp<"conv2d", [Pure]> {
   let assemblyFormat = "$input `,` $filter attr-dict `:` " # "custom<OpTypes>(type($input), type($filter), type($result))";
 }
 
-def TGraph_AttentionOp : TGraph_InferOp<"attention", [Pure]> {
+def TGraph_AttentionOp : TGraph_InferOp<"attention",
+    [Pure, TGraph_Differentiable]> {
   let summary = "scaled dot-product attention";
   let description = [{
     `softmax(q k^T * scale) v` over the last two dims, with
@@ -115,4 +116,37 @@ def TGraph_AttentionOp : TGraph_InferOp<"attention", [Pure]> {
   let results = (outs TGraph_FloatTensor:$result);
   let assemblyFormat = "$query `,` $key `,` $value attr-dict `:` "
                        # "custom<OpTypes>(type($query), type($key), type($value), type($result))";
+}
+
+def TGraph_AttentionGradOp : TGraph_InferOp<"attention_grad", [Pure]> {
+  let summary = "gradients of scaled dot-product attention";
+  let description = [{
+    The cotangents of `tgraph.attention`'s query, key and value for the
+    cotangent `output_grad` of its result `output` (reverse-mode autodiff
+    emits it; `causal`, `scale` and `policy` are the attention's). With
+    `P = softmax(q k^T * scale [+ mask])` and `dP = output_grad v^T`:
+    `dv = P^T output_grad`, `dS = P * (dP - rowsum(P * dP)) * scale`,
+    `dq = dS k`, `dk = dS^T q`. `rowsum(P * dP)` equals
+    `rowsum(output_grad * output)`, which GPU kernels read instead of
+    recomputing `dP`; the decomposition does not read `output`.
+
+    ```mlir
+    %dq, %dk, %dv = tgraph.attention_grad %q, %k, %v, %o, %do {causal}
+        : (tensor<2x8x128x64xbf16>, tensor<2x8x128x64xbf16>,
+           tensor<2x8x128x64xbf16>, tensor<2x8x128x64xbf16>,
+           tensor<2x8x128x64xbf16>)
+        -> (tensor<2x8x128x64xbf16>, tensor<2x8x128x64xbf16>,
+            tensor<2x8x128x64xbf16>)
+    ```
+  }];
+  let arguments = (ins TGraph_FloatTensor:$query, TGraph_FloatTensor:$key,
+                       TGraph_FloatTensor:$value, TGraph_FloatTensor:$output,
+                       TGraph_FloatTensor:$output_grad, UnitAttr:$causal,
+                       OptionalAttr<F64Attr>:$scale,
+                       OptionalAttr<TGraph_PolicyAttr>:$policy);
+  let results = (outs TGraph_FloatTensor:$query_grad,
+                      TGraph_FloatTensor:$key_grad,
+                      TGraph_FloatTensor:$value_grad);
+  let assemblyFormat = "$query `,` $key `,` $value `,` $output `,` "
+                       # "$output_grad attr-dict `:` functional-type(operands, results)";
 }

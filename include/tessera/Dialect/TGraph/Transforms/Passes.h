@@ -34,8 +34,16 @@ void inlineFunctionAt(Operation *call, ValueRange args, func::FuncOp fn);
 
 /// Adds the patterns that expand composite ops; `only` restricts them to the
 /// named ops (mnemonics without the dialect prefix), empty = all.
+/// `keepGpuAttention` keeps the attention ops the GPU runs as flash
+/// attention (see isGpuFlashAttention).
 void populateDecompositionPatterns(RewritePatternSet &patterns,
-                                   ArrayRef<std::string> only = {});
+                                   ArrayRef<std::string> only = {},
+                                   bool keepGpuAttention = false);
+/// Whether the GPU's flash-attention kernels run this tgraph.attention or
+/// tgraph.attention_grad: bf16 or f16 operands of one static shape
+/// [..., S, 64 or 128], rank 3 or 4, at most 65535 batch x heads, and no
+/// policy but accum = f32 (the kernels accumulate in f32).
+bool isGpuFlashAttention(Operation *op);
 
 #define GEN_PASS_REGISTRATION
 #include "tessera/Dialect/TGraph/Transforms/Passes.h.inc"

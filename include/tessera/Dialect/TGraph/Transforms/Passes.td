@@ -56,6 +56,11 @@ def TGraphDecompose : Pass<"tessera-tgraph-decompose"> {
   let options = [
     ListOption<"ops", "ops", "std::string",
                "Only expand these ops (names without the tgraph. prefix)">,
+    Option<"gpuAttention", "gpu-attention", "bool", "false",
+           "Keep the attention and attention_grad ops that the GPU's "
+           "flash-attention kernels run: bf16 or f16 q, k, v (and output "
+           "and its gradient) of one static shape [..., S, 64 or 128] with "
+           "at most 65535 heads in all, no policy but accum = f32">,
   ];
 }
 
