@@ -133,7 +133,7 @@ def torch_block(torch, p, x):
     return (y.float() * y.float()).mean()
 
 
-def run(saved, reps):
+def run(saved, reps, profile=False):
     import torch
     import tessera as ts
     from tessera._gpu_graph import GpuProgram
@@ -168,6 +168,17 @@ def run(saved, reps):
     loss = float(np.asarray(out[0].numpy()).reshape(()))
     print(f"{'tessera jit':<16}{t_ms:>9.2f}{flops / t_ms / 1e9:>9.0f}"
           f"{loss:>12.5f}{'':>14}", flush=True)
+    # The same plan with every launch issued from Python (no replay of the
+    # recorded launch sequence).
+    slow = GpuProgram.load(os.path.join(saved, "block.json"))
+    slow.replay = False
+    s_ms, s_out = timed(lambda: slow(*dev_args), reps)
+    print(f"{'  (no replay)':<16}{s_ms:>9.2f}{flops / s_ms / 1e9:>9.0f}"
+          f"{float(np.asarray(s_out[0].numpy()).reshape(())):>12.5f}"
+          f"{'':>14}", flush=True)
+    print(f"# {prog.launches_replayed} launches replayed"
+          + (f"; recording failed: {prog.record_failure}"
+             if prog.record_failure else ""), flush=True)
 
     def report(label, ms, value):
         print(f"{label:<16}{ms:>9.2f}{flops / ms / 1e9:>9.0f}{value:>12.5f}"
@@ -205,6 +216,45 @@ def run(saved, reps):
     except Exception as e:  # no Triton / C compiler on the machine
         print(f"torch.compile unavailable here: {type(e).__name__}: "
               f"{str(e).splitlines()[0][:200]}")
+        compiled_step = None
+    if profile:
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(3):
+            out = prog(*dev_args)
+        host = (time.perf_counter() - t0) / 3 * 1e3
+        _sync(out)
+        print(f"# tessera jit: {host:.3f} ms of host time to queue a step")
+        _kernel_profile(torch, "tessera jit", lambda: prog(*dev_args))
+        if compiled_step is not None:
+            _kernel_profile(torch, "torch.compile", compiled_step)
+
+
+def _kernel_profile(torch, label, fn, steps=5, top=14):
+    """Kernel time per step from the profiler's CUDA activity (which
+    sees Tessera's driver-API launches too): the total, and the kernels
+    that take most of it."""
+    from torch.profiler import ProfilerActivity, profile
+    _sync(fn())
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(steps):
+            out = fn()
+        torch.cuda.synchronize()
+        _sync(out)
+    rows = []
+    for e in prof.key_averages():
+        us = getattr(e, "self_device_time_total", None)
+        if us is None:
+            us = e.self_cuda_time_total
+        if us > 0:
+            rows.append((us / steps, e.count / steps, e.key))
+    rows.sort(reverse=True)
+    total = sum(r[0] for r in rows)
+    print(f"# {label}: {sum(r[1] for r in rows):.0f} kernels a step, "
+          f"{total / 1e3:.3f} ms of kernel time a step")
+    for us, n, key in rows[:top]:
+        print(f"#   {us:8.1f} us {n:5.1f}x  {key[:90]}")
 
 
 def _sync(out):
@@ -231,12 +281,14 @@ def main():
     ap.add_argument("--batch", type=int, default=1)
     ap.add_argument("--seq", type=int, default=2048)
     ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--profile", action="store_true",
+                    help="also print each step's kernel time and top kernels")
     ap.add_argument("dir", nargs="?")
     a = ap.parse_args()
     if a.precompile:
         precompile(a.precompile[0], a.precompile[1], a.batch, a.seq)
     elif a.dir:
-        run(a.dir, a.reps)
+        run(a.dir, a.reps, a.profile)
     else:
         sys.exit(__doc__)
 

@@ -88,6 +88,10 @@ struct LoadedKernel {
   int device = 0;
 };
 
+struct Sequence {
+  std::unique_ptr<cu::LaunchSequence> sequence;
+};
+
 struct TimingEvent {
   std::unique_ptr<cu::Event> event;
 };
@@ -277,6 +281,74 @@ NB_MODULE(_cuda, m) {
                                 mod.device};
           },
           nb::arg("name"));
+
+  nb::class_<Sequence>(m, "LaunchSequence",
+                       "Kernel launches recorded once and queued again with "
+                       "other buffers (tessera::runtime::cuda::"
+                       "LaunchSequence).")
+      .def(
+          "__init__",
+          [](Sequence *self, int device) {
+            new (self) Sequence{std::make_unique<cu::LaunchSequence>(device)};
+          },
+          nb::arg("device") = 0)
+      .def("add_argument",
+           [](Sequence &s) { return s.sequence->addArgument(); })
+      .def(
+          "add_buffer",
+          [](Sequence &s, const std::string &dtype, std::vector<int64_t> shape,
+             bool zeroed) {
+            return take(s.sequence->addBuffer(parseDType(dtype),
+                                              std::move(shape), zeroed));
+          },
+          nb::arg("dtype"), nb::arg("shape"), nb::arg("zeroed") = false)
+      .def(
+          "mark_result",
+          [](Sequence &s, int buffer) {
+            check(s.sequence->markResult(buffer));
+          },
+          nb::arg("buffer"))
+      .def(
+          "add_launch",
+          [](Sequence &s, const LoadedKernel &k, std::array<unsigned, 3> grid,
+             std::array<unsigned, 3> block, unsigned sharedBytes,
+             nb::bytes packed, std::vector<size_t> offsets,
+             std::vector<std::tuple<size_t, int, int64_t>> patches) {
+            cu::LaunchConfig config;
+            config.grid = grid;
+            config.block = block;
+            config.sharedBytes = sharedBytes;
+            std::vector<cu::LaunchSequence::Patch> ps;
+            for (auto &[at, buffer, delta] : patches)
+              ps.push_back({at, buffer, delta});
+            std::vector<char> bytes(packed.c_str(),
+                                    packed.c_str() + packed.size());
+            check(s.sequence->addLaunch(*k.kernel, config, std::move(bytes),
+                                        std::move(offsets), std::move(ps)));
+          },
+          nb::arg("kernel"), nb::arg("grid"), nb::arg("block"),
+          nb::arg("shared_bytes"), nb::arg("packed"), nb::arg("offsets"),
+          nb::arg("patches"),
+          "Appends a launch; each patch (byte, buffer, delta) is an address "
+          "in `packed` that run() sets to a buffer's address plus delta.")
+      .def(
+          "run",
+          [](Sequence &s, std::vector<uint64_t> arguments) {
+            auto buffers = take(
+                s.sequence->run(streamOf(s.sequence->device()), arguments));
+            std::vector<Buffer> out;
+            for (auto &b : buffers)
+              out.push_back(Buffer{std::move(b)});
+            return out;
+          },
+          nb::arg("arguments"),
+          "Queues the launches with these argument addresses on Tessera's "
+          "stream; returns the result buffers.")
+      .def_prop_ro("launch_count",
+                   [](const Sequence &s) { return s.sequence->launchCount(); })
+      .def_prop_ro("argument_count", [](const Sequence &s) {
+        return s.sequence->argumentCount();
+      });
 
   nb::class_<TimingEvent>(m, "Event", "A point in Tessera's stream.")
       .def(

@@ -99,6 +99,12 @@ def row_copy(program, x, out, space, in_coef, out_coef, in_base, out_base,
     width = out_cols if fill is not None or col_bcast else \
         min(in_cols - in_c0, out_cols - out_c0)
     bn = _pow2(max(1, width))
+    block = _row_block(program, x, out, space, in_coef, out_coef, bn,
+                       col_bcast)
+    if block > 1:
+        return _row_block_copy(program, x, out, space, in_coef, out_coef,
+                               in_base, out_base, in_c0, out_c0, width, bn,
+                               block, fill)
     params = ("" if x is None else "X: KTile['RI', 'CI'], ") + \
         "Y: KTile['RO', 'CO']"
     lines = ["    T = tile.context()",
@@ -143,6 +149,88 @@ def row_copy(program, x, out, space, in_coef, out_coef, in_base, out_base,
     views.append((out, (numel(os_[:-1]), os_[-1] if os_ else 1)))
     return Generated([x] if x is not None else [], [out], fn, (rows,), s,
                       views)
+
+
+def _row_block(program, x, out, space, in_coef, out_coef, bn, col_bcast):
+    """Rows a row copy's program moves together (1: one row a program):
+    consecutive points of the last dim of `space`, whose rows are
+    `in_coef[-1]` and `out_coef[-1]` rows apart, read as one box of a view
+    with rows that many times wider."""
+    if not space or space[-1] < 2 or col_bcast:
+        return 1
+    a, b = (in_coef[-1] if x is not None else 0), out_coef[-1]
+    ri = numel(program.shapes[x][:-1]) if x is not None else 0
+    ro = numel(program.shapes[out][:-1])
+    if b < 1 or ro % b or (a and ri % a):
+        return 1
+    block = 1
+    while block < space[-1] and block * 2 * bn <= 4096:
+        block *= 2
+    return block
+
+
+def _wide_at(row, k, cols, c0):
+    """Where row `row`, column `c0` of a [R, cols] tensor is in its view
+    as [R / k, k * cols] (source text)."""
+    if k == 1:
+        return f"({row}, {c0})"
+    return f"({row} // {k}, ({row} % {k}) * {cols} + {c0})"
+
+
+def _row_block_copy(program, x, out, space, in_coef, out_coef, in_base,
+                    out_base, in_c0, out_c0, width, bn, block, fill):
+    """row_copy with `block` rows a program (see _row_block)."""
+    chunks = cdiv(space[-1], block)
+    a = in_coef[-1] if x is not None else 0
+    b = out_coef[-1]
+    params = ("" if x is None else "X: KTile['RI', 'CI'], ") + \
+        "Y: KTile['RO', 'CO']"
+    lines = ["    T = tile.context()",
+             "    p = tile.program_id(0)",
+             f"    i0 = (p % {chunks}) * {block}",
+             f"    e = p // {chunks}"]
+    in_row, out_row = [str(in_base), f"i0 * {a}"], [str(out_base),
+                                                     f"i0 * {b}"]
+    inner = 1
+    for d in reversed(range(len(space) - 1)):
+        idx = f"((e // {inner}) % {space[d]})" if inner > 1 else \
+            f"(e % {space[d]})"
+        if x is not None and in_coef[d]:
+            in_row.append(f"{idx} * {in_coef[d]}")
+        if out_coef[d]:
+            out_row.append(f"{idx} * {out_coef[d]}")
+        inner *= space[d]
+    xs = program.shapes[x] if x is not None else None
+    os_ = program.shapes[out]
+    ci, co = (xs[-1] if xs else 1) if x is not None else 0, os_[-1]
+    lines.append(f"    ro = {' + '.join(out_row)}")
+    lines.append("    rows = tile.iota((T.m, T.n), 0)")
+    lines.append("    cols = tile.iota((T.m, T.n), 1)")
+    lines.append(f"    ok = (cols < {width}) & (rows < {space[-1]} - i0)")
+    if fill is not None:
+        lines.append(f"    v = tile.cast(tile.full((T.m, T.n), {lit(fill)}), "
+                     f"Y.dtype)")
+    elif a == 0:
+        # Every row of the block reads the same row.
+        lines.append(f"    ri = {' + '.join(in_row)}")
+        lines.append(f"    v = tile.load(X[ri], at=({in_c0},), shape=(T.n,), "
+                     f"mask=tile.iota((T.n,), 0) < {width})")
+        lines.append("    v = tile.broadcast_to(v[None, :], (T.m, T.n))")
+    else:
+        lines.append(f"    ri = {' + '.join(in_row)}")
+        lines.append(f"    v = tile.load(X, at={_wide_at('ri', a, ci, in_c0)}, "
+                     f"shape=(T.m, T.n), mask=ok)")
+    lines.append(f"    tile.store(Y, v, at={_wide_at('ro', b, co, out_c0)}, "
+                 f"mask=ok)")
+    fn = make_kernel("row_block_copy", params, lines)
+    s = Schedule(block=(block, bn), warps=4 if block * bn >= 2048 else 1)
+    views = []
+    if x is not None:
+        ri = numel(xs[:-1])
+        views.append((x, (ri // a, a * ci) if a else (ri, ci)))
+    views.append((out, (numel(os_[:-1]) // b, b * co)))
+    return Generated([x] if x is not None else [], [out], fn,
+                     (numel(space[:-1]) * chunks,), s, views)
 
 
 class FusedGroup:

@@ -24,17 +24,19 @@ import json
 
 import numpy as np
 
+from . import _gpu_replay
 from . import cuda as _cuda
 from ._dtypes import as_dtype
 from ._errors import TesseraError
 from ._gpu_codegen import (BINARY, UNARY, FusedGroup, direction, numel,
                            row_copy)
-from ._gpu_kernels import (Alias, Chain, ColumnReduce, LongRows, Matmul,
-                           SwapLast)
+from ._gpu_kernels import (Alias, Attention, AttentionGrad, Chain,
+                           ColumnReduce, LongRows, Matmul, SwapLast)
 from ._kernel import _compile_only
 from .cuda import _row_major
 
 _FORMAT = "tessera.gpu_program/1"
+_RECORD_TRIES = 3        # calls that try to record before giving up
 _MAX_ROW = 16384          # elements of a row a fused kernel keeps in registers
 _REDUCE = {"tgraph.reduce_sum": "sum", "tgraph.reduce_mean": "sum",
            "tgraph.reduce_max": "max", "tgraph.reduce_min": "min"}
@@ -104,6 +106,14 @@ class GpuProgram:
         self.listing = listing
         self._device_spec = device
         self._resolved = None
+        # Launches recorded at the second call and replayed from C++ (see
+        # tessera._gpu_replay); `replay = False` turns it off.
+        self.replay = True
+        self._calls = 0
+        self._record_tries = 0
+        self._replay = None
+        self._replay_outputs = None
+        self.record_failure = None
         self.name = listing["name"]
         self.shapes = [tuple(s) for s in listing["shapes"]]
         self.dtypes = list(listing["dtypes"])
@@ -134,6 +144,8 @@ class GpuProgram:
         self._group_of = {}
         self.groups = []
         self._bcast = {}              # lazy broadcast: id -> (source, shape)
+        # attention output -> (its lse value, operands, causal, scale)
+        self._lse = {}
         for op in self._ops:
             if op.results and all(r in self.constants for r in op.results):
                 continue
@@ -225,6 +237,8 @@ class GpuProgram:
             return
         if n == "tgraph.matmul":
             return self._matmul(op)
+        if n in ("tgraph.attention", "tgraph.attention_grad"):
+            return self._attention(op)
         if n == "tgraph.transpose":
             return self._transpose(op)
         if n in ("tgraph.slice", "tgraph.concat", "tgraph.pad"):
@@ -489,6 +503,35 @@ class GpuProgram:
         self.steps.append(Matmul(a, b, out, batch, m, n, k, a_shared,
                                   b_shared, tb, dtype))
 
+    def _attention(self, op):
+        """Flash attention forward or backward (the listing keeps the
+        attention ops those kernels take, tgraph::isGpuFlashAttention)."""
+        self._flush_producing(list(op.operands))
+        q = op.operands[0]
+        if any(self.shapes[x] != self.shapes[q] or
+               self.dtypes[x] not in ("bf16", "f16") for x in op.operands) \
+                or self.shapes[q][-1] not in (64, 128):
+            got = ", ".join(f"{self.dtypes[x]}{list(self.shapes[x])}"
+                            for x in op.operands)
+            raise self._err(op, f"flash attention takes bf16 or f16 operands "
+                                f"of one shape [..., S, 64 or 128], got {got}")
+        causal = bool(op.attrs.get("causal", False))
+        scale = op.attrs.get("scale")
+        scale = None if scale is None else float(scale)
+        if op.name == "tgraph.attention":
+            out = op.results[0]
+            lse = self._new_value(self.shapes[q][:-1], "f32")
+            self._lse[out] = (lse, tuple(op.operands), causal, scale)
+            self.steps.append(Attention(*op.operands, out, lse, causal,
+                                        scale))
+            return
+        q, k, v, o, do = op.operands
+        saved = self._lse.get(o)
+        lse = saved[0] if saved is not None and \
+            saved[1:] == ((q, k, v), causal, scale) else None
+        self.steps.append(AttentionGrad(q, k, v, o, do, lse, op.results,
+                                        causal, scale))
+
     def _broadcast_batch(self, op, vid, shape):
         new = self._new_value(shape, self.dtypes[vid])
         src = self.shapes[vid]
@@ -661,6 +704,32 @@ class GpuProgram:
             env[vid] = self._argument(vid, a, aot)
         for vid in self._needed_constants:
             env[vid] = self._constant(vid, self.constants[vid], aot)
+        if aot:
+            return self._run_steps(env, aot)
+        arguments = [env[vid] for vid in self._args]
+        if self._replay is not None and all(
+                t._contiguous() for t in arguments):
+            return self._replayed(arguments)
+        # The first call compiles and tunes; a later one records.
+        if not self.replay or self._calls == 0 or \
+                self._record_tries >= _RECORD_TRIES:
+            self._calls += 1
+            return self._run_steps(env, aot)
+        self._record_tries += 1
+        recorder = _gpu_replay.Recorder(self.device.index)
+        for i, t in enumerate(arguments):
+            recorder.argument(i, t)
+        for vid in self._needed_constants:
+            recorder.constant(env[vid])
+        _gpu_replay.current.recorder = recorder
+        try:
+            results = self._run_steps(env, aot)
+        finally:
+            _gpu_replay.current.recorder = None
+        self._finish_recording(recorder, arguments, results)
+        return results
+
+    def _run_steps(self, env, aot):
         shapes, dtypes = self.shapes, self.dtypes
 
         def alloc(vid):
@@ -684,6 +753,59 @@ class GpuProgram:
         return [env[r] if r in env else self._constant(r, self.constants[r],
                                                        aot)
                 for r in self._results]
+
+    def _finish_recording(self, recorder, arguments, results):
+        """Keeps the recorded sequence when later calls can replay it:
+        each result is an argument, a constant or a buffer the sequence
+        allocates."""
+        outputs = []
+        marked = {}
+        for r, t in zip(self._results, results):
+            if recorder.reason is not None:
+                break
+            const = self._device_constants.get(r)
+            if r in self.constants and (const is None or const is t):
+                outputs.append(("constant", r))
+                continue
+            where = recorder.resolve(t._ptr)
+            if where is None or where[0] is None or where[1] != 0:
+                recorder.reason = f"result {r} is not a whole buffer"
+                break
+            buffer = where[0]
+            if buffer in recorder.argument_buffers:
+                outputs.append(("argument", recorder.argument_buffers[buffer],
+                                t._shape))
+                continue
+            if recorder.buffer_types[buffer][0] != t._dtype.name:
+                recorder.reason = f"result {r} is a view of another dtype"
+                break
+            if buffer not in marked:
+                marked[buffer] = len(marked)
+                recorder.sequence.mark_result(buffer)
+            outputs.append(("buffer", marked[buffer], t._shape))
+        self.record_failure = recorder.reason
+        if recorder.reason is None:
+            self._replay = recorder.sequence
+            self._replay_outputs = outputs
+
+    def _replayed(self, arguments):
+        buffers = self._replay.run([t._ptr for t in arguments])
+        out = []
+        for o in self._replay_outputs:
+            if o[0] == "constant":
+                out.append(self._constant(o[1], self.constants[o[1]], False))
+            elif o[0] == "argument":
+                out.append(arguments[o[1]].reshape(*o[2]))
+            else:
+                t = _cuda.DeviceTensor(buffers[o[1]])
+                out.append(t if t._shape == o[2] else t.reshape(*o[2]))
+        return out
+
+    @property
+    def launches_replayed(self):
+        """The number of launches a call queues from the recorded sequence
+        (None until a call has been recorded)."""
+        return None if self._replay is None else self._replay.launch_count
 
     @property
     def device(self):

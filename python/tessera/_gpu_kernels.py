@@ -221,14 +221,67 @@ _LONG = Schedule(block=(1, 1024), warps=8)
 
 class LongRows(Step):
     """out[r] = scale * reduce(x[r, :]) of x viewed as [R, C], for rows
-    longer than a fused kernel holds in registers."""
+    longer than a fused kernel holds in registers. When there are few rows
+    (a loss over a whole tensor is one row), each row is cut into `parts`
+    equal segments reduced by programs of their own, then the segments'
+    results in order: the same order every run."""
 
     def __init__(self, x, out, r, c, kind, scale):
         self.inputs, self.outputs = (x,), (out,)
         self.r, self.c, self.kind, self.scale = r, c, kind, scale
+        # About four programs per SM, segments of at least 4096 elements.
+        want = max(1, min(528 // r, c // 4096, 1024))
+        self.parts = next(p for p in range(want, 0, -1) if c % p == 0)
 
     def run(self, env, alloc):
         out = alloc(self.outputs[0])
-        long_rows.with_schedule(_LONG)[(self.r,)](
-            env[self.inputs[0]].reshape(self.r, self.c), out.reshape(self.r),
-            float(self.scale), kind=self.kind)
+        x = env[self.inputs[0]]
+        k = long_rows.with_schedule(_LONG)
+        if self.parts == 1:
+            k[(self.r,)](x.reshape(self.r, self.c), out.reshape(self.r),
+                         float(self.scale), kind=self.kind)
+            return
+        n = self.r * self.parts
+        part = _cuda.empty((n,), "f32", device=out.device)
+        k[(n,)](x.reshape(n, self.c // self.parts), part, 1.0,
+                kind=self.kind)
+        k[(self.r,)](part.reshape(self.r, self.parts), out.reshape(self.r),
+                     float(self.scale), kind=self.kind)
+
+
+class Attention(Step):
+    """out = flash_attention_2(q, k, v); the log-sum-exp of each query's
+    scores goes to value `lse` for the backward step."""
+
+    def __init__(self, q, k, v, out, lse, causal, scale):
+        self.inputs, self.outputs = (q, k, v), (out, lse)
+        self.causal, self.scale = causal, scale
+
+    def run(self, env, alloc):
+        q, k, v = (env[x] for x in self.inputs)
+        out, lse = self.outputs
+        _, env[lse] = stdlib.flash_attention_2(
+            q, k, v, causal=self.causal, scale=self.scale, out=alloc(out))
+
+
+class AttentionGrad(Step):
+    """(dq, dk, dv) of attention output o for its gradient do on the flash
+    backward kernels; `lse` is the forward step's value, or None to
+    compute it again."""
+
+    def __init__(self, q, k, v, o, do, lse, grads, causal, scale):
+        self.inputs = (q, k, v, o, do) + ((lse,) if lse is not None else ())
+        self.outputs = grads
+        self.lse, self.causal, self.scale = lse, causal, scale
+
+    def run(self, env, alloc):
+        q, k, v, o, do = (env[x] for x in self.inputs[:5])
+        if self.lse is not None:
+            lse = env[self.lse]
+        else:
+            _, lse = stdlib.flash_attention_2(q, k, v, causal=self.causal,
+                                              scale=self.scale)
+        grads = stdlib.flash_attention_2_backward(
+            do, q, k, v, o, lse, causal=self.causal, scale=self.scale)
+        for vid, g in zip(self.outputs, grads):
+            env[vid] = g

@@ -299,7 +299,7 @@ class jit:
     def _compile_gpu(self, args):
         from ._gpu_graph import GpuProgram
         ctx, fn, out_tree = self._trace(args, concrete=True)
-        listing = ctx.module.list_graph(fn.name)
+        listing = ctx.module.list_graph(fn.name, gpu_attention=True)
         entry = _Entry()
         entry.fn = GpuProgram(listing, self._device)
         entry.out_tree = out_tree

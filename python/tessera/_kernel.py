@@ -37,6 +37,7 @@ import threading
 
 import numpy as np
 
+from . import _gpu_replay as _replay
 from . import _kernel_ast
 from . import tile as _tile
 from ._dtypes import DType, PolicyDType
@@ -791,7 +792,11 @@ def _run(compiled, grid, schedule, params, values, tensors, device):
         return
     fn = compiled.function(device)
     packed, offsets = _pack(params, values, tensors)
-    fn.launch(g, (32 * compiled.num_warps, 1, 1), 0, packed, offsets)
+    block = (32 * compiled.num_warps, 1, 1)
+    fn.launch(g, block, 0, packed, offsets)
+    recorder = _replay.current.recorder
+    if recorder is not None:
+        recorder.launch(fn, g, block, packed, offsets, params, tensors)
 
 
 @functools.lru_cache(maxsize=None)

@@ -21,6 +21,7 @@ import math
 
 import numpy as np
 
+from . import _gpu_replay as _replay
 from ._dtypes import DType, as_dtype
 from ._errors import TesseraError
 
@@ -105,6 +106,7 @@ def is_available() -> bool:
 def synchronize(dev=None):
     """Waits until Tessera's queued work on ``dev`` (default cuda:0) ends."""
     d = device(dev or "cuda")
+    _replay.spoil("a synchronization")
     _cuda().synchronize(d.index)
 
 
@@ -215,6 +217,7 @@ class DeviceTensor:
                 return self._owner.numpy().reshape(self._shape)
             raise TesseraError("numpy() of a tensor imported through DLPack: "
                                "convert it in the framework it came from")
+        _replay.spoil("a copy to the host")
         host = self._buf.to_host()
         if self._dtype.numpy is not None and host.dtype != self._dtype.numpy:
             host = host.view(self._dtype.numpy)
@@ -230,6 +233,7 @@ class DeviceTensor:
                                "by the framework it came from")
         # A DLPack capsule of the buffer, once Tessera's queued work on it
         # has finished (the consumer reads on its own stream).
+        _replay.spoil("a DLPack export")
         return self._buf.dlpack()
 
     def __dlpack_device__(self):
@@ -257,6 +261,7 @@ def to_device(array, dev="cuda", dtype=None) -> DeviceTensor:
     if d.type != "cuda":
         raise TesseraError("to_device copies to a CUDA device")
     a, dt = _host_array(array, dtype)
+    _replay.spoil("a copy from the host")
     return DeviceTensor(_cuda().Buffer.from_host(a, dt.name, d.index))
 
 
@@ -276,8 +281,12 @@ def empty(shape, dtype, device="cuda") -> DeviceTensor:  # noqa: F811
     if t is not None:
         return t
     d = _device(device)
-    return DeviceTensor(_cuda().Buffer.empty(as_dtype(dtype).name,
-                                             [int(s) for s in shape], d.index))
+    t = DeviceTensor(_cuda().Buffer.empty(as_dtype(dtype).name,
+                                          [int(s) for s in shape], d.index))
+    recorder = _replay.current.recorder
+    if recorder is not None:
+        recorder.allocated(t, zeroed=False)
+    return t
 
 
 def zeros(shape, dtype, device="cuda") -> DeviceTensor:  # noqa: F811
@@ -285,8 +294,12 @@ def zeros(shape, dtype, device="cuda") -> DeviceTensor:  # noqa: F811
     if t is not None:
         return t
     d = _device(device)
-    return DeviceTensor(_cuda().Buffer.zeros(as_dtype(dtype).name,
-                                             [int(s) for s in shape], d.index))
+    t = DeviceTensor(_cuda().Buffer.zeros(as_dtype(dtype).name,
+                                          [int(s) for s in shape], d.index))
+    recorder = _replay.current.recorder
+    if recorder is not None:
+        recorder.allocated(t, zeroed=True)
+    return t
 
 
 _device = device
@@ -301,6 +314,7 @@ def from_dlpack(tensor, dtype=None) -> DeviceTensor:
     """A view of another framework's CUDA tensor (no copy; it keeps the
     tensor alive). uint8/uint16 tensors may be read as fp8/bf16 with
     ``dtype``."""
+    _replay.spoil("a DLPack import")
     ptr, shape, strides, name, dev = _cuda().dlpack_info(tensor)
     t = _DLPACK_DTYPES.get(name)
     if dtype is not None:

@@ -669,12 +669,14 @@ struct tessera::runtime::cuda::Kernel::TmaLaunch {
     std::uint64_t address = 0;
   };
   std::mutex mutex;
-  std::map<CUstream, Table> tables;
+  /// Per stream and launch site (null: launches without one).
+  std::map<std::pair<CUstream, const void *>, Table> tables;
 
   /// Checks the launch, makes the maps and appends their address to
   /// `args`.
   Status prepare(const std::string &kernel, const LaunchConfig &config,
-                 std::vector<void *> &args, CUstream stream, int device);
+                 std::vector<void *> &args, CUstream stream, const void *site,
+                 int device);
 };
 
 static Result<std::shared_ptr<Kernel::TmaLaunch>>
@@ -723,7 +725,7 @@ unsigned Kernel::extraThreads() const {
 Status Kernel::TmaLaunch::prepare(const std::string &kernel,
                                   const LaunchConfig &config,
                                   std::vector<void *> &args, CUstream stream,
-                                  int device) {
+                                  const void *site, int device) {
   if (int(args.size()) + 1 != paramSlots)
     return Error{"kernel '" + kernel + "' takes " +
                  std::to_string(paramSlots - 1) +
@@ -748,7 +750,7 @@ Status Kernel::TmaLaunch::prepare(const std::string &kernel,
       key.push_back(v);
     }
   std::lock_guard<std::mutex> lock(mutex);
-  Table &table = tables[stream];
+  Table &table = tables[{stream, site}];
   if (table.buffer.pointer() && table.key == key) {
     args.push_back(&table.address);
     return Status::ok();
@@ -869,7 +871,7 @@ readTmaLaunch(CUmodule module, const std::string &name) {
 }
 
 Status Kernel::launch(const LaunchConfig &config, Stream &stream,
-                      std::vector<void *> args) const {
+                      std::vector<void *> args, const void *site) const {
   if (stream.device() != deviceIndex)
     return Error{"kernel '" + kernelName +
                  "' is loaded on cuda:" + std::to_string(deviceIndex) +
@@ -885,7 +887,7 @@ Status Kernel::launch(const LaunchConfig &config, Stream &stream,
   if (tma) {
     Status st =
         tma->prepare(kernelName, config, args,
-                     static_cast<CUstream>(stream.handle()), deviceIndex);
+                     static_cast<CUstream>(stream.handle()), site, deviceIndex);
     if (!st)
       return st;
     launch.block[0] += unsigned(tma->extraThreads);
@@ -915,4 +917,169 @@ Status Kernel::setMaxDynamicSharedMemory(int bytes) const {
              "kernel '" + kernelName + "' cannot use " + std::to_string(bytes) +
                  " bytes of dynamic shared memory");
   return Status::ok();
+}
+
+void Kernel::forgetSite(const void *site) const {
+  if (!tma || !site)
+    return;
+  std::lock_guard<std::mutex> lock(tma->mutex);
+  for (auto it = tma->tables.begin(); it != tma->tables.end();)
+    it = it->first.second == site ? tma->tables.erase(it) : std::next(it);
+}
+
+//===----------------------------------------------------------------------===//
+// Launch sequences
+//===----------------------------------------------------------------------===//
+
+LaunchSequence::~LaunchSequence() {
+  for (const auto &launch : launches)
+    launch->kernel.forgetSite(launch.get());
+}
+
+int LaunchSequence::addArgument() {
+  Slot slot;
+  slot.argument = true;
+  slots.push_back(slot);
+  argumentSlots.push_back(int(slots.size()) - 1);
+  return int(slots.size()) - 1;
+}
+
+Result<int> LaunchSequence::addBuffer(DType type, std::vector<int64_t> shape,
+                                      bool zeroed) {
+  auto count = elementCount(shape);
+  if (!count)
+    return count.error();
+  Slot slot;
+  slot.type = type;
+  slot.shape = std::move(shape);
+  slot.zeroed = zeroed;
+  slots.push_back(std::move(slot));
+  pending.push_back(int(slots.size()) - 1);
+  releasesKnown = false;
+  return int(slots.size()) - 1;
+}
+
+Status LaunchSequence::markResult(int buffer) {
+  if (buffer < 0 || buffer >= int(slots.size()) ||
+      slots[std::size_t(buffer)].argument)
+    return Error{"launch sequence: result " + std::to_string(buffer) +
+                 " is not one of its " + std::to_string(slots.size()) +
+                 " buffers or is an argument"};
+  if (slots[std::size_t(buffer)].result)
+    return Error{"launch sequence: buffer " + std::to_string(buffer) +
+                 " is already a result"};
+  slots[std::size_t(buffer)].result = true;
+  resultSlots.push_back(buffer);
+  releasesKnown = false;
+  return Status::ok();
+}
+
+Status LaunchSequence::addLaunch(const Kernel &kernel,
+                                 const LaunchConfig &config,
+                                 std::vector<char> packed,
+                                 std::vector<std::size_t> offsets,
+                                 std::vector<Patch> patches) {
+  std::string what = "launch sequence: launch " +
+                     std::to_string(launches.size()) + " (kernel '" +
+                     kernel.name() + "')";
+  if (kernel.deviceIndex != deviceIndex)
+    return Error{what +
+                 " is loaded on cuda:" + std::to_string(kernel.deviceIndex) +
+                 ", the sequence runs on cuda:" + std::to_string(deviceIndex)};
+  for (std::size_t off : offsets)
+    if (off >= packed.size())
+      return Error{what + ": parameter offset " + std::to_string(off) +
+                   " lies outside its " + std::to_string(packed.size()) +
+                   " bytes"};
+  for (const Patch &p : patches) {
+    if (p.at + 8 > packed.size() || p.at % 8)
+      return Error{what + ": an address at byte " + std::to_string(p.at) +
+                   " does not fit its " + std::to_string(packed.size()) +
+                   " bytes of parameters as an aligned 8-byte value"};
+    if (p.buffer < 0 || p.buffer >= int(slots.size()))
+      return Error{what + " reads buffer " + std::to_string(p.buffer) +
+                   ", the sequence has " + std::to_string(slots.size())};
+  }
+  auto launch = std::make_unique<Launch>(Launch{kernel,
+                                                config,
+                                                std::move(packed),
+                                                std::move(offsets),
+                                                std::move(patches),
+                                                std::move(pending),
+                                                {}});
+  pending.clear();
+  for (const Patch &p : launch->patches)
+    slots[std::size_t(p.buffer)].lastUse = int(launches.size());
+  launches.push_back(std::move(launch));
+  releasesKnown = false;
+  return Status::ok();
+}
+
+Result<std::vector<DeviceBuffer>>
+LaunchSequence::run(Stream &stream,
+                    const std::vector<std::uint64_t> &arguments) {
+  if (stream.device() != deviceIndex)
+    return Error{
+        "a launch sequence of cuda:" + std::to_string(deviceIndex) +
+        " cannot run on a stream of cuda:" + std::to_string(stream.device())};
+  if (arguments.size() != argumentSlots.size())
+    return Error{"the launch sequence takes " +
+                 std::to_string(argumentSlots.size()) + " arguments, got " +
+                 std::to_string(arguments.size())};
+  if (!releasesKnown) {
+    for (auto &launch : launches)
+      launch->release.clear();
+    for (std::size_t i = 0; i < slots.size(); ++i)
+      if (!slots[i].argument && !slots[i].result && slots[i].lastUse >= 0)
+        launches[std::size_t(slots[i].lastUse)]->release.push_back(int(i));
+    releasesKnown = true;
+  }
+  std::vector<DeviceBuffer> live(slots.size());
+  std::vector<std::uint64_t> address(slots.size(), 0);
+  for (std::size_t i = 0; i < argumentSlots.size(); ++i)
+    address[std::size_t(argumentSlots[i])] = arguments[i];
+  auto allocate = [&](int b) -> Status {
+    const Slot &slot = slots[std::size_t(b)];
+    auto buffer = slot.zeroed ? DeviceBuffer::zeros(slot.type, slot.shape,
+                                                    deviceIndex, &stream)
+                              : DeviceBuffer::allocate(slot.type, slot.shape,
+                                                       deviceIndex, &stream);
+    if (!buffer)
+      return buffer.error();
+    address[std::size_t(b)] = buffer->pointer();
+    live[std::size_t(b)] = std::move(*buffer);
+    return Status::ok();
+  };
+  std::vector<char> packed;
+  std::vector<void *> args;
+  for (const auto &launch : launches) {
+    for (int b : launch->allocate) {
+      Status st = allocate(b);
+      if (!st)
+        return st.error();
+    }
+    packed = launch->packed;
+    for (const Patch &p : launch->patches) {
+      std::uint64_t a = address[std::size_t(p.buffer)] + std::uint64_t(p.delta);
+      std::memcpy(packed.data() + p.at, &a, sizeof a);
+    }
+    args.clear();
+    for (std::size_t off : launch->offsets)
+      args.push_back(packed.data() + off);
+    Status st =
+        launch->kernel.launch(launch->config, stream, args, launch.get());
+    if (!st)
+      return st.error();
+    for (int b : launch->release)
+      live[std::size_t(b)] = DeviceBuffer();
+  }
+  for (int b : pending) { // allocated after the last launch
+    Status st = allocate(b);
+    if (!st)
+      return st.error();
+  }
+  std::vector<DeviceBuffer> results;
+  for (int b : resultSlots)
+    results.push_back(live[std::size_t(b)]);
+  return results;
 }

@@ -363,4 +363,78 @@ TEST(Cuda, TheAllocatorReusesFreedBlocksPerStream) {
   EXPECT_EQ(cu::allocatorStats().cacheFlushes, before.cacheFlushes + 1);
 }
 
+TEST(Cuda, ReplaysALaunchSequenceWithOtherBuffers) {
+  REQUIRE_GPU();
+  auto module = cu::Module::loadPtx(kAxpyPtx);
+  ASSERT_TRUE(bool(module)) << module.error().message;
+  auto kernel = module->kernel("axpy");
+  ASSERT_TRUE(bool(kernel)) << kernel.error().message;
+  auto stream = cu::Stream::create();
+  ASSERT_TRUE(bool(stream));
+  const unsigned n = 5000;
+  // axpy's parameters: x at byte 0, y at 8, a at 16, n at 20.
+  auto packed = [&](float a) {
+    std::vector<char> p(24, 0);
+    std::memcpy(p.data() + 16, &a, 4);
+    std::memcpy(p.data() + 20, &n, 4);
+    return p;
+  };
+  std::vector<std::size_t> offsets = {0, 8, 16, 20};
+  cu::LaunchConfig config{{(n + 255) / 256, 1, 1}, {256, 1, 1}, 0};
+  // y = 0 + 2 x (an intermediate); z = 0 + 3 y, the result.
+  cu::LaunchSequence seq(0);
+  int x = seq.addArgument();
+  auto y = seq.addBuffer(DType::f32, {n}, /*zeroed=*/true);
+  ASSERT_TRUE(bool(y));
+  ASSERT_TRUE(bool(seq.addLaunch(*kernel, config, packed(2.0f), offsets,
+                                 {{0, x, 0}, {8, *y, 0}})));
+  auto z = seq.addBuffer(DType::f32, {n}, /*zeroed=*/true);
+  ASSERT_TRUE(bool(z));
+  ASSERT_TRUE(bool(seq.addLaunch(*kernel, config, packed(3.0f), offsets,
+                                 {{0, *y, 0}, {8, *z, 0}})));
+  ASSERT_TRUE(bool(seq.markResult(*z)));
+  EXPECT_EQ(seq.launchCount(), 2u);
+
+  HostBuffer h1 = iota(n, 1.0f), h2 = iota(n, -0.5f);
+  auto d1 = cu::DeviceBuffer::fromHost(h1, 0, &*stream);
+  auto d2 = cu::DeviceBuffer::fromHost(h2, 0, &*stream);
+  ASSERT_TRUE(d1 && d2);
+  auto inUse = cu::allocatorStats().bytesInUse;
+  auto r1 = seq.run(*stream, {d1->pointer()});
+  ASSERT_TRUE(bool(r1)) << r1.error().message;
+  // The intermediate went back to the allocator; the result is kept.
+  EXPECT_EQ(cu::allocatorStats().bytesInUse - inUse, 20480u);
+  auto r2 = seq.run(*stream, {d2->pointer()});
+  ASSERT_TRUE(bool(r2)) << r2.error().message;
+  ASSERT_EQ(r1->size(), 1u);
+  ASSERT_EQ(r2->size(), 1u);
+  EXPECT_NE((*r1)[0].pointer(), (*r2)[0].pointer());
+  auto o1 = (*r1)[0].toHost(&*stream), o2 = (*r2)[0].toHost(&*stream);
+  ASSERT_TRUE(o1 && o2);
+  for (unsigned i = 0; i < n; i += 7) {
+    ASSERT_EQ(o1->as<float>()[i], 6.0f * float(i)) << i;
+    ASSERT_EQ(o2->as<float>()[i], -3.0f * float(i)) << i;
+  }
+
+  // Wrong arguments and malformed launches are refused with the reason.
+  auto noArgs = seq.run(*stream, {});
+  ASSERT_FALSE(bool(noArgs));
+  EXPECT_NE(noArgs.error().message.find("takes 1 arguments, got 0"),
+            std::string::npos)
+      << noArgs.error().message;
+  Status outside =
+      seq.addLaunch(*kernel, config, packed(1.0f), offsets, {{20, x, 0}});
+  ASSERT_FALSE(bool(outside));
+  EXPECT_NE(outside.error().message.find("address at byte 20"),
+            std::string::npos)
+      << outside.error().message;
+  Status unknown =
+      seq.addLaunch(*kernel, config, packed(1.0f), offsets, {{0, 9, 0}});
+  ASSERT_FALSE(bool(unknown));
+  EXPECT_NE(unknown.error().message.find("reads buffer 9"), std::string::npos)
+      << unknown.error().message;
+  EXPECT_FALSE(bool(seq.markResult(x)));
+  EXPECT_FALSE(bool(seq.markResult(*z)));
+}
+
 } // namespace

@@ -419,6 +419,28 @@ _GEMM_SPACE = {"bf16": Schedule(block=(128, 256), k=64, warps=8, stages=4,
                                group=8)}
 
 
+# Hopper bf16/f16 GEMM tiles (block, warps), widest first: a GEMM without
+# a schedule takes the widest whose output tiles give about one program per
+# SM, so that small products do not leave half the SMs idle.
+_GEMM_TILES_16 = (((128, 256), 8), ((128, 128), 8), ((64, 128), 4))
+
+
+def _gemm_bases(dtype, m, n, device):
+    """The schedules a GEMM without one runs (compiling only: every one
+    it may run on a card, whose SM count is not known here)."""
+    base = _GEMM_SPACE.get(dtype)
+    if dtype not in ("bf16", "f16") or _chip(device) != "sm_90a":
+        return [base]
+    from .._kernel import _compile_only
+    tiles = [Schedule(block=blk, k=64, warps=w, stages=4, group=8)
+             for blk, w in _GEMM_TILES_16]
+    if _compile_only.chip:
+        return tiles
+    sms = _multiprocessors(device)
+    return [next((s for s in tiles
+                  if cdiv(m, s.m) * cdiv(n, s.n) >= 0.9 * sms), tiles[-1])]
+
+
 @_op
 def _gemm(schedule, a, b, *, out=None, out_dtype=None, scale=1.0,
           transposed_b=None, allow_tf32=False):
@@ -460,28 +482,30 @@ def _gemm(schedule, a, b, *, out=None, out_dtype=None, scale=1.0,
         elif a.dtype.name == "f32" and allow_tf32:
             base = Schedule(block=(128, 128), k=32, warps=8, stages=4,
                             group=8)
+        elif a.dtype.name in _GEMM_SPACE:
+            base = None
         else:
-            base = _GEMM_SPACE.get(a.dtype.name)
-            if base is None:
-                raise TesseraError(f"gemm of {a.dtype.name}: bf16, f16, f32 "
-                                   f"or fp8")
-        s = schedule or base
-        if "group" not in s.params:
-            s = s.with_params(group=8)
-        grid = _gemm_grid(s, m, n, a.device.index)
-        K.gemm_bt.with_schedule(s)[(grid,)](a, b, c, float(scale),
-                                            tf32=bool(allow_tf32))
+            raise TesseraError(f"gemm of {a.dtype.name}: bf16, f16, f32 or "
+                               f"fp8")
+        for s in ([schedule or base] if schedule or base else
+                  _gemm_bases(a.dtype.name, m, n, a.device.index)):
+            if "group" not in s.params:
+                s = s.with_params(group=8)
+            grid = _gemm_grid(s, m, n, a.device.index)
+            K.gemm_bt.with_schedule(s)[(grid,)](a, b, c, float(scale),
+                                                tf32=bool(allow_tf32))
         return c
     if scale != 1.0:
         raise TesseraError("scale applies to the transposed form "
                            "(transposed_b=True)")
-    s = schedule or _GEMM_SPACE.get(a.dtype.name)
-    if s is None:
+    if a.dtype.name not in _GEMM_SPACE:
         raise TesseraError(f"gemm of {a.dtype.name}: bf16, f16, f32 or fp8")
-    if "group" not in s.params:
-        s = s.with_params(group=8)
-    grid = _gemm_grid(s, m, n, a.device.index)
-    K.gemm.with_schedule(s)[(grid,)](a, b, c)
+    for s in ([schedule] if schedule else
+              _gemm_bases(a.dtype.name, m, n, a.device.index)):
+        if "group" not in s.params:
+            s = s.with_params(group=8)
+        grid = _gemm_grid(s, m, n, a.device.index)
+        K.gemm.with_schedule(s)[(grid,)](a, b, c)
     return c
 
 

@@ -33,6 +33,29 @@ def bf16_mlp(x, w1, w2):
     return op.matmul(op.relu(op.matmul(x, w1)), w2)
 
 
+def attention_loss(q, k, v, w):
+    """sum(w * causal attention): bf16 q, k, v of head dim 64, which the GPU
+    runs (with its gradient) on the flash-attention kernels."""
+    o = op.attention(q, k, v, causal=True)
+    return op.reduce_sum(op.cast(o, "f32") * w)
+
+
+def layouts(x, y):
+    """Row copies of odd sizes: a head split, a slice and concat of the
+    last dim (as rope does), a pad, a broadcast along a middle dim."""
+    t = op.transpose(x, (1, 0, 2))
+    half = op.concat([op.slice(x, (0, 0, 10), (37, 5, 24)),
+                      op.slice(x, (0, 0, 0), (37, 5, 10))], dim=2)
+    padded = op.pad(x, (2, 0, 0), (1, 0, 0))
+    wide = op.broadcast_to(y, (37, 5, 24))
+    return t, half, padded, wide * 2.0
+
+
+def whole_reductions(x):
+    """Reductions of a whole tensor: one long row, cut into segments."""
+    return op.reduce_mean(x * x), op.reduce_max(x)
+
+
 def broadcasts(x, b):
     """Groups whose operands are all rows or all columns of the result."""
     return (op.broadcast_to(x, (48, 36)) * 2.0,
@@ -62,6 +85,15 @@ def cases():
                       r(100, 36, scale=0.1), r(48, 64), r(48, 36))),
         "block_grad": (ts.jit(ts.value_and_grad(block_loss), device="cuda"),
                        (block, r(2, 16, 64))),
+        "attention_grad": (
+            ts.jit(ts.value_and_grad(attention_loss, argnums=(0, 1, 2)),
+                   device="cuda"),
+            tuple(r(2, 4, 192, 64, dtype=bf) for _ in range(3)) +
+            (r(2, 4, 192, 64, scale=0.1),)),
+        "layouts": (ts.jit(layouts, device="cuda"),
+                    (r(37, 5, 24), r(37, 1, 24))),
+        "whole_reductions": (ts.jit(whole_reductions, device="cuda"),
+                             (r(300, 1001),)),
         "broadcasts": (ts.jit(broadcasts, device="cuda"),
                        (r(48, 1), r(36))),
         "bf16_mlp": (ts.jit(bf16_mlp, device="cuda"),

@@ -70,9 +70,8 @@ def _rope(x):
     return torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], -1)
 
 
-def test_transformer_block_value_and_grad():
-    prog, arrays = _program("block_grad")
-    outs = [o.numpy() for o in prog(*arrays)]
+def _block_reference(arrays):
+    """The loss and the parameters' gradients of block_loss in float64."""
     # Leaves in tree order: attn.{wk, wo, wq, wv}, down.{b, w},
     # ln1.{bias, scale}, ln2.{bias, scale}, up.{b, w}, x.
     ts_ = [_t(a) for a in arrays]
@@ -96,9 +95,97 @@ def test_transformer_block_value_and_grad():
     y = x1 + m @ dw + db
     loss = torch.mean(y * y)
     loss.backward()
+    return loss, [t.grad for t in ts_[:-1]]
+
+
+def _check_block(outs, arrays):
+    loss, grads = _block_reference(arrays)
     _close(outs[0], loss, 1e-5, "loss")
-    for got, t, i in zip(outs[1:], ts_[:-1], range(12)):
-        _close(got, t.grad, 2e-4, f"grad {i}")
+    for got, g, i in zip(outs[1:], grads, range(12)):
+        _close(got, g, 2e-4, f"grad {i}")
+
+
+def test_transformer_block_value_and_grad():
+    prog, arrays = _program("block_grad")
+    _check_block([o.numpy() for o in prog(*arrays)], arrays)
+
+
+def test_later_calls_replay_the_recorded_launches():
+    prog, arrays = _program("block_grad")
+    first = prog(*arrays)                   # compiles, tunes
+    assert prog.launches_replayed is None
+    second = prog(*arrays)                  # records
+    assert prog.record_failure is None
+    assert prog.launches_replayed > 10
+    # Other values in other buffers: device tensors, then PyTorch tensors
+    # through DLPack; the earlier results stay as they were.
+    other = [a * 0.5 for a in arrays]
+    third = prog(*[ts.cuda.to_device(a) for a in other])
+    _check_block([o.numpy() for o in third], other)
+    fourth = prog(*[torch.tensor(a, device="cuda") for a in arrays])
+    _check_block([o.numpy() for o in fourth], arrays)
+    _check_block([o.numpy() for o in second], arrays)
+    for a, b in zip(first, second):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+
+
+def test_a_recording_spoiled_by_host_work_is_not_replayed():
+    prog, arrays = _program("block_grad")
+    prog(*arrays)
+    step = prog.steps[len(prog.steps) // 2]
+    run = step.run
+
+    def with_upload(env, alloc):
+        ts.cuda.to_device(np.zeros(4, np.float32))
+        run(env, alloc)
+
+    step.run = with_upload
+    _check_block([o.numpy() for o in prog(*arrays)], arrays)
+    assert prog.record_failure == "a copy from the host"
+    assert prog.launches_replayed is None
+    step.run = run
+    _check_block([o.numpy() for o in prog(*arrays)], arrays)
+    assert prog.record_failure is None and prog.launches_replayed > 10
+
+
+def test_bf16_attention_gradients_on_flash_attention():
+    prog, arrays = _program("attention_grad")
+    assert {"Attention", "AttentionGrad"} <= {type(s).__name__
+                                              for s in prog.steps}
+    import ml_dtypes
+    arrays = [a.view(ml_dtypes.bfloat16) if a.dtype == np.uint16 else a
+              for a in arrays]
+    outs = [o.numpy().astype(np.float64) for o in prog(*arrays)]
+    q, k, v = (_t(a.astype(np.float64)) for a in arrays[:3])
+    w = torch.tensor(arrays[3].astype(np.float64))
+    o = torch.nn.functional.scaled_dot_product_attention(q, k, v,
+                                                         is_causal=True)
+    loss = torch.sum(o * w)
+    loss.backward()
+    _close(outs[0], loss, 2e-2, "loss")
+    for got, t, name in zip(outs[1:], (q, k, v), "qkv"):
+        _close(got, t.grad, 2e-2, f"d{name}")
+
+
+def test_layout_copies_match_numpy():
+    prog, (x, y) = _program("layouts")
+    t, half, padded, wide = (o.numpy() for o in prog(x, y))
+    np.testing.assert_array_equal(t, np.transpose(x, (1, 0, 2)))
+    np.testing.assert_array_equal(
+        half, np.concatenate([x[:, :, 10:], x[:, :, :10]], axis=2))
+    np.testing.assert_array_equal(padded,
+                                  np.pad(x, [(2, 1), (0, 0), (0, 0)]))
+    np.testing.assert_array_equal(wide, np.broadcast_to(y, x.shape) * 2.0)
+
+
+def test_reductions_of_a_whole_tensor():
+    prog, (x,) = _program("whole_reductions")
+    assert any(type(s).__name__ == "LongRows" and s.parts > 1
+               for s in prog.steps)
+    mean, top = (float(o.numpy()) for o in prog(x))
+    x64 = x.astype(np.float64)
+    assert abs(mean - np.mean(x64 * x64)) < 1e-5 * np.mean(x64 * x64)
+    assert top == np.max(x)
 
 
 def test_bf16_mlp_forward():

@@ -21,7 +21,9 @@ ROPE = (2, 100, 4, 64)
 # bf16 row strides of 200 bytes: TMA cannot read A (the 2nd), B (the 1st)
 # or either (the 3rd); the producer copies those tiles with cp.async.
 GEMMS = [((300, 200, 100), "bf16"), ((300, 100, 200), "bf16"),
-         ((300, 100, 100), "bf16"), ((300, 200, 100), "f32")]
+         ((300, 100, 100), "bf16"), ((300, 200, 100), "f32"),
+         # Hopper's tile choice: 128x128 (128 tiles), 128x256 (256 tiles).
+         ((2048, 256, 1024), "bf16"), ((2048, 128, 4096), "bf16")]
 PERSISTENT = [(700, 320, 900), (700, 100, 900)]
 PERSISTENT_SCHEDULE = ts.Schedule(block=(128, 256), k=64, warps=8, stages=4,
                                   group=8, persistent=5)
@@ -54,6 +56,7 @@ def _calls(mk, chip):
                        mk((s, d // 2), "f32"))
     for (m, k, n), dt in GEMMS:
         S.gemm(mk((m, k), dt), mk((k, n), dt))
+    S.gemm(mk((300, 200), "bf16"), mk((100, 200), "bf16"), transposed_b=True)
     for m, k, n in PERSISTENT:
         S.gemm.with_schedule(PERSISTENT_SCHEDULE)(mk((m, k), "bf16"),
                                                   mk((k, n), "bf16"))
@@ -251,6 +254,19 @@ def test_gemm(mkn, dt, rng=np.random.default_rng(6)):
     else:  # f32 accumulation, one bf16 rounding of the result
         np.testing.assert_allclose(host(c), ref, rtol=1e-2,
                                    atol=1e-2 * math.sqrt(k))
+
+
+@pytest.mark.parametrize("mkn", [(2048, 256, 1024), (1024, 256, 1024),
+                                 (300, 200, 100)])
+def test_gemm_bf16_transposed_b(mkn, rng=np.random.default_rng(12)):
+    # One shape for each of Hopper's tile choices (128x128, 64x128, and
+    # 64x128 with partial tiles).
+    m, k, n = mkn
+    a, bt = (rounded(rng.standard_normal(s), "bf16") for s in ((m, k),
+                                                             (n, k)))
+    c = S.gemm(dev(a, "bf16"), dev(bt, "bf16"), transposed_b=True)
+    np.testing.assert_allclose(host(c), a @ bt.T, rtol=1e-2,
+                               atol=1e-2 * math.sqrt(k))
 
 
 @pytest.mark.parametrize("mkn", PERSISTENT)

@@ -171,7 +171,14 @@ public:
   /// the kernel's parameter order (a DeviceBuffer's pointer() for each
   /// pointer parameter), as cuLaunchKernel takes them.
   Status launch(const LaunchConfig &config, Stream &stream,
-                std::vector<void *> args) const;
+                std::vector<void *> args) const {
+    return launch(config, stream, std::move(args), nullptr);
+  }
+  /// The same, for a caller that launches the kernel from several places:
+  /// each `site` keeps its own TMA tensor maps, so that launches from
+  /// one place with the same buffers reuse them.
+  Status launch(const LaunchConfig &config, Stream &stream,
+                std::vector<void *> args, const void *site) const;
   /// Lets the kernel use up to `bytes` of dynamic shared memory (beyond the
   /// default 48 KiB).
   Status setMaxDynamicSharedMemory(int bytes) const;
@@ -191,6 +198,9 @@ public:
 
 private:
   friend class Module;
+  friend class LaunchSequence;
+  /// Drops the tensor maps kept for `site`.
+  void forgetSite(const void *site) const;
   Kernel(std::shared_ptr<void> module, void *function, std::string name,
          int device)
       : module(std::move(module)), function(function),
@@ -220,6 +230,85 @@ private:
       : module(std::move(module)), deviceIndex(device) {}
   std::shared_ptr<void> module;
   int deviceIndex = 0;
+};
+
+/// Kernel launches recorded once and queued again with other buffers.
+/// The host work that chose and checked the launches (a GPU program's
+/// plan, argument checks, packing) is done once; each run() allocates the
+/// sequence's own buffers, writes the buffers' addresses into the recorded
+/// parameters and queues the launches, releasing each buffer after the
+/// last launch that reads it (stream order makes that safe).
+///
+///   LaunchSequence seq(0);
+///   int x = seq.addArgument();
+///   int y = seq.addBuffer(DType::f32, {n}, /*zeroed=*/true);
+///   seq.addLaunch(kernel, config, packed, offsets, {{0, x, 0}, {8, y, 0}});
+///   seq.markResult(y);
+///   auto results = seq.run(stream, {xDevice.pointer()});   // {y}
+class LaunchSequence {
+public:
+  explicit LaunchSequence(int device = 0) : deviceIndex(device) {}
+  ~LaunchSequence();
+  LaunchSequence(const LaunchSequence &) = delete;
+  LaunchSequence &operator=(const LaunchSequence &) = delete;
+
+  /// A device address a launch takes: the 8 bytes at `at` in its packed
+  /// parameters become buffer `buffer`'s address plus `delta` bytes.
+  struct Patch {
+    std::size_t at = 0;
+    int buffer = 0;
+    std::int64_t delta = 0;
+  };
+
+  /// A buffer that each run() is given (in the order added); returns its
+  /// number.
+  int addArgument();
+  /// A buffer that each run() allocates before the next launch added
+  /// (cleared when `zeroed`); returns its number.
+  Result<int> addBuffer(DType type, std::vector<int64_t> shape, bool zeroed);
+  /// run() returns this allocated buffer (results in the order marked)
+  /// instead of releasing it.
+  Status markResult(int buffer);
+  /// A launch of `kernel` on the sequence's device: `packed` holds the
+  /// parameter values, each starting at one of `offsets`; `patches` are
+  /// the buffer addresses among them.
+  Status addLaunch(const Kernel &kernel, const LaunchConfig &config,
+                   std::vector<char> packed, std::vector<std::size_t> offsets,
+                   std::vector<Patch> patches);
+
+  std::size_t launchCount() const { return launches.size(); }
+  std::size_t argumentCount() const { return argumentSlots.size(); }
+  int device() const { return deviceIndex; }
+
+  /// Queues the launches on `stream` with one device address per argument;
+  /// returns the result buffers.
+  Result<std::vector<DeviceBuffer>>
+  run(Stream &stream, const std::vector<std::uint64_t> &arguments);
+
+private:
+  struct Slot {
+    bool argument = false;
+    DType type = DType::f32;
+    std::vector<int64_t> shape;
+    bool zeroed = false;
+    bool result = false;
+    int lastUse = -1; // the last launch reading it
+  };
+  struct Launch {
+    Kernel kernel;
+    LaunchConfig config;
+    std::vector<char> packed;
+    std::vector<std::size_t> offsets;
+    std::vector<Patch> patches;
+    std::vector<int> allocate; // buffers allocated just before it
+    std::vector<int> release;  // buffers released just after it
+  };
+  int deviceIndex = 0;
+  std::vector<Slot> slots;
+  std::vector<int> argumentSlots, resultSlots;
+  std::vector<int> pending; // allocated before the next launch
+  std::vector<std::unique_ptr<Launch>> launches;
+  bool releasesKnown = false;
 };
 
 } // namespace tessera::runtime::cuda
