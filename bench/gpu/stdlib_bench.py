@@ -3,14 +3,12 @@ as bandwidth beside a device-to-device copy, GEMM and attention as
 TFLOP/s beside torch.matmul and SDPA.
 
     python3 stdlib_bench.py                  # on the GPU machine
+    python3 stdlib_bench.py attn             # attention only (or gemm, rows)
     python3 stdlib_bench.py --precompile sm_90a   # fill the kernel cache
                                                   # (where the compiler is)
 """
 
-import math
 import sys
-
-import numpy as np
 
 import tessera as ts
 from tessera import stdlib as S
@@ -70,7 +68,7 @@ def time_ms(fn, torch, reps=20):
     return start.elapsed_time(end) / reps
 
 
-def main():
+def main(only=None):
     import torch
     import torch.nn.functional as F
     dev = ts.device("cuda")
@@ -82,7 +80,15 @@ def main():
         return torch.randn(*shape, device="cuda", dtype=dtype, generator=g)
 
     rows = []
+    if only in (None, "rows"):
+        _row_ops(torch, F, g, rand, rows)
+    if only in (None, "gemm"):
+        _gemms(torch, rand)
+    if only in (None, "attn"):
+        _attention(torch, F, rand)
 
+
+def _row_ops(torch, F, g, rand, rows):
     def row(name, nbytes, t_ms, peer_ms, copy_gbs):
         ts_gbs, peer_gbs = nbytes / t_ms / 1e6, nbytes / peer_ms / 1e6
         rows.append((name, t_ms, ts_gbs, peer_ms, peer_gbs, peer_ms / t_ms,
@@ -170,6 +176,9 @@ def main():
         print(f"{name:<24}{t:>11.3f}{tg_:>8.0f}{pt:>10.3f}{pg:>8.0f}"
               f"{ratio:>9.2f}{frac:>9.2f}")
 
+
+
+def _gemms(torch, rand):
     print(f"\n{'op':<30}{'tessera TF/s':>13}{'torch TF/s':>12}{'ratio':>7}")
     for n in GEMM:
         a, bm = rand(n, n, dtype=torch.bfloat16), rand(n, n,
@@ -193,6 +202,10 @@ def main():
         torch.backends.cuda.matmul.allow_tf32 = False
         print(f"{f'gemm tf32 {n}^3 (b as [N, K])':<30}{flops / t / 1e9:>13.0f}"
               f"{flops / pt / 1e9:>12.0f}{pt / t:>7.2f}")
+
+
+def _attention(torch, F, rand):
+    print(f"\n{'op':<30}{'tessera TF/s':>13}{'torch TF/s':>12}{'ratio':>7}")
     for bh, s, d in ATTN:
         q, k, vv = (rand(1, bh, s, d, dtype=torch.bfloat16) for _ in range(3))
         qt, kt, vt = (ts.from_dlpack(x.view(bh, s, d)) for x in (q, k, vv))
@@ -229,5 +242,7 @@ if __name__ == "__main__":
             _calls(lambda shape, dt: ts.cuda.empty(shape, dt))
     elif len(sys.argv) == 1:
         main()
+    elif len(sys.argv) == 2 and sys.argv[1] in ("rows", "gemm", "attn"):
+        main(sys.argv[1])
     else:
         sys.exit(__doc__)

@@ -172,6 +172,23 @@ private:
     });
   }
 
+  /// Whether `v` is a tile loaded in `block`, through casts and
+  /// elementwise ops of one tile operand.
+  static bool loadedIn(Value v, Block *block, int depth = 0) {
+    Operation *def = v.getDefiningOp();
+    if (!def || def->getBlock() != block || depth > 4)
+      return false;
+    if (isa<LoadOp>(def))
+      return true;
+    if (!isa<CastOp>(def) &&
+        !(OpTrait::hasElementwiseMappableTraits(def) &&
+          isa<arith::ArithDialect, math::MathDialect>(def->getDialect())))
+      return false;
+    return llvm::any_of(def->getOperands(), [&](Value x) {
+      return tileType(x) && loadedIn(x, block, depth + 1);
+    });
+  }
+
   /// `v` computed again in layout `layout` before `user` (v is cheap).
   Value rematerialize(Value v, Attribute layout, Operation *user) {
     auto to = withLayout(cast<RankedTensorType>(v.getType()), layout);
@@ -247,9 +264,12 @@ public:
   bool hoist(ConvertLayoutOp cvt) {
     Value src = cvt.getSource();
     Operation *def = src.getDefiningOp();
-    if (!def || !src.hasOneUse() || def->getNumResults() != 1)
+    if (!def || def->getNumResults() != 1 || src.getType() == cvt.getType() ||
+        cvt.use_empty())
       return false;
     Attribute layout = cvt.getType().getEncoding();
+    if (!src.hasOneUse())
+      return hoistShared(cvt);
     if (auto load = dyn_cast<LoadOp>(def)) {
       // Tensor-core fragments come through shared memory: the global
       // loads stay coalesced 16-byte accesses.
@@ -280,6 +300,28 @@ public:
     }
     cvt.getResult().replaceAllUsesWith(src);
     cvt.erase();
+    return true;
+  }
+
+  /// A load (without a mask) that every live user converts to `cvt`'s
+  /// layout reads in that layout instead: a row statistic broadcast twice
+  /// in a loop, say, would otherwise move through shared memory twice an
+  /// iteration. The conversions are left without users (the caller holds
+  /// them; the dead-code sweep removes them).
+  bool hoistShared(ConvertLayoutOp cvt) {
+    Value src = cvt.getSource();
+    auto load = src.getDefiningOp<LoadOp>();
+    if (!load || load.getMask() ||
+        isa<DotOperandAttr>(cvt.getType().getEncoding()))
+      return false;
+    for (Operation *user : src.getUsers()) {
+      auto c = dyn_cast<ConvertLayoutOp>(user);
+      if (!c || (!c.use_empty() && c.getType() != cvt.getType()))
+        return false;
+    }
+    setType(load.getResult(), cvt.getType().getEncoding());
+    for (Operation *user : llvm::to_vector(src.getUsers()))
+      cast<ConvertLayoutOp>(user).getResult().replaceAllUsesWith(src);
     return true;
   }
 
@@ -617,19 +659,26 @@ private:
     }
     if (OpTrait::hasElementwiseMappableTraits(op) &&
         isa<arith::ArithDialect, math::MathDialect>(op->getDialect())) {
-      // The layout of the first operand that is not cheap to recompute.
-      Attribute layout, cheapLayout;
+      // The layout of the first operand loaded in this block (so that a
+      // loop's data keeps its load layout and what else the op reads is
+      // converted, once when it is loop-invariant), else of the first
+      // operand that is not cheap to recompute.
+      Attribute layout, loaded, cheapLayout;
       for (Value v : op->getOperands()) {
         auto t = tileType(v);
         if (!t || !t.getEncoding())
           continue;
+        if (!loaded && loadedIn(v, op->getBlock()))
+          loaded = t.getEncoding();
         if (!isCheap(v)) {
-          layout = t.getEncoding();
-          break;
-        }
-        if (!cheapLayout)
+          if (!layout)
+            layout = t.getEncoding();
+        } else if (!cheapLayout) {
           cheapLayout = t.getEncoding();
+        }
       }
+      if (loaded)
+        layout = loaded;
       if (!layout)
         layout = cheapLayout;
       if (!layout) {

@@ -202,9 +202,14 @@ def _layernorm(schedule, x, weight, bias, eps=1e-5, *, out=None):
     y = _out(out, x.shape, x.dtype, dev)
     mean = _cuda.empty((x2.shape[0],), "f32", device=f"cuda:{dev}")
     rstd = _cuda.empty((x2.shape[0],), "f32", device=f"cuda:{dev}")
-    _kernel_for("layernorm_fwd", schedule, base, **_rows_space(base))[
-        lambda T: (cdiv(rows, T.m),)](x2, w, b, y.reshape(x2.shape), mean,
-                                      rstd, float(eps))
+    # Rows per program: a multiple of every BM tried, about four programs
+    # an SM.
+    space = _rows_space(base)
+    step = schedule.m if schedule is not None else max(space["BM"])
+    programs, per = _split_rows(rows, step, programs=528)
+    _kernel_for("layernorm_fwd", schedule, base, stages=[1, 2], **space)[
+        (programs,)](x2, w, b, y.reshape(x2.shape), mean, rstd, float(eps),
+                     per)
     return y, mean, rstd
 
 
@@ -325,7 +330,8 @@ def _cross_entropy(schedule, logits, labels, *, ignore_index=-100):
                            f"{list(x.shape)} and {y.dtype.name}"
                            f"{list(y.shape)}")
     # Column blocks of 1024: the loop keeps three f32 values per position.
-    base = Schedule(block=(1, min(1024, _pow2(x.shape[1]))), warps=8)
+    base = Schedule(block=(1, min(1024, _pow2(x.shape[1]))), warps=8,
+                    stages=2)
     rows = x.shape[0]
     dev = x.device.index
     loss = _cuda.empty((rows,), "f32", device=f"cuda:{dev}")

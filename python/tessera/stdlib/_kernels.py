@@ -65,21 +65,28 @@ def softmax_rows_long(X: KTile["R", "N"], Y: KTile["R", "N"]):
 @ts.kernel
 def layernorm_fwd(X: KTile["R", "N"], W: KTile["N"], B: KTile["N"],
                   Y: KTile["R", "N"], Mean: KTile["R", ts.f32],
-                  Rstd: KTile["R", ts.f32], eps: float):
+                  Rstd: KTile["R", ts.f32], eps: float,
+                  rows_per_program: int):
+    """Program p normalizes rows_per_program rows (a multiple of T.m),
+    T.m at a time: the weight and bias are read once a program, not once
+    a row (they are as large as a bf16 row each, in f32)."""
     T = tile.context()
-    r = tile.program_id(0) * T.m
+    start = tile.program_id(0) * rows_per_program
+    stop = tile.minimum(start + rows_per_program, X.shape[0])
     n = X.shape[1]
     nf = tile.cast(n, ts.f32)
-    x = tile.cast(tile.load(X, at=(r, 0), shape=(T.m, T.n)), ts.f32)
-    mean = tile.sum(x, axis=1) / nf
-    d = tile.where(_cols(T) < tile.cast(n, ts.i32), x - mean[:, None], 0.0)
-    rstd = tile.rsqrt(tile.sum(d * d, axis=1) / nf + eps)
+    valid = _cols(T) < tile.cast(n, ts.i32)
     w = tile.cast(tile.load(W, at=(0,), shape=(T.n,)), ts.f32)
     b = tile.cast(tile.load(B, at=(0,), shape=(T.n,)), ts.f32)
-    y = d * rstd[:, None] * w + b
-    tile.store(Y, tile.cast(y, Y.dtype), at=(r, 0))
-    tile.store(Mean, mean, at=(r,))
-    tile.store(Rstd, rstd, at=(r,))
+    for r in tile.range(start, stop, T.m, stages=T.stages):
+        x = tile.cast(tile.load(X, at=(r, 0), shape=(T.m, T.n)), ts.f32)
+        mean = tile.sum(x, axis=1) / nf
+        d = tile.where(valid, x - mean[:, None], 0.0)
+        rstd = tile.rsqrt(tile.sum(d * d, axis=1) / nf + eps)
+        y = d * rstd[:, None] * w + b
+        tile.store(Y, tile.cast(y, Y.dtype), at=(r, 0))
+        tile.store(Mean, mean, at=(r,))
+        tile.store(Rstd, rstd, at=(r,))
 
 
 @ts.kernel
@@ -187,7 +194,9 @@ def cross_entropy_fwd(Logits: KTile["R", "V"], Labels: KTile["R", ts.i32],
     m = tile.full((T.m, T.n), NEG_INF)
     l = tile.zeros((T.m, T.n))
     picked = tile.zeros((T.m, T.n))
-    for c in tile.range(0, v, T.n, stages=2):
+    # The label of each position's row, computed before the loop.
+    target = tile.broadcast_to(label[:, None], (T.m, T.n)) - _cols(T)
+    for c in tile.range(0, v, T.n, stages=T.stages):
         x = tile.cast(tile.load(Logits, at=(r, c), shape=(T.m, T.n),
                                 padding=NEG_INF), ts.f32)
         # exp(-|x - m|) rescales the old sum (x a new maximum) or weighs x.
@@ -195,8 +204,7 @@ def cross_entropy_fwd(Logits: KTile["R", "V"], Labels: KTile["R", ts.i32],
         e = tile.where(hi == NEG_INF, 0.0, tile.exp(tile.minimum(m, x) - hi))
         l = tile.where(x > m, l * e + 1.0, l + e)
         m = hi
-        hit = _cols(T, c) == label[:, None]
-        picked = tile.where(hit, x, picked)
+        picked = tile.where(target == c, x, picked)
     top = tile.max(m, axis=1)
     total = tile.sum(tile.where(m == NEG_INF, 0.0,
                                 l * tile.exp(m - top[:, None])), axis=1)

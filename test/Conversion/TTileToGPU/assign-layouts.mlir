@@ -182,3 +182,69 @@ func.func @scores(%Q: memref<?x?xbf16>, %K: memref<?x?xbf16>,
   ttile.store %r, %O[%c0] : tensor<64xf32>, memref<?xf32>
   return
 }
+
+// -----
+
+// A select in a loop between loaded data and a mask built from a loop
+// invariant (a row's label spread over the block) takes the loaded data's
+// layout: the invariant is converted once, before the loop, and the
+// carried tile stays in the load layout (no shared-memory move per block).
+// CHECK-DAG: #[[B:.*]] = #ttile.blocked<sizePerThread = [1, 8], threadsPerWarp = [1, 32], warpsPerCTA = [1, 4], order = [1, 0]>
+// CHECK-LABEL: func.func @select_loaded_in_loop
+// CHECK: ttile.range {{.*}} -> (tensor<1x1024xf32, #[[B]]>)
+// CHECK-NOT: ttile.convert_layout
+// CHECK: arith.select {{.*}} : tensor<1x1024xi1, #[[B]]>, tensor<1x1024xf32, #[[B]]>
+// CHECK-NOT: ttile.convert_layout
+// CHECK: ttile.yield
+func.func @select_loaded_in_loop(%X: memref<?x?xbf16>, %L: memref<?xi32>,
+                                 %O: memref<?x?xf32>, %n: index)
+    attributes {ttile.kernel, ttile.num_warps = 4 : i32} {
+  %c0 = arith.constant 0 : index
+  %c1024 = arith.constant 1024 : index
+  %zero = arith.constant dense<0.0> : tensor<1x1024xf32>
+  %lab = ttile.load %L[%c0] : memref<?xi32> -> tensor<1xi32>
+  %labb = ttile.broadcast %lab {dims = array<i64: 0>} : tensor<1xi32> -> tensor<1x1024xi32>
+  %cols = ttile.iota {dim = 1 : i32} : tensor<1x1024xi32>
+  %target = arith.subi %labb, %cols : tensor<1x1024xi32>
+  %r = ttile.range %c = %c0 to %n step %c1024
+      iter_args(%picked = %zero) -> (tensor<1x1024xf32>) {
+    %x16 = ttile.load %X[%c0, %c] : memref<?x?xbf16> -> tensor<1x1024xbf16>
+    %x = ttile.cast %x16 : tensor<1x1024xbf16> -> tensor<1x1024xf32>
+    %ci = arith.index_cast %c : index to i32
+    %cs = tensor.splat %ci : tensor<1x1024xi32>
+    %hit = arith.cmpi eq, %target, %cs : tensor<1x1024xi32>
+    %p = arith.select %hit, %x, %picked : tensor<1x1024xi1>, tensor<1x1024xf32>
+    ttile.yield %p : tensor<1x1024xf32>
+  }
+  ttile.store %r, %O[%c0, %c0] : tensor<1x1024xf32>, memref<?x?xf32>
+  return
+}
+
+// -----
+
+// A row statistic loaded once and broadcast twice in a loop is loaded in
+// the slice layout both broadcasts need: no conversion at all.
+// CHECK-DAG: #[[B:.*]] = #ttile.blocked<sizePerThread = [1, 8], {{.*}}>
+// CHECK-DAG: #[[S:.*]] = #ttile.slice<dim = 1, parent = #[[B]]>
+// CHECK-LABEL: func.func @statistic_broadcast_twice
+// CHECK-NOT: ttile.convert_layout
+// CHECK: ttile.load %{{.*}} : memref<?xf32> -> tensor<1xf32, #[[S]]>
+// CHECK-NOT: ttile.convert_layout
+func.func @statistic_broadcast_twice(%X: memref<?x?xbf16>, %R: memref<?xf32>,
+                                     %Y: memref<?x?xf32>, %n: index)
+    attributes {ttile.kernel, ttile.num_warps = 16 : i32} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  ttile.range %r = %c0 to %n step %c1 {
+    %x16 = ttile.load %X[%r, %c0] : memref<?x?xbf16> -> tensor<1x4096xbf16>
+    %x = ttile.cast %x16 : tensor<1x4096xbf16> -> tensor<1x4096xf32>
+    %s = ttile.load %R[%r] : memref<?xf32> -> tensor<1xf32>
+    %sb = ttile.broadcast %s {dims = array<i64: 0>} : tensor<1xf32> -> tensor<1x4096xf32>
+    %a = arith.mulf %x, %sb : tensor<1x4096xf32>
+    %sb2 = ttile.broadcast %s {dims = array<i64: 0>} : tensor<1xf32> -> tensor<1x4096xf32>
+    %b = arith.mulf %a, %sb2 : tensor<1x4096xf32>
+    ttile.store %b, %Y[%r, %c0] : tensor<1x4096xf32>, memref<?x?xf32>
+    ttile.yield
+  }
+  return
+}

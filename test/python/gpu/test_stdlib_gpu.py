@@ -14,7 +14,7 @@ import tessera as ts
 from tessera import stdlib as S
 
 SOFTMAX = [((7, 1000), "f32"), ((7, 4096), "bf16"), ((3, 20000), "f32")]
-NORMS = [((7, 1000), "f32"), ((7, 4096), "bf16")]
+NORMS = [((7, 1000), "f32"), ((7, 4096), "bf16"), ((3001, 256), "bf16")]
 CE = ((5, 50000), "bf16")
 ADAM_N = 5000
 ROPE = (2, 100, 4, 64)
