@@ -707,8 +707,9 @@ class GpuProgram:
         if aot:
             return self._run_steps(env, aot)
         arguments = [env[vid] for vid in self._args]
-        if self._replay is not None and all(
-                t._contiguous() for t in arguments):
+        device = self.device.index
+        if self.replay and self._replay is not None and all(
+                t._contiguous() and t._device == device for t in arguments):
             return self._replayed(arguments)
         # The first call compiles and tunes; a later one records.
         if not self.replay or self._calls == 0 or \
@@ -716,16 +717,21 @@ class GpuProgram:
             self._calls += 1
             return self._run_steps(env, aot)
         self._record_tries += 1
-        recorder = _gpu_replay.Recorder(self.device.index)
+        recorder = _gpu_replay.Recorder(device)
         for i, t in enumerate(arguments):
             recorder.argument(i, t)
         for vid in self._needed_constants:
             recorder.constant(env[vid])
+        outer = _gpu_replay.current.recorder
         _gpu_replay.current.recorder = recorder
         try:
             results = self._run_steps(env, aot)
         finally:
-            _gpu_replay.current.recorder = None
+            _gpu_replay.current.recorder = outer
+        if outer is not None:
+            outer.reason = outer.reason or "a GPU program called inside it"
+        if any(t._device != device for t in arguments):
+            recorder.reason = "an argument on another device"
         self._finish_recording(recorder, arguments, results)
         return results
 
@@ -789,6 +795,8 @@ class GpuProgram:
             self._replay_outputs = outputs
 
     def _replayed(self, arguments):
+        # (A program replayed inside another's recording is not recorded.)
+        _gpu_replay.spoil("a GPU program called inside it")
         buffers = self._replay.run([t._ptr for t in arguments])
         out = []
         for o in self._replay_outputs:

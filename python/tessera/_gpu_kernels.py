@@ -6,7 +6,7 @@ from . import cuda as _cuda
 from . import stdlib
 from . import tile
 from ._dtypes import f32
-from ._kernel import KTile, Schedule, cdiv, kernel
+from ._kernel import KTile, Schedule, _compile_only, cdiv, kernel
 from .stdlib import _pow2, _split_rows
 
 
@@ -229,14 +229,26 @@ class LongRows(Step):
     def __init__(self, x, out, r, c, kind, scale):
         self.inputs, self.outputs = (x,), (out,)
         self.r, self.c, self.kind, self.scale = r, c, kind, scale
-        # About four programs per SM, segments of at least 4096 elements.
-        want = max(1, min(528 // r, c // 4096, 1024))
-        self.parts = next(p for p in range(want, 0, -1) if c % p == 0)
+        self._parts = {}
+
+    def parts_for(self, programs):
+        """Segments a row for about `programs` programs in all, each of at
+        least 4096 elements (a divisor of the row's length)."""
+        got = self._parts.get(programs)
+        if got is None:
+            want = max(1, min(programs // self.r, self.c // 4096, 1024)) \
+                if self.r else 1
+            got = next(p for p in range(want, 0, -1) if self.c % p == 0)
+            self._parts[programs] = got
+        return got
 
     def run(self, env, alloc):
         out = alloc(self.outputs[0])
         x = env[self.inputs[0]]
         k = long_rows.with_schedule(_LONG)
+        # About four programs an SM.
+        self.parts = self.parts_for(4 * stdlib._multiprocessors(out._device)
+                                    if not _compile_only.chip else 528)
         if self.parts == 1:
             k[(self.r,)](x.reshape(self.r, self.c), out.reshape(self.r),
                          float(self.scale), kind=self.kind)

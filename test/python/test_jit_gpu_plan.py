@@ -145,3 +145,14 @@ def test_bad_device_and_argument_errors():
         prog(np.ones((4, 4), np.float32), np.ones((4, 4), np.float32))
     with pytest.raises(ts.TesseraError, match="compiled for the CPU"):
         ts.jit(lambda x: x).gpu_program(np.ones(3, np.float32))
+
+
+def test_long_rows_are_cut_into_equal_segments():
+    # A divisor of the row length, segments of at least 4096 elements,
+    # about `programs` programs over all rows; empty tensors take one.
+    from tessera._gpu_kernels import LongRows
+    assert LongRows(0, 1, 1, 300300, "sum", 1.0).parts_for(528) == 70
+    assert LongRows(0, 1, 2, 1 << 21, "sum", 1.0).parts_for(528) == 256
+    assert LongRows(0, 1, 600, 1 << 21, "max", 1.0).parts_for(528) == 1
+    assert LongRows(0, 1, 0, 20000, "sum", 1.0).parts_for(528) == 1
+    assert LongRows(0, 1, 1, 40961, "sum", 1.0).parts_for(528) == 1  # prime

@@ -173,7 +173,7 @@ private:
   }
 
   /// Whether `v` is a tile loaded in `block`, through casts and
-  /// elementwise ops of one tile operand.
+  /// elementwise ops (any of whose tile operands may be the loaded one).
   static bool loadedIn(Value v, Block *block, int depth = 0) {
     Operation *def = v.getDefiningOp();
     if (!def || def->getBlock() != block || depth > 4)
@@ -268,7 +268,11 @@ public:
         cvt.use_empty())
       return false;
     Attribute layout = cvt.getType().getEncoding();
-    if (!src.hasOneUse())
+    // (Conversions hoistShared left without users do not count.)
+    if (llvm::any_of(src.getUsers(), [&](Operation *user) {
+          auto c = dyn_cast<ConvertLayoutOp>(user);
+          return user != cvt && !(c && c.use_empty());
+        }))
       return hoistShared(cvt);
     if (auto load = dyn_cast<LoadOp>(def)) {
       // Tensor-core fragments come through shared memory: the global
@@ -664,10 +668,15 @@ private:
       // converted, once when it is loop-invariant), else of the first
       // operand that is not cheap to recompute.
       Attribute layout, loaded, cheapLayout;
+      bool product = false;
       for (Value v : op->getOperands()) {
         auto t = tileType(v);
         if (!t || !t.getEncoding())
           continue;
+        // (Never move a tensor-core accumulator to a loaded operand's
+        // layout: an epilogue's bias converts instead.)
+        product |= isa<MmaAttr, DotOperandAttr>(t.getEncoding()) ||
+                   isa_and_nonnull<DotOp>(v.getDefiningOp());
         if (!loaded && loadedIn(v, op->getBlock()))
           loaded = t.getEncoding();
         if (!isCheap(v)) {
@@ -677,7 +686,7 @@ private:
           cheapLayout = t.getEncoding();
         }
       }
-      if (loaded)
+      if (loaded && !product)
         layout = loaded;
       if (!layout)
         layout = cheapLayout;

@@ -206,7 +206,10 @@ def _layernorm(schedule, x, weight, bias, eps=1e-5, *, out=None):
     # an SM.
     space = _rows_space(base)
     step = schedule.m if schedule is not None else max(space["BM"])
-    programs, per = _split_rows(rows, step, programs=528)
+    from .._kernel import _compile_only
+    programs, per = _split_rows(
+        rows, step, programs=528 if _compile_only.chip
+        else 4 * _multiprocessors(dev))
     _kernel_for("layernorm_fwd", schedule, base, stages=[1, 2], **space)[
         (programs,)](x2, w, b, y.reshape(x2.shape), mean, rstd, float(eps),
                      per)

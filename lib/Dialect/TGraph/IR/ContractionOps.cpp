@@ -246,6 +246,13 @@ LogicalResult AttentionGradOp::inferTypes(TypeInference &ti, Adaptor a) {
 // Attention's probabilities (decompositions and autodiff rules)
 //===----------------------------------------------------------------------===//
 
+PolicyAttr mlir::tessera::tgraph::accumulationPart(PolicyAttr policy) {
+  if (!policy || !policy.getAccum())
+    return {};
+  return PolicyAttr::get(policy.getContext(), policy.getAccum(), false,
+                         FloatAttr(), false);
+}
+
 std::optional<double>
 mlir::tessera::tgraph::attentionScale(Value query,
                                       std::optional<APFloat> scale) {
@@ -281,7 +288,7 @@ FailureOr<Value> mlir::tessera::tgraph::buildAttentionProbabilities(
     return failure();
   }
   Value s = MatmulOp::create(b, loc, getTensorType(*scores, compute), query,
-                             key, false, true, policy);
+                             key, false, true, accumulationPart(policy));
   s = MulOp::create(b, loc, s, scalar(compute, FloatAttr::get(compute, scale)));
   if (causal) {
     Type i64 = b.getI64Type();

@@ -306,8 +306,16 @@ LogicalResult CastOp::vjp(ADBuilder &ad, ArrayRef<Value> ct,
 static LogicalResult matmulJvp(ADBuilder &ad, Value a, Value b, bool ta,
                                bool tb, PolicyAttr policy, Value result,
                                ArrayRef<Value> t, SmallVectorImpl<Value> &out) {
-  Value first = t[0] ? ad.matmul(t[0], b, ta, tb, policy) : Value();
-  Value second = t[1] ? ad.matmul(a, t[1], ta, tb, policy) : Value();
+  // In the result's element type: operands narrower than the result (bf16
+  // accumulating into f32) would give a tangent of another type than the
+  // result's.
+  Type type = ADBuilder::elementOf(result);
+  Value first = t[0] ? ad.matmul(ad.convert(t[0], type), ad.convert(b, type),
+                                 ta, tb, policy)
+                     : Value();
+  Value second = t[1] ? ad.matmul(ad.convert(a, type), ad.convert(t[1], type),
+                                  ta, tb, policy)
+                      : Value();
   out.push_back(sumInShape(ad, first, second, result));
   return success();
 }
@@ -492,6 +500,8 @@ LogicalResult AttentionOp::jvp(ADBuilder &ad, ArrayRef<Value> t,
   Type storage = ADBuilder::elementOf(getQuery());
   PolicyAttr policy = getPolicyAttr();
   Type c = policy && policy.getAccum() ? policy.getAccum() : storage;
+  // Products of values already in `c` take the accumulation type alone.
+  PolicyAttr accum = accumulationPart(policy);
   std::string why;
   auto p = buildAttentionProbabilities(ad.builder(), ad.getLoc(), getQuery(),
                                        getKey(), getCausal(), *scale, c, policy,
@@ -502,22 +512,21 @@ LogicalResult AttentionOp::jvp(ADBuilder &ad, ArrayRef<Value> t,
         v = ad.convert(getValue(), c);
   Value ds;
   if (t[0])
-    ds =
-        ad.matmul(ad.convert(t[0], c), k, false, /*transposeRhs=*/true, policy);
+    ds = ad.matmul(ad.convert(t[0], c), k, false, /*transposeRhs=*/true, accum);
   if (t[1])
     ds = ad.accumulate(ds, ad.matmul(q, ad.convert(t[1], c), false,
-                                     /*transposeRhs=*/true, policy));
+                                     /*transposeRhs=*/true, accum));
   Value tangent;
   if (ds) {
     ds = ad.mul(ds, ad.scalar(c, *scale));
     int64_t last = ADBuilder::typeOf(ds).getRank() - 1;
     Value pds = ad.mul(*p, ds);
     Value dp = ad.sub(pds, ad.mul(*p, ad.reduceSum(pds, {last}, true)));
-    tangent = ad.matmul(dp, v, false, false, policy);
+    tangent = ad.matmul(dp, v, false, false, accum);
   }
   if (t[2])
     tangent = ad.accumulate(
-        tangent, ad.matmul(*p, ad.convert(t[2], c), false, false, policy));
+        tangent, ad.matmul(*p, ad.convert(t[2], c), false, false, accum));
   out.push_back(ad.convert(tangent, storage));
   return success();
 }

@@ -380,16 +380,19 @@ static LogicalResult decomposeAttentionGrad(AttentionGradOp op,
     return getTensorType(getShape(like.getType()), t);
   };
   int64_t last = cast<RankedTensorType>(q.getType()).getRank() - 1;
+  // (The operands are in the accumulation type already; rounding applies
+  // to the final casts.)
+  PolicyAttr accum = accumulationPart(policy);
   Value dv = MatmulOp::create(rewriter, loc, typed(op.getValue()), *p, g,
-                              /*transpose_lhs=*/true, false, policy);
+                              /*transpose_lhs=*/true, false, accum);
   Value dp = MatmulOp::create(rewriter, loc, (*p).getType(), g, v, false,
-                              /*transpose_rhs=*/true, policy);
+                              /*transpose_rhs=*/true, accum);
   Value rows = e.reduceSum(e.mul(*p, dp), {last}, /*keep=*/true);
   Value ds = e.mul(e.mul(*p, e.sub(dp, rows)), e.scalar(t, *scale));
   Value dq = MatmulOp::create(rewriter, loc, typed(op.getQuery()), ds, k, false,
-                              false, policy);
+                              false, accum);
   Value dk = MatmulOp::create(rewriter, loc, typed(op.getKey()), ds, q,
-                              /*transpose_lhs=*/true, false, policy);
+                              /*transpose_lhs=*/true, false, accum);
   PolicyAttr rounding = roundingPart(policy);
   rewriter.replaceOp(op, {e.cast(dq, storage, rounding),
                           e.cast(dk, storage, rounding),

@@ -245,3 +245,20 @@ tgraph.adjoint @att wrt(%q, %k, %v) -> @att_grad
 // CHECK: %[[DQ:.*]], %[[DK:.*]], %[[DV:.*]] = tgraph.attention_grad %[[Q]], %[[K]], %[[V]], %[[O]], %[[G]] {causal, scale = 5.000000e-01 : f64}
 // CHECK-NOT: tgraph.softmax
 // CHECK: return %[[DQ]], %[[DK]], %[[DV]]
+
+// -----
+
+// The JVP of a bf16 product accumulated into an f32 result is computed in
+// f32 (a bf16 tangent would not combine with the f32 ops that follow).
+func.func @mixed(%q: tensor<2x4x8xbf16> {tgraph.name = "q"}) -> tensor<2x4x4xf32> {
+  %s = tgraph.matmul %q, %q {policy = #tgraph.policy<accum = f32>, transpose_rhs} : (tensor<2x4x8xbf16>, tensor<2x4x8xbf16>) -> tensor<2x4x4xf32>
+  %c = tgraph.constant dense<0.5> : tensor<f32>
+  %m = tgraph.mul %s, %c : (tensor<2x4x4xf32>, tensor<f32>) -> tensor<2x4x4xf32>
+  return %m : tensor<2x4x4xf32>
+}
+tgraph.jvp @mixed wrt(%q) -> @mixed_jvp
+
+// CHECK-LABEL: func.func @mixed_jvp
+// CHECK: %[[DQ:.*]] = tgraph.cast %{{.*}} : tensor<2x4x8xbf16> -> tensor<2x4x8xf32>
+// CHECK: tgraph.matmul %[[DQ]], %{{.*}} {policy = #tgraph.policy<accum = f32>, transpose_rhs} : (tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<2x4x4xf32>
+// CHECK: tgraph.mul %{{.*}}, %{{.*}} : (tensor<2x4x4xf32>, tensor<f32>) -> tensor<2x4x4xf32>

@@ -287,6 +287,26 @@ func.func @attention_grad(%q: tensor<2x4x8xf32>, %k: tensor<2x6x8xf32>,
 
 // -----
 
+// An attention policy with a rounding flag: the expansions' products take
+// the accumulation type alone (their results are f32) and the final casts
+// round (a matmul into f32 cannot round stochastically).
+// CHECK-LABEL: func.func @attention_rounded
+// CHECK: tgraph.matmul %{{.*}} {policy = #tgraph.policy<accum = f32>, transpose_rhs}
+// CHECK: tgraph.cast %{{.*}} {policy = #tgraph.policy<stochastic_round>} : tensor<2x4x8xf32> -> tensor<2x4x8xbf16>
+// CHECK-NOT: stochastic_round>, transpose
+// CHECK: tgraph.cast %{{.*}} {policy = #tgraph.policy<stochastic_round>} : tensor<2x4x8xf32> -> tensor<2x4x8xbf16>
+func.func @attention_rounded(%q: tensor<2x4x8xbf16>, %g: tensor<2x4x8xbf16>)
+    -> (tensor<2x4x8xbf16>, tensor<2x4x8xbf16>) {
+  %o = tgraph.attention %q, %q, %q {causal, policy = #tgraph.policy<accum = f32, stochastic_round>} : tensor<2x4x8xbf16>
+  %dq, %dk, %dv = tgraph.attention_grad %q, %q, %q, %o, %g {causal, policy = #tgraph.policy<accum = f32, stochastic_round>}
+      : (tensor<2x4x8xbf16>, tensor<2x4x8xbf16>, tensor<2x4x8xbf16>,
+         tensor<2x4x8xbf16>, tensor<2x4x8xbf16>)
+      -> (tensor<2x4x8xbf16>, tensor<2x4x8xbf16>, tensor<2x4x8xbf16>)
+  return %o, %dq : tensor<2x4x8xbf16>, tensor<2x4x8xbf16>
+}
+
+// -----
+
 // A causal mask over unknown ('?') lengths cannot be built: the op stays.
 // CHECK-LABEL: func.func @attention_unknown_lengths
 // CHECK: tgraph.attention

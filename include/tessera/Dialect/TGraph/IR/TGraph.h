@@ -75,14 +75,18 @@ LogicalResult checkComputePolicy(TypeInference &ti, PolicyAttr policy,
 LogicalResult inferCallResults(TypeInference &ti, FunctionType callee,
                                TypeRange args);
 
+/// The accumulation type alone of `policy` (null without one): what the
+/// products a composite expands into take, whose results are in that type
+/// (rounding and loss scaling apply to the composite's own result).
+PolicyAttr accumulationPart(PolicyAttr policy);
 /// The scale of an attention: `scale` if set, else 1/sqrt(D) of the query's
 /// last dim (nothing when that dim is not static).
 std::optional<double> attentionScale(Value query, std::optional<APFloat> scale);
 /// Attention's probabilities `softmax(q k^T * scale)`, causal-masked so that
-/// query i sees keys j <= i + (Sk - Sq), computed in `compute` with `policy`
-/// on the product: what the decompositions of attention and attention_grad
-/// and attention's forward-mode rule build. Fails with `why` set when the
-/// mask needs lengths that are not known.
+/// query i sees keys j <= i + (Sk - Sq), computed in `compute` with
+/// `policy`'s accumulation type on the product: what the decompositions of
+/// attention and attention_grad and attention's forward-mode rule build. Fails
+/// with `why` set when the mask needs lengths that are not known.
 FailureOr<Value> buildAttentionProbabilities(OpBuilder &b, Location loc,
                                              Value query, Value key,
                                              bool causal, double scale,
