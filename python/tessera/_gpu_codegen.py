@@ -109,16 +109,8 @@ def row_copy(program, x, out, space, in_coef, out_coef, in_base, out_base,
         "Y: KTile['RO', 'CO']"
     lines = ["    T = tile.context()",
              "    e = tile.program_id(0)"]
-    in_row, out_row = [str(in_base)], [str(out_base)]
-    inner = 1
-    for d in reversed(range(len(space))):
-        idx = f"((e // {inner}) % {space[d]})" if inner > 1 else \
-            f"(e % {space[d]})"
-        if in_coef is not None and in_coef[d]:
-            in_row.append(f"{idx} * {in_coef[d]}")
-        if out_coef[d]:
-            out_row.append(f"{idx} * {out_coef[d]}")
-        inner *= space[d]
+    in_row, out_row = _row_terms(space, in_coef, out_coef, [str(in_base)],
+                                 [str(out_base)])
     lines.append(f"    ro = {' + '.join(out_row)}")
     lines.append("    cols = tile.iota((1, T.n), 1)")
     lines.append(f"    ok = cols < {width}")
@@ -149,6 +141,22 @@ def row_copy(program, x, out, space, in_coef, out_coef, in_base, out_base,
     views.append((out, (numel(os_[:-1]), os_[-1] if os_ else 1)))
     return Generated([x] if x is not None else [], [out], fn, (rows,), s,
                       views)
+
+
+def _row_terms(space, in_coef, out_coef, in_row, out_row):
+    """The terms (source text) of the input and output rows of point `e`
+    of `space` (row-major), appended to `in_row` and `out_row`; no input
+    terms when in_coef is None."""
+    inner = 1
+    for d in reversed(range(len(space))):
+        idx = f"((e // {inner}) % {space[d]})" if inner > 1 else \
+            f"(e % {space[d]})"
+        if in_coef is not None and in_coef[d]:
+            in_row.append(f"{idx} * {in_coef[d]}")
+        if out_coef[d]:
+            out_row.append(f"{idx} * {out_coef[d]}")
+        inner *= space[d]
+    return in_row, out_row
 
 
 def _row_block(program, x, out, space, in_coef, out_coef, bn, col_bcast):
@@ -189,17 +197,9 @@ def _row_block_copy(program, x, out, space, in_coef, out_coef, in_base,
              "    p = tile.program_id(0)",
              f"    i0 = (p % {chunks}) * {block}",
              f"    e = p // {chunks}"]
-    in_row, out_row = [str(in_base), f"i0 * {a}"], [str(out_base),
-                                                     f"i0 * {b}"]
-    inner = 1
-    for d in reversed(range(len(space) - 1)):
-        idx = f"((e // {inner}) % {space[d]})" if inner > 1 else \
-            f"(e % {space[d]})"
-        if x is not None and in_coef[d]:
-            in_row.append(f"{idx} * {in_coef[d]}")
-        if out_coef[d]:
-            out_row.append(f"{idx} * {out_coef[d]}")
-        inner *= space[d]
+    in_row, out_row = _row_terms(
+        space[:-1], in_coef if x is not None else None, out_coef,
+        [str(in_base), f"i0 * {a}"], [str(out_base), f"i0 * {b}"])
     xs = program.shapes[x] if x is not None else None
     os_ = program.shapes[out]
     ci, co = (xs[-1] if xs else 1) if x is not None else 0, os_[-1]

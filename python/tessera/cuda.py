@@ -275,31 +275,28 @@ def _no_memory(shape, dtype):
                         strides=_row_major(shape), device_index=0)
 
 
-def empty(shape, dtype, device="cuda") -> DeviceTensor:  # noqa: F811
-    """Uninitialized device memory."""
+def _allocate(shape, dtype, device, zeroed):
     t = _no_memory(shape, dtype)
     if t is not None:
         return t
     d = _device(device)
-    t = DeviceTensor(_cuda().Buffer.empty(as_dtype(dtype).name,
-                                          [int(s) for s in shape], d.index))
+    make = _cuda().Buffer.zeros if zeroed else _cuda().Buffer.empty
+    t = DeviceTensor(make(as_dtype(dtype).name, [int(s) for s in shape],
+                          d.index))
+    # A GPU program recording its launches replays this allocation.
     recorder = _replay.current.recorder
     if recorder is not None:
-        recorder.allocated(t, zeroed=False)
+        recorder.allocated(t, zeroed=zeroed)
     return t
+
+
+def empty(shape, dtype, device="cuda") -> DeviceTensor:  # noqa: F811
+    """Uninitialized device memory."""
+    return _allocate(shape, dtype, device, zeroed=False)
 
 
 def zeros(shape, dtype, device="cuda") -> DeviceTensor:  # noqa: F811
-    t = _no_memory(shape, dtype)
-    if t is not None:
-        return t
-    d = _device(device)
-    t = DeviceTensor(_cuda().Buffer.zeros(as_dtype(dtype).name,
-                                          [int(s) for s in shape], d.index))
-    recorder = _replay.current.recorder
-    if recorder is not None:
-        recorder.allocated(t, zeroed=True)
-    return t
+    return _allocate(shape, dtype, device, zeroed=True)
 
 
 _device = device

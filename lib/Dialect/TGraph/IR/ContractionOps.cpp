@@ -189,20 +189,28 @@ LogicalResult Conv2dOp::inferTypes(TypeInference &ti, Adaptor a) {
   return ti.addResult(result, *element);
 }
 
+/// The attributes attention and attention_grad share: fp8 needs an
+/// accumulation type, the scale is positive, and the policy fits.
+static LogicalResult checkAttentionAttributes(TypeInference &ti, Type element,
+                                              PolicyAttr policy,
+                                              FloatAttr scale) {
+  if (isFloat8(element) && (!policy || !policy.getAccum()))
+    return ti.fail("fp8 attention must accumulate in f32 or bf16: add "
+                   "{policy = #tgraph.policy<accum = f32>}");
+  if (scale && !(scale.getValueAsDouble() > 0))
+    return ti.fail("scale must be positive, but is " +
+                   shape::formatNumber(scale.getValueAsDouble()));
+  return checkComputePolicy(ti, policy, element, element, false);
+}
+
 LogicalResult AttentionOp::inferTypes(TypeInference &ti, Adaptor a) {
   ti.setOperandNames({"query", "key", "value"});
   if (failed(ti.requireSameElementType(
           {{a.getQuery(), 0}, {a.getKey(), 1}, {a.getValue(), 2}})))
     return failure();
   Type element = getElementTypeOrSelf(a.getQuery().getType());
-  PolicyAttr policy = a.getPolicyAttr();
-  if (isFloat8(element) && (!policy || !policy.getAccum()))
-    return ti.fail("fp8 attention must accumulate in f32 or bf16: add "
-                   "{policy = #tgraph.policy<accum = f32>}");
-  if (auto scale = a.getScaleAttr(); scale && !(scale.getValueAsDouble() > 0))
-    return ti.fail("scale must be positive, but is " +
-                   shape::formatNumber(scale.getValueAsDouble()));
-  if (failed(checkComputePolicy(ti, policy, element, element, false)))
+  if (failed(checkAttentionAttributes(ti, element, a.getPolicyAttr(),
+                                      a.getScaleAttr())))
     return failure();
   auto result = shape::inferAttention(
       ti.diag(), getShape(a.getQuery().getType()),
@@ -219,14 +227,8 @@ LogicalResult AttentionGradOp::inferTypes(TypeInference &ti, Adaptor a) {
                                         {a.getOutputGrad(), 4}})))
     return failure();
   Type element = getElementTypeOrSelf(a.getQuery().getType());
-  PolicyAttr policy = a.getPolicyAttr();
-  if (isFloat8(element) && (!policy || !policy.getAccum()))
-    return ti.fail("fp8 attention must accumulate in f32 or bf16: add "
-                   "{policy = #tgraph.policy<accum = f32>}");
-  if (auto scale = a.getScaleAttr(); scale && !(scale.getValueAsDouble() > 0))
-    return ti.fail("scale must be positive, but is " +
-                   shape::formatNumber(scale.getValueAsDouble()));
-  if (failed(checkComputePolicy(ti, policy, element, element, false)))
+  if (failed(checkAttentionAttributes(ti, element, a.getPolicyAttr(),
+                                      a.getScaleAttr())))
     return failure();
   shape::TensorShape q = getShape(a.getQuery().getType()),
                      k = getShape(a.getKey().getType()),

@@ -332,26 +332,44 @@ static LogicalResult decomposeRMSNorm(OpTy op, PatternRewriter &rewriter,
 
 // attention: softmax(q k^T * scale [+ causal mask]) v, with the scores,
 // softmax and P v in the accumulation type when the policy names one.
-static LogicalResult decomposeAttention(AttentionOp op,
-                                        PatternRewriter &rewriter) {
-  Emitter e(rewriter, op.getLoc());
-  Location loc = op.getLoc();
+/// What both attention expansions start from: the scale, the storage and
+/// accumulation types, and the probabilities P.
+struct AttentionStart {
+  double scale;
+  Type storage, compute;
+  Value p;
+};
+
+template <typename OpTy>
+static FailureOr<AttentionStart> startAttention(OpTy op,
+                                                PatternRewriter &rewriter) {
   auto scale = attentionScale(op.getQuery(), op.getScale());
   if (!scale)
     return rewriter.notifyMatchFailure(op, "default scale needs a static D");
-  Type storage = e.elementOf(op.getQuery());
+  Type storage = getElementTypeOrSelf(op.getQuery().getType());
   Type t = computeType(storage, op.getPolicyAttr(), /*widen=*/false);
   std::string why;
-  auto p = buildAttentionProbabilities(rewriter, loc, op.getQuery(),
+  auto p = buildAttentionProbabilities(rewriter, op.getLoc(), op.getQuery(),
                                        op.getKey(), op.getCausal(), *scale, t,
                                        op.getPolicyAttr(), why);
   if (failed(p))
     return rewriter.notifyMatchFailure(op, why);
+  return AttentionStart{*scale, storage, t, *p};
+}
+
+static LogicalResult decomposeAttention(AttentionOp op,
+                                        PatternRewriter &rewriter) {
+  Emitter e(rewriter, op.getLoc());
+  auto start = startAttention(op, rewriter);
+  if (failed(start))
+    return failure();
+  Type t = start->compute;
   Value v = e.cast(op.getValue(), t);
   shape::TensorShape outShape = getShape(op.getType());
-  Value o = MatmulOp::create(rewriter, loc, getTensorType(outShape, t), *p, v,
-                             false, false, PolicyAttr());
-  rewriter.replaceOp(op, e.cast(o, storage, roundingPart(op.getPolicyAttr())));
+  Value o = MatmulOp::create(rewriter, op.getLoc(), getTensorType(outShape, t),
+                             start->p, v, false, false, PolicyAttr());
+  rewriter.replaceOp(
+      op, e.cast(o, start->storage, roundingPart(op.getPolicyAttr())));
   return success();
 }
 
@@ -362,18 +380,13 @@ static LogicalResult decomposeAttentionGrad(AttentionGradOp op,
                                             PatternRewriter &rewriter) {
   Emitter e(rewriter, op.getLoc());
   Location loc = op.getLoc();
-  auto scale = attentionScale(op.getQuery(), op.getScale());
-  if (!scale)
-    return rewriter.notifyMatchFailure(op, "default scale needs a static D");
-  Type storage = e.elementOf(op.getQuery());
+  auto start = startAttention(op, rewriter);
+  if (failed(start))
+    return failure();
   PolicyAttr policy = op.getPolicyAttr();
-  Type t = computeType(storage, policy, /*widen=*/false);
-  std::string why;
-  auto p =
-      buildAttentionProbabilities(rewriter, loc, op.getQuery(), op.getKey(),
-                                  op.getCausal(), *scale, t, policy, why);
-  if (failed(p))
-    return rewriter.notifyMatchFailure(op, why);
+  Type storage = start->storage, t = start->compute;
+  Value p = start->p;
+  std::optional<double> scale = start->scale;
   Value q = e.cast(op.getQuery(), t), k = e.cast(op.getKey(), t),
         v = e.cast(op.getValue(), t), g = e.cast(op.getOutputGrad(), t);
   auto typed = [&](Value like) {
@@ -383,12 +396,12 @@ static LogicalResult decomposeAttentionGrad(AttentionGradOp op,
   // (The operands are in the accumulation type already; rounding applies
   // to the final casts.)
   PolicyAttr accum = accumulationPart(policy);
-  Value dv = MatmulOp::create(rewriter, loc, typed(op.getValue()), *p, g,
+  Value dv = MatmulOp::create(rewriter, loc, typed(op.getValue()), p, g,
                               /*transpose_lhs=*/true, false, accum);
-  Value dp = MatmulOp::create(rewriter, loc, (*p).getType(), g, v, false,
+  Value dp = MatmulOp::create(rewriter, loc, p.getType(), g, v, false,
                               /*transpose_rhs=*/true, accum);
-  Value rows = e.reduceSum(e.mul(*p, dp), {last}, /*keep=*/true);
-  Value ds = e.mul(e.mul(*p, e.sub(dp, rows)), e.scalar(t, *scale));
+  Value rows = e.reduceSum(e.mul(p, dp), {last}, /*keep=*/true);
+  Value ds = e.mul(e.mul(p, e.sub(dp, rows)), e.scalar(t, *scale));
   Value dq = MatmulOp::create(rewriter, loc, typed(op.getQuery()), ds, k, false,
                               false, accum);
   Value dk = MatmulOp::create(rewriter, loc, typed(op.getKey()), ds, q,
