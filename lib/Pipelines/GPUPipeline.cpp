@@ -10,6 +10,18 @@
 
 using namespace mlir;
 
+/// Shared memory a block may use with the opt-in, by compute capability.
+static int64_t sharedMemoryLimit(llvm::StringRef chip) {
+  if (chip.starts_with("sm_90") || chip.starts_with("sm_10") ||
+      chip.starts_with("sm_12"))
+    return chip.starts_with("sm_12") ? 101376 : 232448;
+  if (chip == "sm_80" || chip == "sm_87")
+    return 166912;
+  if (chip == "sm_86" || chip == "sm_89")
+    return 101376;
+  return 49152;
+}
+
 void mlir::tessera::buildTileToPTXPipeline(OpPassManager &pm,
                                            const TileToPTXOptions &options) {
   // Layouts first: loads that become shared tiles for wgmma are pipelined
@@ -20,6 +32,7 @@ void mlir::tessera::buildTileToPTXPipeline(OpPassManager &pm,
   pm.addPass(createTTilePipelineLoads());
   ConvertTTileToGPUOptions lowering;
   lowering.tma = options.tma && options.chip == "sm_90a";
+  lowering.sharedLimit = sharedMemoryLimit(options.chip);
   pm.addPass(createConvertTTileToGPU(lowering));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());

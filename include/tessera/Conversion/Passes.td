@@ -257,6 +257,12 @@ def ConvertTTileToGPU : Pass<"tessera-convert-ttile-to-gpu", "ModuleOp"> {
     the runtime makes at each launch), runs 128 more threads, and says so
     in a `tessera_tma_<kernel>` global.
 
+    All of a kernel's shared memory is dynamic: its shared tiles, then one
+    scratch area for layout conversions and reductions, which uses one
+    after the other share. The kernel states its size in a
+    `tessera_dynamic_smem_<kernel>` global; more than `shared-limit` is an
+    error.
+
     Then `--gpu-lower-to-nvvm-pipeline` produces PTX.
   }];
   let options = [
@@ -265,6 +271,10 @@ def ConvertTTileToGPU : Pass<"tessera-convert-ttile-to-gpu", "ModuleOp"> {
     Option<"tma", "tma", "bool", "false",
            "Fill shared-tile rings with TMA copies from a producer warpgroup "
            "(sm_90a)">,
+    Option<"sharedLimit", "shared-limit", "int64_t", "232448",
+           "Shared memory a block may use, in bytes: the chip's opt-in "
+           "limit (232448 on sm_90, 166912 on sm_80 and sm_87, 101376 on "
+           "sm_86 and sm_89)">,
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::gpu::GPUDialect",

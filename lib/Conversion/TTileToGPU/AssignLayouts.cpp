@@ -2,6 +2,7 @@
 //------------===//
 
 #include "Distribution.h"
+#include "ExpandSoftmax.h"
 
 #include "tessera/Conversion/Passes.h"
 
@@ -31,93 +32,6 @@ RankedTensorType tileType(Value v) {
 RankedTensorType withLayout(RankedTensorType t, Attribute layout) {
   return RankedTensorType::get(t.getShape(), t.getElementType(), layout);
 }
-
-RankedTensorType withShape(RankedTensorType t, ArrayRef<int64_t> shape) {
-  return RankedTensorType::get(shape, t.getElementType());
-}
-
-Value floatSplat(OpBuilder &b, Location loc, RankedTensorType t, double v) {
-  auto plain = RankedTensorType::get(t.getShape(), t.getElementType());
-  return arith::ConstantOp::create(
-      b, loc, plain,
-      DenseElementsAttr::get(plain, b.getFloatAttr(t.getElementType(), v)));
-}
-
-//===----------------------------------------------------------------------===//
-// The online-softmax ops as tile ops
-//===----------------------------------------------------------------------===//
-
-/// m_c = max_j s; p = exp(s - m_c) (a -inf row subtracts 0); l_c = sum_j p.
-struct ExpandSoftmaxOnline : OpRewritePattern<SoftmaxOnlineOp> {
-  using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(SoftmaxOnlineOp op,
-                                PatternRewriter &b) const override {
-    Location loc = op.getLoc();
-    auto sType = cast<RankedTensorType>(op.getScores().getType());
-    auto rowType = withShape(sType, {sType.getShape()[0]});
-    Value mc =
-        ReduceOp::create(b, loc, rowType, ReduceKind::max, op.getScores(), 1);
-    Value ninf = floatSplat(b, loc, rowType, -INFINITY);
-    Value zero = floatSplat(b, loc, rowType, 0.0);
-    Value isInf =
-        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, mc, ninf);
-    Value safe = arith::SelectOp::create(b, loc, isInf, zero, mc);
-    Value rows = BroadcastOp::create(b, loc, withShape(sType, sType.getShape()),
-                                     safe, b.getDenseI64ArrayAttr({0}));
-    Value shifted = arith::SubFOp::create(b, loc, op.getScores(), rows);
-    Value p = math::ExpOp::create(b, loc, shifted);
-    Value lc = ReduceOp::create(b, loc, rowType, ReduceKind::sum, p, 1);
-    b.replaceOp(op, {p, mc, lc});
-    return success();
-  }
-};
-
-/// m' = max(m, m_c); a = exp(m - m'); c = exp(m_c - m');
-/// acc' = a * acc + c * (p @ v); l' = a * l + c * l_c.
-struct ExpandSoftmaxAccumulate : OpRewritePattern<SoftmaxAccumulateOp> {
-  using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(SoftmaxAccumulateOp op,
-                                PatternRewriter &b) const override {
-    Location loc = op.getLoc();
-    auto accType = cast<RankedTensorType>(op.getAcc().getType());
-    auto rowType = cast<RankedTensorType>(op.getM().getType());
-    rowType = withShape(rowType, rowType.getShape());
-    auto plainAcc = withShape(accType, accType.getShape());
-    Value m = op.getM(), mc = op.getMC();
-    Value mNew = arith::MaximumFOp::create(b, loc, m, mc);
-    Value ninf = floatSplat(b, loc, rowType, -INFINITY);
-    Value zero = floatSplat(b, loc, rowType, 0.0);
-    Value isInf =
-        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, mNew, ninf);
-    Value safe = arith::SelectOp::create(b, loc, isInf, zero, mNew);
-    Value a =
-        math::ExpOp::create(b, loc, arith::SubFOp::create(b, loc, m, safe));
-    Value c =
-        math::ExpOp::create(b, loc, arith::SubFOp::create(b, loc, mc, safe));
-    Value p = op.getP();
-    auto vType = cast<RankedTensorType>(op.getV().getType());
-    auto pType = cast<RankedTensorType>(p.getType());
-    if (pType.getElementType() != vType.getElementType())
-      p = CastOp::create(
-          b, loc,
-          RankedTensorType::get(pType.getShape(), vType.getElementType()), p,
-          false, false, Value());
-    Value pv = DotOp::create(b, loc, plainAcc, p, op.getV(),
-                             floatSplat(b, loc, plainAcc, 0.0));
-    auto rows = [&](Value x) -> Value {
-      return BroadcastOp::create(b, loc, plainAcc, x,
-                                 b.getDenseI64ArrayAttr({0}));
-    };
-    Value acc = arith::AddFOp::create(
-        b, loc, arith::MulFOp::create(b, loc, rows(a), op.getAcc()),
-        arith::MulFOp::create(b, loc, rows(c), pv));
-    Value l = arith::AddFOp::create(
-        b, loc, arith::MulFOp::create(b, loc, a, op.getL()),
-        arith::MulFOp::create(b, loc, c, op.getLC()));
-    b.replaceOp(op, {acc, mNew, l});
-    return success();
-  }
-};
 
 //===----------------------------------------------------------------------===//
 // Layout assignment
@@ -268,6 +182,9 @@ public:
         cvt.use_empty())
       return false;
     Attribute layout = cvt.getType().getEncoding();
+    // A computed tile stored for wgmma stays computed in registers.
+    if (isa<SharedAttr>(layout))
+      return false;
     // (Conversions hoistShared left without users do not count.)
     if (llvm::any_of(src.getUsers(), [&](Operation *user) {
           auto c = dyn_cast<ConvertLayoutOp>(user);
@@ -440,6 +357,19 @@ private:
     return tr;
   }
 
+  /// A computed 16-bit A given transposed (`v` the one-use [1, 0]
+  /// transpose of a tile in registers, as attention's P^T): the tile is
+  /// stored once into shared memory, where wgmma reads it M-major.
+  static TransposeOp storedTransposedA(Value v, Block *block) {
+    auto tr = v.getDefiningOp<TransposeOp>();
+    if (!tr || tr->getBlock() != block || !v.hasOneUse() ||
+        tr.getPermutation() != ArrayRef<int64_t>{1, 0} ||
+        sharedOperandLoad(tr.getSource(), block))
+      return {};
+    Type t = cast<RankedTensorType>(v.getType()).getElementType();
+    return t.isBF16() || t.isF16() ? tr : TransposeOp();
+  }
+
   static bool isFp8(Type t) { return isa<Float8E4M3FNType, Float8E5M2Type>(t); }
 
   /// For a dot wgmma can run (bf16/f16, or fp8 with B given transposed,
@@ -463,8 +393,10 @@ private:
     Block *block = dot->getBlock();
     bool bKMajor = bool(transposedOperand(dot.getB(), block));
     // A from registers (computed, as attention's P) for 16-bit types, with
-    // the warpgroups along M.
-    bool aInRegisters = !sharedOperandLoad(dot.getA(), block);
+    // the warpgroups along M; or computed and stored into shared memory
+    // (given transposed, or with warpgroups along N).
+    bool aStored = bool(storedTransposedA(dot.getA(), block));
+    bool aInRegisters = !sharedOperandLoad(dot.getA(), block) && !aStored;
     if ((aInRegisters && kMajorOnly) ||
         !(bKMajor || sharedOperandLoad(dot.getB(), block)) ||
         (kMajorOnly && !bKMajor))
@@ -481,8 +413,13 @@ private:
     while (gm > 1 && m % (64 * gm))
       gm /= 2;
     int64_t gn = groups / gm;
-    if (n % gn || (aInRegisters && (gn != 1 || (gm > 1 && m != 64 * gm))))
+    if (n % gn)
       return {};
+    if (aInRegisters && (gn != 1 || (gm > 1 && m != 64 * gm))) {
+      if (kMajorOnly)
+        return {};
+      aInRegisters = false; // stored K-major
+    }
     int64_t perGroup = n / gn, instrN = std::min<int64_t>(perGroup, 256);
     // An N-major B: a warpgroup's columns start on a whole swizzle row.
     int64_t atom = std::min<int64_t>(128, eltBytes * n) / eltBytes;
@@ -634,11 +571,25 @@ private:
         else
           convertOperand(dot.getAccMutable(), acc);
         setType(dot.getResult(), acc);
-        if (sharedOperandLoad(dot.getA(), dot->getBlock()))
+        auto mma = cast<MmaAttr>(acc);
+        int64_t gn = mma.getWarpsPerCTA()[1], gm = mma.getWarpsPerCTA()[0] / 4;
+        int64_t m = accType.getShape()[0];
+        if (sharedOperandLoad(dot.getA(), dot->getBlock())) {
           setSharedOperand(dot.getA());
-        else
+        } else if (TransposeOp tr =
+                       storedTransposedA(dot.getA(), dot->getBlock())) {
+          auto stored =
+              cast<SharedAttr>(sharedLayoutFor(tileType(tr.getSource())));
+          convertOperand(tr.getSourceMutable(), stored);
+          setType(tr.getResult(),
+                  SharedAttr::get(ctx, stored.getSwizzle(), {0, 1}));
+        } else if (gn != 1 || (gm > 1 && m != 64 * gm)) {
+          convertOperand(dot.getAMutable(),
+                         sharedLayoutFor(tileType(dot.getA())));
+        } else {
           convertOperand(dot.getAMutable(),
                          DotOperandAttr::get(ctx, 0, acc, 2));
+        }
         setSharedOperand(dot.getB());
         return success();
       }
@@ -806,10 +757,79 @@ struct TTileAssignLayoutsPass
     }
   }
 
+  /// Loads split for their products that got the same shared layout read
+  /// the same tile: the later one reads the earlier one's buffer instead
+  /// (one copy into shared memory instead of two), unless something
+  /// between them may write memory.
+  static void mergeSharedLoads(func::FuncOp fn) {
+    auto writes = [](Operation *op) {
+      bool found = false;
+      op->walk([&](Operation *inner) {
+        auto effects = dyn_cast<MemoryEffectOpInterface>(inner);
+        if (isa<StoreOp>(inner) ||
+            (effects ? effects.hasEffect<MemoryEffects::Write>()
+                     : !inner->hasTrait<OpTrait::HasRecursiveMemoryEffects>() &&
+                           inner->getNumRegions() == 0 && !isPure(inner)))
+          found = true;
+      });
+      return found;
+    };
+    // Values computed alike by pure ops (a row index traced twice).
+    std::function<bool(Value, Value, int)> sameValue = [&](Value x, Value y,
+                                                           int depth) {
+      if (x == y)
+        return true;
+      Operation *a = x.getDefiningOp(), *b = y.getDefiningOp();
+      if (!a || !b || depth == 0 || !isPure(a) || a->getNumRegions() ||
+          a->getName() != b->getName() ||
+          a->getAttrDictionary() != b->getAttrDictionary() ||
+          a->getNumOperands() != b->getNumOperands() ||
+          a->getResultTypes() != b->getResultTypes() ||
+          cast<OpResult>(x).getResultNumber() !=
+              cast<OpResult>(y).getResultNumber())
+        return false;
+      return llvm::all_of(
+          llvm::zip(a->getOperands(), b->getOperands()), [&](auto pair) {
+            return sameValue(std::get<0>(pair), std::get<1>(pair), depth - 1);
+          });
+    };
+    auto sameLoad = [&](LoadOp a, LoadOp b) {
+      return a.getType() == b.getType() && !a.getMask() && !b.getMask() &&
+             a->getAttrDictionary() == b->getAttrDictionary() &&
+             sameValue(a.getSource(), b.getSource(), 8) &&
+             a.getIndices().size() == b.getIndices().size() &&
+             llvm::all_of(
+                 llvm::zip(a.getIndices(), b.getIndices()), [&](auto pair) {
+                   return sameValue(std::get<0>(pair), std::get<1>(pair), 8);
+                 });
+    };
+    fn.walk([&](Block *block) {
+      SmallVector<LoadOp> seen;
+      for (Operation &op : llvm::make_early_inc_range(*block)) {
+        auto load = dyn_cast<LoadOp>(&op);
+        if (!load) {
+          if (writes(&op))
+            seen.clear();
+          continue;
+        }
+        if (!isa_and_nonnull<SharedAttr>(load.getType().getEncoding()))
+          continue;
+        auto same =
+            llvm::find_if(seen, [&](LoadOp s) { return sameLoad(s, load); });
+        if (same == seen.end()) {
+          seen.push_back(load);
+          continue;
+        }
+        load.getResult().replaceAllUsesWith(same->getResult());
+        load->erase();
+      }
+    });
+  }
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
     RewritePatternSet patterns(&getContext());
-    patterns.add<ExpandSoftmaxOnline, ExpandSoftmaxAccumulate>(&getContext());
+    populateSoftmaxExpansionPatterns(patterns);
     if (failed(applyPatternsGreedily(module, std::move(patterns))))
       return signalPassFailure();
     for (auto fn : module.getOps<func::FuncOp>()) {
@@ -827,6 +847,8 @@ struct TTileAssignLayoutsPass
         for (ConvertLayoutOp c : converts)
           changed |= assigner.hoist(c);
       }
+      if (wgmma)
+        mergeSharedLoads(fn);
       // Values re-created in other layouts leave their originals unused.
       for (bool changed = true; changed;) {
         SmallVector<Operation *> dead;

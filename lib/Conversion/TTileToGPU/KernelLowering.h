@@ -63,19 +63,30 @@ public:
     Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
     lane = arith::RemUIOp::create(b, loc, tid, index(32));
     warp = arith::DivUIOp::create(b, loc, tid, index(32));
-    if (useTma && planSpecialization())
-      return runSpecialized();
+    if (useTma && planSpecialization()) {
+      LogicalResult status = runSpecialized();
+      placeScratch();
+      return status;
+    }
     if (failed(lowerBlock(src.getBody().front())))
       return failure();
     gpu::ReturnOp::create(b, loc);
+    placeScratch();
     return success();
   }
 
-  /// Dynamic shared memory the kernel needs at launch (0 for none).
+  /// Dynamic shared memory the kernel needs at launch (0 for none): the
+  /// shared tiles at their peak, then the scratch area.
   int64_t dynamicSharedBytes() const {
-    int64_t peak = std::max(dynamicPeak, dynamicBytes);
-    return peak ? peak + 1024 : 0;
+    int64_t total = tileSharedBytes() + scratchBytes;
+    return total ? total + 1024 : 0;
   }
+  /// Of which the shared tiles (and their stages and barriers).
+  int64_t tileSharedBytes() const {
+    return llvm::alignTo(std::max(dynamicPeak, dynamicBytes), 128);
+  }
+  /// Of which layout conversions and reductions.
+  int64_t scratchSharedBytes() const { return scratchBytes; }
 
   /// Whether the kernel runs a producer warpgroup (TMA copies) beside its
   /// `ttile.num_warps` warps: it then takes one more parameter, the device
@@ -104,11 +115,24 @@ private:
   Value dynamicBase;
   int64_t dynamicBytes = 0;
   int64_t dynamicPeak = 0;
+  /// The scratch area: its offset from the base (a constant set once the
+  /// tiles' peak is known), its size, and the bytes of the current use.
+  arith::ConstantIndexOp scratchOffset;
+  Value scratchBase;
+  int64_t scratchBytes = 0;
+  int64_t scratchUsed = 0;
+  /// Places the scratch area after the tiles (once the kernel is lowered).
+  void placeScratch() {
+    if (scratchOffset)
+      scratchOffset->setAttr("value", b.getIndexAttr(tileSharedBytes()));
+  }
   /// Shared-tile loads of the range being lowered: this iteration's buffer.
   DenseMap<Operation *, Value> ringSlots;
   /// wgmma dots that leave their group in flight into the next iteration
   /// (waited for at the next one's end, or after the loop).
   llvm::SmallPtrSet<Operation *, 4> overlappedDots;
+  /// Results of wgmma dots issued and not yet waited for (defersWgmmaWait).
+  SmallVector<Value, 2> pendingWgmma;
 
   /// Warp specialization (LowerProducer.cpp).
   bool useTma = false;
@@ -257,63 +281,72 @@ private:
     return arith::ConstantOp::create(b, loc, b.getZeroAttr(type));
   }
 
-  /// A workgroup (shared memory) buffer of `count` elements, one per use
-  /// site, 16-byte aligned: it is read and written with 16-byte vector
-  /// accesses (the natural alignment of a bf16 array would place it after
-  /// other buffers at any even address).
-  Value sharedBuffer(Type element, int64_t count) {
-    auto space = gpu::AddressSpaceAttr::get(b.getContext(),
-                                            gpu::AddressSpace::Workgroup);
-    auto type =
-        MemRefType::get({count}, element, MemRefLayoutAttrInterface{}, space);
-    BlockArgument buf = dst.addWorkgroupAttribution(type, src.getLoc());
-    dst.setWorkgroupAttributionAttr(dst.getNumWorkgroupAttributions() - 1,
-                                    LLVM::LLVMDialect::getAlignAttrName(),
-                                    b.getI64IntegerAttr(16));
-    return buf;
-  }
+  /// A buffer of the scratch area: the byte address of its first element.
+  struct SharedArray {
+    Value base;
+    Type element;
+  };
 
-  /// Element type used in shared memory for `t` (i1 as i8).
-  Type storageType(Type t) { return t.isInteger(1) ? b.getI8Type() : t; }
+  /// Layout conversions and cross-warp reductions meet in one scratch area
+  /// of dynamic shared memory, placed after the shared tiles at their peak.
+  /// Every use of it starts behind a barrier, after which no thread still
+  /// reads an earlier use: uses one after the other share it, and it is as
+  /// large as the largest use. beginScratch() starts a use; sharedBuffer()
+  /// hands out buffers of that use (live together), 128-byte aligned: they
+  /// are read and written with 16-byte vector accesses.
+  void beginScratch() { scratchUsed = 0; }
+  SharedArray sharedBuffer(Type element, int64_t count);
+
+  /// Element `i` of `array` as a shared-memory pointer.
+  Value sharedElement(Location loc, const SharedArray &array, Value i);
+  void storeShared(Location loc, Value value, const SharedArray &array, Value i,
+                   unsigned align);
+  Value loadShared(Location loc, Type type, const SharedArray &array, Value i,
+                   unsigned align);
+
+  /// Element type used in shared memory for `t`: i1 as i8, 8-bit floats
+  /// as i8 (the LLVM dialect has no fp8), index as i64.
+  Type storageType(Type t) {
+    if (t.isInteger(1) || (isa<FloatType>(t) && t.getIntOrFloatBitWidth() == 8))
+      return b.getI8Type();
+    if (t.isIndex())
+      return b.getI64Type();
+    return t;
+  }
   Value toStorage(Location loc, Value v) {
-    return v.getType().isInteger(1)
-               ? arith::ExtUIOp::create(b, loc, b.getI8Type(), v).getResult()
-               : v;
+    Type t = v.getType(), s = storageType(t);
+    if (s == t)
+      return v;
+    if (t.isInteger(1))
+      return arith::ExtUIOp::create(b, loc, s, v);
+    if (t.isIndex())
+      return arith::IndexCastOp::create(b, loc, s, v);
+    return arith::BitcastOp::create(b, loc, s, v);
   }
   Value fromStorage(Location loc, Value v, Type t) {
-    return t.isInteger(1) ? arith::TruncIOp::create(b, loc, t, v).getResult()
-                          : v;
+    if (v.getType() == t)
+      return v;
+    if (t.isInteger(1))
+      return arith::TruncIOp::create(b, loc, t, v);
+    if (t.isIndex())
+      return arith::IndexCastOp::create(b, loc, t, v);
+    return arith::BitcastOp::create(b, loc, t, v);
   }
 
   //===--------------------------------------------------------------------===//
   // Blocks and ops
   //===--------------------------------------------------------------------===//
 
-  LogicalResult lowerBlock(Block &block) {
-    for (auto it = block.begin(), end = std::prev(block.end()); it != end;) {
-      // Adjacent conversions through shared memory share their barriers.
-      SmallVector<ConvertLayoutOp> group;
-      for (auto next = it; next != end; ++next) {
-        auto cvt = dyn_cast<ConvertLayoutOp>(&*next);
-        if (!cvt || !movesData(cvt) ||
-            llvm::any_of(group, [&](ConvertLayoutOp g) {
-              return g.getResult() == cvt.getSource();
-            }))
-          break;
-        group.push_back(cvt);
-      }
-      if (group.size() > 1) {
-        if (failed(lowerConvertGroup(group)))
-          return failure();
-        std::advance(it, group.size());
-        continue;
-      }
-      if (failed(lowerOp(&*it)))
-        return failure();
-      ++it;
-    }
-    return success();
+  /// Whether `op` stores a tile in registers as a shared tile.
+  static bool storesShared(Operation *op) {
+    auto cvt = dyn_cast<ConvertLayoutOp>(op);
+    return cvt && isa_and_nonnull<SharedAttr>(cvt.getType().getEncoding());
   }
+
+  /// Lowers the ops of `block` (but its terminator) in order; groups
+  /// consecutive stores of shared tiles and consecutive conversions through
+  /// shared memory, which then share their barriers.
+  LogicalResult lowerBlock(Block &block);
 
   /// The lowered values of `values`, tiles flattened into their registers.
   SmallVector<Value> flatten(ValueRange values) {
@@ -688,7 +721,7 @@ private:
   /// the shared buffer `buf` (contiguous along dim `fast`, 16-byte chunks
   /// at `address`) with ldmatrix: each lane gives the address of one
   /// 8-element buffer row of an 8x8 matrix.
-  Regs ldmatrix(Location loc, Value buf, const Distribution &d,
+  Regs ldmatrix(Location loc, const SharedArray &buf, const Distribution &d,
                 RankedTensorType type, unsigned opIdx, MmaAttr mma,
                 unsigned fast, function_ref<Value(ArrayRef<Value>)> address,
                 Type elt);
@@ -699,7 +732,7 @@ private:
   /// along it) and its 16-byte chunks are XOR-swizzled by row against bank
   /// conflicts.
   struct SharedTransfer {
-    Value buf;
+    SharedArray buf;
     SmallVector<int64_t> shape;
     unsigned fast;
     int64_t rowLength, chunk, swizzle, bytes;
@@ -795,6 +828,23 @@ private:
   /// Reserves `bytes` (rounded up to 1024) of dynamic shared memory; returns
   /// their offset from dynamicSharedBase().
   int64_t allocateDynamicShared(int64_t bytes);
+
+  /// The byte offset of element (row, col) in a shared tile of `rows` rows
+  /// in the layout wgmma, TMA and the cp.async copies share.
+  Value sharedTileOffset(Location loc, Value row, Value col, int64_t rows,
+                         int64_t rowBytes, int64_t eltBytes);
+
+  /// A tile in registers stored as a shared tile (a computed wgmma
+  /// operand): a buffer of the stack, written by every thread between
+  /// barriers.
+  LogicalResult lowerStoreShared(ConvertLayoutOp op);
+
+  /// Stores `ops` (consecutive) between one pair of barriers.
+  LogicalResult lowerStoreSharedGroup(ArrayRef<ConvertLayoutOp> ops);
+
+  /// Whether wgmma dot `op` leaves its wait to the next op, an independent
+  /// wgmma dot (views and constants between them aside).
+  bool defersWgmmaWait(DotOp op);
 
   /// Copies the tile `op` loads, starting at `start`, into the shared
   /// buffer at `dstAddr` (its swizzled layout) with cp.async; `valid`

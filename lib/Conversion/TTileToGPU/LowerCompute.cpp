@@ -173,7 +173,8 @@ LogicalResult KernelLowering::lowerReduce(ReduceOp op) {
   // Across warps: through shared memory, in warp order.
   if (!warpBits.empty()) {
     int64_t n = partial.size();
-    Value buf = sharedBuffer(work, numWarps * 32 * n);
+    beginScratch();
+    SharedArray buf = sharedBuffer(work, numWarps * 32 * n);
     Value tid = arith::AddIOp::create(
         b, loc, arith::MulIOp::create(b, loc, warp, index(32)), lane);
     auto slot = [&](Value thread, int64_t r) -> Value {
@@ -182,8 +183,8 @@ LogicalResult KernelLowering::lowerReduce(ReduceOp op) {
     };
     gpu::BarrierOp::create(b, loc);
     for (int64_t r = 0; r < n; ++r)
-      memref::StoreOp::create(b, loc, partial[r], buf,
-                              ValueRange{slot(tid, r)});
+      storeShared(loc, toStorage(loc, partial[r]), buf, slot(tid, r),
+                  unsigned(buf.element.getIntOrFloatBitWidth() / 8));
     gpu::BarrierOp::create(b, loc);
     int64_t mask = 0;
     for (unsigned bit : warpBits)
@@ -198,8 +199,11 @@ LogicalResult KernelLowering::lowerReduce(ReduceOp op) {
       Value srcTid = arith::AddIOp::create(
           b, loc, arith::MulIOp::create(b, loc, srcWarp, index(32)), lane);
       for (int64_t r = 0; r < n; ++r) {
-        Value x =
-            memref::LoadOp::create(b, loc, buf, ValueRange{slot(srcTid, r)});
+        Value x = fromStorage(
+            loc,
+            loadShared(loc, buf.element, buf, slot(srcTid, r),
+                       unsigned(buf.element.getIntOrFloatBitWidth() / 8)),
+            work);
         partial[r] = c == 0 ? x : combine(loc, kind, partial[r], x);
       }
     }

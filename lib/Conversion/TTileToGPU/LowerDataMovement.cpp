@@ -44,9 +44,9 @@ int64_t KernelLowering::runAlong(const Distribution &d, unsigned dim) {
 /// the shared buffer `buf` (contiguous along dim `fast`, 16-byte chunks
 /// at `address`) with ldmatrix: each lane gives the address of one
 /// 8-element buffer row of an 8x8 matrix.
-Regs KernelLowering::ldmatrix(Location loc, Value buf, const Distribution &d,
-                              RankedTensorType type, unsigned opIdx,
-                              MmaAttr mma, unsigned fast,
+Regs KernelLowering::ldmatrix(Location loc, const SharedArray &buf,
+                              const Distribution &d, RankedTensorType type,
+                              unsigned opIdx, MmaAttr mma, unsigned fast,
                               function_ref<Value(ArrayRef<Value>)> address,
                               Type elt) {
   // Buffer rows run along the fragment pairs' dim (K) for A with fast 1
@@ -61,7 +61,7 @@ Regs KernelLowering::ldmatrix(Location loc, Value buf, const Distribution &d,
   int64_t nOuter = opIdx == 0 ? type.getShape()[0] / (16 * wm)
                               : type.getShape()[1] / (8 * wn);
   SmallVector<Value> wbase = threadBases(loc, d, /*withLanes=*/false);
-  Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, buf);
+  Value base = buf.base;
   Value l8 = arith::RemUIOp::create(b, loc, lane, index(8));
   Value j = arith::DivUIOp::create(b, loc, lane, index(8));
   Value jLow = arith::RemUIOp::create(b, loc, j, index(2));
@@ -220,8 +220,7 @@ void KernelLowering::writeShared(Location loc, const SharedTransfer &t,
   for (int64_t r = 0, n = from.numRegs(); r < n; r += vw) {
     Value addr = sharedAddress(loc, t, coordsOf(loc, from, bases, r));
     if (vw == 1) {
-      memref::StoreOp::create(b, loc, toStorage(loc, vals[r]), t.buf,
-                              ValueRange{addr});
+      storeShared(loc, toStorage(loc, vals[r]), t.buf, addr, t.bytes);
       continue;
     }
     SmallVector<Value> elems;
@@ -229,8 +228,7 @@ void KernelLowering::writeShared(Location loc, const SharedTransfer &t,
       elems.push_back(toStorage(loc, vals[r + e]));
     Value vec = vector::FromElementsOp::create(
         b, loc, VectorType::get({vw}, t.storage), elems);
-    vector::StoreOp::create(b, loc, vec, t.buf, ValueRange{addr}, false,
-                            llvm::Align(vw * t.bytes));
+    storeShared(loc, vec, t.buf, addr, unsigned(vw * t.bytes));
   }
 }
 
@@ -257,13 +255,12 @@ Regs KernelLowering::readShared(
   for (int64_t r = 0, n = to.numRegs(); r < n; r += vr) {
     Value addr = address(srcCoords(coordsOf(loc, to, bases, r)));
     if (vr == 1) {
-      Value x = memref::LoadOp::create(b, loc, t.buf, ValueRange{addr});
+      Value x = loadShared(loc, t.storage, t.buf, addr, t.bytes);
       out.push_back(fromStorage(loc, x, elt));
       continue;
     }
-    Value vec = vector::LoadOp::create(b, loc, VectorType::get({vr}, t.storage),
-                                       t.buf, ValueRange{addr}, false,
-                                       llvm::Align(vr * t.bytes));
+    Value vec = loadShared(loc, VectorType::get({vr}, t.storage), t.buf, addr,
+                           unsigned(vr * t.bytes));
     for (int64_t e = 0; e < vr; ++e)
       out.push_back(
           fromStorage(loc, vector::ExtractOp::create(b, loc, vec, e), elt));
@@ -276,11 +273,67 @@ Regs KernelLowering::throughShared(
     const Distribution &to, Type elt,
     function_ref<SmallVector<Value>(ArrayRef<Value>)> srcCoords,
     RankedTensorType plainTo) {
+  beginScratch();
   SharedTransfer t = planShared(from, to, elt, bool(plainTo));
   gpu::BarrierOp::create(b, loc);
   writeShared(loc, t, vals, from);
   gpu::BarrierOp::create(b, loc);
   return readShared(loc, t, to, elt, srcCoords, plainTo);
+}
+
+LogicalResult KernelLowering::lowerBlock(Block &block) {
+  for (auto it = block.begin(), end = std::prev(block.end()); it != end;) {
+    // Tiles stored for wgmma one after the other (views of them and
+    // constants between) share their barriers.
+    if (storesShared(&*it)) {
+      SmallVector<ConvertLayoutOp> stores;
+      SmallVector<Operation *> others;
+      auto next = it;
+      for (; next != end; ++next) {
+        if (storesShared(&*next)) {
+          stores.push_back(cast<ConvertLayoutOp>(&*next));
+          continue;
+        }
+        auto tr = dyn_cast<TransposeOp>(&*next);
+        if ((tr && isa_and_nonnull<SharedAttr>(
+                       cast<RankedTensorType>(tr.getSource().getType())
+                           .getEncoding())) ||
+            isa<arith::ConstantOp>(&*next)) {
+          others.push_back(&*next);
+          continue;
+        }
+        break;
+      }
+      if (failed(lowerStoreSharedGroup(stores)))
+        return failure();
+      for (Operation *op : others)
+        if (failed(lowerOp(op)))
+          return failure();
+      it = next;
+      continue;
+    }
+    // Adjacent conversions through shared memory share their barriers.
+    SmallVector<ConvertLayoutOp> group;
+    for (auto next = it; next != end; ++next) {
+      auto cvt = dyn_cast<ConvertLayoutOp>(&*next);
+      if (!cvt || !movesData(cvt) ||
+          llvm::any_of(group, [&](ConvertLayoutOp g) {
+            return g.getResult() == cvt.getSource();
+          }))
+        break;
+      group.push_back(cvt);
+    }
+    if (group.size() > 1) {
+      if (failed(lowerConvertGroup(group)))
+        return failure();
+      std::advance(it, group.size());
+      continue;
+    }
+    if (failed(lowerOp(&*it)))
+      return failure();
+    ++it;
+  }
+  return success();
 }
 
 /// Lowers `ops`, consecutive layout conversions that move data between
@@ -291,6 +344,7 @@ KernelLowering::lowerConvertGroup(MutableArrayRef<ConvertLayoutOp> ops) {
   Location loc = ops.front().getLoc();
   SmallVector<SharedTransfer> transfers;
   SmallVector<Distribution> tos;
+  beginScratch();
   for (ConvertLayoutOp op : ops) {
     auto from = dist(op, op.getSource().getType());
     auto to = dist(op, op.getType());
@@ -322,6 +376,8 @@ bool KernelLowering::movesData(ConvertLayoutOp op) {
 }
 
 LogicalResult KernelLowering::lowerConvert(ConvertLayoutOp op) {
+  if (isa_and_nonnull<SharedAttr>(op.getType().getEncoding()))
+    return lowerStoreSharedGroup({op});
   auto from = dist(op, op.getSource().getType());
   auto to = dist(op, op.getType());
   if (failed(from) || failed(to))

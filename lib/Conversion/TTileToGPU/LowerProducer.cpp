@@ -343,10 +343,15 @@ bool KernelLowering::planSpecialization() {
   }
   // Synchronous shared tiles live beside the rings (which are not reused
   // from one loop to the next: the producer runs ahead into the next one).
+  // So do computed tiles stored for wgmma.
   src.walk([&](LoadOp load) {
     if (!inRings.contains(load) &&
         isa_and_nonnull<SharedAttr>(load.getType().getEncoding()))
       bytes += sharedTileBytes(cast<RankedTensorType>(load.getType()));
+  });
+  src.walk([&](ConvertLayoutOp cvt) {
+    if (isa_and_nonnull<SharedAttr>(cvt.getType().getEncoding()))
+      bytes += sharedTileBytes(cvt.getType());
   });
   if (bytes > kSharedLimitBytes)
     return false;

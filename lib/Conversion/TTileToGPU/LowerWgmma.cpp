@@ -70,6 +70,169 @@ int64_t KernelLowering::allocateDynamicShared(int64_t bytes) {
   return offset;
 }
 
+KernelLowering::SharedArray KernelLowering::sharedBuffer(Type element,
+                                                         int64_t count) {
+  if (!scratchOffset) {
+    Value base = dynamicSharedBase();
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointAfterValue(base);
+    // 0 until the kernel is lowered: placeScratch() sets it.
+    scratchOffset = arith::ConstantIndexOp::create(b, src.getLoc(), 0);
+    scratchBase = arith::AddIOp::create(b, src.getLoc(), base, scratchOffset);
+  }
+  Type storage = storageType(element);
+  int64_t bytes =
+      count * std::max<int64_t>(1, storage.getIntOrFloatBitWidth() / 8);
+  int64_t offset = scratchUsed;
+  scratchUsed += llvm::alignTo(bytes, 128);
+  scratchBytes = std::max(scratchBytes, scratchUsed);
+  Value addr = scratchBase;
+  if (offset)
+    addr = arith::AddIOp::create(b, src.getLoc(), scratchBase, index(offset));
+  return {addr, storage};
+}
+
+Value KernelLowering::sharedElement(Location loc, const SharedArray &array,
+                                    Value i) {
+  int64_t bytes =
+      std::max<int64_t>(1, array.element.getIntOrFloatBitWidth() / 8);
+  Value addr = arith::AddIOp::create(
+      b, loc, array.base, arith::MulIOp::create(b, loc, i, index(bytes)));
+  return LLVM::IntToPtrOp::create(
+      b, loc, LLVM::LLVMPointerType::get(b.getContext(), 3),
+      ValueRange{arith::IndexCastOp::create(b, loc, b.getI64Type(), addr)});
+}
+
+void KernelLowering::storeShared(Location loc, Value value,
+                                 const SharedArray &array, Value i,
+                                 unsigned align) {
+  LLVM::StoreOp::create(b, loc, value, sharedElement(loc, array, i), align);
+}
+
+Value KernelLowering::loadShared(Location loc, Type type,
+                                 const SharedArray &array, Value i,
+                                 unsigned align) {
+  return LLVM::LoadOp::create(b, loc, type, sharedElement(loc, array, i),
+                              align);
+}
+
+Value KernelLowering::sharedTileOffset(Location loc, Value row, Value col,
+                                       int64_t rows, int64_t rowBytes,
+                                       int64_t eltBytes) {
+  // Columns in blocks of one swizzle row, each block rows x rowBytes; in a
+  // block, the 16-byte chunks of a row XOR-ed with the row's phase (bits 7
+  // and up of the unswizzled offset: the 128-byte line within 1024 bytes).
+  int64_t rowElts = rowBytes / eltBytes;
+  Value logical = arith::AddIOp::create(
+      b, loc,
+      arith::AddIOp::create(
+          b, loc,
+          arith::MulIOp::create(
+              b, loc, arith::DivUIOp::create(b, loc, col, index(rowElts)),
+              index(rows * rowBytes)),
+          arith::MulIOp::create(b, loc, row, index(rowBytes))),
+      arith::MulIOp::create(b, loc,
+                            arith::RemUIOp::create(b, loc, col, index(rowElts)),
+                            index(eltBytes)));
+  Value phase = arith::AndIOp::create(
+      b, loc, arith::ShRUIOp::create(b, loc, logical, index(7)),
+      index(rowBytes / 16 - 1));
+  return arith::XOrIOp::create(b, loc, logical,
+                               arith::ShLIOp::create(b, loc, phase, index(4)));
+}
+
+LogicalResult KernelLowering::lowerStoreShared(ConvertLayoutOp op) {
+  Location loc = op.getLoc();
+  auto t = op.getType();
+  auto shared = cast<SharedAttr>(t.getEncoding());
+  int64_t eltBits = t.getElementTypeBitWidth();
+  if (t.getRank() != 2 || shared.getOrder() != ArrayRef<int64_t>{1, 0} ||
+      !(eltBits == 8 || eltBits == 16 || eltBits == 32) ||
+      t.getShape()[1] * eltBits / 8 % shared.getSwizzle() ||
+      t.getShape()[0] % 8)
+    return op.emitError()
+           << "a tile in registers is stored as a #ttile.shared tile when it "
+              "is 2-d, of 8-, 16- or 32-bit elements, with order [1, 0], "
+              "rows a multiple of the swizzle row and a multiple of 8 of "
+              "them; got "
+           << t;
+  auto from = dist(op, op.getSource().getType());
+  if (failed(from))
+    return failure();
+  int64_t eltBytes = eltBits / 8, chunkElts = 16 / eltBytes;
+  int64_t rows = t.getShape()[0], rowBytes = shared.getSwizzle();
+  Value addr =
+      arith::AddIOp::create(b, loc, dynamicSharedBase(),
+                            index(allocateDynamicShared(sharedTileBytes(t))));
+  Regs vals = tiles.lookup(op.getSource());
+  SmallVector<Value> bases = threadBases(loc, *from);
+  int64_t vw = std::min(runAlong(*from, 1), chunkElts);
+  Type elt = t.getElementType();
+  Type storage = storageType(elt);
+  for (int64_t r = 0, n = from->numRegs(); r < n; r += vw) {
+    // (Registers replicated across threads are written by each: the same
+    // value to the same place.)
+    Value row = coord(loc, *from, bases, r, 0);
+    Value col = coord(loc, *from, bases, r, 1);
+    Value ptr = LLVM::IntToPtrOp::create(
+        b, loc, LLVM::LLVMPointerType::get(b.getContext(), 3),
+        ValueRange{arith::IndexCastOp::create(
+            b, loc, b.getI64Type(),
+            arith::AddIOp::create(
+                b, loc, addr,
+                sharedTileOffset(loc, row, col, rows, rowBytes, eltBytes)))});
+    Value v = toStorage(loc, vals[r]);
+    if (vw > 1) {
+      SmallVector<Value> elems;
+      for (int64_t e = 0; e < vw; ++e)
+        elems.push_back(toStorage(loc, vals[r + e]));
+      v = vector::FromElementsOp::create(b, loc, VectorType::get({vw}, storage),
+                                         elems);
+    }
+    LLVM::StoreOp::create(b, loc, v, ptr, unsigned(vw * eltBytes));
+  }
+  tiles[op.getResult()] = Regs{addr};
+  return success();
+}
+
+LogicalResult
+KernelLowering::lowerStoreSharedGroup(ArrayRef<ConvertLayoutOp> ops) {
+  Location loc = ops.front()->getLoc();
+  // Earlier readers of the buffers (the previous iteration's products)
+  // are done.
+  gpu::BarrierOp::create(b, loc);
+  for (ConvertLayoutOp op : ops)
+    if (failed(lowerStoreShared(op)))
+      return failure();
+  // Generic-proxy stores, read by wgmma through the async proxy.
+  fenceSharedForTensorCores(loc);
+  gpu::BarrierOp::create(b, loc);
+  return success();
+}
+
+bool KernelLowering::defersWgmmaWait(DotOp op) {
+  if (overlappedDots.contains(op))
+    return false;
+  for (Operation *next = op->getNextNode(); next; next = next->getNextNode()) {
+    // Views of shared tiles and constants emit no reads of accumulators.
+    if (auto tr = dyn_cast<TransposeOp>(next);
+        tr &&
+        isa_and_nonnull<SharedAttr>(
+            cast<RankedTensorType>(tr.getSource().getType()).getEncoding()))
+      continue;
+    if (isa<arith::ConstantOp>(next))
+      continue;
+    auto dot = dyn_cast<DotOp>(next);
+    if (!dot || overlappedDots.contains(dot))
+      return false;
+    auto mma = dyn_cast<MmaAttr>(
+        cast<RankedTensorType>(dot.getAcc().getType()).getEncoding());
+    return mma && mma.getVersion() == 3 &&
+           !llvm::is_contained(dot->getOperands(), op.getResult());
+  }
+  return false;
+}
+
 void KernelLowering::issueSharedCopy(LoadOp op, Value dstAddr,
                                      ArrayRef<Value> start, Value valid,
                                      Value threadId, int64_t threads,
@@ -82,7 +245,7 @@ void KernelLowering::issueSharedCopy(LoadOp op, Value dstAddr,
   int64_t rows = t.getShape()[0], cols = t.getShape()[1];
   int64_t eltBytes = t.getElementTypeBitWidth() / 8;
   int64_t chunkElts = 16 / eltBytes, chunksPerRow = cols / chunkElts;
-  int64_t rowBytes = shared.getSwizzle(), rowElts = rowBytes / eltBytes;
+  int64_t rowBytes = shared.getSwizzle();
   if (!threads)
     threads = 32 * numWarps;
   int64_t chunks = rows * chunksPerRow;
@@ -126,23 +289,9 @@ void KernelLowering::issueSharedCopy(LoadOp op, Value dstAddr,
     Value r = arith::DivUIOp::create(b, loc, q, index(chunksPerRow));
     Value cc = arith::RemUIOp::create(b, loc, q, index(chunksPerRow));
     Value col = arith::MulIOp::create(b, loc, cc, index(chunkElts));
-    Value logical = arith::AddIOp::create(
-        b, loc,
-        arith::AddIOp::create(
-            b, loc,
-            arith::MulIOp::create(
-                b, loc, arith::DivUIOp::create(b, loc, col, index(rowElts)),
-                index(rows * rowBytes)),
-            arith::MulIOp::create(b, loc, r, index(rowBytes))),
-        arith::MulIOp::create(
-            b, loc, arith::RemUIOp::create(b, loc, col, index(rowElts)),
-            index(eltBytes)));
-    Value phase = arith::AndIOp::create(
-        b, loc, arith::ShRUIOp::create(b, loc, logical, index(7)),
-        index(rowBytes / 16 - 1));
-    Value physical = arith::XOrIOp::create(
-        b, loc, logical, arith::ShLIOp::create(b, loc, phase, index(4)));
-    c.dst = arith::AddIOp::create(b, loc, dstAddr, physical);
+    c.dst = arith::AddIOp::create(
+        b, loc, dstAddr,
+        sharedTileOffset(loc, r, col, rows, rowBytes, eltBytes));
     c.row = arith::AddIOp::create(b, loc, start[0], r);
     c.col = arith::AddIOp::create(b, loc, start[1], col);
     c.inRange =
@@ -556,13 +705,16 @@ LogicalResult KernelLowering::lowerWgmma(DotOp op, MmaAttr mma) {
   // A from shared memory (K contiguous) or from registers (mma.sync's A
   // fragments per warp, Distribution.cpp).
   bool aInRegisters = isa<DotOperandAttr>(aType.getEncoding());
+  // A shared A with order [0, 1] is M contiguous (a transpose's view, read
+  // transposed by the instruction: 16-bit types only).
+  bool aMMajor = aShared && aShared.getOrder() == ArrayRef<int64_t>{0, 1};
   if (aInRegisters) {
     if (failed(dist(op, aType)))
       return failure();
-  } else if (!aShared || aShared.getOrder() != ArrayRef<int64_t>{1, 0}) {
-    return op.emitError("wgmma takes A as a #ttile.shared tile with order "
-                        "[1, 0] (K contiguous) or as registers "
-                        "(#ttile.dot_operand 0 of the accumulator)");
+  } else if (!aShared) {
+    return op.emitError("wgmma takes A as a #ttile.shared tile or as "
+                        "registers (#ttile.dot_operand 0 of the "
+                        "accumulator)");
   }
   // B's order: [1, 0] is N contiguous (transposed by the instruction, 16-bit
   // types only), [0, 1] K contiguous.
@@ -570,7 +722,7 @@ LogicalResult KernelLowering::lowerWgmma(DotOp op, MmaAttr mma) {
   if (typeName(inA).empty() || typeName(inB).empty() ||
       !accType.getElementType().isF32() || (!fp8 && inA != inB) ||
       (fp8 && !isa<Float8E4M3FNType, Float8E5M2Type>(inB)) ||
-      (kMajorOnly && (!bKMajor || aInRegisters)))
+      (kMajorOnly && (!bKMajor || aInRegisters || aMMajor)))
     return op.emitError() << "wgmma is lowered for bf16 or f16 operands, or "
                              "fp8 (e4m3, e5m2) or f32 read as tf32 with A "
                              "from shared memory and B K-contiguous, into "
@@ -587,9 +739,9 @@ LogicalResult KernelLowering::lowerWgmma(DotOp op, MmaAttr mma) {
   int64_t repM = groupM / 64, repN = groupN / instrN, regs = instrN / 2;
   int64_t rowA = aShared ? aShared.getSwizzle() : 0,
           rowB = bShared.getSwizzle();
-  int64_t eltB = rowB / eltBytes;
+  int64_t eltB = rowB / eltBytes, eltA = rowA / eltBytes;
   if (k % instrK || mma.getInstrShape()[2] != instrK ||
-      (!bKMajor && instrN % eltB))
+      (!bKMajor && instrN % eltB) || (aMMajor && 64 % eltA))
     return op.emitError() << "wgmma needs K a multiple of " << instrK
                           << " (instrShape K " << instrK
                           << ") and, for an N-contiguous B, each "
@@ -608,7 +760,9 @@ LogicalResult KernelLowering::lowerWgmma(DotOp op, MmaAttr mma) {
   if (!aInRegisters)
     aRows = arith::AddIOp::create(
         b, loc, aBase,
-        arith::MulIOp::create(b, loc, groupM0, index(groupM * rowA)));
+        arith::MulIOp::create(
+            b, loc, groupM0,
+            index(aMMajor ? groupM / eltA * k * rowA : groupM * rowA)));
   Value bPart = arith::AddIOp::create(
       b, loc, bBase,
       arith::MulIOp::create(
@@ -637,7 +791,10 @@ LogicalResult KernelLowering::lowerWgmma(DotOp op, MmaAttr mma) {
     // transposed by the instruction (16-bit types only: fp8 takes no
     // transpose flags).
     if (!kMajorOnly)
-      os << (aInRegisters ? ", " : ", 0, ") << (bKMajor ? 0 : 1);
+      os << (aInRegisters ? ", "
+             : aMMajor    ? ", 1, "
+                          : ", 0, ")
+         << (bKMajor ? 0 : 1);
     os << ";\n}";
   }
   std::string constraints;
@@ -687,6 +844,13 @@ LogicalResult KernelLowering::lowerWgmma(DotOp op, MmaAttr mma) {
           int64_t a0 = 4 * (kk / 16 + k / 16 * i);
           for (int64_t e = 0; e < 4; ++e)
             operands.push_back(aPacked[a0 + e]);
+        } else if (aMMajor) {
+          // As an N-contiguous B: blocks of one swizzle row of M, K rows
+          // each.
+          Value aAddr = arith::AddIOp::create(
+              b, loc, aRows, index(64 * i / eltA * k * rowA + kk * rowA));
+          operands.push_back(
+              descriptor(b, loc, aAddr, k * rowA, 8 * rowA, rowA));
         } else {
           Value aAddr = arith::AddIOp::create(
               b, loc, aRows,
@@ -711,8 +875,31 @@ LogicalResult KernelLowering::lowerWgmma(DotOp op, MmaAttr mma) {
   NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
   // An overlapped dot's group stays in flight into the next iteration:
   // wait for the previous iteration's only.
-  waitForWgmma(loc, overlappedDots.contains(op) ? 1 : 0, acc);
-  tiles[op.getResult()] = std::move(acc);
+  if (overlappedDots.contains(op)) {
+    waitForWgmma(loc, 1, acc);
+    tiles[op.getResult()] = std::move(acc);
+    return success();
+  }
+  // Independent products one after the other run together: the first's
+  // wait is the second's.
+  if (defersWgmmaWait(op)) {
+    pendingWgmma.push_back(op.getResult());
+    tiles[op.getResult()] = std::move(acc);
+    return success();
+  }
+  Regs all;
+  for (Value p : pendingWgmma)
+    llvm::append_range(all, tiles.lookup(p));
+  llvm::append_range(all, acc);
+  waitForWgmma(loc, 0, all);
+  int64_t next = 0;
+  for (Value p : pendingWgmma) {
+    Regs &regs = tiles[p];
+    for (Value &r : regs)
+      r = all[next++];
+  }
+  pendingWgmma.clear();
+  tiles[op.getResult()] = Regs(ArrayRef<Value>(all).drop_front(next));
   return success();
 }
 

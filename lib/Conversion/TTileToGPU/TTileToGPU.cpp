@@ -228,9 +228,6 @@ LogicalResult KernelLowering::lowerStore(StoreOp op) {
 
 namespace {
 
-/// Static shared memory a block may use (more needs dynamic shared memory
-/// and an opt-in at launch).
-constexpr int64_t kStaticSharedLimit = 48 * 1024;
 /// Names the global that holds a kernel's dynamic shared memory bytes.
 constexpr llvm::StringLiteral kDynamicSharedPrefix = "tessera_dynamic_smem_";
 /// Names the global that describes a warp-specialized kernel's launch.
@@ -284,36 +281,20 @@ struct ConvertTTileToGPUPass
                 ArrayRef<int32_t>(record)),
             /*alignment=*/4, /*addrSpace=*/1);
       }
-      // Workgroup buffers are static shared memory, at most 48 KiB a block.
-      int64_t sharedBytes = 0;
-      for (BlockArgument buf : kernel.getWorkgroupAttributions()) {
-        auto type = cast<MemRefType>(buf.getType());
-        sharedBytes +=
-            type.getNumElements() *
-            std::max<int64_t>(1, type.getElementType().getIntOrFloatBitWidth() /
-                                     8);
-      }
-      if (sharedBytes > kStaticSharedLimit) {
-        fn.emitError() << "kernel '" << fn.getName() << "' needs "
-                       << sharedBytes
-                       << " bytes of shared memory for its layout "
-                          "conversions and reductions; static shared memory "
-                          "holds "
-                       << kStaticSharedLimit
-                       << " (use smaller tiles or fewer conversions)";
-        return signalPassFailure();
-      }
-      // Dynamic shared memory (the wgmma operand buffers): the kernel
-      // states how much it needs in a global the runtime reads at load time.
+      // All shared memory is dynamic: the kernel states how much it needs
+      // in a global the runtime reads at load time.
       if (int64_t dynamic = lowering.dynamicSharedBytes()) {
-        if (sharedBytes + dynamic > kSharedLimitBytes) {
-          fn.emitError() << "kernel '" << fn.getName() << "' needs "
-                         << sharedBytes + dynamic << " bytes of shared memory ("
-                         << dynamic
-                         << " for its shared tiles and their stages); a block "
-                            "has at most "
-                         << kSharedLimitBytes
-                         << " (use smaller tiles or fewer stages)";
+        if (dynamic > int64_t(sharedLimit)) {
+          fn.emitError() << "kernel '" << fn.getName() << "' needs " << dynamic
+                         << " bytes of shared memory ("
+                         << lowering.tileSharedBytes()
+                         << " for its shared tiles and their stages, "
+                         << lowering.scratchSharedBytes()
+                         << " for its layout conversions and reductions, "
+                            "1024 for alignment); a block has at most "
+                         << int64_t(sharedLimit)
+                         << " (use smaller tiles, fewer stages or fewer "
+                            "warps)";
           return signalPassFailure();
         }
         b.setInsertionPoint(kernel);

@@ -13,6 +13,7 @@ import math
 import tessera as ts
 from tessera import KTile, tile
 
+LOG2E = 1.4426950408889634
 NEG_INF = -math.inf
 
 
@@ -418,12 +419,14 @@ def attention_bwd_preprocess(o: KTile["R", "D"], do: KTile["R", "D"],
     tile.store(delta, tile.sum(x * g, axis=1), at=(r,))
 
 
-def _probabilities(T, Qb, Kb, lse, scale, q0, k0, causal):
-    """P = exp(Q K^T scale - lse) of one block (0 above the diagonal)."""
-    S = tile.dot(Qb, tile.transpose(Kb)) * scale
+def _probabilities(T, S, lse, scale, q0, k0, causal):
+    """P = exp(S scale - lse) of one block of scores S = Q K^T (0 above
+    the diagonal), as 2^(S scale log2(e) - lse log2(e)): a multiply-add and
+    the hardware's ex2 per element."""
+    S = S * (scale * LOG2E)
     if causal:
         tile.mask_causal(S, q0, k0)
-    return tile.exp(S - lse[:, None])
+    return tile.exp2(S - (lse * LOG2E)[:, None])
 
 
 @ts.kernel
@@ -455,12 +458,17 @@ def flash_attention_bwd_dkdv(q: KTile["BH", "S", "D"], k: KTile["BH", "S", "D"],
         dOb = tile.load(DO, at=(q0, 0), shape=(T.m, T.d))
         l = tile.load(L, at=(q0,), shape=(T.m,))
         dl = tile.load(Dl, at=(q0,), shape=(T.m,))
-        P = _probabilities(T, Qb, Kb, l, scale, q0, k0, causal)
-        Pt = tile.transpose(tile.cast(P, q.dtype))
-        dV = tile.dot(Pt, dOb, dV)
+        # The two products of the scores, then the two of the gradients,
+        # each pair issued together (P^T and dS^T go to the tensor cores
+        # through shared memory).
+        S = tile.dot(Qb, tile.transpose(Kb))
         dP = tile.dot(dOb, tile.transpose(Vb))
+        P = _probabilities(T, S, l, scale, q0, k0, causal)
         dS = P * (dP - dl[:, None])
-        dK = tile.dot(tile.transpose(tile.cast(dS, q.dtype)), Qb, dK)
+        Pb, dSb = tile.cast(P, q.dtype), tile.cast(dS, q.dtype)
+        Pt, dSt = tile.transpose(Pb), tile.transpose(dSb)
+        dV = tile.dot(Pt, dOb, dV)
+        dK = tile.dot(dSt, Qb, dK)
     tile.store(DK, tile.cast(dK * scale, dk.dtype), at=(k0, 0))
     tile.store(DV, tile.cast(dV, dv.dtype), at=(k0, 0))
 
@@ -490,8 +498,9 @@ def flash_attention_bwd_dq(q: KTile["BH", "S", "D"], k: KTile["BH", "S", "D"],
     for k0 in tile.range(0, end, T.n, stages=T.stages):
         Kb = tile.load(K, at=(k0, 0), shape=(T.n, T.d))
         Vb = tile.load(V, at=(k0, 0), shape=(T.n, T.d))
-        P = _probabilities(T, Qb, Kb, l, scale, q0, k0, causal)
+        S = tile.dot(Qb, tile.transpose(Kb))
         dP = tile.dot(dOb, tile.transpose(Vb))
+        P = _probabilities(T, S, l, scale, q0, k0, causal)
         dS = tile.cast(P * (dP - dl[:, None]), q.dtype)
         dQ = tile.dot(dS, tile.load(K, at=(k0, 0), shape=(T.n, T.d)), dQ)
     tile.store(DQ, tile.cast(dQ * scale, dq.dtype), at=(q0, 0))

@@ -126,6 +126,45 @@ func.func @online_softmax(%S: memref<?x?xf32>, %O: memref<?xf32>, %n: index)
 
 // -----
 
+// softmax_online feeding softmax_accumulate (a FlashAttention step) fuse:
+// the probabilities are powers of two against the new running max, and the
+// product accumulates into the rescaled output (one dot, no second factor).
+// CHECK-LABEL: func.func @flash_step
+// CHECK: ttile.range
+// CHECK: ttile.reduce max
+// CHECK: arith.maximumf
+// CHECK: math.exp2 {{.*}} : tensor<32x32xf32
+// CHECK: math.exp2 {{.*}} : tensor<32xf32
+// CHECK: ttile.reduce sum
+// CHECK: %[[SCALED:.*]] = arith.mulf {{.*}} : tensor<32x64xf32
+// CHECK: ttile.dot {{.*}}, %[[SCALED]] :
+// CHECK-NOT: ttile.dot
+// CHECK-NOT: math.exp 
+// CHECK: ttile.yield
+func.func @flash_step(%S: memref<?x?xf32>, %V: memref<?x?xf32>,
+                      %O: memref<?x?xf32>, %n: index)
+    attributes {ttile.kernel, ttile.num_warps = 4 : i32} {
+  %c0 = arith.constant 0 : index
+  %c32 = arith.constant 32 : index
+  %minf = arith.constant dense<0xFF800000> : tensor<32xf32>
+  %zero = arith.constant dense<0.0> : tensor<32xf32>
+  %zacc = arith.constant dense<0.0> : tensor<32x64xf32>
+  %r:3 = ttile.range %j = %c0 to %n step %c32
+      iter_args(%acc = %zacc, %m = %minf, %l = %zero)
+      -> (tensor<32x64xf32>, tensor<32xf32>, tensor<32xf32>) {
+    %s = ttile.load %S[%c0, %j] : memref<?x?xf32> -> tensor<32x32xf32>
+    %v = ttile.load %V[%j, %c0] : memref<?x?xf32> -> tensor<32x64xf32>
+    %p, %mc, %lc = ttile.softmax_online %s : tensor<32x32xf32> -> tensor<32x32xf32>, tensor<32xf32>, tensor<32xf32>
+    %acc2, %m2, %l2 = ttile.softmax_accumulate %acc, %m, %l, %p, %v, %mc, %lc
+        : tensor<32x64xf32>, tensor<32xf32>, tensor<32x32xf32>, tensor<32x64xf32>
+    ttile.yield %acc2, %m2, %l2 : tensor<32x64xf32>, tensor<32xf32>, tensor<32xf32>
+  }
+  ttile.store %r#0, %O[%c0, %c0] : tensor<32x64xf32>, memref<?x?xf32>
+  return
+}
+
+// -----
+
 // A bf16 dot into f32 goes to the tensor cores: an mma.sync accumulator
 // whose 8 warps split 128 x 128 as 4 x 2 (the least operand traffic per
 // warp), operands in its fragment layouts.

@@ -81,7 +81,7 @@ func.func @shared_of_f64(%X: memref<?x?xf64>)
 // 4 stages of 256 x 128 and 128 x 256 bf16 tiles: 512 KiB.
 #sh = #ttile.shared<swizzle = 128, order = [1, 0]>
 #mma = #ttile.mma<version = 3, warpsPerCTA = [8, 1], instrShape = [64, 256, 16]>
-// expected-error @below {{kernel 'too_much_shared' needs 525312 bytes of shared memory (525312 for its shared tiles and their stages); a block has at most 232448}}
+// expected-error @below {{kernel 'too_much_shared' needs 525312 bytes of shared memory (524288 for its shared tiles and their stages, 0 for its layout conversions and reductions, 1024 for alignment); a block has at most 232448}}
 func.func @too_much_shared(%A: memref<?x?xbf16>, %B: memref<?x?xbf16>,
                            %C: memref<?x?xf32>)
     attributes {ttile.kernel, ttile.num_warps = 8 : i32} {
@@ -113,17 +113,17 @@ func.func @odd_tile(%X: memref<?x?xf32>)
 
 // -----
 
-// Layout conversions of big tiles need more static shared memory than a
-// block has.
+// Layout conversions of big tiles need more shared memory than a block
+// has.
 #row = #ttile.blocked<sizePerThread = [1, 4], threadsPerWarp = [1, 32], warpsPerCTA = [4, 1], order = [1, 0]>
 #col = #ttile.blocked<sizePerThread = [4, 1], threadsPerWarp = [32, 1], warpsPerCTA = [1, 4], order = [0, 1]>
-// expected-error @below {{kernel 'big_convert' needs 65536 bytes of shared memory for its layout conversions and reductions; static shared memory holds 49152}}
+// expected-error @below {{kernel 'big_convert' needs 263168 bytes of shared memory (0 for its shared tiles and their stages, 262144 for its layout conversions and reductions, 1024 for alignment); a block has at most 232448}}
 func.func @big_convert(%X: memref<?x?xf32>, %Y: memref<?x?xf32>, %Z: memref<?x?xf32>)
     attributes {ttile.kernel, ttile.num_warps = 4 : i32} {
   %c0 = arith.constant 0 : index
-  %x = ttile.load %X[%c0, %c0] : memref<?x?xf32> -> tensor<128x128xf32, #row>
-  %y = ttile.convert_layout %x : tensor<128x128xf32, #row> -> tensor<128x128xf32, #col>
-  ttile.store %y, %Y[%c0, %c0] : tensor<128x128xf32, #col>, memref<?x?xf32>
-  ttile.store %x, %Z[%c0, %c0] : tensor<128x128xf32, #row>, memref<?x?xf32>
+  %x = ttile.load %X[%c0, %c0] : memref<?x?xf32> -> tensor<256x256xf32, #row>
+  %y = ttile.convert_layout %x : tensor<256x256xf32, #row> -> tensor<256x256xf32, #col>
+  ttile.store %y, %Y[%c0, %c0] : tensor<256x256xf32, #col>, memref<?x?xf32>
+  ttile.store %x, %Z[%c0, %c0] : tensor<256x256xf32, #row>, memref<?x?xf32>
   return
 }

@@ -36,14 +36,16 @@ func.func @softmax(%X: memref<?x?xf32>, %Y: memref<?x?xf32>)
 // -----
 
 // A row longer than a warp's share: after the shuffles, the warps' partial
-// sums meet in shared memory between barriers.
-// Shared buffers are 16-byte aligned (they take 16-byte accesses).
-// CHECK: gpu.func @row_sum(%{{.*}}: memref<?x?xf32>, %{{.*}}: memref<?xf32>) workgroup(%[[BUF:.*]] : memref<{{[0-9]+}}xf32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}) kernel attributes {known_block_size = array<i32: 256, 1, 1>}
+// sums meet in shared memory between barriers. All shared memory is
+// dynamic: the kernel states its size (256 partial sums, 1024 bytes of
+// alignment) in a global.
+// CHECK: llvm.mlir.global external constant @tessera_dynamic_smem_row_sum(2048 : i32)
+// CHECK: gpu.func @row_sum(%{{.*}}: memref<?x?xf32>, %{{.*}}: memref<?xf32>) kernel attributes {known_block_size = array<i32: 256, 1, 1>}
 // CHECK-COUNT-5: gpu.shuffle xor
 // CHECK: gpu.barrier
-// CHECK: memref.store {{.*}}, %[[BUF]]
+// CHECK: llvm.store {{.*}} : f32, !llvm.ptr<3>
 // CHECK: gpu.barrier
-// CHECK: memref.load %[[BUF]]
+// CHECK: llvm.load {{.*}} : !llvm.ptr<3> -> f32
 // CHECK: arith.addf
 func.func @row_sum(%X: memref<?x?xf32>, %Y: memref<?xf32>)
     attributes {ttile.kernel, ttile.num_warps = 8 : i32} {
@@ -59,14 +61,14 @@ func.func @row_sum(%X: memref<?x?xf32>, %Y: memref<?xf32>)
 // A layout change between threads goes through shared memory (the load
 // has two users, so it is not simply loaded in the second layout): 16-byte
 // stores where a thread's elements run along the buffer's rows, 16-byte
-// chunks swizzled by row.
+// chunks swizzled by row. The buffer is the kernel's scratch area (8 KiB).
+// CHECK: llvm.mlir.global external constant @tessera_dynamic_smem_convert(9216 : i32)
 // CHECK: gpu.func @convert
-// CHECK-SAME: workgroup(%[[BUF:.*]] : memref<2048xf32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64})
 // CHECK: gpu.barrier
 // CHECK: arith.xori
-// CHECK: vector.store {{.*}}, %[[BUF]][%{{.*}}] {alignment = 16 : i64} : memref<2048xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+// CHECK: llvm.store {{.*}} {alignment = 16 : i64} : vector<4xf32>, !llvm.ptr<3>
 // CHECK: gpu.barrier
-// CHECK: memref.load %[[BUF]]
+// CHECK: llvm.load {{.*}} : !llvm.ptr<3> -> f32
 #row = #ttile.blocked<sizePerThread = [1, 4], threadsPerWarp = [1, 32], warpsPerCTA = [4, 1], order = [1, 0]>
 #col = #ttile.blocked<sizePerThread = [4, 1], threadsPerWarp = [32, 1], warpsPerCTA = [1, 4], order = [0, 1]>
 func.func @convert(%X: memref<?x?xf32>, %Y: memref<?x?xf32>, %Z: memref<?x?xf32>)
@@ -82,13 +84,15 @@ func.func @convert(%X: memref<?x?xf32>, %Y: memref<?x?xf32>, %Z: memref<?x?xf32>
 // -----
 
 // The operands of a tensor-core dot come through shared memory together:
-// one barrier before both writes, one before both ldmatrix reads.
+// one barrier before both writes, one before both ldmatrix reads; their
+// buffers (4 KiB each) are live together.
+// CHECK: llvm.mlir.global external constant @tessera_dynamic_smem_dot_operands(9216 : i32)
 // CHECK-LABEL: gpu.func @dot_operands
 // CHECK: gpu.barrier
 // CHECK-NOT: gpu.barrier
-// CHECK: vector.store %{{.*}}, %[[ABUF:arg[0-9]+]]
+// CHECK: llvm.store {{.*}} : vector<8xbf16>, !llvm.ptr<3>
 // CHECK-NOT: gpu.barrier
-// CHECK: vector.store %{{.*}}, %[[BBUF:arg[0-9]+]]
+// CHECK: llvm.store {{.*}} : vector<8xbf16>, !llvm.ptr<3>
 // CHECK: gpu.barrier
 // CHECK-NOT: gpu.barrier
 // CHECK: nvvm.ldmatrix {{.*}}layout = #nvvm.mma_layout<row>
@@ -105,5 +109,33 @@ func.func @dot_operands(%A: memref<?x?xbf16>, %B: memref<?x?xbf16>,
   %b = ttile.load %B[%c0, %c0] : memref<?x?xbf16> -> tensor<32x64xbf16>
   %d = ttile.dot %a, %b, %zero : tensor<64x32xbf16>, tensor<32x64xbf16> -> tensor<64x64xf32>
   ttile.store %d, %C[%c0, %c0] : tensor<64x64xf32>, memref<?x?xf32>
+  return
+}
+
+// -----
+
+// A conversion and a reduction one after the other share the scratch area
+// (each starts behind a barrier): the kernel needs the tile's 8 KiB, not
+// 8 KiB and the warps' partial sums.
+// CHECK: llvm.mlir.global external constant @tessera_dynamic_smem_convert_reduce(9216 : i32)
+// CHECK: gpu.func @convert_reduce
+// CHECK: gpu.barrier
+// CHECK: llvm.store {{.*}} : vector<4xf32>, !llvm.ptr<3>
+// CHECK: gpu.barrier
+// CHECK: llvm.load {{.*}} : !llvm.ptr<3> -> f32
+// CHECK: gpu.barrier
+// CHECK: llvm.store {{.*}} : f32, !llvm.ptr<3>
+// CHECK: gpu.barrier
+// CHECK: llvm.load {{.*}} : !llvm.ptr<3> -> f32
+#row = #ttile.blocked<sizePerThread = [1, 4], threadsPerWarp = [1, 32], warpsPerCTA = [4, 1], order = [1, 0]>
+#col = #ttile.blocked<sizePerThread = [4, 1], threadsPerWarp = [32, 1], warpsPerCTA = [1, 4], order = [0, 1]>
+func.func @convert_reduce(%X: memref<?x?xf32>, %Y: memref<?xf32>, %Z: memref<?x?xf32>)
+    attributes {ttile.kernel, ttile.num_warps = 4 : i32} {
+  %c0 = arith.constant 0 : index
+  %x = ttile.load %X[%c0, %c0] : memref<?x?xf32> -> tensor<16x128xf32, #row>
+  %y = ttile.convert_layout %x : tensor<16x128xf32, #row> -> tensor<16x128xf32, #col>
+  %s = ttile.reduce sum %y {dim = 1 : i32} : tensor<16x128xf32, #col> -> tensor<16xf32, #ttile.slice<dim = 1, parent = #col>>
+  ttile.store %s, %Y[%c0] : tensor<16xf32, #ttile.slice<dim = 1, parent = #col>>, memref<?xf32>
+  ttile.store %x, %Z[%c0, %c0] : tensor<16x128xf32, #row>, memref<?x?xf32>
   return
 }

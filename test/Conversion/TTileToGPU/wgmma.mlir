@@ -281,3 +281,53 @@ func.func @a_in_registers(%A: memref<?x?xbf16>, %B: memref<?x?xbf16>,
   ttile.store %a, %D[%c0, %c0] : tensor<64x32xbf16>, memref<?x?xbf16>
   return
 }
+
+// -----
+
+// Attention's backward products: the probabilities P of one product feed
+// another transposed (dV = P^T dO). P is stored once into shared memory,
+// where wgmma reads it M contiguous (the transpose is a view); a tile two
+// products read (Q here, loaded twice) is copied once. The two independent
+// products of scores share one wait.
+// LAYOUT-LABEL: func.func @stored_transposed_a
+// LAYOUT: ttile.load %arg0{{.*}} -> tensor<64x128xbf16, #ttile.shared<swizzle = 128, order = [1, 0]>>
+// LAYOUT-NOT: ttile.load %arg0
+// LAYOUT: ttile.convert_layout {{.*}} -> tensor<64x64xbf16, #ttile.shared<swizzle = 128, order = [1, 0]>>
+// LAYOUT: ttile.transpose {{.*}} -> tensor<64x64xbf16, #ttile.shared<swizzle = 128, order = [0, 1]>>
+// LAYOUT: ttile.dot
+// GPU-LABEL: gpu.func @stored_transposed_a
+// GPU-COUNT-8: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 0, 0;
+// GPU: wgmma.wait_group.sync.aligned 0;
+// GPU-NOT: wgmma.mma_async
+// GPU: gpu.barrier
+// GPU: llvm.store {{.*}} : vector<2xbf16>, !llvm.ptr<3>
+// GPU: fence.proxy.async.shared::cta
+// GPU: gpu.barrier
+// GPU: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 1, 1;
+// PTX-LABEL: .visible .entry stored_transposed_a(
+// PTX: st.shared.b32
+// PTX: fence.proxy.async.shared::cta
+// PTX: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 1, 1;
+func.func @stored_transposed_a(%Q: memref<?x?xbf16>, %K: memref<?x?xbf16>,
+                               %V: memref<?x?xbf16>, %O: memref<?x?xf32>,
+                               %S: memref<?x?xf32>)
+    attributes {ttile.kernel, ttile.num_warps = 4 : i32} {
+  %c0 = arith.constant 0 : index
+  %zs = arith.constant dense<0.0> : tensor<64x64xf32>
+  %zo = arith.constant dense<0.0> : tensor<64x128xf32>
+  %q = ttile.load %Q[%c0, %c0] : memref<?x?xbf16> -> tensor<64x128xbf16>
+  %q2 = ttile.load %Q[%c0, %c0] : memref<?x?xbf16> -> tensor<64x128xbf16>
+  %k = ttile.load %K[%c0, %c0] : memref<?x?xbf16> -> tensor<64x128xbf16>
+  %v = ttile.load %V[%c0, %c0] : memref<?x?xbf16> -> tensor<64x128xbf16>
+  %kt = ttile.transpose %k {permutation = array<i64: 1, 0>} : tensor<64x128xbf16> -> tensor<128x64xbf16>
+  %vt = ttile.transpose %v {permutation = array<i64: 1, 0>} : tensor<64x128xbf16> -> tensor<128x64xbf16>
+  %s = ttile.dot %q, %kt, %zs : tensor<64x128xbf16>, tensor<128x64xbf16> -> tensor<64x64xf32>
+  %s2 = ttile.dot %q, %vt, %zs : tensor<64x128xbf16>, tensor<128x64xbf16> -> tensor<64x64xf32>
+  %sum = arith.addf %s, %s2 : tensor<64x64xf32>
+  ttile.store %sum, %S[%c0, %c0] : tensor<64x64xf32>, memref<?x?xf32>
+  %p = ttile.cast %s : tensor<64x64xf32> -> tensor<64x64xbf16>
+  %pt = ttile.transpose %p {permutation = array<i64: 1, 0>} : tensor<64x64xbf16> -> tensor<64x64xbf16>
+  %o = ttile.dot %pt, %q2, %zo : tensor<64x64xbf16>, tensor<64x128xbf16> -> tensor<64x128xf32>
+  ttile.store %o, %O[%c0, %c0] : tensor<64x128xf32>, memref<?x?xf32>
+  return
+}

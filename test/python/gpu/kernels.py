@@ -112,6 +112,23 @@ def shared_operands(A: KTile["M", "K", ts.bf16], B: KTile["K", "N", ts.bf16],
 SHARED_OPERAND_VARIANTS = {"same_a": 2, "chain": 2, "computed": 4,
                            "computed_once": 2}
 
+
+@ts.kernel.schedule(ts.Schedule(block=(128, 128), warps=8))
+def stored_operands(A: KTile["R", "C", ts.bf16], B: KTile["K", "N", ts.bf16],
+                    C: KTile["M", "N", ts.f32], *, variant: str):
+    """Computed A operands that wgmma reads from shared memory, two
+    warpgroups: "transposed": (A + A)^T @ B with A [64, 128] (stored M
+    contiguous, warpgroups along M); "wide": (A + A) @ B with A [64, 64]
+    and B [64, 128] (warpgroups along N, which registers cannot feed)."""
+    b = tile.load(B, at=(0, 0), shape=(64, 128))
+    if variant == "transposed":
+        x = tile.load(A, at=(0, 0), shape=(64, 128))
+        c = tile.dot(tile.transpose(x + x), b)
+    else:
+        x = tile.load(A, at=(0, 0), shape=(64, 64))
+        c = tile.dot(x + x, b)
+    tile.store(C, c, at=(0, 0))
+
 # What the GPU tests launch: (kernel, open dtypes, constexprs).
 SPECIALIZATIONS = [
     (softmax, (), {}),
@@ -120,7 +137,8 @@ SPECIALIZATIONS = [
     (matmul, (), {}),
     (flash_attention, (), {"causal": True}),
     (flash_attention, (), {"causal": False}),
-] + [(shared_operands, (), {"variant": v}) for v in SHARED_OPERAND_VARIANTS]
+] + [(shared_operands, (), {"variant": v}) for v in SHARED_OPERAND_VARIANTS] \
+  + [(stored_operands, (), {"variant": v}) for v in ("transposed", "wide")]
 
 
 def precompile(chip):

@@ -113,6 +113,20 @@ def test_products_sharing_an_operand(variant, rng=np.random.default_rng(6)):
     np.testing.assert_allclose(c.numpy(), ref, rtol=1e-4, atol=1e-3)
 
 
+@pytest.mark.parametrize("variant", ["transposed", "wide"])
+def test_products_of_stored_operands(variant, rng=np.random.default_rng(7)):
+    a = rng.standard_normal((64, 128) if variant == "transposed" else (64, 64))
+    b = rng.standard_normal((64, 128))
+    m = 128 if variant == "transposed" else 64
+    c = poisoned((m, 128), ts.f32)
+    K.stored_operands[(1,)](ts.to_device(a, dtype=ts.bf16),
+                            ts.to_device(b, dtype=ts.bf16), c,
+                            variant=variant)
+    x = 2 * bf16(a)
+    ref = (x.T if variant == "transposed" else x) @ bf16(b)
+    np.testing.assert_allclose(c.numpy(), ref, rtol=1e-4, atol=1e-3)
+
+
 def test_dlpack_with_torch():
     torch = pytest.importorskip("torch")
     m = n = k = 128
