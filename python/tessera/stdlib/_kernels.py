@@ -14,6 +14,7 @@ import tessera as ts
 from tessera import KTile, tile
 
 LOG2E = 1.4426950408889634
+FLT_MAX = 3.4028234663852886e38
 NEG_INF = -math.inf
 
 
@@ -192,7 +193,11 @@ def cross_entropy_fwd(Logits: KTile["R", "V"], Labels: KTile["R", ts.i32],
     r = tile.program_id(0) * T.m
     v = Logits.shape[1]
     label = tile.load(Labels, at=(r,), shape=(T.m,))
-    m = tile.full((T.m, T.n), NEG_INF)
+    # The running maxima start at the lowest finite float, so that the
+    # maximum is never -inf: no test for it a logit (a -inf logit, or a
+    # padded one, weighs 0; the first finite one rescales the sum, still
+    # 0, by 0).
+    m = tile.full((T.m, T.n), -FLT_MAX)
     l = tile.zeros((T.m, T.n))
     picked = tile.zeros((T.m, T.n))
     # The label of each position's row, computed before the loop.
@@ -200,15 +205,15 @@ def cross_entropy_fwd(Logits: KTile["R", "V"], Labels: KTile["R", ts.i32],
     for c in tile.range(0, v, T.n, stages=T.stages):
         x = tile.cast(tile.load(Logits, at=(r, c), shape=(T.m, T.n),
                                 padding=NEG_INF), ts.f32)
-        # exp(-|x - m|) rescales the old sum (x a new maximum) or weighs x.
+        # exp(-|x - m|) rescales the old sum (x a new maximum) or weighs x
+        # (as 2^(-|x - m| log2 e): the hardware's ex2).
         hi = tile.maximum(m, x)
-        e = tile.where(hi == NEG_INF, 0.0, tile.exp(tile.minimum(m, x) - hi))
+        e = tile.exp2((tile.minimum(m, x) - hi) * LOG2E)
         l = tile.where(x > m, l * e + 1.0, l + e)
         m = hi
         picked = tile.where(target == c, x, picked)
     top = tile.max(m, axis=1)
-    total = tile.sum(tile.where(m == NEG_INF, 0.0,
-                                l * tile.exp(m - top[:, None])), axis=1)
+    total = tile.sum(l * tile.exp2((m - top[:, None]) * LOG2E), axis=1)
     lse = top + tile.log(total)
     loss = tile.where(label == ignore_index, 0.0,
                       lse - tile.sum(picked, axis=1))
@@ -229,7 +234,7 @@ def cross_entropy_bwd(Logits: KTile["R", "V"], Labels: KTile["R", ts.i32],
                    tile.load(DLoss, at=(r,), shape=(T.m,)))
     for c in tile.range(0, Logits.shape[1], T.n, stages=2):
         x = tile.cast(tile.load(Logits, at=(r, c), shape=(T.m, T.n)), ts.f32)
-        p = tile.exp(x - lse[:, None])
+        p = tile.exp2((x - lse[:, None]) * LOG2E)
         hit = _cols(T, c) == label[:, None]
         d = (p - tile.where(hit, 1.0, 0.0)) * g[:, None]
         tile.store(DLogits, tile.cast(d, DLogits.dtype), at=(r, c))
