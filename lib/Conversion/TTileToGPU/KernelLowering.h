@@ -472,7 +472,23 @@ private:
     for (Type t : op->getResultTypes())
       scalarTypes.push_back(cast<RankedTensorType>(t).getElementType());
     SmallVector<Regs> results(op->getNumResults());
+    // f32 powers of two are the hardware's ex2 (2 ulp, subnormal results
+    // flushed to zero): one instruction, where libdevice's exp2f scales
+    // around it for subnormals.
+    bool ex2 = isa<math::Exp2Op>(op) && scalarTypes.front().isF32();
     for (int64_t r = 0, n = d->numRegs(); r < n; ++r) {
+      if (ex2) {
+        auto call = LLVM::InlineAsmOp::create(
+            b, op->getLoc(), TypeRange{b.getF32Type()},
+            ValueRange{tiles.lookup(op->getOperand(0))[r]},
+            "ex2.approx.ftz.f32 $0, $1;", "=f,f",
+            /*has_side_effects=*/false, /*is_align_stack=*/false,
+            LLVM::tailcallkind::TailCallKind::None,
+            LLVM::AsmDialectAttr::get(b.getContext(), LLVM::AsmDialect::AD_ATT),
+            ArrayAttr());
+        results[0].push_back(call.getResult(0));
+        continue;
+      }
       OperationState state(op->getLoc(), op->getName());
       for (Value v : op->getOperands())
         state.addOperands(isTile(v.getType()) ? tiles.lookup(v)[r]

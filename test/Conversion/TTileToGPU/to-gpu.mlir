@@ -139,3 +139,21 @@ func.func @convert_reduce(%X: memref<?x?xf32>, %Y: memref<?xf32>, %Z: memref<?x?
   ttile.store %x, %Z[%c0, %c0] : tensor<16x128xf32, #row>, memref<?x?xf32>
   return
 }
+
+// -----
+
+// f32 powers of two are the hardware's ex2 (subnormal results flushed to
+// zero), one instruction each; other exponentials go through libdevice.
+// CHECK-LABEL: gpu.func @powers_of_two
+// CHECK-COUNT-4: llvm.inline_asm asm_dialect = att "ex2.approx.ftz.f32 $0, $1;", "=f,f"
+// CHECK-NOT: llvm.inline_asm
+// CHECK: math.exp
+func.func @powers_of_two(%X: memref<?xf32>, %Y: memref<?xf32>)
+    attributes {ttile.kernel, ttile.num_warps = 1 : i32} {
+  %c0 = arith.constant 0 : index
+  %x = ttile.load %X[%c0] : memref<?xf32> -> tensor<128xf32>
+  %p = math.exp2 %x : tensor<128xf32>
+  %e = math.exp %p : tensor<128xf32>
+  ttile.store %e, %Y[%c0] : tensor<128xf32>, memref<?xf32>
+  return
+}
