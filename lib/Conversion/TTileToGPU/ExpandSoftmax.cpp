@@ -104,7 +104,7 @@ struct ExpandSoftmaxAccumulate : OpRewritePattern<SoftmaxAccumulateOp> {
 /// against the new running max, so the product accumulates into the
 /// rescaled output and no second factor is needed; exponentials are
 /// powers of two (the hardware's ex2):
-///   m' = max(m, max_j s); k = log2(e); p = 2^((s - m') k);
+///   m' = max(m, max_j s); k = log2(e); p = 2^(s k - m' k);
 ///   a = 2^((m - m') k); acc' = p @ v + a acc; l' = a l + sum_j p.
 /// (m' = -inf, a row without a score yet, subtracts 0 instead.)
 struct FuseSoftmaxStep : OpRewritePattern<SoftmaxAccumulateOp> {
@@ -130,15 +130,20 @@ struct FuseSoftmaxStep : OpRewritePattern<SoftmaxAccumulateOp> {
                                         floatSplat(b, loc, rowType, -INFINITY));
     Value safe = arith::SelectOp::create(
         b, loc, isInf, floatSplat(b, loc, rowType, 0.0), mNew);
-    // (The differences first: a constant never decides a layout.)
+    // p as 2^(s k - m' k): one multiply-add an element. (The row's m' k is
+    // a product of the row maximum, so the constant does not decide its
+    // layout; a below subtracts first for the same reason.)
     constexpr double log2e = 1.4426950408889634;
-    Value rows =
-        BroadcastOp::create(b, loc, plainS, safe, b.getDenseI64ArrayAttr({0}));
+    Value negSafeK = arith::NegFOp::create(
+        b, loc,
+        arith::MulFOp::create(b, loc, safe,
+                              floatSplat(b, loc, rowType, log2e)));
+    Value rows = BroadcastOp::create(b, loc, plainS, negSafeK,
+                                     b.getDenseI64ArrayAttr({0}));
     Value p = math::Exp2Op::create(
         b, loc,
-        arith::MulFOp::create(b, loc,
-                              arith::SubFOp::create(b, loc, scores, rows),
-                              floatSplat(b, loc, plainS, log2e)));
+        math::FmaOp::create(b, loc, scores, floatSplat(b, loc, plainS, log2e),
+                            rows));
     Value a = math::Exp2Op::create(
         b, loc,
         arith::MulFOp::create(b, loc,
