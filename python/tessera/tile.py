@@ -37,7 +37,7 @@ from ._tile_values import (Block, Scalar, Tile, TileRef, _Expanded,  # noqa: F40
 
 __all__ = [
     "Block", "Scalar", "Tile", "TileRef", "abs", "broadcast_to", "cast",
-    "cdiv", "col_index", "constexpr", "context", "dot", "exp", "exp2",
+    "cdiv", "col_index", "constexpr", "context", "dot", "exp", "exp2", "fma",
     "full", "iota", "load", "log", "mask_causal", "max", "maximum", "min",
     "minimum", "num_programs", "program_id", "range", "range_n",
     "row_index", "rsqrt", "sigmoid", "softmax_accumulate", "softmax_online",
@@ -82,6 +82,32 @@ def cdiv(a, b):
     if _is_number(a) and _is_number(b):
         return -(-a // b)
     return (a + (b - 1)) // b
+
+
+def fma(a, b, c):
+    """Elementwise ``a * b + c`` rounded once (``math.fma``: the hardware's
+    fused multiply-add). At least one operand is a float tile; scalars and
+    Python numbers take its type."""
+    ops = (a, b, c)
+    tiles = [x for x in ops if isinstance(x, (Tile, _Expanded))]
+    if not tiles:
+        raise _err("tile.fma takes at least one tile (for scalars, write "
+                   "a * b + c)")
+    t = tiles[0].type if isinstance(tiles[0], Tile) else tiles[0].tile.type
+    if not is_float(t):
+        raise _err(f"tile.fma takes floats, got {t}")
+    shape = _broadcast_shape([x.shape for x in tiles])
+    vals = [_to_shape(x, shape) if isinstance(x, (Tile, _Expanded))
+            else _splat(x, shape, t) for x in ops]
+    for v in vals:
+        if v.type != t:
+            raise _err(f"tile.fma's operands differ in type ({t} and "
+                       f"{v.type}); use tile.cast")
+    x, y, z = vals
+    (name,) = current_trace().emit(
+        f"math.fma {x.name}, {y.name}, {z.name} : {x.mlir_type}",
+        [x.mlir_type])
+    return Tile(name, shape, t)
 
 
 def where(cond, a, b):

@@ -107,6 +107,37 @@ def test_python_loops_unroll_and_nested_tile_loops_carry():
     assert text.count("arith.addf") == 3 + 2
 
 
+def test_fma_broadcasts_and_checks_types():
+    @ts.kernel.schedule(ts.Schedule(block=(16, 16), warps=4))
+    def k(X: KTile["M", "N", ts.f32], R: KTile["M", ts.f32],
+          Y: KTile["M", "N", ts.f32], c: float):
+        T = tile.context()
+        x = tile.load(X, at=(0, 0), shape=(T.m, T.n))
+        r = tile.load(R, at=(0,), shape=(T.m,))
+        tile.store(Y, tile.fma(x, c * 2.0, r[:, None]), at=(0, 0))
+
+    text = k.lower()
+    assert re.search(r"math\.fma %\S+, %\S+, %\S+ : tensor<16x16xf32>",
+                     text), text
+    # The row operand is broadcast, the scalar splat, before the fma.
+    assert "ttile.broadcast" in text and "tensor.splat" in text
+
+    @ts.kernel.schedule(ts.Schedule(block=(16, 16), warps=4))
+    def ints(X: KTile["M", "N", ts.i32], Y: KTile["M", "N", ts.i32]):
+        x = tile.load(X, at=(0, 0), shape=(16, 16))
+        tile.store(Y, tile.fma(x, 2, 1), at=(0, 0))
+
+    with pytest.raises(TypeError, match="tile.fma takes floats"):
+        ints.lower()
+
+    @ts.kernel.schedule(ts.Schedule(block=(16, 16), warps=4))
+    def scalars(Y: KTile["M", ts.f32], c: float):
+        tile.store(Y, tile.full((16,), tile.fma(c, c, c)), at=(0,))
+
+    with pytest.raises(TypeError, match="at least one tile"):
+        scalars.lower()
+
+
 def test_errors_point_at_the_kernel_line():
     @ts.kernel
     def bad_dot(A: KTile["M", "K", ts.f32], C: KTile["M", "K", ts.f32]):

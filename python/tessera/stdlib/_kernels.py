@@ -428,10 +428,10 @@ def _probabilities(T, S, lse, scale, q0, k0, causal):
     """P = exp(S scale - lse) of one block of scores S = Q K^T (0 above
     the diagonal), as 2^(S scale log2(e) - lse log2(e)): a multiply-add and
     the hardware's ex2 per element."""
-    S = S * (scale * LOG2E)
+    S = tile.fma(S, scale * LOG2E, (lse * -LOG2E)[:, None])
     if causal:
         tile.mask_causal(S, q0, k0)
-    return tile.exp2(S - (lse * LOG2E)[:, None])
+    return tile.exp2(S)
 
 
 @ts.kernel
