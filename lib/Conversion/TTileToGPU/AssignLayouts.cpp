@@ -131,7 +131,9 @@ private:
     auto t = cast<RankedTensorType>(v.getType());
     if (t.getEncoding() == layout)
       return v;
-    if (isCheap(v))
+    // (A cheap value is re-created in a register layout; it is stored into
+    // a shared one.)
+    if (isCheap(v) && !isa<SharedAttr>(layout))
       return rematerialize(v, layout, user);
     // Right after the value when it comes from outside the user's block (a
     // loop invariant is converted once, not per iteration).

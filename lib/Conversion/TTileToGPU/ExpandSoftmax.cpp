@@ -119,6 +119,10 @@ struct FuseSoftmaxStep : OpRewritePattern<SoftmaxAccumulateOp> {
       return failure();
     Location loc = op.getLoc();
     auto sType = cast<RankedTensorType>(online.getScores().getType());
+    // f32 scores only: log2(e) and the multiply-add in a 16-bit type
+    // would lose the exponent's accuracy.
+    if (!sType.getElementType().isF32())
+      return failure();
     auto plainS = withShape(sType, sType.getShape());
     auto rowType = withShape(sType, {sType.getShape()[0]});
     auto accType = cast<RankedTensorType>(op.getAcc().getType());

@@ -304,10 +304,15 @@ LogicalResult KernelLowering::lowerBlock(Block &block) {
         }
         break;
       }
+      // Constants first (a store may read one), views of the stored
+      // tiles after.
+      for (Operation *op : others)
+        if (isa<arith::ConstantOp>(op) && failed(lowerOp(op)))
+          return failure();
       if (failed(lowerStoreSharedGroup(stores)))
         return failure();
       for (Operation *op : others)
-        if (failed(lowerOp(op)))
+        if (!isa<arith::ConstantOp>(op) && failed(lowerOp(op)))
           return failure();
       it = next;
       continue;

@@ -227,8 +227,13 @@ bool KernelLowering::defersWgmmaWait(DotOp op) {
       return false;
     auto mma = dyn_cast<MmaAttr>(
         cast<RankedTensorType>(dot.getAcc().getType()).getEncoding());
-    return mma && mma.getVersion() == 3 &&
-           !llvm::is_contained(dot->getOperands(), op.getResult());
+    // (Nor may it read a product still waiting: its own or an earlier
+    // deferred one's.)
+    auto reads = [&](Value v) {
+      return llvm::is_contained(dot->getOperands(), v);
+    };
+    return mma && mma.getVersion() == 3 && !reads(op.getResult()) &&
+           llvm::none_of(pendingWgmma, reads);
   }
   return false;
 }

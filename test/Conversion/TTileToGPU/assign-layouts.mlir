@@ -165,6 +165,36 @@ func.func @flash_step(%S: memref<?x?xf32>, %V: memref<?x?xf32>,
 
 // -----
 
+// 16-bit scores keep the unfused expansion (log2(e) and a multiply-add in
+// f16 would lose the exponent's accuracy).
+// CHECK-LABEL: func.func @flash_step_f16
+// CHECK-NOT: math.exp2
+// CHECK: math.exp {{.*}} : tensor<32x32xf16
+// CHECK: ttile.yield
+func.func @flash_step_f16(%S: memref<?x?xf16>, %V: memref<?x?xf16>,
+                           %O: memref<?x?xf16>, %n: index)
+    attributes {ttile.kernel, ttile.num_warps = 4 : i32} {
+  %c0 = arith.constant 0 : index
+  %c32 = arith.constant 32 : index
+  %minf = arith.constant dense<0xFC00> : tensor<32xf16>
+  %zero = arith.constant dense<0.0> : tensor<32xf16>
+  %zacc = arith.constant dense<0.0> : tensor<32x64xf16>
+  %r:3 = ttile.range %j = %c0 to %n step %c32
+      iter_args(%acc = %zacc, %m = %minf, %l = %zero)
+      -> (tensor<32x64xf16>, tensor<32xf16>, tensor<32xf16>) {
+    %s = ttile.load %S[%c0, %j] : memref<?x?xf16> -> tensor<32x32xf16>
+    %v = ttile.load %V[%j, %c0] : memref<?x?xf16> -> tensor<32x64xf16>
+    %p, %mc, %lc = ttile.softmax_online %s : tensor<32x32xf16> -> tensor<32x32xf16>, tensor<32xf16>, tensor<32xf16>
+    %acc2, %m2, %l2 = ttile.softmax_accumulate %acc, %m, %l, %p, %v, %mc, %lc
+        : tensor<32x64xf16>, tensor<32xf16>, tensor<32x32xf16>, tensor<32x64xf16>
+    ttile.yield %acc2, %m2, %l2 : tensor<32x64xf16>, tensor<32xf16>, tensor<32xf16>
+  }
+  ttile.store %r#0, %O[%c0, %c0] : tensor<32x64xf16>, memref<?x?xf16>
+  return
+}
+
+// -----
+
 // A bf16 dot into f32 goes to the tensor cores: an mma.sync accumulator
 // whose 8 warps split 128 x 128 as 4 x 2 (the least operand traffic per
 // warp), operands in its fragment layouts.

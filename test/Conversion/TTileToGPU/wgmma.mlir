@@ -331,3 +331,62 @@ func.func @stored_transposed_a(%Q: memref<?x?xbf16>, %K: memref<?x?xbf16>,
   ttile.store %o, %O[%c0, %c0] : tensor<64x128xf32>, memref<?x?xf32>
   return
 }
+
+// -----
+
+// A product that accumulates into an earlier deferred one waits for it
+// first: the first two products share a wait, the third (which reads the
+// first's result) comes after it.
+// GPU-LABEL: gpu.func @dot_chain
+// GPU-COUNT-8: wgmma.mma_async.sync.aligned.m64n64k16
+// GPU-NOT: wgmma.mma_async
+// GPU: wgmma.wait_group.sync.aligned 0;
+// GPU-COUNT-4: wgmma.mma_async.sync.aligned.m64n64k16
+// GPU: wgmma.wait_group.sync.aligned 0;
+func.func @dot_chain(%X: memref<?x?xbf16>, %Y: memref<?x?xbf16>,
+                     %Z: memref<?x?xbf16>, %W: memref<?x?xbf16>,
+                     %O: memref<?x?xf32>, %P: memref<?x?xf32>)
+    attributes {ttile.kernel, ttile.num_warps = 4 : i32} {
+  %c0 = arith.constant 0 : index
+  %zero = arith.constant dense<0.0> : tensor<64x64xf32>
+  %x = ttile.load %X[%c0, %c0] : memref<?x?xbf16> -> tensor<64x64xbf16>
+  %y = ttile.load %Y[%c0, %c0] : memref<?x?xbf16> -> tensor<64x64xbf16>
+  %z = ttile.load %Z[%c0, %c0] : memref<?x?xbf16> -> tensor<64x64xbf16>
+  %w = ttile.load %W[%c0, %c0] : memref<?x?xbf16> -> tensor<64x64xbf16>
+  %u = ttile.load %X[%c0, %c0] : memref<?x?xbf16> -> tensor<64x64xbf16>
+  %v = ttile.load %W[%c0, %c0] : memref<?x?xbf16> -> tensor<64x64xbf16>
+  %a = ttile.dot %x, %y, %zero : tensor<64x64xbf16>, tensor<64x64xbf16> -> tensor<64x64xf32>
+  %b = ttile.dot %z, %w, %zero : tensor<64x64xbf16>, tensor<64x64xbf16> -> tensor<64x64xf32>
+  %c = ttile.dot %u, %v, %a : tensor<64x64xbf16>, tensor<64x64xbf16> -> tensor<64x64xf32>
+  ttile.store %b, %O[%c0, %c0] : tensor<64x64xf32>, memref<?x?xf32>
+  ttile.store %c, %P[%c0, %c0] : tensor<64x64xf32>, memref<?x?xf32>
+  return
+}
+
+// -----
+
+// Stores of computed A operands one after the other share their barriers;
+// a constant between them (the second one's A) is lowered before them.
+// GPU-LABEL: gpu.func @stored_constant_a
+// GPU: gpu.barrier
+// GPU-NOT: gpu.barrier
+// GPU: fence.proxy.async.shared::cta
+// GPU-NEXT: gpu.barrier
+// GPU: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 1, 1;
+func.func @stored_constant_a(%A: memref<?x?xbf16>, %B: memref<?x?xbf16>,
+                             %O: memref<?x?xf32>)
+    attributes {ttile.kernel, ttile.num_warps = 4 : i32} {
+  %c0 = arith.constant 0 : index
+  %zero = arith.constant dense<0.0> : tensor<64x64xf32>
+  %a = ttile.load %A[%c0, %c0] : memref<?x?xbf16> -> tensor<64x64xbf16>
+  %a2 = arith.addf %a, %a : tensor<64x64xbf16>
+  %at = ttile.transpose %a2 {permutation = array<i64: 1, 0>} : tensor<64x64xbf16> -> tensor<64x64xbf16>
+  %ones = arith.constant dense<1.0> : tensor<64x64xbf16>
+  %ot = ttile.transpose %ones {permutation = array<i64: 1, 0>} : tensor<64x64xbf16> -> tensor<64x64xbf16>
+  %b = ttile.load %B[%c0, %c0] : memref<?x?xbf16> -> tensor<64x64xbf16>
+  %b2 = ttile.load %B[%c0, %c0] : memref<?x?xbf16> -> tensor<64x64xbf16>
+  %d = ttile.dot %at, %b, %zero : tensor<64x64xbf16>, tensor<64x64xbf16> -> tensor<64x64xf32>
+  %e = ttile.dot %ot, %b2, %d : tensor<64x64xbf16>, tensor<64x64xbf16> -> tensor<64x64xf32>
+  ttile.store %e, %O[%c0, %c0] : tensor<64x64xf32>, memref<?x?xf32>
+  return
+}
