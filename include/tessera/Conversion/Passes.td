@@ -238,12 +238,14 @@ def ConvertTTileToGPU : Pass<"tessera-convert-ttile-to-gpu", "ModuleOp"> {
       16-byte vector accesses where a thread's elements are contiguous in
       memory and aligned (checked at run time), guarded element accesses
       at the edges and where masks are off;
-    - elementwise `arith` and `math` ops apply to each element;
+    - elementwise `arith` and `math` ops apply to each element (f32
+      `math.exp2` as `ex2.approx.ftz.f32`);
     - `ttile.reduce` combines a thread's elements, then the lanes of a warp
       (butterfly shuffles), then the warps (shared memory), in a fixed
       order: results are deterministic and identical on every thread;
     - `ttile.convert_layout`, and broadcasts or transposes that move data
-      between threads, go through shared memory;
+      between threads, go through shared memory; a conversion to a
+      `#ttile.shared` layout stores a computed tile for wgmma;
     - `ttile.dot` with a `#ttile.mma` version 2 accumulator (bf16 or f16
       into f32) runs on the tensor cores as `nvvm.mma.sync` m16n8k16 per
       warp fragment; with a blocked accumulator it multiplies with FMAs;

@@ -40,10 +40,10 @@ Value KernelLowering::dynamicSharedBase() {
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(&dst.getBody().front());
   Location loc = src.getLoc();
-  // An extern shared array, which the driver places after all of the
-  // kernel's static shared memory (the layout conversions' buffers).
-  // (gpu.dynamic_shared_memory becomes a one-byte static variable in the
-  // PTX, at the start of the static ones, so tiles would overlap them.)
+  // An extern shared array, the kernel's only shared memory: the shared
+  // tiles, then the scratch area of conversions and reductions.
+  // (gpu.dynamic_shared_memory would become a one-byte static variable in
+  // the PTX.)
   auto gpuModule = dst->getParentOfType<gpu::GPUModuleOp>();
   if (!SymbolTable::lookupSymbolIn(gpuModule, kDynamicSharedSymbol)) {
     OpBuilder mb(gpuModule.getBody(), gpuModule.getBody()->begin());

@@ -24,8 +24,7 @@
 // SYNC: ttile.dot
 
 // GPU-LABEL: gpu.module @tessera_kernels
-// Dynamic shared memory is an extern array: the driver places it after the
-// static buffers.
+// All shared memory is one extern array: the tiles, then the scratch area.
 // GPU: llvm.mlir.global external @tessera_dynamic_shared() {addr_space = 3 : i32, alignment = 1024 : i64} : !llvm.array<0 x i8>
 // GPU: llvm.mlir.global external constant @tessera_dynamic_smem_gemm_ring(132096 : i32) {addr_space = 1 : i32
 // GPU-LABEL: gpu.func @gemm_ring
