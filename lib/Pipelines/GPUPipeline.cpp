@@ -33,6 +33,7 @@ void mlir::tessera::buildTileToPTXPipeline(OpPassManager &pm,
   ConvertTTileToGPUOptions lowering;
   lowering.tma = options.tma && options.chip == "sm_90a";
   lowering.sharedLimit = sharedMemoryLimit(options.chip);
+  lowering.fpContract = options.fpContract;
   pm.addPass(createConvertTTileToGPU(lowering));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());

@@ -38,7 +38,7 @@ from ._tile_values import (Block, Scalar, Tile, TileRef, _Expanded,  # noqa: F40
 __all__ = [
     "Block", "Scalar", "Tile", "TileRef", "abs", "broadcast_to", "cast",
     "cdiv", "col_index", "constexpr", "context", "dot", "exp", "exp2", "fma",
-    "full", "iota", "load", "log", "mask_causal", "max", "maximum", "min",
+    "full", "iota", "load", "load_scalar", "log", "mask_causal", "max", "maximum", "min",
     "minimum", "num_programs", "program_id", "range", "range_n",
     "row_index", "rsqrt", "sigmoid", "softmax_accumulate", "softmax_online",
     "sqrt", "store", "sum", "tanh", "transpose", "where", "zeros",
@@ -547,6 +547,45 @@ def load(ref, at=None, shape=None, *, rows=None, cols=None, mask=None,
         f"ttile.load {ref.name}[{', '.join(i.name for i in idx)}]{mask_text}"
         f"{attrs} : {ref.memref_type}{mask_type} -> {ttype}", [ttype])
     return Tile(name, shape, ref.type)
+
+
+def load_scalar(ref, at, *, padding=0):
+    """The element of ``ref`` at ``at`` (one index per dim) as a scalar of
+    the program: every thread reads it, and it can index further loads
+    (a row's label picks its logit). An index outside the tensor reads
+    ``padding``."""
+    if not isinstance(ref, TileRef):
+        raise _err(f"tile.load_scalar reads a KTile argument (or a part of "
+                   f"one), got {ref!r}")
+    check_visible(ref, "tensor")
+    if not isinstance(at, (tuple, list)):
+        at = (at,)
+    if len(at) != ref.rank:
+        raise _err(f"{ref.arg} has {ref.rank} dims; at= gives {len(at)} "
+                   f"indices")
+    if not _is_number(padding):
+        raise _err(f"tile.load_scalar's padding is a number, got "
+                   f"{padding!r}")
+    idx = [_as_index(i, "a load index") for i in at]
+    trace = current_trace()
+    # In bounds: 0 <= i < dim for every dim (unsigned: a negative index is
+    # a large one).
+    ok = None
+    for d, i in enumerate(idx):
+        (c,) = trace.emit(f"arith.cmpi ult, {i.name}, {ref.dim(d).name} : "
+                          f"index", ["i1"])
+        if ok is not None:
+            (c,) = trace.emit(f"arith.andi {ok}, {c} : i1", ["i1"])
+        ok = c
+    pad = _scalar_const(padding, ref.type)
+    inner = trace.fresh()
+    (name,) = trace.emit(
+        f"scf.if {ok} -> ({ref.type}) {{\n"
+        f"  {inner} = memref.load {ref.name}"
+        f"[{', '.join(i.name for i in idx)}] : {ref.memref_type}\n"
+        f"  scf.yield {inner} : {ref.type}\n"
+        f"}} else {{\n  scf.yield {pad.name} : {ref.type}\n}}", [ref.type])
+    return Scalar(name, ref.type)
 
 
 def _check_vector(vector, t):

@@ -138,6 +138,40 @@ def test_fma_broadcasts_and_checks_types():
         scalars.lower()
 
 
+def test_load_scalar_bounds_checks_and_errors():
+    @ts.kernel.schedule(ts.Schedule(block=(16,), warps=1))
+    def k(X: KTile["M", "N", ts.bf16], I: KTile["M", ts.i32],
+          Y: KTile["K", ts.f32]):
+        i = tile.load_scalar(I, at=(3,), padding=-1)
+        v = tile.load_scalar(X, at=(2, i), padding=0.5)
+        tile.store(Y, tile.full((16,), tile.cast(v, ts.f32)), at=(0,))
+
+    text = k.lower()
+    # Each index is compared (unsigned) with its dim; the read happens
+    # only in bounds, the padding otherwise.
+    assert len(re.findall(r"arith\.cmpi ult", text)) == 3, text
+    assert re.search(r"scf\.if %\S+ -> \(bf16\) \{\s+%\S+ = memref\.load "
+                     r"%arg0\[%\S+, %\S+\] : memref<\?x\?xbf16>", text), text
+    assert "arith.constant 0x3F00 : bf16" in text  # 0.5
+
+    @ts.kernel.schedule(ts.Schedule(block=(16,), warps=1))
+    def rank(X: KTile["M", "N", ts.f32], Y: KTile["K", ts.f32]):
+        tile.store(Y, tile.full((16,), tile.load_scalar(X, at=(0,))),
+                   at=(0,))
+
+    with pytest.raises(TypeError, match="X has 2 dims; at= gives 1"):
+        rank.lower()
+
+    @ts.kernel.schedule(ts.Schedule(block=(16,), warps=1))
+    def pad(X: KTile["M", ts.f32], Y: KTile["K", ts.f32]):
+        tile.store(Y, tile.full((16,), tile.load_scalar(X, at=(0,),
+                                                        padding="x")),
+                   at=(0,))
+
+    with pytest.raises(TypeError, match="padding is a number"):
+        pad.lower()
+
+
 def test_errors_point_at_the_kernel_line():
     @ts.kernel
     def bad_dot(A: KTile["M", "K", ts.f32], C: KTile["M", "K", ts.f32]):

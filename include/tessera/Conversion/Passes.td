@@ -265,6 +265,11 @@ def ConvertTTileToGPU : Pass<"tessera-convert-ttile-to-gpu", "ModuleOp"> {
     `tessera_dynamic_smem_<kernel>` global; more than `shared-limit` is an
     error.
 
+    With `fp-contract` (the default) the kernels' float arithmetic carries
+    `fastmath<contract>`, so that LLVM fuses a multiply feeding an add into
+    one fma, as nvcc does by default: one rounding instead of two, and the
+    same results at every run.
+
     Then `--gpu-lower-to-nvvm-pipeline` produces PTX.
   }];
   let options = [
@@ -277,6 +282,9 @@ def ConvertTTileToGPU : Pass<"tessera-convert-ttile-to-gpu", "ModuleOp"> {
            "Shared memory a block may use, in bytes: the chip's opt-in "
            "limit (232448 on sm_90, 166912 on sm_80 and sm_87, 101376 on "
            "sm_86 and sm_89)">,
+    Option<"fpContract", "fp-contract", "bool", "true",
+           "Let the float arithmetic of kernels contract a multiply and an "
+           "add into one fma (fastmath<contract>; nvcc's --fmad=true)">,
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::gpu::GPUDialect",

@@ -51,6 +51,12 @@ struct TileToPTXOptions : public PassPipelineOptions<TileToPTXOptions> {
       llvm::cl::desc("sm_90a: fill shared-tile rings with TMA copies from a "
                      "producer warpgroup where the kernel allows it"),
       llvm::cl::init(true)};
+  Option<bool> fpContract{
+      *this, "fp-contract",
+      llvm::cl::desc("Fuse float multiplies and adds into fma (as nvcc's "
+                     "--fmad=true): one rounding instead of two, same "
+                     "results run to run"),
+      llvm::cl::init(true)};
   Option<int> optLevel{*this, "opt-level",
                        llvm::cl::desc("LLVM optimization level"),
                        llvm::cl::init(3)};

@@ -233,6 +233,21 @@ constexpr llvm::StringLiteral kDynamicSharedPrefix = "tessera_dynamic_smem_";
 /// Names the global that describes a warp-specialized kernel's launch.
 constexpr llvm::StringLiteral kTmaPrefix = "tessera_tma_";
 
+/// Adds `contract` to the fastmath flags of the kernel's float arithmetic:
+/// LLVM may then fuse a multiply that feeds an add into one fma (without
+/// it, NVPTX prints `mul.rn`/`add.rn`, which ptxas must not fuse either).
+static void allowContraction(gpu::GPUFuncOp kernel) {
+  MLIRContext *ctx = kernel.getContext();
+  kernel.walk([&](arith::ArithFastMathInterface op) {
+    arith::FastMathFlagsAttr attr = op.getFastMathFlagsAttr();
+    arith::FastMathFlags flags =
+        attr ? attr.getValue() : arith::FastMathFlags::none;
+    op->setAttr(op.getFastMathAttrName(),
+                arith::FastMathFlagsAttr::get(
+                    ctx, flags | arith::FastMathFlags::contract));
+  });
+}
+
 struct ConvertTTileToGPUPass
     : tessera::impl::ConvertTTileToGPUBase<ConvertTTileToGPUPass> {
   using ConvertTTileToGPUBase::ConvertTTileToGPUBase;
@@ -266,6 +281,8 @@ struct ConvertTTileToGPUPass
       KernelLowering lowering(fn, kernel, tma);
       if (failed(lowering.run()))
         return signalPassFailure();
+      if (fpContract)
+        allowContraction(kernel);
       if (lowering.isSpecialized()) {
         SmallVector<int32_t> record = lowering.launchRecord();
         kernel.setKnownBlockSizeAttr(

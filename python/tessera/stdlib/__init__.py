@@ -249,8 +249,11 @@ def _split_rows(rows, m, programs=264):
 
 
 def _column_sum(part, n, dtype, dev):
+    """The sum of the rows of part [P, n], in row order. Blocks of 32
+    columns (128 bytes of a row): enough programs to keep the card busy
+    for rows of a few thousand."""
     out = _cuda.empty((n,), dtype, device=f"cuda:{dev}")
-    s = Schedule(block=(16, 256), warps=4)
+    s = Schedule(block=(64, 32), warps=4)
     K.column_sums.with_schedule(s)[(cdiv(n, s.n),)](part, out)
     return out
 

@@ -166,14 +166,16 @@ def rmsnorm_bwd(DY: KTile["R", "N"], X: KTile["R", "N"], W: KTile["N"],
 
 @ts.kernel
 def column_sums(Part: KTile["P", "N", ts.f32], Out: KTile["N"]):
-    """Out = sum of Part's rows, in row order (deterministic)."""
+    """Out = the sum of Part's rows, in a fixed order (deterministic).
+    Program j sums the T.n columns of block j: each position adds the
+    rows of its column T.m apart, and one reduction across the block's
+    rows ends it."""
     T = tile.context()
     c = tile.program_id(0) * T.n
-    acc = tile.zeros((T.n,))
-    for i in tile.range(0, Part.shape[0], T.m):
-        part = tile.load(Part, at=(i, c), shape=(T.m, T.n))
-        acc = acc + tile.sum(part, axis=0)
-    tile.store(Out, tile.cast(acc, Out.dtype), at=(c,))
+    acc = tile.zeros((T.m, T.n))
+    for i in tile.range(0, Part.shape[0], T.m, stages=2):
+        acc = acc + tile.load(Part, at=(i, c), shape=(T.m, T.n))
+    tile.store(Out, tile.cast(tile.sum(acc, axis=0), Out.dtype), at=(c,))
 
 
 # --------------------------------------------------------------------------
@@ -188,7 +190,8 @@ def cross_entropy_fwd(Logits: KTile["R", "V"], Labels: KTile["R", ts.i32],
     Each position of the T.n-column block keeps its own running maximum
     and sum of exponentials, so the loop over column blocks needs one exp
     per logit and no reduction across threads; the row's log-sum-exp
-    combines the positions at the end."""
+    combines the positions at the end. The label's logit is one element
+    read per row, not picked from every block."""
     T = tile.context()
     r = tile.program_id(0) * T.m
     v = Logits.shape[1]
@@ -199,24 +202,28 @@ def cross_entropy_fwd(Logits: KTile["R", "V"], Labels: KTile["R", ts.i32],
     # 0, by 0).
     m = tile.full((T.m, T.n), -FLT_MAX)
     l = tile.zeros((T.m, T.n))
-    picked = tile.zeros((T.m, T.n))
-    # The label of each position's row, computed before the loop.
-    target = tile.broadcast_to(label[:, None], (T.m, T.n)) - _cols(T)
     for c in tile.range(0, v, T.n, stages=T.stages):
         x = tile.cast(tile.load(Logits, at=(r, c), shape=(T.m, T.n),
                                 padding=NEG_INF), ts.f32)
         # exp(-|x - m|) rescales the old sum (x a new maximum) or weighs x
-        # (as 2^(-|x - m| log2 e): the hardware's ex2).
-        hi = tile.maximum(m, x)
-        e = tile.exp2((tile.minimum(m, x) - hi) * LOG2E)
-        l = tile.where(x > m, l * e + 1.0, l + e)
-        m = hi
-        picked = tile.where(target == c, x, picked)
+        # (as 2^(-|x - m| log2 e): the hardware's ex2; the sign and the
+        # absolute value are operand modifiers of the multiply).
+        d = x - m
+        e = tile.exp2(-tile.abs(d) * LOG2E)
+        l = tile.where(d > 0.0, l * e + 1.0, l + e)
+        m = tile.maximum(m, x)
     top = tile.max(m, axis=1)
     total = tile.sum(l * tile.exp2((m - top[:, None]) * LOG2E), axis=1)
     lse = top + tile.log(total)
-    loss = tile.where(label == ignore_index, 0.0,
-                      lse - tile.sum(picked, axis=1))
+    # Each row's label logit (0 for a label outside the row: the loss is
+    # then the log-sum-exp).
+    picked = tile.zeros((T.m,))
+    which = tile.iota((T.m,), axis=0)
+    for i in range(T.m):
+        lab = tile.load_scalar(Labels, at=(r + i,), padding=-1)
+        x = tile.load_scalar(Logits, at=(r + i, lab), padding=0.0)
+        picked = tile.where(which == i, tile.cast(x, ts.f32), picked)
+    loss = tile.where(label == ignore_index, 0.0, lse - picked)
     tile.store(Loss, loss, at=(r,))
     tile.store(Lse, lse, at=(r,))
 

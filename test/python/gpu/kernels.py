@@ -129,6 +129,24 @@ def stored_operands(A: KTile["R", "C", ts.bf16], B: KTile["K", "N", ts.bf16],
         c = tile.dot(x + x, b)
     tile.store(C, c, at=(0, 0))
 
+
+
+@ts.kernel.schedule(ts.Schedule(block=(4, 64), warps=2))
+def pick_columns(X: KTile["R", "C"], Idx: KTile["R", ts.i32],
+                 Out: KTile["P", ts.f32]):
+    """Out[r] = X[r, Idx[r]] for the program's T.m rows, one scalar read
+    each (-7.5 outside X), placed into a tile of the rows."""
+    T = tile.context()
+    r = tile.program_id(0) * T.m
+    out = tile.zeros((T.m,))
+    which = tile.iota((T.m,), axis=0)
+    for i in range(T.m):
+        j = tile.load_scalar(Idx, at=(r + i,), padding=-1)
+        v = tile.load_scalar(X, at=(r + i, j), padding=-7.5)
+        out = tile.where(which == i, tile.cast(v, ts.f32), out)
+    tile.store(Out, out, at=(r,))
+
+
 # What the GPU tests launch: (kernel, open dtypes, constexprs).
 SPECIALIZATIONS = [
     (softmax, (), {}),
@@ -138,7 +156,8 @@ SPECIALIZATIONS = [
     (flash_attention, (), {"causal": True}),
     (flash_attention, (), {"causal": False}),
 ] + [(shared_operands, (), {"variant": v}) for v in SHARED_OPERAND_VARIANTS] \
-  + [(stored_operands, (), {"variant": v}) for v in ("transposed", "wide")]
+  + [(stored_operands, (), {"variant": v}) for v in ("transposed", "wide")] \
+  + [(pick_columns, (t,), {}) for t in (ts.f32, ts.bf16)]
 
 
 def precompile(chip):

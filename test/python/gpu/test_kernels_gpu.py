@@ -127,6 +127,21 @@ def test_products_of_stored_operands(variant, rng=np.random.default_rng(7)):
     np.testing.assert_allclose(c.numpy(), ref, rtol=1e-4, atol=1e-3)
 
 
+@pytest.mark.parametrize("dtype", [ts.f32, ts.bf16])
+def test_scalar_loads_index_further_loads(dtype, rng=np.random.default_rng(3)):
+    rows, cols = 10, 37  # the last program's rows 10, 11 are outside X
+    x = rng.standard_normal((rows, cols)).astype(np.float32)
+    idx = rng.integers(0, cols, rows).astype(np.int32)
+    idx[[2, 5, 7]] = [-1, cols, -100]  # outside the row
+    out = poisoned((12,), ts.f32)
+    K.pick_columns[(3,)](ts.to_device(x, dtype=dtype), ts.to_device(idx),
+                         out)
+    xs = x if dtype == ts.f32 else bf16(x)
+    ref = np.array([xs[r, i] if 0 <= i < cols else -7.5
+                    for r, i in enumerate(idx)] + [-7.5, -7.5])
+    np.testing.assert_array_equal(out.numpy(), ref.astype(np.float32))
+
+
 def test_dlpack_with_torch():
     torch = pytest.importorskip("torch")
     m = n = k = 128
