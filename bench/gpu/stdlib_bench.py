@@ -52,20 +52,24 @@ def _calls(mk):
                 mk((bh, s), "f32"), causal=causal)
 
 
-def time_ms(fn, torch, reps=20):
-    """Mean milliseconds per call, CUDA events around `reps` calls after
-    warm-up (Tessera's stream and PyTorch's default stream order with each
-    other, so the events see both)."""
+def time_ms(fn, torch, reps=20, batches=5):
+    """Milliseconds per call: the median over `batches` of the mean of
+    `reps` calls between CUDA events, after warm-up (the first call of a
+    stdlib op autotunes it). Tessera's stream and PyTorch's default stream
+    order with each other, so the events see both."""
     for _ in range(3):
         fn()
     torch.cuda.synchronize()
-    start, end = torch.cuda.Event(True), torch.cuda.Event(True)
-    start.record()
-    for _ in range(reps):
-        fn()
-    end.record()
-    end.synchronize()
-    return start.elapsed_time(end) / reps
+    times = []
+    for _ in range(batches):
+        start, end = torch.cuda.Event(True), torch.cuda.Event(True)
+        start.record()
+        for _ in range(reps):
+            fn()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) / reps)
+    return sorted(times)[len(times) // 2]
 
 
 def main(only=None):

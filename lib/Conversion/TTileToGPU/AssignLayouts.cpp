@@ -260,9 +260,9 @@ private:
 
   /// Gives deferred loop-carried operands of `op` (but `skip`) a default
   /// layout.
-  void settleOperands(Operation *op, Value skip = {}) {
+  void settleOperands(Operation *op, ArrayRef<Value> skip = {}) {
     for (Value v : op->getOperands())
-      if (v != skip && tileType(v) && isDeferred(v))
+      if (!llvm::is_contained(skip, v) && tileType(v) && isDeferred(v))
         setType(v, defaultLayout(tileType(v)));
   }
 
@@ -565,7 +565,12 @@ private:
       return success();
     }
     if (auto dot = dyn_cast<DotOp>(op)) {
-      settleOperands(op, /*skip=*/dot.getAcc());
+      // A carried A operand with a cheap start (software-pipelined
+      // probabilities) is carried in the layout its product reads.
+      settleOperands(op, /*skip=*/{dot.getAcc(), dot.getA()});
+      bool carriedA = isDeferred(dot.getA());
+      if (carriedA && !wgmmaLayoutFor(dot))
+        settleOperands(op, /*skip=*/dot.getAcc());
       auto accType = tileType(dot.getAcc());
       if (Attribute acc = wgmmaLayoutFor(dot)) {
         if (isDeferred(dot.getAcc()))
@@ -576,6 +581,14 @@ private:
         auto mma = cast<MmaAttr>(acc);
         int64_t gn = mma.getWarpsPerCTA()[1], gm = mma.getWarpsPerCTA()[0] / 4;
         int64_t m = accType.getShape()[0];
+        bool inRegisters = gn == 1 && !(gm > 1 && m != 64 * gm);
+        if (carriedA && inRegisters) {
+          setType(dot.getA(), DotOperandAttr::get(ctx, 0, acc, 2));
+          setSharedOperand(dot.getB());
+          return success();
+        }
+        if (carriedA)
+          settleOperands(op, /*skip=*/dot.getAcc());
         if (sharedOperandLoad(dot.getA(), dot->getBlock())) {
           setSharedOperand(dot.getA());
         } else if (TransposeOp tr =

@@ -131,7 +131,8 @@ private:
   /// wgmma dots that leave their group in flight into the next iteration
   /// (waited for at the next one's end, or after the loop).
   llvm::SmallPtrSet<Operation *, 4> overlappedDots;
-  /// Results of wgmma dots issued and not yet waited for (defersWgmmaWait).
+  /// Results of wgmma dots issued and not yet waited for, in issue order
+  /// (waitForUses).
   SmallVector<Value, 2> pendingWgmma;
 
   /// Warp specialization (LowerProducer.cpp).
@@ -347,6 +348,7 @@ private:
   /// consecutive stores of shared tiles and consecutive conversions through
   /// shared memory, which then share their barriers.
   LogicalResult lowerBlock(Block &block);
+  LogicalResult lowerBlockOps(Block &block);
 
   /// The lowered values of `values`, tiles flattened into their registers.
   SmallVector<Value> flatten(ValueRange values) {
@@ -858,9 +860,12 @@ private:
   /// Stores `ops` (consecutive) between one pair of barriers.
   LogicalResult lowerStoreSharedGroup(ArrayRef<ConvertLayoutOp> ops);
 
-  /// Whether wgmma dot `op` leaves its wait to the next op, an independent
-  /// wgmma dot (views and constants between them aside).
-  bool defersWgmmaWait(DotOp op);
+  /// Before `op`: waits for the wgmma groups in flight up to the youngest
+  /// whose product `op` reads (all of them for an op with regions);
+  /// younger groups keep running (wgmma.wait_group N).
+  void waitForUses(Operation *op);
+  /// Waits for the groups of pendingWgmma[0..last] (issue order).
+  void finishWgmma(Location loc, int64_t last);
 
   /// Copies the tile `op` loads, starting at `start`, into the shared
   /// buffer at `dstAddr` (its swizzled layout) with cp.async; `valid`

@@ -282,7 +282,18 @@ Regs KernelLowering::throughShared(
 }
 
 LogicalResult KernelLowering::lowerBlock(Block &block) {
+  if (failed(lowerBlockOps(block)))
+    return failure();
+  // The block's terminator reads what it yields: no group outlives it.
+  if (!pendingWgmma.empty())
+    finishWgmma(block.getTerminator()->getLoc(),
+                int64_t(pendingWgmma.size()) - 1);
+  return success();
+}
+
+LogicalResult KernelLowering::lowerBlockOps(Block &block) {
   for (auto it = block.begin(), end = std::prev(block.end()); it != end;) {
+    waitForUses(&*it);
     // Tiles stored for wgmma one after the other (views of them and
     // constants between) share their barriers.
     if (storesShared(&*it)) {
@@ -304,6 +315,8 @@ LogicalResult KernelLowering::lowerBlock(Block &block) {
         }
         break;
       }
+      for (ConvertLayoutOp op : stores)
+        waitForUses(op);
       // Constants first (a store may read one), views of the stored
       // tiles after.
       for (Operation *op : others)
@@ -329,6 +342,8 @@ LogicalResult KernelLowering::lowerBlock(Block &block) {
       group.push_back(cvt);
     }
     if (group.size() > 1) {
+      for (ConvertLayoutOp op : group)
+        waitForUses(op);
       if (failed(lowerConvertGroup(group)))
         return failure();
       std::advance(it, group.size());

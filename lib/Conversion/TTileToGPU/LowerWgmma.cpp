@@ -210,32 +210,30 @@ KernelLowering::lowerStoreSharedGroup(ArrayRef<ConvertLayoutOp> ops) {
   return success();
 }
 
-bool KernelLowering::defersWgmmaWait(DotOp op) {
-  if (overlappedDots.contains(op))
-    return false;
-  for (Operation *next = op->getNextNode(); next; next = next->getNextNode()) {
-    // Views of shared tiles and constants emit no reads of accumulators.
-    if (auto tr = dyn_cast<TransposeOp>(next);
-        tr &&
-        isa_and_nonnull<SharedAttr>(
-            cast<RankedTensorType>(tr.getSource().getType()).getEncoding()))
-      continue;
-    if (isa<arith::ConstantOp>(next))
-      continue;
-    auto dot = dyn_cast<DotOp>(next);
-    if (!dot || overlappedDots.contains(dot))
-      return false;
-    auto mma = dyn_cast<MmaAttr>(
-        cast<RankedTensorType>(dot.getAcc().getType()).getEncoding());
-    // (Nor may it read a product still waiting: its own or an earlier
-    // deferred one's.)
-    auto reads = [&](Value v) {
-      return llvm::is_contained(dot->getOperands(), v);
-    };
-    return mma && mma.getVersion() == 3 && !reads(op.getResult()) &&
-           llvm::none_of(pendingWgmma, reads);
-  }
-  return false;
+void KernelLowering::waitForUses(Operation *op) {
+  if (pendingWgmma.empty())
+    return;
+  // An op with regions may read anything: every group.
+  int64_t needed = op->getNumRegions() ? int64_t(pendingWgmma.size()) - 1 : -1;
+  for (auto [i, p] : llvm::enumerate(pendingWgmma))
+    if (llvm::is_contained(op->getOperands(), p))
+      needed = std::max(needed, int64_t(i));
+  if (needed >= 0)
+    finishWgmma(op->getLoc(), needed);
+}
+
+void KernelLowering::finishWgmma(Location loc, int64_t last) {
+  ArrayRef<Value> done = ArrayRef<Value>(pendingWgmma).take_front(last + 1);
+  Regs all;
+  for (Value p : done)
+    llvm::append_range(all, tiles.lookup(p));
+  // The younger groups keep running.
+  waitForWgmma(loc, int64_t(pendingWgmma.size()) - 1 - last, all);
+  int64_t next = 0;
+  for (Value p : done)
+    for (Value &r : tiles[p])
+      r = all[next++];
+  pendingWgmma.erase(pendingWgmma.begin(), pendingWgmma.begin() + last + 1);
 }
 
 void KernelLowering::issueSharedCopy(LoadOp op, Value dstAddr,
@@ -687,6 +685,10 @@ static StringRef wgmmaTypeName(Type t) {
 
 LogicalResult KernelLowering::lowerWgmma(DotOp op, MmaAttr mma) {
   Location loc = op.getLoc();
+  // A dot whose group stays in flight across iterations waits for one
+  // group only: no other may be running then.
+  if (overlappedDots.contains(op) && !pendingWgmma.empty())
+    finishWgmma(loc, int64_t(pendingWgmma.size()) - 1);
   auto aType = cast<RankedTensorType>(op.getA().getType());
   auto bType = cast<RankedTensorType>(op.getB().getType());
   auto accType = cast<RankedTensorType>(op.getAcc().getType());
@@ -885,26 +887,10 @@ LogicalResult KernelLowering::lowerWgmma(DotOp op, MmaAttr mma) {
     tiles[op.getResult()] = std::move(acc);
     return success();
   }
-  // Independent products one after the other run together: the first's
-  // wait is the second's.
-  if (defersWgmmaWait(op)) {
-    pendingWgmma.push_back(op.getResult());
-    tiles[op.getResult()] = std::move(acc);
-    return success();
-  }
-  Regs all;
-  for (Value p : pendingWgmma)
-    llvm::append_range(all, tiles.lookup(p));
-  llvm::append_range(all, acc);
-  waitForWgmma(loc, 0, all);
-  int64_t next = 0;
-  for (Value p : pendingWgmma) {
-    Regs &regs = tiles[p];
-    for (Value &r : regs)
-      r = all[next++];
-  }
-  pendingWgmma.clear();
-  tiles[op.getResult()] = Regs(ArrayRef<Value>(all).drop_front(next));
+  // The group runs until an op reads its product (waitForUses): later
+  // products and other work overlap it.
+  pendingWgmma.push_back(op.getResult());
+  tiles[op.getResult()] = std::move(acc);
   return success();
 }
 

@@ -333,15 +333,21 @@ func.func @stored_transposed_a(%Q: memref<?x?xbf16>, %K: memref<?x?xbf16>,
 
 // -----
 
-// A product that accumulates into an earlier deferred one waits for it
-// first: the first two products share a wait, the third (which reads the
-// first's result) comes after it.
+// A product runs until an op reads it: the third product (which
+// accumulates into the first's result) waits for the first group only
+// (wait_group 1: the second keeps running); the store of the second
+// waits for it with the third still running, the store of the third for
+// the rest.
 // GPU-LABEL: gpu.func @dot_chain
 // GPU-COUNT-8: wgmma.mma_async.sync.aligned.m64n64k16
 // GPU-NOT: wgmma.mma_async
-// GPU: wgmma.wait_group.sync.aligned 0;
+// GPU: wgmma.wait_group.sync.aligned 1;
 // GPU-COUNT-4: wgmma.mma_async.sync.aligned.m64n64k16
+// GPU-NOT: wgmma.mma_async
+// GPU: wgmma.wait_group.sync.aligned 1;
+// GPU: vector.store
 // GPU: wgmma.wait_group.sync.aligned 0;
+// GPU: vector.store
 func.func @dot_chain(%X: memref<?x?xbf16>, %Y: memref<?x?xbf16>,
                      %Z: memref<?x?xbf16>, %W: memref<?x?xbf16>,
                      %O: memref<?x?xf32>, %P: memref<?x?xf32>)
@@ -387,5 +393,51 @@ func.func @stored_constant_a(%A: memref<?x?xbf16>, %B: memref<?x?xbf16>,
   %d = ttile.dot %at, %b, %zero : tensor<64x64xbf16>, tensor<64x64xbf16> -> tensor<64x64xf32>
   %e = ttile.dot %ot, %b2, %d : tensor<64x64xbf16>, tensor<64x64xbf16> -> tensor<64x64xf32>
   ttile.store %e, %O[%c0, %c0] : tensor<64x64xf32>, memref<?x?xf32>
+  return
+}
+
+// -----
+
+// Software-pipelined attention: the probabilities of the previous block,
+// carried from a zero start, are the A operand of this iteration's second
+// product. The carried tile takes that product's register layout (no
+// conversion at the top of the body), and the softmax reads the scores
+// with the second product still running (wait_group 1).
+// LAYOUT-LABEL: func.func @pipelined_step
+// LAYOUT: ttile.range {{.*}} iter_args({{.*}}, %[[P:arg[0-9]+]] = %{{.*}}) -> ({{.*}}, tensor<64x64xbf16, #[[DOTA:dot_op[0-9]*]]>)
+// LAYOUT-NOT: ttile.convert_layout %[[P]]
+// LAYOUT: ttile.dot %[[P]], {{.*}} : tensor<64x64xbf16, #[[DOTA]]>
+// LAYOUT: ttile.convert_layout {{.*}} -> tensor<64x64xf32, #[[DOTA]]>
+// GPU-LABEL: gpu.func @pipelined_step
+// GPU: scf.for
+// GPU-COUNT-8: wgmma.mma_async.sync.aligned.m64n64k16
+// GPU: wgmma.wait_group.sync.aligned 1;
+// GPU: ex2.approx.ftz.f32
+// GPU: wgmma.wait_group.sync.aligned 0;
+// GPU: scf.yield
+func.func @pipelined_step(%Q: memref<?x?xbf16>, %K: memref<?x?xbf16>,
+                          %V: memref<?x?xbf16>, %O: memref<?x?xf32>,
+                          %n: index)
+    attributes {ttile.kernel, ttile.num_warps = 4 : i32} {
+  %c0 = arith.constant 0 : index
+  %c64 = arith.constant 64 : index
+  %zs = arith.constant dense<0.0> : tensor<64x64xf32>
+  %zo = arith.constant dense<0.0> : tensor<64x64xf32>
+  %zp = arith.constant dense<0.0> : tensor<64x64xbf16>
+  %r:2 = ttile.range %j = %c0 to %n step %c64
+      iter_args(%acc = %zo, %p = %zp)
+      -> (tensor<64x64xf32>, tensor<64x64xbf16>) {
+    %q = ttile.load %Q[%c0, %c0] : memref<?x?xbf16> -> tensor<64x64xbf16>
+    %k = ttile.load %K[%j, %c0] : memref<?x?xbf16> -> tensor<64x64xbf16>
+    %v = ttile.load %V[%j, %c0] : memref<?x?xbf16> -> tensor<64x64xbf16>
+    %kt = ttile.transpose %k {permutation = array<i64: 1, 0>} : tensor<64x64xbf16> -> tensor<64x64xbf16>
+    %s = ttile.dot %q, %kt, %zs : tensor<64x64xbf16>, tensor<64x64xbf16> -> tensor<64x64xf32>
+    %acc2 = ttile.dot %p, %v, %acc : tensor<64x64xbf16>, tensor<64x64xbf16> -> tensor<64x64xf32>
+    %e = math.exp2 %s : tensor<64x64xf32>
+    %h = arith.mulf %acc2, %e : tensor<64x64xf32>
+    %pn = ttile.cast %e : tensor<64x64xf32> -> tensor<64x64xbf16>
+    ttile.yield %h, %pn : tensor<64x64xf32>, tensor<64x64xbf16>
+  }
+  ttile.store %r#0, %O[%c0, %c0] : tensor<64x64xf32>, memref<?x?xf32>
   return
 }
