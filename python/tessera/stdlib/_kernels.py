@@ -378,6 +378,16 @@ def _attend(T, Qb, K, V, nblk, scale, acc, m, l, mask):
     return tile.softmax_accumulate(acc, m, l, P, Vb, m_c, l_c)
 
 
+def _query_block(T, causal):
+    """The first query of the program's block. Causal programs take their
+    blocks last first: the later a block, the more keys it sees, and the
+    longest programs then start first instead of being left for the last
+    wave."""
+    if causal:
+        return (tile.num_programs(0) - 1 - tile.program_id(0)) * T.m
+    return tile.row_index()
+
+
 @ts.kernel
 def flash_attention_fwd(q: KTile["BH", "S", "D"], k: KTile["BH", "S", "D"],
                         v: KTile["BH", "S", "D"], o: KTile["BH", "S", "D"],
@@ -394,7 +404,7 @@ def flash_attention_fwd(q: KTile["BH", "S", "D"], k: KTile["BH", "S", "D"],
     Q, K, V, O = q[bh], k[bh], v[bh], o[bh]
     L = lse[bh]
     keys = K.shape[0]
-    q0 = tile.row_index()
+    q0 = _query_block(T, causal)
     acc = tile.zeros((T.m, T.d))
     m = tile.full((T.m,), NEG_INF)
     l = tile.zeros((T.m,))
@@ -410,13 +420,13 @@ def flash_attention_fwd(q: KTile["BH", "S", "D"], k: KTile["BH", "S", "D"],
         tail_mask = ("keys", keys)
     # Each loop loads the query block for itself: a load that feeds one
     # product stays in shared memory, where the tensor cores read it.
-    Qb = tile.load(Q, rows=T.m, cols=T.d)
+    Qb = tile.load(Q, at=(q0, 0), shape=(T.m, T.d))
     for nblk in tile.range_n(full, T.n, prefetch=T.stages):
         acc, m, l = _attend(T, Qb, K, V, nblk, scale, acc, m, l, None)
-    Qt = tile.load(Q, rows=T.m, cols=T.d)
+    Qt = tile.load(Q, at=(q0, 0), shape=(T.m, T.d))
     for nblk in tile.range_n(end, T.n, prefetch=1, start=full):
         acc, m, l = _attend(T, Qt, K, V, nblk, scale, acc, m, l, tail_mask)
-    tile.store(O, tile.cast(acc / l[:, None], O.dtype), rows=T.m)
+    tile.store(O, tile.cast(acc / l[:, None], O.dtype), at=(q0, 0))
     tile.store(L, m + tile.log(l), at=(q0,))
 
 
@@ -500,7 +510,7 @@ def flash_attention_bwd_dq(q: KTile["BH", "S", "D"], k: KTile["BH", "S", "D"],
     Q, K, V, DO = q[bh], k[bh], v[bh], do[bh]
     L, Dl, DQ = lse[bh], delta[bh], dq[bh]
     keys = K.shape[0]
-    q0 = tile.row_index()
+    q0 = _query_block(T, causal)
     Qb = tile.load(Q, at=(q0, 0), shape=(T.m, T.d))
     dOb = tile.load(DO, at=(q0, 0), shape=(T.m, T.d))
     l = tile.load(L, at=(q0,), shape=(T.m,))
