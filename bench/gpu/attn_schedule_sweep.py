@@ -18,6 +18,8 @@ import tessera as ts
 from tessera._kernel import Schedule, cdiv
 from tessera.stdlib import _kernels as K
 
+from stdlib_bench import time_ms  # noqa: E402 (beside this script)
+
 FWD = [(128, 64, 8, 2), (128, 128, 8, 2), (128, 128, 8, 1), (64, 128, 4, 2)]
 DKDV = [(64, 64, 4, 2), (64, 128, 8, 2), (64, 128, 8, 3), (128, 64, 8, 2),
         (128, 128, 8, 1), (64, 64, 4, 3)]
@@ -67,19 +69,6 @@ def precompile(chip="sm_90a"):
                     print(name, cfg, causal, str(ex).splitlines()[0][:160])
 
 
-def time_ms(torch, fn, reps=5):
-    for _ in range(2):
-        fn()
-    torch.cuda.synchronize()
-    start, end = torch.cuda.Event(True), torch.cuda.Event(True)
-    start.record()
-    for _ in range(reps):
-        fn()
-    end.record()
-    end.synchronize()
-    return start.elapsed_time(end) / reps
-
-
 def main(seq):
     import torch
     import torch.nn.functional as F
@@ -93,12 +82,12 @@ def main(seq):
     q4, k4, v4, do4 = (x.view(1, BH, seq, D) for x in (q, k, v, do))
     for causal in (False, True):
         flops = 4 * BH * seq * seq * D / (2 if causal else 1)
-        sdpa = time_ms(torch, lambda: F.scaled_dot_product_attention(
-            q4, k4, v4, is_causal=causal))
+        sdpa = time_ms(lambda: F.scaled_dot_product_attention(
+            q4, k4, v4, is_causal=causal), torch, reps=5, batches=3)
         grads = [x.detach().requires_grad_() for x in (q4, k4, v4)]
         out = F.scaled_dot_product_attention(*grads, is_causal=causal)
-        sdpa_bwd = time_ms(torch, lambda: torch.autograd.grad(
-            out, grads, do4, retain_graph=True))
+        sdpa_bwd = time_ms(lambda: torch.autograd.grad(
+            out, grads, do4, retain_graph=True), torch, reps=5, batches=3)
         print(f"causal={causal}: SDPA fwd {sdpa:.3f} ms "
               f"{flops / sdpa / 1e9:.0f} TF/s, bwd {sdpa_bwd:.3f} ms "
               f"{2.5 * flops / sdpa_bwd / 1e9:.0f} TF/s")
@@ -123,7 +112,7 @@ def main(seq):
         for name, cfg, run in launches(Q, Kt, V, DO, o, lse, delta, dq, dk,
                                        dv, seq, causal, scale):
             try:
-                t = time_ms(torch, run)
+                t = time_ms(run, torch, reps=5, batches=3)
             except Exception as ex:
                 print(f"  {name} {cfg}: {str(ex).splitlines()[0][:120]}")
                 continue

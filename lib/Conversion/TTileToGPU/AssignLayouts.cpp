@@ -565,12 +565,7 @@ private:
       return success();
     }
     if (auto dot = dyn_cast<DotOp>(op)) {
-      // A carried A operand with a cheap start (software-pipelined
-      // probabilities) is carried in the layout its product reads.
       settleOperands(op, /*skip=*/{dot.getAcc(), dot.getA()});
-      bool carriedA = isDeferred(dot.getA());
-      if (carriedA && !wgmmaLayoutFor(dot))
-        settleOperands(op, /*skip=*/dot.getAcc());
       auto accType = tileType(dot.getAcc());
       if (Attribute acc = wgmmaLayoutFor(dot)) {
         if (isDeferred(dot.getAcc()))
@@ -582,32 +577,33 @@ private:
         int64_t gn = mma.getWarpsPerCTA()[1], gm = mma.getWarpsPerCTA()[0] / 4;
         int64_t m = accType.getShape()[0];
         bool inRegisters = gn == 1 && !(gm > 1 && m != 64 * gm);
-        if (carriedA && inRegisters) {
-          setType(dot.getA(), DotOperandAttr::get(ctx, 0, acc, 2));
-          setSharedOperand(dot.getB());
-          return success();
-        }
-        if (carriedA)
-          settleOperands(op, /*skip=*/dot.getAcc());
-        if (sharedOperandLoad(dot.getA(), dot->getBlock())) {
-          setSharedOperand(dot.getA());
-        } else if (TransposeOp tr =
-                       storedTransposedA(dot.getA(), dot->getBlock())) {
-          auto stored =
-              cast<SharedAttr>(sharedLayoutFor(tileType(tr.getSource())));
-          convertOperand(tr.getSourceMutable(), stored);
-          setType(tr.getResult(),
-                  SharedAttr::get(ctx, stored.getSwizzle(), {0, 1}));
-        } else if (gn != 1 || (gm > 1 && m != 64 * gm)) {
-          convertOperand(dot.getAMutable(),
-                         sharedLayoutFor(tileType(dot.getA())));
+        Attribute aRegisters = DotOperandAttr::get(ctx, 0, acc, 2);
+        if (isDeferred(dot.getA()) && inRegisters) {
+          // A carried A operand with a cheap start (software-pipelined
+          // probabilities) is carried in the layout its product reads.
+          setType(dot.getA(), aRegisters);
         } else {
-          convertOperand(dot.getAMutable(),
-                         DotOperandAttr::get(ctx, 0, acc, 2));
+          settleOperands(op, /*skip=*/dot.getAcc());
+          if (sharedOperandLoad(dot.getA(), dot->getBlock())) {
+            setSharedOperand(dot.getA());
+          } else if (TransposeOp tr =
+                         storedTransposedA(dot.getA(), dot->getBlock())) {
+            auto stored =
+                cast<SharedAttr>(sharedLayoutFor(tileType(tr.getSource())));
+            convertOperand(tr.getSourceMutable(), stored);
+            setType(tr.getResult(),
+                    SharedAttr::get(ctx, stored.getSwizzle(), {0, 1}));
+          } else if (!inRegisters) {
+            convertOperand(dot.getAMutable(),
+                           sharedLayoutFor(tileType(dot.getA())));
+          } else {
+            convertOperand(dot.getAMutable(), aRegisters);
+          }
         }
         setSharedOperand(dot.getB());
         return success();
       }
+      settleOperands(op, /*skip=*/dot.getAcc());
       // Tensor cores where the types and shapes allow, FMAs otherwise.
       Attribute acc = mmaLayoutFor(dot);
       unsigned kWidth = acc ? 2 : 1;

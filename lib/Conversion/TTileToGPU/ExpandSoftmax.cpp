@@ -25,6 +25,16 @@ Value floatSplat(OpBuilder &b, Location loc, RankedTensorType t, double v) {
       DenseElementsAttr::get(plain, b.getFloatAttr(t.getElementType(), v)));
 }
 
+/// The row maxima `m` with -inf (a row without a finite score yet) read as
+/// 0, so that subtracting them gives -inf, not NaN.
+Value finiteOrZero(OpBuilder &b, Location loc, RankedTensorType rowType,
+                   Value m) {
+  Value isInf = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, m,
+                                      floatSplat(b, loc, rowType, -INFINITY));
+  return arith::SelectOp::create(b, loc, isInf,
+                                 floatSplat(b, loc, rowType, 0.0), m);
+}
+
 //===----------------------------------------------------------------------===//
 
 /// m_c = max_j s; p = exp(s - m_c) (a -inf row subtracts 0); l_c = sum_j p.
@@ -37,11 +47,7 @@ struct ExpandSoftmaxOnline : OpRewritePattern<SoftmaxOnlineOp> {
     auto rowType = withShape(sType, {sType.getShape()[0]});
     Value mc =
         ReduceOp::create(b, loc, rowType, ReduceKind::max, op.getScores(), 1);
-    Value ninf = floatSplat(b, loc, rowType, -INFINITY);
-    Value zero = floatSplat(b, loc, rowType, 0.0);
-    Value isInf =
-        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, mc, ninf);
-    Value safe = arith::SelectOp::create(b, loc, isInf, zero, mc);
+    Value safe = finiteOrZero(b, loc, rowType, mc);
     Value rows = BroadcastOp::create(b, loc, withShape(sType, sType.getShape()),
                                      safe, b.getDenseI64ArrayAttr({0}));
     Value shifted = arith::SubFOp::create(b, loc, op.getScores(), rows);
@@ -65,11 +71,7 @@ struct ExpandSoftmaxAccumulate : OpRewritePattern<SoftmaxAccumulateOp> {
     auto plainAcc = withShape(accType, accType.getShape());
     Value m = op.getM(), mc = op.getMC();
     Value mNew = arith::MaximumFOp::create(b, loc, m, mc);
-    Value ninf = floatSplat(b, loc, rowType, -INFINITY);
-    Value zero = floatSplat(b, loc, rowType, 0.0);
-    Value isInf =
-        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, mNew, ninf);
-    Value safe = arith::SelectOp::create(b, loc, isInf, zero, mNew);
+    Value safe = finiteOrZero(b, loc, rowType, mNew);
     Value a =
         math::ExpOp::create(b, loc, arith::SubFOp::create(b, loc, m, safe));
     Value c =
@@ -130,10 +132,7 @@ struct FuseSoftmaxStep : OpRewritePattern<SoftmaxAccumulateOp> {
     Value scores = online.getScores();
     Value mc = ReduceOp::create(b, loc, rowType, ReduceKind::max, scores, 1);
     Value mNew = arith::MaximumFOp::create(b, loc, op.getM(), mc);
-    Value isInf = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, mNew,
-                                        floatSplat(b, loc, rowType, -INFINITY));
-    Value safe = arith::SelectOp::create(
-        b, loc, isInf, floatSplat(b, loc, rowType, 0.0), mNew);
+    Value safe = finiteOrZero(b, loc, rowType, mNew);
     // p as 2^(s k - m' k): one multiply-add an element. (The row's m' k is
     // a product of the row maximum, so the constant does not decide its
     // layout; a below subtracts first for the same reason.)
