@@ -5,7 +5,8 @@
 
 Times flash_attention_fwd, flash_attention_bwd_dkdv and
 flash_attention_bwd_dq (bf16, batch x heads 16, head dim 128) at each
-schedule of FWD, DKDV and DQ (block (queries, keys), warps, stages) beside
+schedule of FWD, DKDV and DQ (block (queries, keys), warps, stages and,
+for the forward, whether the two warpgroups take turns: pingpong) beside
 SDPA's forward and backward, and prints each kernel's largest error
 against PyTorch (f32 autograd for the gradients). TF/s count 4 S^2 D BH
 FLOPs (half when causal) for the forward, 1.5 and 1.0 times that for the
@@ -20,16 +21,20 @@ from tessera.stdlib import _kernels as K
 
 from stdlib_bench import time_ms  # noqa: E402 (beside this script)
 
-FWD = [(128, 64, 8, 2), (128, 128, 8, 2), (128, 128, 8, 1), (64, 128, 4, 2)]
+FWD = [(128, 64, 8, 2), (128, 128, 8, 2), (128, 128, 8, 1), (64, 128, 4, 2),
+       (128, 64, 8, 2, True), (128, 128, 8, 2, True), (128, 128, 8, 3, True)]
 DKDV = [(64, 64, 4, 2), (64, 128, 8, 2), (64, 128, 8, 3), (128, 64, 8, 2),
-        (128, 128, 8, 1), (64, 64, 4, 3)]
+        (128, 128, 8, 1), (64, 64, 4, 3), (128, 64, 8, 2, True),
+        (64, 128, 8, 2, True)]
 DQ = [(64, 64, 4, 2), (128, 64, 8, 2), (64, 128, 8, 2), (64, 128, 4, 2),
-      (128, 128, 8, 1)]
+      (128, 128, 8, 1), (128, 64, 8, 2, True), (64, 128, 8, 2, True)]
 BH, D = 16, 128
 
 
 def schedule(cfg):
-    return Schedule(block=cfg[:2], warps=cfg[2], stages=cfg[3], d=D)
+    """(queries, keys, warps, stages[, pingpong]) as a Schedule."""
+    return Schedule(block=cfg[:2], warps=cfg[2], stages=cfg[3], d=D,
+                    pingpong=len(cfg) > 4 and cfg[4])
 
 
 def launches(Q, Kt, V, DO, o, lse, delta, dq, dk, dv, seq, causal, scale):

@@ -92,7 +92,10 @@ class Schedule:
     """How a kernel is mapped onto the card: ``block=(m, n)`` tile sizes,
     ``k`` (the reduction step), ``warps`` per program, ``stages`` of the
     loops' prefetch, ``vector`` width, ``swizzle`` and named parameters
-    (``d=128``). Inside the kernel ``tile.context()`` gives them as
+    (``d=128``; ``pingpong=True`` makes the warpgroups of a kernel of 8
+    warps or more take turns to issue their tensor-core products in loops,
+    so one computes while another multiplies). Inside the kernel
+    ``tile.context()`` gives them as
     ``T.m``, ``T.n``, ``T.k``, ``T.warps``, ``T.stages``, ``T.d``...
 
         base = Schedule(block=(128, 128), warps=8, stages=3)
@@ -126,6 +129,12 @@ class Schedule:
         for name in params:
             if name in _FIELDS or name in ("m", "n"):
                 raise ValueError(f"{name} is a schedule field, not a parameter")
+        pingpong = params.get("pingpong", False)
+        if not isinstance(pingpong, bool):
+            raise ValueError(f"pingpong is True or False, got {pingpong!r}")
+        if pingpong and warps < 8:
+            raise ValueError(f"pingpong=True alternates two warpgroups or "
+                             f"more (warps >= 8), got warps={warps}")
         self.block = block
         self.k = k
         self.warps = warps
@@ -567,8 +576,14 @@ class TileKernel:
                 raise KernelTraceError(
                     f"kernel {name} returns a value; kernels write their "
                     f"results with tile.store")
+        # pingpong=True: the warpgroups take turns to issue their wgmma
+        # products in loops (named barriers), one computing while another
+        # multiplies.
+        pingpong = (", ttile.pingpong" if schedule.params.get("pingpong")
+                    else "")
         header = (f"func.func @{name}({', '.join(params_text)}) attributes "
-                  f"{{ttile.kernel, ttile.num_warps = {schedule.warps} : i32}}")
+                  f"{{ttile.kernel, ttile.num_warps = {schedule.warps} : i32"
+                  f"{pingpong}}}")
         lines = "\n".join("    " + l.replace("\n", "\n    ")
                           for l in trace.block.lines)
         return (f"module {{\n  {header} {{\n{lines}\n    return\n  }} "

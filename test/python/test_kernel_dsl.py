@@ -282,6 +282,35 @@ def test_schedules():
     assert "tensor<64x32xf32>" in text and "ttile.num_warps = 8" in text
 
 
+def test_pingpong_schedules():
+    """pingpong=True marks the kernel (ttile.pingpong) for two warpgroups
+    or more; the compiled forward takes turns through named barriers."""
+    with pytest.raises(ValueError, match=r"pingpong=True alternates two "
+                       r"warpgroups or more \(warps >= 8\), got warps=4"):
+        ts.Schedule(warps=4, pingpong=True)
+    with pytest.raises(ValueError, match="pingpong is True or False, got 1"):
+        ts.Schedule(warps=8, pingpong=1)
+    from tessera.stdlib import _kernels as SK
+    base = ts.Schedule(block=(128, 128), warps=8, stages=2, d=128)
+    plain = SK.flash_attention_fwd.lower(*("bf16",) * 4, schedule=base,
+                                         causal=True)
+    marked = SK.flash_attention_fwd.lower(
+        *("bf16",) * 4, schedule=base.with_params(pingpong=True), causal=True)
+    assert "ttile.pingpong" not in plain
+    assert "ttile.num_warps = 8 : i32, ttile.pingpong}" in marked
+    ptx = SK.flash_attention_fwd.with_schedule(
+        base.with_params(pingpong=True)).compile(
+            *("bf16",) * 4, chip="sm_90a", causal=True).ptx
+    # The hand-off at the start, a turn around the one run of products
+    # (a block's scores, the previous block's output product) in each of
+    # the two loops, the first warpgroup's take-back at the end.
+    assert ptx.count("bar.arrive") == 1 + 2
+    # The scores are waited for with the output's product still running.
+    assert ptx.count("wgmma.wait_group.sync.aligned 1;") == 2
+    assert "bar.sync \t2, 256;" in ptx
+    assert re.search(r"bar\.sync\s+%r\d+, 256;", ptx)
+
+
 def test_kernel_parameters_need_annotations():
     with pytest.raises(TypeError, match="parameter 'x' needs an annotation"):
         @ts.kernel

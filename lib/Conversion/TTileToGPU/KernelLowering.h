@@ -68,7 +68,7 @@ public:
       placeScratch();
       return status;
     }
-    if (failed(lowerBlock(src.getBody().front())))
+    if (failed(lowerKernelBody()))
       return failure();
     gpu::ReturnOp::create(b, loc);
     placeScratch();
@@ -525,169 +525,34 @@ private:
   // Control flow
   //===--------------------------------------------------------------------===//
 
-  LogicalResult lowerLoop(Operation *op) {
-    Location loc = op->getLoc();
-    Value lb, ub, step;
-    if (auto f = dyn_cast<scf::ForOp>(op)) {
-      lb = f.getLowerBound();
-      ub = f.getUpperBound();
-      step = f.getStep();
-    } else {
-      auto r = cast<RangeOp>(op);
-      lb = r.getLowerBound();
-      ub = r.getUpperBound();
-      step = r.getStep();
-    }
-    Block &body = op->getRegion(0).front();
-    unsigned numInits = op->getNumResults();
-    SmallVector<Value> inits = flatten(op->getOperands().take_back(numInits));
-    // Shared tiles loaded ahead through rings of buffers.
-    SmallVector<LoadOp> ring;
-    SmallVector<int64_t> ringOffsets;
-    int64_t ahead = 0;
-    bool overlap = false;
-    // The shared tiles the loop loads (its rings, and synchronous loads in
-    // its body) are read by its dots alone: their buffers are free once it
-    // ends. Later copies into them start behind a barrier (startRing, and
-    // every synchronous shared load), so no warp still reads them.
-    int64_t sharedMark = dynamicBytes;
-    ProducerRing *fed = nullptr;
-    if (specialized) {
-      for (ProducerRing &r : producerRings)
-        if (r.loop.getOperation() == op)
-          fed = &r;
-      if (fed)
-        overlap = fed->overlap;
-    } else if (auto range = dyn_cast<RangeOp>(op)) {
-      ring = ringLoads(range);
-      if (!ring.empty()) {
-        // With a wgmma group left in flight, the buffers it reads stay
-        // busy one iteration longer: copies run one iteration less ahead.
-        overlap = canOverlapDots(range, ring);
-        ahead = range.getStages() - (overlap ? 2 : 1);
-        startRing(range, ring, ahead, ringOffsets);
-      }
-    }
-    // With wgmma groups in flight across iterations, the loop sits in an
-    // `if` of its first iteration's test: its exit is then reached from its
-    // last iteration only, where the last groups are waited for (ptxas
-    // serializes every wgmma of a kernel when a path may read accumulators
-    // while a group might run, as a zero-trip path joining the exit would).
-    if (fed)
-      startRun(*fed);
-    scf::IfOp guardIf;
-    if (overlap) {
-      Value nonEmpty = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt,
-                                             map.lookup(lb), map.lookup(ub));
-      guardIf = scf::IfOp::create(b, loc, ValueRange(inits).getTypes(),
-                                  nonEmpty, /*withElseRegion=*/true);
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(&guardIf.getElseRegion().front());
-      NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
-      scf::YieldOp::create(b, loc, inits);
-    }
-    OpBuilder::InsertionGuard guardLoop(b);
-    if (guardIf)
-      b.setInsertionPointToStart(&guardIf.getThenRegion().front());
-    LogicalResult status = success();
-    auto loop = scf::ForOp::create(
-        b, loc, map.lookup(lb), map.lookup(ub), map.lookup(step), inits,
-        [&](OpBuilder &nested, Location, Value iv, ValueRange args) {
-          OpBuilder::InsertionGuard guard(b);
-          b.setInsertionPointToStart(nested.getInsertionBlock());
-          map.map(body.getArgument(0), iv);
-          if (fed)
-            consumeRing(*fed, iv);
-          else if (!ring.empty())
-            advanceRing(cast<RangeOp>(op), ring, ahead, ringOffsets, iv);
-          if (failed(bind(op, body.getArguments().drop_front(), args)) ||
-              failed(lowerBlock(body))) {
-            status = failure();
-            scf::YieldOp::create(b, loc, args);
-            return;
-          }
-          if (fed)
-            releaseRing(*fed, iv);
-          scf::YieldOp::create(b, loc,
-                               flatten(body.getTerminator()->getOperands()));
-        });
-    if (failed(status))
-      return failure();
-    SmallVector<Value> results(loop.getResults());
-    if (guardIf) {
-      // The last iteration's groups, waited for through the accumulators
-      // they write.
-      Operation *yield = body.getTerminator();
-      SmallVector<std::pair<int64_t, int64_t>> spans; // first flat, count
-      Regs pending;
-      int64_t pos = 0;
-      for (auto [i, v] : llvm::enumerate(yield->getOperands())) {
-        int64_t count = 1;
-        if (isTile(v.getType())) {
-          auto d = dist(op, v.getType());
-          if (failed(d))
-            return failure();
-          count = d->numRegs();
-        }
-        if (Operation *dot = v.getDefiningOp();
-            dot && overlappedDots.contains(dot)) {
-          spans.push_back({pos, count});
-          llvm::append_range(pending,
-                             ArrayRef<Value>(results).slice(pos, count));
-        }
-        pos += count;
-      }
-      waitForWgmma(loc, 0, pending);
-      if (fed)
-        finishRun(*fed, /*lastSlot=*/true);
-      int64_t next = 0;
-      for (auto [first, count] : spans)
-        for (int64_t r = 0; r < count; ++r)
-          results[first + r] = pending[next++];
-      // (After the wgmma wait: ptxas takes a cp.async wait between a wgmma
-      // group and its wait for a read of the accumulators.)
-      NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
-      scf::YieldOp::create(b, loc, results);
-      results.assign(guardIf.getResults().begin(), guardIf.getResults().end());
-    } else if (!ring.empty()) {
-      NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
-    }
-    if (fed) {
-      if (guardIf)
-        b.setInsertionPointAfter(guardIf);
-      finishRun(*fed, /*lastSlot=*/false);
-    }
-    dynamicPeak = std::max(dynamicPeak, dynamicBytes);
-    dynamicBytes = sharedMark;
-    return bind(op, op->getResults(), results);
-  }
+  /// An scf.for or ttile.range: the loop, its rings of shared tiles
+  /// (cp.async, or the producer's), and ping-pong of the consumer
+  /// warpgroups where the kernel asks for it (LowerControlFlow.cpp).
+  LogicalResult lowerLoop(Operation *op);
 
-  LogicalResult lowerIf(scf::IfOp op) {
-    auto types = flatTypes(op, op.getResultTypes());
-    if (failed(types))
-      return failure();
-    bool hasElse = !op.getElseRegion().empty();
-    auto lowered = scf::IfOp::create(b, op.getLoc(), *types,
-                                     map.lookup(op.getCondition()), hasElse);
-    auto lowerRegion = [&](Region &from, Region &to) -> LogicalResult {
-      OpBuilder::InsertionGuard guard(b);
-      Block &block = to.front();
-      if (!block.empty() && block.back().hasTrait<OpTrait::IsTerminator>())
-        block.back().erase();
-      b.setInsertionPointToEnd(&block);
-      if (failed(lowerBlock(from.front())))
-        return failure();
-      scf::YieldOp::create(
-          b, op.getLoc(), flatten(from.front().getTerminator()->getOperands()));
-      return success();
-    };
-    if (failed(lowerRegion(op.getThenRegion(), lowered.getThenRegion())))
-      return failure();
-    if (hasElse &&
-        failed(lowerRegion(op.getElseRegion(), lowered.getElseRegion())))
-      return failure();
-    return bind(op, op.getResults(), lowered.getResults());
-  }
+  LogicalResult lowerIf(scf::IfOp op);
+
+  /// Ping-pong (ttile.pingpong): the warpgroups of a range whose body
+  /// issues wgmma products take turns, through one named barrier each, to
+  /// issue them, so that the tensor cores run one warpgroup's products
+  /// while the others compute on theirs. Whether the range being lowered
+  /// does, and whether this warpgroup holds the turn now.
+  bool pingPong = false;
+  bool turnHeld = false;
+  /// Whether `op` (a loop) alternates its warpgroups.
+  bool wantsPingPong(Operation *op);
+  /// The kernel's body (of its consumers, when specialized); with
+  /// ping-pong loops, the last warpgroup hands the first its turn before
+  /// it, and the first takes back the last turn handed to it after it
+  /// (every named barrier ends balanced).
+  LogicalResult lowerKernelBody();
+  /// Waits for this warpgroup's turn (if not held).
+  void takeTurn(Location loc);
+  /// Hands the turn to the next warpgroup (if held).
+  void passTurn(Location loc);
+  /// Whether `op` may be lowered with the turn held: it issues a wgmma
+  /// product or emits no code that waits (views, constants, scalars).
+  bool keepsTurn(Operation *op);
 
   //===--------------------------------------------------------------------===//
   // Memory

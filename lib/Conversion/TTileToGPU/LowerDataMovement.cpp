@@ -293,6 +293,8 @@ LogicalResult KernelLowering::lowerBlock(Block &block) {
 
 LogicalResult KernelLowering::lowerBlockOps(Block &block) {
   for (auto it = block.begin(), end = std::prev(block.end()); it != end;) {
+    if (turnHeld && !keepsTurn(&*it))
+      passTurn(it->getLoc());
     waitForUses(&*it);
     // Tiles stored for wgmma one after the other (views of them and
     // constants between) share their barriers.

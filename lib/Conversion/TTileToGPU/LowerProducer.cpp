@@ -40,7 +40,9 @@ using namespace mlir::tessera::ttile::detail;
 
 namespace {
 
-/// Registers a producer warp keeps (setmaxnreg).
+/// Registers a producer warp keeps (setmaxnreg). Its loops fit in 56
+/// without spilling, but the attention forward ran 11-16% slower with the
+/// consumers' 224 registers that gives than with 200 (H200, same call).
 constexpr int64_t kProducerRegisters = 96;
 /// Bytes of one tensor map.
 constexpr int64_t kTensorMapBytes = 128;
@@ -493,7 +495,7 @@ LogicalResult KernelLowering::runSpecialized() {
     anyFallback = fallbacks.front();
     for (Value f : ArrayRef<Value>(fallbacks).drop_front())
       anyFallback = arith::OrIOp::create(b, loc, anyFallback, f);
-    status = lowerBlock(src.getBody().front());
+    status = lowerKernelBody();
   }
   if (failed(status))
     return failure();

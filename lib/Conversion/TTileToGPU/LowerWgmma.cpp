@@ -670,6 +670,13 @@ static Value descriptor(OpBuilder &b, Location loc, Value addr, int64_t leading,
   return arith::OrIOp::create(b, loc, start, c(fixed));
 }
 
+/// Whether `v` is a constant tile of +0.0 (every bit clear).
+static bool isPositiveZeroSplat(Value v) {
+  auto cst = v.getDefiningOp<arith::ConstantOp>();
+  auto dense = cst ? dyn_cast<DenseFPElementsAttr>(cst.getValue()) : nullptr;
+  return dense && dense.isSplat() && dense.getSplatValue<APFloat>().isPosZero();
+}
+
 /// The PTX name of a wgmma operand type.
 static StringRef wgmmaTypeName(Type t) {
   if (t.isBF16())
@@ -778,6 +785,10 @@ LogicalResult KernelLowering::lowerWgmma(DotOp op, MmaAttr mma) {
 
   Regs acc = tiles.lookup(op.getAcc());
   Type f32 = b.getF32Type();
+  // A product into a +0 accumulator starts with scale-d 0 (D = A * B) on
+  // undefined registers: ptxas then sees no register written before the
+  // group that the group also reads, and needs no waits around it.
+  bool fromZero = isPositiveZeroSplat(op.getAcc());
   auto structType = LLVM::LLVMStructType::getLiteral(
       b.getContext(), SmallVector<Type>(regs, f32));
   std::string asmText;
@@ -811,6 +822,10 @@ LogicalResult KernelLowering::lowerWgmma(DotOp op, MmaAttr mma) {
   for (int64_t i = 0; i < regs; ++i)
     constraints += "," + std::to_string(i);
   Value one = arith::ConstantIntOp::create(b, loc, b.getI32Type(), 1);
+  Value zero = fromZero
+                   ? arith::ConstantIntOp::create(b, loc, b.getI32Type(), 0)
+                   : Value();
+  Value undef = fromZero ? LLVM::UndefOp::create(b, loc, f32) : Value();
   Regs aRegs = aInRegisters ? tiles.lookup(op.getA()) : Regs();
   // Two 16-bit values in one 32-bit register, the first in the low half.
   auto pack = [&](Value lo, Value hi) -> Value {
@@ -827,6 +842,8 @@ LogicalResult KernelLowering::lowerWgmma(DotOp op, MmaAttr mma) {
   Regs aPacked;
   for (int64_t r = 0; r + 1 < int64_t(aRegs.size()); r += 2)
     aPacked.push_back(pack(aRegs[r], aRegs[r + 1]));
+  // (With ping-pong, once this warpgroup's turn has come.)
+  takeTurn(loc);
   NVVM::WgmmaFenceAlignedOp::create(b, loc);
   for (int64_t kk = 0; kk < k; kk += instrK) {
     int64_t kb = kk * eltBytes; // the K step's first byte along a row
@@ -865,8 +882,13 @@ LogicalResult KernelLowering::lowerWgmma(DotOp op, MmaAttr mma) {
           operands.push_back(descriptor(b, loc, aAddr, 16, 8 * rowA, rowA));
         }
         operands.push_back(descB);
-        operands.push_back(one);
-        llvm::append_range(operands, ArrayRef<Value>(acc).slice(first, regs));
+        if (fromZero && kk == 0) {
+          operands.push_back(zero);
+          operands.append(regs, undef);
+        } else {
+          operands.push_back(one);
+          llvm::append_range(operands, ArrayRef<Value>(acc).slice(first, regs));
+        }
         auto call = LLVM::InlineAsmOp::create(
             b, loc, TypeRange{structType}, operands, asmText, constraints,
             /*has_side_effects=*/true, /*is_align_stack=*/false,
@@ -895,6 +917,8 @@ LogicalResult KernelLowering::lowerWgmma(DotOp op, MmaAttr mma) {
 }
 
 void KernelLowering::waitForWgmma(Location loc, int64_t pending, Regs &acc) {
+  // The next warpgroup's products may go while this one waits.
+  passTurn(loc);
   // The accumulators pass through the wait (tied operands): LLVM cannot
   // move a read of them above it, and ptxas sees no other instruction
   // touch them while the group runs.

@@ -287,6 +287,12 @@ struct ConvertTTileToGPUPass
         SmallVector<int32_t> record = lowering.launchRecord();
         kernel.setKnownBlockSizeAttr(
             b.getDenseI32ArrayAttr({threads + record[1], 1, 1}));
+        // One block an SM at least (.minnctapersm 1): ptxas then knows the
+        // registers each thread starts with, which setmaxnreg moves
+        // between the warpgroups (without it ptxas may ignore them when
+        // the kernel would need fewer).
+        kernel->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(),
+                        b.getI32IntegerAttr(1));
         OpBuilder::InsertionGuard guard(b);
         b.setInsertionPoint(kernel);
         auto type = LLVM::LLVMArrayType::get(b.getI32Type(), record.size());

@@ -562,10 +562,10 @@ def _flash_attention_2(schedule, q, k, v, *, causal=False, scale=None,
     if bh > 65535:
         raise TesseraError(f"flash_attention_2: at most 65535 batch x heads "
                            f"(one grid row each), got {bh}")
-    # Hopper: both products on wgmma; query and key blocks, warps and
-    # stages tuned per shape (causal: 128 queries a program, so that key
-    # blocks of 64 or 128 divide them); before it, mma.sync with narrower
-    # key blocks.
+    # Hopper: both products on wgmma; query and key blocks, warps, stages
+    # and ping-pong of the two warpgroups of 8 warps tuned per shape
+    # (causal: 128 queries a program, so that key blocks of 64 or 128
+    # divide them); before it, mma.sync with narrower key blocks.
     hopper = _chip(q.device.index) == "sm_90a"
     s = schedule or (Schedule(block=(64, 64), warps=4, stages=2, d=d)
                      if hopper
@@ -579,7 +579,8 @@ def _flash_attention_2(schedule, q, k, v, *, causal=False, scale=None,
     if schedule is None and hopper:
         kern = _kernel_for("flash_attention_fwd", None, s,
                            BM=[128] if causal else [64, 128], BN=[64, 128],
-                           warps=[4, 8], stages=[2, 3])
+                           warps=[4, 8], stages=[2, 3],
+                           pingpong=[False, True])
     else:
         kern = K.flash_attention_fwd.with_schedule(s)
     dev = q.device.index
@@ -639,11 +640,12 @@ def _flash_attention_2_backward(schedule, do, q, k, v, o, lse, *,
     dq, dk, dv = (_cuda.empty(q.shape, q.dtype, device=f"cuda:{dev}")
                   for _ in range(3))
     lse3 = lse.reshape(bh, seq)
-    # On Hopper each kernel tunes its query block, warps and stages per
-    # shape (64-key blocks: the products of 128 keys spend more on the
-    # stored probabilities than they save).
-    space = dict(BM=[64, 128], warps=[4, 8], stages=[1, 2, 3]) if hopper \
-        and schedule is None else None
+    # On Hopper each kernel tunes its query block, warps, stages and
+    # ping-pong per shape (64-key blocks: the products of 128 keys spend
+    # more on the stored probabilities than they save).
+    space = dict(BM=[64, 128], warps=[4, 8], stages=[1, 2, 3],
+                 pingpong=[False, True]) if hopper and schedule is None \
+        else None
     dkdv = (_kernel_for("flash_attention_bwd_dkdv", None, s, **space)
             if space else K.flash_attention_bwd_dkdv.with_schedule(s))
     dqk = (_kernel_for("flash_attention_bwd_dq", None, s, **space)

@@ -362,20 +362,32 @@ def gemm_bt(A: KTile["M", "K"], Bt: KTile["N", "K"], C: KTile["M", "N"],
 # Attention
 # --------------------------------------------------------------------------
 
-def _attend(T, Qb, K, V, nblk, scale, acc, m, l, mask):
-    """One key block of attention: scores, the optional mask, the online
-    softmax and the running output. mask: None, ("causal", q0) or
-    ("keys", count)."""
+def _attend(T, Qb, K, V, nblk, scale, acc, m, l, p, mask):
+    """Key block j of attention, with the output's product one block
+    behind (FlashAttention-3's order within a warpgroup): block j's scores
+    are issued first, then the product of block j-1's probabilities ``p``
+    (zero in the first block) with its values, which runs while the
+    softmax of block j computes. ``acc`` comes in scaled to the running
+    max of blocks < j and leaves scaled to block j's. mask: None,
+    ("causal", q0) or ("keys", count)."""
     Kb = tile.load(K, nblk, cols=T.d)
-    Vb = tile.load(V, nblk, cols=T.d)
-    S = tile.dot(Qb, tile.transpose(Kb)) * scale
+    Vp = tile.load(V, at=(tile.maximum(tile.col_index(nblk) - T.n, 0), 0),
+                   shape=(T.n, T.d))
+    S = tile.dot(Qb, tile.transpose(Kb))
+    acc = tile.dot(p, Vp, acc)
     if mask is not None and mask[0] == "causal":
         tile.mask_causal(S, mask[1], tile.col_index(nblk))
     elif mask is not None:
         cols = tile.iota((T.m, T.n), axis=1) + tile.col_index(nblk)
         S = tile.where(cols < tile.cast(mask[1], ts.i32), S, NEG_INF)
-    P, m_c, l_c = tile.softmax_online(S)
-    return tile.softmax_accumulate(acc, m, l, P, Vb, m_c, l_c)
+    # Scores scaled as 2^(s scale log2(e) - m' log2(e)); a row without a
+    # score yet (m' = -inf) subtracts 0.
+    m_new = tile.maximum(m, tile.max(S, axis=1) * scale)
+    safe = tile.where(m_new > NEG_INF, m_new, 0.0)
+    P = tile.exp2(tile.fma(S, scale * LOG2E, (safe * -LOG2E)[:, None]))
+    a = tile.exp2((m - safe) * LOG2E)
+    l = a * l + tile.sum(P, axis=1)
+    return acc * a[:, None], m_new, l, tile.cast(P, V.dtype)
 
 
 def _query_block(T, causal):
@@ -393,12 +405,13 @@ def flash_attention_fwd(q: KTile["BH", "S", "D"], k: KTile["BH", "S", "D"],
                         v: KTile["BH", "S", "D"], o: KTile["BH", "S", "D"],
                         lse: KTile["BH", "S", ts.f32], scale: float, *,
                         causal: bool):
-    """Attention forward (FlashAttention-2 order: one program per T.m
-    queries of one head, keys in T.n blocks); grid (cdiv(S, T.m), BH).
-    Also writes each query's log-sum-exp of scaled scores (backward).
-    Key blocks that need no mask (all keys before the program's first
-    query when causal, all keys present otherwise) run without one; the
-    rest (the diagonal blocks, the partial last block) are masked."""
+    """Attention forward (one program per T.m queries of one head, keys in
+    T.n blocks; grid (cdiv(S, T.m), BH)), each block's output product
+    issued with the next block's scores (_attend). Also writes each
+    query's log-sum-exp of scaled scores (backward). Key blocks that need
+    no mask (all keys before the program's first query when causal, all
+    keys present otherwise) run without one; the rest (the diagonal
+    blocks, the partial last block) are masked."""
     T = tile.context()
     bh = tile.program_id(1)
     Q, K, V, O = q[bh], k[bh], v[bh], o[bh]
@@ -408,6 +421,7 @@ def flash_attention_fwd(q: KTile["BH", "S", "D"], k: KTile["BH", "S", "D"],
     acc = tile.zeros((T.m, T.d))
     m = tile.full((T.m,), NEG_INF)
     l = tile.zeros((T.m,))
+    p = tile.zeros((T.m, T.n), V.dtype)
     if causal:
         # Keys below q0 (whole blocks: T.m is a multiple of T.n) are seen
         # by every query of the program.
@@ -422,10 +436,16 @@ def flash_attention_fwd(q: KTile["BH", "S", "D"], k: KTile["BH", "S", "D"],
     # product stays in shared memory, where the tensor cores read it.
     Qb = tile.load(Q, at=(q0, 0), shape=(T.m, T.d))
     for nblk in tile.range_n(full, T.n, prefetch=T.stages):
-        acc, m, l = _attend(T, Qb, K, V, nblk, scale, acc, m, l, None)
+        acc, m, l, p = _attend(T, Qb, K, V, nblk, scale, acc, m, l, p, None)
+    # The masked loop runs one block past the keys: that block's scores
+    # are all masked (its probabilities 0, the running max and sum
+    # unchanged) and its product is the last block's. (A product after
+    # the loop would need one more shared tile than a block of the
+    # producer's kernel holds beside the ring.)
     Qt = tile.load(Q, at=(q0, 0), shape=(T.m, T.d))
-    for nblk in tile.range_n(end, T.n, prefetch=1, start=full):
-        acc, m, l = _attend(T, Qt, K, V, nblk, scale, acc, m, l, tail_mask)
+    for nblk in tile.range_n(end + T.n, T.n, prefetch=1, start=full):
+        acc, m, l, p = _attend(T, Qt, K, V, nblk, scale, acc, m, l, p,
+                               tail_mask)
     tile.store(O, tile.cast(acc / l[:, None], O.dtype), at=(q0, 0))
     tile.store(L, m + tile.log(l), at=(q0,))
 

@@ -18,7 +18,7 @@
 // GPU-LABEL: gpu.module @tessera_kernels
 // GPU: llvm.mlir.global external constant @tessera_tma_gemm_tma(dense<[1, 128, 256, 22, 2, 0, 2, 2, 64, 128, 128, 7, 2, 2, 64, 64, 128]> : tensor<17xi32>)
 // GPU-LABEL: gpu.func @gemm_tma
-// GPU-SAME: %{{.*}}: i64) kernel attributes {known_block_size = array<i32: 384, 1, 1>}
+// GPU-SAME: %{{.*}}: i64) kernel attributes {known_block_size = array<i32: 384, 1, 1>, nvvm.minctasm = 1 : i32}
 // One thread initializes the full (count 1) and empty (count 256)
 // barriers of the 4 slots; everyone waits for it.
 // GPU: mbarrier.init.shared::cta.b64

@@ -441,3 +441,75 @@ func.func @pipelined_step(%Q: memref<?x?xbf16>, %K: memref<?x?xbf16>,
   ttile.store %r#0, %O[%c0, %c0] : tensor<64x64xf32>, memref<?x?xf32>
   return
 }
+
+// -----
+
+// Ping-pong: the two warpgroups take turns to issue their products. At the
+// kernel's start the second hands the first its turn (named barrier 2),
+// once for both loops; each run of products waits for this warpgroup's
+// turn and hands it on before the wait for the products; at the end the
+// first takes back the last turn.
+// GPU-LABEL: gpu.func @pingpong_step
+// GPU-DAG: %[[C2:.*]] = arith.constant 2 : i32
+// GPU-DAG: %[[C256:.*]] = arith.constant 256 : i32
+// GPU: nvvm.barrier.arrive id = %[[C2]] number_of_threads = %[[C256]]
+// GPU-NOT: nvvm.barrier.arrive id = %[[C2]]
+// GPU: scf.for
+// GPU: nvvm.barrier id = %[[MINE:.*]] number_of_threads = %[[C256]]
+// GPU-NEXT: nvvm.wgmma.fence.aligned
+// GPU-COUNT-4: wgmma.mma_async.sync.aligned.m64n64k16
+// GPU-NOT: wgmma.mma_async
+// GPU: nvvm.wgmma.commit.group.sync.aligned
+// GPU: nvvm.barrier.arrive id = %[[NEXT:.*]] number_of_threads = %[[C256]]
+// GPU-NEXT: llvm.inline_asm {{.*}}wgmma.wait_group.sync.aligned 0;
+// GPU: ex2.approx
+// GPU: nvvm.barrier id = %[[MINE]] number_of_threads = %[[C256]]
+// GPU-NEXT: nvvm.wgmma.fence.aligned
+// GPU-COUNT-4: wgmma.mma_async.sync.aligned.m64n64k16
+// GPU: nvvm.barrier.arrive id = %[[NEXT]] number_of_threads = %[[C256]]
+// GPU-NEXT: llvm.inline_asm {{.*}}wgmma.wait_group.sync.aligned 0;
+// GPU-NOT: nvvm.barrier id = %[[C2]]
+// GPU: scf.for
+// GPU: nvvm.barrier id = %{{.*}} number_of_threads = %[[C256]]
+// GPU: nvvm.barrier.arrive id = %{{.*}} number_of_threads = %[[C256]]
+// GPU: nvvm.barrier id = %[[C2]] number_of_threads = %[[C256]]
+// GPU-NOT: nvvm.barrier
+// GPU: gpu.return
+// PTX-LABEL: .visible .entry pingpong_step(
+// PTX: bar.arrive
+// PTX: bar.sync {{.*}}, 256;
+// PTX: wgmma.mma_async
+// PTX: bar.arrive
+// PTX: wgmma.wait_group.sync.aligned 0;
+// PTX: bar.sync 2, 256;
+func.func @pingpong_step(%Q: memref<?x?xbf16>, %K: memref<?x?xbf16>,
+                         %V: memref<?x?xbf16>, %O: memref<?x?xf32>,
+                         %n: index)
+    attributes {ttile.kernel, ttile.num_warps = 8 : i32, ttile.pingpong} {
+  %c0 = arith.constant 0 : index
+  %c64 = arith.constant 64 : index
+  %zs = arith.constant dense<0.0> : tensor<128x64xf32>
+  %zo = arith.constant dense<0.0> : tensor<128x64xf32>
+  %q = ttile.load %Q[%c0, %c0] : memref<?x?xbf16> -> tensor<128x64xbf16>
+  %r = ttile.range %j = %c0 to %n step %c64
+      iter_args(%acc = %zo) -> (tensor<128x64xf32>) {
+    %k = ttile.load %K[%j, %c0] : memref<?x?xbf16> -> tensor<64x64xbf16>
+    %v = ttile.load %V[%j, %c0] : memref<?x?xbf16> -> tensor<64x64xbf16>
+    %kt = ttile.transpose %k {permutation = array<i64: 1, 0>} : tensor<64x64xbf16> -> tensor<64x64xbf16>
+    %s = ttile.dot %q, %kt, %zs : tensor<128x64xbf16>, tensor<64x64xbf16> -> tensor<128x64xf32>
+    %e = math.exp2 %s : tensor<128x64xf32>
+    %p = ttile.cast %e : tensor<128x64xf32> -> tensor<128x64xbf16>
+    %acc2 = ttile.dot %p, %v, %acc : tensor<128x64xbf16>, tensor<64x64xbf16> -> tensor<128x64xf32>
+    ttile.yield %acc2 : tensor<128x64xf32>
+  }
+  %q2 = ttile.load %Q[%c0, %c0] : memref<?x?xbf16> -> tensor<128x64xbf16>
+  %r2 = ttile.range %j = %c0 to %n step %c64
+      iter_args(%acc = %r) -> (tensor<128x64xf32>) {
+    %v = ttile.load %V[%j, %c0] : memref<?x?xbf16> -> tensor<64x64xbf16>
+    %vt = ttile.transpose %v {permutation = array<i64: 1, 0>} : tensor<64x64xbf16> -> tensor<64x64xbf16>
+    %acc2 = ttile.dot %q2, %vt, %acc : tensor<128x64xbf16>, tensor<64x64xbf16> -> tensor<128x64xf32>
+    ttile.yield %acc2 : tensor<128x64xf32>
+  }
+  ttile.store %r2, %O[%c0, %c0] : tensor<128x64xf32>, memref<?x?xf32>
+  return
+}

@@ -192,6 +192,20 @@ func.func @k(%x: memref<?xf32>) attributes {ttile.kernel, ttile.num_warps = 6 : 
 
 // -----
 
+// expected-error @+1 {{'ttile.pingpong' is a unit attribute of a kernel of two warpgroups or more (ttile.num_warps >= 8), got unit with ttile.num_warps = 4}}
+func.func @k(%x: memref<?xf32>) attributes {ttile.kernel, ttile.num_warps = 4 : i32, ttile.pingpong} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'ttile.pingpong' is a unit attribute of a kernel of two warpgroups or more (ttile.num_warps >= 8), got 1 : i32 with ttile.num_warps = 8}}
+func.func @k(%x: memref<?xf32>) attributes {ttile.kernel, ttile.num_warps = 8 : i32, ttile.pingpong = 1 : i32} {
+  return
+}
+
+// -----
+
 // expected-error @+1 {{shared swizzle must be 32, 64 or 128 bytes, got 48}}
 func.func private @f(tensor<64x64xbf16, #ttile.shared<swizzle = 48, order = [1, 0]>>)
 

@@ -31,6 +31,11 @@ FP8 = (300, 256, 100)
 TF32 = (300, 256, 200)
 ATTN = [(d, causal) for d in (64, 128) for causal in (True, False)]
 ATTN_SHAPE = (2, 3, 200)
+# The warpgroups taking turns to issue their products (head dim 128).
+PINGPONG_FWD = ts.Schedule(block=(128, 128), warps=8, stages=2, d=128,
+                           pingpong=True)
+PINGPONG_BWD = ts.Schedule(block=(128, 64), warps=8, stages=2, d=128,
+                           pingpong=True)
 
 
 def _calls(mk, chip):
@@ -73,6 +78,13 @@ def _calls(mk, chip):
                             mk(shape, "bf16"), causal=causal)
         S.flash_attention_2_backward(*(mk(shape, "bf16") for _ in range(5)),
                                      mk(shape[:-1], "f32"), causal=causal)
+    shape = ATTN_SHAPE + (128,)
+    for causal in (True, False):
+        S.flash_attention_2.with_schedule(PINGPONG_FWD)(
+            *(mk(shape, "bf16") for _ in range(3)), causal=causal)
+        S.flash_attention_2_backward.with_schedule(PINGPONG_BWD)(
+            *(mk(shape, "bf16") for _ in range(5)), mk(shape[:-1], "f32"),
+            causal=causal)
 
 
 def precompile(chip):
@@ -315,19 +327,42 @@ def test_gemm_fp8(rng=np.random.default_rng(7)):
                                + 1e-2)
 
 
+def _attention_ref(q, k, v, causal):
+    """float64 attention: (o, lse, p) of softmax(q k^T / sqrt(d)) v."""
+    s = q @ np.swapaxes(k, -1, -2) / math.sqrt(q.shape[-1])
+    if causal:
+        seq = q.shape[-2]
+        s = np.where(np.tril(np.ones((seq, seq), bool)), s, -np.inf)
+    mx = s.max(-1, keepdims=True)
+    lse = (mx + np.log(np.exp(s - mx).sum(-1, keepdims=True)))[..., 0]
+    p = np.exp(s - lse[..., None])
+    return p @ v, lse, p
+
+
+def _attention_grads_ref(q, k, v, g, causal):
+    """float64 (dq, dk, dv) of loss = sum(o * g)."""
+    _, _, p = _attention_ref(q, k, v, causal)
+    scale = 1 / math.sqrt(q.shape[-1])
+    dv = np.swapaxes(p, -1, -2) @ g
+    dp = g @ np.swapaxes(v, -1, -2)
+    ds = p * (dp - (dp * p).sum(-1, keepdims=True))
+    return ds @ k * scale, np.swapaxes(ds, -1, -2) @ q * scale, dv
+
+
+def _check_grads(got, want):
+    for x, ref in zip(got, want):
+        # bf16 probabilities and dS into the products; bf16 results.
+        np.testing.assert_allclose(host(x), ref, rtol=3e-2,
+                                   atol=3e-2 * np.abs(ref).max())
+
+
 @pytest.mark.parametrize("d,causal", ATTN)
 def test_flash_attention_2(d, causal, rng=np.random.default_rng(8)):
     shape = ATTN_SHAPE + (d,)
     q, k, v = (rounded(rng.standard_normal(shape), "bf16") for _ in range(3))
     o, lse = S.flash_attention_2(dev(q, "bf16"), dev(k, "bf16"),
                                  dev(v, "bf16"), causal=causal)
-    s = q @ np.swapaxes(k, -1, -2) / math.sqrt(d)
-    if causal:
-        seq = shape[2]
-        s = np.where(np.tril(np.ones((seq, seq), bool)), s, -np.inf)
-    mx = s.max(-1, keepdims=True)
-    ref_lse = (mx + np.log(np.exp(s - mx).sum(-1, keepdims=True)))[..., 0]
-    ref = np.exp(s - ref_lse[..., None]) @ v
+    ref, ref_lse, _ = _attention_ref(q, k, v, causal)
     np.testing.assert_allclose(host(o), ref, rtol=2e-2, atol=2e-2)
     np.testing.assert_allclose(host(lse), ref_lse, rtol=1e-3, atol=1e-3)
 
@@ -339,25 +374,28 @@ def test_flash_attention_2_backward(d, causal, rng=np.random.default_rng(9)):
                   for _ in range(4))
     dq_, dk_, dv_ = (dev(t, "bf16") for t in (q, k, v))
     o, lse = S.flash_attention_2(dq_, dk_, dv_, causal=causal)
-    dq, dk, dv = S.flash_attention_2_backward(dev(g, "bf16"), dq_, dk_, dv_,
-                                              o, lse, causal=causal)
-    # float64 reference: loss = sum(o * g) of softmax(q k^T / sqrt(d)) v.
-    scale = 1 / math.sqrt(d)
-    s = q @ np.swapaxes(k, -1, -2) * scale
-    if causal:
-        seq = shape[2]
-        s = np.where(np.tril(np.ones((seq, seq), bool)), s, -np.inf)
-    p = np.exp(s - s.max(-1, keepdims=True))
-    p /= p.sum(-1, keepdims=True)
-    ref_dv = np.swapaxes(p, -1, -2) @ g
-    dp = g @ np.swapaxes(v, -1, -2)
-    ds = p * (dp - (dp * p).sum(-1, keepdims=True))
-    ref_dq = ds @ k * scale
-    ref_dk = np.swapaxes(ds, -1, -2) @ q * scale
-    for got, ref in ((dq, ref_dq), (dk, ref_dk), (dv, ref_dv)):
-        # bf16 probabilities and dS into the products; bf16 results.
-        np.testing.assert_allclose(host(got), ref, rtol=3e-2,
-                                   atol=3e-2 * np.abs(ref).max())
+    _check_grads(S.flash_attention_2_backward(dev(g, "bf16"), dq_, dk_, dv_,
+                                              o, lse, causal=causal),
+                 _attention_grads_ref(q, k, v, g, causal))
+
+
+@pytest.mark.parametrize("causal", [True, False])
+def test_flash_attention_ping_pong(causal, rng=np.random.default_rng(10)):
+    """pingpong=True (the two warpgroups take turns on the tensor cores
+    through named barriers): the same attention and gradients, over two
+    loops of key blocks and a partial last block."""
+    shape = ATTN_SHAPE + (128,)
+    q, k, v, g = (rounded(rng.standard_normal(shape), "bf16")
+                  for _ in range(4))
+    dq_, dk_, dv_ = (dev(t, "bf16") for t in (q, k, v))
+    o, lse = S.flash_attention_2.with_schedule(PINGPONG_FWD)(
+        dq_, dk_, dv_, causal=causal)
+    ref, ref_lse, _ = _attention_ref(q, k, v, causal)
+    np.testing.assert_allclose(host(o), ref, rtol=2e-2, atol=2e-2)
+    np.testing.assert_allclose(host(lse), ref_lse, rtol=1e-3, atol=1e-3)
+    _check_grads(S.flash_attention_2_backward.with_schedule(PINGPONG_BWD)(
+        dev(g, "bf16"), dq_, dk_, dv_, o, lse, causal=causal),
+        _attention_grads_ref(q, k, v, g, causal))
 
 
 def test_ops_take_torch_tensors_and_report_bad_shapes():

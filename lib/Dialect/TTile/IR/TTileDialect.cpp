@@ -225,5 +225,18 @@ LogicalResult TTileDialect::verifyOperationAttribute(Operation *op,
                              << attr.getValue();
     return success();
   }
+  if (name == "ttile.pingpong") {
+    // The warpgroups of the kernel's wgmma loops take turns to issue their
+    // products: two warpgroups at least.
+    auto warps = op->getAttrOfType<IntegerAttr>("ttile.num_warps");
+    if (!isa<UnitAttr>(attr.getValue()) || !isa<func::FuncOp>(op) || !warps ||
+        warps.getInt() < 8)
+      return op->emitError()
+             << "'ttile.pingpong' is a unit attribute of a kernel of two "
+                "warpgroups or more (ttile.num_warps >= 8), got "
+             << attr.getValue() << " with ttile.num_warps = "
+             << (warps ? std::to_string(warps.getInt()) : "none");
+    return success();
+  }
   return op->emitError() << "unknown Tile IR attribute '" << name << "'";
 }
