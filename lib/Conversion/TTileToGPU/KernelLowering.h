@@ -33,6 +33,12 @@ using Regs = SmallVector<Value>;
 
 inline bool isTile(Type t) { return isa<RankedTensorType>(t); }
 
+/// An i32 constant.
+Value i32Constant(OpBuilder &b, Location loc, int64_t v);
+
+/// Runs `body` under `cond` (an scf.if without results).
+void under(OpBuilder &b, Location loc, Value cond, function_ref<void()> body);
+
 /// Shared memory a block may use with the opt-in (Hopper: 227 KiB).
 constexpr int64_t kSharedLimitBytes = 227 * 1024;
 

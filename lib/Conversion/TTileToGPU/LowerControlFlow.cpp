@@ -118,8 +118,9 @@ LogicalResult KernelLowering::lowerLoop(Operation *op) {
           scf::YieldOp::create(b, loc, args);
           return;
         }
-        if (alternate)
-          passTurn(loc);
+        // (The body's last wait handed the turn on: a turn is taken only
+        // to issue a product, and every product is waited for by then.)
+        assert(!turnHeld && "a warpgroup's turn outlived its loop body");
         if (fed)
           releaseRing(*fed, iv);
         scf::YieldOp::create(b, loc,
@@ -214,37 +215,32 @@ bool KernelLowering::wantsPingPong(Operation *op) {
   });
 }
 
-static Value i32(OpBuilder &b, Location loc, int64_t v) {
-  return arith::ConstantIntOp::create(b, loc, b.getI32Type(), v);
-}
-
-/// This warpgroup's turn barrier, and the next warpgroup's.
-static std::pair<Value, Value> turnBarriers(OpBuilder &b, Location loc,
-                                            Value warp, int64_t groups) {
-  Value group = arith::IndexCastOp::create(
-      b, loc, b.getI32Type(),
-      arith::DivUIOp::create(b, loc, warp,
-                             arith::ConstantIndexOp::create(b, loc, 4)));
-  Value next = arith::RemUIOp::create(
-      b, loc, arith::AddIOp::create(b, loc, group, i32(b, loc, 1)),
-      i32(b, loc, groups));
-  Value first = i32(b, loc, kFirstTurnBarrier);
-  return {arith::AddIOp::create(b, loc, group, first),
-          arith::AddIOp::create(b, loc, next, first)};
+/// Named barrier of the warpgroup `step` turns after this thread's
+/// (0: its own) among `groups`.
+static Value turnBarrier(OpBuilder &b, Location loc, Value warp, int64_t groups,
+                         int64_t step) {
+  Value group = arith::DivUIOp::create(
+      b, loc, warp, arith::ConstantIndexOp::create(b, loc, 4));
+  if (step)
+    group = arith::RemUIOp::create(
+        b, loc,
+        arith::AddIOp::create(b, loc, group,
+                              arith::ConstantIndexOp::create(b, loc, step)),
+        arith::ConstantIndexOp::create(b, loc, groups));
+  return arith::AddIOp::create(
+      b, loc, arith::IndexCastOp::create(b, loc, b.getI32Type(), group),
+      i32Constant(b, loc, kFirstTurnBarrier));
 }
 
 /// Runs `body` in the warps of warpgroup `group` only.
 static void inGroup(OpBuilder &b, Location loc, Value warp, int64_t group,
                     function_ref<void()> body) {
-  Value four = arith::ConstantIndexOp::create(b, loc, 4);
-  Value is =
-      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
-                            arith::DivUIOp::create(b, loc, warp, four),
-                            arith::ConstantIndexOp::create(b, loc, group));
-  auto branch = scf::IfOp::create(b, loc, TypeRange{}, is, false);
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(&branch.getThenRegion().front());
-  body();
+  Value is = arith::CmpIOp::create(
+      b, loc, arith::CmpIPredicate::eq,
+      arith::DivUIOp::create(b, loc, warp,
+                             arith::ConstantIndexOp::create(b, loc, 4)),
+      arith::ConstantIndexOp::create(b, loc, group));
+  under(b, loc, is, body);
 }
 
 LogicalResult KernelLowering::lowerKernelBody() {
@@ -258,16 +254,17 @@ LogicalResult KernelLowering::lowerKernelBody() {
   int64_t groups = numWarps / 4;
   if (any)
     inGroup(b, loc, warp, groups - 1, [&] {
-      NVVM::BarrierArriveOp::create(b, loc, i32(b, loc, kFirstTurnBarrier),
-                                    i32(b, loc, 256));
+      NVVM::BarrierArriveOp::create(b, loc,
+                                    i32Constant(b, loc, kFirstTurnBarrier),
+                                    i32Constant(b, loc, 256));
     });
   if (failed(lowerBlock(body)))
     return failure();
   if (any)
     inGroup(b, loc, warp, 0, [&] {
-      NVVM::BarrierOp::create(b, loc, Type(), i32(b, loc, kFirstTurnBarrier),
-                              i32(b, loc, 256), NVVM::BarrierReductionAttr(),
-                              Value());
+      NVVM::BarrierOp::create(
+          b, loc, Type(), i32Constant(b, loc, kFirstTurnBarrier),
+          i32Constant(b, loc, 256), NVVM::BarrierReductionAttr(), Value());
     });
   return success();
 }
@@ -275,19 +272,18 @@ LogicalResult KernelLowering::lowerKernelBody() {
 void KernelLowering::takeTurn(Location loc) {
   if (!pingPong || turnHeld)
     return;
-  auto [mine, next] = turnBarriers(b, loc, warp, numWarps / 4);
-  (void)next;
-  NVVM::BarrierOp::create(b, loc, Type(), mine, i32(b, loc, 256),
-                          NVVM::BarrierReductionAttr(), Value());
+  NVVM::BarrierOp::create(
+      b, loc, Type(), turnBarrier(b, loc, warp, numWarps / 4, 0),
+      i32Constant(b, loc, 256), NVVM::BarrierReductionAttr(), Value());
   turnHeld = true;
 }
 
 void KernelLowering::passTurn(Location loc) {
   if (!turnHeld)
     return;
-  auto [mine, next] = turnBarriers(b, loc, warp, numWarps / 4);
-  (void)mine;
-  NVVM::BarrierArriveOp::create(b, loc, next, i32(b, loc, 256));
+  NVVM::BarrierArriveOp::create(b, loc,
+                                turnBarrier(b, loc, warp, numWarps / 4, 1),
+                                i32Constant(b, loc, 256));
   turnHeld = false;
 }
 

@@ -64,10 +64,6 @@ Value i32Of(OpBuilder &b, Location loc, Value v) {
   return arith::IndexCastOp::create(b, loc, b.getI32Type(), v);
 }
 
-Value i32Constant(OpBuilder &b, Location loc, int64_t v) {
-  return arith::ConstantIntOp::create(b, loc, b.getI32Type(), v);
-}
-
 /// Spins until the mbarrier at `addr` completed the phase of `parity`.
 void waitBarrier(OpBuilder &b, Location loc, Value addr, Value parity) {
   Value a = i32Of(b, loc, addr);
@@ -145,15 +141,20 @@ RingPosition ringPosition(OpBuilder &b, Location loc, Value start, Value iv,
   return p;
 }
 
-/// Runs `body` under `cond` (no results).
-void under(OpBuilder &b, Location loc, Value cond, function_ref<void()> body) {
+} // namespace
+
+Value mlir::tessera::ttile::detail::i32Constant(OpBuilder &b, Location loc,
+                                                int64_t v) {
+  return arith::ConstantIntOp::create(b, loc, b.getI32Type(), v);
+}
+
+void mlir::tessera::ttile::detail::under(OpBuilder &b, Location loc, Value cond,
+                                         function_ref<void()> body) {
   auto ifOp = scf::IfOp::create(b, loc, TypeRange{}, cond, false);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(&ifOp.getThenRegion().front());
   body();
 }
-
-} // namespace
 
 /// The induction variable of a ttile.range or scf.for.
 static Value inductionVar(Operation *loop) {

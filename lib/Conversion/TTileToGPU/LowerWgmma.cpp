@@ -821,10 +821,8 @@ LogicalResult KernelLowering::lowerWgmma(DotOp op, MmaAttr mma) {
   constraints += aInRegisters ? "r,r,r,r,l,r" : "l,l,r";
   for (int64_t i = 0; i < regs; ++i)
     constraints += "," + std::to_string(i);
-  Value one = arith::ConstantIntOp::create(b, loc, b.getI32Type(), 1);
-  Value zero = fromZero
-                   ? arith::ConstantIntOp::create(b, loc, b.getI32Type(), 0)
-                   : Value();
+  Value one = i32Constant(b, loc, 1);
+  Value zero = fromZero ? i32Constant(b, loc, 0) : Value();
   Value undef = fromZero ? LLVM::UndefOp::create(b, loc, f32) : Value();
   Regs aRegs = aInRegisters ? tiles.lookup(op.getA()) : Regs();
   // Two 16-bit values in one 32-bit register, the first in the low half.
