@@ -72,6 +72,21 @@ def time_ms(fn, torch, reps=20, batches=5):
     return sorted(times)[len(times) // 2]
 
 
+def host_us(fn, torch, calls=50):
+    """Microseconds of host time per call, launches queued without
+    waiting (the GPU stays ahead of the host only while this is shorter
+    than the kernel)."""
+    import time
+    fn()
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    us = (time.perf_counter() - t0) / calls * 1e6
+    torch.cuda.synchronize()
+    return us
+
+
 def main(only=None):
     import torch
     import torch.nn.functional as F
@@ -106,15 +121,9 @@ def _row_ops(torch, F, g, rand, rows):
     print(f"copy_ {x32.numel() * 4 >> 20} MiB f32: {copy_ms:.3f} ms "
           f"{copy_gbs:.0f} GB/s (bytes read + written)")
     # Host time per call (no synchronization): what launches cost Python.
-    import time
     xs_ = ts.from_dlpack(x32[:8])
-    S.stable_softmax(xs_)
-    t0 = time.perf_counter()
-    for _ in range(1000):
-        S.stable_softmax(xs_)
-    host_us = (time.perf_counter() - t0) * 1e3
-    torch.cuda.synchronize()
-    print(f"host time of one stdlib call: {host_us:.1f} us")
+    print(f"host time of one stdlib call: "
+          f"{host_us(lambda: S.stable_softmax(xs_), torch, 1000):.1f} us")
 
     xs = ts.from_dlpack(x32)
     row("softmax f32", 2 * x32.numel() * 4,
@@ -192,7 +201,9 @@ def _gemms(torch, rand):
         t = time_ms(lambda: S.gemm(at, bmt), torch, reps=10)
         pt = time_ms(lambda: a @ bm, torch, reps=10)
         print(f"{f'gemm bf16 {n}^3':<30}{flops / t / 1e9:>13.0f}"
-              f"{flops / pt / 1e9:>12.0f}{pt / t:>7.2f}")
+              f"{flops / pt / 1e9:>12.0f}{pt / t:>7.2f}"
+              f"   (host {host_us(lambda: S.gemm(at, bmt), torch):.0f} us "
+              f"a call)")
         t = time_ms(lambda: S.gemm.with_schedule(PER_TILE)(at, bmt), torch,
                     reps=10)
         print(f"{'  same, one program a tile':<30}{flops / t / 1e9:>13.0f}"
@@ -221,8 +232,11 @@ def _attention(torch, F, rand):
             pt = time_ms(lambda: F.scaled_dot_product_attention(
                 q, k, vv, is_causal=causal), torch, reps=5)
             name = f"attn fwd BH{bh} S{s} D{d}{' causal' if causal else ''}"
+            host = host_us(lambda: S.flash_attention_2(qt, kt, vt,
+                                                       causal=causal), torch)
             print(f"{name:<30}{flops / t / 1e9:>13.0f}"
-                  f"{flops / pt / 1e9:>12.0f}{pt / t:>7.2f}")
+                  f"{flops / pt / 1e9:>12.0f}{pt / t:>7.2f}"
+                  f"   (host {host:.0f} us a call)")
             # Backward: 2.5x the forward's FLOPs (five products of which
             # one recomputes the scores), as FlashAttention counts them.
             o, lse = S.flash_attention_2(qt, kt, vt, causal=causal)

@@ -451,6 +451,8 @@ class TileKernel:
         self._compiled = {}
         self._tuned = {}
         self._variants = {}
+        self._plans = {}
+        self._positional = sum(p.kind != "constexpr" for p in self._params)
 
     # Schedules ----------------------------------------------------------
     @property
@@ -651,6 +653,60 @@ class TileKernel:
                         f"{self.__name__}[grid](...)")
 
     def _launch(self, grid, *args, **kwargs):
+        # A launch like an earlier one (device tensors of the same shapes,
+        # dtypes, strides and device, scalars of the same types, the same
+        # constexpr values) reuses its checks, schedule and compiled
+        # kernel: the host cost of a launch is then packing and the
+        # driver call.
+        key = self._plan_key(args, kwargs)
+        plan = self._plans.get(key) if key is not None else None
+        if plan is not None:
+            compiled, schedule, runtime_params, device = plan
+            # (Scalars stand in their own places of `tensors`: _run reads
+            # a tensor parameter's tensor and a scalar parameter's value.)
+            _run(compiled, grid, schedule, runtime_params, args, args,
+                 device)
+            return compiled
+        compiled, plan = self._launch_checked(grid, args, kwargs)
+        if key is not None and plan is not None:
+            if len(self._plans) >= 256:  # (scalars of a tuned kernel vary)
+                self._plans.clear()
+            self._plans[key] = plan
+        return compiled
+
+    def _plan_key(self, args, kwargs):
+        """The launch's key for the plan cache, or None when the launch
+        takes the checked path (arguments other than device tensors and
+        numbers, runtime values by keyword, compiling only)."""
+        if len(args) != self._positional or _compile_only.chip is not None:
+            return None
+        sig = []
+        device_tensor = _device_tensor_type()
+        tuned = self._autotune is not None
+        for v in args:
+            t = type(v)
+            if t is device_tensor:
+                sig.append((v._shape, v._dtype, v._strides, v._device))
+            elif t is float or t is int or t is bool:
+                # The autotuner keys its choice by scalar values too (by
+                # repr, which tells -0.0 from 0.0 and matches nan).
+                sig.append((t, repr(v)) if tuned else t)
+            else:
+                return None
+        consts = []
+        for k, v in kwargs.items():
+            t = type(v)
+            if t not in (bool, int, float, str) or k not in self._constexprs:
+                return None
+            consts.append((k, t, repr(v)))
+        return (tuple(sig), tuple(sorted(consts)), kernel_cache.directory)
+
+    @functools.cached_property
+    def _constexprs(self):
+        return frozenset(p.name for p in self._params
+                         if p.kind == "constexpr")
+
+    def _launch_checked(self, grid, args, kwargs):
         from . import cuda
         values, consts = self._split(args, kwargs)
         runtime_params = [p for p in self._params if p.kind != "constexpr"]
@@ -668,9 +724,9 @@ class TileKernel:
                                       _compile_only.chip)
                     except (TesseraError, KernelTraceError, ValueError):
                         pass  # the tuner skips it too
-                return None
+                return None, None
             return self._compile(tensor_types, consts, self._schedule,
-                                 _compile_only.chip)
+                                 _compile_only.chip), None
         chip = _chip_of(device)
         schedule = self._schedule
         if self._autotune is not None:
@@ -680,7 +736,7 @@ class TileKernel:
         compiled = self._compile(tensor_types, consts, schedule, chip)
         _run(compiled, grid, schedule, runtime_params, values, tensors,
              device)
-        return compiled
+        return compiled, (compiled, schedule, runtime_params, device)
 
     def __repr__(self):
         return f"<tessera kernel {self.__name__} {self._schedule}>"
@@ -705,6 +761,16 @@ def compile_only(chip: str):
         yield
     finally:
         _compile_only.chip = previous
+
+
+_DEVICE_TENSOR = []
+
+
+def _device_tensor_type():
+    if not _DEVICE_TENSOR:
+        from .cuda import DeviceTensor
+        _DEVICE_TENSOR.append(DeviceTensor)
+    return _DEVICE_TENSOR[0]
 
 
 def _value_key(consts: dict):

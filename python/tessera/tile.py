@@ -38,10 +38,11 @@ from ._tile_values import (Block, Scalar, Tile, TileRef, _Expanded,  # noqa: F40
 __all__ = [
     "Block", "Scalar", "Tile", "TileRef", "abs", "broadcast_to", "cast",
     "cdiv", "col_index", "constexpr", "context", "dot", "exp", "exp2", "fma",
-    "full", "iota", "load", "load_scalar", "log", "mask_causal", "max", "maximum", "min",
-    "minimum", "num_programs", "program_id", "range", "range_n",
-    "row_index", "rsqrt", "sigmoid", "softmax_accumulate", "softmax_online",
-    "sqrt", "store", "sum", "tanh", "transpose", "where", "zeros",
+    "full", "iota", "load", "load_scalar", "log", "mask_causal", "mask_keys",
+    "max", "maximum", "min", "minimum", "num_programs", "program_id",
+    "range", "range_n", "row_index", "rsqrt", "sigmoid",
+    "softmax_accumulate", "softmax_online", "sqrt", "store", "sum", "tanh",
+    "transpose", "where", "zeros",
 ]
 
 INF = _math.inf
@@ -366,6 +367,25 @@ def mask_causal(scores, row_offset, col_offset):
     c = _as_index(col_offset, "mask_causal's column offset")
     (name,) = current_trace().emit(
         f"ttile.mask_causal {scores.name}, {r.name}, {c.name} : "
+        f"{scores.mlir_type}", [scores.mlir_type])
+    return _rebind(scores, Tile(name, scores.shape, scores.type))
+
+
+def mask_keys(scores, col_offset, count):
+    """-inf in the columns whose key (``col_offset + j``) is past the last
+    of ``count`` keys (a key block that runs past the sequence's end).
+    Changes ``scores`` in place and returns it."""
+    if not isinstance(scores, Tile) or scores.ndim != 2 or not is_float(
+            scores.type):
+        raise _err(f"tile.mask_keys takes a rank-2 float tile, got "
+                   f"{scores!r}")
+    check_visible(scores, "tile")
+    if isinstance(col_offset, Block):
+        col_offset = col_offset.start
+    c = _as_index(col_offset, "mask_keys's column offset")
+    n = _as_index(count, "mask_keys's key count")
+    (name,) = current_trace().emit(
+        f"ttile.mask_keys {scores.name}, {c.name}, {n.name} : "
         f"{scores.mlir_type}", [scores.mlir_type])
     return _rebind(scores, Tile(name, scores.shape, scores.type))
 

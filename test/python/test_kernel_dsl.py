@@ -302,13 +302,55 @@ def test_pingpong_schedules():
         base.with_params(pingpong=True)).compile(
             *("bf16",) * 4, chip="sm_90a", causal=True).ptx
     # The hand-off at the start, a turn around the one run of products
-    # (a block's scores, the previous block's output product) in each of
-    # the two loops, the first warpgroup's take-back at the end.
-    assert ptx.count("bar.arrive") == 1 + 2
+    # (a block's scores, the previous block's output product) in the loop,
+    # the first warpgroup's take-back at the end.
+    assert ptx.count("bar.arrive") == 1 + 1
     # The scores are waited for with the output's product still running.
-    assert ptx.count("wgmma.wait_group.sync.aligned 1;") == 2
+    assert ptx.count("wgmma.wait_group.sync.aligned 1;") == 1
     assert "bar.sync \t2, 256;" in ptx
     assert re.search(r"bar\.sync\s+%r\d+, 256;", ptx)
+
+
+def test_attention_forward_masks_in_one_loop():
+    """The stdlib forward runs one loop over key blocks (one past the last
+    for the last product) and masks with mask_causal or mask_keys, whose
+    element comparisons sit behind a branch on program scalars."""
+    from tessera.stdlib import _kernels as SK
+    s = ts.Schedule(block=(128, 128), warps=8, stages=2, d=128)
+    for causal, mask in ((True, "ttile.mask_causal"),
+                         (False, "ttile.mask_keys")):
+        text = SK.flash_attention_fwd.lower(*("bf16",) * 4, schedule=s,
+                                            causal=causal)
+        assert text.count("ttile.range ") == 1, text
+        assert text.count(mask) == 1
+        assert "ttile.mask_keys" in text or causal
+        ptx = SK.flash_attention_fwd.with_schedule(s).compile(
+            *("bf16",) * 4, chip="sm_90a", causal=causal).ptx
+        # 64 scores a thread, selected only on the masked path.
+        assert ptx.count("selp.f32") >= 64
+
+
+def test_mask_keys():
+    @ts.kernel.schedule(ts.Schedule(block=(16, 32), warps=4))
+    def masked(X: KTile["M", "N", ts.f32], Y: KTile["M", "N", ts.f32]):
+        T = tile.context()
+        x = tile.load(X, at=(0, tile.program_id(0) * T.n), shape=(T.m, T.n))
+        tile.mask_keys(x, tile.program_id(0) * T.n, X.shape[1])
+        tile.store(Y, x, at=(0, tile.program_id(0) * T.n))
+
+    text = masked.lower()
+    assert re.search(r"ttile\.mask_keys %\w+, %\w+, %\w+ : "
+                     r"tensor<16x32xf32>", text), text
+
+    @ts.kernel.schedule(ts.Schedule(block=(16, 32), warps=4))
+    def bad(X: KTile["N", ts.f32], Y: KTile["N", ts.f32]):
+        T = tile.context()
+        x = tile.load(X, at=(0,), shape=(T.n,))
+        tile.mask_keys(x, 0, X.shape[0])
+
+    with pytest.raises(Exception, match="tile.mask_keys takes a rank-2 "
+                       "float tile"):
+        bad.lower()
 
 
 def test_kernel_parameters_need_annotations():

@@ -156,8 +156,8 @@ def TTileAssignLayouts : Pass<"tessera-ttile-assign-layouts", "ModuleOp"> {
     blocked layout chosen from the tile's shape, element type and the
     kernel's `ttile.num_warps` (up to 16 bytes contiguous per thread along
     the last dim, a warp's lanes along the fastest dims, warps along the
-    slowest); elementwise ops, casts and `mask_causal` keep their operand's
-    layout; reductions give `#ttile.slice` of it; broadcasts and transposes
+    slowest); elementwise ops, casts, `mask_causal` and `mask_keys` keep
+    their operand's layout; reductions give `#ttile.slice` of it; broadcasts and transposes
     take the layout that needs no data movement when there is one; a `dot`
     of bf16 or f16 into f32 whose tile is whole 16 x 8 fragments per warp
     gets an mma.sync (`#ttile.mma` version 2) accumulator, other dots a

@@ -554,7 +554,7 @@ private:
       setType(tr.getResult(), BlockedAttr::get(ctx, spt, tpw, wpc, order));
       return success();
     }
-    if (isa<CastOp, MaskCausalOp>(op)) {
+    if (isa<CastOp, MaskCausalOp, MaskKeysOp>(op)) {
       if (unset(op->getResult(0)))
         setType(op->getResult(0), tileType(op->getOperand(0)).getEncoding());
       return success();

@@ -436,6 +436,8 @@ private:
       return lowerCast(cast);
     if (auto mask = dyn_cast<MaskCausalOp>(op))
       return lowerMaskCausal(mask);
+    if (auto mask = dyn_cast<MaskKeysOp>(op))
+      return lowerMaskKeys(mask);
     if (auto dot = dyn_cast<DotOp>(op))
       return lowerDot(dot);
     if (isa<SoftmaxOnlineOp, SoftmaxAccumulateOp>(op))
@@ -693,7 +695,13 @@ private:
 
   LogicalResult lowerCast(CastOp op);
 
+  /// Scores set to -inf where `masked(row, col)` (coordinates in the
+  /// tile) holds, computed in a branch taken only when `any`, a program
+  /// scalar, says the tile has a masked element.
+  LogicalResult lowerMask(Operation *op, Value any,
+                          function_ref<Value(Value row, Value col)> masked);
   LogicalResult lowerMaskCausal(MaskCausalOp op);
+  LogicalResult lowerMaskKeys(MaskKeysOp op);
 
   //===--------------------------------------------------------------------===//
   // Dot on blocked layouts (FMA)

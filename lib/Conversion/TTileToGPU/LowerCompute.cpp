@@ -274,29 +274,75 @@ LogicalResult KernelLowering::lowerCast(CastOp op) {
   return success();
 }
 
-LogicalResult KernelLowering::lowerMaskCausal(MaskCausalOp op) {
-  Location loc = op.getLoc();
-  auto d = dist(op, op.getType());
+LogicalResult
+KernelLowering::lowerMask(Operation *op, Value any,
+                          function_ref<Value(Value row, Value col)> masked) {
+  Location loc = op->getLoc();
+  auto type = cast<RankedTensorType>(op->getResult(0).getType());
+  auto d = dist(op, type);
   if (failed(d))
     return failure();
-  SmallVector<Value> bases = threadBases(loc, *d);
-  Type elt = op.getType().getElementType();
-  Value ninf =
-      arith::ConstantOp::create(b, loc, b.getFloatAttr(elt, -INFINITY));
+  Regs vals = tiles.lookup(op->getOperand(0));
+  SmallVector<Type> types;
+  for (Value v : vals)
+    types.push_back(v.getType());
+  // `any` is the same in every thread of the program: the branch costs a
+  // block without masked scores one uniform jump.
+  auto branch = scf::IfOp::create(b, loc, types, any, /*withElse=*/true);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToEnd(&branch.getThenRegion().front());
+    SmallVector<Value> bases = threadBases(loc, *d);
+    Value ninf = arith::ConstantOp::create(
+        b, loc, b.getFloatAttr(type.getElementType(), -INFINITY));
+    SmallVector<Value> out;
+    for (int64_t r = 0, n = d->numRegs(); r < n; ++r) {
+      Value hide =
+          masked(coord(loc, *d, bases, r, 0), coord(loc, *d, bases, r, 1));
+      out.push_back(arith::SelectOp::create(b, loc, hide, ninf, vals[r]));
+    }
+    scf::YieldOp::create(b, loc, out);
+    b.setInsertionPointToEnd(&branch.getElseRegion().front());
+    scf::YieldOp::create(b, loc, SmallVector<Value>(vals));
+  }
+  tiles[op->getResult(0)] = SmallVector<Value>(branch.getResults());
+  return success();
+}
+
+LogicalResult KernelLowering::lowerMaskCausal(MaskCausalOp op) {
+  Location loc = op.getLoc();
   Value row0 = map.lookup(op.getRowOffset());
   Value col0 = map.lookup(op.getColOffset());
-  Regs vals = tiles.lookup(op.getScores()), out;
-  for (int64_t r = 0, n = d->numRegs(); r < n; ++r) {
-    Value row =
-        arith::AddIOp::create(b, loc, row0, coord(loc, *d, bases, r, 0));
-    Value col =
-        arith::AddIOp::create(b, loc, col0, coord(loc, *d, bases, r, 1));
-    Value future =
-        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt, col, row);
-    out.push_back(arith::SelectOp::create(b, loc, future, ninf, vals[r]));
-  }
-  tiles[op.getResult()] = std::move(out);
-  return success();
+  int64_t n = op.getType().getShape()[1];
+  // The block's last key comes after its first query.
+  Value any = arith::CmpIOp::create(
+      b, loc, arith::CmpIPredicate::sgt,
+      arith::AddIOp::create(b, loc, col0,
+                            arith::ConstantIndexOp::create(b, loc, n - 1)),
+      row0);
+  return lowerMask(op, any, [&](Value row, Value col) -> Value {
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt,
+                                 arith::AddIOp::create(b, loc, col0, col),
+                                 arith::AddIOp::create(b, loc, row0, row));
+  });
+}
+
+LogicalResult KernelLowering::lowerMaskKeys(MaskKeysOp op) {
+  Location loc = op.getLoc();
+  Value col0 = map.lookup(op.getColOffset());
+  Value count = map.lookup(op.getCount());
+  int64_t n = op.getType().getShape()[1];
+  // The block runs past the last key.
+  Value any = arith::CmpIOp::create(
+      b, loc, arith::CmpIPredicate::sgt,
+      arith::AddIOp::create(b, loc, col0,
+                            arith::ConstantIndexOp::create(b, loc, n)),
+      count);
+  return lowerMask(op, any, [&](Value, Value col) -> Value {
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge,
+                                 arith::AddIOp::create(b, loc, col0, col),
+                                 count);
+  });
 }
 
 LogicalResult KernelLowering::lowerDot(DotOp op) {

@@ -440,17 +440,29 @@ _GEMM_TILES_16 = (((128, 256), 8), ((128, 128), 8), ((64, 128), 4))
 def _gemm_bases(dtype, m, n, device):
     """The schedules a GEMM without one runs (compiling only: every one
     it may run on a card, whose SM count is not known here)."""
-    base = _GEMM_SPACE.get(dtype)
-    if dtype not in ("bf16", "f16") or _chip(device) != "sm_90a":
-        return [base]
     from .._kernel import _compile_only
-    tiles = [Schedule(block=blk, k=64, warps=w, stages=4, group=8)
-             for blk, w in _GEMM_TILES_16]
-    if _compile_only.chip:
+    return _gemm_bases_for(dtype, m, n, device, _chip(device),
+                           bool(_compile_only.chip))
+
+
+@functools.lru_cache(maxsize=1024)
+def _gemm_bases_for(dtype, m, n, device, chip, compiling):
+    base = _GEMM_SPACE.get(dtype)
+    if dtype not in ("bf16", "f16") or chip != "sm_90a":
+        return (base,)
+    tiles = tuple(Schedule(block=blk, k=64, warps=w, stages=4, group=8)
+                  for blk, w in _GEMM_TILES_16)
+    if compiling:
         return tiles
     sms = _multiprocessors(device)
-    return [next((s for s in tiles
-                  if cdiv(m, s.m) * cdiv(n, s.n) >= 0.9 * sms), tiles[-1])]
+    return (next((s for s in tiles
+                  if cdiv(m, s.m) * cdiv(n, s.n) >= 0.9 * sms), tiles[-1]),)
+
+
+@functools.lru_cache(maxsize=1024)
+def _grouped_schedule(s):
+    """s with the GEMM's row-block groups (8 unless s sets them)."""
+    return s if "group" in s.params else s.with_params(group=8)
 
 
 @_op
@@ -501,8 +513,7 @@ def _gemm(schedule, a, b, *, out=None, out_dtype=None, scale=1.0,
                                f"fp8")
         for s in ([schedule or base] if schedule or base else
                   _gemm_bases(a.dtype.name, m, n, a.device.index)):
-            if "group" not in s.params:
-                s = s.with_params(group=8)
+            s = _grouped_schedule(s)
             grid = _gemm_grid(s, m, n, a.device.index)
             K.gemm_bt.with_schedule(s)[(grid,)](a, b, c, float(scale),
                                                 tf32=bool(allow_tf32))
@@ -514,8 +525,7 @@ def _gemm(schedule, a, b, *, out=None, out_dtype=None, scale=1.0,
         raise TesseraError(f"gemm of {a.dtype.name}: bf16, f16, f32 or fp8")
     for s in ([schedule] if schedule else
               _gemm_bases(a.dtype.name, m, n, a.device.index)):
-        if "group" not in s.params:
-            s = s.with_params(group=8)
+        s = _grouped_schedule(s)
         grid = _gemm_grid(s, m, n, a.device.index)
         K.gemm.with_schedule(s)[(grid,)](a, b, c)
     return c
@@ -562,27 +572,8 @@ def _flash_attention_2(schedule, q, k, v, *, causal=False, scale=None,
     if bh > 65535:
         raise TesseraError(f"flash_attention_2: at most 65535 batch x heads "
                            f"(one grid row each), got {bh}")
-    # Hopper: both products on wgmma; query and key blocks, warps, stages
-    # and ping-pong of the two warpgroups of 8 warps tuned per shape
-    # (causal: 128 queries a program, so that key blocks of 64 or 128
-    # divide them); before it, mma.sync with narrower key blocks.
-    hopper = _chip(q.device.index) == "sm_90a"
-    s = schedule or (Schedule(block=(64, 64), warps=4, stages=2, d=d)
-                     if hopper
-                     else Schedule(block=(64, 32 if d == 64 else 16),
-                                   warps=4, stages=2, d=d))
-    if "d" not in s.params:
-        s = s.with_params(d=d)
-    if causal and s.m % s.n:
-        raise TesseraError(f"causal flash_attention_2 needs block m a "
-                           f"multiple of block n; got {s.block}")
-    if schedule is None and hopper:
-        kern = _kernel_for("flash_attention_fwd", None, s,
-                           BM=[128] if causal else [64, 128], BN=[64, 128],
-                           warps=[4, 8], stages=[2, 3],
-                           pingpong=[False, True])
-    else:
-        kern = K.flash_attention_fwd.with_schedule(s)
+    kern = _attention_fwd_kernel(schedule, d, bool(causal),
+                                 _chip(q.device.index) == "sm_90a")
     dev = q.device.index
     o = _out(out, q.shape, q.dtype, dev)
     lse = _cuda.empty(q.shape[:-1], "f32", device=f"cuda:{dev}")
@@ -595,6 +586,29 @@ def _flash_attention_2(schedule, q, k, v, *, causal=False, scale=None,
 
 
 flash_attention_2 = _flash_attention_2
+
+
+@functools.lru_cache(maxsize=256)
+def _attention_fwd_kernel(schedule, d, causal, hopper):
+    # Hopper: both products on wgmma; query and key blocks, warps, stages
+    # and ping-pong of the two warpgroups of 8 warps tuned per shape
+    # (causal: 128 queries a program, so that key blocks of 64 or 128
+    # divide them); before it, mma.sync with narrower key blocks.
+    s = schedule or (Schedule(block=(64, 64), warps=4, stages=2, d=d)
+                     if hopper
+                     else Schedule(block=(64, 32 if d == 64 else 16),
+                                   warps=4, stages=2, d=d))
+    if "d" not in s.params:
+        s = s.with_params(d=d)
+    if causal and s.m % s.n:
+        raise TesseraError(f"causal flash_attention_2 needs block m a "
+                           f"multiple of block n; got {s.block}")
+    if schedule is None and hopper:
+        return _kernel_for("flash_attention_fwd", None, s,
+                           BM=[128] if causal else [64, 128], BN=[64, 128],
+                           warps=[4, 8], stages=[2, 3],
+                           pingpong=[False, True])
+    return K.flash_attention_fwd.with_schedule(s)
 
 
 @_op
@@ -618,38 +632,19 @@ def _flash_attention_2_backward(schedule, do, q, k, v, o, lse, *,
     if bh > 65535:
         raise TesseraError(f"flash_attention_2_backward: at most 65535 batch "
                            f"x heads, got {bh}")
-    hopper = _chip(q.device.index) == "sm_90a"
-    s = schedule or (Schedule(block=(64, 64), warps=4, stages=2, d=d)
-                     if hopper
-                     else Schedule(block=(32, 32 if d == 64 else 16),
-                                   warps=4, stages=2, d=d))
-    if "d" not in s.params:
-        s = s.with_params(d=d)
-    if causal and (s.m % s.n and s.n % s.m):
-        raise TesseraError(f"causal flash_attention_2_backward needs block "
-                           f"sizes that divide each other; got {s.block}")
+    pre, dkdv, dqk = _attention_bwd_kernels(
+        schedule, d, bool(causal), _chip(q.device.index) == "sm_90a")
     dev = q.device.index
     scale = 1.0 / math.sqrt(d) if scale is None else float(scale)
     rows = (bh, seq, d)
     q3, k3, v3, o3, do3 = (t.reshape(*rows) for t in (q, k, v, o, do))
     delta = _cuda.empty((bh, seq), "f32", device=f"cuda:{dev}")
-    pre = Schedule(block=(16,), warps=4, d=d)
-    K.attention_bwd_preprocess.with_schedule(pre)[(cdiv(bh * seq, 16),)](
-        o3.reshape(bh * seq, d), do3.reshape(bh * seq, d),
-        delta.reshape(bh * seq))
+    pre[(cdiv(bh * seq, 16),)](o3.reshape(bh * seq, d),
+                               do3.reshape(bh * seq, d),
+                               delta.reshape(bh * seq))
     dq, dk, dv = (_cuda.empty(q.shape, q.dtype, device=f"cuda:{dev}")
                   for _ in range(3))
     lse3 = lse.reshape(bh, seq)
-    # On Hopper each kernel tunes its query block, warps, stages and
-    # ping-pong per shape (64-key blocks: the products of 128 keys spend
-    # more on the stored probabilities than they save).
-    space = dict(BM=[64, 128], warps=[4, 8], stages=[1, 2, 3],
-                 pingpong=[False, True]) if hopper and schedule is None \
-        else None
-    dkdv = (_kernel_for("flash_attention_bwd_dkdv", None, s, **space)
-            if space else K.flash_attention_bwd_dkdv.with_schedule(s))
-    dqk = (_kernel_for("flash_attention_bwd_dq", None, s, **space)
-           if space else K.flash_attention_bwd_dq.with_schedule(s))
     dkdv[lambda T: (cdiv(seq, T.n), bh)](
         q3, k3, v3, do3, lse3, delta, dk.reshape(*rows), dv.reshape(*rows),
         scale, causal=bool(causal))
@@ -660,3 +655,29 @@ def _flash_attention_2_backward(schedule, do, q, k, v, o, lse, *,
 
 
 flash_attention_2_backward = _flash_attention_2_backward
+
+
+@functools.lru_cache(maxsize=256)
+def _attention_bwd_kernels(schedule, d, causal, hopper):
+    """(preprocess, dK/dV, dQ) kernels of the backward."""
+    s = schedule or (Schedule(block=(64, 64), warps=4, stages=2, d=d)
+                     if hopper
+                     else Schedule(block=(32, 32 if d == 64 else 16),
+                                   warps=4, stages=2, d=d))
+    if "d" not in s.params:
+        s = s.with_params(d=d)
+    if causal and (s.m % s.n and s.n % s.m):
+        raise TesseraError(f"causal flash_attention_2_backward needs block "
+                           f"sizes that divide each other; got {s.block}")
+    pre = K.attention_bwd_preprocess.with_schedule(
+        Schedule(block=(16,), warps=4, d=d))
+    # On Hopper each kernel tunes its query block, warps, stages and
+    # ping-pong per shape (64-key blocks: the products of 128 keys spend
+    # more on the stored probabilities than they save).
+    if hopper and schedule is None:
+        space = dict(BM=[64, 128], warps=[4, 8], stages=[1, 2, 3],
+                     pingpong=[False, True])
+        return (pre, _kernel_for("flash_attention_bwd_dkdv", None, s, **space),
+                _kernel_for("flash_attention_bwd_dq", None, s, **space))
+    return (pre, K.flash_attention_bwd_dkdv.with_schedule(s),
+            K.flash_attention_bwd_dq.with_schedule(s))

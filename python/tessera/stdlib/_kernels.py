@@ -362,24 +362,24 @@ def gemm_bt(A: KTile["M", "K"], Bt: KTile["N", "K"], C: KTile["M", "N"],
 # Attention
 # --------------------------------------------------------------------------
 
-def _attend(T, Qb, K, V, nblk, scale, acc, m, l, p, mask):
+def _attend(T, Qb, K, V, nblk, scale, acc, m, l, p, causal, q0):
     """Key block j of attention, with the output's product one block
     behind (FlashAttention-3's order within a warpgroup): block j's scores
     are issued first, then the product of block j-1's probabilities ``p``
     (zero in the first block) with its values, which runs while the
     softmax of block j computes. ``acc`` comes in scaled to the running
-    max of blocks < j and leaves scaled to block j's. mask: None,
-    ("causal", q0) or ("keys", count)."""
+    max of blocks < j and leaves scaled to block j's. Scores of keys after
+    the query (causal, queries from q0) or past the last key are masked;
+    the masks compare elements only in blocks that have such keys."""
     Kb = tile.load(K, nblk, cols=T.d)
     Vp = tile.load(V, at=(tile.maximum(tile.col_index(nblk) - T.n, 0), 0),
                    shape=(T.n, T.d))
     S = tile.dot(Qb, tile.transpose(Kb))
     acc = tile.dot(p, Vp, acc)
-    if mask is not None and mask[0] == "causal":
-        tile.mask_causal(S, mask[1], tile.col_index(nblk))
-    elif mask is not None:
-        cols = tile.iota((T.m, T.n), axis=1) + tile.col_index(nblk)
-        S = tile.where(cols < tile.cast(mask[1], ts.i32), S, NEG_INF)
+    if causal:
+        tile.mask_causal(S, q0, tile.col_index(nblk))
+    else:
+        tile.mask_keys(S, tile.col_index(nblk), K.shape[0])
     # Scores scaled as 2^(s scale log2(e) - m' log2(e)); a row without a
     # score yet (m' = -inf) subtracts 0.
     m_new = tile.maximum(m, tile.max(S, axis=1) * scale)
@@ -408,10 +408,10 @@ def flash_attention_fwd(q: KTile["BH", "S", "D"], k: KTile["BH", "S", "D"],
     """Attention forward (one program per T.m queries of one head, keys in
     T.n blocks; grid (cdiv(S, T.m), BH)), each block's output product
     issued with the next block's scores (_attend). Also writes each
-    query's log-sum-exp of scaled scores (backward). Key blocks that need
-    no mask (all keys before the program's first query when causal, all
-    keys present otherwise) run without one; the rest (the diagonal
-    blocks, the partial last block) are masked."""
+    query's log-sum-exp of scaled scores (backward). One loop over the key
+    blocks: the masks cost blocks below the diagonal and inside the
+    sequence one uniform branch, so a second loop for the masked blocks
+    (another query load, a ring drained and refilled) does not pay."""
     T = tile.context()
     bh = tile.program_id(1)
     Q, K, V, O = q[bh], k[bh], v[bh], o[bh]
@@ -422,30 +422,16 @@ def flash_attention_fwd(q: KTile["BH", "S", "D"], k: KTile["BH", "S", "D"],
     m = tile.full((T.m,), NEG_INF)
     l = tile.zeros((T.m,))
     p = tile.zeros((T.m, T.n), V.dtype)
-    if causal:
-        # Keys below q0 (whole blocks: T.m is a multiple of T.n) are seen
-        # by every query of the program.
-        full = tile.minimum(q0, keys)
-        end = tile.minimum(q0 + T.m, keys)
-        tail_mask = ("causal", q0)
-    else:
-        full = (keys // T.n) * T.n
-        end = keys
-        tail_mask = ("keys", keys)
-    # Each loop loads the query block for itself: a load that feeds one
-    # product stays in shared memory, where the tensor cores read it.
+    end = tile.minimum(q0 + T.m, keys) if causal else keys
     Qb = tile.load(Q, at=(q0, 0), shape=(T.m, T.d))
-    for nblk in tile.range_n(full, T.n, prefetch=T.stages):
-        acc, m, l, p = _attend(T, Qb, K, V, nblk, scale, acc, m, l, p, None)
-    # The masked loop runs one block past the keys: that block's scores
-    # are all masked (its probabilities 0, the running max and sum
-    # unchanged) and its product is the last block's. (A product after
-    # the loop would need one more shared tile than a block of the
-    # producer's kernel holds beside the ring.)
-    Qt = tile.load(Q, at=(q0, 0), shape=(T.m, T.d))
-    for nblk in tile.range_n(end + T.n, T.n, prefetch=1, start=full):
-        acc, m, l, p = _attend(T, Qt, K, V, nblk, scale, acc, m, l, p,
-                               tail_mask)
+    # One block past the keys: that block's scores are all masked (its
+    # probabilities 0, the running max and sum unchanged) and its product
+    # is the last block's. (A product after the loop would need one more
+    # shared tile than a block of the producer's kernel holds beside the
+    # ring.)
+    for nblk in tile.range_n(end + T.n, T.n, prefetch=T.stages):
+        acc, m, l, p = _attend(T, Qb, K, V, nblk, scale, acc, m, l, p,
+                               causal, q0)
     tile.store(O, tile.cast(acc / l[:, None], O.dtype), at=(q0, 0))
     tile.store(L, m + tile.log(l), at=(q0,))
 

@@ -157,3 +157,35 @@ func.func @powers_of_two(%X: memref<?xf32>, %Y: memref<?xf32>)
   ttile.store %e, %Y[%c0] : tensor<128xf32>, memref<?xf32>
   return
 }
+
+// -----
+
+// Masks compare element by element only in a branch taken when the block
+// has a masked score: causal, when its last key comes after its first
+// query (col0 + 63 > row0); past the keys, when col0 + 64 > count. A
+// block without one passes its registers through (32 per thread here).
+// CHECK-LABEL: gpu.func @masks
+// CHECK-SAME: (%{{.*}}: memref<?x?xf32>, %{{.*}}: memref<?x?xf32>, %[[ROW0:.*]]: index, %[[COL0:.*]]: index, %[[COUNT:.*]]: index)
+// CHECK: %[[LAST:.*]] = arith.addi %[[COL0]], %c63 : index
+// CHECK: %[[ANY:.*]] = arith.cmpi sgt, %[[LAST]], %[[ROW0]] : index
+// CHECK: %[[C:.*]]:32 = scf.if %[[ANY]] -> ({{(f32, )+}}f32) {
+// CHECK-COUNT-32: arith.select
+// CHECK: scf.yield
+// CHECK-NEXT: } else {
+// CHECK-NEXT: scf.yield
+// CHECK: %[[END:.*]] = arith.addi %[[COL0]], %c64 : index
+// CHECK: %[[PAST:.*]] = arith.cmpi sgt, %[[END]], %[[COUNT]] : index
+// CHECK: scf.if %[[PAST]] -> ({{(f32, )+}}f32) {
+// CHECK: arith.cmpi sge, %{{.*}}, %[[COUNT]] : index
+// CHECK-COUNT-32: arith.select
+// CHECK: } else {
+// CHECK-NEXT: scf.yield %[[C]]#0, %[[C]]#1,
+func.func @masks(%X: memref<?x?xf32>, %Y: memref<?x?xf32>, %row0: index,
+                 %col0: index, %count: index)
+    attributes {ttile.kernel, ttile.num_warps = 4 : i32} {
+  %x = ttile.load %X[%row0, %col0] : memref<?x?xf32> -> tensor<64x64xf32>
+  %c = ttile.mask_causal %x, %row0, %col0 : tensor<64x64xf32>
+  %k = ttile.mask_keys %c, %col0, %count : tensor<64x64xf32>
+  ttile.store %k, %Y[%row0, %col0] : tensor<64x64xf32>, memref<?x?xf32>
+  return
+}

@@ -247,3 +247,11 @@ func.func @tf32_of_bf16(%a: tensor<16x16xbf16>, %b: tensor<16x16xbf16>,
   %d = ttile.dot %a, %b, %c {tf32} : tensor<16x16xbf16>, tensor<16x16xbf16> -> tensor<16x16xf32>
   return %d : tensor<16x16xf32>
 }
+
+// -----
+
+func.func @f(%s: tensor<64xf32>, %k0: index, %n: index) {
+  // expected-error @+1 {{'ttile.mask_keys' op masks a 2-d score tile into one of its type, got 'tensor<64xf32>' -> 'tensor<64xf32>'}}
+  %m = ttile.mask_keys %s, %k0, %n : tensor<64xf32>
+  return
+}

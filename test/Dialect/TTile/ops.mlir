@@ -21,6 +21,7 @@
 // CHECK: ttile.transpose
 // CHECK: ttile.dot
 // CHECK: ttile.mask_causal
+// CHECK: ttile.mask_keys %{{.*}}, %{{.*}}, %{{.*}} : tensor<128x64xf32, #
 // CHECK: ttile.softmax_online
 // CHECK: ttile.softmax_accumulate
 // CHECK: ttile.yield
@@ -50,7 +51,8 @@ func.func @flash_attention(%Q: memref<?x?xbf16>, %K: memref<?x?xbf16>,
     %s0 = ttile.dot %q, %kb, %zero : tensor<128x64xbf16, #a>, tensor<64x64xbf16, #kt> -> tensor<128x64xf32, #mma>
     %sc = tensor.splat %scale : tensor<128x64xf32, #mma>
     %s1 = arith.mulf %s0, %sc : tensor<128x64xf32, #mma>
-    %s = ttile.mask_causal %s1, %row0, %n : tensor<128x64xf32, #mma>
+    %sc1 = ttile.mask_causal %s1, %row0, %n : tensor<128x64xf32, #mma>
+    %s = ttile.mask_keys %sc1, %n, %len : tensor<128x64xf32, #mma>
     %p, %mc, %lc = ttile.softmax_online %s : tensor<128x64xf32, #mma> -> tensor<128x64xf32, #mma>, tensor<128xf32, #row>, tensor<128xf32, #row>
     %v = ttile.load %V[%n, %c0] : memref<?x?xbf16> -> tensor<64x64xbf16, #v>
     %acc2, %m2, %l2 = ttile.softmax_accumulate %acc, %m, %l, %p, %v, %mc, %lc

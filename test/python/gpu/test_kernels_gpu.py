@@ -68,6 +68,39 @@ def test_rmsnorm(dtype, rng=np.random.default_rng(2)):
                                atol=tol)
 
 
+def test_repeated_launches(rng=np.random.default_rng(12)):
+    """A launch like an earlier one reuses its checks and compiled kernel:
+    shapes, dtypes and scalars that change between launches still give
+    each launch its own kernel and values, and bad arguments still fail
+    with the checked path's message."""
+    n = 300
+    w = rng.standard_normal(n).astype(np.float32)
+    wd = ts.to_device(w)
+    xs = {rows: rng.standard_normal((rows, n)) for rows in (9, 5)}
+    for rows, eps, dtype in [(9, 1e-5, ts.f32), (5, 1e-5, ts.f32),
+                             (9, 0.5, ts.f32), (9, 0.5, ts.bf16),
+                             (9, 1e-5, ts.f32)]:
+        x = xs[rows]
+        y = poisoned((rows, n), dtype)
+        K.rmsnorm[ts.cdiv(rows, 2)](ts.to_device(x, dtype=dtype), wd, y, eps)
+        xin = bf16(x) if dtype == ts.bf16 else x.astype(np.float32)
+        ref = xin / np.sqrt((xin ** 2).mean(1, keepdims=True) + eps) * w
+        tol = 8e-3 if dtype == ts.bf16 else 1e-5
+        np.testing.assert_allclose(y.numpy().astype(np.float64), ref,
+                                   rtol=tol, atol=tol)
+    x = ts.to_device(xs[9], dtype=ts.f32)
+    with pytest.raises(ts.TesseraError, match="argument 'W' of kernel "
+                       "rmsnorm must be f32, got bf16"):
+        K.rmsnorm[5](x, ts.to_device(w, dtype=ts.bf16),
+                     poisoned((9, n), ts.f32), 1e-5)
+    with pytest.raises(ts.TesseraError, match="argument 'W' of kernel "
+                       "rmsnorm: dim 0 .N. is 301"):
+        K.rmsnorm[5](x, ts.to_device(np.zeros(301, np.float32)),
+                     poisoned((9, n), ts.f32), 1e-5)
+    with pytest.raises(ts.TesseraError, match="argument 'eps' is a number"):
+        K.rmsnorm[5](x, wd, poisoned((9, n), ts.f32), "1e-5")
+
+
 @pytest.mark.parametrize("m,n,k", [(256, 256, 128), (257, 130, 96)])
 def test_matmul_bf16(m, n, k, rng=np.random.default_rng(3)):
     a, b = rng.standard_normal((m, k)), rng.standard_normal((k, n))

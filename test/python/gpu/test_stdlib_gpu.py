@@ -382,8 +382,8 @@ def test_flash_attention_2_backward(d, causal, rng=np.random.default_rng(9)):
 @pytest.mark.parametrize("causal", [True, False])
 def test_flash_attention_ping_pong(causal, rng=np.random.default_rng(10)):
     """pingpong=True (the two warpgroups take turns on the tensor cores
-    through named barriers): the same attention and gradients, over two
-    loops of key blocks and a partial last block."""
+    through named barriers): the same attention and gradients, with a
+    partial last key block."""
     shape = ATTN_SHAPE + (128,)
     q, k, v, g = (rounded(rng.standard_normal(shape), "bf16")
                   for _ in range(4))

@@ -354,11 +354,21 @@ OpFoldResult ConvertLayoutOp::fold(FoldAdaptor) {
   return {};
 }
 
+static LogicalResult verifyMask(Operation *op, RankedTensorType scores,
+                                RankedTensorType result) {
+  if (scores.getRank() != 2 || result != scores)
+    return op->emitOpError() << "masks a 2-d score tile into one of its type, "
+                                "got "
+                             << scores << " -> " << result;
+  return checkLayouts(op);
+}
+
 LogicalResult MaskCausalOp::verify() {
-  if (getScores().getType().getRank() != 2 ||
-      getType() != getScores().getType())
-    return emitOpError() << "masks a 2-d score tile into one of its type";
-  return checkLayouts(*this);
+  return verifyMask(*this, getScores().getType(), getType());
+}
+
+LogicalResult MaskKeysOp::verify() {
+  return verifyMask(*this, getScores().getType(), getType());
 }
 
 LogicalResult SoftmaxOnlineOp::verify() {

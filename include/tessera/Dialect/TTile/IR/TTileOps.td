@@ -395,7 +395,9 @@ def TTile_MaskCausalOp : TTile_Op<"mask_causal",
   let description = [{
     Element (i, j) of the `[M, N]` score tile is query `row_offset + i`
     against key `col_offset + j`; it becomes -inf when the key comes after
-    the query.
+    the query. The GPU lowering compares element by element only when the
+    block reaches past the diagonal (`col_offset + N - 1 > row_offset`, a
+    comparison of program scalars); blocks below it pass through.
 
     ```mlir
     %s1 = ttile.mask_causal %s, %q0, %k0 : tensor<128x64xf32>
@@ -405,6 +407,31 @@ def TTile_MaskCausalOp : TTile_Op<"mask_causal",
                        Index:$col_offset);
   let results = (outs TTile_FloatTile:$result);
   let assemblyFormat = "$scores `,` $row_offset `,` $col_offset attr-dict `:` "
+      "type($scores)";
+  let hasVerifier = 1;
+}
+
+def TTile_MaskKeysOp : TTile_Op<"mask_keys",
+    [Pure, AllTypesMatch<["scores", "result"]>]> {
+  let summary = "sets the scores of keys past the last to -inf";
+  let description = [{
+    Column j of the `[M, N]` score tile is key `col_offset + j` of a
+    sequence of `count` keys; its scores become -inf when
+    `col_offset + j >= count` (a key block that runs past the sequence's
+    end).
+
+    ```mlir
+    %s1 = ttile.mask_keys %s, %k0, %keys : tensor<128x64xf32>
+    ```
+
+    Like `mask_causal`, the GPU lowering compares element by element only
+    when the block has a masked key: the test is one comparison of program
+    scalars, so blocks inside the sequence cost a branch.
+  }];
+  let arguments = (ins TTile_FloatTile:$scores, Index:$col_offset,
+                       Index:$count);
+  let results = (outs TTile_FloatTile:$result);
+  let assemblyFormat = "$scores `,` $col_offset `,` $count attr-dict `:` "
       "type($scores)";
   let hasVerifier = 1;
 }
