@@ -57,7 +57,7 @@ def launches(Q, Kt, V, DO, o, lse, delta, dq, dk, dv, seq, causal, scale):
             continue
         kern = K.flash_attention_bwd_dq.with_schedule(s)
         yield "dq", cfg, lambda kern=kern, s=s: kern[(cdiv(seq, s.m), BH)](
-            Q, Kt, V, DO, lse, delta, dq, scale, causal=causal)
+            Q, Kt, V, o, DO, lse, delta, dq, scale, causal=causal)
 
 
 def precompile(chip="sm_90a"):
@@ -106,13 +106,12 @@ def main(seq):
                          for _ in range(4))
         lse, delta = (ts.cuda.empty((BH, seq), "f32") for _ in range(2))
         # The backward's inputs: lse from the default forward, delta from
-        # the preprocessing kernel.
+        # a dQ kernel (which writes it).
         K.flash_attention_fwd.with_schedule(schedule((128, 64, 8, 2)))[
             (cdiv(seq, 128), BH)](Q, Kt, V, o, lse, scale, causal=causal)
-        K.attention_bwd_preprocess.with_schedule(
-            Schedule(block=(16,), warps=4, d=D))[(cdiv(BH * seq, 16),)](
-            o.reshape(BH * seq, D), DO.reshape(BH * seq, D),
-            delta.reshape(BH * seq))
+        K.flash_attention_bwd_dq.with_schedule(schedule((128, 64, 8, 2)))[
+            (cdiv(seq, 128), BH)](Q, Kt, V, o, DO, lse, delta, dq, scale,
+                                  causal=causal)
         share = {"fwd": 1.0, "dkdv": 1.5, "dq": 1.0}
         for name, cfg, run in launches(Q, Kt, V, DO, o, lse, delta, dq, dk,
                                        dv, seq, causal, scale):

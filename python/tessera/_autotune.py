@@ -64,7 +64,8 @@ class Autotuner:
         self.budget_ms = float(budget_ms)
         self.cache_path = os.path.expanduser(cache) if cache else None
         self.warmup = warmup
-        self.trials = {}  # key -> [(schedule repr, ms or error)]
+        self.trials = {}  # key -> [(config, ms or error)]
+        self.finals = {}  # key -> [(config, median ms)] of the retimed
 
     def configs(self):
         keys = list(self.space)
@@ -161,7 +162,19 @@ class Autotuner:
         _gpu_replay.spoil(f"autotuning {kern.__name__}")
         results = []
         best = None
+        timed = []  # (ms, index, config, schedule, compiled, reps)
         per_config = self.budget_ms / max(1, len(list(self.configs())))
+
+        def time_reps(compiled, schedule, reps):
+            start, end = _cuda.Event(device), _cuda.Event(device)
+            start.record(device)
+            for _ in range(reps):
+                _run(compiled, grid, schedule, params, values, tensors,
+                     device)
+            end.record(device)
+            end.synchronize()
+            return _cuda.Event.elapsed_ms(start, end) / reps
+
         for config in self.configs():
             try:
                 schedule = _schedule_from(kern._schedule, config)
@@ -180,19 +193,35 @@ class Autotuner:
                 end.synchronize()
                 once = max(_cuda.Event.elapsed_ms(start, end), 1e-3)
                 reps = int(max(1, min(100, per_config / once)))
-                start.record(device)
-                for _ in range(reps):
-                    _run(compiled, grid, schedule, params, values, tensors,
-                         device)
-                end.record(device)
-                end.synchronize()
-                ms = _cuda.Event.elapsed_ms(start, end) / reps
+                ms = time_reps(compiled, schedule, reps)
             except TesseraError as e:
                 results.append((config, f"failed: {e}".splitlines()[0]))
                 continue
             results.append((config, ms))
-            if best is None or ms < best[1]:
-                best = (config, ms)
+            timed.append((ms, len(timed), config, schedule, compiled, reps))
+        # The closest few are timed again, in turns, and the one with the
+        # lowest median wins: one short batch each misses by a few percent
+        # (clocks, other work on the card) where configurations often
+        # differ by less. (This spends up to six more batches of
+        # budget_ms / configurations.)
+        finalists = sorted(timed)[:3]
+        if len(finalists) > 1:
+            runs = [[ms] for ms, *_ in finalists]
+            for _ in range(2):
+                for f, (_, _, _, schedule, compiled, reps) in enumerate(
+                        finalists):
+                    try:
+                        runs[f].append(time_reps(compiled, schedule, reps))
+                    except TesseraError:
+                        runs[f].append(float("inf"))
+            # (Equal medians: the faster in the first pass.)
+            medians = [(sorted(r)[1], f, finalists[f][2])
+                       for f, r in enumerate(runs)]
+            self.finals[key] = [(config, ms) for ms, _, config in medians]
+            ms, _, config = min(medians)
+            best = (config, ms)
+        elif finalists:
+            best = (finalists[0][2], finalists[0][0])
         self.trials[key] = results
         if best is None:
             raise TesseraError(

@@ -453,6 +453,10 @@ class TileKernel:
         self._variants = {}
         self._plans = {}
         self._positional = sum(p.kind != "constexpr" for p in self._params)
+        # Launches take the plan cache only where the positional arguments
+        # are the runtime parameters in order (no constexpr among them).
+        self._plannable = all(p.kind != "constexpr"
+                              for p in self._params[:self._positional])
 
     # Schedules ----------------------------------------------------------
     @property
@@ -678,7 +682,8 @@ class TileKernel:
         """The launch's key for the plan cache, or None when the launch
         takes the checked path (arguments other than device tensors and
         numbers, runtime values by keyword, compiling only)."""
-        if len(args) != self._positional or _compile_only.chip is not None:
+        if (not self._plannable or len(args) != self._positional
+                or _compile_only.chip is not None):
             return None
         sig = []
         device_tensor = _device_tensor_type()

@@ -186,7 +186,8 @@ class DeviceTensor:
         be -1)."""
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = tuple(shape[0])
-        if shape == self._shape and all(type(d) is int for d in shape):
+        if (shape == self._shape and all(type(d) is int for d in shape)
+                and self._contiguous()):
             return self
         if any(not isinstance(d, (int, np.integer)) or d < -1 for d in shape):
             raise TesseraError(f"reshape takes sizes >= 0 (one may be -1), got "

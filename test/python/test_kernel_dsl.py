@@ -330,6 +330,45 @@ def test_attention_forward_masks_in_one_loop():
         assert ptx.count("selp.f32") >= 64
 
 
+def test_launch_plan_keys():
+    """Repeated launches reuse a plan keyed by what the checked path
+    depends on; kernels whose positional arguments are not exactly their
+    runtime parameters always take the checked path."""
+    from tessera._dtypes import as_dtype
+    from tessera.cuda import DeviceTensor
+
+    def dev(shape, dtype="f32", strides=None, device=0):
+        return DeviceTensor(dtype=as_dtype(dtype), pointer=0, shape=shape,
+                            strides=strides or ts.cuda._row_major(shape),
+                            device_index=device)
+
+    @ts.kernel
+    def k(X: KTile["N", ts.f32], Y: KTile["N", ts.f32], eps: float, *,
+          flag: bool):
+        pass
+
+    key = k._plan_key((dev((8,)), dev((8,)), 1.0), {"flag": True})
+    assert key == k._plan_key((dev((8,)), dev((8,)), 2.0), {"flag": True})
+    for args, kw in [((dev((9,)), dev((8,)), 1.0), {"flag": True}),
+                     ((dev((8,), "bf16"), dev((8,)), 1.0), {"flag": True}),
+                     ((dev((8,)), dev((8,), device=1), 1.0), {"flag": True}),
+                     ((dev((8,)), dev((8,), strides=(2,)), 1.0),
+                      {"flag": True}),
+                     ((dev((8,)), dev((8,)), 1), {"flag": True}),
+                     ((dev((8,)), dev((8,)), 1.0), {"flag": 1})]:
+        assert k._plan_key(args, kw) not in (None, key)
+    # Runtime values by keyword, other argument types: the checked path.
+    assert k._plan_key((dev((8,)), dev((8,))), {"eps": 1.0,
+                                                "flag": True}) is None
+    assert k._plan_key((dev((8,)), np.zeros(8), 1.0), {"flag": True}) is None
+
+    @ts.kernel
+    def c(X: KTile["N", ts.f32], n: tile.constexpr, eps: float = 1e-5):
+        pass
+
+    assert c._plan_key((dev((8,)), 64), {}) is None
+
+
 def test_mask_keys():
     @ts.kernel.schedule(ts.Schedule(block=(16, 32), warps=4))
     def masked(X: KTile["M", "N", ts.f32], Y: KTile["M", "N", ts.f32]):

@@ -632,25 +632,23 @@ def _flash_attention_2_backward(schedule, do, q, k, v, o, lse, *,
     if bh > 65535:
         raise TesseraError(f"flash_attention_2_backward: at most 65535 batch "
                            f"x heads, got {bh}")
-    pre, dkdv, dqk = _attention_bwd_kernels(
+    dkdv, dqk = _attention_bwd_kernels(
         schedule, d, bool(causal), _chip(q.device.index) == "sm_90a")
     dev = q.device.index
     scale = 1.0 / math.sqrt(d) if scale is None else float(scale)
     rows = (bh, seq, d)
     q3, k3, v3, o3, do3 = (t.reshape(*rows) for t in (q, k, v, o, do))
     delta = _cuda.empty((bh, seq), "f32", device=f"cuda:{dev}")
-    pre[(cdiv(bh * seq, 16),)](o3.reshape(bh * seq, d),
-                               do3.reshape(bh * seq, d),
-                               delta.reshape(bh * seq))
     dq, dk, dv = (_cuda.empty(q.shape, q.dtype, device=f"cuda:{dev}")
                   for _ in range(3))
     lse3 = lse.reshape(bh, seq)
+    # The dQ kernel writes delta = rowsum(dO * O), which dK/dV reads.
+    dqk[lambda T: (cdiv(seq, T.m), bh)](
+        q3, k3, v3, o3, do3, lse3, delta, dq.reshape(*rows), scale,
+        causal=bool(causal))
     dkdv[lambda T: (cdiv(seq, T.n), bh)](
         q3, k3, v3, do3, lse3, delta, dk.reshape(*rows), dv.reshape(*rows),
         scale, causal=bool(causal))
-    dqk[lambda T: (cdiv(seq, T.m), bh)](
-        q3, k3, v3, do3, lse3, delta, dq.reshape(*rows), scale,
-        causal=bool(causal))
     return dq, dk, dv
 
 
@@ -659,7 +657,7 @@ flash_attention_2_backward = _flash_attention_2_backward
 
 @functools.lru_cache(maxsize=256)
 def _attention_bwd_kernels(schedule, d, causal, hopper):
-    """(preprocess, dK/dV, dQ) kernels of the backward."""
+    """(dK/dV, dQ) kernels of the backward."""
     s = schedule or (Schedule(block=(64, 64), warps=4, stages=2, d=d)
                      if hopper
                      else Schedule(block=(32, 32 if d == 64 else 16),
@@ -669,15 +667,13 @@ def _attention_bwd_kernels(schedule, d, causal, hopper):
     if causal and (s.m % s.n and s.n % s.m):
         raise TesseraError(f"causal flash_attention_2_backward needs block "
                            f"sizes that divide each other; got {s.block}")
-    pre = K.attention_bwd_preprocess.with_schedule(
-        Schedule(block=(16,), warps=4, d=d))
     # On Hopper each kernel tunes its query block, warps, stages and
     # ping-pong per shape (64-key blocks: the products of 128 keys spend
     # more on the stored probabilities than they save).
     if hopper and schedule is None:
         space = dict(BM=[64, 128], warps=[4, 8], stages=[1, 2, 3],
                      pingpong=[False, True])
-        return (pre, _kernel_for("flash_attention_bwd_dkdv", None, s, **space),
+        return (_kernel_for("flash_attention_bwd_dkdv", None, s, **space),
                 _kernel_for("flash_attention_bwd_dq", None, s, **space))
-    return (pre, K.flash_attention_bwd_dkdv.with_schedule(s),
+    return (K.flash_attention_bwd_dkdv.with_schedule(s),
             K.flash_attention_bwd_dq.with_schedule(s))

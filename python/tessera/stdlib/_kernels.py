@@ -390,14 +390,24 @@ def _attend(T, Qb, K, V, nblk, scale, acc, m, l, p, causal, q0):
     return acc * a[:, None], m_new, l, tile.cast(P, V.dtype)
 
 
-def _query_block(T, causal):
-    """The first query of the program's block. Causal programs take their
-    blocks last first: the later a block, the more keys it sees, and the
-    longest programs then start first instead of being left for the last
-    wave."""
-    if causal:
-        return (tile.num_programs(0) - 1 - tile.program_id(0)) * T.m
-    return tile.row_index()
+def _program(size, causal, longest_last=True):
+    """(head, first row of the block of ``size`` rows) of this program,
+    in a grid (blocks, heads). Without a mask every program does the same work:
+    program (x, y) takes block x of head y. Causal blocks differ: a later
+    query block sees more keys (longest_last), an earlier key block more
+    queries. Those programs take the blocks longest first over all heads:
+    the p-th program to start (the card starts them in the order of x +
+    y * blocks) takes the (p // heads)-th longest block of head p % heads,
+    so the longest programs run in the first wave and the last wave holds
+    the shortest of every head. (Longest first within each head would
+    start the last head's longest block near the end.)"""
+    if not causal:
+        return tile.program_id(1), tile.program_id(0) * size
+    blocks, heads = tile.num_programs(0), tile.num_programs(1)
+    p = tile.program_id(0) + tile.program_id(1) * blocks
+    rank = p // heads
+    block = blocks - 1 - rank if longest_last else rank
+    return p % heads, block * size
 
 
 @ts.kernel
@@ -413,11 +423,10 @@ def flash_attention_fwd(q: KTile["BH", "S", "D"], k: KTile["BH", "S", "D"],
     sequence one uniform branch, so a second loop for the masked blocks
     (another query load, a ring drained and refilled) does not pay."""
     T = tile.context()
-    bh = tile.program_id(1)
+    bh, q0 = _program(T.m, causal)
     Q, K, V, O = q[bh], k[bh], v[bh], o[bh]
     L = lse[bh]
     keys = K.shape[0]
-    q0 = _query_block(T, causal)
     acc = tile.zeros((T.m, T.d))
     m = tile.full((T.m,), NEG_INF)
     l = tile.zeros((T.m,))
@@ -434,17 +443,6 @@ def flash_attention_fwd(q: KTile["BH", "S", "D"], k: KTile["BH", "S", "D"],
                                causal, q0)
     tile.store(O, tile.cast(acc / l[:, None], O.dtype), at=(q0, 0))
     tile.store(L, m + tile.log(l), at=(q0,))
-
-
-@ts.kernel
-def attention_bwd_preprocess(o: KTile["R", "D"], do: KTile["R", "D"],
-                             delta: KTile["R", ts.f32]):
-    """delta = rowsum(dO * O) (f32), the softmax backward's row term."""
-    T = tile.context()
-    r = tile.program_id(0) * T.m
-    x = tile.cast(tile.load(o, at=(r, 0), shape=(T.m, T.d)), ts.f32)
-    g = tile.cast(tile.load(do, at=(r, 0), shape=(T.m, T.d)), ts.f32)
-    tile.store(delta, tile.sum(x * g, axis=1), at=(r,))
 
 
 def _probabilities(T, S, lse, scale, q0, k0, causal):
@@ -470,11 +468,10 @@ def flash_attention_bwd_dkdv(q: KTile["BH", "S", "D"], k: KTile["BH", "S", "D"],
     them; grid (cdiv(S, T.n), BH). No atomics: each program owns its rows
     of dK and dV."""
     T = tile.context()
-    bh = tile.program_id(1)
+    bh, k0 = _program(T.n, causal, longest_last=False)
     Q, K, V, DO = q[bh], k[bh], v[bh], do[bh]
     L, Dl, DK, DV = lse[bh], delta[bh], dk[bh], dv[bh]
     seq = Q.shape[0]
-    k0 = tile.program_id(0) * T.n
     Kb = tile.load(K, at=(k0, 0), shape=(T.n, T.d))
     Vb = tile.load(V, at=(k0, 0), shape=(T.n, T.d))
     dK = tile.zeros((T.n, T.d))
@@ -504,23 +501,29 @@ def flash_attention_bwd_dkdv(q: KTile["BH", "S", "D"], k: KTile["BH", "S", "D"],
 @ts.kernel
 def flash_attention_bwd_dq(q: KTile["BH", "S", "D"], k: KTile["BH", "S", "D"],
                            v: KTile["BH", "S", "D"],
+                           o: KTile["BH", "S", "D"],
                            do: KTile["BH", "S", "D"],
                            lse: KTile["BH", "S", ts.f32],
                            delta: KTile["BH", "S", ts.f32],
                            dq: KTile["BH", "S", "D"], scale: float, *,
                            causal: bool):
     """dQ of T.m queries of one head, over the key blocks they see; grid
-    (cdiv(S, T.m), BH)."""
+    (cdiv(S, T.m), BH). Also computes and writes the softmax backward's
+    row term delta = rowsum(dO * O) of its queries (f32), which the dK/dV
+    kernel, launched after it, reads."""
     T = tile.context()
-    bh = tile.program_id(1)
+    bh, q0 = _program(T.m, causal)
     Q, K, V, DO = q[bh], k[bh], v[bh], do[bh]
     L, Dl, DQ = lse[bh], delta[bh], dq[bh]
     keys = K.shape[0]
-    q0 = _query_block(T, causal)
     Qb = tile.load(Q, at=(q0, 0), shape=(T.m, T.d))
     dOb = tile.load(DO, at=(q0, 0), shape=(T.m, T.d))
     l = tile.load(L, at=(q0,), shape=(T.m,))
-    dl = tile.load(Dl, at=(q0,), shape=(T.m,))
+    dl = tile.sum(
+        tile.cast(tile.load(o[bh], at=(q0, 0), shape=(T.m, T.d)), ts.f32) *
+        tile.cast(tile.load(DO, at=(q0, 0), shape=(T.m, T.d)), ts.f32),
+        axis=1)
+    tile.store(Dl, dl, at=(q0,))
     dQ = tile.zeros((T.m, T.d))
     end = tile.minimum(q0 + T.m, keys) if causal else keys
     for k0 in tile.range(0, end, T.n, stages=T.stages):
@@ -530,5 +533,5 @@ def flash_attention_bwd_dq(q: KTile["BH", "S", "D"], k: KTile["BH", "S", "D"],
         dP = tile.dot(dOb, tile.transpose(Vb))
         P = _probabilities(T, S, l, scale, q0, k0, causal)
         dS = tile.cast(P * (dP - dl[:, None]), q.dtype)
-        dQ = tile.dot(dS, tile.load(K, at=(k0, 0), shape=(T.n, T.d)), dQ)
+        dQ = tile.dot(dS, Kb, dQ)
     tile.store(DQ, tile.cast(dQ * scale, dq.dtype), at=(q0, 0))

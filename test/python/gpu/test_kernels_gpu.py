@@ -217,9 +217,16 @@ def test_autotune_picks_and_remembers(tmp_path):
     assert len(timed) >= 4 and min(timed) > 0
     stored = json.loads(cache.read_text())
     (entry,) = stored.values()
-    best = min((ms, cfg) for cfg, ms in trials if isinstance(ms, float))
-    assert entry["config"] == best[1]
-    assert compiled.schedule.m == best[1]["BM"]
+    # The three fastest of the first pass are timed again; the lowest
+    # median wins.
+    fastest = sorted((ms, i) for i, (_, ms) in enumerate(trials)
+                     if isinstance(ms, float))[:3]
+    finals = next(iter(tuned._autotune.finals.values()))
+    assert [cfg for cfg, _ in finals] == [trials[i][0] for _, i in fastest]
+    best = min((ms, i) for i, (_, ms) in enumerate(finals))  # ties: first
+    assert entry["config"] == finals[best[1]][0]
+    assert entry["latency_ms"] == best[0]
+    assert compiled.schedule.m == entry["config"]["BM"]
     # A new kernel object reads the choice instead of measuring again.
     again = ts.kernel.autotune(
         space=dict(BM=[64, 128], BN=[64, 128], warps=[4, 8]),
