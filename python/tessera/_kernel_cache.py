@@ -46,13 +46,23 @@ class KernelCache:
 
     def __init__(self, directory=None):
         self._directory = directory
+        self._resolved = (None, None)
 
     @property
     def directory(self) -> str:
-        d = (self._directory or os.environ.get("TESSERA_KERNEL_CACHE")
+        # Read at every launch (it keys compiled kernels): the path is
+        # resolved again only when what it depends on changes.
+        env = os.environ
+        given = (self._directory, env.get("TESSERA_KERNEL_CACHE"),
+                 env.get("HOME"))
+        if self._resolved[0] == given:
+            return self._resolved[1]
+        d = (given[0] or given[1]
              or os.path.join(os.path.expanduser("~"), ".cache", "tessera",
                              "kernels"))
-        return os.path.expanduser(d)
+        d = os.path.expanduser(d)
+        self._resolved = (given, d)
+        return d
 
     @staticmethod
     def key(text: str, chip: str, features: str, opt_level: int) -> str:
