@@ -186,12 +186,7 @@ class Autotuner:
                 for _ in range(self.warmup):
                     _run(compiled, grid, schedule, params, values, tensors,
                          device)
-                start, end = _cuda.Event(device), _cuda.Event(device)
-                start.record(device)
-                _run(compiled, grid, schedule, params, values, tensors, device)
-                end.record(device)
-                end.synchronize()
-                once = max(_cuda.Event.elapsed_ms(start, end), 1e-3)
+                once = max(time_reps(compiled, schedule, 1), 1e-3)
                 reps = int(max(1, min(100, per_config / once)))
                 ms = time_reps(compiled, schedule, reps)
             except TesseraError as e:

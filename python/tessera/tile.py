@@ -353,41 +353,34 @@ def _rebind(x: Tile, result: Tile) -> Tile:
     return x
 
 
+def _mask(op, scores, offsets):
+    """ttile.<op> of ``scores`` with index operands ``offsets`` ((value,
+    what) pairs; a Block stands for its start), in place."""
+    if not isinstance(scores, Tile) or scores.ndim != 2 or not is_float(
+            scores.type):
+        raise _err(f"tile.{op} takes a rank-2 float tile, got {scores!r}")
+    check_visible(scores, "tile")
+    names = [_as_index(v.start if isinstance(v, Block) else v,
+                       f"{op}'s {what}").name for v, what in offsets]
+    (name,) = current_trace().emit(
+        f"ttile.{op} {scores.name}, {', '.join(names)} : "
+        f"{scores.mlir_type}", [scores.mlir_type])
+    return _rebind(scores, Tile(name, scores.shape, scores.type))
+
+
 def mask_causal(scores, row_offset, col_offset):
     """-inf where the key (``col_offset + j``) comes after the query
     (``row_offset + i``). Changes ``scores`` in place and returns it."""
-    if not isinstance(scores, Tile) or scores.ndim != 2 or not is_float(
-            scores.type):
-        raise _err(f"tile.mask_causal takes a rank-2 float tile, got "
-                   f"{scores!r}")
-    check_visible(scores, "tile")
-    if isinstance(col_offset, Block):
-        col_offset = col_offset.start
-    r = _as_index(row_offset, "mask_causal's row offset")
-    c = _as_index(col_offset, "mask_causal's column offset")
-    (name,) = current_trace().emit(
-        f"ttile.mask_causal {scores.name}, {r.name}, {c.name} : "
-        f"{scores.mlir_type}", [scores.mlir_type])
-    return _rebind(scores, Tile(name, scores.shape, scores.type))
+    return _mask("mask_causal", scores, [(row_offset, "row offset"),
+                                         (col_offset, "column offset")])
 
 
 def mask_keys(scores, col_offset, count):
     """-inf in the columns whose key (``col_offset + j``) is past the last
     of ``count`` keys (a key block that runs past the sequence's end).
     Changes ``scores`` in place and returns it."""
-    if not isinstance(scores, Tile) or scores.ndim != 2 or not is_float(
-            scores.type):
-        raise _err(f"tile.mask_keys takes a rank-2 float tile, got "
-                   f"{scores!r}")
-    check_visible(scores, "tile")
-    if isinstance(col_offset, Block):
-        col_offset = col_offset.start
-    c = _as_index(col_offset, "mask_keys's column offset")
-    n = _as_index(count, "mask_keys's key count")
-    (name,) = current_trace().emit(
-        f"ttile.mask_keys {scores.name}, {c.name}, {n.name} : "
-        f"{scores.mlir_type}", [scores.mlir_type])
-    return _rebind(scores, Tile(name, scores.shape, scores.type))
+    return _mask("mask_keys", scores, [(col_offset, "column offset"),
+                                       (count, "key count")])
 
 
 def softmax_online(scores):

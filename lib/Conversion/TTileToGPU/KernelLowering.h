@@ -696,9 +696,9 @@ private:
   LogicalResult lowerCast(CastOp op);
 
   /// Scores set to -inf where `masked(row, col)` (coordinates in the
-  /// tile) holds, computed in a branch taken only when `any`, a program
-  /// scalar, says the tile has a masked element.
-  LogicalResult lowerMask(Operation *op, Value any,
+  /// tile) holds, computed in a branch taken only when the tile has a
+  /// masked element: `col0 + span > bound` (program scalars).
+  LogicalResult lowerMask(Operation *op, Value col0, int64_t span, Value bound,
                           function_ref<Value(Value row, Value col)> masked);
   LogicalResult lowerMaskCausal(MaskCausalOp op);
   LogicalResult lowerMaskKeys(MaskKeysOp op);

@@ -275,13 +275,18 @@ LogicalResult KernelLowering::lowerCast(CastOp op) {
 }
 
 LogicalResult
-KernelLowering::lowerMask(Operation *op, Value any,
+KernelLowering::lowerMask(Operation *op, Value col0, int64_t span, Value bound,
                           function_ref<Value(Value row, Value col)> masked) {
   Location loc = op->getLoc();
   auto type = cast<RankedTensorType>(op->getResult(0).getType());
   auto d = dist(op, type);
   if (failed(d))
     return failure();
+  Value any = arith::CmpIOp::create(
+      b, loc, arith::CmpIPredicate::sgt,
+      arith::AddIOp::create(b, loc, col0,
+                            arith::ConstantIndexOp::create(b, loc, span)),
+      bound);
   Regs vals = tiles.lookup(op->getOperand(0));
   SmallVector<Type> types;
   for (Value v : vals)
@@ -313,14 +318,10 @@ LogicalResult KernelLowering::lowerMaskCausal(MaskCausalOp op) {
   Location loc = op.getLoc();
   Value row0 = map.lookup(op.getRowOffset());
   Value col0 = map.lookup(op.getColOffset());
+  // Masked scores exist when the block's last key comes after its first
+  // query.
   int64_t n = op.getType().getShape()[1];
-  // The block's last key comes after its first query.
-  Value any = arith::CmpIOp::create(
-      b, loc, arith::CmpIPredicate::sgt,
-      arith::AddIOp::create(b, loc, col0,
-                            arith::ConstantIndexOp::create(b, loc, n - 1)),
-      row0);
-  return lowerMask(op, any, [&](Value row, Value col) -> Value {
+  return lowerMask(op, col0, n - 1, row0, [&](Value row, Value col) -> Value {
     return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt,
                                  arith::AddIOp::create(b, loc, col0, col),
                                  arith::AddIOp::create(b, loc, row0, row));
@@ -331,14 +332,9 @@ LogicalResult KernelLowering::lowerMaskKeys(MaskKeysOp op) {
   Location loc = op.getLoc();
   Value col0 = map.lookup(op.getColOffset());
   Value count = map.lookup(op.getCount());
+  // ... when the block runs past the last key.
   int64_t n = op.getType().getShape()[1];
-  // The block runs past the last key.
-  Value any = arith::CmpIOp::create(
-      b, loc, arith::CmpIPredicate::sgt,
-      arith::AddIOp::create(b, loc, col0,
-                            arith::ConstantIndexOp::create(b, loc, n)),
-      count);
-  return lowerMask(op, any, [&](Value, Value col) -> Value {
+  return lowerMask(op, col0, n, count, [&](Value, Value col) -> Value {
     return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge,
                                  arith::AddIOp::create(b, loc, col0, col),
                                  count);

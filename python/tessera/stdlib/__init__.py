@@ -588,18 +588,25 @@ def _flash_attention_2(schedule, q, k, v, *, causal=False, scale=None,
 flash_attention_2 = _flash_attention_2
 
 
+def _attention_schedule(schedule, d, hopper, m_before_hopper):
+    """The caller's schedule (given head dim d), or the base of the
+    autotuned one: 64 x 64 blocks of 4 warps on Hopper; before it,
+    mma.sync with narrower key blocks."""
+    s = schedule or (Schedule(block=(64, 64), warps=4, stages=2, d=d)
+                     if hopper
+                     else Schedule(block=(m_before_hopper,
+                                          32 if d == 64 else 16),
+                                   warps=4, stages=2, d=d))
+    return s if "d" in s.params else s.with_params(d=d)
+
+
 @functools.lru_cache(maxsize=256)
 def _attention_fwd_kernel(schedule, d, causal, hopper):
     # Hopper: both products on wgmma; query and key blocks, warps, stages
     # and ping-pong of the two warpgroups of 8 warps tuned per shape
     # (causal: 128 queries a program, so that key blocks of 64 or 128
     # divide them); before it, mma.sync with narrower key blocks.
-    s = schedule or (Schedule(block=(64, 64), warps=4, stages=2, d=d)
-                     if hopper
-                     else Schedule(block=(64, 32 if d == 64 else 16),
-                                   warps=4, stages=2, d=d))
-    if "d" not in s.params:
-        s = s.with_params(d=d)
+    s = _attention_schedule(schedule, d, hopper, 64)
     if causal and s.m % s.n:
         raise TesseraError(f"causal flash_attention_2 needs block m a "
                            f"multiple of block n; got {s.block}")
@@ -658,12 +665,7 @@ flash_attention_2_backward = _flash_attention_2_backward
 @functools.lru_cache(maxsize=256)
 def _attention_bwd_kernels(schedule, d, causal, hopper):
     """(dK/dV, dQ) kernels of the backward."""
-    s = schedule or (Schedule(block=(64, 64), warps=4, stages=2, d=d)
-                     if hopper
-                     else Schedule(block=(32, 32 if d == 64 else 16),
-                                   warps=4, stages=2, d=d))
-    if "d" not in s.params:
-        s = s.with_params(d=d)
+    s = _attention_schedule(schedule, d, hopper, 32)
     if causal and (s.m % s.n and s.n % s.m):
         raise TesseraError(f"causal flash_attention_2_backward needs block "
                            f"sizes that divide each other; got {s.block}")
