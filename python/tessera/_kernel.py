@@ -94,7 +94,9 @@ class Schedule:
     loops' prefetch, ``vector`` width, ``swizzle`` and named parameters
     (``d=128``; ``pingpong=True`` makes the warpgroups of a kernel of 8
     warps or more take turns to issue their tensor-core products in loops,
-    so one computes while another multiplies). Inside the kernel
+    so one computes while another multiplies; ``cluster=2`` runs the
+    programs in clusters of 2, consecutive along grid dim 0, which share
+    the tiles loaded with ``multicast=True``). Inside the kernel
     ``tile.context()`` gives them as
     ``T.m``, ``T.n``, ``T.k``, ``T.warps``, ``T.stages``, ``T.d``...
 
@@ -135,6 +137,10 @@ class Schedule:
         if pingpong and warps < 8:
             raise ValueError(f"pingpong=True alternates two warpgroups or "
                              f"more (warps >= 8), got warps={warps}")
+        cluster = params.get("cluster", 1)
+        if isinstance(cluster, bool) or cluster not in (1, 2, 4, 8):
+            raise ValueError(f"cluster (programs a cluster, consecutive along "
+                             f"grid dim 0) is 1, 2, 4 or 8, got {cluster!r}")
         self.block = block
         self.k = k
         self.warps = warps
@@ -145,6 +151,11 @@ class Schedule:
         self._key = json.dumps([list(self.block), self.k, self.warps,
                                 self.stages, self.vector, self.swizzle,
                                 self.params], sort_keys=True, default=repr)
+
+    @property
+    def cluster(self) -> int:
+        """Programs a cluster (the parameter ``cluster``, default 1)."""
+        return self.params.get("cluster", 1)
 
     @property
     def m(self) -> int:
@@ -587,9 +598,12 @@ class TileKernel:
         # multiplies.
         pingpong = (", ttile.pingpong" if schedule.params.get("pingpong")
                     else "")
+        # cluster=N: clusters of N programs along grid dim 0.
+        cluster = (f", ttile.cluster = {schedule.cluster} : i32"
+                   if schedule.cluster > 1 else "")
         header = (f"func.func @{name}({', '.join(params_text)}) attributes "
                   f"{{ttile.kernel, ttile.num_warps = {schedule.warps} : i32"
-                  f"{pingpong}}}")
+                  f"{pingpong}{cluster}}}")
         lines = "\n".join("    " + l.replace("\n", "\n    ")
                           for l in trace.block.lines)
         return (f"module {{\n  {header} {{\n{lines}\n    return\n  }} "

@@ -526,7 +526,7 @@ def _mask_of(mask, shape):
 
 
 def load(ref, at=None, shape=None, *, rows=None, cols=None, mask=None,
-         padding=None, vector=None):
+         padding=None, vector=None, multicast=False):
     """The box of ``shape`` of ``ref`` whose first element is at ``at`` (one
     index per dim, or a ``tile.range_n`` block). Elements outside the
     tensor, and where ``mask`` is false, read ``padding`` (0).
@@ -535,7 +535,13 @@ def load(ref, at=None, shape=None, *, rows=None, cols=None, mask=None,
     program's block of rows (or the block's rows) and ``cols`` columns.
     ``vector`` states the widest access the kernel needs: the compiler
     uses 16-byte accesses wherever alignment allows, and ``vector`` is
-    checked against that (elements of one access, at most 16 bytes)."""
+    checked against that (elements of one access, at most 16 bytes).
+
+    ``multicast=True`` (a schedule of ``cluster`` programs, ``T.cluster``
+    > 1) states that every program of the cluster loads this same tile at
+    the same point; on Hopper the copy is then made once for the cluster
+    (each program copies a part for all of them). The programs of a
+    cluster must run the same iterations of the loop around it."""
     if not isinstance(ref, TileRef):
         raise _err(f"tile.load reads a KTile argument (or a part of one), got "
                    f"{ref!r}")
@@ -546,14 +552,24 @@ def load(ref, at=None, shape=None, *, rows=None, cols=None, mask=None,
                                                           rows)]
     m = _mask_of(mask, shape)
     ttype = tensor_type(shape, ref.type)
-    attrs = ""
+    if not isinstance(multicast, bool):
+        raise _err(f"tile.load's multicast is True or False, got "
+                   f"{multicast!r}")
+    if multicast and context().cluster < 2:
+        raise _err("tile.load(multicast=True) shares a tile among the "
+                   "programs of a cluster: the schedule needs cluster >= 2, "
+                   f"got cluster={context().cluster}")
+    attrs = []
     if padding is not None:
         if is_float(ref.type):
-            attrs = f" {{padding = {float_literal(padding, ref.type)} : " \
-                    f"{ref.type}}}"
+            attrs.append(f"padding = {float_literal(padding, ref.type)} : "
+                         f"{ref.type}")
         else:
-            attrs = f" {{padding = {int_literal(int(padding), ref.type)} : " \
-                    f"{ref.type}}}"
+            attrs.append(f"padding = {int_literal(int(padding), ref.type)} "
+                         f": {ref.type}")
+    if multicast:
+        attrs.append("multicast")
+    attrs = f" {{{', '.join(attrs)}}}" if attrs else ""
     mask_text = f" mask {m.name}" if m is not None else ""
     mask_type = f", {m.mlir_type}" if m is not None else ""
     (name,) = current_trace().emit(

@@ -59,6 +59,8 @@ struct Driver {
   decltype(&::cuMemcpyDtoH) memcpyDtoH = nullptr;
   decltype(&::cuLaunchKernel) launchKernel = nullptr;
   decltype(&::cuFuncSetAttribute) funcSetAttribute = nullptr;
+  /// Optional: launches of kernels run in clusters (CUDA 12 drivers).
+  decltype(&::cuLaunchKernelEx) launchKernelEx = nullptr;
   /// Optional (CUDA 12 drivers): without it, TMA kernels copy with cp.async.
   decltype(&::cuTensorMapEncodeTiled) tensorMapEncodeTiled = nullptr;
 
@@ -123,6 +125,8 @@ const Driver &driver() {
     d->tensorMapEncodeTiled =
         reinterpret_cast<decltype(d->tensorMapEncodeTiled)>(
             dlsym(lib, "cuTensorMapEncodeTiled"));
+    d->launchKernelEx = reinterpret_cast<decltype(d->launchKernelEx)>(
+        dlsym(lib, "cuLaunchKernelEx"));
     if (missing) {
       d->failure = "the CUDA driver lacks " + missingName +
                    " (a driver for CUDA 12.8 or newer is needed)";
@@ -658,6 +662,8 @@ struct tessera::runtime::cuda::Kernel::TmaLaunch {
     int slot, rank, eltBytes, boxCols, boxRows, swizzle;
   };
   int extraThreads = 0, consumerThreads = 0, paramSlots = 0;
+  /// Programs a cluster (consecutive along grid dim x; 1: no clusters).
+  int cluster = 1;
   std::vector<MapSpec> maps;
 
   /// The maps of the last launch on a stream, in device memory.
@@ -751,6 +757,11 @@ Status Kernel::TmaLaunch::prepare(const std::string &kernel,
     }
   std::lock_guard<std::mutex> lock(mutex);
   Table &table = tables[{stream, site}];
+  if (maps.empty()) { // (no table to make: its address is 0)
+    table.address = 0;
+    args.push_back(&table.address);
+    return Status::ok();
+  }
   if (table.buffer.pointer() && table.key == key) {
     args.push_back(&table.address);
     return Status::ok();
@@ -847,7 +858,10 @@ readTmaLaunch(CUmodule module, const std::string &name) {
                  std::to_string(globalBytes) + " bytes"};
   TESSERA_CU(driver().memcpyDtoH(record.data(), global, globalBytes),
              "cannot read the TMA launch record of kernel '" + name + "'");
-  if (record[0] != 1 || record.size() != 5 + 6 * std::size_t(record[4]))
+  // Version 1: no cluster field (one program a cluster).
+  std::size_t head = record[0] == 1 ? 5 : 6;
+  if ((record[0] != 1 && record[0] != 2) || record.size() < head ||
+      record.size() != head + 6 * std::size_t(record[4]))
     return Error{"kernel '" + name +
                  "': its TMA launch record is of an unknown version (" +
                  std::to_string(record[0]) + ", " +
@@ -856,8 +870,12 @@ readTmaLaunch(CUmodule module, const std::string &name) {
   tma->extraThreads = record[1];
   tma->consumerThreads = record[2];
   tma->paramSlots = record[3];
+  tma->cluster = head == 6 ? record[5] : 1;
+  if (tma->cluster < 1 || tma->cluster > 8)
+    return Error{"kernel '" + name + "': its TMA launch record asks for " +
+                 std::to_string(tma->cluster) + " programs a cluster (1 to 8)"};
   for (std::int32_t i = 0; i < record[4]; ++i) {
-    const std::int32_t *m = &record[5 + 6 * std::size_t(i)];
+    const std::int32_t *m = &record[head + 6 * std::size_t(i)];
     if (m[0] < 0 || m[1] < 2 || m[1] > 5 ||
         m[0] + 3 + 2 * m[1] > tma->paramSlots - 1 ||
         (m[2] != 1 && m[2] != 2 && m[2] != 4) ||
@@ -896,16 +914,50 @@ Status Kernel::launch(const LaunchConfig &config, Stream &stream,
     return "(" + std::to_string(a[0]) + ", " + std::to_string(a[1]) + ", " +
            std::to_string(a[2]) + ")";
   };
+  unsigned shared = std::max(config.sharedBytes, dynamicShared);
+  std::string what = "cannot launch kernel '" + kernelName + "' with grid " +
+                     str(launch.grid) + ", block " + str(launch.block) +
+                     " and " + std::to_string(shared) +
+                     " bytes of shared memory";
+  if (tma && tma->cluster > 1) {
+    unsigned cluster = unsigned(tma->cluster);
+    if (launch.grid[0] % cluster)
+      return Error{"kernel '" + kernelName + "' runs in clusters of " +
+                   std::to_string(cluster) +
+                   " programs along grid dim 0, whose size must be a "
+                   "multiple of it; got grid " +
+                   str(launch.grid)};
+    if (!driver().launchKernelEx)
+      return Error{"kernel '" + kernelName +
+                   "' runs in clusters: the CUDA driver lacks "
+                   "cuLaunchKernelEx"};
+    CUlaunchAttribute attr = {};
+    attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    attr.value.clusterDim.x = cluster;
+    attr.value.clusterDim.y = 1;
+    attr.value.clusterDim.z = 1;
+    CUlaunchConfig cfg = {};
+    cfg.gridDimX = launch.grid[0];
+    cfg.gridDimY = launch.grid[1];
+    cfg.gridDimZ = launch.grid[2];
+    cfg.blockDimX = launch.block[0];
+    cfg.blockDimY = launch.block[1];
+    cfg.blockDimZ = launch.block[2];
+    cfg.sharedMemBytes = shared;
+    cfg.hStream = static_cast<CUstream>(stream.handle());
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+    TESSERA_CU(driver().launchKernelEx(&cfg, static_cast<CUfunction>(function),
+                                       args.data(), nullptr),
+               what + " in clusters of " + std::to_string(cluster));
+    return Status::ok();
+  }
   TESSERA_CU(driver().launchKernel(
                  static_cast<CUfunction>(function), launch.grid[0],
                  launch.grid[1], launch.grid[2], launch.block[0],
-                 launch.block[1], launch.block[2],
-                 std::max(config.sharedBytes, dynamicShared),
+                 launch.block[1], launch.block[2], shared,
                  static_cast<CUstream>(stream.handle()), args.data(), nullptr),
-             "cannot launch kernel '" + kernelName + "' with grid " +
-                 str(launch.grid) + ", block " + str(launch.block) + " and " +
-                 std::to_string(std::max(config.sharedBytes, dynamicShared)) +
-                 " bytes of shared memory");
+             what);
   return Status::ok();
 }
 

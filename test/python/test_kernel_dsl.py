@@ -559,3 +559,47 @@ def test_loop_target_bound_before_the_loop_is_not_carried():
     text = k.lower()
     loop = re.search(r"iter_args\((.*?)\) ->", text)
     assert loop is not None and loop.group(1).count("=") == 1
+
+
+def test_clusters_share_multicast_tiles(tmp_path):
+    """cluster=2 runs programs in pairs; a load marked multicast is copied
+    once for the pair on Hopper (each producer issues half of its boxes to
+    both programs, and each consumer warp gives a slot back in both), and
+    is a plain load elsewhere. Misuse is reported at trace time."""
+    from tessera.stdlib import _kernels as SK
+    with pytest.raises(ValueError, match="cluster .* is 1, 2, 4 or 8, got 3"):
+        ts.Schedule(block=(64, 64), cluster=3)
+
+    @ts.kernel
+    def lonely(X: KTile["M", "N"], Y: KTile["M", "N"]):
+        t = tile.load(X, at=(0, 0), shape=(16, 16), multicast=True)
+        tile.store(Y, t, at=(0, 0))
+
+    with pytest.raises(TypeError, match=r"needs cluster >= 2, got cluster=1"):
+        lonely.lower("f32", "f32")
+
+    s = ts.Schedule(block=(128, 256), k=64, warps=8, stages=4, group=8,
+                    cluster=2)
+    text = SK.gemm.lower(*("bf16",) * 3, schedule=s)
+    assert "ttile.cluster = 2 : i32" in text
+    assert text.count("{multicast}") == 1
+    ptx = SK.gemm.with_schedule(s).compile(*("bf16",) * 3,
+                                           chip="sm_90a").ptx
+    # B's 64 x 256 tile is four boxes: each program issues two, under a
+    # test of its rank.
+    assert ptx.count("complete_tx::bytes.multicast::cluster") == 4
+    assert "%cluster_ctarank" in ptx
+    assert ptx.count("mapa.shared::cluster.u32") >= 2
+    assert ptx.count("barrier.cluster.wait.acquire") == 2
+    ptxas(ptx, "sm_90a", tmp_path)
+    # Launch record: version 2, ..., clusters of 2.
+    record = re.search(r"tessera_tma_gemm\[\d+\] = \{([^}]*)\}", ptx)
+    raw = bytes(int(v) for v in record.group(1).split(","))
+    assert [int.from_bytes(raw[i:i + 4], "little")
+            for i in range(0, 24, 4)] == [2, 128, 256, 22, 2, 2]
+    # Without a producer (before Hopper) the tile is loaded as any other.
+    old = SK.gemm.with_schedule(s.with_params(cluster=2)).compile(
+        *("bf16",) * 3, chip="sm_80").ptx
+    assert "multicast" not in old and "cluster" not in old.split(
+        ".entry")[1]
+    ptxas(old, "sm_80", tmp_path)

@@ -33,7 +33,8 @@ omp=$(ldd "$build/lib/libTesseraRuntime.so" | awk '/libomp/ {print $3}')
 [ -n "$omp" ] && cp -L "$omp" "$out/"
 # The compiler of this machine's build (build/) fills the kernel cache.
 for script in test/python/gpu/kernels.py test/python/gpu/test_stdlib_gpu.py \
-              bench/gpu/stdlib_bench.py bench/gpu/attn_schedule_sweep.py; do
+              bench/gpu/stdlib_bench.py bench/gpu/attn_schedule_sweep.py \
+              bench/gpu/gemm_schedule_sweep.py; do
   TESSERA_KERNEL_CACHE=$PWD/$out/kcache PYTHONPATH=build/python \
     build/venv/bin/python $script --precompile "$chip"
 done

@@ -242,8 +242,12 @@ const char *kTmaRecordPtx = R"(
 .visible .global .align 4 .b8 tessera_tma_k[44] = {1, 0, 0, 0, 128, 0, 0, 0,
   0, 1, 0, 0, 8, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 2, 0, 0, 0,
   64, 0, 0, 0, 64, 0, 0, 0, 128, 0, 0, 0};
-.visible .global .align 4 .b8 tessera_tma_bad_version[20] = {2, 0, 0, 0,
+.visible .global .align 4 .b8 tessera_tma_bad_version[20] = {9, 0, 0, 0,
   128, 0, 0, 0, 0, 1, 0, 0, 8, 0, 0, 0, 0, 0, 0, 0};
+.visible .global .align 4 .b8 tessera_tma_pair[24] = {2, 0, 0, 0, 128, 0, 0,
+  0, 0, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0};
+.visible .global .align 4 .b8 tessera_tma_bad_cluster[24] = {2, 0, 0, 0, 128,
+  0, 0, 0, 0, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 16, 0, 0, 0};
 .visible .global .align 4 .b8 tessera_tma_bad_rank[44] = {1, 0, 0, 0, 128,
   0, 0, 0, 0, 1, 0, 0, 8, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 7, 0, 0, 0, 2, 0,
   0, 0, 64, 0, 0, 0, 64, 0, 0, 0, 128, 0, 0, 0};
@@ -263,6 +267,8 @@ const char *kTmaRecordPtx = R"(
   ret;
 }
 .visible .entry bad_version() { ret; }
+.visible .entry pair(.param .u64 t) { barrier.cluster.arrive; barrier.cluster.wait; ret; }
+.visible .entry bad_cluster(.param .u64 t) { ret; }
 .visible .entry bad_rank() { ret; }
 )";
 
@@ -286,11 +292,32 @@ TEST(Cuda, ChecksTmaLaunchRecordsAndMakesTensorMaps) {
             std::string::npos)
       << badRank.error().message;
 
+  auto badCluster = module->kernel("bad_cluster");
+  ASSERT_FALSE(bool(badCluster));
+  EXPECT_NE(badCluster.error().message.find("16 programs a cluster"),
+            std::string::npos)
+      << badCluster.error().message;
+
   auto kernel = module->kernel("k");
   ASSERT_TRUE(bool(kernel)) << kernel.error().message;
   EXPECT_EQ(kernel->extraThreads(), 128u);
   auto stream = cu::Stream::create();
   ASSERT_TRUE(bool(stream));
+
+  // A kernel of clusters of 2 programs: launched in clusters (its
+  // threads meet at a cluster barrier), on a grid whose dim 0 holds whole
+  // clusters.
+  auto pair = module->kernel("pair");
+  ASSERT_TRUE(bool(pair)) << pair.error().message;
+  Status odd = pair->launch({{3, 1, 1}, {256, 1, 1}}, *stream, {});
+  ASSERT_FALSE(bool(odd));
+  EXPECT_NE(odd.error().message.find("clusters of 2 programs along grid dim "
+                                     "0"),
+            std::string::npos)
+      << odd.error().message;
+  Status even = pair->launch({{264, 1, 1}, {256, 1, 1}}, *stream, {});
+  ASSERT_TRUE(bool(even)) << even.error().message;
+  ASSERT_TRUE(bool(stream->synchronize()));
   auto buffer = cu::DeviceBuffer::zeros(DType::bf16, {64, 64});
   ASSERT_TRUE(bool(buffer));
   std::uint64_t ptr = buffer->pointer();

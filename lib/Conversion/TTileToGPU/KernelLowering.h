@@ -101,9 +101,9 @@ public:
 
   /// What the runtime needs to launch a specialized kernel (the
   /// `tessera_tma_<kernel>` global): version, extra threads, consumer
-  /// threads, parameter slots, map count, then per map its memref's first
-  /// parameter slot, rank, element bytes, box columns and rows, swizzle
-  /// bytes.
+  /// threads, parameter slots, map count, programs a cluster, then per map
+  /// its memref's first parameter slot, rank, element bytes, box columns
+  /// and rows, swizzle bytes.
   SmallVector<int32_t> launchRecord() const;
 
 private:
@@ -171,7 +171,14 @@ private:
     Value counter, start;
     int64_t barriers = 0;
     bool overlap = false;
+    /// Whether it holds a tile multicast to the cluster (its slots are
+    /// given back to every program of the cluster, one arrival a warp).
+    bool multicast = false;
+    /// Per load: whether it is one (its boxes split over the cluster).
+    SmallVector<bool> multicastLoads;
   };
+  /// Programs a cluster whose producers multicast tiles (1: none).
+  int64_t multicastCluster = 1;
   SmallVector<ProducerRing, 2> producerRings;
   /// The kernel parameter holding the maps' device address (i64), and, in
   /// the consumers, whether any load copies with cp.async instead (an
@@ -599,6 +606,14 @@ private:
   LogicalResult lowerLoad(LoadOp op);
 
   LogicalResult lowerStore(StoreOp op);
+  /// Registers `vals` of a tile whose threads hold pairs of 2-byte
+  /// elements along the last dim, the quad's lanes at offsets 2 and 4 and
+  /// two register bits at 8 and 16 (the tensor cores' accumulators),
+  /// exchanged within each quad (two rounds of shuffles) so that each
+  /// thread holds runs of 8: the distribution of the exchanged registers,
+  /// or failure (vals unchanged) where the tile is not of that form.
+  FailureOr<Distribution> widenRuns(Location loc, const Distribution &d,
+                                    Regs &vals, Type elt);
 
   //===--------------------------------------------------------------------===//
   // Data movement between threads
@@ -845,6 +860,12 @@ private:
   /// At the end of a consumer iteration: give back the slot the iteration
   /// (or, with wgmma groups in flight, the previous one) read.
   void releaseRing(ProducerRing &ring, Value iv);
+  /// The consumers give back `slot` of `ring`: each thread on its own
+  /// block's `empty` mbarrier, or, in a multicast ring, each warp on the
+  /// slot's `empty` mbarrier in every program of the cluster.
+  void releaseSlot(ProducerRing &ring, Value slot);
+  /// Every thread of the cluster waits for all of them.
+  void clusterBarrier(Location loc);
 
   /// Before a run of a ring's loop in the consumers: its first iteration's
   /// number.

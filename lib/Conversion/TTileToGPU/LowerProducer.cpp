@@ -17,6 +17,17 @@
 //   - the producer gives its registers to the consumers (setmaxnreg) and
 //     the consumers' barriers become a named barrier of their own threads.
 //
+// In a kernel of `ttile.cluster` programs a cluster, a ring's loads marked
+// `multicast` (the same tile in every program of the cluster) are copied
+// once for the cluster: the producer of cluster rank r issues the tile's
+// boxes b with b % cluster == r, each written by TMA into the same slot of
+// every program's shared memory and counted on every program's `full`
+// mbarrier. A slot of such a ring is free once the consumers of the whole
+// cluster gave it back, so each consumer warp arrives on the slot's
+// `empty` mbarrier in every program of the cluster. The cluster's threads
+// meet after the mbarriers are made (a program's copies reach the others'
+// barriers) and before they exit (the others' arrivals reach its own).
+//
 // The tensor maps (CUtensorMap, 128 bytes each) are made by the runtime at
 // each launch from the memref arguments and passed in device memory, the
 // address as one extra kernel parameter; after the maps come one i32 per
@@ -47,7 +58,7 @@ constexpr int64_t kProducerRegisters = 96;
 /// Bytes of one tensor map.
 constexpr int64_t kTensorMapBytes = 128;
 /// The layout of the launch record (`launchRecord`).
-constexpr int32_t kLaunchRecordVersion = 1;
+constexpr int32_t kLaunchRecordVersion = 2;
 
 /// Inline PTX with side effects; its results, if any.
 Operation *ptx(OpBuilder &b, Location loc, TypeRange results,
@@ -390,6 +401,20 @@ bool KernelLowering::planSpecialization() {
     }
     ring.barriers = allocateDynamicShared(16 * loop.getStages());
     ring.overlap = canOverlapDots(loop, loads, /*minStages=*/2);
+    // Multicast loads whose boxes split evenly over the cluster (others
+    // are copied by each program: the same tile, only more traffic).
+    auto cluster = src->getAttrOfType<IntegerAttr>("ttile.cluster");
+    int64_t programs = cluster ? cluster.getInt() : 1;
+    for (auto [load, m] : llvm::zip(loads, ring.maps)) {
+      auto t = cast<RankedTensorType>(load.getType());
+      const TmaMap &tm = tmaMaps[m];
+      int64_t boxes = t.getShape()[1] / tm.cols * (t.getShape()[0] / tm.rows);
+      bool cast = load.getMulticast() && programs > 1 && boxes % programs == 0;
+      ring.multicastLoads.push_back(cast);
+      ring.multicast = ring.multicast || cast;
+      if (cast)
+        multicastCluster = programs;
+    }
     producerRings.push_back(std::move(ring));
   }
   specialized = true;
@@ -438,20 +463,28 @@ LogicalResult KernelLowering::runSpecialized() {
     memref::StoreOp::create(b, loc, index(0), ring.counter, index(0));
   }
   // The mbarriers, initialized by one thread before the roles split.
-  Value consumers = i32Constant(b, loc, 32 * numWarps);
+  // A slot is given back by each consumer thread, or, in a multicast
+  // ring, by each consumer warp of the cluster.
   under(b, loc,
         arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid, index(0)),
         [&] {
-          for (ProducerRing &ring : producerRings)
+          for (ProducerRing &ring : producerRings) {
+            Value consumers = i32Constant(
+                b, loc,
+                ring.multicast ? numWarps * multicastCluster : 32 * numWarps);
             for (int64_t s = 0; s < ring.loop.getStages(); ++s)
               for (bool empty : {false, true})
                 ptx(b, loc, {},
                     {i32Of(b, loc, barrierAddress(ring, empty, index(s))),
                      empty ? consumers : i32Constant(b, loc, 1)},
                     "mbarrier.init.shared::cta.b64 [$0], $1;", "r,r");
+          }
           ptx(b, loc, {}, {}, "fence.mbarrier_init.release.cluster;", "");
         });
-  gpu::BarrierOp::create(b, loc);
+  if (multicastCluster > 1)
+    clusterBarrier(loc);
+  else
+    gpu::BarrierOp::create(b, loc);
 
   Value isProducer = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge,
                                            warp, index(numWarps));
@@ -500,6 +533,8 @@ LogicalResult KernelLowering::runSpecialized() {
   }
   if (failed(status))
     return failure();
+  if (multicastCluster > 1)
+    clusterBarrier(loc);
   gpu::ReturnOp::create(b, loc);
 
   // The consumers synchronize among themselves: the producer's warps do
@@ -635,6 +670,15 @@ void KernelLowering::emitProducerRing(ProducerRing &ring, IRMapping &pmap,
     leads.push_back(lead);
   }
 
+  // This program's rank in its cluster and the mask of all of them.
+  Value rank, everyProgram;
+  if (ring.multicast) {
+    rank =
+        ptx(b, loc, b.getI32Type(), {}, "mov.u32 $0, %cluster_ctarank;", "=r")
+            ->getResult(0);
+    everyProgram = arith::ConstantIntOp::create(b, loc, b.getI16Type(),
+                                                (1 << multicastCluster) - 1);
+  }
   scf::ForOp::create(
       b, loc, lb, ub, step, ValueRange{},
       [&](OpBuilder &nested, Location, Value iv, ValueRange) {
@@ -694,11 +738,25 @@ void KernelLowering::emitProducerRing(ProducerRing &ring, IRMapping &pmap,
             const TmaMap &tm = tmaMaps[m];
             auto t = cast<RankedTensorType>(load.getType());
             int64_t rows = t.getShape()[0], cols = t.getShape()[1];
+            bool multicast = ring.multicastLoads[idx];
             under(b, loc, usable[m], [&] {
               // Box (p, q): columns p * boxCols.., rows q * boxRows..,
-              // at panel p's rows q * boxRows in the tile's layout.
+              // at panel p's rows q * boxRows in the tile's layout. (Of a
+              // multicast tile, those of this program's rank.)
               for (int64_t p = 0; p < cols / tm.cols; ++p)
                 for (int64_t q = 0; q < rows / tm.rows; ++q) {
+                  std::optional<OpBuilder::InsertionGuard> mine;
+                  if (multicast) {
+                    int64_t box = p * (rows / tm.rows) + q;
+                    auto ifOp = scf::IfOp::create(
+                        b, loc, TypeRange{},
+                        arith::CmpIOp::create(
+                            b, loc, arith::CmpIPredicate::eq, rank,
+                            i32Constant(b, loc, box % multicastCluster)),
+                        false);
+                    mine.emplace(b);
+                    b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+                  }
                   Value dstAddr = arith::AddIOp::create(
                       b, loc, slotAddrs[idx],
                       index(p * rows * tm.swizzle + q * tm.rows * tm.swizzle));
@@ -718,13 +776,21 @@ void KernelLowering::emitProducerRing(ProducerRing &ring, IRMapping &pmap,
                   llvm::raw_string_ostream os(text);
                   os << "cp.async.bulk.tensor." << tm.rank
                      << "d.shared::cluster.global.tile.mbarrier::"
-                        "complete_tx::bytes [$0], [$1, {";
+                        "complete_tx::bytes"
+                     << (multicast ? ".multicast::cluster" : "")
+                     << " [$0], [$1, {";
                   for (unsigned c = 0; c < tm.rank; ++c) {
                     os << (c ? ", " : "") << "$" << c + 2;
                     constraints += ",r";
                   }
-                  os << "}], [$" << tm.rank + 2 << "];";
+                  os << "}], [$" << tm.rank + 2 << "]";
                   constraints += ",r";
+                  if (multicast) {
+                    os << ", $" << tm.rank + 3;
+                    operands.push_back(everyProgram);
+                    constraints += ",h";
+                  }
+                  os << ";";
                   ptx(b, loc, {}, operands, text, constraints);
                 }
             });
@@ -758,7 +824,7 @@ void KernelLowering::releaseRing(ProducerRing &ring, Value iv) {
                                  map.lookup(ring.loop.getLowerBound()),
                                  map.lookup(ring.loop.getStep()), stages);
   if (!ring.overlap) {
-    arriveOn(b, loc, barrierAddress(ring, true, at.slot));
+    releaseSlot(ring, at.slot);
     return;
   }
   // This iteration's wgmma wait left only its own group running: the
@@ -770,8 +836,36 @@ void KernelLowering::releaseRing(ProducerRing &ring, Value iv) {
     Value slot = arith::RemUIOp::create(
         b, loc, arith::AddIOp::create(b, loc, at.k, index(stages - 1)),
         index(stages));
-    arriveOn(b, loc, barrierAddress(ring, true, slot));
+    releaseSlot(ring, slot);
   });
+}
+
+void KernelLowering::releaseSlot(ProducerRing &ring, Value slot) {
+  Location loc = ring.loop.getLoc();
+  Value addr = barrierAddress(ring, true, slot);
+  if (!ring.multicast) {
+    arriveOn(b, loc, addr);
+    return;
+  }
+  // The warp's reads are done (its wgmma groups were waited for, or its
+  // lanes' loads are ordered by the warp's sync).
+  NVVM::SyncWarpOp::create(b, loc, i32Constant(b, loc, -1));
+  Value laneZero =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane, index(0));
+  under(b, loc, laneZero, [&] {
+    Value local = i32Of(b, loc, addr);
+    for (int64_t r = 0; r < multicastCluster; ++r)
+      ptx(b, loc, {}, {local, i32Constant(b, loc, r)},
+          "{\n.reg .b32 remote;\nmapa.shared::cluster.u32 remote, $0, $1;\n"
+          "mbarrier.arrive.shared::cluster.b64 _, "
+          "[remote];\n}",
+          "r,r");
+  });
+}
+
+void KernelLowering::clusterBarrier(Location loc) {
+  ptx(b, loc, {}, {},
+      "barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;", "");
 }
 
 void KernelLowering::startRun(ProducerRing &ring) {
@@ -791,7 +885,7 @@ void KernelLowering::finishRun(ProducerRing &ring, bool lastSlot) {
     Value slot = arith::RemUIOp::create(
         b, loc, arith::SubIOp::create(b, loc, end, index(1)),
         index(loop.getStages()));
-    arriveOn(b, loc, barrierAddress(ring, true, slot));
+    releaseSlot(ring, slot);
     return;
   }
   memref::StoreOp::create(b, loc, end, ring.counter, index(0));
@@ -808,9 +902,10 @@ SmallVector<int32_t> KernelLowering::launchRecord() const {
     else
       slot += 1;
   }
-  SmallVector<int32_t> record = {kLaunchRecordVersion, 128,
-                                 int32_t(32 * numWarps), slot + 1,
-                                 int32_t(tmaMaps.size())};
+  SmallVector<int32_t> record = {
+      kLaunchRecordVersion,    128,
+      int32_t(32 * numWarps),  slot + 1,
+      int32_t(tmaMaps.size()), int32_t(multicastCluster)};
   for (const TmaMap &m : tmaMaps)
     llvm::append_range(record,
                        ArrayRef<int32_t>{slots[m.arg], int32_t(m.rank),

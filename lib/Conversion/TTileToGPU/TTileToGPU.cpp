@@ -169,11 +169,96 @@ LogicalResult KernelLowering::lowerLoad(LoadOp op) {
   return success();
 }
 
+FailureOr<Distribution> KernelLowering::widenRuns(Location loc,
+                                                  const Distribution &d,
+                                                  Regs &vals, Type elt) {
+  unsigned last = d.rank() - 1;
+  auto unit = [&](const Basis &x, int64_t n) {
+    for (unsigned k = 0; k < d.rank(); ++k)
+      if (x[k] != (k == last ? n : 0))
+        return false;
+    return true;
+  };
+  if (elt.getIntOrFloatBitWidth() != 16 || d.wraps(last) ||
+      d.regBases.size() < 3 || d.laneBases.size() < 2 ||
+      !unit(d.regBases[0], 1) || !unit(d.laneBases[0], 2) ||
+      !unit(d.laneBases[1], 4))
+    return failure();
+  auto bitOf = [&](int64_t n) -> int64_t {
+    for (size_t i = 1; i < d.regBases.size(); ++i)
+      if (unit(d.regBases[i], n))
+        return int64_t(i);
+    return -1;
+  };
+  int64_t p = bitOf(8), q = bitOf(16);
+  if (p < 0 || q < 0)
+    return failure();
+  // Pairs as 32-bit words: register bit k is word bit k - 1.
+  Type i32 = b.getI32Type();
+  auto pair = VectorType::get({2}, elt);
+  Regs words(vals.size() / 2);
+  for (size_t w = 0; w < words.size(); ++w)
+    words[w] = vector::BitCastOp::create(
+        b, loc, VectorType::get({1}, i32),
+        vector::FromElementsOp::create(
+            b, loc, pair, ValueRange{vals[2 * w], vals[2 * w + 1]}));
+  for (Value &w : words)
+    w = vector::ExtractOp::create(b, loc, w, int64_t(0));
+  // Swap lane bit `laneBit` with register bit `regBit`: the thread whose
+  // lane bit is x keeps its words whose register bit is x and takes the
+  // others from the lane that differs in that bit.
+  Distribution wide = d;
+  for (auto [laneBit, regBit] : {std::pair<int64_t, int64_t>{0, p}, {1, q}}) {
+    Value x = arith::CmpIOp::create(
+        b, loc, arith::CmpIPredicate::ne,
+        arith::AndIOp::create(b, loc, lane, index(int64_t(1) << laneBit)),
+        index(0));
+    size_t bit = size_t(1) << (regBit - 1);
+    for (size_t i = 0; i < words.size(); ++i) {
+      if (i & bit)
+        continue;
+      size_t j = i | bit;
+      Value send = arith::SelectOp::create(b, loc, x, words[i], words[j]);
+      Value recv = shuffleXor(loc, send, int64_t(1) << laneBit);
+      Value lo = arith::SelectOp::create(b, loc, x, recv, words[i]);
+      Value hi = arith::SelectOp::create(b, loc, x, words[j], recv);
+      words[i] = lo;
+      words[j] = hi;
+    }
+    std::swap(wide.laneBases[laneBit], wide.regBases[regBit]);
+  }
+  Regs swapped(vals.size());
+  for (size_t w = 0; w < words.size(); ++w) {
+    Value v = vector::BitCastOp::create(
+        b, loc, pair,
+        vector::FromElementsOp::create(b, loc, VectorType::get({1}, i32),
+                                       ValueRange{words[w]}));
+    swapped[2 * w] = vector::ExtractOp::create(b, loc, v, int64_t(0));
+    swapped[2 * w + 1] = vector::ExtractOp::create(b, loc, v, int64_t(1));
+  }
+  // Register bits reordered so the run's bits (offsets 1, 2, 4) come first.
+  SmallVector<int64_t> order = {0, p, q};
+  for (int64_t i = 1, n = int64_t(d.regBases.size()); i < n; ++i)
+    if (i != p && i != q)
+      order.push_back(i);
+  Distribution out = wide;
+  for (auto [k, from] : llvm::enumerate(order))
+    out.regBases[k] = wide.regBases[from];
+  for (size_t n = 0; n < vals.size(); ++n) {
+    size_t o = 0;
+    for (auto [k, from] : llvm::enumerate(order))
+      if (n >> k & 1)
+        o |= size_t(1) << from;
+    vals[n] = swapped[o];
+  }
+  return out;
+}
+
 LogicalResult KernelLowering::lowerStore(StoreOp op) {
   Location loc = op.getLoc();
   auto valueType = cast<RankedTensorType>(op.getValue().getType());
-  auto d = dist(op, valueType);
-  if (failed(d))
+  auto found = dist(op, valueType);
+  if (failed(found))
     return failure();
   if (op.getMask() && op.getMask().getType() != valueType.clone(b.getI1Type()))
     return op.emitError("the mask's layout differs from the tile's (run "
@@ -181,22 +266,65 @@ LogicalResult KernelLowering::lowerStore(StoreOp op) {
   Value mem = map.lookup(op.getDest());
   auto type = cast<MemRefType>(mem.getType());
   Type elt = type.getElementType();
-  int64_t v = vectorWidth(*d, type);
+  Distribution d = *found;
+  Regs vals = tiles.lookup(op.getValue());
+  Regs mask = op.getMask() ? tiles.lookup(op.getMask()) : Regs();
+  int64_t v = vectorWidth(d, type);
+  // Pairs of 2-byte elements (the tensor cores' accumulators) become runs
+  // of 8 after an exchange within each quad: a warp then writes whole
+  // 32-byte sectors, with a quarter of the store instructions.
+  if (v == 2 && mask.empty()) {
+    Regs wide = vals;
+    FailureOr<Distribution> widened = widenRuns(loc, d, wide, elt);
+    if (succeeded(widened)) {
+      d = *widened;
+      vals = std::move(wide);
+      v = vectorWidth(d, type);
+    }
+  }
   int64_t bytes = elt.getIntOrFloatBitWidth() / 8;
   Access acc = describeMemref(loc, mem, type, v > 1);
   Value alignedAll =
       v > 1 ? allAligned(loc, acc, op.getIndices(), v, bytes) : Value();
-  SmallVector<Value> bases = threadBases(loc, *d);
-  Regs vals = tiles.lookup(op.getValue());
-  Regs mask = op.getMask() ? tiles.lookup(op.getMask()) : Regs();
+  SmallVector<Value> bases = threadBases(loc, d);
   auto scalarStore = [&](Value val, ArrayRef<Value> coords, Value cond) {
     auto ifOp = scf::IfOp::create(b, loc, TypeRange{}, cond, false);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(&ifOp.getThenRegion().front());
     memref::StoreOp::create(b, loc, val, mem, coords);
   };
-  for (int64_t r = 0, n = d->numRegs(); r < n; r += v) {
-    SmallVector<Value> coords = memCoords(loc, *d, bases, op.getIndices(), r);
+  auto vectorStore = [&](int64_t r, ArrayRef<Value> coords) {
+    auto vecType = VectorType::get({v}, elt);
+    Value vec = vector::FromElementsOp::create(
+        b, loc, vecType, ArrayRef<Value>(vals).slice(r, v));
+    vector::StoreOp::create(b, loc, vec, mem, coords, false,
+                            llvm::Align(v * bytes));
+  };
+  // A whole tile inside the memref, aligned and without a mask (every
+  // thread the same: one uniform branch) stores without a test a vector.
+  std::optional<OpBuilder::InsertionGuard> slowPath;
+  if (v > 1 && mask.empty()) {
+    SmallVector<Value> inside = {alignedAll};
+    for (auto [i, size] : llvm::enumerate(acc.sizes)) {
+      Value first = map.lookup(op.getIndices()[i]);
+      Value end = arith::AddIOp::create(b, loc, first,
+                                        index(valueType.getDimSize(i) - 1));
+      inside.push_back(lessThan(loc, first, size));
+      inside.push_back(lessThan(loc, end, size));
+    }
+    auto whole =
+        scf::IfOp::create(b, loc, TypeRange{}, allOf(loc, inside), true);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(&whole.getThenRegion().front());
+      for (int64_t r = 0, n = d.numRegs(); r < n; r += v)
+        vectorStore(r, memCoords(loc, d, bases, op.getIndices(), r));
+    }
+    slowPath.emplace(b);
+    b.setInsertionPointToStart(&whole.getElseRegion().front());
+  }
+  for (int64_t r = 0, n = d.numRegs(); r < n; r += v) {
+    SmallVector<Value> coords = memCoords(loc, d, bases, op.getIndices(), r);
     SmallVector<Value> conds = {inBounds(loc, acc, coords, v - 1)};
     for (int64_t e = 0; e < v && !mask.empty(); ++e)
       conds.push_back(mask[r + e]);
@@ -208,11 +336,7 @@ LogicalResult KernelLowering::lowerStore(StoreOp op) {
     auto ifOp = scf::IfOp::create(b, loc, TypeRange{}, allOf(loc, conds), true);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(&ifOp.getThenRegion().front());
-    auto vecType = VectorType::get({v}, elt);
-    Value vec = vector::FromElementsOp::create(
-        b, loc, vecType, ArrayRef<Value>(vals).slice(r, v));
-    vector::StoreOp::create(b, loc, vec, mem, coords, false,
-                            llvm::Align(v * bytes));
+    vectorStore(r, coords);
     b.setInsertionPointToStart(&ifOp.getElseRegion().front());
     for (int64_t e = 0; e < v; ++e) {
       SmallVector<Value> c = coords;

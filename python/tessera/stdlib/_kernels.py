@@ -302,15 +302,21 @@ def rotary(X: KTile["B", "S", "HD"], Cos: KTile["S", "D2", ts.f32],
 # --------------------------------------------------------------------------
 
 def _grouped(T, m, n, t):
-    """Output tile t -> (row block, column block) in groups of T.group row
-    blocks (tiles that run together share A and B blocks in L2)."""
-    blocks_m = (m + (T.m - 1)) // T.m
+    """Output tile t -> (row, column) of this program's tile, in groups of
+    T.group row blocks (tiles that run together share A and B blocks in
+    L2). With clusters (T.cluster > 1), t counts cluster tiles: T.cluster
+    row blocks of one column block, one per program of the cluster, which
+    share their B tiles (multicast)."""
+    c = T.cluster
+    blocks_m = (m + (T.m * c - 1)) // (T.m * c)
     blocks_n = (n + (T.n - 1)) // T.n
     in_group = T.group * blocks_n
     first = (t // in_group) * T.group
     rows = tile.minimum(blocks_m - first, T.group)
     i = first + (t % in_group) % rows
     j = (t % in_group) // rows
+    if c > 1:
+        return (i * c + tile.program_id(0) % c) * T.m, j * T.n
     return i * T.m, j * T.n
 
 
@@ -318,8 +324,17 @@ def _tiles(T, m, n):
     """The output tiles of this program: tile program_id, then every
     num_programs-th (a grid of one program per tile runs one each; a
     smaller, persistent grid lets the next tile's copies overlap this one's
-    end)."""
-    count = ((m + (T.m - 1)) // T.m) * ((n + (T.n - 1)) // T.n)
+    end). With clusters, the cluster's tiles: cluster program_id //
+    T.cluster takes cluster tile of that number, then every
+    (num_programs // T.cluster)-th; num_programs is a multiple of
+    T.cluster, so every program of a cluster runs the same tiles (a
+    program whose rows are past the end computes zeros and stores
+    nothing)."""
+    c = T.cluster
+    count = ((m + (T.m * c - 1)) // (T.m * c)) * ((n + (T.n - 1)) // T.n)
+    if c > 1:
+        return tile.range(tile.program_id(0) // c, count,
+                          tile.num_programs(0) // c, stages=1)
     return tile.range(tile.program_id(0), count, tile.num_programs(0),
                       stages=1)
 
@@ -328,7 +343,7 @@ def _tiles(T, m, n):
 def gemm(A: KTile["M", "K"], B: KTile["K", "N"], C: KTile["M", "N"]):
     """C = A @ B (bf16/f16 on the tensor cores, f32 on FMAs), f32
     accumulation; a one-dim grid of up to cdiv(M, T.m) * cdiv(N, T.n)
-    programs."""
+    programs (a multiple of T.cluster; _tiles)."""
     T = tile.context()
     m, n = A.shape[0], B.shape[1]
     for t in _tiles(T, m, n):
@@ -336,7 +351,8 @@ def gemm(A: KTile["M", "K"], B: KTile["K", "N"], C: KTile["M", "N"]):
         acc = tile.zeros((T.m, T.n))
         for k in tile.range(0, A.shape[1], T.k):
             a = tile.load(A, at=(i, k), shape=(T.m, T.k))
-            b = tile.load(B, at=(k, j), shape=(T.k, T.n))
+            b = tile.load(B, at=(k, j), shape=(T.k, T.n),
+                          multicast=T.cluster > 1)
             acc = tile.dot(a, b, acc)
         tile.store(C, tile.cast(acc, C.dtype), at=(i, j))
 
@@ -353,7 +369,8 @@ def gemm_bt(A: KTile["M", "K"], Bt: KTile["N", "K"], C: KTile["M", "N"],
         acc = tile.zeros((T.m, T.n))
         for k in tile.range(0, A.shape[1], T.k):
             a = tile.load(A, at=(i, k), shape=(T.m, T.k))
-            b = tile.load(Bt, at=(j, k), shape=(T.n, T.k))
+            b = tile.load(Bt, at=(j, k), shape=(T.n, T.k),
+                          multicast=T.cluster > 1)
             acc = tile.dot(a, tile.transpose(b), acc, tf32=tf32)
         tile.store(C, tile.cast(acc * scale, C.dtype), at=(i, j))
 

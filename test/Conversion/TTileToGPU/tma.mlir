@@ -11,12 +11,13 @@
 // Without tma the same kernel keeps its cp.async ring and 256 threads.
 // RUN: tessera-opt %s --tessera-ttile-assign-layouts=wgmma=true --tessera-convert-ttile-to-gpu --split-input-file | FileCheck %s --check-prefix=OFF
 
-// The launch record: version 1, 128 extra threads, 256 consumer threads,
+// The launch record: version 2, 128 extra threads, 256 consumer threads,
 // 22 parameter slots (three 2-d memrefs of 7, then the maps' address), two
-// maps: A (slot 0, rank 2) in 64 x 128 boxes of 2-byte elements with the
-// 128-byte swizzle, B (slot 7) in 64 x 64 boxes.
+// maps, one program a cluster; the maps: A (slot 0, rank 2) in 64 x 128
+// boxes of 2-byte elements with the 128-byte swizzle, B (slot 7) in 64 x
+// 64 boxes.
 // GPU-LABEL: gpu.module @tessera_kernels
-// GPU: llvm.mlir.global external constant @tessera_tma_gemm_tma(dense<[1, 128, 256, 22, 2, 0, 2, 2, 64, 128, 128, 7, 2, 2, 64, 64, 128]> : tensor<17xi32>)
+// GPU: llvm.mlir.global external constant @tessera_tma_gemm_tma(dense<[2, 128, 256, 22, 2, 1, 0, 2, 2, 64, 128, 128, 7, 2, 2, 64, 64, 128]> : tensor<18xi32>)
 // GPU-LABEL: gpu.func @gemm_tma
 // GPU-SAME: %{{.*}}: i64) kernel attributes {known_block_size = array<i32: 384, 1, 1>, nvvm.minctasm = 1 : i32}
 // One thread initializes the full (count 1) and empty (count 256)
@@ -44,7 +45,7 @@
 // GPU: scf.yield
 // GPU: gpu.return
 
-// PTX: .visible .global .align 4 .b8 tessera_tma_gemm_tma[68]
+// PTX: .visible .global .align 4 .b8 tessera_tma_gemm_tma[72]
 // PTX-LABEL: .visible .entry gemm_tma(
 // PTX: .maxntid 384, 1, 1
 // PTX-DAG: setmaxnreg.dec.sync.aligned.u32 96
@@ -133,7 +134,7 @@ func.func @scores_tma(%Q: memref<?x?xbf16>, %K: memref<?x?xbf16>,
 // K blocks of one head of a [heads, seq, d] argument (k[bh], a subview
 // that selects a leading index): a 3-d map (slot 7, rank 3), the head's
 // index the third coordinate (24 parameter slots: 7 + 9 + 7 + 1).
-// GPU-LABEL: llvm.mlir.global external constant @tessera_tma_head_blocks(dense<[1, 128, 128, 24, 1, 7, 3, 2, 64, 32, 128]>
+// GPU-LABEL: llvm.mlir.global external constant @tessera_tma_head_blocks(dense<[2, 128, 128, 24, 1, 1, 7, 3, 2, 64, 32, 128]>
 // GPU-LABEL: gpu.func @head_blocks
 // GPU: gpu.block_id  y
 // GPU: cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [$0], [$1, {$2, $3, $4}], [$5];", "r,l,r,r,r,r"
@@ -247,5 +248,58 @@ func.func @ring_under_if(%A: memref<?x?xbf16>, %B: memref<?x?xbf16>,
     }
     ttile.store %acc, %C[%c0, %c0] : tensor<128x128xf32>, memref<?x?xf32>
   }
+  return
+}
+
+// -----
+
+// Clusters of two programs (ttile.cluster = 2) sharing B's tile
+// (multicast): the record asks for clusters of 2; the empty barriers
+// count the 8 consumer warps of both programs; the cluster meets after
+// the barriers are made and before it exits; each producer issues one of
+// B's two boxes to both programs (mask 3) and A's alone; each consumer
+// warp gives a slot back in both programs.
+// GPU-LABEL: llvm.mlir.global external constant @tessera_tma_gemm_pair(dense<[2, 128, 256, 22, 2, 2,
+// GPU-LABEL: gpu.func @gemm_pair
+// GPU: %[[WARPS:.*]] = arith.constant 16 : i32
+// GPU: mbarrier.init.shared::cta.b64 [$0], $1;", "r,r" %{{.*}}, %[[WARPS]]
+// GPU: barrier.cluster.arrive.release;
+// GPU: mov.u32 $0, %cluster_ctarank;
+// GPU: scf.for
+// GPU: cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [$0]
+// GPU: scf.if
+// GPU: cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster [$0], [$1, {$2, $3}], [$4], $5;", "r,l,r,r,r,h"
+// GPU: scf.if
+// GPU: .multicast::cluster
+// GPU: } else {
+// GPU: mapa.shared::cluster.u32
+// GPU: mbarrier.arrive.shared::cluster.b64
+// GPU: barrier.cluster.arrive.release;
+// GPU-NEXT: gpu.return
+// PTX-LABEL: .visible .entry gemm_pair(
+// PTX-DAG: barrier.cluster.wait.acquire;
+// PTX-DAG: cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster
+// PTX-DAG: mapa.shared::cluster.u32
+func.func @gemm_pair(%A: memref<?x?xbf16>, %B: memref<?x?xbf16>,
+                     %C: memref<?x?xf32>)
+    attributes {ttile.kernel, ttile.num_warps = 8 : i32, ttile.cluster = 2 : i32} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c64 = arith.constant 64 : index
+  %c128 = arith.constant 128 : index
+  %i = ttile.program_id x
+  %j = ttile.program_id y
+  %r = arith.muli %i, %c128 : index
+  %c = arith.muli %j, %c128 : index
+  %k = memref.dim %A, %c1 : memref<?x?xbf16>
+  %zero = arith.constant dense<0.0> : tensor<128x128xf32>
+  %acc = ttile.range %kk = %c0 to %k step %c64 stages 4
+      iter_args(%a0 = %zero) -> (tensor<128x128xf32>) {
+    %a = ttile.load %A[%r, %kk] : memref<?x?xbf16> -> tensor<128x64xbf16>
+    %b = ttile.load %B[%kk, %c] {multicast} : memref<?x?xbf16> -> tensor<64x128xbf16>
+    %a1 = ttile.dot %a, %b, %a0 : tensor<128x64xbf16>, tensor<64x128xbf16> -> tensor<128x128xf32>
+    ttile.yield %a1 : tensor<128x128xf32>
+  }
+  ttile.store %acc, %C[%r, %c] : tensor<128x128xf32>, memref<?x?xf32>
   return
 }

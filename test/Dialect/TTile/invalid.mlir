@@ -206,6 +206,31 @@ func.func @k(%x: memref<?xf32>) attributes {ttile.kernel, ttile.num_warps = 8 : 
 
 // -----
 
+// expected-error @+1 {{ttile.cluster is a kernel's power of two from 1 to 8 (programs a cluster), got 3 : i32}}
+func.func @k(%x: memref<?xf32>) attributes {ttile.kernel, ttile.num_warps = 4 : i32, ttile.cluster = 3 : i32} {
+  return
+}
+
+// -----
+
+func.func @k(%x: memref<?x?xf32>) attributes {ttile.kernel, ttile.num_warps = 4 : i32} {
+  %c0 = arith.constant 0 : index
+  // expected-error @+1 {{'ttile.load' op is 'multicast' in a kernel without clusters: the kernel needs ttile.cluster >= 2, got none}}
+  %t = ttile.load %x[%c0, %c0] {multicast} : memref<?x?xf32> -> tensor<16x16xf32>
+  return
+}
+
+// -----
+
+func.func @k(%x: memref<?x?xf32, #gpu.address_space<workgroup>>) attributes {ttile.kernel, ttile.num_warps = 4 : i32, ttile.cluster = 2 : i32} {
+  %c0 = arith.constant 0 : index
+  // expected-error @+1 {{'ttile.load' op multicasts a tile of global memory, got 'memref<?x?xf32, #gpu.address_space<workgroup>>'}}
+  %t = ttile.load %x[%c0, %c0] {multicast} : memref<?x?xf32, #gpu.address_space<workgroup>> -> tensor<16x16xf32>
+  return
+}
+
+// -----
+
 // expected-error @+1 {{shared swizzle must be 32, 64 or 128 bytes, got 48}}
 func.func private @f(tensor<64x64xbf16, #ttile.shared<swizzle = 48, order = [1, 0]>>)
 

@@ -101,3 +101,14 @@ func.func @plain_loop(%out: memref<?x?xf32>, %n: index) attributes {ttile.kernel
   }
   return
 }
+
+// A tile shared by the programs of a cluster.
+// CHECK-LABEL: func.func @shared_tile
+// CHECK-SAME: ttile.cluster = 2 : i32
+// CHECK: ttile.load %{{.*}}[%{{.*}}, %{{.*}}] {multicast} : memref<?x?xbf16> -> tensor<64x128xbf16>
+func.func @shared_tile(%b: memref<?x?xbf16>, %out: memref<?x?xbf16>) attributes {ttile.kernel, ttile.num_warps = 4 : i32, ttile.cluster = 2 : i32} {
+  %c0 = arith.constant 0 : index
+  %t = ttile.load %b[%c0, %c0] {multicast} : memref<?x?xbf16> -> tensor<64x128xbf16>
+  ttile.store %t, %out[%c0, %c0] : tensor<64x128xbf16>, memref<?x?xbf16>
+  return
+}

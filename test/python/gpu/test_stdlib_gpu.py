@@ -27,6 +27,20 @@ GEMMS = [((300, 200, 100), "bf16"), ((300, 100, 200), "bf16"),
 PERSISTENT = [(700, 320, 900), (700, 100, 900)]
 PERSISTENT_SCHEDULE = ts.Schedule(block=(128, 256), k=64, warps=8, stages=4,
                                   group=8, persistent=5)
+# Clusters of two programs sharing B's tiles (multicast): (M, K, N) with
+# an odd count of 128-row blocks (the last cluster's second program has
+# no rows), B's row stride TMA cannot read (cp.async, 200-byte rows), and
+# persistent grids of whole clusters (5 programs: 2 clusters).
+CLUSTER = [(700, 320, 900, None), (900, 256, 520, 5), (640, 300, 100, None),
+           (4096, 1024, 4096, None)]
+CLUSTER_SCHEDULE = ts.Schedule(block=(128, 256), k=64, warps=8, stages=4,
+                               group=8, cluster=2)
+
+
+def _cluster_schedule(persistent):
+    return (CLUSTER_SCHEDULE.with_params(persistent=persistent)
+            if persistent else CLUSTER_SCHEDULE)
+
 FP8 = (300, 256, 100)
 TF32 = (300, 256, 200)
 ATTN = [(d, causal) for d in (64, 128) for causal in (True, False)]
@@ -62,6 +76,11 @@ def _calls(mk, chip):
     for (m, k, n), dt in GEMMS:
         S.gemm(mk((m, k), dt), mk((k, n), dt))
     S.gemm(mk((300, 200), "bf16"), mk((100, 200), "bf16"), transposed_b=True)
+    for m, k, n, persistent in CLUSTER:
+        for transposed in (False, True):
+            S.gemm.with_schedule(_cluster_schedule(persistent))(
+                mk((m, k), "bf16"), mk((n, k) if transposed else (k, n),
+                                       "bf16"), transposed_b=transposed)
     for m, k, n in PERSISTENT:
         S.gemm.with_schedule(PERSISTENT_SCHEDULE)(mk((m, k), "bf16"),
                                                   mk((k, n), "bf16"))
@@ -292,6 +311,21 @@ def test_gemm_persistent(mkn, rng=np.random.default_rng(11)):
                                                   dev(b, "bf16"))
     np.testing.assert_allclose(host(c), a @ b, rtol=1e-2,
                                atol=1e-2 * math.sqrt(k))
+
+
+@pytest.mark.parametrize("mkn", CLUSTER)
+def test_gemm_clusters(mkn, rng=np.random.default_rng(12)):
+    m, k, n, persistent = mkn
+    a, b = (rounded(rng.standard_normal(s), "bf16") for s in ((m, k),
+                                                             (k, n)))
+    bt = np.ascontiguousarray(b.T)
+    for s, transposed in ((_cluster_schedule(persistent), False),
+                          (_cluster_schedule(persistent), True)):
+        c = S.gemm.with_schedule(s)(dev(a, "bf16"),
+                                    dev(bt if transposed else b, "bf16"),
+                                    transposed_b=transposed)
+        np.testing.assert_allclose(host(c), a @ b, rtol=1e-2,
+                                   atol=1e-2 * math.sqrt(k))
 
 
 @pytest.mark.parametrize("tf32", [True, False])

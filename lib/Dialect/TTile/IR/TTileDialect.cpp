@@ -238,5 +238,16 @@ LogicalResult TTileDialect::verifyOperationAttribute(Operation *op,
              << (warps ? std::to_string(warps.getInt()) : "none");
     return success();
   }
+  if (name == "ttile.cluster") {
+    // Programs a cluster (consecutive ids along grid dim 0), which
+    // multicast loads share.
+    auto v = dyn_cast<IntegerAttr>(attr.getValue());
+    int64_t n = v ? v.getInt() : 0;
+    if (!isa<func::FuncOp>(op) || n < 1 || n > 8 || (n & (n - 1)))
+      return op->emitError() << "ttile.cluster is a kernel's power of two "
+                                "from 1 to 8 (programs a cluster), got "
+                             << attr.getValue();
+    return success();
+  }
   return op->emitError() << "unknown Tile IR attribute '" << name << "'";
 }

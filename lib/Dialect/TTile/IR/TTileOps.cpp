@@ -135,6 +135,23 @@ LogicalResult LoadOp::verify() {
     if (pad.getType() != getType().getElementType())
       return emitOpError() << "padding " << pad << " is not a "
                            << getType().getElementType();
+  if (getMulticast()) {
+    auto fn = (*this)->getParentOfType<func::FuncOp>();
+    auto cluster =
+        fn ? fn->getAttrOfType<IntegerAttr>("ttile.cluster") : IntegerAttr();
+    if (!cluster || cluster.getInt() < 2)
+      return emitOpError() << "is 'multicast' in a kernel without clusters: "
+                              "the kernel needs ttile.cluster >= 2, got "
+                           << (cluster ? std::to_string(cluster.getInt())
+                                       : std::string("none"));
+    auto mem = dyn_cast<MemRefType>(getSource().getType());
+    auto space =
+        mem ? dyn_cast_or_null<gpu::AddressSpaceAttr>(mem.getMemorySpace())
+            : gpu::AddressSpaceAttr();
+    if (!mem || (space && space.getValue() == gpu::AddressSpace::Workgroup))
+      return emitOpError() << "multicasts a tile of global memory, got "
+                           << getSource().getType();
+  }
   return memoryAccess(*this, getSource().getType(), getIndices(), getType(),
                       getMask());
 }

@@ -221,15 +221,25 @@ def TTile_LoadOp : TTile_Op<"load",
     Elements outside the memref, and those where `mask` is false, read
     `padding` (zero by default) and touch no memory.
 
+    `multicast` (in a kernel of `ttile.cluster` programs a cluster) states
+    that every program of the cluster loads this same tile at the same
+    point: on Hopper, where a producer warpgroup copies the tile, each
+    program copies a part of it and the Tensor Memory Accelerator delivers
+    every part to all of the cluster's programs. Elsewhere it is a plain
+    load.
+
     ```mlir
     %q = ttile.load %Q[%row, %c0] : memref<?x?xbf16> -> tensor<128x64xbf16>
     %k = ttile.load %K[%n, %c0] mask %m {padding = 0.0 : bf16}
         : memref<?x?xbf16> -> tensor<64x64xbf16, #blocked>
+    %b = ttile.load %B[%k, %j] {multicast} : memref<?x?xbf16>
+        -> tensor<64x256xbf16>
     ```
   }];
   let arguments = (ins TTile_Memory:$source, Variadic<Index>:$indices,
                        Optional<TTile_MaskTile>:$mask,
-                       OptionalAttr<TypedAttrInterface>:$padding);
+                       OptionalAttr<TypedAttrInterface>:$padding,
+                       UnitAttr:$multicast);
   let results = (outs TTile_Tile:$result);
   let assemblyFormat = "$source `[` $indices `]` (`mask` $mask^)? attr-dict "
       "`:` type($source) (`,` type($mask)^)? `->` type($result)";
