@@ -603,3 +603,30 @@ def test_clusters_share_multicast_tiles(tmp_path):
     assert "multicast" not in old and "cluster" not in old.split(
         ".entry")[1]
     ptxas(old, "sm_80", tmp_path)
+
+
+def test_output_tiles_in_loops_go_out_through_tma(tmp_path):
+    """A persistent GEMM's output tile (a store inside its loop over
+    tiles) is written to a shared buffer and copied out by TMA where the
+    buffer fits beside the rings (3 stages of 128x256x64), each thread
+    writing 16-byte runs after a shuffle exchange within its quad; with 4
+    stages it does not fit and the consumers store 16-byte runs directly."""
+    from tessera.stdlib import _kernels as SK
+    base = ts.Schedule(block=(128, 256), k=64, warps=8, stages=3, group=8)
+    ptx = SK.gemm.with_schedule(base).compile(*("bf16",) * 3,
+                                              chip="sm_90a").ptx
+    # Four boxes of 64 columns, one commit, the buffer's reuse waiting
+    # for TMA's read, the last copies waited for before the end.
+    assert ptx.count("cp.async.bulk.tensor.2d.global.shared::cta."
+                     "bulk_group") == 4
+    assert ptx.count("cp.async.bulk.commit_group") == 1
+    assert "cp.async.bulk.wait_group.read 0" in ptx
+    assert "cp.async.bulk.wait_group 0" in ptx
+    assert ptx.count("shfl.sync.bfly.b32") >= 2 * 32
+    ptxas(ptx, "sm_90a", tmp_path)
+    ptx4 = SK.gemm.with_schedule(base.with_stages(4)).compile(
+        *("bf16",) * 3, chip="sm_90a").ptx
+    assert "global.shared::cta.bulk_group" not in ptx4
+    # The direct stores: 16 bytes each on the uniform in-bounds path.
+    assert "st.global.v4.b32" in ptx4
+    ptxas(ptx4, "sm_90a", tmp_path)

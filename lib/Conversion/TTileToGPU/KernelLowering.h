@@ -845,6 +845,27 @@ private:
   /// other (q[bh]); failure otherwise.
   FailureOr<std::pair<BlockArgument, SmallVector<OpFoldResult>>>
   tmaSource(LoadOp load, ArrayRef<Operation *> scope);
+  /// The same for a memref `view` whose leading indices the producer need
+  /// not compute (`scope` empty: any index).
+  FailureOr<std::pair<BlockArgument, SmallVector<OpFoldResult>>>
+  tmaView(Value view, ArrayRef<Operation *> scope, bool anyIndex);
+
+  /// A store written through a shared buffer and TMA (a tile of 2-byte
+  /// elements stored in a loop of a specialized kernel: the consumers
+  /// write it to shared memory, one thread hands it to TMA and they go on
+  /// while it is copied out). Its buffer's offset, the map of its memref
+  /// and the indices of the memref's leading dims.
+  struct StagedStore {
+    int64_t offset = 0;
+    unsigned map = 0;
+    SmallVector<OpFoldResult> leading;
+  };
+  DenseMap<Operation *, StagedStore> stagedStores;
+  /// Stores `op` through its staging buffer (direct stores where its map
+  /// could not be made).
+  LogicalResult lowerStagedStore(StoreOp op, const StagedStore &staged);
+  /// Stores `op` from registers to global memory.
+  LogicalResult lowerStoreDirect(StoreOp op);
 
   LogicalResult runSpecialized();
 

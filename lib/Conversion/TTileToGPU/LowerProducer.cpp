@@ -154,6 +154,9 @@ RingPosition ringPosition(OpBuilder &b, Location loc, Value start, Value iv,
 
 } // namespace
 
+static Value mapUsable(OpBuilder &b, Location loc, Value table, unsigned i,
+                       unsigned count);
+
 Value mlir::tessera::ttile::detail::i32Constant(OpBuilder &b, Location loc,
                                                 int64_t v) {
   return arith::ConstantIntOp::create(b, loc, b.getI32Type(), v);
@@ -259,15 +262,20 @@ void KernelLowering::hoistInto(Operation *loop, ArrayRef<Value> needed,
 
 FailureOr<std::pair<BlockArgument, SmallVector<OpFoldResult>>>
 KernelLowering::tmaSource(LoadOp load, ArrayRef<Operation *> scope) {
+  return tmaView(load.getSource(), scope, /*anyIndex=*/false);
+}
+
+FailureOr<std::pair<BlockArgument, SmallVector<OpFoldResult>>>
+KernelLowering::tmaView(Value source, ArrayRef<Operation *> scope,
+                        bool anyIndex) {
   Block *entry = &src.getBody().front();
-  Value source = load.getSource();
   if (auto arg = dyn_cast<BlockArgument>(source)) {
     if (arg.getOwner() != entry)
       return failure();
     return std::make_pair(arg, SmallVector<OpFoldResult>());
   }
   auto view = source.getDefiningOp<memref::SubViewOp>();
-  if (!view || !producerComputable(view.getResult(), scope))
+  if (!view || (!anyIndex && !producerComputable(view.getResult(), scope)))
     return failure();
   auto arg = dyn_cast<BlockArgument>(view.getSource());
   auto argType = cast<MemRefType>(view.getSource().getType());
@@ -369,6 +377,23 @@ bool KernelLowering::planSpecialization() {
   });
   if (bytes > kSharedLimitBytes)
     return false;
+  // Stores of 2-byte tiles inside loops (a persistent kernel's output
+  // tiles) go through a shared buffer and TMA where it fits: the consumers
+  // go on to the next tile while TMA copies the buffer out. (A store at the
+  // top level ends the program: nothing would overlap it.)
+  SmallVector<std::pair<StoreOp, int64_t>> staged;
+  src.walk([&](StoreOp st) {
+    auto t = cast<RankedTensorType>(st.getValue().getType());
+    if (st->getParentOp() == src.getOperation() || st.getMask() ||
+        t.getRank() != 2 || t.getElementTypeBitWidth() != 16 ||
+        t.getShape()[1] % 64 || t.getShape()[0] % 8 ||
+        (t.getShape()[0] > 256 && t.getShape()[0] % 256) ||
+        failed(tmaView(st.getDest(), {}, /*anyIndex=*/true)) ||
+        bytes + sharedTileBytes(t) > kSharedLimitBytes)
+      return;
+    bytes += sharedTileBytes(t);
+    staged.push_back({st, 0});
+  });
 
   for (auto [f, chain] : llvm::zip(found, chains)) {
     auto &[loop, loads] = f;
@@ -417,8 +442,133 @@ bool KernelLowering::planSpecialization() {
     }
     producerRings.push_back(std::move(ring));
   }
+  for (auto &[st, unused] : staged) {
+    auto t = cast<RankedTensorType>(st.getValue().getType());
+    auto [arg, leading] = *tmaView(st.getDest(), {}, /*anyIndex=*/true);
+    TmaMap m;
+    m.arg = arg.getArgNumber();
+    m.rank = unsigned(leading.size()) + 2;
+    m.eltBytes = 2;
+    m.swizzle = 128;
+    m.cols = 64;
+    m.rows = std::min<int64_t>(t.getShape()[0], 256);
+    auto same = llvm::find_if(tmaMaps, [&](const TmaMap &o) {
+      return o.arg == m.arg && o.rank == m.rank && o.rows == m.rows &&
+             o.cols == m.cols && o.eltBytes == m.eltBytes &&
+             o.swizzle == m.swizzle;
+    });
+    StagedStore s;
+    s.map = unsigned(same - tmaMaps.begin());
+    if (same == tmaMaps.end())
+      tmaMaps.push_back(m);
+    s.offset = allocateDynamicShared(sharedTileBytes(t));
+    s.leading = leading;
+    stagedStores[st.getOperation()] = std::move(s);
+  }
   specialized = true;
   return true;
+}
+
+LogicalResult KernelLowering::lowerStagedStore(StoreOp op,
+                                               const StagedStore &staged) {
+  Location loc = op.getLoc();
+  auto t = cast<RankedTensorType>(op.getValue().getType());
+  const TmaMap &tm = tmaMaps[staged.map];
+  int64_t rows = t.getShape()[0], cols = t.getShape()[1];
+  auto whether = scf::IfOp::create(
+      b, loc, TypeRange{},
+      mapUsable(b, loc, tmaTable, staged.map, unsigned(tmaMaps.size())), true);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(&whether.getElseRegion().front());
+    if (failed(lowerStoreDirect(op)))
+      return failure();
+  }
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(&whether.getThenRegion().front());
+  auto found = dist(op, t);
+  if (failed(found))
+    return failure();
+  Distribution d = *found;
+  Regs vals = tiles.lookup(op.getValue());
+  Regs wide = vals;
+  FailureOr<Distribution> widened = widenRuns(loc, d, wide, t.getElementType());
+  if (succeeded(widened)) {
+    d = *widened;
+    vals = std::move(wide);
+  }
+  Value first = arith::CmpIOp::create(
+      b, loc, arith::CmpIPredicate::eq,
+      arith::AddIOp::create(b, loc, lane,
+                            arith::MulIOp::create(b, loc, warp, index(32))),
+      index(0));
+  // The buffer is free once TMA read the previous tile out of it.
+  under(b, loc, first,
+        [&] { ptx(b, loc, {}, {}, "cp.async.bulk.wait_group.read 0;", ""); });
+  gpu::BarrierOp::create(b, loc);
+  Value base =
+      arith::AddIOp::create(b, loc, dynamicSharedBase(), index(staged.offset));
+  SmallVector<Value> bases = threadBases(loc, d);
+  int64_t vw = std::min<int64_t>(runAlong(d, 1), 8);
+  Type storage = storageType(t.getElementType());
+  for (int64_t r = 0, n = d.numRegs(); r < n; r += vw) {
+    Value row = coord(loc, d, bases, r, 0);
+    Value col = coord(loc, d, bases, r, 1);
+    Value ptr = LLVM::IntToPtrOp::create(
+        b, loc, LLVM::LLVMPointerType::get(b.getContext(), 3),
+        ValueRange{arith::IndexCastOp::create(
+            b, loc, b.getI64Type(),
+            arith::AddIOp::create(
+                b, loc, base,
+                sharedTileOffset(loc, row, col, rows, tm.swizzle, 2)))});
+    SmallVector<Value> elems;
+    for (int64_t e = 0; e < vw; ++e)
+      elems.push_back(toStorage(loc, vals[r + e]));
+    Value v = vw > 1 ? vector::FromElementsOp::create(
+                           b, loc, VectorType::get({vw}, storage), elems)
+                           .getResult()
+                     : elems.front();
+    LLVM::StoreOp::create(b, loc, v, ptr, unsigned(vw * 2));
+  }
+  // Written through the generic proxy, read by TMA's.
+  ptx(b, loc, {}, {}, "fence.proxy.async.shared::cta;", "");
+  gpu::BarrierOp::create(b, loc);
+  under(b, loc, first, [&] {
+    SmallVector<Value> lead;
+    for (OpFoldResult o : staged.leading)
+      lead.push_back(isa<Value>(o) ? map.lookup(cast<Value>(o))
+                                   : index(*getConstantIntValue(o)));
+    Value row0 = map.lookup(op.getIndices()[0]);
+    Value col0 = map.lookup(op.getIndices()[1]);
+    for (int64_t p = 0; p < cols / tm.cols; ++p)
+      for (int64_t q = 0; q < rows / tm.rows; ++q) {
+        Value from = arith::AddIOp::create(
+            b, loc, base,
+            index(p * rows * tm.swizzle + q * tm.rows * tm.swizzle));
+        SmallVector<Value> operands = {
+            mapAddress(b, loc, tmaTable, staged.map),
+            i32Of(b, loc,
+                  arith::AddIOp::create(b, loc, col0, index(p * tm.cols))),
+            i32Of(b, loc,
+                  arith::AddIOp::create(b, loc, row0, index(q * tm.rows)))};
+        for (Value l : llvm::reverse(lead))
+          operands.push_back(i32Of(b, loc, l));
+        operands.push_back(i32Of(b, loc, from));
+        std::string text, constraints = "l";
+        llvm::raw_string_ostream os(text);
+        os << "cp.async.bulk.tensor." << tm.rank
+           << "d.global.shared::cta.bulk_group [$0, {";
+        for (unsigned c = 0; c < tm.rank; ++c) {
+          os << (c ? ", " : "") << "$" << c + 1;
+          constraints += ",r";
+        }
+        os << "}], [$" << tm.rank + 1 << "];";
+        constraints += ",r";
+        ptx(b, loc, {}, operands, text, constraints);
+      }
+    ptx(b, loc, {}, {}, "cp.async.bulk.commit_group;", "");
+  });
+  return success();
 }
 
 Value KernelLowering::barrierAddress(const ProducerRing &ring, bool empty,
@@ -530,6 +680,14 @@ LogicalResult KernelLowering::runSpecialized() {
     for (Value f : ArrayRef<Value>(fallbacks).drop_front())
       anyFallback = arith::OrIOp::create(b, loc, anyFallback, f);
     status = lowerKernelBody();
+    if (!stagedStores.empty()) {
+      // The last tiles' copies out of shared memory complete before the
+      // program ends.
+      Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid,
+                                          index(0));
+      under(b, loc, first,
+            [&] { ptx(b, loc, {}, {}, "cp.async.bulk.wait_group 0;", ""); });
+    }
   }
   if (failed(status))
     return failure();

@@ -255,6 +255,13 @@ FailureOr<Distribution> KernelLowering::widenRuns(Location loc,
 }
 
 LogicalResult KernelLowering::lowerStore(StoreOp op) {
+  auto staged = stagedStores.find(op);
+  if (staged != stagedStores.end())
+    return lowerStagedStore(op, staged->second);
+  return lowerStoreDirect(op);
+}
+
+LogicalResult KernelLowering::lowerStoreDirect(StoreOp op) {
   Location loc = op.getLoc();
   auto valueType = cast<RankedTensorType>(op.getValue().getType());
   auto found = dist(op, valueType);

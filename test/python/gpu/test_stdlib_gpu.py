@@ -41,6 +41,13 @@ def _cluster_schedule(persistent):
     return (CLUSTER_SCHEDULE.with_params(persistent=persistent)
             if persistent else CLUSTER_SCHEDULE)
 
+# Output tiles written through shared memory and TMA (3 stages leave room
+# for the staging buffer): partial tiles in both dims (TMA clips them), C
+# rows of 1808 bytes (TMA) and of 1800 (not a multiple of 16: the
+# consumers store directly).
+STAGED = [(700, 320, 904), (700, 320, 900), (256, 64, 512)]
+STAGED_SCHEDULE = ts.Schedule(block=(128, 256), k=64, warps=8, stages=3,
+                              group=8, persistent=5)
 FP8 = (300, 256, 100)
 TF32 = (300, 256, 200)
 ATTN = [(d, causal) for d in (64, 128) for causal in (True, False)]
@@ -81,6 +88,9 @@ def _calls(mk, chip):
             S.gemm.with_schedule(_cluster_schedule(persistent))(
                 mk((m, k), "bf16"), mk((n, k) if transposed else (k, n),
                                        "bf16"), transposed_b=transposed)
+    for m, k, n in STAGED:
+        S.gemm.with_schedule(STAGED_SCHEDULE)(mk((m, k), "bf16"),
+                                              mk((k, n), "bf16"))
     for m, k, n in PERSISTENT:
         S.gemm.with_schedule(PERSISTENT_SCHEDULE)(mk((m, k), "bf16"),
                                                   mk((k, n), "bf16"))
@@ -309,6 +319,17 @@ def test_gemm_persistent(mkn, rng=np.random.default_rng(11)):
     a, b = (rounded(rng.standard_normal(s), "bf16") for s in ((m, k), (k, n)))
     c = S.gemm.with_schedule(PERSISTENT_SCHEDULE)(dev(a, "bf16"),
                                                   dev(b, "bf16"))
+    np.testing.assert_allclose(host(c), a @ b, rtol=1e-2,
+                               atol=1e-2 * math.sqrt(k))
+
+
+@pytest.mark.parametrize("mkn", STAGED)
+def test_gemm_staged_stores(mkn, rng=np.random.default_rng(13)):
+    m, k, n = mkn
+    a, b = (rounded(rng.standard_normal(s), "bf16") for s in ((m, k), (k, n)))
+    c = dev(np.full((m, n), np.nan), "bf16")
+    S.gemm.with_schedule(STAGED_SCHEDULE)(dev(a, "bf16"), dev(b, "bf16"),
+                                          out=c)
     np.testing.assert_allclose(host(c), a @ b, rtol=1e-2,
                                atol=1e-2 * math.sqrt(k))
 
