@@ -39,6 +39,21 @@ Value i32Constant(OpBuilder &b, Location loc, int64_t v);
 /// Runs `body` under `cond` (an scf.if without results).
 void under(OpBuilder &b, Location loc, Value cond, function_ref<void()> body);
 
+/// Inline PTX with side effects; its results, if any.
+Operation *ptx(OpBuilder &b, Location loc, TypeRange results,
+               ValueRange operands, StringRef text, StringRef constraints);
+
+/// An index as i32.
+Value i32Of(OpBuilder &b, Location loc, Value v);
+
+/// The device address of tensor map `i` in the table at `table`.
+Value mapAddress(OpBuilder &b, Location loc, Value table, unsigned i);
+
+/// Whether map `i` of the `count` in the table could be made (the i32
+/// flags after the maps).
+Value mapUsable(OpBuilder &b, Location loc, Value table, unsigned i,
+                unsigned count);
+
 /// Shared memory a block may use with the opt-in (Hopper: 227 KiB).
 constexpr int64_t kSharedLimitBytes = 227 * 1024;
 

@@ -60,21 +60,6 @@ constexpr int64_t kTensorMapBytes = 128;
 /// The layout of the launch record (`launchRecord`).
 constexpr int32_t kLaunchRecordVersion = 2;
 
-/// Inline PTX with side effects; its results, if any.
-Operation *ptx(OpBuilder &b, Location loc, TypeRange results,
-               ValueRange operands, StringRef text, StringRef constraints) {
-  return LLVM::InlineAsmOp::create(
-      b, loc, results, operands, text, constraints,
-      /*has_side_effects=*/true, /*is_align_stack=*/false,
-      LLVM::tailcallkind::TailCallKind::None,
-      LLVM::AsmDialectAttr::get(b.getContext(), LLVM::AsmDialect::AD_ATT),
-      ArrayAttr());
-}
-
-Value i32Of(OpBuilder &b, Location loc, Value v) {
-  return arith::IndexCastOp::create(b, loc, b.getI32Type(), v);
-}
-
 /// Spins until the mbarrier at `addr` completed the phase of `parity`.
 void waitBarrier(OpBuilder &b, Location loc, Value addr, Value parity) {
   Value a = i32Of(b, loc, addr);
@@ -112,14 +97,6 @@ Value tripCount(OpBuilder &b, Location loc, Value lb, Value ub, Value step) {
   return arith::SelectOp::create(b, loc, some, n, zero);
 }
 
-/// The device address of tensor map `i` in the table at `table`.
-Value mapAddress(OpBuilder &b, Location loc, Value table, unsigned i) {
-  return arith::AddIOp::create(
-      b, loc, table,
-      arith::ConstantIntOp::create(b, loc, b.getI64Type(),
-                                   kTensorMapBytes * i));
-}
-
 /// A consumer thread's arrival on the mbarrier at `addr`.
 void arriveOn(OpBuilder &b, Location loc, Value addr) {
   ptx(b, loc, {}, {i32Of(b, loc, addr)},
@@ -154,8 +131,45 @@ RingPosition ringPosition(OpBuilder &b, Location loc, Value start, Value iv,
 
 } // namespace
 
-static Value mapUsable(OpBuilder &b, Location loc, Value table, unsigned i,
-                       unsigned count);
+Operation *mlir::tessera::ttile::detail::ptx(OpBuilder &b, Location loc,
+                                             TypeRange results,
+                                             ValueRange operands,
+                                             StringRef text,
+                                             StringRef constraints) {
+  return LLVM::InlineAsmOp::create(
+      b, loc, results, operands, text, constraints,
+      /*has_side_effects=*/true, /*is_align_stack=*/false,
+      LLVM::tailcallkind::TailCallKind::None,
+      LLVM::AsmDialectAttr::get(b.getContext(), LLVM::AsmDialect::AD_ATT),
+      ArrayAttr());
+}
+
+Value mlir::tessera::ttile::detail::i32Of(OpBuilder &b, Location loc, Value v) {
+  return arith::IndexCastOp::create(b, loc, b.getI32Type(), v);
+}
+
+Value mlir::tessera::ttile::detail::mapAddress(OpBuilder &b, Location loc,
+                                               Value table, unsigned i) {
+  return arith::AddIOp::create(
+      b, loc, table,
+      arith::ConstantIntOp::create(b, loc, b.getI64Type(),
+                                   kTensorMapBytes * i));
+}
+
+Value mlir::tessera::ttile::detail::mapUsable(OpBuilder &b, Location loc,
+                                              Value table, unsigned i,
+                                              unsigned count) {
+  Type i64 = b.getI64Type();
+  Value addr =
+      arith::AddIOp::create(b, loc, table,
+                            arith::ConstantIntOp::create(
+                                b, loc, i64, kTensorMapBytes * count + 4 * i));
+  Value ptr = LLVM::IntToPtrOp::create(
+      b, loc, LLVM::LLVMPointerType::get(b.getContext(), 1), addr);
+  Value flag = LLVM::LoadOp::create(b, loc, b.getI32Type(), ptr, 4);
+  return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, flag,
+                               i32Constant(b, loc, 0));
+}
 
 Value mlir::tessera::ttile::detail::i32Constant(OpBuilder &b, Location loc,
                                                 int64_t v) {
@@ -469,108 +483,6 @@ bool KernelLowering::planSpecialization() {
   return true;
 }
 
-LogicalResult KernelLowering::lowerStagedStore(StoreOp op,
-                                               const StagedStore &staged) {
-  Location loc = op.getLoc();
-  auto t = cast<RankedTensorType>(op.getValue().getType());
-  const TmaMap &tm = tmaMaps[staged.map];
-  int64_t rows = t.getShape()[0], cols = t.getShape()[1];
-  auto whether = scf::IfOp::create(
-      b, loc, TypeRange{},
-      mapUsable(b, loc, tmaTable, staged.map, unsigned(tmaMaps.size())), true);
-  {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(&whether.getElseRegion().front());
-    if (failed(lowerStoreDirect(op)))
-      return failure();
-  }
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(&whether.getThenRegion().front());
-  auto found = dist(op, t);
-  if (failed(found))
-    return failure();
-  Distribution d = *found;
-  Regs vals = tiles.lookup(op.getValue());
-  Regs wide = vals;
-  FailureOr<Distribution> widened = widenRuns(loc, d, wide, t.getElementType());
-  if (succeeded(widened)) {
-    d = *widened;
-    vals = std::move(wide);
-  }
-  Value first = arith::CmpIOp::create(
-      b, loc, arith::CmpIPredicate::eq,
-      arith::AddIOp::create(b, loc, lane,
-                            arith::MulIOp::create(b, loc, warp, index(32))),
-      index(0));
-  // The buffer is free once TMA read the previous tile out of it.
-  under(b, loc, first,
-        [&] { ptx(b, loc, {}, {}, "cp.async.bulk.wait_group.read 0;", ""); });
-  gpu::BarrierOp::create(b, loc);
-  Value base =
-      arith::AddIOp::create(b, loc, dynamicSharedBase(), index(staged.offset));
-  SmallVector<Value> bases = threadBases(loc, d);
-  int64_t vw = std::min<int64_t>(runAlong(d, 1), 8);
-  Type storage = storageType(t.getElementType());
-  for (int64_t r = 0, n = d.numRegs(); r < n; r += vw) {
-    Value row = coord(loc, d, bases, r, 0);
-    Value col = coord(loc, d, bases, r, 1);
-    Value ptr = LLVM::IntToPtrOp::create(
-        b, loc, LLVM::LLVMPointerType::get(b.getContext(), 3),
-        ValueRange{arith::IndexCastOp::create(
-            b, loc, b.getI64Type(),
-            arith::AddIOp::create(
-                b, loc, base,
-                sharedTileOffset(loc, row, col, rows, tm.swizzle, 2)))});
-    SmallVector<Value> elems;
-    for (int64_t e = 0; e < vw; ++e)
-      elems.push_back(toStorage(loc, vals[r + e]));
-    Value v = vw > 1 ? vector::FromElementsOp::create(
-                           b, loc, VectorType::get({vw}, storage), elems)
-                           .getResult()
-                     : elems.front();
-    LLVM::StoreOp::create(b, loc, v, ptr, unsigned(vw * 2));
-  }
-  // Written through the generic proxy, read by TMA's.
-  ptx(b, loc, {}, {}, "fence.proxy.async.shared::cta;", "");
-  gpu::BarrierOp::create(b, loc);
-  under(b, loc, first, [&] {
-    SmallVector<Value> lead;
-    for (OpFoldResult o : staged.leading)
-      lead.push_back(isa<Value>(o) ? map.lookup(cast<Value>(o))
-                                   : index(*getConstantIntValue(o)));
-    Value row0 = map.lookup(op.getIndices()[0]);
-    Value col0 = map.lookup(op.getIndices()[1]);
-    for (int64_t p = 0; p < cols / tm.cols; ++p)
-      for (int64_t q = 0; q < rows / tm.rows; ++q) {
-        Value from = arith::AddIOp::create(
-            b, loc, base,
-            index(p * rows * tm.swizzle + q * tm.rows * tm.swizzle));
-        SmallVector<Value> operands = {
-            mapAddress(b, loc, tmaTable, staged.map),
-            i32Of(b, loc,
-                  arith::AddIOp::create(b, loc, col0, index(p * tm.cols))),
-            i32Of(b, loc,
-                  arith::AddIOp::create(b, loc, row0, index(q * tm.rows)))};
-        for (Value l : llvm::reverse(lead))
-          operands.push_back(i32Of(b, loc, l));
-        operands.push_back(i32Of(b, loc, from));
-        std::string text, constraints = "l";
-        llvm::raw_string_ostream os(text);
-        os << "cp.async.bulk.tensor." << tm.rank
-           << "d.global.shared::cta.bulk_group [$0, {";
-        for (unsigned c = 0; c < tm.rank; ++c) {
-          os << (c ? ", " : "") << "$" << c + 1;
-          constraints += ",r";
-        }
-        os << "}], [$" << tm.rank + 1 << "];";
-        constraints += ",r";
-        ptx(b, loc, {}, operands, text, constraints);
-      }
-    ptx(b, loc, {}, {}, "cp.async.bulk.commit_group;", "");
-  });
-  return success();
-}
-
 Value KernelLowering::barrierAddress(const ProducerRing &ring, bool empty,
                                      Value slot) {
   RangeOp loop = ring.loop;
@@ -580,21 +492,6 @@ Value KernelLowering::barrierAddress(const ProducerRing &ring, bool empty,
       b, loc, dynamicSharedBase(),
       arith::AddIOp::create(b, loc, index(first),
                             arith::MulIOp::create(b, loc, slot, index(8))));
-}
-
-/// Whether map `i` could be made (the i32 after the maps).
-static Value mapUsable(OpBuilder &b, Location loc, Value table, unsigned i,
-                       unsigned count) {
-  Type i64 = b.getI64Type();
-  Value addr =
-      arith::AddIOp::create(b, loc, table,
-                            arith::ConstantIntOp::create(
-                                b, loc, i64, kTensorMapBytes * count + 4 * i));
-  Value ptr = LLVM::IntToPtrOp::create(
-      b, loc, LLVM::LLVMPointerType::get(b.getContext(), 1), addr);
-  Value flag = LLVM::LoadOp::create(b, loc, b.getI32Type(), ptr, 4);
-  return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, flag,
-                               i32Constant(b, loc, 0));
 }
 
 LogicalResult KernelLowering::runSpecialized() {

@@ -1,0 +1,123 @@
+//===- LowerStagedStore.cpp - Output tiles through shared memory and TMA -===//
+//
+// In a kernel with a producer warpgroup, a store of a 2-byte tile inside a
+// loop (planned by planSpecialization) leaves the consumers through a
+// shared buffer: they write the tile into it in the swizzled layout TMA
+// reads (16-byte runs where the quad exchange gives them), fence it for
+// the async proxy, and one thread issues a TMA store of each box and
+// commits them as one bulk group. The next use of the buffer waits until
+// TMA read it; the program waits for the last copies before it ends. The
+// consumers go on with the next tile while the copies run.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelLowering.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+
+using namespace mlir;
+using namespace mlir::tessera;
+using namespace mlir::tessera::ttile;
+using namespace mlir::tessera::ttile::detail;
+
+LogicalResult KernelLowering::lowerStagedStore(StoreOp op,
+                                               const StagedStore &staged) {
+  Location loc = op.getLoc();
+  auto t = cast<RankedTensorType>(op.getValue().getType());
+  const TmaMap &tm = tmaMaps[staged.map];
+  int64_t rows = t.getShape()[0], cols = t.getShape()[1];
+  auto whether = scf::IfOp::create(
+      b, loc, TypeRange{},
+      mapUsable(b, loc, tmaTable, staged.map, unsigned(tmaMaps.size())), true);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(&whether.getElseRegion().front());
+    if (failed(lowerStoreDirect(op)))
+      return failure();
+  }
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(&whether.getThenRegion().front());
+  auto found = dist(op, t);
+  if (failed(found))
+    return failure();
+  Distribution d = *found;
+  Regs vals = tiles.lookup(op.getValue());
+  Regs wide = vals;
+  FailureOr<Distribution> widened = widenRuns(loc, d, wide, t.getElementType());
+  if (succeeded(widened)) {
+    d = *widened;
+    vals = std::move(wide);
+  }
+  Value first = arith::CmpIOp::create(
+      b, loc, arith::CmpIPredicate::eq,
+      arith::AddIOp::create(b, loc, lane,
+                            arith::MulIOp::create(b, loc, warp, index(32))),
+      index(0));
+  // The buffer is free once TMA read the previous tile out of it.
+  under(b, loc, first,
+        [&] { ptx(b, loc, {}, {}, "cp.async.bulk.wait_group.read 0;", ""); });
+  gpu::BarrierOp::create(b, loc);
+  Value base =
+      arith::AddIOp::create(b, loc, dynamicSharedBase(), index(staged.offset));
+  SmallVector<Value> bases = threadBases(loc, d);
+  int64_t vw = std::min<int64_t>(runAlong(d, 1), 8);
+  Type storage = storageType(t.getElementType());
+  for (int64_t r = 0, n = d.numRegs(); r < n; r += vw) {
+    Value row = coord(loc, d, bases, r, 0);
+    Value col = coord(loc, d, bases, r, 1);
+    Value ptr = LLVM::IntToPtrOp::create(
+        b, loc, LLVM::LLVMPointerType::get(b.getContext(), 3),
+        ValueRange{arith::IndexCastOp::create(
+            b, loc, b.getI64Type(),
+            arith::AddIOp::create(
+                b, loc, base,
+                sharedTileOffset(loc, row, col, rows, tm.swizzle, 2)))});
+    SmallVector<Value> elems;
+    for (int64_t e = 0; e < vw; ++e)
+      elems.push_back(toStorage(loc, vals[r + e]));
+    Value v = vw > 1 ? vector::FromElementsOp::create(
+                           b, loc, VectorType::get({vw}, storage), elems)
+                           .getResult()
+                     : elems.front();
+    LLVM::StoreOp::create(b, loc, v, ptr, unsigned(vw * 2));
+  }
+  // Written through the generic proxy, read by TMA's.
+  ptx(b, loc, {}, {}, "fence.proxy.async.shared::cta;", "");
+  gpu::BarrierOp::create(b, loc);
+  under(b, loc, first, [&] {
+    SmallVector<Value> lead;
+    for (OpFoldResult o : staged.leading)
+      lead.push_back(isa<Value>(o) ? map.lookup(cast<Value>(o))
+                                   : index(*getConstantIntValue(o)));
+    Value row0 = map.lookup(op.getIndices()[0]);
+    Value col0 = map.lookup(op.getIndices()[1]);
+    for (int64_t p = 0; p < cols / tm.cols; ++p)
+      for (int64_t q = 0; q < rows / tm.rows; ++q) {
+        Value from = arith::AddIOp::create(
+            b, loc, base,
+            index(p * rows * tm.swizzle + q * tm.rows * tm.swizzle));
+        SmallVector<Value> operands = {
+            mapAddress(b, loc, tmaTable, staged.map),
+            i32Of(b, loc,
+                  arith::AddIOp::create(b, loc, col0, index(p * tm.cols))),
+            i32Of(b, loc,
+                  arith::AddIOp::create(b, loc, row0, index(q * tm.rows)))};
+        for (Value l : llvm::reverse(lead))
+          operands.push_back(i32Of(b, loc, l));
+        operands.push_back(i32Of(b, loc, from));
+        std::string text, constraints = "l";
+        llvm::raw_string_ostream os(text);
+        os << "cp.async.bulk.tensor." << tm.rank
+           << "d.global.shared::cta.bulk_group [$0, {";
+        for (unsigned c = 0; c < tm.rank; ++c) {
+          os << (c ? ", " : "") << "$" << c + 1;
+          constraints += ",r";
+        }
+        os << "}], [$" << tm.rank + 1 << "];";
+        constraints += ",r";
+        ptx(b, loc, {}, operands, text, constraints);
+      }
+    ptx(b, loc, {}, {}, "cp.async.bulk.commit_group;", "");
+  });
+  return success();
+}
