@@ -96,7 +96,9 @@ class Schedule:
     warps or more take turns to issue their tensor-core products in loops,
     so one computes while another multiplies; ``cluster=2`` runs the
     programs in clusters of 2, consecutive along grid dim 0, which share
-    the tiles loaded with ``multicast=True``). Inside the kernel
+    the tiles loaded with ``multicast=True``; ``producer_registers=40``
+    leaves a Hopper kernel's producer warpgroup 40 registers a thread and
+    gives the rest to the consumers). Inside the kernel
     ``tile.context()`` gives them as
     ``T.m``, ``T.n``, ``T.k``, ``T.warps``, ``T.stages``, ``T.d``...
 
@@ -137,6 +139,11 @@ class Schedule:
         if pingpong and warps < 8:
             raise ValueError(f"pingpong=True alternates two warpgroups or "
                              f"more (warps >= 8), got warps={warps}")
+        regs = params.get("producer_registers")
+        if regs is not None and (isinstance(regs, bool) or regs not in
+                                 range(24, 257, 8)):
+            raise ValueError(f"producer_registers is a multiple of 8 from 24 "
+                             f"to 256, got {regs!r}")
         cluster = params.get("cluster", 1)
         if isinstance(cluster, bool) or cluster not in (1, 2, 4, 8):
             raise ValueError(f"cluster (programs a cluster, consecutive along "
@@ -601,6 +608,11 @@ class TileKernel:
         # cluster=N: clusters of N programs along grid dim 0.
         cluster = (f", ttile.cluster = {schedule.cluster} : i32"
                    if schedule.cluster > 1 else "")
+        # producer_registers=N: what a producer warpgroup keeps of its
+        # registers (the consumers take the rest).
+        if schedule.params.get("producer_registers") is not None:
+            cluster += (f", ttile.producer_registers = "
+                        f"{schedule.params['producer_registers']} : i32")
         header = (f"func.func @{name}({', '.join(params_text)}) attributes "
                   f"{{ttile.kernel, ttile.num_warps = {schedule.warps} : i32"
                   f"{pingpong}{cluster}}}")

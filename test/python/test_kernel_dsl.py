@@ -630,3 +630,20 @@ def test_output_tiles_in_loops_go_out_through_tma(tmp_path):
     # The direct stores: 16 bytes each on the uniform in-bounds path.
     assert "st.global.v4.b32" in ptx4
     ptxas(ptx4, "sm_90a", tmp_path)
+
+
+def test_producer_registers(tmp_path):
+    """producer_registers=N sets what a Hopper kernel's producer warpgroup
+    keeps (setmaxnreg.dec N); the consumers take the rest of the block's
+    registers (setmaxnreg.inc)."""
+    from tessera.stdlib import _kernels as SK
+    with pytest.raises(ValueError, match="multiple of 8 from 24 to 256"):
+        ts.Schedule(block=(64, 64), producer_registers=30)
+    base = ts.Schedule(block=(128, 256), k=64, warps=8, stages=4, group=8)
+    for s, dec, inc in ((base, 96, 200),
+                        (base.with_params(producer_registers=40), 40, 232)):
+        ptx = SK.gemm.with_schedule(s).compile(*("bf16",) * 3,
+                                               chip="sm_90a").ptx
+        assert f"setmaxnreg.dec.sync.aligned.u32 {dec};" in ptx
+        assert f"setmaxnreg.inc.sync.aligned.u32 {inc};" in ptx
+        ptxas(ptx, "sm_90a", tmp_path)

@@ -51,9 +51,10 @@ using namespace mlir::tessera::ttile::detail;
 
 namespace {
 
-/// Registers a producer warp keeps (setmaxnreg). Its loops fit in 56
-/// without spilling, but the attention forward ran 11-16% slower with the
-/// consumers' 224 registers that gives than with 200 (H200, same call).
+/// Registers a producer warp keeps (setmaxnreg) unless the kernel says
+/// (`ttile.producer_registers`). Its loops fit in 56 without spilling, but
+/// the attention forward ran 11-16% slower with the consumers' 224
+/// registers that gives than with 200 (H200, same call).
 constexpr int64_t kProducerRegisters = 96;
 /// Bytes of one tensor map.
 constexpr int64_t kTensorMapBytes = 128;
@@ -544,18 +545,20 @@ LogicalResult KernelLowering::runSpecialized() {
   // more consumer warps).
   int64_t threads = 32 * numWarps;
   int64_t initial = 65536 / (threads + 128) / 8 * 8;
+  auto given = src->getAttrOfType<IntegerAttr>("ttile.producer_registers");
+  int64_t producerRegisters = given ? given.getInt() : kProducerRegisters;
   int64_t consumerRegisters = std::min<int64_t>(
       240,
-      (initial * (threads + 128) - kProducerRegisters * 128) / threads / 8 * 8);
+      (initial * (threads + 128) - producerRegisters * 128) / threads / 8 * 8);
   bool moveRegisters = numWarps >= 8 && consumerRegisters > initial &&
-                       kProducerRegisters < initial;
+                       producerRegisters < initial;
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(&roles.getThenRegion().front());
     if (moveRegisters)
       ptx(b, loc, {}, {},
           "setmaxnreg.dec.sync.aligned.u32 " +
-              std::to_string(kProducerRegisters) + ";",
+              std::to_string(producerRegisters) + ";",
           "");
     emitProducer(loc);
   }

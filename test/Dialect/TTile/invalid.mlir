@@ -206,6 +206,13 @@ func.func @k(%x: memref<?xf32>) attributes {ttile.kernel, ttile.num_warps = 8 : 
 
 // -----
 
+// expected-error @+1 {{ttile.producer_registers is a kernel's multiple of 8 from 24 to 256, got 20 : i32}}
+func.func @k(%x: memref<?xf32>) attributes {ttile.kernel, ttile.num_warps = 8 : i32, ttile.producer_registers = 20 : i32} {
+  return
+}
+
+// -----
+
 // expected-error @+1 {{ttile.cluster is a kernel's power of two from 1 to 8 (programs a cluster), got 3 : i32}}
 func.func @k(%x: memref<?xf32>) attributes {ttile.kernel, ttile.num_warps = 4 : i32, ttile.cluster = 3 : i32} {
   return

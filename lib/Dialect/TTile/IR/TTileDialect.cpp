@@ -238,6 +238,17 @@ LogicalResult TTileDialect::verifyOperationAttribute(Operation *op,
              << (warps ? std::to_string(warps.getInt()) : "none");
     return success();
   }
+  if (name == "ttile.producer_registers") {
+    // What setmaxnreg leaves a producer warpgroup (the consumers get the
+    // rest).
+    auto v = dyn_cast<IntegerAttr>(attr.getValue());
+    int64_t n = v ? v.getInt() : 0;
+    if (!isa<func::FuncOp>(op) || n < 24 || n > 256 || n % 8)
+      return op->emitError() << "ttile.producer_registers is a kernel's "
+                                "multiple of 8 from 24 to 256, got "
+                             << attr.getValue();
+    return success();
+  }
   if (name == "ttile.cluster") {
     // Programs a cluster (consecutive ids along grid dim 0), which
     // multicast loads share.
