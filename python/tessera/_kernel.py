@@ -603,19 +603,20 @@ class TileKernel:
         # pingpong=True: the warpgroups take turns to issue their wgmma
         # products in loops (named barriers), one computing while another
         # multiplies.
-        pingpong = (", ttile.pingpong" if schedule.params.get("pingpong")
-                    else "")
-        # cluster=N: clusters of N programs along grid dim 0.
-        cluster = (f", ttile.cluster = {schedule.cluster} : i32"
-                   if schedule.cluster > 1 else "")
-        # producer_registers=N: what a producer warpgroup keeps of its
-        # registers (the consumers take the rest).
+        # The schedule's kernel attributes: pingpong=True (the warpgroups
+        # take turns to issue their wgmma products in loops), cluster=N
+        # (clusters of N programs along grid dim 0), producer_registers=N
+        # (what a producer warpgroup keeps of its registers).
+        attrs = ["ttile.kernel", f"ttile.num_warps = {schedule.warps} : i32"]
+        if schedule.params.get("pingpong"):
+            attrs.append("ttile.pingpong")
+        if schedule.cluster > 1:
+            attrs.append(f"ttile.cluster = {schedule.cluster} : i32")
         if schedule.params.get("producer_registers") is not None:
-            cluster += (f", ttile.producer_registers = "
-                        f"{schedule.params['producer_registers']} : i32")
+            attrs.append(f"ttile.producer_registers = "
+                         f"{schedule.params['producer_registers']} : i32")
         header = (f"func.func @{name}({', '.join(params_text)}) attributes "
-                  f"{{ttile.kernel, ttile.num_warps = {schedule.warps} : i32"
-                  f"{pingpong}{cluster}}}")
+                  f"{{{', '.join(attrs)}}}")
         lines = "\n".join("    " + l.replace("\n", "\n    ")
                           for l in trace.block.lines)
         return (f"module {{\n  {header} {{\n{lines}\n    return\n  }} "

@@ -49,6 +49,16 @@ Value i32Of(OpBuilder &b, Location loc, Value v);
 /// The device address of tensor map `i` in the table at `table`.
 Value mapAddress(OpBuilder &b, Location loc, Value table, unsigned i);
 
+/// A TMA box's coordinates as i32 operands, innermost first: the column,
+/// the row, then the leading dims' indices (given outermost first).
+SmallVector<Value> tmaCoordinates(OpBuilder &b, Location loc, Value col,
+                                  Value row, ArrayRef<Value> leading);
+
+/// "{$first, ..., $first + rank - 1}" for an inline-asm copy's
+/// coordinates; appends their constraints (",r" each) to `constraints`.
+std::string tmaCoordinateList(unsigned first, unsigned rank,
+                              std::string &constraints);
+
 /// Whether map `i` of the `count` in the table could be made (the i32
 /// flags after the maps).
 Value mapUsable(OpBuilder &b, Location loc, Value table, unsigned i,
@@ -765,6 +775,12 @@ private:
   /// operand): a buffer of the stack, written by every thread between
   /// barriers.
   LogicalResult lowerStoreShared(ConvertLayoutOp op);
+  /// Writes the registers `vals` of a 2-d tile of distribution `d` into
+  /// the shared tile at `addr` (`rows` rows, swizzle rows of `rowBytes`,
+  /// the layout wgmma and TMA share), up to 16 bytes a store.
+  void writeSharedTile(Location loc, const Distribution &d,
+                       ArrayRef<Value> vals, Value addr, int64_t rows,
+                       int64_t rowBytes, Type elt);
 
   /// Stores `ops` (consecutive) between one pair of barriers.
   LogicalResult lowerStoreSharedGroup(ArrayRef<ConvertLayoutOp> ops);
@@ -860,6 +876,11 @@ private:
   /// other (q[bh]); failure otherwise.
   FailureOr<std::pair<BlockArgument, SmallVector<OpFoldResult>>>
   tmaSource(LoadOp load, ArrayRef<Operation *> scope);
+  /// The index in tmaMaps of the map reading `tile`s (one swizzle row of
+  /// columns, at most 256 rows) from kernel argument `arg` with
+  /// `leadingDims` selected leading dims, added unless an equal one is.
+  unsigned tmaMapFor(BlockArgument arg, size_t leadingDims,
+                     RankedTensorType tile, int64_t swizzle);
   /// The same for a memref `view` whose leading indices the producer need
   /// not compute (`scope` empty: any index).
   FailureOr<std::pair<BlockArgument, SmallVector<OpFoldResult>>>

@@ -172,6 +172,25 @@ Value mlir::tessera::ttile::detail::mapUsable(OpBuilder &b, Location loc,
                                i32Constant(b, loc, 0));
 }
 
+SmallVector<Value> mlir::tessera::ttile::detail::tmaCoordinates(
+    OpBuilder &b, Location loc, Value col, Value row, ArrayRef<Value> leading) {
+  SmallVector<Value> coords = {i32Of(b, loc, col), i32Of(b, loc, row)};
+  for (Value l : llvm::reverse(leading))
+    coords.push_back(i32Of(b, loc, l));
+  return coords;
+}
+
+std::string
+mlir::tessera::ttile::detail::tmaCoordinateList(unsigned first, unsigned rank,
+                                                std::string &constraints) {
+  std::string list = "{";
+  for (unsigned c = 0; c < rank; ++c) {
+    list += (c ? ", $" : "$") + std::to_string(first + c);
+    constraints += ",r";
+  }
+  return list + "}";
+}
+
 Value mlir::tessera::ttile::detail::i32Constant(OpBuilder &b, Location loc,
                                                 int64_t v) {
   return arith::ConstantIntOp::create(b, loc, b.getI32Type(), v);
@@ -325,6 +344,26 @@ KernelLowering::tmaView(Value source, ArrayRef<Operation *> scope,
   return std::make_pair(arg, leading);
 }
 
+unsigned KernelLowering::tmaMapFor(BlockArgument arg, size_t leadingDims,
+                                   RankedTensorType tile, int64_t swizzle) {
+  TmaMap m;
+  m.arg = arg.getArgNumber();
+  m.rank = unsigned(leadingDims) + 2;
+  m.eltBytes = tile.getElementTypeBitWidth() / 8;
+  m.swizzle = swizzle;
+  m.cols = swizzle / m.eltBytes;
+  m.rows = std::min<int64_t>(tile.getShape()[0], 256);
+  auto same = llvm::find_if(tmaMaps, [&](const TmaMap &o) {
+    return o.arg == m.arg && o.rank == m.rank && o.rows == m.rows &&
+           o.cols == m.cols && o.eltBytes == m.eltBytes &&
+           o.swizzle == m.swizzle;
+  });
+  if (same != tmaMaps.end())
+    return unsigned(same - tmaMaps.begin());
+  tmaMaps.push_back(m);
+  return unsigned(tmaMaps.size() - 1);
+}
+
 bool KernelLowering::planSpecialization() {
   // Warpgroups of consumers (wgmma's unit).
   if (numWarps % 4)
@@ -396,7 +435,7 @@ bool KernelLowering::planSpecialization() {
   // tiles) go through a shared buffer and TMA where it fits: the consumers
   // go on to the next tile while TMA copies the buffer out. (A store at the
   // top level ends the program: nothing would overlap it.)
-  SmallVector<std::pair<StoreOp, int64_t>> staged;
+  SmallVector<StoreOp> staged;
   src.walk([&](StoreOp st) {
     auto t = cast<RankedTensorType>(st.getValue().getType());
     if (st->getParentOp() == src.getOperation() || st.getMask() ||
@@ -407,7 +446,7 @@ bool KernelLowering::planSpecialization() {
         bytes + sharedTileBytes(t) > kSharedLimitBytes)
       return;
     bytes += sharedTileBytes(t);
-    staged.push_back({st, 0});
+    staged.push_back(st);
   });
 
   for (auto [f, chain] : llvm::zip(found, chains)) {
@@ -420,22 +459,9 @@ bool KernelLowering::planSpecialization() {
       auto t = cast<RankedTensorType>(load.getType());
       auto shared = cast<SharedAttr>(t.getEncoding());
       auto [arg, leading] = *tmaSource(load, chain);
-      TmaMap m;
-      m.arg = arg.getArgNumber();
-      m.rank = unsigned(leading.size()) + 2;
       ring.leading.push_back(leading);
-      m.eltBytes = t.getElementTypeBitWidth() / 8;
-      m.swizzle = shared.getSwizzle();
-      m.cols = m.swizzle / m.eltBytes;
-      m.rows = std::min<int64_t>(t.getShape()[0], 256);
-      auto same = llvm::find_if(tmaMaps, [&](const TmaMap &o) {
-        return o.arg == m.arg && o.rank == m.rank && o.rows == m.rows &&
-               o.cols == m.cols && o.eltBytes == m.eltBytes &&
-               o.swizzle == m.swizzle;
-      });
-      ring.maps.push_back(unsigned(same - tmaMaps.begin()));
-      if (same == tmaMaps.end())
-        tmaMaps.push_back(m);
+      ring.maps.push_back(
+          tmaMapFor(arg, leading.size(), t, shared.getSwizzle()));
       ring.offsets.push_back(
           allocateDynamicShared(loop.getStages() * sharedTileBytes(t)));
     }
@@ -457,25 +483,11 @@ bool KernelLowering::planSpecialization() {
     }
     producerRings.push_back(std::move(ring));
   }
-  for (auto &[st, unused] : staged) {
+  for (StoreOp st : staged) {
     auto t = cast<RankedTensorType>(st.getValue().getType());
     auto [arg, leading] = *tmaView(st.getDest(), {}, /*anyIndex=*/true);
-    TmaMap m;
-    m.arg = arg.getArgNumber();
-    m.rank = unsigned(leading.size()) + 2;
-    m.eltBytes = 2;
-    m.swizzle = 128;
-    m.cols = 64;
-    m.rows = std::min<int64_t>(t.getShape()[0], 256);
-    auto same = llvm::find_if(tmaMaps, [&](const TmaMap &o) {
-      return o.arg == m.arg && o.rank == m.rank && o.rows == m.rows &&
-             o.cols == m.cols && o.eltBytes == m.eltBytes &&
-             o.swizzle == m.swizzle;
-    });
     StagedStore s;
-    s.map = unsigned(same - tmaMaps.begin());
-    if (same == tmaMaps.end())
-      tmaMaps.push_back(m);
+    s.map = tmaMapFor(arg, leading.size(), t, /*swizzle=*/128);
     s.offset = allocateDynamicShared(sharedTileBytes(t));
     s.leading = leading;
     stagedStores[st.getOperation()] = std::move(s);
@@ -822,13 +834,10 @@ void KernelLowering::emitProducerRing(ProducerRing &ring, IRMapping &pmap,
                                                     index(p * tm.cols));
                   Value row = arith::AddIOp::create(b, loc, starts[idx][0],
                                                     index(q * tm.rows));
-                  // Coordinates innermost first: the column, the
-                  // row, then the leading dims' indices.
                   SmallVector<Value> operands = {
-                      i32Of(b, loc, dstAddr), mapAddress(b, loc, tmaTable, m),
-                      i32Of(b, loc, col), i32Of(b, loc, row)};
-                  for (Value l : llvm::reverse(leads[idx]))
-                    operands.push_back(i32Of(b, loc, l));
+                      i32Of(b, loc, dstAddr), mapAddress(b, loc, tmaTable, m)};
+                  llvm::append_range(
+                      operands, tmaCoordinates(b, loc, col, row, leads[idx]));
                   operands.push_back(i32Of(b, loc, full));
                   std::string text, constraints = "r,l";
                   llvm::raw_string_ostream os(text);
@@ -836,12 +845,9 @@ void KernelLowering::emitProducerRing(ProducerRing &ring, IRMapping &pmap,
                      << "d.shared::cluster.global.tile.mbarrier::"
                         "complete_tx::bytes"
                      << (multicast ? ".multicast::cluster" : "")
-                     << " [$0], [$1, {";
-                  for (unsigned c = 0; c < tm.rank; ++c) {
-                    os << (c ? ", " : "") << "$" << c + 2;
-                    constraints += ",r";
-                  }
-                  os << "}], [$" << tm.rank + 2 << "]";
+                     << " [$0], [$1, "
+                     << tmaCoordinateList(2, tm.rank, constraints) << "], [$"
+                     << tm.rank + 2 << "]";
                   constraints += ",r";
                   if (multicast) {
                     os << ", $" << tm.rank + 3;

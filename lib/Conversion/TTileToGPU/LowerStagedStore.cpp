@@ -42,12 +42,9 @@ LogicalResult KernelLowering::lowerStagedStore(StoreOp op,
     return failure();
   Distribution d = *found;
   Regs vals = tiles.lookup(op.getValue());
-  Regs wide = vals;
-  FailureOr<Distribution> widened = widenRuns(loc, d, wide, t.getElementType());
-  if (succeeded(widened)) {
+  FailureOr<Distribution> widened = widenRuns(loc, d, vals, t.getElementType());
+  if (succeeded(widened))
     d = *widened;
-    vals = std::move(wide);
-  }
   Value first = arith::CmpIOp::create(
       b, loc, arith::CmpIPredicate::eq,
       arith::AddIOp::create(b, loc, lane,
@@ -59,28 +56,7 @@ LogicalResult KernelLowering::lowerStagedStore(StoreOp op,
   gpu::BarrierOp::create(b, loc);
   Value base =
       arith::AddIOp::create(b, loc, dynamicSharedBase(), index(staged.offset));
-  SmallVector<Value> bases = threadBases(loc, d);
-  int64_t vw = std::min<int64_t>(runAlong(d, 1), 8);
-  Type storage = storageType(t.getElementType());
-  for (int64_t r = 0, n = d.numRegs(); r < n; r += vw) {
-    Value row = coord(loc, d, bases, r, 0);
-    Value col = coord(loc, d, bases, r, 1);
-    Value ptr = LLVM::IntToPtrOp::create(
-        b, loc, LLVM::LLVMPointerType::get(b.getContext(), 3),
-        ValueRange{arith::IndexCastOp::create(
-            b, loc, b.getI64Type(),
-            arith::AddIOp::create(
-                b, loc, base,
-                sharedTileOffset(loc, row, col, rows, tm.swizzle, 2)))});
-    SmallVector<Value> elems;
-    for (int64_t e = 0; e < vw; ++e)
-      elems.push_back(toStorage(loc, vals[r + e]));
-    Value v = vw > 1 ? vector::FromElementsOp::create(
-                           b, loc, VectorType::get({vw}, storage), elems)
-                           .getResult()
-                     : elems.front();
-    LLVM::StoreOp::create(b, loc, v, ptr, unsigned(vw * 2));
-  }
+  writeSharedTile(loc, d, vals, base, rows, tm.swizzle, t.getElementType());
   // Written through the generic proxy, read by TMA's.
   ptx(b, loc, {}, {}, "fence.proxy.async.shared::cta;", "");
   gpu::BarrierOp::create(b, loc);
@@ -97,23 +73,19 @@ LogicalResult KernelLowering::lowerStagedStore(StoreOp op,
             b, loc, base,
             index(p * rows * tm.swizzle + q * tm.rows * tm.swizzle));
         SmallVector<Value> operands = {
-            mapAddress(b, loc, tmaTable, staged.map),
-            i32Of(b, loc,
-                  arith::AddIOp::create(b, loc, col0, index(p * tm.cols))),
-            i32Of(b, loc,
-                  arith::AddIOp::create(b, loc, row0, index(q * tm.rows)))};
-        for (Value l : llvm::reverse(lead))
-          operands.push_back(i32Of(b, loc, l));
+            mapAddress(b, loc, tmaTable, staged.map)};
+        llvm::append_range(
+            operands,
+            tmaCoordinates(
+                b, loc, arith::AddIOp::create(b, loc, col0, index(p * tm.cols)),
+                arith::AddIOp::create(b, loc, row0, index(q * tm.rows)), lead));
         operands.push_back(i32Of(b, loc, from));
         std::string text, constraints = "l";
         llvm::raw_string_ostream os(text);
         os << "cp.async.bulk.tensor." << tm.rank
-           << "d.global.shared::cta.bulk_group [$0, {";
-        for (unsigned c = 0; c < tm.rank; ++c) {
-          os << (c ? ", " : "") << "$" << c + 1;
-          constraints += ",r";
-        }
-        os << "}], [$" << tm.rank + 1 << "];";
+           << "d.global.shared::cta.bulk_group [$0, "
+           << tmaCoordinateList(1, tm.rank, constraints) << "], [$"
+           << tm.rank + 1 << "];";
         constraints += ",r";
         ptx(b, loc, {}, operands, text, constraints);
       }

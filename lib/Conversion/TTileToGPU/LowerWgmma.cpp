@@ -141,6 +141,37 @@ Value KernelLowering::sharedTileOffset(Location loc, Value row, Value col,
                                arith::ShLIOp::create(b, loc, phase, index(4)));
 }
 
+void KernelLowering::writeSharedTile(Location loc, const Distribution &d,
+                                     ArrayRef<Value> vals, Value addr,
+                                     int64_t rows, int64_t rowBytes, Type elt) {
+  int64_t eltBytes = elt.getIntOrFloatBitWidth() / 8;
+  SmallVector<Value> bases = threadBases(loc, d);
+  int64_t vw = std::min(runAlong(d, 1), 16 / eltBytes);
+  Type storage = storageType(elt);
+  for (int64_t r = 0, n = d.numRegs(); r < n; r += vw) {
+    // (Registers replicated across threads are written by each: the same
+    // value to the same place.)
+    Value row = coord(loc, d, bases, r, 0);
+    Value col = coord(loc, d, bases, r, 1);
+    Value ptr = LLVM::IntToPtrOp::create(
+        b, loc, LLVM::LLVMPointerType::get(b.getContext(), 3),
+        ValueRange{arith::IndexCastOp::create(
+            b, loc, b.getI64Type(),
+            arith::AddIOp::create(
+                b, loc, addr,
+                sharedTileOffset(loc, row, col, rows, rowBytes, eltBytes)))});
+    Value v = toStorage(loc, vals[r]);
+    if (vw > 1) {
+      SmallVector<Value> elems;
+      for (int64_t e = 0; e < vw; ++e)
+        elems.push_back(toStorage(loc, vals[r + e]));
+      v = vector::FromElementsOp::create(b, loc, VectorType::get({vw}, storage),
+                                         elems);
+    }
+    LLVM::StoreOp::create(b, loc, v, ptr, unsigned(vw * eltBytes));
+  }
+}
+
 LogicalResult KernelLowering::lowerStoreShared(ConvertLayoutOp op) {
   Location loc = op.getLoc();
   auto t = op.getType();
@@ -159,38 +190,12 @@ LogicalResult KernelLowering::lowerStoreShared(ConvertLayoutOp op) {
   auto from = dist(op, op.getSource().getType());
   if (failed(from))
     return failure();
-  int64_t eltBytes = eltBits / 8, chunkElts = 16 / eltBytes;
   int64_t rows = t.getShape()[0], rowBytes = shared.getSwizzle();
   Value addr =
       arith::AddIOp::create(b, loc, dynamicSharedBase(),
                             index(allocateDynamicShared(sharedTileBytes(t))));
-  Regs vals = tiles.lookup(op.getSource());
-  SmallVector<Value> bases = threadBases(loc, *from);
-  int64_t vw = std::min(runAlong(*from, 1), chunkElts);
-  Type elt = t.getElementType();
-  Type storage = storageType(elt);
-  for (int64_t r = 0, n = from->numRegs(); r < n; r += vw) {
-    // (Registers replicated across threads are written by each: the same
-    // value to the same place.)
-    Value row = coord(loc, *from, bases, r, 0);
-    Value col = coord(loc, *from, bases, r, 1);
-    Value ptr = LLVM::IntToPtrOp::create(
-        b, loc, LLVM::LLVMPointerType::get(b.getContext(), 3),
-        ValueRange{arith::IndexCastOp::create(
-            b, loc, b.getI64Type(),
-            arith::AddIOp::create(
-                b, loc, addr,
-                sharedTileOffset(loc, row, col, rows, rowBytes, eltBytes)))});
-    Value v = toStorage(loc, vals[r]);
-    if (vw > 1) {
-      SmallVector<Value> elems;
-      for (int64_t e = 0; e < vw; ++e)
-        elems.push_back(toStorage(loc, vals[r + e]));
-      v = vector::FromElementsOp::create(b, loc, VectorType::get({vw}, storage),
-                                         elems);
-    }
-    LLVM::StoreOp::create(b, loc, v, ptr, unsigned(vw * eltBytes));
-  }
+  writeSharedTile(loc, *from, tiles.lookup(op.getSource()), addr, rows,
+                  rowBytes, t.getElementType());
   tiles[op.getResult()] = Regs{addr};
   return success();
 }

@@ -281,11 +281,9 @@ LogicalResult KernelLowering::lowerStoreDirect(StoreOp op) {
   // of 8 after an exchange within each quad: a warp then writes whole
   // 32-byte sectors, with a quarter of the store instructions.
   if (v == 2 && mask.empty()) {
-    Regs wide = vals;
-    FailureOr<Distribution> widened = widenRuns(loc, d, wide, elt);
+    FailureOr<Distribution> widened = widenRuns(loc, d, vals, elt);
     if (succeeded(widened)) {
       d = *widened;
-      vals = std::move(wide);
       v = vectorWidth(d, type);
     }
   }

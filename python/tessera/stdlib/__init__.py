@@ -531,16 +531,17 @@ def _gemm(schedule, a, b, *, out=None, out_dtype=None, scale=1.0,
     return c
 
 
-def _programs(s, tiles, device, persistent=False):
-    """Programs of a launch over `tiles` tiles (of T.cluster programs each
-    with clusters) whose kernel loops over them (tile program_id, then
-    every num_programs-th): one a tile, or, with the schedule parameter
-    persistent=True, at most one per SM (each looping over tiles, so the
-    copies of its next tile overlap the end of the current one);
-    persistent=N caps the programs at N. `persistent` is the default of
-    the parameter. A multiple of T.cluster."""
+def _gemm_grid(s, m, n, device):
+    """Programs of a GEMM launch: one per output tile, or, with the
+    schedule parameter persistent=True (the default on Hopper, where a
+    producer warpgroup copies the operands), at most one per SM, each
+    looping over tiles so the copies of its next tile overlap the end of
+    the current one; persistent=N caps the programs at N. With clusters
+    (T.cluster > 1) the tiles are cluster tiles of T.cluster programs and
+    the count is a multiple of T.cluster."""
     c = s.cluster
-    persistent = s.params.get("persistent", persistent)
+    tiles = cdiv(cdiv(m, s.m), c) * cdiv(n, s.n)
+    persistent = s.params.get("persistent", _chip(device) == "sm_90a")
     if isinstance(persistent, bool) or not isinstance(persistent, int):
         from .._kernel import _compile_only
         # (Compiling only: the programs' count does not change the code.)
@@ -548,17 +549,9 @@ def _programs(s, tiles, device, persistent=False):
             return tiles * c
         persistent = _multiprocessors(device)
     if persistent < 1:
-        raise TesseraError(f"persistent is a bool or a program count >= 1, "
-                           f"got {persistent}")
+        raise TesseraError(f"gemm: persistent is a bool or a program count "
+                           f">= 1, got {persistent}")
     return max(1, min(tiles, persistent // c)) * c
-
-
-def _gemm_grid(s, m, n, device):
-    """Programs of a GEMM launch (_programs): persistent by default on
-    Hopper, where a producer warpgroup copies the operands."""
-    c = s.cluster
-    return _programs(s, cdiv(cdiv(m, s.m), c) * cdiv(n, s.n), device,
-                     _chip(device) == "sm_90a")
 
 
 gemm = _gemm
