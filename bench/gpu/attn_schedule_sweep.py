@@ -26,16 +26,22 @@ FWD = [(128, 64, 8, 2), (128, 128, 8, 2), (128, 128, 8, 3), (64, 128, 4, 2),
        (128, 64, 8, 2, True), (128, 128, 8, 2, True), (128, 128, 8, 3, True)]
 DKDV = [(64, 64, 4, 2), (64, 128, 8, 2), (64, 128, 8, 3), (128, 64, 8, 2),
         (128, 128, 8, 1), (64, 64, 4, 3), (128, 64, 8, 2, True),
-        (64, 128, 8, 2, True)]
+        (64, 128, 8, 2, True), (64, 128, 8, 2, False, 24),
+        (64, 128, 8, 2, False, 32), (64, 128, 8, 2, False, 40),
+        (64, 128, 8, 3, False, 32), (64, 128, 8, 3, False, 40)]
 DQ = [(64, 64, 4, 2), (128, 64, 8, 2), (64, 128, 8, 2), (64, 128, 4, 2),
-      (128, 128, 8, 1), (128, 64, 8, 2, True), (64, 128, 8, 2, True)]
+      (128, 128, 8, 1), (128, 64, 8, 2, True), (64, 128, 8, 2, True),
+      (128, 128, 8, 2, False, 24), (128, 128, 8, 2, False, 40),
+      (128, 128, 8, 2, True, 40), (128, 64, 8, 2, False, 40)]
 BH, D = 16, 128
 
 
 def schedule(cfg):
-    """(queries, keys, warps, stages[, pingpong]) as a Schedule."""
+    """(queries, keys, warps, stages[, pingpong[, producer registers]]) as
+    a Schedule."""
+    extra = {"producer_registers": cfg[5]} if len(cfg) > 5 else {}
     return Schedule(block=cfg[:2], warps=cfg[2], stages=cfg[3], d=D,
-                    pingpong=len(cfg) > 4 and cfg[4])
+                    pingpong=len(cfg) > 4 and cfg[4], **extra)
 
 
 def launches(Q, Kt, V, DO, o, lse, delta, dq, dk, dv, seq, causal, scale):

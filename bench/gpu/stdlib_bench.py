@@ -1,6 +1,7 @@
 """tessera.stdlib against PyTorch on one GPU, in one run: memory-bound ops
 as bandwidth beside a device-to-device copy, GEMM and attention as
-TFLOP/s beside torch.matmul and SDPA.
+TFLOP/s beside torch.matmul and SDPA (these two in alternating batches,
+so that the clocks of a warm card fall on both alike).
 
     python3 stdlib_bench.py                  # on the GPU machine
     python3 stdlib_bench.py attn             # attention only (or gemm, rows)
@@ -70,6 +71,28 @@ def time_ms(fn, torch, reps=20, batches=5):
         end.synchronize()
         times.append(start.elapsed_time(end) / reps)
     return sorted(times)[len(times) // 2]
+
+
+def time_pair(fn, peer, torch, reps=5, rounds=7):
+    """(ms of fn, ms of peer): medians over `rounds` rounds of a batch of
+    `reps` calls of each, the two alternating, so that both see the same
+    clocks (a long run heats the card and its clocks drift by several
+    percent between one batch and the next)."""
+    for _ in range(3):
+        fn()
+        peer()
+    torch.cuda.synchronize()
+    times = ([], [])
+    for _ in range(rounds):
+        for f, out in ((fn, times[0]), (peer, times[1])):
+            start, end = torch.cuda.Event(True), torch.cuda.Event(True)
+            start.record()
+            for _ in range(reps):
+                f()
+            end.record()
+            end.synchronize()
+            out.append(start.elapsed_time(end) / reps)
+    return tuple(sorted(t)[len(t) // 2] for t in times)
 
 
 def host_us(fn, torch, calls=50):
@@ -198,8 +221,8 @@ def _gemms(torch, rand):
                                                        dtype=torch.bfloat16)
         at, bmt = ts.from_dlpack(a), ts.from_dlpack(bm)
         flops = 2 * n ** 3
-        t = time_ms(lambda: S.gemm(at, bmt), torch, reps=10)
-        pt = time_ms(lambda: a @ bm, torch, reps=10)
+        t, pt = time_pair(lambda: S.gemm(at, bmt), lambda: a @ bm, torch,
+                          reps=10)
         print(f"{f'gemm bf16 {n}^3':<30}{flops / t / 1e9:>13.0f}"
               f"{flops / pt / 1e9:>12.0f}{pt / t:>7.2f}"
               f"   (host {host_us(lambda: S.gemm(at, bmt), torch):.0f} us "
@@ -211,9 +234,9 @@ def _gemms(torch, rand):
         a32, bt32 = rand(n, n), rand(n, n)
         at32, btt32 = ts.from_dlpack(a32), ts.from_dlpack(bt32)
         torch.backends.cuda.matmul.allow_tf32 = True
-        t = time_ms(lambda: S.gemm(at32, btt32, transposed_b=True,
-                                   allow_tf32=True), torch, reps=10)
-        pt = time_ms(lambda: a32 @ bt32.T, torch, reps=10)
+        t, pt = time_pair(lambda: S.gemm(at32, btt32, transposed_b=True,
+                                         allow_tf32=True),
+                          lambda: a32 @ bt32.T, torch, reps=10)
         torch.backends.cuda.matmul.allow_tf32 = False
         print(f"{f'gemm tf32 {n}^3 (b as [N, K])':<30}{flops / t / 1e9:>13.0f}"
               f"{flops / pt / 1e9:>12.0f}{pt / t:>7.2f}")
@@ -226,11 +249,11 @@ def _attention(torch, F, rand):
         qt, kt, vt = (ts.from_dlpack(x.view(bh, s, d)) for x in (q, k, vv))
         for causal in (False, True):
             flops = 4 * bh * s * s * d / (2 if causal else 1)
-            t = time_ms(lambda: S.flash_attention_2(qt, kt, vt,
-                                                    causal=causal), torch,
-                        reps=5)
-            pt = time_ms(lambda: F.scaled_dot_product_attention(
-                q, k, vv, is_causal=causal), torch, reps=5)
+            t, pt = time_pair(
+                lambda: S.flash_attention_2(qt, kt, vt, causal=causal),
+                lambda: F.scaled_dot_product_attention(q, k, vv,
+                                                       is_causal=causal),
+                torch)
             name = f"attn fwd BH{bh} S{s} D{d}{' causal' if causal else ''}"
             host = host_us(lambda: S.flash_attention_2(qt, kt, vt,
                                                        causal=causal), torch)
@@ -242,12 +265,14 @@ def _attention(torch, F, rand):
             o, lse = S.flash_attention_2(qt, kt, vt, causal=causal)
             dout = rand(1, bh, s, d, dtype=torch.bfloat16)
             gt = ts.from_dlpack(dout.view(bh, s, d))
-            t = time_ms(lambda: S.flash_attention_2_backward(
-                gt, qt, kt, vt, o, lse, causal=causal), torch, reps=3)
             qg, kg, vg = (x.detach().requires_grad_() for x in (q, k, vv))
             out = F.scaled_dot_product_attention(qg, kg, vg, is_causal=causal)
-            pt = time_ms(lambda: torch.autograd.grad(
-                out, (qg, kg, vg), dout, retain_graph=True), torch, reps=3)
+            t, pt = time_pair(
+                lambda: S.flash_attention_2_backward(gt, qt, kt, vt, o, lse,
+                                                     causal=causal),
+                lambda: torch.autograd.grad(out, (qg, kg, vg), dout,
+                                            retain_graph=True),
+                torch, reps=3)
             name = f"attn bwd BH{bh} S{s} D{d}{' causal' if causal else ''}"
             print(f"{name:<30}{2.5 * flops / t / 1e9:>13.0f}"
                   f"{2.5 * flops / pt / 1e9:>12.0f}{pt / t:>7.2f}")

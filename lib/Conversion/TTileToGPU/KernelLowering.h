@@ -64,6 +64,11 @@ std::string tmaCoordinateList(unsigned first, unsigned rank,
 Value mapUsable(OpBuilder &b, Location loc, Value table, unsigned i,
                 unsigned count);
 
+/// Named barriers: 0 is every thread's, 1 the consumer warpgroups' of a
+/// kernel with a producer, 2 and up the ping-pong turns; warpgroup g alone
+/// meets at kFirstGroupBarrier + g.
+constexpr int32_t kFirstGroupBarrier = 8;
+
 /// Shared memory a block may use with the opt-in (Hopper: 227 KiB).
 constexpr int64_t kSharedLimitBytes = 227 * 1024;
 
@@ -735,11 +740,11 @@ private:
 
   LogicalResult lowerCast(CastOp op);
 
-  /// Scores set to -inf where `masked(row, col)` (coordinates in the
-  /// tile) holds, computed in a branch taken only when the tile has a
-  /// masked element: `col0 + span > bound` (program scalars).
+  /// Scores set to -inf where `col - rowCoef * row > limit` (coordinates
+  /// in the tile; `limit` a program scalar), computed in a branch taken
+  /// only when the tile has a masked element: `col0 + span > bound`.
   LogicalResult lowerMask(Operation *op, Value col0, int64_t span, Value bound,
-                          function_ref<Value(Value row, Value col)> masked);
+                          int64_t rowCoef, Value limit);
   LogicalResult lowerMaskCausal(MaskCausalOp op);
   LogicalResult lowerMaskKeys(MaskKeysOp op);
 
@@ -781,9 +786,21 @@ private:
   void writeSharedTile(Location loc, const Distribution &d,
                        ArrayRef<Value> vals, Value addr, int64_t rows,
                        int64_t rowBytes, Type elt);
+  /// Whether tiles of distribution `d` and element type `elt` are the
+  /// tensor-core fragments stmatrix stores (16-bit, four 8x8 matrices or
+  /// more a thread); writeSharedTile then uses it (sm_90).
+  static bool fitsStmatrix(const Distribution &d, Type elt);
 
-  /// Stores `ops` (consecutive) between one pair of barriers.
+  /// Stores `ops` (consecutive) between one pair of barriers (of each
+  /// warpgroup alone when every tile is storedForOwnGroup).
   LogicalResult lowerStoreSharedGroup(ArrayRef<ConvertLayoutOp> ops);
+  /// Whether, of the several warpgroups of the kernel, each reads exactly
+  /// the elements of shared tile `op` that it stores: every user is a
+  /// wgmma dot (of the tile or its transpose) whose warpgroups each take
+  /// the A rows, or B columns, that their threads hold.
+  bool storedForOwnGroup(ConvertLayoutOp op);
+  /// The barrier of the calling thread's warpgroup alone.
+  void groupBarrier(Location loc);
 
   /// Before `op`: waits for the wgmma groups in flight up to the youngest
   /// whose product `op` reads (all of them for an op with regions);

@@ -274,9 +274,9 @@ LogicalResult KernelLowering::lowerCast(CastOp op) {
   return success();
 }
 
-LogicalResult
-KernelLowering::lowerMask(Operation *op, Value col0, int64_t span, Value bound,
-                          function_ref<Value(Value row, Value col)> masked) {
+LogicalResult KernelLowering::lowerMask(Operation *op, Value col0, int64_t span,
+                                        Value bound, int64_t rowCoef,
+                                        Value limit) {
   Location loc = op->getLoc();
   auto type = cast<RankedTensorType>(op->getResult(0).getType());
   auto d = dist(op, type);
@@ -300,10 +300,40 @@ KernelLowering::lowerMask(Operation *op, Value col0, int64_t span, Value bound,
     SmallVector<Value> bases = threadBases(loc, *d);
     Value ninf = arith::ConstantOp::create(
         b, loc, b.getFloatAttr(type.getElementType(), -INFINITY));
+    auto scaled = [&](Value colPart, Value rowPart) -> Value {
+      if (rowCoef == 0)
+        return colPart;
+      return arith::SubIOp::create(
+          b, loc, colPart,
+          arith::MulIOp::create(b, loc, rowPart, index(rowCoef)));
+    };
+    // A coordinate is the thread's base plus a constant of the register
+    // (unless the layout wraps the tile): the test is then one scalar of
+    // the thread, `limit - (its part of col - rowCoef * row)`, against a
+    // constant per register. (Comparing col + row0 against row + col0 per
+    // element instead has the compiler keep each element's coordinates in
+    // registers across the loop around it.)
+    bool exact = !d->wraps(0) && !d->wraps(1);
+    Value rest;
+    if (exact)
+      rest = arith::IndexCastOp::create(
+          b, loc, b.getI32Type(),
+          arith::SubIOp::create(b, loc, limit, scaled(bases[1], bases[0])));
     SmallVector<Value> out;
     for (int64_t r = 0, n = d->numRegs(); r < n; ++r) {
-      Value hide =
-          masked(coord(loc, *d, bases, r, 0), coord(loc, *d, bases, r, 1));
+      Value hide;
+      if (exact) {
+        Basis c = d->regCoord(r);
+        hide = arith::CmpIOp::create(
+            b, loc, arith::CmpIPredicate::slt, rest,
+            arith::ConstantIntOp::create(b, loc, b.getI32Type(),
+                                         c[1] - rowCoef * c[0]));
+      } else {
+        hide = arith::CmpIOp::create(
+            b, loc, arith::CmpIPredicate::sgt,
+            scaled(coord(loc, *d, bases, r, 1), coord(loc, *d, bases, r, 0)),
+            limit);
+      }
       out.push_back(arith::SelectOp::create(b, loc, hide, ninf, vals[r]));
     }
     scf::YieldOp::create(b, loc, out);
@@ -319,26 +349,23 @@ LogicalResult KernelLowering::lowerMaskCausal(MaskCausalOp op) {
   Value row0 = map.lookup(op.getRowOffset());
   Value col0 = map.lookup(op.getColOffset());
   // Masked scores exist when the block's last key comes after its first
-  // query.
+  // query; key col0 + col is masked for query row0 + row when
+  // col - row > row0 - col0.
   int64_t n = op.getType().getShape()[1];
-  return lowerMask(op, col0, n - 1, row0, [&](Value row, Value col) -> Value {
-    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt,
-                                 arith::AddIOp::create(b, loc, col0, col),
-                                 arith::AddIOp::create(b, loc, row0, row));
-  });
+  return lowerMask(op, col0, n - 1, row0, /*rowCoef=*/1,
+                   arith::SubIOp::create(b, loc, row0, col0));
 }
 
 LogicalResult KernelLowering::lowerMaskKeys(MaskKeysOp op) {
   Location loc = op.getLoc();
   Value col0 = map.lookup(op.getColOffset());
   Value count = map.lookup(op.getCount());
-  // ... when the block runs past the last key.
+  // ... when the block runs past the last key: col > count - col0 - 1.
   int64_t n = op.getType().getShape()[1];
-  return lowerMask(op, col0, n, count, [&](Value, Value col) -> Value {
-    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge,
-                                 arith::AddIOp::create(b, loc, col0, col),
-                                 count);
-  });
+  return lowerMask(
+      op, col0, n, count, /*rowCoef=*/0,
+      arith::SubIOp::create(b, loc, arith::SubIOp::create(b, loc, count, col0),
+                            index(1)));
 }
 
 LogicalResult KernelLowering::lowerDot(DotOp op) {

@@ -42,9 +42,13 @@ LogicalResult KernelLowering::lowerStagedStore(StoreOp op,
     return failure();
   Distribution d = *found;
   Regs vals = tiles.lookup(op.getValue());
-  FailureOr<Distribution> widened = widenRuns(loc, d, vals, t.getElementType());
-  if (succeeded(widened))
-    d = *widened;
+  // (stmatrix exchanges the fragments' pairs itself.)
+  if (!fitsStmatrix(d, t.getElementType())) {
+    FailureOr<Distribution> widened =
+        widenRuns(loc, d, vals, t.getElementType());
+    if (succeeded(widened))
+      d = *widened;
+  }
   Value first = arith::CmpIOp::create(
       b, loc, arith::CmpIPredicate::eq,
       arith::AddIOp::create(b, loc, lane,

@@ -672,13 +672,20 @@ def _attention_bwd_kernels(schedule, d, causal, hopper):
     if causal and (s.m % s.n and s.n % s.m):
         raise TesseraError(f"causal flash_attention_2_backward needs block "
                            f"sizes that divide each other; got {s.block}")
-    # On Hopper each kernel tunes its query block, warps, stages and
-    # ping-pong per shape (64-key blocks: the products of 128 keys spend
-    # more on the stored probabilities than they save).
+    # On Hopper each kernel tunes its blocks, stages and producer
+    # registers per shape (dQ also its ping-pong). dK/dV with 64 queries x
+    # 128 keys and two warpgroups: each warpgroup owns 64 keys, so P^T and
+    # dS^T go through shared memory within a warpgroup (no barrier across
+    # them), and its two 64 x 128 accumulators need the registers a
+    # 24-register producer leaves (240 a consumer thread). dQ with 128
+    # keys a block: 64 x 128 scores a warpgroup beside its 64 x 128
+    # accumulator, with a 40-register producer (232).
     if hopper and schedule is None:
-        space = dict(BM=[64, 128], warps=[4, 8], stages=[1, 2, 3],
-                     pingpong=[False, True])
-        return (_kernel_for("flash_attention_bwd_dkdv", None, s, **space),
-                _kernel_for("flash_attention_bwd_dq", None, s, **space))
+        dkdv = dict(BM=[64, 128], BN=[64, 128], warps=[8], stages=[2, 3],
+                    producer_registers=[24, 96])
+        dq = dict(BM=[64, 128], BN=[64, 128], warps=[8], stages=[2],
+                  pingpong=[False, True], producer_registers=[40, 96])
+        return (_kernel_for("flash_attention_bwd_dkdv", None, s, **dkdv),
+                _kernel_for("flash_attention_bwd_dq", None, s, **dq))
     return (K.flash_attention_bwd_dkdv.with_schedule(s),
             K.flash_attention_bwd_dq.with_schedule(s))

@@ -164,19 +164,30 @@ func.func @powers_of_two(%X: memref<?xf32>, %Y: memref<?xf32>)
 // has a masked score: causal, when its last key comes after its first
 // query (col0 + 63 > row0); past the keys, when col0 + 64 > count. A
 // block without one passes its registers through (32 per thread here).
+// Each thread compares one i32 of its own (the limit less its part of the
+// coordinates: row0 - col0 - (col - row), count - col0 - 1 - col) with
+// a constant per register.
 // CHECK-LABEL: gpu.func @masks
 // CHECK-SAME: (%{{.*}}: memref<?x?xf32>, %{{.*}}: memref<?x?xf32>, %[[ROW0:.*]]: index, %[[COL0:.*]]: index, %[[COUNT:.*]]: index)
+// CHECK: %[[DIFF:.*]] = arith.subi %[[ROW0]], %[[COL0]] : index
 // CHECK: %[[LAST:.*]] = arith.addi %[[COL0]], %c63 : index
 // CHECK: %[[ANY:.*]] = arith.cmpi sgt, %[[LAST]], %[[ROW0]] : index
 // CHECK: %[[C:.*]]:32 = scf.if %[[ANY]] -> ({{(f32, )+}}f32) {
+// CHECK: %[[REST:.*]] = arith.subi %[[DIFF]], %{{.*}} : index
+// CHECK: %[[REST32:.*]] = arith.index_cast %[[REST]] : index to i32
+// CHECK: arith.cmpi slt, %[[REST32]], %c0_i32 : i32
 // CHECK-COUNT-32: arith.select
 // CHECK: scf.yield
 // CHECK-NEXT: } else {
 // CHECK-NEXT: scf.yield
+// CHECK: %[[LEFT:.*]] = arith.subi %[[COUNT]], %[[COL0]] : index
+// CHECK: %[[LIMIT:.*]] = arith.subi %[[LEFT]], %c1 : index
 // CHECK: %[[END:.*]] = arith.addi %[[COL0]], %c64 : index
 // CHECK: %[[PAST:.*]] = arith.cmpi sgt, %[[END]], %[[COUNT]] : index
 // CHECK: scf.if %[[PAST]] -> ({{(f32, )+}}f32) {
-// CHECK: arith.cmpi sge, %{{.*}}, %[[COUNT]] : index
+// CHECK: %[[KREST:.*]] = arith.subi %[[LIMIT]], %{{.*}} : index
+// CHECK: %[[KREST32:.*]] = arith.index_cast %[[KREST]] : index to i32
+// CHECK: arith.cmpi slt, %[[KREST32]], %c0_i32 : i32
 // CHECK-COUNT-32: arith.select
 // CHECK: } else {
 // CHECK-NEXT: scf.yield %[[C]]#0, %[[C]]#1,

@@ -299,12 +299,12 @@ func.func @a_in_registers(%A: memref<?x?xbf16>, %B: memref<?x?xbf16>,
 // GPU: wgmma.wait_group.sync.aligned 0;
 // GPU-NOT: wgmma.mma_async
 // GPU: gpu.barrier
-// GPU: llvm.store {{.*}} : vector<2xbf16>, !llvm.ptr<3>
+// GPU-COUNT-2: stmatrix.sync.aligned.m8n8.x4.shared.b16
 // GPU: fence.proxy.async.shared::cta
 // GPU: gpu.barrier
 // GPU: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 1, 1;
 // PTX-LABEL: .visible .entry stored_transposed_a(
-// PTX: st.shared.b32
+// PTX: stmatrix.sync.aligned.m8n8.x4.shared.b16
 // PTX: fence.proxy.async.shared::cta
 // PTX: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 1, 1;
 func.func @stored_transposed_a(%Q: memref<?x?xbf16>, %K: memref<?x?xbf16>,
@@ -328,6 +328,72 @@ func.func @stored_transposed_a(%Q: memref<?x?xbf16>, %K: memref<?x?xbf16>,
   %pt = ttile.transpose %p {permutation = array<i64: 1, 0>} : tensor<64x64xbf16> -> tensor<64x64xbf16>
   %o = ttile.dot %pt, %q2, %zo : tensor<64x64xbf16>, tensor<64x128xbf16> -> tensor<64x128xf32>
   ttile.store %o, %O[%c0, %c0] : tensor<64x128xf32>, memref<?x?xf32>
+  return
+}
+
+// -----
+
+// With two warpgroups: the scores of 64 queries x 128 keys split their
+// keys over the warpgroups, and dV = P^T dO splits its 128 key rows the
+// same way, so each warpgroup reads back only the part of P it stored and
+// meets only its own threads around the store (named barrier 8 + group,
+// 128 threads).
+// GPU-LABEL: gpu.func @stored_for_own_group
+// GPU-COUNT-8: wgmma.mma_async.sync.aligned.m64n64k16
+// GPU: %[[GROUP:.*]] = arith.index_cast %{{.*}} : index to i32
+// GPU: %[[BAR:.*]] = arith.addi %[[GROUP]], %c8_i32 : i32
+// GPU: nvvm.barrier id = %[[BAR]] number_of_threads = %c128_i32
+// GPU-COUNT-4: stmatrix.sync.aligned.m8n8.x4.shared.b16
+// GPU: fence.proxy.async.shared::cta
+// GPU: nvvm.barrier id = %[[BAR]] number_of_threads = %c128_i32
+// GPU-COUNT-4: wgmma.mma_async.sync.aligned.m64n128k16
+// PTX-LABEL: .visible .entry stored_for_own_group(
+// PTX: bar.sync {{%r[0-9]+}}, 128;
+func.func @stored_for_own_group(%Q: memref<?x?xbf16>, %K: memref<?x?xbf16>,
+                                %DO: memref<?x?xbf16>, %DV: memref<?x?xf32>)
+    attributes {ttile.kernel, ttile.num_warps = 8 : i32} {
+  %c0 = arith.constant 0 : index
+  %zs = arith.constant dense<0.0> : tensor<64x128xf32>
+  %zv = arith.constant dense<0.0> : tensor<128x128xf32>
+  %q = ttile.load %Q[%c0, %c0] : memref<?x?xbf16> -> tensor<64x128xbf16>
+  %k = ttile.load %K[%c0, %c0] : memref<?x?xbf16> -> tensor<128x128xbf16>
+  %do = ttile.load %DO[%c0, %c0] : memref<?x?xbf16> -> tensor<64x128xbf16>
+  %kt = ttile.transpose %k {permutation = array<i64: 1, 0>} : tensor<128x128xbf16> -> tensor<128x128xbf16>
+  %s = ttile.dot %q, %kt, %zs : tensor<64x128xbf16>, tensor<128x128xbf16> -> tensor<64x128xf32>
+  %p = ttile.cast %s : tensor<64x128xf32> -> tensor<64x128xbf16>
+  %pt = ttile.transpose %p {permutation = array<i64: 1, 0>} : tensor<64x128xbf16> -> tensor<128x64xbf16>
+  %dv = ttile.dot %pt, %do, %zv : tensor<128x64xbf16>, tensor<64x128xbf16> -> tensor<128x128xf32>
+  ttile.store %dv, %DV[%c0, %c0] : tensor<128x128xf32>, memref<?x?xf32>
+  return
+}
+
+// -----
+
+// The same with 128 queries x 64 keys: the warpgroups split the scores'
+// queries, and each takes half of dV's columns from all of P^T, which both
+// stored: the store meets all threads.
+// GPU-LABEL: gpu.func @stored_across_groups
+// GPU: gpu.barrier
+// GPU-COUNT-4: stmatrix.sync.aligned.m8n8.x4.shared.b16
+// GPU: fence.proxy.async.shared::cta
+// GPU: gpu.barrier
+// GPU-NOT: nvvm.barrier id
+// GPU: wgmma.mma_async.sync.aligned.m64n64k16
+func.func @stored_across_groups(%Q: memref<?x?xbf16>, %K: memref<?x?xbf16>,
+                                %DO: memref<?x?xbf16>, %DV: memref<?x?xf32>)
+    attributes {ttile.kernel, ttile.num_warps = 8 : i32} {
+  %c0 = arith.constant 0 : index
+  %zs = arith.constant dense<0.0> : tensor<128x64xf32>
+  %zv = arith.constant dense<0.0> : tensor<64x128xf32>
+  %q = ttile.load %Q[%c0, %c0] : memref<?x?xbf16> -> tensor<128x128xbf16>
+  %k = ttile.load %K[%c0, %c0] : memref<?x?xbf16> -> tensor<64x128xbf16>
+  %do = ttile.load %DO[%c0, %c0] : memref<?x?xbf16> -> tensor<128x128xbf16>
+  %kt = ttile.transpose %k {permutation = array<i64: 1, 0>} : tensor<64x128xbf16> -> tensor<128x64xbf16>
+  %s = ttile.dot %q, %kt, %zs : tensor<128x128xbf16>, tensor<128x64xbf16> -> tensor<128x64xf32>
+  %p = ttile.cast %s : tensor<128x64xf32> -> tensor<128x64xbf16>
+  %pt = ttile.transpose %p {permutation = array<i64: 1, 0>} : tensor<128x64xbf16> -> tensor<64x128xbf16>
+  %dv = ttile.dot %pt, %do, %zv : tensor<64x128xbf16>, tensor<128x128xbf16> -> tensor<64x128xf32>
+  ttile.store %dv, %DV[%c0, %c0] : tensor<64x128xf32>, memref<?x?xf32>
   return
 }
 
