@@ -1,7 +1,8 @@
 """tessera.stdlib against PyTorch on one GPU, in one run: memory-bound ops
 as bandwidth beside a device-to-device copy, GEMM and attention as
-TFLOP/s beside torch.matmul and SDPA (these two in alternating batches,
-so that the clocks of a warm card fall on both alike).
+TFLOP/s beside torch.matmul and SDPA. Each op is timed in alternating
+batches with its peer (and the row ops with the copy too), so that the
+clocks of a warm card fall on all alike.
 
     python3 stdlib_bench.py                  # on the GPU machine
     python3 stdlib_bench.py attn             # attention only (or gemm, rows)
@@ -44,6 +45,7 @@ def _calls(mk):
         S.gemm.with_schedule(PER_TILE)(mk((n, n), "bf16"), mk((n, n), "bf16"))
         S.gemm(mk((n, n), "f32"), mk((n, n), "f32"), transposed_b=True,
                allow_tf32=True)
+        S.gemm(mk((n, n), "f8E4M3FN"), mk((n, n), "f8E4M3FN"))
     for bh, s, d in ATTN:
         for causal in (False, True):
             S.flash_attention_2(*(mk((bh, s, d), "bf16") for _ in range(3)),
@@ -73,18 +75,18 @@ def time_ms(fn, torch, reps=20, batches=5):
     return sorted(times)[len(times) // 2]
 
 
-def time_pair(fn, peer, torch, reps=5, rounds=7):
-    """(ms of fn, ms of peer): medians over `rounds` rounds of a batch of
-    `reps` calls of each, the two alternating, so that both see the same
-    clocks (a long run heats the card and its clocks drift by several
+def time_group(fns, torch, reps=5, rounds=7):
+    """Milliseconds per call of each of `fns`: medians over `rounds`
+    rounds of a batch of `reps` calls of each in turn, so that all see the
+    same clocks (a long run heats the card and its clocks drift by several
     percent between one batch and the next)."""
     for _ in range(3):
-        fn()
-        peer()
+        for f in fns:
+            f()
     torch.cuda.synchronize()
-    times = ([], [])
+    times = [[] for _ in fns]
     for _ in range(rounds):
-        for f, out in ((fn, times[0]), (peer, times[1])):
+        for f, out in zip(fns, times):
             start, end = torch.cuda.Event(True), torch.cuda.Event(True)
             start.record()
             for _ in range(reps):
@@ -93,6 +95,11 @@ def time_pair(fn, peer, torch, reps=5, rounds=7):
             end.synchronize()
             out.append(start.elapsed_time(end) / reps)
     return tuple(sorted(t)[len(t) // 2] for t in times)
+
+
+def time_pair(fn, peer, torch, reps=5, rounds=7):
+    """(ms of fn, ms of peer), timed in alternating batches (time_group)."""
+    return time_group((fn, peer), torch, reps, rounds)
 
 
 def host_us(fn, torch, calls=50):
@@ -125,21 +132,27 @@ def main(only=None):
     if only in (None, "rows"):
         _row_ops(torch, F, g, rand, rows)
     if only in (None, "gemm"):
-        _gemms(torch, rand)
+        _gemms(torch, rand, g)
     if only in (None, "attn"):
         _attention(torch, F, rand)
 
 
 def _row_ops(torch, F, g, rand, rows):
-    def row(name, nbytes, t_ms, peer_ms, copy_gbs):
+    def row(name, nbytes, fn, peer):
+        # The op, its peer and the copy in turns: "of copy" is the op's
+        # bandwidth over the copy's in the same rounds.
+        t_ms, peer_ms, copy_ms = time_group((fn, peer, copy), torch, 20)
         ts_gbs, peer_gbs = nbytes / t_ms / 1e6, nbytes / peer_ms / 1e6
+        copy_gbs = 2 * x32.numel() * 4 / copy_ms / 1e6
         rows.append((name, t_ms, ts_gbs, peer_ms, peer_gbs, peer_ms / t_ms,
                      ts_gbs / copy_gbs))
 
     # Copy bandwidth: read and write of one 128 MiB f32 tensor.
     x32 = rand(ROWS, COLS)
     y32 = torch.empty_like(x32)
-    copy_ms = time_ms(lambda: y32.copy_(x32), torch)
+    def copy():
+        y32.copy_(x32)
+    copy_ms = time_ms(copy, torch)
     copy_gbs = 2 * x32.numel() * 4 / copy_ms / 1e6
     print(f"copy_ {x32.numel() * 4 >> 20} MiB f32: {copy_ms:.3f} ms "
           f"{copy_gbs:.0f} GB/s (bytes read + written)")
@@ -150,50 +163,43 @@ def _row_ops(torch, F, g, rand, rows):
 
     xs = ts.from_dlpack(x32)
     row("softmax f32", 2 * x32.numel() * 4,
-        time_ms(lambda: S.stable_softmax(xs), torch),
-        time_ms(lambda: torch.softmax(x32, -1), torch), copy_gbs)
+        lambda: S.stable_softmax(xs), lambda: torch.softmax(x32, -1))
 
     xb = rand(ROWS, COLS, dtype=torch.bfloat16)
     w, b = rand(COLS), rand(COLS)
     xbt, wt, bt = ts.from_dlpack(xb), ts.from_dlpack(w), ts.from_dlpack(b)
+    wbf, bbf = w.bfloat16(), b.bfloat16()
     nb = xb.numel() * 2
     row("layernorm fwd bf16", 2 * nb,
-        time_ms(lambda: S.layernorm(xbt, wt, bt), torch),
-        time_ms(lambda: F.layer_norm(xb, (COLS,), w.bfloat16(),
-                                     b.bfloat16()), torch), copy_gbs)
+        lambda: S.layernorm(xbt, wt, bt),
+        lambda: F.layer_norm(xb, (COLS,), wbf, bbf))
     _, mean, rstd = S.layernorm(xbt, wt, bt)
     dy = rand(ROWS, COLS, dtype=torch.bfloat16)
     dyt = ts.from_dlpack(dy)
     tmean = torch.from_dlpack(mean).view(ROWS, 1)
     trstd = torch.from_dlpack(rstd).view(ROWS, 1)
-    wbf, bbf = w.bfloat16(), b.bfloat16()
     row("layernorm bwd bf16", 3 * nb,
-        time_ms(lambda: S.layernorm_backward(dyt, xbt, wt, mean, rstd),
-                torch),
-        time_ms(lambda: torch.ops.aten.native_layer_norm_backward(
-            dy, xb, (COLS,), tmean, trstd, wbf, bbf, [True, True, True]),
-            torch), copy_gbs)
+        lambda: S.layernorm_backward(dyt, xbt, wt, mean, rstd),
+        lambda: torch.ops.aten.native_layer_norm_backward(
+            dy, xb, (COLS,), tmean, trstd, wbf, bbf, [True, True, True]))
     row("rmsnorm fwd bf16", 2 * nb,
-        time_ms(lambda: S.rmsnorm(xbt, wt), torch),
-        time_ms(lambda: F.rms_norm(xb, (COLS,), wbf), torch), copy_gbs)
+        lambda: S.rmsnorm(xbt, wt), lambda: F.rms_norm(xb, (COLS,), wbf))
 
     logits = rand(CE_ROWS, VOCAB, dtype=torch.bfloat16)
     labels = torch.randint(0, VOCAB, (CE_ROWS,), device="cuda",
                            generator=g)
     lt, lab32 = ts.from_dlpack(logits), ts.from_dlpack(labels.int())
     row("cross-entropy fwd bf16", logits.numel() * 2,
-        time_ms(lambda: S.cross_entropy(lt, lab32), torch),
-        time_ms(lambda: F.cross_entropy(logits, labels, reduction="none"),
-                torch), copy_gbs)
+        lambda: S.cross_entropy(lt, lab32),
+        lambda: F.cross_entropy(logits, labels, reduction="none"))
     _, lse = S.cross_entropy(lt, lab32)
     dl = rand(CE_ROWS)
     dlt = ts.from_dlpack(dl)
     lg = logits.detach().requires_grad_()
     ce = F.cross_entropy(lg, labels, reduction="none")
     row("cross-entropy bwd bf16", 2 * logits.numel() * 2,
-        time_ms(lambda: S.cross_entropy_backward(lt, lab32, lse, dlt), torch),
-        time_ms(lambda: torch.autograd.grad(ce, lg, dl, retain_graph=True),
-                torch), copy_gbs)
+        lambda: S.cross_entropy_backward(lt, lab32, lse, dlt),
+        lambda: torch.autograd.grad(ce, lg, dl, retain_graph=True))
 
     params = [rand(ADAM_N) for _ in range(4)]
     p, gr, m, v = params
@@ -202,9 +208,7 @@ def _row_ops(torch, F, g, rand, rows):
     tparam.grad = gr.clone()
     opt = torch.optim.AdamW([tparam], lr=1e-3, fused=True)
     row("fused adam f32", 7 * ADAM_N * 4,
-        time_ms(lambda: S.fused_adam(tp, tg, tm, tv, lr=1e-3, step=1),
-                torch),
-        time_ms(opt.step, torch), copy_gbs)
+        lambda: S.fused_adam(tp, tg, tm, tv, lr=1e-3, step=1), opt.step)
 
     print(f"\n{'op':<24}{'tessera ms':>11}{'GB/s':>8}{'torch ms':>10}"
           f"{'GB/s':>8}{'vs torch':>9}{'of copy':>9}")
@@ -214,7 +218,7 @@ def _row_ops(torch, F, g, rand, rows):
 
 
 
-def _gemms(torch, rand):
+def _gemms(torch, rand, g):
     print(f"\n{'op':<30}{'tessera TF/s':>13}{'torch TF/s':>12}{'ratio':>7}")
     for n in GEMM:
         a, bm = rand(n, n, dtype=torch.bfloat16), rand(n, n,
@@ -240,6 +244,21 @@ def _gemms(torch, rand):
         torch.backends.cuda.matmul.allow_tf32 = False
         print(f"{f'gemm tf32 {n}^3 (b as [N, K])':<30}{flops / t / 1e9:>13.0f}"
               f"{flops / pt / 1e9:>12.0f}{pt / t:>7.2f}")
+        # fp8 e4m3 (B as [N, K], bf16 out) beside torch._scaled_mm with
+        # unit scales and fast accumulation (the tensor cores' fp8
+        # accumulator, as Tessera's kernel keeps it); the same bytes.
+        a8, bt8 = ((torch.rand(n, n, device="cuda", generator=g) - 0.5).to(
+            torch.float8_e4m3fn) for _ in range(2))
+        at8, btt8 = (ts.to_device(x.float().cpu().numpy(), dtype="f8E4M3FN")
+                     for x in (a8, bt8))
+        one = torch.ones((), device="cuda", dtype=torch.float32)
+        t, pt = time_pair(lambda: S.gemm(at8, btt8),
+                          lambda: torch._scaled_mm(
+                              a8, bt8.t(), one, one, out_dtype=torch.bfloat16,
+                              use_fast_accum=True), torch, reps=10)
+        print(f"{f'gemm fp8 {n}^3 (b as [N, K])':<30}"
+              f"{flops / t / 1e9:>13.0f}{flops / pt / 1e9:>12.0f}"
+              f"{pt / t:>7.2f}   (peer torch._scaled_mm)")
 
 
 def _attention(torch, F, rand):
