@@ -55,31 +55,14 @@ def _calls(mk):
                 mk((bh, s), "f32"), causal=causal)
 
 
-def time_ms(fn, torch, reps=20, batches=5):
-    """Milliseconds per call: the median over `batches` of the mean of
-    `reps` calls between CUDA events, after warm-up (the first call of a
-    stdlib op autotunes it). Tessera's stream and PyTorch's default stream
-    order with each other, so the events see both."""
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(batches):
-        start, end = torch.cuda.Event(True), torch.cuda.Event(True)
-        start.record()
-        for _ in range(reps):
-            fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) / reps)
-    return sorted(times)[len(times) // 2]
-
-
 def time_group(fns, torch, reps=5, rounds=7):
     """Milliseconds per call of each of `fns`: medians over `rounds`
     rounds of a batch of `reps` calls of each in turn, so that all see the
     same clocks (a long run heats the card and its clocks drift by several
-    percent between one batch and the next)."""
+    percent between one batch and the next). Each batch runs between CUDA
+    events, after three warm-up calls (the first call of a stdlib op
+    autotunes it); Tessera's stream and PyTorch's default stream order
+    with each other, so the events see both."""
     for _ in range(3):
         for f in fns:
             f()
@@ -95,6 +78,12 @@ def time_group(fns, torch, reps=5, rounds=7):
             end.synchronize()
             out.append(start.elapsed_time(end) / reps)
     return tuple(sorted(t)[len(t) // 2] for t in times)
+
+
+def time_ms(fn, torch, reps=20, batches=5):
+    """Milliseconds per call of fn alone: the median over `batches` of the
+    mean of `reps` calls (time_group of one)."""
+    return time_group((fn,), torch, reps, batches)[0]
 
 
 def time_pair(fn, peer, torch, reps=5, rounds=7):

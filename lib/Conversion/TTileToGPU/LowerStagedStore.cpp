@@ -3,9 +3,9 @@
 // In a kernel with a producer warpgroup, a store of a 2-byte tile inside a
 // loop (planned by planSpecialization) leaves the consumers through a
 // shared buffer: they write the tile into it in the swizzled layout TMA
-// reads (16-byte runs where the quad exchange gives them), fence it for
-// the async proxy, and one thread issues a TMA store of each box and
-// commits them as one bulk group. The next use of the buffer waits until
+// reads (stmatrix for tensor-core fragments, else 16-byte runs where the
+// quad exchange gives them), fence it for the async proxy, and one thread
+// issues a TMA store of each box and commits them as one bulk group. The next use of the buffer waits until
 // TMA read it; the program waits for the last copies before it ends. The
 // consumers go on with the next tile while the copies run.
 //
