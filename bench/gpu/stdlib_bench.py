@@ -62,7 +62,12 @@ def time_group(fns, torch, reps=5, rounds=7):
     percent between one batch and the next). Each batch runs between CUDA
     events, after three warm-up calls (the first call of a stdlib op
     autotunes it); Tessera's stream and PyTorch's default stream order
-    with each other, so the events see both."""
+    with each other, so the events see both. Each batch is queued behind
+    half a millisecond of spinning on the card, so that its first call
+    does not find the card idle: a batch that started on an idle card
+    counted the host time of its first call (25-45 us) in the device
+    time of its calls, which a model's steady state, with the host ahead,
+    does not see (host_us reports the host time apart)."""
     for _ in range(3):
         for f in fns:
             f()
@@ -70,6 +75,7 @@ def time_group(fns, torch, reps=5, rounds=7):
     times = [[] for _ in fns]
     for _ in range(rounds):
         for f, out in zip(fns, times):
+            torch.cuda._sleep(1_000_000)
             start, end = torch.cuda.Event(True), torch.cuda.Event(True)
             start.record()
             for _ in range(reps):

@@ -98,7 +98,9 @@ class Schedule:
     programs in clusters of 2, consecutive along grid dim 0, which share
     the tiles loaded with ``multicast=True``; ``producer_registers=40``
     leaves a Hopper kernel's producer warpgroup 40 registers a thread and
-    gives the rest to the consumers). Inside the kernel
+    gives the rest to the consumers; ``programs_per_sm=2`` keeps each
+    thread's registers within what two programs an SM leave it, so that
+    both run at once). Inside the kernel
     ``tile.context()`` gives them as
     ``T.m``, ``T.n``, ``T.k``, ``T.warps``, ``T.stages``, ``T.d``...
 
@@ -144,6 +146,14 @@ class Schedule:
                                  range(24, 257, 8)):
             raise ValueError(f"producer_registers is a multiple of 8 from 24 "
                              f"to 256, got {regs!r}")
+        per_sm = params.get("programs_per_sm")
+        if per_sm is not None and (
+                isinstance(per_sm, bool) or not isinstance(per_sm, int)
+                or per_sm < 1 or per_sm * 32 * warps > 2048):
+            raise ValueError(f"programs_per_sm is the programs an SM holds "
+                             f"at once, from 1 to {2048 // (32 * warps)} "
+                             f"with {warps} warps (2048 threads an SM), got "
+                             f"{per_sm!r}")
         cluster = params.get("cluster", 1)
         if isinstance(cluster, bool) or cluster not in (1, 2, 4, 8):
             raise ValueError(f"cluster (programs a cluster, consecutive along "
@@ -606,7 +616,8 @@ class TileKernel:
         # The schedule's kernel attributes: pingpong=True (the warpgroups
         # take turns to issue their wgmma products in loops), cluster=N
         # (clusters of N programs along grid dim 0), producer_registers=N
-        # (what a producer warpgroup keeps of its registers).
+        # (what a producer warpgroup keeps of its registers),
+        # programs_per_sm=N (registers within what N programs an SM leave).
         attrs = ["ttile.kernel", f"ttile.num_warps = {schedule.warps} : i32"]
         if schedule.params.get("pingpong"):
             attrs.append("ttile.pingpong")
@@ -615,6 +626,9 @@ class TileKernel:
         if schedule.params.get("producer_registers") is not None:
             attrs.append(f"ttile.producer_registers = "
                          f"{schedule.params['producer_registers']} : i32")
+        if schedule.params.get("programs_per_sm") is not None:
+            attrs.append(f"ttile.programs_per_sm = "
+                         f"{schedule.params['programs_per_sm']} : i32")
         header = (f"func.func @{name}({', '.join(params_text)}) attributes "
                   f"{{{', '.join(attrs)}}}")
         lines = "\n".join("    " + l.replace("\n", "\n    ")

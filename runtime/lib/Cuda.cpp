@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <list>
 #include <map>
 #include <mutex>
 #include <sstream>
@@ -257,6 +258,10 @@ public:
       auto &bins = cached[stream];
       auto it = bins.lower_bound(size);
       if (it != bins.end() && it->first <= 2 * size) {
+        // Of the blocks of that size, the one freed last: a loop that
+        // frees and allocates a buffer each step gets the same address
+        // each time (and kernels that keep tensor maps of it keep them).
+        it = std::prev(bins.upper_bound(it->first));
         Block b = it->second;
         bins.erase(it);
         stats.bytesCached -= b.size;
@@ -666,17 +671,28 @@ struct tessera::runtime::cuda::Kernel::TmaLaunch {
   int cluster = 1;
   std::vector<MapSpec> maps;
 
-  /// The maps of the last launch on a stream, in device memory.
+  /// The maps of one set of memrefs, in device memory.
   struct Table {
     DeviceBuffer buffer;
     std::vector<char> bytes;
     /// The memref fields the maps were made from.
     std::vector<std::int64_t> key;
     std::uint64_t address = 0;
+    /// When it was last launched with (the launch count of the kernel).
+    std::uint64_t lastUse = 0;
   };
+  /// Tables kept per stream and site: a site launched on a few sets of
+  /// buffers in turn (the layers of a model, buffers that alternate)
+  /// finds each set's maps in device memory without a copy; past this
+  /// many, the least recently used table is rewritten.
+  static constexpr std::size_t kTablesPerSite = 64;
   std::mutex mutex;
-  /// Per stream and launch site (null: launches without one).
-  std::map<std::pair<CUstream, const void *>, Table> tables;
+  std::uint64_t launches = 0;
+  /// The address launches without maps pass.
+  std::uint64_t noTable = 0;
+  /// Per stream and launch site (null: launches without one); a list, so
+  /// that the addresses passed in `args` stay put.
+  std::map<std::pair<CUstream, const void *>, std::list<Table>> tables;
 
   /// Checks the launch, makes the maps and appends their address to
   /// `args`.
@@ -756,16 +772,18 @@ Status Kernel::TmaLaunch::prepare(const std::string &kernel,
       key.push_back(v);
     }
   std::lock_guard<std::mutex> lock(mutex);
-  Table &table = tables[{stream, site}];
   if (maps.empty()) { // (no table to make: its address is 0)
-    table.address = 0;
-    args.push_back(&table.address);
+    args.push_back(&noTable);
     return Status::ok();
   }
-  if (table.buffer.pointer() && table.key == key) {
-    args.push_back(&table.address);
-    return Status::ok();
-  }
+  std::list<Table> &kept = tables[{stream, site}];
+  ++launches;
+  for (Table &t : kept)
+    if (t.key == key) {
+      t.lastUse = launches;
+      args.push_back(&t.address);
+      return Status::ok();
+    }
   // The maps, then one i32 per map: 1 where it could be made.
   std::vector<char> bytes(maps.size() * (sizeof(CUtensorMap) + 4), 0);
   const Driver &d = driver();
@@ -822,25 +840,33 @@ Status Kernel::TmaLaunch::prepare(const std::string &kernel,
     std::memcpy(bytes.data() + maps.size() * sizeof(CUtensorMap) + 4 * i, &flag,
                 sizeof flag);
   }
-  // One table per stream: a copy into it runs after the launches before
-  // it on that stream. Copied only when the maps change.
-  if (!table.buffer.pointer()) {
+  // A new table, or the least recently used one rewritten: the copy into
+  // it runs after the launches before it on this stream, the only ones
+  // that read it.
+  Table *table = nullptr;
+  if (kept.size() < kTablesPerSite) {
     auto buffer =
         DeviceBuffer::allocate(DType::i8, {std::int64_t(bytes.size())}, device);
     if (!buffer)
       return buffer.error();
-    table.buffer = *buffer;
+    table = &kept.emplace_back();
+    table->buffer = *buffer;
+  } else {
+    table = &*std::min_element(
+        kept.begin(), kept.end(),
+        [](const Table &x, const Table &y) { return x.lastUse < y.lastUse; });
   }
-  if (table.bytes != bytes) {
-    table.bytes = bytes;
-    TESSERA_CU(d.memcpyHtoDAsync(CUdeviceptr(table.buffer.pointer()),
-                                 table.bytes.data(), table.bytes.size(),
-                                 stream),
-               "cannot copy the tensor maps of kernel '" + kernel + "'");
-  }
-  table.key = std::move(key);
-  table.address = table.buffer.pointer();
-  args.push_back(&table.address);
+  // Invalid until the copy is queued.
+  table->key.clear();
+  table->bytes = std::move(bytes);
+  TESSERA_CU(d.memcpyHtoDAsync(CUdeviceptr(table->buffer.pointer()),
+                               table->bytes.data(), table->bytes.size(),
+                               stream),
+             "cannot copy the tensor maps of kernel '" + kernel + "'");
+  table->key = std::move(key);
+  table->lastUse = launches;
+  table->address = table->buffer.pointer();
+  args.push_back(&table->address);
   return Status::ok();
 }
 

@@ -647,3 +647,37 @@ def test_producer_registers(tmp_path):
         assert f"setmaxnreg.dec.sync.aligned.u32 {dec};" in ptx
         assert f"setmaxnreg.inc.sync.aligned.u32 {inc};" in ptx
         ptxas(ptx, "sm_90a", tmp_path)
+
+
+def test_programs_per_sm_bounds_registers(tmp_path):
+    """programs_per_sm=N makes ptxas keep each thread's registers within
+    what N programs an SM leave it (.minnctapersm N): the LayerNorm forward
+    on 8 warps (16 elements of a row a thread, the weight and bias held
+    in f32) takes more than 85 registers a thread on its own, and at most
+    85 (65536 / (3 x 256)) with three programs an SM."""
+    from tessera.stdlib import _kernels as SK
+    with pytest.raises(ValueError, match="from 1 to 4 with 16 warps"):
+        ts.Schedule(block=(1, 4096), warps=16, programs_per_sm=5)
+    with pytest.raises(ValueError, match="programs_per_sm"):
+        ts.Schedule(block=(1, 4096), warps=16, programs_per_sm=0)
+    if PTXAS is None:
+        pytest.skip("ptxas (CUDA toolkit) not installed")
+    base = ts.Schedule(block=(1, 4096), warps=8, stages=2)
+
+    def registers(s):
+        ptx = SK.layernorm_fwd.with_schedule(s).compile(
+            "bf16", "f32", "f32", "bf16", chip="sm_90a").ptx
+        src = tmp_path / "k.ptx"
+        src.write_text(ptx)
+        out = subprocess.run([PTXAS, "-arch=sm_90a", "-v", str(src), "-o",
+                              str(tmp_path / "k.cubin")],
+                             capture_output=True, text=True)
+        assert out.returncode == 0, out.stderr
+        return ptx, int(re.search(r"Used (\d+) registers", out.stderr)[1])
+
+    ptx, free = registers(base)
+    assert ".minnctapersm" not in ptx
+    assert free > 85
+    ptx, bound = registers(base.with_params(programs_per_sm=3))
+    assert ".minnctapersm 3" in ptx
+    assert bound <= 85

@@ -34,7 +34,8 @@ omp=$(ldd "$build/lib/libTesseraRuntime.so" | awk '/libomp/ {print $3}')
 # The compiler of this machine's build (build/) fills the kernel cache.
 for script in test/python/gpu/kernels.py test/python/gpu/test_stdlib_gpu.py \
               bench/gpu/stdlib_bench.py bench/gpu/attn_schedule_sweep.py \
-              bench/gpu/gemm_schedule_sweep.py bench/gpu/profile_driver.py; do
+              bench/gpu/gemm_schedule_sweep.py bench/gpu/row_schedule_sweep.py \
+              bench/gpu/profile_driver.py; do
   TESSERA_KERNEL_CACHE=$PWD/$out/kcache PYTHONPATH=build/python \
     build/venv/bin/python $script --precompile "$chip"
 done

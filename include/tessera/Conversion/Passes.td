@@ -192,18 +192,22 @@ def TTileAssignLayouts : Pass<"tessera-ttile-assign-layouts", "ModuleOp"> {
 }
 
 def TTilePipelineLoads : Pass<"tessera-ttile-pipeline-loads", "ModuleOp"> {
-  let summary = "Issue the loads of a staged ttile.range one iteration ahead";
+  let summary = "Issue the loads of a staged ttile.range stages - 1 iterations ahead";
   let description = [{
-    In a `ttile.range` with `stages >= 2`, each `ttile.load` whose operands
-    are the induction variable, values from outside the loop or pure
-    arith ops of the body on those (an index computed from the induction
-    variable, cloned along), from a memref the loop does not write, is
-    loaded for the first iteration
-    before the loop and, in each iteration, for the next one (the tile is
-    carried to it), so that the memory latency overlaps this iteration's
-    work. A load past the end reads padding. Loads into `#ttile.shared`
-    tiles are left alone: the GPU lowering gives them a ring of `stages`
-    shared buffers filled by asynchronous copies ahead of the loop.
+    In a `ttile.range` with `stages = S >= 2`, each `ttile.load` whose
+    operands are the induction variable, values from outside the loop or
+    pure arith ops of the body on those (an index computed from the
+    induction variable, cloned along), from a memref the loop does not
+    write, is loaded for the first S - 1 iterations before the loop and,
+    in each iteration, for the one S - 1 ahead (the loop carries the S - 1
+    tiles, oldest first), so that the memory latency overlaps the work of
+    S - 1 iterations. A load past the end reads padding. A load that does
+    not depend on the induction variable reads the same tile each time
+    and stays where it is. Loads into `#ttile.shared` tiles are left
+    alone: the GPU lowering gives them a ring of `stages` shared buffers
+    filled by asynchronous copies ahead of the loop; in such a loop
+    `stages` sizes the ring, and the loads into registers beside it run
+    one iteration ahead.
 
     ```mlir
     %r = ttile.range %k = %c0 to %n step %c32 stages 2 iter_args(%acc = %z) ... {

@@ -73,6 +73,11 @@ Value KernelLowering::shuffleXor(Location loc, Value v, int64_t offset) {
   return t.isInteger(64) ? y : arith::BitcastOp::create(b, loc, t, y);
 }
 
+/// From this many warps along a reduced dim, their partial results are
+/// combined by a butterfly over the lanes that read them (one shared load
+/// a thread) rather than read one after another by every thread.
+static constexpr int64_t kShuffledWarpSums = 16;
+
 LogicalResult KernelLowering::lowerReduce(ReduceOp op) {
   Location loc = op.getLoc();
   auto from = dist(op, op.getSource().getType());
@@ -190,7 +195,46 @@ LogicalResult KernelLowering::lowerReduce(ReduceOp op) {
     for (unsigned bit : warpBits)
       mask |= int64_t(1) << bit;
     Value warp0 = arith::AndIOp::create(b, loc, warp, index(~mask));
-    for (int64_t c = 0, nc = int64_t(1) << warpBits.size(); c < nc; ++c) {
+    int64_t sources = int64_t(1) << warpBits.size();
+    // Whether all the lanes of a warp hold its partials (every lane bit
+    // moves along the reduced dim or holds copies); not so when lanes run
+    // along a kept dim (a column sum).
+    bool lanesAgree = llvm::all_of(from->laneBases, [&](const Basis &basis) {
+      return basis[dim] != 0 ||
+             llvm::all_of(basis, [](int64_t v) { return v == 0; });
+    });
+    bool shuffled = sources >= kShuffledWarpSums && lanesAgree;
+    if (shuffled) {
+      // Many warps: lane l reads the partial of the l-th warp (mod the
+      // warps), and a butterfly over those lanes combines them. A thread
+      // then issues one shared load and log2(warps) shuffles a value
+      // instead of a load and a combine for every warp; every lane ends
+      // with the same bits (each step combines the same two values).
+      Value c = arith::AndIOp::create(b, loc, lane, index(sources - 1));
+      Value srcWarp = warp0;
+      for (auto [k, bit] : llvm::enumerate(warpBits)) {
+        // Bit k of c goes to bit `bit` of the warp index.
+        Value one = arith::AndIOp::create(
+            b, loc, arith::ShRUIOp::create(b, loc, c, index(int64_t(k))),
+            index(1));
+        srcWarp = arith::OrIOp::create(
+            b, loc, srcWarp,
+            arith::ShLIOp::create(b, loc, one, index(int64_t(bit))));
+      }
+      Value srcTid = arith::AddIOp::create(
+          b, loc, arith::MulIOp::create(b, loc, srcWarp, index(32)), lane);
+      for (int64_t r = 0; r < n; ++r) {
+        Value x = fromStorage(
+            loc,
+            loadShared(loc, buf.element, buf, slot(srcTid, r),
+                       unsigned(buf.element.getIntOrFloatBitWidth() / 8)),
+            work);
+        for (int64_t step = 1; step < sources; step <<= 1)
+          x = combine(loc, kind, x, shuffleXor(loc, x, step));
+        partial[r] = x;
+      }
+    }
+    for (int64_t c = 0, nc = shuffled ? 0 : sources; c < nc; ++c) {
       int64_t offset = 0;
       for (auto [k, bit] : llvm::enumerate(warpBits))
         if (c >> k & 1)

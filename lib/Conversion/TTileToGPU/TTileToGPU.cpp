@@ -433,6 +433,23 @@ struct ConvertTTileToGPUPass
                 ArrayRef<int32_t>(record)),
             /*alignment=*/4, /*addrSpace=*/1);
       }
+      // programs_per_sm = N (.minnctapersm N): ptxas keeps each thread's
+      // registers within what N programs an SM leave it, so that N
+      // programs' loads are in flight at once.
+      if (auto perSm =
+              fn->getAttrOfType<IntegerAttr>("ttile.programs_per_sm")) {
+        int64_t all = (*kernel.getKnownBlockSize())[0];
+        if (perSm.getInt() * all > 2048) {
+          fn.emitError() << "ttile.programs_per_sm = " << perSm.getInt()
+                         << " needs " << perSm.getInt() * all
+                         << " threads an SM (" << all
+                         << " a program, with its producer warps); an SM "
+                            "holds 2048";
+          return signalPassFailure();
+        }
+        kernel->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(),
+                        b.getI32IntegerAttr(int32_t(perSm.getInt())));
+      }
       // All shared memory is dynamic: the kernel states how much it needs
       // in a global the runtime reads at load time.
       if (int64_t dynamic = lowering.dynamicSharedBytes()) {

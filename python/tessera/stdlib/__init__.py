@@ -202,17 +202,18 @@ def _layernorm(schedule, x, weight, bias, eps=1e-5, *, out=None):
     y = _out(out, x.shape, x.dtype, dev)
     mean = _cuda.empty((x2.shape[0],), "f32", device=f"cuda:{dev}")
     rstd = _cuda.empty((x2.shape[0],), "f32", device=f"cuda:{dev}")
-    # Rows per program: a multiple of every BM tried, about four programs
-    # an SM.
+    # Six programs an SM (a multiple of the two or three that fit on one
+    # at once, so that no partial wave trails), each over every P-th block
+    # of rows. Measured on an H200 (rows of 4096 bf16): 8 warps a row at
+    # three programs an SM (80 registers a thread) 0.89 of the copy, at
+    # two 0.80; 16 warps 0.81.
     space = _rows_space(base)
-    step = schedule.m if schedule is not None else max(space["BM"])
     from .._kernel import _compile_only
-    programs, per = _split_rows(
-        rows, step, programs=528 if _compile_only.chip
-        else 4 * _multiprocessors(dev))
-    _kernel_for("layernorm_fwd", schedule, base, stages=[1, 2], **space)[
-        (programs,)](x2, w, b, y.reshape(x2.shape), mean, rstd, float(eps),
-                     per)
+    programs = 6 * (132 if _compile_only.chip else _multiprocessors(dev))
+    _kernel_for("layernorm_fwd", schedule, base, BM=space["BM"],
+                warps=[8, 16], stages=[2], programs_per_sm=[2, 3])[
+        lambda T: (max(1, min(programs, cdiv(rows, T.m))),)](
+            x2, w, b, y.reshape(x2.shape), mean, rstd, float(eps))
     return y, mean, rstd
 
 

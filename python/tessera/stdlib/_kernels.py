@@ -67,24 +67,24 @@ def softmax_rows_long(X: KTile["R", "N"], Y: KTile["R", "N"]):
 @ts.kernel
 def layernorm_fwd(X: KTile["R", "N"], W: KTile["N"], B: KTile["N"],
                   Y: KTile["R", "N"], Mean: KTile["R", ts.f32],
-                  Rstd: KTile["R", ts.f32], eps: float,
-                  rows_per_program: int):
-    """Program p normalizes rows_per_program rows (a multiple of T.m),
-    T.m at a time: the weight and bias are read once a program, not once
-    a row (they are as large as a bf16 row each, in f32)."""
+                  Rstd: KTile["R", ts.f32], eps: float):
+    """Program p normalizes rows p, p + P, p + 2P... (P programs), T.m at
+    a time: the weight and bias are read once a program, not once a row
+    (they are as large as a bf16 row each, in f32), and the programs on
+    the card at once work on neighbouring rows (as one streaming copy
+    would), not on P distant stretches of the tensor."""
     T = tile.context()
-    start = tile.program_id(0) * rows_per_program
-    stop = tile.minimum(start + rows_per_program, X.shape[0])
     n = X.shape[1]
-    nf = tile.cast(n, ts.f32)
+    inv_n = 1.0 / tile.cast(n, ts.f32)
     valid = _cols(T) < tile.cast(n, ts.i32)
     w = tile.cast(tile.load(W, at=(0,), shape=(T.n,)), ts.f32)
     b = tile.cast(tile.load(B, at=(0,), shape=(T.n,)), ts.f32)
-    for r in tile.range(start, stop, T.m, stages=T.stages):
+    for r in tile.range(tile.program_id(0) * T.m, X.shape[0],
+                        tile.num_programs(0) * T.m, stages=T.stages):
         x = tile.cast(tile.load(X, at=(r, 0), shape=(T.m, T.n)), ts.f32)
-        mean = tile.sum(x, axis=1) / nf
+        mean = tile.sum(x, axis=1) * inv_n
         d = tile.where(valid, x - mean[:, None], 0.0)
-        rstd = tile.rsqrt(tile.sum(d * d, axis=1) / nf + eps)
+        rstd = tile.rsqrt(tile.sum(d * d, axis=1) * inv_n + eps)
         y = d * rstd[:, None] * w + b
         tile.store(Y, tile.cast(y, Y.dtype), at=(r, 0))
         tile.store(Mean, mean, at=(r,))

@@ -58,6 +58,49 @@ func.func @row_sum(%X: memref<?x?xf32>, %Y: memref<?xf32>)
 
 // -----
 
+// Sixteen warps along the row: each thread reads one warp's partial sum
+// (lane l the l-th warp's, mod 16) and four more butterfly steps over the
+// lanes combine them, instead of sixteen loads and adds in every thread.
+// CHECK: gpu.func @row_sum_16_warps
+// CHECK-COUNT-5: gpu.shuffle xor
+// CHECK: gpu.barrier
+// CHECK: llvm.store {{.*}} : f32, !llvm.ptr<3>
+// CHECK: gpu.barrier
+// CHECK: llvm.load {{.*}} : !llvm.ptr<3> -> f32
+// CHECK-NOT: llvm.load {{.*}} !llvm.ptr<3>
+// CHECK-COUNT-4: gpu.shuffle xor
+// CHECK-NOT: llvm.load {{.*}} !llvm.ptr<3>
+// CHECK: gpu.return
+func.func @row_sum_16_warps(%X: memref<?x?xf32>, %Y: memref<?xf32>)
+    attributes {ttile.kernel, ttile.num_warps = 16 : i32} {
+  %c0 = arith.constant 0 : index
+  %x = ttile.load %X[%c0, %c0] : memref<?x?xf32> -> tensor<1x4096xf32>
+  %s = ttile.reduce sum %x {dim = 1 : i32} : tensor<1x4096xf32> -> tensor<1xf32>
+  ttile.store %s, %Y[%c0] : tensor<1xf32>, memref<?xf32>
+  return
+}
+
+// -----
+
+// A column sum over sixteen warps: the lanes hold different columns, so
+// each thread reads the sixteen warps' partials of its columns in warp
+// order (no butterfly across lanes).
+// CHECK: gpu.func @col_sum_16_warps
+// CHECK-NOT: gpu.shuffle
+// CHECK-COUNT-16: llvm.load {{.*}} : !llvm.ptr<3> -> f32
+// CHECK-NOT: gpu.shuffle
+// CHECK: gpu.return
+func.func @col_sum_16_warps(%X: memref<?x?xf32>, %Y: memref<?xf32>)
+    attributes {ttile.kernel, ttile.num_warps = 16 : i32} {
+  %c0 = arith.constant 0 : index
+  %x = ttile.load %X[%c0, %c0] : memref<?x?xf32> -> tensor<16x128xf32>
+  %s = ttile.reduce sum %x {dim = 0 : i32} : tensor<16x128xf32> -> tensor<128xf32>
+  ttile.store %s, %Y[%c0] : tensor<128xf32>, memref<?xf32>
+  return
+}
+
+// -----
+
 // A layout change between threads goes through shared memory (the load
 // has two users, so it is not simply loaded in the second layout): 16-byte
 // stores where a thread's elements run along the buffer's rows, 16-byte

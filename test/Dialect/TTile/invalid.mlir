@@ -287,3 +287,10 @@ func.func @f(%s: tensor<64xf32>, %k0: index, %n: index) {
   %m = ttile.mask_keys %s, %k0, %n : tensor<64xf32>
   return
 }
+
+// -----
+
+// expected-error @+1 {{ttile.programs_per_sm is a kernel's count of programs an SM holds at once, from 1 to 2048 threads / 512 threads a program = 4, got 5 : i32}}
+func.func @k(%x: memref<?xf32>) attributes {ttile.kernel, ttile.num_warps = 16 : i32, ttile.programs_per_sm = 5 : i32} {
+  return
+}

@@ -434,6 +434,29 @@ def test_flash_attention_2_backward(d, causal, rng=np.random.default_rng(9)):
                  _attention_grads_ref(q, k, v, g, causal))
 
 
+def test_tensor_maps_of_many_buffers(rng=np.random.default_rng(14)):
+    """A TMA kernel launched on many sets of buffers in turn: the runtime
+    keeps the tensor maps of each set (64 a launch site) and rewrites the
+    least recently used past that. 66 output buffers (poisoned first) in
+    rotation, with inputs A, then B, then A again: each output holds its
+    own pass's attention, never a stale one."""
+    shape = ATTN_SHAPE + (128,)
+    sets = []
+    for _ in range(2):
+        q, k, v = (rounded(rng.standard_normal(shape), "bf16")
+                   for _ in range(3))
+        sets.append((tuple(dev(t, "bf16") for t in (q, k, v)),
+                     _attention_ref(q, k, v, False)[0]))
+    outs = [dev(np.full(shape, np.nan), "bf16") for _ in range(66)]
+    for which in (0, 1, 0):
+        args, want = sets[which]
+        for out in outs:
+            S.flash_attention_2(*args, out=out)
+        for i, out in enumerate(outs):
+            np.testing.assert_allclose(host(out), want, rtol=2e-2, atol=2e-2,
+                                       err_msg=f"buffer {i}, inputs {which}")
+
+
 @pytest.mark.parametrize("causal", [True, False])
 def test_flash_attention_ping_pong(causal, rng=np.random.default_rng(10)):
     """pingpong=True (the two warpgroups take turns on the tensor cores

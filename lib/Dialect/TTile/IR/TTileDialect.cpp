@@ -249,6 +249,21 @@ LogicalResult TTileDialect::verifyOperationAttribute(Operation *op,
                              << attr.getValue();
     return success();
   }
+  if (name == "ttile.programs_per_sm") {
+    // Programs that must fit on one SM at once (.minnctapersm): at most the
+    // SM's 2048 threads.
+    auto v = dyn_cast<IntegerAttr>(attr.getValue());
+    auto warps = op->getAttrOfType<IntegerAttr>("ttile.num_warps");
+    int64_t n = v ? v.getInt() : 0;
+    int64_t threads = 32 * (warps ? warps.getInt() : 4);
+    if (!isa<func::FuncOp>(op) || n < 1 || n * threads > 2048)
+      return op->emitError()
+             << "ttile.programs_per_sm is a kernel's count of programs an SM "
+                "holds at once, from 1 to 2048 threads / "
+             << threads << " threads a program = " << 2048 / threads << ", got "
+             << attr.getValue();
+    return success();
+  }
   if (name == "ttile.cluster") {
     // Programs a cluster (consecutive ids along grid dim 0), which
     // multicast loads share.
