@@ -33,7 +33,9 @@ def _calls(mk):
                                 mk((COLS,), "f32"))
     S.layernorm_backward(mk((ROWS, COLS), "bf16"), mk((ROWS, COLS), "bf16"),
                          mk((COLS,), "f32"), mean, rstd)
-    S.rmsnorm(mk((ROWS, COLS), "bf16"), mk((COLS,), "f32"))
+    _, rrstd = S.rmsnorm(mk((ROWS, COLS), "bf16"), mk((COLS,), "f32"))
+    S.rmsnorm_backward(mk((ROWS, COLS), "bf16"), mk((ROWS, COLS), "bf16"),
+                       mk((COLS,), "f32"), rrstd)
     _, lse = S.cross_entropy(mk((CE_ROWS, VOCAB), "bf16"),
                              mk((CE_ROWS,), "i32"))
     S.cross_entropy_backward(mk((CE_ROWS, VOCAB), "bf16"),
@@ -179,6 +181,12 @@ def _row_ops(torch, F, g, rand, rows):
             dy, xb, (COLS,), tmean, trstd, wbf, bbf, [True, True, True]))
     row("rmsnorm fwd bf16", 2 * nb,
         lambda: S.rmsnorm(xbt, wt), lambda: F.rms_norm(xb, (COLS,), wbf))
+    _, rrstd = S.rmsnorm(xbt, wt)
+    xg, wg = xb.detach().requires_grad_(), wbf.detach().requires_grad_()
+    rms = F.rms_norm(xg, (COLS,), wg)
+    row("rmsnorm bwd bf16", 3 * nb,
+        lambda: S.rmsnorm_backward(dyt, xbt, wt, rrstd),
+        lambda: torch.autograd.grad(rms, (xg, wg), dy, retain_graph=True))
 
     logits = rand(CE_ROWS, VOCAB, dtype=torch.bfloat16)
     labels = torch.randint(0, VOCAB, (CE_ROWS,), device="cuda",

@@ -220,13 +220,7 @@ CachingAllocator &CachingAllocator::global() {
   return *instance;
 }
 
-namespace {
-/// With TESSERA_POISON_ALLOCATIONS set (to anything but 0), every block
-/// compiled code allocates starts out as 0xFF bytes: NaN in every float
-/// type, -1 in integers. Reading memory that was never written then shows
-/// up in the results instead of depending on what the block held before
-/// (the tests run this way).
-bool poisonAllocations() {
+bool tessera::runtime::poisonAllocations() {
   static const bool poison = [] {
     const char *value = std::getenv("TESSERA_POISON_ALLOCATIONS");
     return value && *value && std::string_view(value) != "0";
@@ -234,6 +228,7 @@ bool poisonAllocations() {
   return poison;
 }
 
+namespace {
 void *poisoned(void *pointer, std::size_t size) {
   if (pointer && poisonAllocations())
     std::memset(pointer, 0xFF, size);

@@ -9,6 +9,8 @@
 
 #include "tessera/Runtime/Cuda.h"
 
+#include "tessera/Runtime/Allocator.h"
+
 #include <cuda.h>
 #include <dlfcn.h>
 
@@ -538,6 +540,17 @@ Result<DeviceBuffer> DeviceBuffer::allocate(DType type,
     allocator.free(*blk);
     delete blk;
   });
+  if (poisonAllocations()) {
+    // (TESSERA_POISON_ALLOCATIONS) 0xFF bytes: what a kernel leaves
+    // unwritten reads NaN.
+    TESSERA_ENTER(device);
+    TESSERA_CU(driver().memsetD8Async(CUdeviceptr(b.address), 0xFF, bytes,
+                                      streamOf(stream)),
+               "cannot poison device memory");
+    if (!stream)
+      TESSERA_CU(driver().streamSynchronize(nullptr),
+                 "cannot poison device memory");
+  }
   return DeviceBuffer(type, std::move(shape), device, std::move(owner),
                       std::uint64_t(b.address));
 }

@@ -519,12 +519,15 @@ LogicalResult KernelLowering::lowerMmaSync(DotOp op, MmaAttr mma) {
   int64_t nK = aType.getShape()[1] / 16;
   Regs a = tiles.lookup(op.getA()), bv = tiles.lookup(op.getB());
   Regs out = tiles.lookup(op.getAcc());
-  // Two 16-bit values in one 32-bit register, the first in the low half.
+  // Two 16-bit values in one 32-bit register, the first in the low half:
+  // as the intrinsic types them, <2 x half> for f16 and i32 for bf16.
   auto pairVec = VectorType::get({2}, in);
   auto i32Vec = VectorType::get({1}, b.getI32Type());
   auto pack = [&](Value lo, Value hi) -> Value {
     Value v =
         vector::FromElementsOp::create(b, loc, pairVec, ValueRange{lo, hi});
+    if (in.isF16())
+      return v;
     return vector::ExtractOp::create(
         b, loc, vector::BitCastOp::create(b, loc, i32Vec, v), int64_t(0));
   };

@@ -249,6 +249,15 @@ def _split_rows(rows, m, programs=264):
     return cdiv(rows, per), per
 
 
+def _backward_programs(rows, m):
+    """Programs of the norm backward passes: 528 (four an SM of a 132-SM
+    card, a whole number of waves at one or two an SM), fewer for fewer
+    row blocks. Fixed, not the card's count: each program's partial sums
+    (its rows p, p + P...) and their order are then the same on every
+    card."""
+    return max(1, min(528, cdiv(rows, m)))
+
+
 def _column_sum(part, n, dtype, dev):
     """The sum of the rows of part [P, n], in row order. Blocks of 32
     columns (128 bytes of a row): enough programs to keep the card busy
@@ -269,13 +278,14 @@ def _layernorm_backward(schedule, dy, x, weight, mean, rstd):
     x2, n = _rows(x, "x")
     s = schedule or _norm_schedule(n, "layernorm_backward", x.dtype.name)
     dev = x.device.index
-    programs, per_program = _split_rows(x2.shape[0], s.m)
+    programs = _backward_programs(x2.shape[0], s.m)
     dx = _cuda.empty(x.shape, x.dtype, device=f"cuda:{dev}")
     dwp = _cuda.empty((programs, n), "f32", device=f"cuda:{dev}")
     dbp = _cuda.empty((programs, n), "f32", device=f"cuda:{dev}")
-    _kernel_for("layernorm_bwd", schedule, s, warps=[4, 8, 16])[(programs,)](
+    _kernel_for("layernorm_bwd", schedule, s, warps=[8, 16],
+                programs_per_sm=[1, 2])[(programs,)](
         dy.reshape(x2.shape), x2, w, mean, rstd, dx.reshape(x2.shape), dwp,
-        dbp, per_program)
+        dbp)
     return (dx, _column_sum(dwp, n, w.dtype, dev),
             _column_sum(dbp, n, w.dtype, dev))
 
@@ -314,12 +324,12 @@ def _rmsnorm_backward(schedule, dy, x, weight, rstd):
     x2, n = _rows(x, "x")
     s = schedule or _norm_schedule(n, "rmsnorm_backward", x.dtype.name)
     dev = x.device.index
-    programs, per_program = _split_rows(x2.shape[0], s.m)
+    programs = _backward_programs(x2.shape[0], s.m)
     dx = _cuda.empty(x.shape, x.dtype, device=f"cuda:{dev}")
     dwp = _cuda.empty((programs, n), "f32", device=f"cuda:{dev}")
-    _kernel_for("rmsnorm_bwd", schedule, s, warps=[4, 8, 16])[(programs,)](
-        dy.reshape(x2.shape), x2, w, rstd, dx.reshape(x2.shape), dwp,
-        per_program)
+    _kernel_for("rmsnorm_bwd", schedule, s, warps=[8, 16],
+                programs_per_sm=[1, 2])[(programs,)](
+        dy.reshape(x2.shape), x2, w, rstd, dx.reshape(x2.shape), dwp)
     return dx, _column_sum(dwp, n, w.dtype, dev)
 
 

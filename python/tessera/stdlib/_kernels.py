@@ -95,28 +95,28 @@ def layernorm_fwd(X: KTile["R", "N"], W: KTile["N"], B: KTile["N"],
 def layernorm_bwd(DY: KTile["R", "N"], X: KTile["R", "N"], W: KTile["N"],
                   Mean: KTile["R", ts.f32], Rstd: KTile["R", ts.f32],
                   DX: KTile["R", "N"], DWp: KTile["P", "N", ts.f32],
-                  DBp: KTile["P", "N", ts.f32], rows_per_program: int):
-    """dx of each row; program p handles rows_per_program rows (a multiple
-    of T.m) and writes its partial sums of dw and db as row p of DWp/DBp."""
+                  DBp: KTile["P", "N", ts.f32]):
+    """dx of each row; program p handles rows p, p + P, p + 2P... (T.m at
+    a time, as layernorm_fwd) and writes its partial sums of dw and db as
+    row p of DWp/DBp."""
     T = tile.context()
     p = tile.program_id(0)
-    start = p * rows_per_program
-    stop = tile.minimum(start + rows_per_program, X.shape[0])
     n = X.shape[1]
-    nf = tile.cast(n, ts.f32)
+    inv_n = 1.0 / tile.cast(n, ts.f32)
     valid = _cols(T) < tile.cast(n, ts.i32)
     w = tile.cast(tile.load(W, at=(0,), shape=(T.n,)), ts.f32)
     dw = tile.zeros((T.n,))
     db = tile.zeros((T.n,))
-    for r in tile.range(start, stop, T.m, stages=2):
+    for r in tile.range(p * T.m, X.shape[0], tile.num_programs(0) * T.m,
+                        stages=2):
         x = tile.cast(tile.load(X, at=(r, 0), shape=(T.m, T.n)), ts.f32)
         dy = tile.cast(tile.load(DY, at=(r, 0), shape=(T.m, T.n)), ts.f32)
         mean = tile.load(Mean, at=(r,), shape=(T.m,))
         rstd = tile.load(Rstd, at=(r,), shape=(T.m,))
         xhat = tile.where(valid, (x - mean[:, None]) * rstd[:, None], 0.0)
         wdy = dy * w
-        c1 = tile.sum(xhat * wdy, axis=1) / nf
-        c2 = tile.sum(wdy, axis=1) / nf
+        c1 = tile.sum(xhat * wdy, axis=1) * inv_n
+        c2 = tile.sum(wdy, axis=1) * inv_n
         dx = (wdy - (xhat * c1[:, None] + c2[:, None])) * rstd[:, None]
         tile.store(DX, tile.cast(dx, DX.dtype), at=(r, 0))
         # Rows past the end read zeros: they add nothing to the sums.
@@ -142,22 +142,21 @@ def rmsnorm_fwd(X: KTile["R", "N"], W: KTile["N"], Y: KTile["R", "N"],
 @ts.kernel
 def rmsnorm_bwd(DY: KTile["R", "N"], X: KTile["R", "N"], W: KTile["N"],
                 Rstd: KTile["R", ts.f32], DX: KTile["R", "N"],
-                DWp: KTile["P", "N", ts.f32], rows_per_program: int):
+                DWp: KTile["P", "N", ts.f32]):
     """As layernorm_bwd, for rmsnorm (partial sums of dw only)."""
     T = tile.context()
     p = tile.program_id(0)
-    start = p * rows_per_program
-    stop = tile.minimum(start + rows_per_program, X.shape[0])
-    nf = tile.cast(X.shape[1], ts.f32)
+    inv_n = 1.0 / tile.cast(X.shape[1], ts.f32)
     w = tile.cast(tile.load(W, at=(0,), shape=(T.n,)), ts.f32)
     dw = tile.zeros((T.n,))
-    for r in tile.range(start, stop, T.m, stages=2):
+    for r in tile.range(p * T.m, X.shape[0], tile.num_programs(0) * T.m,
+                        stages=2):
         x = tile.cast(tile.load(X, at=(r, 0), shape=(T.m, T.n)), ts.f32)
         dy = tile.cast(tile.load(DY, at=(r, 0), shape=(T.m, T.n)), ts.f32)
         rstd = tile.load(Rstd, at=(r,), shape=(T.m,))
         xhat = x * rstd[:, None]
         wdy = dy * w
-        c = tile.sum(xhat * wdy, axis=1) / nf
+        c = tile.sum(xhat * wdy, axis=1) * inv_n
         dx = (wdy - xhat * c[:, None]) * rstd[:, None]
         tile.store(DX, tile.cast(dx, DX.dtype), at=(r, 0))
         dw = dw + tile.sum(dy * xhat, axis=0)

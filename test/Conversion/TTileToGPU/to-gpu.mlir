@@ -157,6 +157,24 @@ func.func @dot_operands(%A: memref<?x?xbf16>, %B: memref<?x?xbf16>,
 
 // -----
 
+// f16 operands: nvvm.mma.sync takes each pair as <2 x half> (bf16 pairs
+// as i32).
+// CHECK-LABEL: gpu.func @dot_f16
+// CHECK: nvvm.mma.sync {{.*}} : (vector<2xf16>, vector<2xf16>, f32)
+func.func @dot_f16(%A: memref<?x?xf16>, %B: memref<?x?xf16>,
+                   %C: memref<?x?xf32>)
+    attributes {ttile.kernel, ttile.num_warps = 4 : i32} {
+  %c0 = arith.constant 0 : index
+  %zero = arith.constant dense<0.0> : tensor<64x64xf32>
+  %a = ttile.load %A[%c0, %c0] : memref<?x?xf16> -> tensor<64x32xf16>
+  %b = ttile.load %B[%c0, %c0] : memref<?x?xf16> -> tensor<32x64xf16>
+  %d = ttile.dot %a, %b, %zero : tensor<64x32xf16>, tensor<32x64xf16> -> tensor<64x64xf32>
+  ttile.store %d, %C[%c0, %c0] : tensor<64x64xf32>, memref<?x?xf32>
+  return
+}
+
+// -----
+
 // A conversion and a reduction one after the other share the scratch area
 // (each starts behind a barrier): the kernel needs the tile's 8 KiB, not
 // 8 KiB and the warps' partial sums.

@@ -22,6 +22,7 @@ ROPE = (2, 100, 4, 64)
 # or either (the 3rd); the producer copies those tiles with cp.async.
 GEMMS = [((300, 200, 100), "bf16"), ((300, 100, 200), "bf16"),
          ((300, 100, 100), "bf16"), ((300, 200, 100), "f32"),
+         ((300, 200, 100), "f16"), ((2048, 256, 1024), "f16"),
          # Hopper's tile choice: 128x128 (128 tiles), 128x256 (256 tiles).
          ((2048, 256, 1024), "bf16"), ((2048, 128, 4096), "bf16")]
 PERSISTENT = [(700, 320, 900), (700, 100, 900)]
@@ -51,6 +52,8 @@ STAGED_SCHEDULE = ts.Schedule(block=(128, 256), k=64, warps=8, stages=3,
 FP8 = (300, 256, 100)
 TF32 = (300, 256, 200)
 ATTN = [(d, causal) for d in (64, 128) for causal in (True, False)]
+# f16 operands (the same kernels' f16 wgmma and conversions).
+ATTN_F16 = [(64, True), (128, False)]
 ATTN_SHAPE = (2, 3, 200)
 # The warpgroups taking turns to issue their products (head dim 128).
 PINGPONG_FWD = ts.Schedule(block=(128, 128), warps=8, stages=2, d=128,
@@ -106,6 +109,12 @@ def _calls(mk, chip):
         S.flash_attention_2(mk(shape, "bf16"), mk(shape, "bf16"),
                             mk(shape, "bf16"), causal=causal)
         S.flash_attention_2_backward(*(mk(shape, "bf16") for _ in range(5)),
+                                     mk(shape[:-1], "f32"), causal=causal)
+    for d, causal in ATTN_F16:
+        shape = ATTN_SHAPE + (d,)
+        S.flash_attention_2(*(mk(shape, "f16") for _ in range(3)),
+                            causal=causal)
+        S.flash_attention_2_backward(*(mk(shape, "f16") for _ in range(5)),
                                      mk(shape[:-1], "f32"), causal=causal)
     shape = ATTN_SHAPE + (128,)
     for causal in (True, False):
@@ -430,6 +439,23 @@ def test_flash_attention_2_backward(d, causal, rng=np.random.default_rng(9)):
     dq_, dk_, dv_ = (dev(t, "bf16") for t in (q, k, v))
     o, lse = S.flash_attention_2(dq_, dk_, dv_, causal=causal)
     _check_grads(S.flash_attention_2_backward(dev(g, "bf16"), dq_, dk_, dv_,
+                                              o, lse, causal=causal),
+                 _attention_grads_ref(q, k, v, g, causal))
+
+
+@pytest.mark.parametrize("d,causal", ATTN_F16)
+def test_flash_attention_2_f16(d, causal, rng=np.random.default_rng(15)):
+    """f16 q, k, v, do: forward (o, lse) and gradients against float64."""
+    shape = ATTN_SHAPE + (d,)
+    q, k, v, g = (rounded(rng.standard_normal(shape), "f16")
+                  for _ in range(4))
+    dq_, dk_, dv_ = (dev(t, "f16") for t in (q, k, v))
+    o, lse = S.flash_attention_2(dq_, dk_, dv_, causal=causal)
+    assert o.dtype.name == "f16"
+    ref, ref_lse, _ = _attention_ref(q, k, v, causal)
+    np.testing.assert_allclose(host(o), ref, rtol=1e-2, atol=1e-2)
+    np.testing.assert_allclose(host(lse), ref_lse, rtol=1e-3, atol=1e-3)
+    _check_grads(S.flash_attention_2_backward(dev(g, "f16"), dq_, dk_, dv_,
                                               o, lse, causal=causal),
                  _attention_grads_ref(q, k, v, g, causal))
 

@@ -91,6 +91,13 @@ private:
   std::atomic<std::uint64_t> allocationCount{0}, hitCount{0};
 };
 
+/// Whether TESSERA_POISON_ALLOCATIONS is set (to anything but 0): every
+/// block compiled code allocates, and every device buffer, then starts
+/// out as 0xFF bytes (NaN in every float type, -1 in integers), so that
+/// memory read before it is written shows up in the results (the tests
+/// run this way).
+bool poisonAllocations();
+
 } // namespace tessera::runtime
 
 /// The memory functions compiled code calls (the names MLIR's memref
