@@ -11,69 +11,36 @@
 
 #include "tessera/Runtime/Allocator.h"
 
+#include "CudaDriver.h"
+#include "CudaTensorMaps.h"
+
 #include <cuda.h>
 #include <dlfcn.h>
 
 #include <algorithm>
-#include <cstring>
-#include <list>
 #include <map>
 #include <mutex>
 #include <sstream>
 
 using namespace tessera::runtime;
 using namespace tessera::runtime::cuda;
-
-namespace {
+using namespace tessera::runtime::cuda::detail;
 
 //===----------------------------------------------------------------------===//
 // The driver
 //===----------------------------------------------------------------------===//
 
-struct Driver {
-  decltype(&::cuInit) init = nullptr;
-  decltype(&::cuGetErrorName) getErrorName = nullptr;
-  decltype(&::cuGetErrorString) getErrorString = nullptr;
-  decltype(&::cuDeviceGetCount) deviceGetCount = nullptr;
-  decltype(&::cuDeviceGet) deviceGet = nullptr;
-  decltype(&::cuDeviceGetName) deviceGetName = nullptr;
-  decltype(&::cuDeviceGetAttribute) deviceGetAttribute = nullptr;
-  decltype(&::cuDeviceTotalMem) deviceTotalMem = nullptr;
-  decltype(&::cuDevicePrimaryCtxRetain) primaryCtxRetain = nullptr;
-  decltype(&::cuCtxSetCurrent) ctxSetCurrent = nullptr;
-  decltype(&::cuCtxSynchronize) ctxSynchronize = nullptr;
-  decltype(&::cuMemAlloc) memAlloc = nullptr;
-  decltype(&::cuMemFree) memFree = nullptr;
-  decltype(&::cuMemcpyHtoDAsync) memcpyHtoDAsync = nullptr;
-  decltype(&::cuMemcpyDtoHAsync) memcpyDtoHAsync = nullptr;
-  decltype(&::cuMemsetD8Async) memsetD8Async = nullptr;
-  decltype(&::cuStreamCreate) streamCreate = nullptr;
-  decltype(&::cuStreamDestroy) streamDestroy = nullptr;
-  decltype(&::cuStreamSynchronize) streamSynchronize = nullptr;
-  decltype(&::cuEventCreate) eventCreate = nullptr;
-  decltype(&::cuEventDestroy) eventDestroy = nullptr;
-  decltype(&::cuEventRecord) eventRecord = nullptr;
-  decltype(&::cuEventSynchronize) eventSynchronize = nullptr;
-  decltype(&::cuEventElapsedTime) eventElapsedTime = nullptr;
-  decltype(&::cuModuleLoadDataEx) moduleLoadDataEx = nullptr;
-  decltype(&::cuModuleUnload) moduleUnload = nullptr;
-  decltype(&::cuModuleGetFunction) moduleGetFunction = nullptr;
-  decltype(&::cuModuleGetGlobal) moduleGetGlobal = nullptr;
-  decltype(&::cuMemcpyDtoH) memcpyDtoH = nullptr;
-  decltype(&::cuLaunchKernel) launchKernel = nullptr;
-  decltype(&::cuFuncSetAttribute) funcSetAttribute = nullptr;
-  /// Optional: launches of kernels run in clusters (CUDA 12 drivers).
-  decltype(&::cuLaunchKernelEx) launchKernelEx = nullptr;
-  /// Optional (CUDA 12 drivers): without it, TMA kernels copy with cp.async.
-  decltype(&::cuTensorMapEncodeTiled) tensorMapEncodeTiled = nullptr;
+namespace {
 
-  std::string failure; // why the driver cannot be used
-  int devices = 0;
-  std::vector<CUcontext> contexts;
-};
+std::mutex &contextMutex() {
+  static std::mutex m;
+  return m;
+}
+
+} // namespace
 
 /// The driver, loaded and initialized once.
-const Driver &driver() {
+const Driver &detail::driver() {
   static const Driver *loaded = [] {
     auto *d = new Driver;
     void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
@@ -151,7 +118,7 @@ const Driver &driver() {
   return *loaded;
 }
 
-std::string describeError(CUresult r) {
+static std::string describeError(CUresult r) {
   const Driver &d = driver();
   const char *name = nullptr, *text = nullptr;
   if (d.getErrorName)
@@ -164,17 +131,11 @@ std::string describeError(CUresult r) {
   return out;
 }
 
-Error cudaError(const std::string &what, CUresult r) {
+Error detail::cudaError(const std::string &what, CUresult r) {
   return Error{"CUDA: " + what + ": " + describeError(r)};
 }
 
-std::mutex &contextMutex() {
-  static std::mutex m;
-  return m;
-}
-
-/// Makes `device`'s primary context current on this thread.
-Status enter(int device) {
+Status detail::enter(int device) {
   const Driver &d = driver();
   if (!d.failure.empty())
     return Error{"CUDA is not available: " + d.failure};
@@ -201,23 +162,7 @@ Status enter(int device) {
   return Status::ok();
 }
 
-#define TESSERA_CU(call, what)                                                 \
-  do {                                                                         \
-    CUresult tesseraResult = (call);                                           \
-    if (tesseraResult != CUDA_SUCCESS)                                         \
-      return cudaError(what, tesseraResult);                                   \
-  } while (false)
-
-#define TESSERA_ENTER(device)                                                  \
-  do {                                                                         \
-    Status tesseraEntered = enter(device);                                     \
-    if (!tesseraEntered)                                                       \
-      return tesseraEntered.error();                                           \
-  } while (false)
-
-CUstream streamOf(Stream *s) {
-  return s ? static_cast<CUstream>(s->handle()) : nullptr;
-}
+namespace {
 
 std::string gib(std::size_t bytes) {
   std::ostringstream os;
@@ -673,50 +618,6 @@ Result<Module> Module::loadImage(const std::vector<char> &image, int device) {
   return load(image.data(), device, "a GPU code image");
 }
 
-struct tessera::runtime::cuda::Kernel::TmaLaunch {
-  /// A tensor map: the memref's first parameter slot, its element bytes,
-  /// the box (columns = one swizzle row) and the swizzle.
-  struct MapSpec {
-    int slot, rank, eltBytes, boxCols, boxRows, swizzle;
-  };
-  int extraThreads = 0, consumerThreads = 0, paramSlots = 0;
-  /// Programs a cluster (consecutive along grid dim x; 1: no clusters).
-  int cluster = 1;
-  std::vector<MapSpec> maps;
-
-  /// The maps of one set of memrefs, in device memory.
-  struct Table {
-    DeviceBuffer buffer;
-    std::vector<char> bytes;
-    /// The memref fields the maps were made from.
-    std::vector<std::int64_t> key;
-    std::uint64_t address = 0;
-    /// When it was last launched with (the launch count of the kernel).
-    std::uint64_t lastUse = 0;
-  };
-  /// Tables kept per stream and site: a site launched on a few sets of
-  /// buffers in turn (the layers of a model, buffers that alternate)
-  /// finds each set's maps in device memory without a copy; past this
-  /// many, the least recently used table is rewritten.
-  static constexpr std::size_t kTablesPerSite = 64;
-  std::mutex mutex;
-  std::uint64_t launches = 0;
-  /// The address launches without maps pass.
-  std::uint64_t noTable = 0;
-  /// Per stream and launch site (null: launches without one); a list, so
-  /// that the addresses passed in `args` stay put.
-  std::map<std::pair<CUstream, const void *>, std::list<Table>> tables;
-
-  /// Checks the launch, makes the maps and appends their address to
-  /// `args`.
-  Status prepare(const std::string &kernel, const LaunchConfig &config,
-                 std::vector<void *> &args, CUstream stream, const void *site,
-                 int device);
-};
-
-static Result<std::shared_ptr<Kernel::TmaLaunch>>
-readTmaLaunch(CUmodule module, const std::string &name);
-
 Result<Kernel> Module::kernel(const std::string &name) const {
   TESSERA_ENTER(deviceIndex);
   CUfunction fn;
@@ -746,7 +647,7 @@ Result<Kernel> Module::kernel(const std::string &name) const {
     }
     kernel.dynamicShared = bytes;
   }
-  auto tma = readTmaLaunch(static_cast<CUmodule>(module.get()), name);
+  auto tma = detail::readTmaLaunch(static_cast<CUmodule>(module.get()), name);
   if (!tma)
     return tma.error();
   kernel.tma = *tma;
@@ -755,176 +656,6 @@ Result<Kernel> Module::kernel(const std::string &name) const {
 
 unsigned Kernel::extraThreads() const {
   return tma ? unsigned(tma->extraThreads) : 0;
-}
-
-Status Kernel::TmaLaunch::prepare(const std::string &kernel,
-                                  const LaunchConfig &config,
-                                  std::vector<void *> &args, CUstream stream,
-                                  const void *site, int device) {
-  if (int(args.size()) + 1 != paramSlots)
-    return Error{"kernel '" + kernel + "' takes " +
-                 std::to_string(paramSlots - 1) +
-                 " parameter values (each memref as pointer, pointer, "
-                 "offset, sizes, strides), got " +
-                 std::to_string(args.size())};
-  if (config.block != std::array<unsigned, 3>{unsigned(consumerThreads), 1, 1})
-    return Error{"kernel '" + kernel + "' runs on blocks of " +
-                 std::to_string(consumerThreads) +
-                 " threads (its warps; the launch adds its producer's " +
-                 std::to_string(extraThreads) + "), got (" +
-                 std::to_string(config.block[0]) + ", " +
-                 std::to_string(config.block[1]) + ", " +
-                 std::to_string(config.block[2]) + ")"};
-  // The memref fields the maps come from: the same as at the last launch
-  // on this stream, the table in device memory still holds their maps.
-  std::vector<std::int64_t> key;
-  for (const MapSpec &m : maps)
-    for (int k = 1; k < 3 + 2 * m.rank; ++k) {
-      std::int64_t v;
-      std::memcpy(&v, args[std::size_t(m.slot + k)], sizeof v);
-      key.push_back(v);
-    }
-  std::lock_guard<std::mutex> lock(mutex);
-  if (maps.empty()) { // (no table to make: its address is 0)
-    args.push_back(&noTable);
-    return Status::ok();
-  }
-  std::list<Table> &kept = tables[{stream, site}];
-  ++launches;
-  for (Table &t : kept)
-    if (t.key == key) {
-      t.lastUse = launches;
-      args.push_back(&t.address);
-      return Status::ok();
-    }
-  // The maps, then one i32 per map: 1 where it could be made.
-  std::vector<char> bytes(maps.size() * (sizeof(CUtensorMap) + 4), 0);
-  const Driver &d = driver();
-  for (std::size_t i = 0; i < maps.size(); ++i) {
-    const MapSpec &m = maps[i];
-    auto field = [&](int k) {
-      std::int64_t v;
-      std::memcpy(&v, args[std::size_t(m.slot + k)], sizeof v);
-      return v;
-    };
-    // The memref: pointer, aligned pointer, offset, sizes, strides; the
-    // map's dims innermost first.
-    std::uint64_t base = std::uint64_t(field(1));
-    std::int64_t offset = field(2);
-    std::uint64_t address = base + std::uint64_t(offset * m.eltBytes);
-    cuuint64_t dims[5], strides[4];
-    cuuint32_t box[5] = {cuuint32_t(m.boxCols), cuuint32_t(m.boxRows), 1, 1, 1};
-    cuuint32_t unit[5] = {1, 1, 1, 1, 1};
-    // What TMA can address; other tiles are copied with cp.async.
-    bool ok = d.tensorMapEncodeTiled && address % 16 == 0 &&
-              field(3 + 2 * m.rank - 1) == 1;
-    for (int dim = 0; dim < m.rank && ok; ++dim) {
-      std::int64_t size = field(3 + m.rank - 1 - dim);
-      std::int64_t stride = field(3 + 2 * m.rank - 1 - dim);
-      ok = size > 0 && size <= (1ll << 32);
-      dims[dim] = cuuint64_t(size);
-      if (dim > 0) {
-        std::uint64_t strideBytes = std::uint64_t(stride * m.eltBytes);
-        ok = ok && stride > 0 && strideBytes % 16 == 0 &&
-             strideBytes < (1ull << 40);
-        strides[dim - 1] = strideBytes;
-      }
-    }
-    if (ok) {
-      CUtensorMap map;
-      CUtensorMapDataType type = m.eltBytes == 1 ? CU_TENSOR_MAP_DATA_TYPE_UINT8
-                                 : m.eltBytes == 2
-                                     ? CU_TENSOR_MAP_DATA_TYPE_UINT16
-                                     : CU_TENSOR_MAP_DATA_TYPE_UINT32;
-      CUtensorMapSwizzle swizzle = m.swizzle == 128 ? CU_TENSOR_MAP_SWIZZLE_128B
-                                   : m.swizzle == 64
-                                       ? CU_TENSOR_MAP_SWIZZLE_64B
-                                       : CU_TENSOR_MAP_SWIZZLE_32B;
-      ok =
-          d.tensorMapEncodeTiled(
-              &map, type, cuuint32_t(m.rank), reinterpret_cast<void *>(address),
-              dims, strides, box, unit, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
-              CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-              CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
-      if (ok)
-        std::memcpy(bytes.data() + i * sizeof(CUtensorMap), &map, sizeof map);
-    }
-    std::int32_t flag = ok ? 1 : 0;
-    std::memcpy(bytes.data() + maps.size() * sizeof(CUtensorMap) + 4 * i, &flag,
-                sizeof flag);
-  }
-  // A new table, or the least recently used one rewritten: the copy into
-  // it runs after the launches before it on this stream, the only ones
-  // that read it.
-  Table *table = nullptr;
-  if (kept.size() < kTablesPerSite) {
-    auto buffer =
-        DeviceBuffer::allocate(DType::i8, {std::int64_t(bytes.size())}, device);
-    if (!buffer)
-      return buffer.error();
-    table = &kept.emplace_back();
-    table->buffer = *buffer;
-  } else {
-    table = &*std::min_element(
-        kept.begin(), kept.end(),
-        [](const Table &x, const Table &y) { return x.lastUse < y.lastUse; });
-  }
-  // Invalid until the copy is queued.
-  table->key.clear();
-  table->bytes = std::move(bytes);
-  TESSERA_CU(d.memcpyHtoDAsync(CUdeviceptr(table->buffer.pointer()),
-                               table->bytes.data(), table->bytes.size(),
-                               stream),
-             "cannot copy the tensor maps of kernel '" + kernel + "'");
-  table->key = std::move(key);
-  table->lastUse = launches;
-  table->address = table->buffer.pointer();
-  args.push_back(&table->address);
-  return Status::ok();
-}
-
-static Result<std::shared_ptr<Kernel::TmaLaunch>>
-readTmaLaunch(CUmodule module, const std::string &name) {
-  CUdeviceptr global;
-  size_t globalBytes = 0;
-  CUresult r = driver().moduleGetGlobal(&global, &globalBytes, module,
-                                        ("tessera_tma_" + name).c_str());
-  if (r != CUDA_SUCCESS)
-    return std::shared_ptr<Kernel::TmaLaunch>();
-  std::vector<std::int32_t> record(globalBytes / 4);
-  if (record.size() < 5 || globalBytes % 4)
-    return Error{"kernel '" + name + "': its TMA launch record has " +
-                 std::to_string(globalBytes) + " bytes"};
-  TESSERA_CU(driver().memcpyDtoH(record.data(), global, globalBytes),
-             "cannot read the TMA launch record of kernel '" + name + "'");
-  // Version 1: no cluster field (one program a cluster).
-  std::size_t head = record[0] == 1 ? 5 : 6;
-  if ((record[0] != 1 && record[0] != 2) || record.size() < head ||
-      record.size() != head + 6 * std::size_t(record[4]))
-    return Error{"kernel '" + name +
-                 "': its TMA launch record is of an unknown version (" +
-                 std::to_string(record[0]) + ", " +
-                 std::to_string(record.size()) + " entries)"};
-  auto tma = std::make_shared<Kernel::TmaLaunch>();
-  tma->extraThreads = record[1];
-  tma->consumerThreads = record[2];
-  tma->paramSlots = record[3];
-  tma->cluster = head == 6 ? record[5] : 1;
-  if (tma->cluster < 1 || tma->cluster > 8)
-    return Error{"kernel '" + name + "': its TMA launch record asks for " +
-                 std::to_string(tma->cluster) + " programs a cluster (1 to 8)"};
-  for (std::int32_t i = 0; i < record[4]; ++i) {
-    const std::int32_t *m = &record[head + 6 * std::size_t(i)];
-    if (m[0] < 0 || m[1] < 2 || m[1] > 5 ||
-        m[0] + 3 + 2 * m[1] > tma->paramSlots - 1 ||
-        (m[2] != 1 && m[2] != 2 && m[2] != 4) ||
-        (m[5] != 32 && m[5] != 64 && m[5] != 128) || m[3] <= 0 || m[3] > 256 ||
-        m[4] <= 0 || m[4] > 256)
-      return Error{"kernel '" + name + "': tensor map " + std::to_string(i) +
-                   " of its TMA launch record is malformed"};
-    tma->maps.push_back({m[0], m[1], m[2], m[3], m[4], m[5]});
-  }
-  return tma;
 }
 
 Status Kernel::launch(const LaunchConfig &config, Stream &stream,
@@ -1008,12 +739,4 @@ Status Kernel::setMaxDynamicSharedMemory(int bytes) const {
              "kernel '" + kernelName + "' cannot use " + std::to_string(bytes) +
                  " bytes of dynamic shared memory");
   return Status::ok();
-}
-
-void Kernel::forgetSite(const void *site) const {
-  if (!tma || !site)
-    return;
-  std::lock_guard<std::mutex> lock(tma->mutex);
-  for (auto it = tma->tables.begin(); it != tma->tables.end();)
-    it = it->first.second == site ? tma->tables.erase(it) : std::next(it);
 }

@@ -30,12 +30,12 @@ def kernel_cache(tmp_path, monkeypatch):
     return tmp_path / "kernels"
 
 
-def ptxas(ptx, chip, tmp_path):
+def ptxas(ptx, chip, tmp_path, flags=()):
     if PTXAS is None:
         pytest.skip("ptxas (CUDA toolkit) not installed")
     src = tmp_path / "k.ptx"
     src.write_text(ptx)
-    out = subprocess.run([PTXAS, f"-arch={chip}", str(src), "-o",
+    out = subprocess.run([PTXAS, f"-arch={chip}", *flags, str(src), "-o",
                           str(tmp_path / "k.cubin")], capture_output=True,
                          text=True)
     assert out.returncode == 0, out.stderr
@@ -660,20 +660,13 @@ def test_programs_per_sm_bounds_registers(tmp_path):
         ts.Schedule(block=(1, 4096), warps=16, programs_per_sm=5)
     with pytest.raises(ValueError, match="programs_per_sm"):
         ts.Schedule(block=(1, 4096), warps=16, programs_per_sm=0)
-    if PTXAS is None:
-        pytest.skip("ptxas (CUDA toolkit) not installed")
     base = ts.Schedule(block=(1, 4096), warps=8, stages=2)
 
     def registers(s):
         ptx = SK.layernorm_fwd.with_schedule(s).compile(
             "bf16", "f32", "f32", "bf16", chip="sm_90a").ptx
-        src = tmp_path / "k.ptx"
-        src.write_text(ptx)
-        out = subprocess.run([PTXAS, "-arch=sm_90a", "-v", str(src), "-o",
-                              str(tmp_path / "k.cubin")],
-                             capture_output=True, text=True)
-        assert out.returncode == 0, out.stderr
-        return ptx, int(re.search(r"Used (\d+) registers", out.stderr)[1])
+        report = ptxas(ptx, "sm_90a", tmp_path, flags=("-v",))
+        return ptx, int(re.search(r"Used (\d+) registers", report)[1])
 
     ptx, free = registers(base)
     assert ".minnctapersm" not in ptx

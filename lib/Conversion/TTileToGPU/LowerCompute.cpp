@@ -203,8 +203,17 @@ LogicalResult KernelLowering::lowerReduce(ReduceOp op) {
       return basis[dim] != 0 ||
              llvm::all_of(basis, [](int64_t v) { return v == 0; });
     });
-    bool shuffled = sources >= kShuffledWarpSums && lanesAgree;
-    if (shuffled) {
+    // Partial r of warp `srcWarp`, as this thread's lane stored it.
+    auto readPartial = [&](Value srcWarp, int64_t r) -> Value {
+      Value srcTid = arith::AddIOp::create(
+          b, loc, arith::MulIOp::create(b, loc, srcWarp, index(32)), lane);
+      return fromStorage(
+          loc,
+          loadShared(loc, buf.element, buf, slot(srcTid, r),
+                     unsigned(buf.element.getIntOrFloatBitWidth() / 8)),
+          work);
+    };
+    if (sources >= kShuffledWarpSums && lanesAgree) {
       // Many warps: lane l reads the partial of the l-th warp (mod the
       // warps), and a butterfly over those lanes combines them. A thread
       // then issues one shared load and log2(warps) shuffles a value
@@ -221,34 +230,25 @@ LogicalResult KernelLowering::lowerReduce(ReduceOp op) {
             b, loc, srcWarp,
             arith::ShLIOp::create(b, loc, one, index(int64_t(bit))));
       }
-      Value srcTid = arith::AddIOp::create(
-          b, loc, arith::MulIOp::create(b, loc, srcWarp, index(32)), lane);
       for (int64_t r = 0; r < n; ++r) {
-        Value x = fromStorage(
-            loc,
-            loadShared(loc, buf.element, buf, slot(srcTid, r),
-                       unsigned(buf.element.getIntOrFloatBitWidth() / 8)),
-            work);
+        Value x = readPartial(srcWarp, r);
         for (int64_t step = 1; step < sources; step <<= 1)
           x = combine(loc, kind, x, shuffleXor(loc, x, step));
         partial[r] = x;
       }
-    }
-    for (int64_t c = 0, nc = shuffled ? 0 : sources; c < nc; ++c) {
-      int64_t offset = 0;
-      for (auto [k, bit] : llvm::enumerate(warpBits))
-        if (c >> k & 1)
-          offset |= int64_t(1) << bit;
-      Value srcWarp = arith::OrIOp::create(b, loc, warp0, index(offset));
-      Value srcTid = arith::AddIOp::create(
-          b, loc, arith::MulIOp::create(b, loc, srcWarp, index(32)), lane);
-      for (int64_t r = 0; r < n; ++r) {
-        Value x = fromStorage(
-            loc,
-            loadShared(loc, buf.element, buf, slot(srcTid, r),
-                       unsigned(buf.element.getIntOrFloatBitWidth() / 8)),
-            work);
-        partial[r] = c == 0 ? x : combine(loc, kind, partial[r], x);
+    } else {
+      // Every thread reads the warps' partials and combines them in warp
+      // order.
+      for (int64_t c = 0; c < sources; ++c) {
+        int64_t offset = 0;
+        for (auto [k, bit] : llvm::enumerate(warpBits))
+          if (c >> k & 1)
+            offset |= int64_t(1) << bit;
+        Value srcWarp = arith::OrIOp::create(b, loc, warp0, index(offset));
+        for (int64_t r = 0; r < n; ++r) {
+          Value x = readPartial(srcWarp, r);
+          partial[r] = c == 0 ? x : combine(loc, kind, partial[r], x);
+        }
       }
     }
   }

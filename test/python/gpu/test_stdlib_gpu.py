@@ -51,9 +51,12 @@ STAGED_SCHEDULE = ts.Schedule(block=(128, 256), k=64, warps=8, stages=3,
                               group=8, persistent=5)
 FP8 = (300, 256, 100)
 TF32 = (300, 256, 200)
-ATTN = [(d, causal) for d in (64, 128) for causal in (True, False)]
-# f16 operands (the same kernels' f16 wgmma and conversions).
-ATTN_F16 = [(64, True), (128, False)]
+# (head dim, causal, dtype): bf16 throughout, and f16 operands (the same
+# kernels' f16 wgmma and conversions) for two of them.
+ATTN = [(d, causal, "bf16") for d in (64, 128) for causal in (True, False)]
+ATTN += [(64, True, "f16"), (128, False, "f16")]
+# Forward tolerance: one rounding of the output to its dtype.
+ATTN_TOL = {"bf16": 2e-2, "f16": 1e-2}
 ATTN_SHAPE = (2, 3, 200)
 # The warpgroups taking turns to issue their products (head dim 128).
 PINGPONG_FWD = ts.Schedule(block=(128, 128), warps=8, stages=2, d=128,
@@ -104,17 +107,11 @@ def _calls(mk, chip):
     if chip == "sm_90a":
         m, k, n = FP8
         S.gemm(mk((m, k), "f8E4M3FN"), mk((n, k), "f8E4M3FN"), scale=0.25)
-    for d, causal in ATTN:
+    for d, causal, dt in ATTN:
         shape = ATTN_SHAPE + (d,)
-        S.flash_attention_2(mk(shape, "bf16"), mk(shape, "bf16"),
-                            mk(shape, "bf16"), causal=causal)
-        S.flash_attention_2_backward(*(mk(shape, "bf16") for _ in range(5)),
-                                     mk(shape[:-1], "f32"), causal=causal)
-    for d, causal in ATTN_F16:
-        shape = ATTN_SHAPE + (d,)
-        S.flash_attention_2(*(mk(shape, "f16") for _ in range(3)),
+        S.flash_attention_2(*(mk(shape, dt) for _ in range(3)),
                             causal=causal)
-        S.flash_attention_2_backward(*(mk(shape, "f16") for _ in range(5)),
+        S.flash_attention_2_backward(*(mk(shape, dt) for _ in range(5)),
                                      mk(shape[:-1], "f32"), causal=causal)
     shape = ATTN_SHAPE + (128,)
     for causal in (True, False):
@@ -420,43 +417,28 @@ def _check_grads(got, want):
                                    atol=3e-2 * np.abs(ref).max())
 
 
-@pytest.mark.parametrize("d,causal", ATTN)
-def test_flash_attention_2(d, causal, rng=np.random.default_rng(8)):
+@pytest.mark.parametrize("d,causal,dt", ATTN)
+def test_flash_attention_2(d, causal, dt, rng=np.random.default_rng(8)):
     shape = ATTN_SHAPE + (d,)
-    q, k, v = (rounded(rng.standard_normal(shape), "bf16") for _ in range(3))
-    o, lse = S.flash_attention_2(dev(q, "bf16"), dev(k, "bf16"),
-                                 dev(v, "bf16"), causal=causal)
+    q, k, v = (rounded(rng.standard_normal(shape), dt) for _ in range(3))
+    o, lse = S.flash_attention_2(dev(q, dt), dev(k, dt), dev(v, dt),
+                                 causal=causal)
+    assert o.dtype.name == dt
     ref, ref_lse, _ = _attention_ref(q, k, v, causal)
-    np.testing.assert_allclose(host(o), ref, rtol=2e-2, atol=2e-2)
+    np.testing.assert_allclose(host(o), ref, rtol=ATTN_TOL[dt],
+                               atol=ATTN_TOL[dt])
     np.testing.assert_allclose(host(lse), ref_lse, rtol=1e-3, atol=1e-3)
 
 
-@pytest.mark.parametrize("d,causal", ATTN)
-def test_flash_attention_2_backward(d, causal, rng=np.random.default_rng(9)):
+@pytest.mark.parametrize("d,causal,dt", ATTN)
+def test_flash_attention_2_backward(d, causal, dt,
+                                    rng=np.random.default_rng(9)):
     shape = ATTN_SHAPE + (d,)
-    q, k, v, g = (rounded(rng.standard_normal(shape), "bf16")
-                  for _ in range(4))
-    dq_, dk_, dv_ = (dev(t, "bf16") for t in (q, k, v))
+    q, k, v, g = (rounded(rng.standard_normal(shape), dt) for _ in range(4))
+    dq_, dk_, dv_ = (dev(t, dt) for t in (q, k, v))
     o, lse = S.flash_attention_2(dq_, dk_, dv_, causal=causal)
-    _check_grads(S.flash_attention_2_backward(dev(g, "bf16"), dq_, dk_, dv_,
-                                              o, lse, causal=causal),
-                 _attention_grads_ref(q, k, v, g, causal))
-
-
-@pytest.mark.parametrize("d,causal", ATTN_F16)
-def test_flash_attention_2_f16(d, causal, rng=np.random.default_rng(15)):
-    """f16 q, k, v, do: forward (o, lse) and gradients against float64."""
-    shape = ATTN_SHAPE + (d,)
-    q, k, v, g = (rounded(rng.standard_normal(shape), "f16")
-                  for _ in range(4))
-    dq_, dk_, dv_ = (dev(t, "f16") for t in (q, k, v))
-    o, lse = S.flash_attention_2(dq_, dk_, dv_, causal=causal)
-    assert o.dtype.name == "f16"
-    ref, ref_lse, _ = _attention_ref(q, k, v, causal)
-    np.testing.assert_allclose(host(o), ref, rtol=1e-2, atol=1e-2)
-    np.testing.assert_allclose(host(lse), ref_lse, rtol=1e-3, atol=1e-3)
-    _check_grads(S.flash_attention_2_backward(dev(g, "f16"), dq_, dk_, dv_,
-                                              o, lse, causal=causal),
+    _check_grads(S.flash_attention_2_backward(dev(g, dt), dq_, dk_, dv_, o,
+                                              lse, causal=causal),
                  _attention_grads_ref(q, k, v, g, causal))
 
 
