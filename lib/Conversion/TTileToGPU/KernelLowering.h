@@ -39,9 +39,17 @@ Value i32Constant(OpBuilder &b, Location loc, int64_t v);
 /// Runs `body` under `cond` (an scf.if without results).
 void under(OpBuilder &b, Location loc, Value cond, function_ref<void()> body);
 
-/// Inline PTX with side effects; its results, if any.
+/// Inline PTX with side effects; its results, if any. Only for what the
+/// NVVM dialect has no op for (wgmma with A in registers, and a wgmma wait
+/// that the accumulators pass through).
 Operation *ptx(OpBuilder &b, Location loc, TypeRange results,
                ValueRange operands, StringRef text, StringRef constraints);
+
+/// The shared-memory (address space 3) pointer of the address `addr`.
+Value sharedPointer(OpBuilder &b, Location loc, Value addr);
+
+/// The generic pointer of the i64 device address `addr`.
+Value genericPointer(OpBuilder &b, Location loc, Value addr);
 
 /// An index as i32.
 Value i32Of(OpBuilder &b, Location loc, Value v);
@@ -53,11 +61,6 @@ Value mapAddress(OpBuilder &b, Location loc, Value table, unsigned i);
 /// the row, then the leading dims' indices (given outermost first).
 SmallVector<Value> tmaCoordinates(OpBuilder &b, Location loc, Value col,
                                   Value row, ArrayRef<Value> leading);
-
-/// "{$first, ..., $first + rank - 1}" for an inline-asm copy's
-/// coordinates; appends their constraints (",r" each) to `constraints`.
-std::string tmaCoordinateList(unsigned first, unsigned rank,
-                              std::string &constraints);
 
 /// Whether map `i` of the `count` in the table could be made (the i32
 /// flags after the maps).

@@ -61,20 +61,19 @@ constexpr int64_t kTensorMapBytes = 128;
 /// The layout of the launch record (`launchRecord`).
 constexpr int32_t kLaunchRecordVersion = 2;
 
-/// Spins until the mbarrier at `addr` completed the phase of `parity`.
+/// Waits until the mbarrier at `addr` completed the phase of `parity`:
+/// try_wait (which may suspend the thread until then or a time limit of
+/// the hardware's) until it says so.
 void waitBarrier(OpBuilder &b, Location loc, Value addr, Value parity) {
-  Value a = i32Of(b, loc, addr);
+  Value ptr = sharedPointer(b, loc, addr);
   scf::WhileOp::create(
       b, loc, TypeRange{}, ValueRange{},
       [&](OpBuilder &nb, Location l, ValueRange) {
-        Value done =
-            ptx(nb, l, nb.getI32Type(), ValueRange{a, parity},
-                "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 "
-                "p, [$1], $2;\nselp.u32 $0, 1, 0, p;\n}",
-                "=r,r,r")
-                ->getResult(0);
-        Value again = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::eq,
-                                            done, i32Constant(nb, l, 0));
+        Value done = NVVM::MBarrierTryWaitOp::create(nb, l, nb.getI1Type(), ptr,
+                                                     parity, Value());
+        Value again = arith::XOrIOp::create(
+            nb, l, done,
+            arith::ConstantIntOp::create(nb, l, nb.getI1Type(), 1));
         scf::ConditionOp::create(nb, l, again, ValueRange{});
       },
       [&](OpBuilder &nb, Location l, ValueRange) {
@@ -100,8 +99,8 @@ Value tripCount(OpBuilder &b, Location loc, Value lb, Value ub, Value step) {
 
 /// A consumer thread's arrival on the mbarrier at `addr`.
 void arriveOn(OpBuilder &b, Location loc, Value addr) {
-  ptx(b, loc, {}, {i32Of(b, loc, addr)},
-      "mbarrier.arrive.shared::cta.b64 _, [$0];", "r");
+  NVVM::MBarrierArriveOp::create(b, loc, Type(), sharedPointer(b, loc, addr),
+                                 Value());
 }
 
 /// Where the iteration at `iv` of a ring's loop (from `lb` by `step`) is:
@@ -149,6 +148,19 @@ Value mlir::tessera::ttile::detail::i32Of(OpBuilder &b, Location loc, Value v) {
   return arith::IndexCastOp::create(b, loc, b.getI32Type(), v);
 }
 
+Value mlir::tessera::ttile::detail::sharedPointer(OpBuilder &b, Location loc,
+                                                  Value addr) {
+  Value i64 = arith::IndexCastOp::create(b, loc, b.getI64Type(), addr);
+  return LLVM::IntToPtrOp::create(
+      b, loc, LLVM::LLVMPointerType::get(b.getContext(), 3), i64);
+}
+
+Value mlir::tessera::ttile::detail::genericPointer(OpBuilder &b, Location loc,
+                                                   Value addr) {
+  return LLVM::IntToPtrOp::create(
+      b, loc, LLVM::LLVMPointerType::get(b.getContext()), addr);
+}
+
 Value mlir::tessera::ttile::detail::mapAddress(OpBuilder &b, Location loc,
                                                Value table, unsigned i) {
   return arith::AddIOp::create(
@@ -178,17 +190,6 @@ SmallVector<Value> mlir::tessera::ttile::detail::tmaCoordinates(
   for (Value l : llvm::reverse(leading))
     coords.push_back(i32Of(b, loc, l));
   return coords;
-}
-
-std::string
-mlir::tessera::ttile::detail::tmaCoordinateList(unsigned first, unsigned rank,
-                                                std::string &constraints) {
-  std::string list = "{";
-  for (unsigned c = 0; c < rank; ++c) {
-    list += (c ? ", $" : "$") + std::to_string(first + c);
-    constraints += ",r";
-  }
-  return list + "}";
 }
 
 Value mlir::tessera::ttile::detail::i32Constant(OpBuilder &b, Location loc,
@@ -525,22 +526,23 @@ LogicalResult KernelLowering::runSpecialized() {
   // The mbarriers, initialized by one thread before the roles split.
   // A slot is given back by each consumer thread, or, in a multicast
   // ring, by each consumer warp of the cluster.
-  under(b, loc,
-        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid, index(0)),
-        [&] {
-          for (ProducerRing &ring : producerRings) {
-            Value consumers = i32Constant(
-                b, loc,
-                ring.multicast ? numWarps * multicastCluster : 32 * numWarps);
-            for (int64_t s = 0; s < ring.loop.getStages(); ++s)
-              for (bool empty : {false, true})
-                ptx(b, loc, {},
-                    {i32Of(b, loc, barrierAddress(ring, empty, index(s))),
-                     empty ? consumers : i32Constant(b, loc, 1)},
-                    "mbarrier.init.shared::cta.b64 [$0], $1;", "r,r");
-          }
-          ptx(b, loc, {}, {}, "fence.mbarrier_init.release.cluster;", "");
-        });
+  under(
+      b, loc,
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid, index(0)),
+      [&] {
+        for (ProducerRing &ring : producerRings) {
+          Value consumers = i32Constant(
+              b, loc,
+              ring.multicast ? numWarps * multicastCluster : 32 * numWarps);
+          for (int64_t s = 0; s < ring.loop.getStages(); ++s)
+            for (bool empty : {false, true})
+              NVVM::MBarrierInitOp::create(
+                  b, loc,
+                  sharedPointer(b, loc, barrierAddress(ring, empty, index(s))),
+                  empty ? consumers : i32Constant(b, loc, 1), Value());
+        }
+        NVVM::FenceMbarrierInitOp::create(b, loc);
+      });
   if (multicastCluster > 1)
     clusterBarrier(loc);
   else
@@ -568,10 +570,8 @@ LogicalResult KernelLowering::runSpecialized() {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(&roles.getThenRegion().front());
     if (moveRegisters)
-      ptx(b, loc, {}, {},
-          "setmaxnreg.dec.sync.aligned.u32 " +
-              std::to_string(producerRegisters) + ";",
-          "");
+      NVVM::SetMaxRegisterOp::create(b, loc, producerRegisters,
+                                     NVVM::SetMaxRegisterAction::decrease);
     emitProducer(loc);
   }
   LogicalResult status = success();
@@ -579,10 +579,8 @@ LogicalResult KernelLowering::runSpecialized() {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(&roles.getElseRegion().front());
     if (moveRegisters)
-      ptx(b, loc, {}, {},
-          "setmaxnreg.inc.sync.aligned.u32 " +
-              std::to_string(consumerRegisters) + ";",
-          "");
+      NVVM::SetMaxRegisterOp::create(b, loc, consumerRegisters,
+                                     NVVM::SetMaxRegisterAction::increase);
     SmallVector<Value> fallbacks;
     for (unsigned i = 0; i < tmaMaps.size(); ++i)
       fallbacks.push_back(arith::XOrIOp::create(
@@ -598,7 +596,7 @@ LogicalResult KernelLowering::runSpecialized() {
       Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid,
                                           index(0));
       under(b, loc, first,
-            [&] { ptx(b, loc, {}, {}, "cp.async.bulk.wait_group 0;", ""); });
+            [&] { NVVM::CpAsyncBulkWaitGroupOp::create(b, loc, 0, nullptr); });
     }
   }
   if (failed(status))
@@ -644,8 +642,11 @@ void KernelLowering::emitProducer(Location loc) {
     under(b, loc, laneZero, [&] {
       for (unsigned i = 0; i < count; ++i)
         under(b, loc, usable[i], [&] {
-          ptx(b, loc, {}, {mapAddress(b, loc, tmaTable, i)},
-              "prefetch.tensormap [$0];", "l");
+          NVVM::PrefetchOp::create(
+              b, loc, NVVM::PrefetchCacheLevelAttr(),
+              NVVM::CacheEvictionPriorityAttr(),
+              genericPointer(b, loc, mapAddress(b, loc, tmaTable, i)), Value(),
+              /*tensormap=*/true);
         });
     });
 
@@ -743,9 +744,7 @@ void KernelLowering::emitProducerRing(ProducerRing &ring, IRMapping &pmap,
   // This program's rank in its cluster and the mask of all of them.
   Value rank, everyProgram;
   if (ring.multicast) {
-    rank =
-        ptx(b, loc, b.getI32Type(), {}, "mov.u32 $0, %cluster_ctarank;", "=r")
-            ->getResult(0);
+    rank = NVVM::ClusterId::create(b, loc, b.getI32Type());
     everyProgram = arith::ConstantIntOp::create(b, loc, b.getI16Type(),
                                                 (1 << multicastCluster) - 1);
   }
@@ -795,13 +794,14 @@ void KernelLowering::emitProducerRing(ProducerRing &ring, IRMapping &pmap,
           });
         }
         under(b, loc, anyCopy, [&] {
-          ptx(b, loc, {}, {i32Of(b, loc, full)},
-              "cp.async.mbarrier.arrive.shared::cta.b64 [$0];", "r");
+          NVVM::CpAsyncMBarrierArriveOp::create(b, loc,
+                                                sharedPointer(b, loc, full));
         });
         NVVM::SyncWarpOp::create(b, loc, i32Constant(b, loc, -1));
         under(b, loc, laneZero, [&] {
-          ptx(b, loc, {}, {i32Of(b, loc, full), tx},
-              "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,r");
+          NVVM::MBarrierArriveExpectTxOp::create(
+              b, loc, Type(), sharedPointer(b, loc, full), tx,
+              NVVM::MemScopeKind::CTA, /*relaxed=*/false, Value());
           for (size_t idx = 0; idx < ring.loads.size(); ++idx) {
             LoadOp load = ring.loads[idx];
             unsigned m = ring.maps[idx];
@@ -834,28 +834,19 @@ void KernelLowering::emitProducerRing(ProducerRing &ring, IRMapping &pmap,
                                                     index(p * tm.cols));
                   Value row = arith::AddIOp::create(b, loc, starts[idx][0],
                                                     index(q * tm.rows));
-                  SmallVector<Value> operands = {
-                      i32Of(b, loc, dstAddr), mapAddress(b, loc, tmaTable, m)};
-                  llvm::append_range(
-                      operands, tmaCoordinates(b, loc, col, row, leads[idx]));
-                  operands.push_back(i32Of(b, loc, full));
-                  std::string text, constraints = "r,l";
-                  llvm::raw_string_ostream os(text);
-                  os << "cp.async.bulk.tensor." << tm.rank
-                     << "d.shared::cluster.global.tile.mbarrier::"
-                        "complete_tx::bytes"
-                     << (multicast ? ".multicast::cluster" : "")
-                     << " [$0], [$1, "
-                     << tmaCoordinateList(2, tm.rank, constraints) << "], [$"
-                     << tm.rank + 2 << "]";
-                  constraints += ",r";
-                  if (multicast) {
-                    os << ", $" << tm.rank + 3;
-                    operands.push_back(everyProgram);
-                    constraints += ",h";
-                  }
-                  os << ";";
-                  ptx(b, loc, {}, operands, text, constraints);
+                  // The destination as a shared::cluster address: this
+                  // program's slot (in every program's, multicast).
+                  Value slotPtr = LLVM::AddrSpaceCastOp::create(
+                      b, loc, LLVM::LLVMPointerType::get(b.getContext(), 7),
+                      sharedPointer(b, loc, dstAddr));
+                  NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
+                      b, loc, slotPtr,
+                      genericPointer(b, loc, mapAddress(b, loc, tmaTable, m)),
+                      tmaCoordinates(b, loc, col, row, leads[idx]),
+                      sharedPointer(b, loc, full), ValueRange{},
+                      multicast ? everyProgram : Value(), Value(),
+                      NVVM::TMALoadMode::TILE, /*isCTAOnly=*/false,
+                      NVVM::CTAGroupKindAttr(), Value());
                 }
             });
           }
@@ -917,19 +908,21 @@ void KernelLowering::releaseSlot(ProducerRing &ring, Value slot) {
   Value laneZero =
       arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane, index(0));
   under(b, loc, laneZero, [&] {
-    Value local = i32Of(b, loc, addr);
-    for (int64_t r = 0; r < multicastCluster; ++r)
-      ptx(b, loc, {}, {local, i32Constant(b, loc, r)},
-          "{\n.reg .b32 remote;\nmapa.shared::cluster.u32 remote, $0, $1;\n"
-          "mbarrier.arrive.shared::cluster.b64 _, "
-          "[remote];\n}",
-          "r,r");
+    Value local = sharedPointer(b, loc, addr);
+    for (int64_t r = 0; r < multicastCluster; ++r) {
+      Value remote = NVVM::MapaOp::create(
+          b, loc, LLVM::LLVMPointerType::get(b.getContext(), 7), local,
+          i32Constant(b, loc, r));
+      NVVM::MBarrierArriveOp::create(b, loc, Type(), remote, Value(),
+                                     NVVM::MemScopeKind::CLUSTER,
+                                     /*relaxed=*/false);
+    }
   });
 }
 
 void KernelLowering::clusterBarrier(Location loc) {
-  ptx(b, loc, {}, {},
-      "barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;", "");
+  NVVM::ClusterArriveOp::create(b, loc, /*aligned=*/nullptr);
+  NVVM::ClusterWaitOp::create(b, loc, /*aligned=*/nullptr);
 }
 
 void KernelLowering::startRun(ProducerRing &ring) {

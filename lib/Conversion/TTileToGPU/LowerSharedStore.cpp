@@ -75,10 +75,13 @@ void KernelLowering::writeSharedTile(Location loc, const Distribution &d,
       Value at = arith::AddIOp::create(
           b, loc, addr,
           sharedTileOffset(loc, row, col, rows, rowBytes, eltBytes));
-      ptx(b, loc, {},
-          {i32Of(b, loc, at), pair(r), pair(r + 2), pair(r + 4), pair(r + 6)},
-          "stmatrix.sync.aligned.m8n8.x4.shared.b16 [$0], {$1, $2, $3, $4};",
-          "r,r,r,r,r");
+      MLIRContext *ctx = b.getContext();
+      NVVM::StMatrixOp::create(
+          b, loc, sharedPointer(b, loc, at),
+          ValueRange{pair(r), pair(r + 2), pair(r + 4), pair(r + 6)},
+          NVVM::MMALayoutAttr::get(ctx, NVVM::MMALayout::row),
+          NVVM::LdStMatrixShapeAttr::get(ctx, 8, 8),
+          NVVM::LdStMatrixEltTypeAttr::get(ctx, NVVM::LdStMatrixEltType::B16));
     }
     return;
   }

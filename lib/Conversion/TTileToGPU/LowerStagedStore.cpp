@@ -5,9 +5,10 @@
 // shared buffer: they write the tile into it in the swizzled layout TMA
 // reads (stmatrix for tensor-core fragments, else 16-byte runs where the
 // quad exchange gives them), fence it for the async proxy, and one thread
-// issues a TMA store of each box and commits them as one bulk group. The next use of the buffer waits until
-// TMA read it; the program waits for the last copies before it ends. The
-// consumers go on with the next tile while the copies run.
+// issues a TMA store of each box and commits them as one bulk group. The next
+// use of the buffer waits until TMA read it; the program waits for the last
+// copies before it ends. The consumers go on with the next tile while the
+// copies run.
 //
 //===----------------------------------------------------------------------===//
 
@@ -55,14 +56,15 @@ LogicalResult KernelLowering::lowerStagedStore(StoreOp op,
                             arith::MulIOp::create(b, loc, warp, index(32))),
       index(0));
   // The buffer is free once TMA read the previous tile out of it.
-  under(b, loc, first,
-        [&] { ptx(b, loc, {}, {}, "cp.async.bulk.wait_group.read 0;", ""); });
+  under(b, loc, first, [&] {
+    NVVM::CpAsyncBulkWaitGroupOp::create(b, loc, 0, b.getUnitAttr());
+  });
   gpu::BarrierOp::create(b, loc);
   Value base =
       arith::AddIOp::create(b, loc, dynamicSharedBase(), index(staged.offset));
   writeSharedTile(loc, d, vals, base, rows, tm.swizzle, t.getElementType());
   // Written through the generic proxy, read by TMA's.
-  ptx(b, loc, {}, {}, "fence.proxy.async.shared::cta;", "");
+  fenceSharedForTensorCores(loc);
   gpu::BarrierOp::create(b, loc);
   under(b, loc, first, [&] {
     SmallVector<Value> lead;
@@ -76,24 +78,16 @@ LogicalResult KernelLowering::lowerStagedStore(StoreOp op,
         Value from = arith::AddIOp::create(
             b, loc, base,
             index(p * rows * tm.swizzle + q * tm.rows * tm.swizzle));
-        SmallVector<Value> operands = {
-            mapAddress(b, loc, tmaTable, staged.map)};
-        llvm::append_range(
-            operands,
+        NVVM::CpAsyncBulkTensorSharedCTAToGlobalOp::create(
+            b, loc,
+            genericPointer(b, loc, mapAddress(b, loc, tmaTable, staged.map)),
+            sharedPointer(b, loc, from),
             tmaCoordinates(
                 b, loc, arith::AddIOp::create(b, loc, col0, index(p * tm.cols)),
-                arith::AddIOp::create(b, loc, row0, index(q * tm.rows)), lead));
-        operands.push_back(i32Of(b, loc, from));
-        std::string text, constraints = "l";
-        llvm::raw_string_ostream os(text);
-        os << "cp.async.bulk.tensor." << tm.rank
-           << "d.global.shared::cta.bulk_group [$0, "
-           << tmaCoordinateList(1, tm.rank, constraints) << "], [$"
-           << tm.rank + 1 << "];";
-        constraints += ",r";
-        ptx(b, loc, {}, operands, text, constraints);
+                arith::AddIOp::create(b, loc, row0, index(q * tm.rows)), lead),
+            Value(), NVVM::TMAStoreMode::TILE, Value());
       }
-    ptx(b, loc, {}, {}, "cp.async.bulk.commit_group;", "");
+    NVVM::CpAsyncBulkCommitGroupOp::create(b, loc);
   });
   return success();
 }

@@ -367,12 +367,10 @@ void KernelLowering::issueSharedCopy(LoadOp op, Value dstAddr,
 void KernelLowering::fenceSharedForTensorCores(Location loc) {
   // Copies (and stores) are generic-proxy writes; wgmma reads through the
   // async proxy.
-  LLVM::InlineAsmOp::create(
-      b, loc, TypeRange{}, ValueRange{}, "fence.proxy.async.shared::cta;", "",
-      /*has_side_effects=*/true, /*is_align_stack=*/false,
-      LLVM::tailcallkind::TailCallKind::None,
-      LLVM::AsmDialectAttr::get(b.getContext(), LLVM::AsmDialect::AD_ATT),
-      ArrayAttr());
+  NVVM::FenceProxyOp::create(
+      b, loc, NVVM::ProxyKind::async_shared,
+      NVVM::SharedSpaceAttr::get(b.getContext(),
+                                 NVVM::SharedSpace::shared_cta));
 }
 
 /// Whether a load into a shared tile can be lowered: from a 2-d global
@@ -722,36 +720,48 @@ LogicalResult KernelLowering::lowerWgmma(DotOp op, MmaAttr mma) {
   bool fromZero = isPositiveZeroSplat(op.getAcc());
   auto structType = LLVM::LLVMStructType::getLiteral(
       b.getContext(), SmallVector<Type>(regs, f32));
-  std::string asmText;
-  {
+  // A from registers: the NVVM dialect's wgmma takes A only as a
+  // descriptor, so that form is written as PTX (the same instruction, with
+  // four registers of A in place of its descriptor).
+  std::string asmText, constraints;
+  if (aInRegisters) {
     llvm::raw_string_ostream os(asmText);
-    os << "{\n.reg .pred p;\nsetp.ne.b32 p, $" << regs + (aInRegisters ? 5 : 2)
+    os << "{\n.reg .pred p;\nsetp.ne.b32 p, $" << regs + 5
        << ", 0;\nwgmma.mma_async.sync.aligned.m64n" << instrN << "k" << instrK
        << ".f32." << typeName(inA) << "." << typeName(inB) << " {";
     for (int64_t i = 0; i < regs; ++i)
       os << (i ? ", " : "") << "$" << i;
-    // A: a descriptor, or four registers of two 16-bit values each.
-    if (aInRegisters)
-      os << "}, {$" << regs << ", $" << regs + 1 << ", $" << regs + 2 << ", $"
-         << regs + 3 << "}, $" << regs + 4 << ", p, 1, 1";
-    else
-      os << "}, $" << regs << ", $" << regs + 1 << ", p, 1, 1";
-    // A from shared memory is K-major (no transpose); an N-major B is
-    // transposed by the instruction (16-bit types only: fp8 takes no
-    // transpose flags).
-    if (!kMajorOnly)
-      os << (aInRegisters ? ", "
-             : aMMajor    ? ", 1, "
-                          : ", 0, ")
-         << (bKMajor ? 0 : 1);
-    os << ";\n}";
+    os << "}, {$" << regs << ", $" << regs + 1 << ", $" << regs + 2 << ", $"
+       << regs + 3 << "}, $" << regs + 4 << ", p, 1, 1, " << (bKMajor ? 0 : 1)
+       << ";\n}";
+    for (int64_t i = 0; i < regs; ++i)
+      constraints += "=f,";
+    constraints += "r,r,r,r,l,r";
+    for (int64_t i = 0; i < regs; ++i)
+      constraints += "," + std::to_string(i);
   }
-  std::string constraints;
-  for (int64_t i = 0; i < regs; ++i)
-    constraints += "=f,";
-  constraints += aInRegisters ? "r,r,r,r,l,r" : "l,l,r";
-  for (int64_t i = 0; i < regs; ++i)
-    constraints += "," + std::to_string(i);
+  // Of A from shared memory: K-major is row (no transpose), M-major col;
+  // of B, K-major is col, N-major row (transposed by the instruction).
+  MLIRContext *ctx = b.getContext();
+  auto wgmmaType = [&](Type t) {
+    if (tf32)
+      return NVVM::WGMMATypes::tf32;
+    if (t.isBF16())
+      return NVVM::WGMMATypes::bf16;
+    if (t.isF16())
+      return NVVM::WGMMATypes::f16;
+    return isa<Float8E4M3FNType>(t) ? NVVM::WGMMATypes::e4m3
+                                    : NVVM::WGMMATypes::e5m2;
+  };
+  auto layoutAttr = [&](bool row) {
+    return NVVM::MMALayoutAttr::get(ctx, row ? NVVM::MMALayout::row
+                                             : NVVM::MMALayout::col);
+  };
+  auto typeAttr = [&](NVVM::WGMMATypes t) {
+    return NVVM::WGMMATypesAttr::get(ctx, t);
+  };
+  auto scaleIn = NVVM::WGMMAScaleInAttr::get(ctx, NVVM::WGMMAScaleIn::one);
+  auto shape = NVVM::MMAShapeAttr::get(ctx, 64, instrN, instrK);
   Value one = i32Constant(b, loc, 1);
   Value zero = fromZero ? i32Constant(b, loc, 0) : Value();
   Value undef = fromZero ? LLVM::UndefOp::create(b, loc, f32) : Value();
@@ -811,22 +821,40 @@ LogicalResult KernelLowering::lowerWgmma(DotOp op, MmaAttr mma) {
           operands.push_back(descriptor(b, loc, aAddr, 16, 8 * rowA, rowA));
         }
         operands.push_back(descB);
-        if (fromZero && kk == 0) {
-          operands.push_back(zero);
-          operands.append(regs, undef);
+        Value product;
+        if (aInRegisters) {
+          if (fromZero && kk == 0) {
+            operands.push_back(zero);
+            operands.append(regs, undef);
+          } else {
+            operands.push_back(one);
+            llvm::append_range(operands,
+                               ArrayRef<Value>(acc).slice(first, regs));
+          }
+          product =
+              ptx(b, loc, TypeRange{structType}, operands, asmText, constraints)
+                  ->getResult(0);
         } else {
-          operands.push_back(one);
-          llvm::append_range(operands, ArrayRef<Value>(acc).slice(first, regs));
+          // The accumulators in and out as one struct.
+          bool zeroD = fromZero && kk == 0;
+          Value inouts = LLVM::UndefOp::create(b, loc, structType);
+          if (!zeroD)
+            for (int64_t r = 0; r < regs; ++r)
+              inouts = LLVM::InsertValueOp::create(b, loc, inouts,
+                                                   acc[first + r], r);
+          product = NVVM::WgmmaMmaAsyncOp::create(
+              b, loc, structType, inouts, operands[0], operands[1], shape,
+              typeAttr(wgmmaType(inA)), typeAttr(wgmmaType(inB)),
+              typeAttr(NVVM::WGMMATypes::f32),
+              NVVM::WGMMAScaleOutAttr::get(ctx, zeroD
+                                                    ? NVVM::WGMMAScaleOut::zero
+                                                    : NVVM::WGMMAScaleOut::one),
+              scaleIn, scaleIn, layoutAttr(!aMMajor), layoutAttr(!bKMajor),
+              NVVM::MMAIntOverflowAttr());
         }
-        auto call = LLVM::InlineAsmOp::create(
-            b, loc, TypeRange{structType}, operands, asmText, constraints,
-            /*has_side_effects=*/true, /*is_align_stack=*/false,
-            LLVM::tailcallkind::TailCallKind::None,
-            LLVM::AsmDialectAttr::get(b.getContext(), LLVM::AsmDialect::AD_ATT),
-            ArrayAttr());
         for (int64_t r = 0; r < regs; ++r)
-          acc[first + r] = LLVM::ExtractValueOp::create(
-              b, loc, call.getResult(0), ArrayRef<int64_t>{r});
+          acc[first + r] = LLVM::ExtractValueOp::create(b, loc, product,
+                                                        ArrayRef<int64_t>{r});
       }
     }
   }
@@ -850,7 +878,8 @@ void KernelLowering::waitForWgmma(Location loc, int64_t pending, Regs &acc) {
   passTurn(loc);
   // The accumulators pass through the wait (tied operands): LLVM cannot
   // move a read of them above it, and ptxas sees no other instruction
-  // touch them while the group runs.
+  // touch them while the group runs. (The NVVM dialect's wait takes no
+  // operands, so nothing would keep such a read after it.)
   int64_t n = acc.size();
   auto structType = LLVM::LLVMStructType::getLiteral(
       b.getContext(), llvm::to_vector(ValueRange(acc).getTypes()));
@@ -859,14 +888,11 @@ void KernelLowering::waitForWgmma(Location loc, int64_t pending, Regs &acc) {
     constraints += "=f,";
   for (int64_t i = 0; i < n; ++i)
     constraints += std::to_string(i) + (i + 1 < n ? "," : "");
-  auto wait = LLVM::InlineAsmOp::create(
-      b, loc, TypeRange{structType}, acc,
-      "wgmma.wait_group.sync.aligned " + std::to_string(pending) + ";",
-      constraints, /*has_side_effects=*/true, /*is_align_stack=*/false,
-      LLVM::tailcallkind::TailCallKind::None,
-      LLVM::AsmDialectAttr::get(b.getContext(), LLVM::AsmDialect::AD_ATT),
-      ArrayAttr());
+  Operation *wait =
+      ptx(b, loc, TypeRange{structType}, acc,
+          "wgmma.wait_group.sync.aligned " + std::to_string(pending) + ";",
+          constraints);
   for (int64_t r = 0; r < n; ++r)
-    acc[r] = LLVM::ExtractValueOp::create(b, loc, wait.getResult(0),
+    acc[r] = LLVM::ExtractValueOp::create(b, loc, wait->getResult(0),
                                           ArrayRef<int64_t>{r});
 }

@@ -22,36 +22,36 @@
 // GPU-SAME: %{{.*}}: i64) kernel attributes {known_block_size = array<i32: 384, 1, 1>, nvvm.minctasm = 1 : i32}
 // One thread initializes the full (count 1) and empty (count 256)
 // barriers of the 4 slots; everyone waits for it.
-// GPU: mbarrier.init.shared::cta.b64
-// GPU: fence.mbarrier_init.release.cluster
+// GPU: nvvm.mbarrier.init
+// GPU: nvvm.fence.mbarrier.init
 // GPU: gpu.barrier
 // The producer warpgroup gives registers away; one warp walks the loop.
-// GPU: setmaxnreg.dec.sync.aligned.u32 96
-// GPU: prefetch.tensormap
+// GPU: nvvm.setmaxregister decrease 96
+// GPU: nvvm.prefetch tensormap
 // GPU: scf.for
-// GPU: mbarrier.try_wait.parity.shared::cta.b64
-// GPU: mbarrier.arrive.expect_tx.shared::cta.b64
+// GPU: nvvm.mbarrier.try_wait
+// GPU: nvvm.mbarrier.arrive.expect_tx
 // B's 64 x 128 tile is two boxes of 64 columns.
-// GPU-COUNT-3: cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
+// GPU-COUNT-3: nvvm.cp.async.bulk.tensor.shared.cluster.global {{.*}}, box[%{{[^,]*}}, %{{[^,]*}}] :
 // GPU: } else {
 // The consumers: more registers, a wait on the slot's tiles, the wgmma
 // group left in flight, the previous slot given back.
-// GPU: setmaxnreg.inc.sync.aligned.u32 200
+// GPU: nvvm.setmaxregister increase 200
 // GPU: scf.for
-// GPU: mbarrier.try_wait.parity.shared::cta.b64
-// GPU: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
+// GPU: nvvm.mbarrier.try_wait
+// GPU: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 128, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <row>]
 // GPU: wgmma.wait_group.sync.aligned 1;
-// GPU: mbarrier.arrive.shared::cta.b64 _
+// GPU: nvvm.mbarrier.arrive %{{[^,]*}} : !llvm.ptr<3>
 // GPU: scf.yield
 // GPU: gpu.return
 
 // PTX: .visible .global .align 4 .b8 tessera_tma_gemm_tma[72]
 // PTX-LABEL: .visible .entry gemm_tma(
 // PTX: .maxntid 384, 1, 1
-// PTX-DAG: setmaxnreg.dec.sync.aligned.u32 96
-// PTX-DAG: setmaxnreg.inc.sync.aligned.u32 200
+// PTX-DAG: setmaxnreg.dec.sync.aligned.u32 {{[[:space:]]*}}96
+// PTX-DAG: setmaxnreg.inc.sync.aligned.u32 {{[[:space:]]*}}200
 // PTX-DAG: cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
-// PTX-DAG: mbarrier.try_wait.parity.shared::cta.b64
+// PTX-DAG: mbarrier.try_wait.parity.shared.b64
 // PTX-DAG: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
 
 // OFF-LABEL: gpu.func @gemm_tma
@@ -92,18 +92,18 @@ func.func @gemm_tma(%A: memref<?x?xbf16>, %B: memref<?x?xbf16>,
 // no register moves.
 // GPU-LABEL: gpu.func @scores_tma
 // GPU-SAME: known_block_size = array<i32: 256, 1, 1>
-// GPU-NOT: setmaxnreg
+// GPU-NOT: nvvm.setmaxregister
 // GPU: scf.for
 // GPU: arith.addi %arg3, %{{.*}} : index
-// GPU: cp.async.bulk.tensor.2d
+// GPU: nvvm.cp.async.bulk.tensor.shared.cluster.global
 // GPU: } else {
 // GPU: nvvm.cp.async.shared.global
 // GPU: nvvm.barrier id = %{{.*}} number_of_threads = %{{.*}}
 // GPU: scf.for
-// GPU: mbarrier.try_wait.parity.shared::cta.b64
-// GPU: wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16
+// GPU: nvvm.mbarrier.try_wait
+// GPU: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 32, k = 16>, D[<f32>, <zero>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
 // GPU: wgmma.wait_group.sync.aligned 0;
-// GPU: mbarrier.arrive.shared::cta.b64 _
+// GPU: nvvm.mbarrier.arrive %{{[^,]*}} : !llvm.ptr<3>
 // PTX-LABEL: .visible .entry scores_tma(
 // PTX: .maxntid 256, 1, 1
 // PTX-DAG: bar.sync 1, 128
@@ -137,7 +137,7 @@ func.func @scores_tma(%Q: memref<?x?xbf16>, %K: memref<?x?xbf16>,
 // GPU-LABEL: llvm.mlir.global external constant @tessera_tma_head_blocks(dense<[2, 128, 128, 24, 1, 1, 7, 3, 2, 64, 32, 128]>
 // GPU-LABEL: gpu.func @head_blocks
 // GPU: gpu.block_id  y
-// GPU: cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [$0], [$1, {$2, $3, $4}], [$5];", "r,l,r,r,r,r"
+// GPU: nvvm.cp.async.bulk.tensor.shared.cluster.global {{.*}}, box[%{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}] :
 // PTX-LABEL: .visible .entry head_blocks(
 // PTX: cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
 func.func @head_blocks(%Q: memref<?x?xbf16>, %K: memref<?x?x?xbf16>,
@@ -175,12 +175,12 @@ func.func @head_blocks(%Q: memref<?x?xbf16>, %K: memref<?x?x?xbf16>,
 // GPU-LABEL: gpu.func @nested_ring
 // GPU-SAME: known_block_size = array<i32: 384, 1, 1>
 // GPU: memref.alloca() : memref<1xindex>
-// GPU: setmaxnreg.dec.sync.aligned.u32 96
+// GPU: nvvm.setmaxregister decrease 96
 // GPU: scf.for
 // GPU: memref.load
 // GPU: scf.for
-// GPU: mbarrier.try_wait.parity.shared::cta.b64
-// GPU: cp.async.bulk.tensor.2d
+// GPU: nvvm.mbarrier.try_wait
+// GPU: nvvm.cp.async.bulk.tensor.shared.cluster.global
 // GPU: memref.store
 // GPU: } else {
 // GPU: scf.for
@@ -188,7 +188,7 @@ func.func @head_blocks(%Q: memref<?x?xbf16>, %K: memref<?x?x?xbf16>,
 // GPU: scf.for
 // GPU: wgmma.wait_group.sync.aligned 1;
 // GPU: wgmma.wait_group.sync.aligned 0;
-// GPU: mbarrier.arrive.shared::cta.b64 _
+// GPU: nvvm.mbarrier.arrive %{{[^,]*}} : !llvm.ptr<3>
 // GPU: memref.store
 // PTX-LABEL: .visible .entry nested_ring(
 // PTX: cp.async.bulk.tensor.2d
@@ -262,24 +262,27 @@ func.func @ring_under_if(%A: memref<?x?xbf16>, %B: memref<?x?xbf16>,
 // GPU-LABEL: llvm.mlir.global external constant @tessera_tma_gemm_pair(dense<[2, 128, 256, 22, 2, 2,
 // GPU-LABEL: gpu.func @gemm_pair
 // GPU: %[[WARPS:.*]] = arith.constant 16 : i32
-// GPU: mbarrier.init.shared::cta.b64 [$0], $1;", "r,r" %{{.*}}, %[[WARPS]]
-// GPU: barrier.cluster.arrive.release;
-// GPU: mov.u32 $0, %cluster_ctarank;
+// GPU: nvvm.mbarrier.init %{{.*}}, %[[WARPS]]
+// GPU: nvvm.cluster.arrive
+// GPU-NEXT: nvvm.cluster.wait
+// GPU: nvvm.read.ptx.sreg.cluster.ctarank
 // GPU: scf.for
-// GPU: cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [$0]
+// GPU: nvvm.cp.async.bulk.tensor.shared.cluster.global {{[^=]*}} : !llvm.ptr<7>, !llvm.ptr
 // GPU: scf.if
-// GPU: cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster [$0], [$1, {$2, $3}], [$4], $5;", "r,l,r,r,r,h"
+// GPU: nvvm.cp.async.bulk.tensor.shared.cluster.global {{.*}} multicast_mask = %{{.*}} : !llvm.ptr<7>, !llvm.ptr
 // GPU: scf.if
-// GPU: .multicast::cluster
+// GPU: multicast_mask
 // GPU: } else {
-// GPU: mapa.shared::cluster.u32
-// GPU: mbarrier.arrive.shared::cluster.b64
-// GPU: barrier.cluster.arrive.release;
+// GPU: nvvm.mapa %{{.*}} : !llvm.ptr<3> -> !llvm.ptr<7>
+// GPU: nvvm.mbarrier.arrive %{{.*}} {scope = #nvvm.mem_scope<cluster>} : !llvm.ptr<7>
+// GPU: nvvm.cluster.arrive
+// GPU-NEXT: nvvm.cluster.wait
 // GPU-NEXT: gpu.return
 // PTX-LABEL: .visible .entry gemm_pair(
-// PTX-DAG: barrier.cluster.wait.acquire;
+// PTX-DAG: barrier.cluster.wait;
 // PTX-DAG: cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster
-// PTX-DAG: mapa.shared::cluster.u32
+// PTX-DAG: mapa.shared::cluster.u64
+// PTX-DAG: mbarrier.arrive.release.cluster.shared::cluster.b64
 func.func @gemm_pair(%A: memref<?x?xbf16>, %B: memref<?x?xbf16>,
                      %C: memref<?x?xf32>)
     attributes {ttile.kernel, ttile.num_warps = 8 : i32, ttile.cluster = 2 : i32} {

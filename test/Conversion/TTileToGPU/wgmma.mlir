@@ -42,12 +42,12 @@
 // GPU: scf.if
 // GPU: scf.for
 // GPU: nvvm.cp.async.wait.group 1
-// GPU: fence.proxy.async.shared::cta
+// GPU: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
 // GPU: gpu.barrier
 // GPU: nvvm.cp.async.shared.global
 // GPU: nvvm.cp.async.commit.group
 // GPU: nvvm.wgmma.fence.aligned
-// GPU: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
+// GPU: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 128, k = 16>, D[<f32>, <{{one|zero}}>], A[<bf16>
 // GPU: nvvm.wgmma.commit.group.sync.aligned
 // GPU: wgmma.wait_group.sync.aligned 1;
 // GPU: scf.yield
@@ -104,7 +104,7 @@ func.func @gemm_ring(%A: memref<?x?xbf16>, %B: memref<?x?xbf16>,
 // GPU: nvvm.cp.async.commit.group
 // GPU: nvvm.cp.async.wait.group 0
 // GPU: gpu.barrier
-// GPU: wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16
+// GPU: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 64, k = 16>, D[<f32>, <{{one|zero}}>], A[<f16>
 // PTX-LABEL: .visible .entry gemm_sync_n2(
 // PTX: wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16
 func.func @gemm_sync_n2(%A: memref<?x?xf16>, %B: memref<?x?xf16>,
@@ -137,7 +137,7 @@ func.func @gemm_sync_n2(%A: memref<?x?xf16>, %B: memref<?x?xf16>,
 // LAYOUT: ttile.transpose {{.*}} -> tensor<128x128xf8E4M3FN, #ttile.shared<swizzle = 128, order = [0, 1]>>
 // LAYOUT: ttile.dot {{.*}} -> tensor<128x128xf32, #mma>
 // GPU-LABEL: gpu.func @gemm_fp8_nt
-// GPU: wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 {{.*}}, p, 1, 1;
+// GPU: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 128, k = 32>, D[<f32>, <{{one|zero}}>], A[<e4m3>, <one>, <row>], B[<e4m3>, <one>, <col>]
 // PTX-LABEL: .visible .entry gemm_fp8_nt(
 // PTX: wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3
 func.func @gemm_fp8_nt(%A: memref<?x?xf8E4M3FN>, %Bt: memref<?x?xf8E4M3FN>,
@@ -174,7 +174,7 @@ func.func @gemm_fp8_nt(%A: memref<?x?xf8E4M3FN>, %Bt: memref<?x?xf8E4M3FN>,
 // LAYOUT-NOT: #ttile.shared
 // LAYOUT: ttile.dot {{.*}} -> tensor<128x128xf32, #blocked
 // GPU-LABEL: gpu.func @gemm_tf32_nt
-// GPU: wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 {{.*}}, p, 1, 1;
+// GPU: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 128, k = 8>, D[<f32>, <{{one|zero}}>], A[<tf32>, <one>, <row>], B[<tf32>, <one>, <col>]
 // PTX-LABEL: .visible .entry gemm_tf32_nt(
 // PTX: wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32
 func.func @gemm_tf32_nt(%A: memref<?x?xf32>, %Bt: memref<?x?xf32>,
@@ -229,7 +229,7 @@ func.func @gemm_f32_exact(%A: memref<?x?xf32>, %Bt: memref<?x?xf32>,
 // GPU: %[[AHEAD:.*]] = arith.addi %[[N]], %{{.*}} : index
 // GPU: arith.addi %{{.*}}, %[[AHEAD]] : index
 // GPU: nvvm.cp.async.shared.global
-// GPU: wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 0, 0;
+// GPU: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 32, k = 16>, D[<f32>, <{{one|zero}}>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
 // PTX-LABEL: .visible .entry scores(
 // PTX: wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16
 func.func @scores(%Q: memref<?x?xbf16>, %K: memref<?x?xbf16>,
@@ -295,14 +295,14 @@ func.func @a_in_registers(%A: memref<?x?xbf16>, %B: memref<?x?xbf16>,
 // LAYOUT: ttile.transpose {{.*}} -> tensor<64x64xbf16, #ttile.shared<swizzle = 128, order = [0, 1]>>
 // LAYOUT: ttile.dot
 // GPU-LABEL: gpu.func @stored_transposed_a
-// GPU-COUNT-8: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 0, 0;
+// GPU-COUNT-8: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 64, k = 16>, D[<f32>, <{{one|zero}}>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
 // GPU: wgmma.wait_group.sync.aligned 0;
 // GPU-NOT: wgmma.mma_async
 // GPU: gpu.barrier
-// GPU-COUNT-2: stmatrix.sync.aligned.m8n8.x4.shared.b16
-// GPU: fence.proxy.async.shared::cta
+// GPU-COUNT-2: nvvm.stmatrix {{.*}} {eltType = #nvvm.ld_st_matrix_elt_type<b16>, layout = #nvvm.mma_layout<row>, shape = #nvvm.ld_st_matrix_shape<m = 8, n = 8>}
+// GPU: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
 // GPU: gpu.barrier
-// GPU: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 1, 1;
+// GPU: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 128, k = 16>, D[<f32>, <{{one|zero}}>], A[<bf16>, <one>, <col>], B[<bf16>, <one>, <row>]
 // PTX-LABEL: .visible .entry stored_transposed_a(
 // PTX: stmatrix.sync.aligned.m8n8.x4.shared.b16
 // PTX: fence.proxy.async.shared::cta
@@ -339,14 +339,14 @@ func.func @stored_transposed_a(%Q: memref<?x?xbf16>, %K: memref<?x?xbf16>,
 // meets only its own threads around the store (named barrier 8 + group,
 // 128 threads).
 // GPU-LABEL: gpu.func @stored_for_own_group
-// GPU-COUNT-8: wgmma.mma_async.sync.aligned.m64n64k16
+// GPU-COUNT-8: wgmma.mma_async{{.*}}{{m64n64k16|<m = 64, n = 64, k = 16>}}
 // GPU: %[[GROUP:.*]] = arith.index_cast %{{.*}} : index to i32
 // GPU: %[[BAR:.*]] = arith.addi %[[GROUP]], %c8_i32 : i32
 // GPU: nvvm.barrier id = %[[BAR]] number_of_threads = %c128_i32
-// GPU-COUNT-4: stmatrix.sync.aligned.m8n8.x4.shared.b16
-// GPU: fence.proxy.async.shared::cta
+// GPU-COUNT-4: nvvm.stmatrix {{.*}} {eltType = #nvvm.ld_st_matrix_elt_type<b16>, layout = #nvvm.mma_layout<row>, shape = #nvvm.ld_st_matrix_shape<m = 8, n = 8>}
+// GPU: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
 // GPU: nvvm.barrier id = %[[BAR]] number_of_threads = %c128_i32
-// GPU-COUNT-4: wgmma.mma_async.sync.aligned.m64n128k16
+// GPU-COUNT-4: wgmma.mma_async{{.*}}{{m64n128k16|<m = 64, n = 128, k = 16>}}
 // PTX-LABEL: .visible .entry stored_for_own_group(
 // PTX: bar.sync {{%r[0-9]+}}, 128;
 func.func @stored_for_own_group(%Q: memref<?x?xbf16>, %K: memref<?x?xbf16>,
@@ -374,11 +374,11 @@ func.func @stored_for_own_group(%Q: memref<?x?xbf16>, %K: memref<?x?xbf16>,
 // stored: the store meets all threads.
 // GPU-LABEL: gpu.func @stored_across_groups
 // GPU: gpu.barrier
-// GPU-COUNT-4: stmatrix.sync.aligned.m8n8.x4.shared.b16
-// GPU: fence.proxy.async.shared::cta
+// GPU-COUNT-4: nvvm.stmatrix {{.*}} {eltType = #nvvm.ld_st_matrix_elt_type<b16>, layout = #nvvm.mma_layout<row>, shape = #nvvm.ld_st_matrix_shape<m = 8, n = 8>}
+// GPU: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
 // GPU: gpu.barrier
 // GPU-NOT: nvvm.barrier id
-// GPU: wgmma.mma_async.sync.aligned.m64n64k16
+// GPU: wgmma.mma_async{{.*}}{{m64n64k16|<m = 64, n = 64, k = 16>}}
 func.func @stored_across_groups(%Q: memref<?x?xbf16>, %K: memref<?x?xbf16>,
                                 %DO: memref<?x?xbf16>, %DV: memref<?x?xf32>)
     attributes {ttile.kernel, ttile.num_warps = 8 : i32} {
@@ -405,10 +405,10 @@ func.func @stored_across_groups(%Q: memref<?x?xbf16>, %K: memref<?x?xbf16>,
 // waits for it with the third still running, the store of the third for
 // the rest.
 // GPU-LABEL: gpu.func @dot_chain
-// GPU-COUNT-8: wgmma.mma_async.sync.aligned.m64n64k16
+// GPU-COUNT-8: wgmma.mma_async{{.*}}{{m64n64k16|<m = 64, n = 64, k = 16>}}
 // GPU-NOT: wgmma.mma_async
 // GPU: wgmma.wait_group.sync.aligned 1;
-// GPU-COUNT-4: wgmma.mma_async.sync.aligned.m64n64k16
+// GPU-COUNT-4: wgmma.mma_async{{.*}}{{m64n64k16|<m = 64, n = 64, k = 16>}}
 // GPU-NOT: wgmma.mma_async
 // GPU: wgmma.wait_group.sync.aligned 1;
 // GPU: vector.store
@@ -441,9 +441,9 @@ func.func @dot_chain(%X: memref<?x?xbf16>, %Y: memref<?x?xbf16>,
 // GPU-LABEL: gpu.func @stored_constant_a
 // GPU: gpu.barrier
 // GPU-NOT: gpu.barrier
-// GPU: fence.proxy.async.shared::cta
+// GPU: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
 // GPU-NEXT: gpu.barrier
-// GPU: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 1, 1;
+// GPU: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 64, k = 16>, D[<f32>, <{{one|zero}}>], A[<bf16>, <one>, <col>], B[<bf16>, <one>, <row>]
 func.func @stored_constant_a(%A: memref<?x?xbf16>, %B: memref<?x?xbf16>,
                              %O: memref<?x?xf32>)
     attributes {ttile.kernel, ttile.num_warps = 4 : i32} {
@@ -476,7 +476,7 @@ func.func @stored_constant_a(%A: memref<?x?xbf16>, %B: memref<?x?xbf16>,
 // LAYOUT: ttile.convert_layout {{.*}} -> tensor<64x64xf32, #[[DOTA]]>
 // GPU-LABEL: gpu.func @pipelined_step
 // GPU: scf.for
-// GPU-COUNT-8: wgmma.mma_async.sync.aligned.m64n64k16
+// GPU-COUNT-8: wgmma.mma_async{{.*}}{{m64n64k16|<m = 64, n = 64, k = 16>}}
 // GPU: wgmma.wait_group.sync.aligned 1;
 // GPU: ex2.approx.ftz.f32
 // GPU: wgmma.wait_group.sync.aligned 0;
@@ -523,7 +523,7 @@ func.func @pipelined_step(%Q: memref<?x?xbf16>, %K: memref<?x?xbf16>,
 // GPU: scf.for
 // GPU: nvvm.barrier id = %[[MINE:.*]] number_of_threads = %[[C256]]
 // GPU-NEXT: nvvm.wgmma.fence.aligned
-// GPU-COUNT-4: wgmma.mma_async.sync.aligned.m64n64k16
+// GPU-COUNT-4: wgmma.mma_async{{.*}}{{m64n64k16|<m = 64, n = 64, k = 16>}}
 // GPU-NOT: wgmma.mma_async
 // GPU: nvvm.wgmma.commit.group.sync.aligned
 // GPU: nvvm.barrier.arrive id = %[[NEXT:.*]] number_of_threads = %[[C256]]
@@ -531,7 +531,7 @@ func.func @pipelined_step(%Q: memref<?x?xbf16>, %K: memref<?x?xbf16>,
 // GPU: ex2.approx
 // GPU: nvvm.barrier id = %[[MINE]] number_of_threads = %[[C256]]
 // GPU-NEXT: nvvm.wgmma.fence.aligned
-// GPU-COUNT-4: wgmma.mma_async.sync.aligned.m64n64k16
+// GPU-COUNT-4: wgmma.mma_async{{.*}}{{m64n64k16|<m = 64, n = 64, k = 16>}}
 // GPU: nvvm.barrier.arrive id = %[[NEXT]] number_of_threads = %[[C256]]
 // GPU-NEXT: llvm.inline_asm {{.*}}wgmma.wait_group.sync.aligned 0;
 // GPU-NOT: nvvm.barrier id = %[[C2]]
