@@ -26,7 +26,8 @@ from ._dtypes import (DType, Policy, accum, as_dtype, bf16, bfloat16, bool_,
 from . import cuda
 from . import tile
 from .cuda import DeviceTensor, device, from_dlpack, synchronize, to_device
-from ._kernel import KTile, Schedule, cdiv, kernel, kernel_cache
+from ._kernel import (KTile, Schedule, ScheduleBuilder, block, cdiv, kernel,
+                      kernel_cache)
 
 __version__ = "0.1.0"
 
@@ -43,8 +44,9 @@ else:
     _compiler_all = []
 
 __all__ = [
-    "DType", "DeviceTensor", "KTile", "Policy", "Schedule", "TesseraError",
-    "accum", "as_dtype", "bf16", "bfloat16", "bool_", "cdiv", "cuda",
+    "DType", "DeviceTensor", "KTile", "Policy", "Schedule", "ScheduleBuilder",
+    "TesseraError", "accum", "as_dtype", "bf16", "bfloat16", "block",
+    "bool_", "cdiv", "cuda",
     "device", "f16", "f32", "f64", "f8e4m3", "f8e5m2", "float16", "float32",
     "float64", "from_dlpack", "i16", "i32", "i4", "i64", "i8", "int16",
     "int32", "int4", "int64", "int8", "kernel", "kernel_cache",

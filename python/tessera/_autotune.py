@@ -43,6 +43,73 @@ def _schedule_from(base, config: dict):
     return base._replace(block=block, **changes, **params)
 
 
+def _source_of(fn) -> str:
+    try:
+        return inspect.getsource(fn)
+    except (OSError, TypeError):
+        return fn.__code__.co_code.hex()
+
+
+def _code_names(code) -> set:
+    """The global (and attribute) names a code object and the code nested
+    in it (comprehensions, inner functions) refer to."""
+    names = set(code.co_names)
+    for c in code.co_consts:
+        if inspect.iscode(c):
+            names |= _code_names(c)
+    return names
+
+
+def _user_code(module: str, filename: str) -> bool:
+    """Whether a function is the user's: not Tessera's, not the standard
+    library's, not an installed package's."""
+    import sys
+    top = module.split(".")[0]
+    if top == "tessera" or top in sys.stdlib_module_names:
+        return False
+    parts = filename.replace("\\", "/").split("/")
+    return "site-packages" not in parts and "dist-packages" not in parts
+
+
+def _source_closure(fn) -> list:
+    """(qualified name, source) of ``fn`` and of the functions it calls,
+    transitively: those it names among its globals (and as attributes of
+    modules it names) and those its closure holds, outside Tessera's own
+    package, the standard library and installed packages. A change to a
+    helper a kernel calls changes the kernel's autotune key."""
+    import types
+    from ._kernel import TileKernel
+    if isinstance(fn, TileKernel):
+        fn = fn.fn
+    seen, out, todo = set(), [], [fn]
+    while todo:
+        f = todo.pop()
+        if isinstance(f, TileKernel):
+            f = f.fn
+        if not isinstance(f, types.FunctionType) or f in seen:
+            continue
+        seen.add(f)
+        module = getattr(f, "__module__", "") or ""
+        if f is not fn and not _user_code(module, f.__code__.co_filename):
+            continue
+        out.append((f"{module}.{f.__qualname__}", _source_of(f)))
+        names = _code_names(f.__code__)
+        for name in names:
+            v = f.__globals__.get(name)
+            if isinstance(v, types.ModuleType):
+                todo.extend(getattr(v, attr) for attr in names
+                            if isinstance(getattr(v, attr, None),
+                                          (types.FunctionType, TileKernel)))
+            elif v is not None:
+                todo.append(v)
+        for cell in f.__closure__ or ():
+            try:
+                todo.append(cell.cell_contents)
+            except ValueError:  # an empty cell
+                pass
+    return sorted(out)
+
+
 class Autotuner:
     """Chooses a kernel's schedule by measuring the configurations of
     ``space`` on the device, once per (shapes, dtypes, constexprs, card);
@@ -74,11 +141,9 @@ class Autotuner:
 
     @functools.lru_cache(maxsize=None)
     def _kernel_hash(self, kern):
-        try:
-            src = inspect.getsource(kern.fn)
-        except (OSError, TypeError):
-            src = kern.fn.__code__.co_code.hex()
-        h = hashlib.sha256(src.encode())
+        h = hashlib.sha256()
+        for name, src in _source_closure(kern.fn):
+            h.update(name.encode() + b"\0" + src.encode() + b"\0")
         h.update(json.dumps(self.space, sort_keys=True, default=repr).encode())
         return h.hexdigest()[:16]
 

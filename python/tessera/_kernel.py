@@ -91,7 +91,11 @@ _FIELDS = ("block", "k", "warps", "stages", "vector", "swizzle")
 class Schedule:
     """How a kernel is mapped onto the card: ``block=(m, n)`` tile sizes,
     ``k`` (the reduction step), ``warps`` per program, ``stages`` of the
-    loops' prefetch, ``vector`` width, ``swizzle`` and named parameters
+    loops' prefetch, ``vector`` (the widest access, in elements, that the
+    kernel's loads state with ``tile.load(vector=T.vector)``: checked
+    against the 16 bytes of the widest access), ``swizzle`` (``"xor"``, the
+    layout of every shared tile, by 128-, 64- or 32-byte rows) and named
+    parameters
     (``d=128``; ``pingpong=True`` makes the warpgroups of a kernel of 8
     warps or more take turns to issue their tensor-core products in loops,
     so one computes while another multiplies; ``cluster=2`` runs the
@@ -130,8 +134,11 @@ class Schedule:
         if vector is not None and (not isinstance(vector, int) or vector < 1
                                    or vector & (vector - 1)):
             raise ValueError(f"vector is a power of two, got {vector!r}")
-        if swizzle not in (None, "xor", "none"):
-            raise ValueError(f"swizzle is 'xor' or 'none', got {swizzle!r}")
+        if swizzle not in (None, "xor"):
+            raise ValueError(
+                f"swizzle is 'xor' (shared tiles are XOR-swizzled: the "
+                f"layout tensor cores, TMA and ldmatrix read without bank "
+                f"conflicts), got {swizzle!r}")
         for name in params:
             if name in _FIELDS or name in ("m", "n"):
                 raise ValueError(f"{name} is a schedule field, not a parameter")
@@ -243,6 +250,105 @@ class Schedule:
         return f"Schedule({', '.join(parts)})"
 
 
+class ScheduleBuilder:
+    """Spec 002's chained form of a schedule, or of a search space:
+
+        ts.block(128, 128).k(64).warps(8).stages(3).vector(8).swizzle("xor")
+        ts.block(m=[64, 128], n=[64, 128], k=[64]).warps([4, 8]).stages([2, 3])
+
+    With one value a field it is one schedule (``.schedule()``;
+    ``kernel.schedule``, ``kernel(schedule=)`` and ``with_schedule`` take
+    the builder as it is); with a list for some field it is a space
+    (``.space()``; ``kernel.autotune(space=...)`` takes it as it is). Each
+    method returns a new builder."""
+
+    __slots__ = ("_fields",)
+
+    def __init__(self, fields):
+        self._fields = dict(fields)
+
+    def _with(self, **changes):
+        fields = dict(self._fields)
+        fields.update(changes)
+        return ScheduleBuilder(fields)
+
+    def k(self, k):
+        return self._with(k=k)
+
+    def warps(self, warps):
+        return self._with(warps=warps)
+
+    def stages(self, stages):
+        return self._with(stages=stages)
+
+    def vector(self, vector):
+        return self._with(vector=vector)
+
+    def swizzle(self, swizzle):
+        return self._with(swizzle=swizzle)
+
+    def params(self, **params):
+        """Named parameters (``d=128``, ``pingpong=True``...), or lists of
+        them in a space."""
+        for name in params:
+            if name in _FIELDS or name in ("m", "n"):
+                raise ValueError(f"{name} is a schedule field: use "
+                                 f".{name}(...)" if name != "block" else
+                                 "block is set by ts.block(m, n)")
+        return self._with(**params)
+
+    def is_space(self) -> bool:
+        return any(isinstance(v, (list, tuple)) for v in self._fields.values())
+
+    def schedule(self) -> Schedule:
+        if self.is_space():
+            listed = sorted(k for k, v in self._fields.items()
+                            if isinstance(v, (list, tuple)))
+            raise TypeError(f"this builder is a search space (lists for "
+                            f"{', '.join(listed)}), not one schedule: give "
+                            f"it to kernel.autotune(space=...)")
+        f = dict(self._fields)
+        m, n = f.pop("m"), f.pop("n", None)
+        return Schedule(block=(m,) if n is None else (m, n), **f)
+
+    def space(self) -> dict:
+        """The autotune space: BM, BN, BK for the block sizes and the
+        fields' and parameters' own names, each a list of values."""
+        names = {"m": "BM", "n": "BN", "k": "BK"}
+        out = {}
+        for key, v in self._fields.items():
+            values = list(v) if isinstance(v, (list, tuple)) else [v]
+            if not values:
+                raise ValueError(f"the space's {key} is an empty list")
+            out[names.get(key, key)] = values
+        return out
+
+    def __repr__(self):
+        return "ScheduleBuilder(" + ", ".join(
+            f"{k}={v!r}" for k, v in self._fields.items()) + ")"
+
+
+def block(m, n=None, k=None) -> ScheduleBuilder:
+    """The first link of a chained schedule: ``ts.block(128, 128).k(64)
+    .warps(8)``; with lists (``ts.block(m=[64, 128], n=[64, 128])``), of a
+    search space (see ScheduleBuilder)."""
+    fields = {"m": m}
+    if n is not None:
+        fields["n"] = n
+    if k is not None:
+        fields["k"] = k
+    return ScheduleBuilder(fields)
+
+
+def _as_schedule(schedule, what: str) -> Schedule:
+    if isinstance(schedule, ScheduleBuilder):
+        return schedule.schedule()
+    if not isinstance(schedule, Schedule):
+        raise TypeError(f"{what} takes a Schedule (or ts.block(...)...), "
+                        f"got {schedule!r}")
+    return schedule
+
+
 # --------------------------------------------------------------------------
 # Loops (the helper the rewritten kernel calls; see _kernel_ast)
 # --------------------------------------------------------------------------
@@ -335,6 +441,8 @@ def _trace_range(r, body, names, init):
         outer = trace.block
         body_block = _IRBlock(outer)
         trace.block = body_block
+        prefetch = []
+        trace.loop_prefetch.append(prefetch)
         try:
             iv = _tile.Scalar(trace.fresh(), "index")
             args = {i: (_tile.Tile(trace.fresh(), like.shape, like.type)
@@ -346,6 +454,7 @@ def _trace_range(r, body, names, init):
             out = body(target, state)
         finally:
             trace.block = outer
+            trace.loop_prefetch.pop()
         found = {}
         local = set()
         for i, (v0, v1) in enumerate(zip(init, out)):
@@ -391,8 +500,10 @@ def _trace_range(r, body, names, init):
     types = [_type_of(carried[i]) for i in order]
     head = (f"ttile.range {iv.name} = {lb.name} to {ub.name} step "
             f"{step.name}")
-    if r.stages != 1:
-        head += f" stages {r.stages}"
+    # The loop's stages, raised to what its loads' prefetch asks.
+    stages = max([r.stages] + prefetch)
+    if stages != 1:
+        head += f" stages {stages}"
     if order:
         head += (" iter_args(" + ", ".join(
             f"{args[i].name} = {v.name}" for i, v in zip(order, inits)) +
@@ -471,7 +582,8 @@ class TileKernel:
     def __init__(self, fn, schedule=None, autotune=None):
         functools.update_wrapper(self, fn)
         self.fn = fn
-        self._schedule = schedule or Schedule()
+        self._schedule = (Schedule() if schedule is None else
+                          _as_schedule(schedule, "ts.kernel(schedule=)"))
         self._autotune = autotune
         self._params = _params(fn)
         self._signature = inspect.signature(fn)
@@ -493,8 +605,7 @@ class TileKernel:
 
     def with_schedule(self, schedule: Schedule) -> "TileKernel":
         """The same kernel compiled with ``schedule``."""
-        if not isinstance(schedule, Schedule):
-            raise TypeError(f"with_schedule takes a Schedule, got {schedule!r}")
+        schedule = _as_schedule(schedule, "with_schedule")
         variant = self._variants.get(schedule)
         if variant is None:
             variant = self._variants[schedule] = TileKernel(self.fn, schedule,
@@ -969,9 +1080,7 @@ class _KernelDecorator:
         return TileKernel(fn, schedule)
 
     def schedule(self, schedule: Schedule):
-        if not isinstance(schedule, Schedule):
-            raise TypeError(f"kernel.schedule takes a Schedule, got "
-                            f"{schedule!r}")
+        schedule = _as_schedule(schedule, "kernel.schedule")
 
         def wrap(fn):
             if isinstance(fn, TileKernel):
@@ -981,6 +1090,8 @@ class _KernelDecorator:
 
     def autotune(self, space, metric="latency_ms", budget_ms=200.0,
                  cache=None):
+        if isinstance(space, ScheduleBuilder):
+            space = space.space()
         tuner = Autotuner(space, metric, budget_ms, cache)
 
         def wrap(fn):

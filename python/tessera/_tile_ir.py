@@ -166,6 +166,9 @@ class Trace:
         self.counter = 0
         self.block = Block()
         self.program_ids = {}
+        # Of each tile.range loop being traced (innermost last): the
+        # prefetch its loads ask for (tile.load(prefetch=N)).
+        self.loop_prefetch: list[list[int]] = []
 
     def fresh(self) -> str:
         self.counter += 1

@@ -526,7 +526,7 @@ def _mask_of(mask, shape):
 
 
 def load(ref, at=None, shape=None, *, rows=None, cols=None, mask=None,
-         padding=None, vector=None, multicast=False):
+         padding=None, vector=None, prefetch=None, multicast=False):
     """The box of ``shape`` of ``ref`` whose first element is at ``at`` (one
     index per dim, or a ``tile.range_n`` block). Elements outside the
     tensor, and where ``mask`` is false, read ``padding`` (0).
@@ -536,6 +536,13 @@ def load(ref, at=None, shape=None, *, rows=None, cols=None, mask=None,
     ``vector`` states the widest access the kernel needs: the compiler
     uses 16-byte accesses wherever alignment allows, and ``vector`` is
     checked against that (elements of one access, at most 16 bytes).
+
+    ``prefetch=N`` in a ``tile.range``/``tile.range_n`` loop keeps N copies
+    of the tile in flight, N - 1 loaded ahead of the one in use: the loop
+    runs at least N stages (as ``range_n(prefetch=N)``; stages are the
+    loop's, so its other loads are prefetched as deep). Outside any loop a
+    load is already issued where it stands and waited for only at its
+    first use; ``prefetch`` is checked and changes nothing there.
 
     ``multicast=True`` (a schedule of ``cluster`` programs, ``T.cluster``
     > 1) states that every program of the cluster loads this same tile at
@@ -548,6 +555,14 @@ def load(ref, at=None, shape=None, *, rows=None, cols=None, mask=None,
     check_visible(ref, "tensor")
     shape = _box(ref, at, shape, rows, cols)
     _check_vector(vector, ref.type)
+    if prefetch is not None:
+        if isinstance(prefetch, bool) or not isinstance(prefetch, int) or \
+                prefetch < 1:
+            raise _err(f"tile.load's prefetch is a positive integer (copies "
+                       f"of the tile in flight), got {prefetch!r}")
+        loops = current_trace().loop_prefetch
+        if loops:
+            loops[-1].append(prefetch)
     idx = [_as_index(i, "a load index") for i in _start(ref, at, shape,
                                                           rows)]
     m = _mask_of(mask, shape)

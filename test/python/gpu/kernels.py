@@ -68,14 +68,14 @@ def flash_attention(q: KTile["BH", "S", "D", ts.bf16],
     bh = tile.program_id(1)
     Q, K, V, O = q[bh], k[bh], v[bh], o[bh]
     keys = K.shape[0]
-    Qb = tile.load(Q, rows=T.m, cols=T.d)
+    Qb = tile.load(Q, rows=T.m, cols=T.d, vector=T.vector, prefetch=2)
     acc = tile.zeros((T.m, T.d))
     m = tile.full((T.m,), -math.inf)
     l = tile.zeros((T.m,))
     end = tile.minimum(tile.row_index() + T.m, keys) if causal else keys
     for nblk in tile.range_n(end, T.n, prefetch=T.stages):
-        Kb = tile.load(K, nblk, cols=T.d)
-        Vb = tile.load(V, nblk, cols=T.d)
+        Kb = tile.load(K, nblk, cols=T.d, vector=T.vector)
+        Vb = tile.load(V, nblk, cols=T.d, vector=T.vector)
         S = tile.dot(Qb, tile.transpose(Kb)) * scale
         if causal:
             tile.mask_causal(S, tile.row_index(), tile.col_index(nblk))
