@@ -37,6 +37,11 @@ void mlir::tessera::buildTileToPTXPipeline(OpPassManager &pm,
   pm.addPass(createConvertTTileToGPU(lowering));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
+  // fp8 conversions and arithmetic (LLVM has no fp8 types), rounded as on
+  // the CPU; bf16 and f16 conversions stay the target's instructions.
+  ExpandSmallFloatsOptions small;
+  small.bf16 = false;
+  pm.addPass(createExpandSmallFloats(small));
   gpu::GPUToNVVMPipelineOptions nvvm;
   nvvm.cubinChip = options.chip;
   nvvm.cubinFeatures = options.features;

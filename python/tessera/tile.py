@@ -308,8 +308,10 @@ def prod(x, axis: int = -1):
 def dot(a, b, acc=None, *, tf32=False):
     """``acc + a @ b`` (``acc`` zeros by default): bf16, f16, fp8 operands
     into f32 on the tensor cores; i8 into i32; f32 operands exactly, or,
-    with ``tf32=True``, read as tf32 (10 mantissa bits) where the tensor
-    cores can (Hopper, B given as the transpose of a [N, K] load)."""
+    with ``tf32=True``, rounded to tf32 (10 mantissa bits) on the tensor
+    cores: wgmma on Hopper where B is the transpose of a [N, K] load (it
+    reads the f32 bits, dropping the low 13), mma.sync m16n8k8 otherwise
+    (rounded to nearest, ties away: cvt.rna)."""
     for x in (a, b):
         if not isinstance(x, Tile) or x.ndim != 2:
             raise _err(f"tile.dot takes two rank-2 tiles, got {x!r}")

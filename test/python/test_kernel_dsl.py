@@ -51,7 +51,11 @@ SM80_FLASH = K.flash_attention.with_schedule(
     ("softmax", (), {}), ("rmsnorm", (ts.bf16, ts.bf16), {}),
     ("rmsnorm", (ts.f32, ts.f16), {}), ("matmul", (), {}),
     ("flash_attention", (), {"causal": True}),
-    ("flash_attention", (), {"causal": False})])
+    ("flash_attention", (), {"causal": False}),
+    ("round_trip", (ts.f8e4m3,), {"saturate": True}),
+    ("round_trip", (ts.f8e5m2,), {"saturate": False}),
+    ("round_trip", (ts.f16,), {"saturate": True}),
+    ("widen", (ts.f8e4m3,), {}), ("matmul_tf32", (), {})])
 def test_kernels_compile_to_ptx_that_ptxas_accepts(chip, name, dtypes, consts,
                                                     tmp_path):
     kern = getattr(K, name)
@@ -60,6 +64,10 @@ def test_kernels_compile_to_ptx_that_ptxas_accepts(chip, name, dtypes, consts,
     c = kern.compile(*dtypes, chip=chip, **consts)
     assert f".entry {name}(" in c.ptx
     assert f".target {chip}" in c.ptx
+    if name == "matmul_tf32":
+        # N-contiguous B: mma.sync's tf32 form on every chip.
+        assert "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32" in c.ptx
+        assert "cvt.rna.tf32.f32" in c.ptx and "wgmma" not in c.ptx
     if name in ("matmul", "flash_attention"):
         # Tensor cores: warpgroup MMAs on Hopper, mma.sync before.
         if chip == "sm_90a":

@@ -73,9 +73,15 @@ def ExpandSmallFloats : Pass<"tessera-expand-small-floats"> {
     `arith.extf` from / `arith.truncf` to those types become integer code on
     the bit patterns: round to nearest even, subnormals included; values
     beyond the largest finite value become NaN (f8E4M3FN, which has no
-    infinity) or infinity (f8E5M2). bf16 conversions expand as in
-    `arith-expand{include-bf16}`. Scalars and vectors are both handled.
+    infinity) or infinity (f8E5M2). With `bf16` (the default) bf16
+    conversions expand as in `arith-expand{include-bf16}`; the GPU pipeline
+    leaves them to the target's conversion instructions. Scalars and
+    vectors are both handled.
   }];
+  let options = [
+    Option<"bf16", "bf16", "bool", /*default=*/"true",
+           "Also expand bf16 conversions into integer code">,
+  ];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::math::MathDialect",
                            "::mlir::vector::VectorDialect"];

@@ -327,12 +327,14 @@ struct TruncF64ToHalf : public OpRewritePattern<arith::TruncFOp> {
 
 struct ExpandSmallFloatsPass
     : public mlir::tessera::impl::ExpandSmallFloatsBase<ExpandSmallFloatsPass> {
+  using ExpandSmallFloatsBase::ExpandSmallFloatsBase;
   void runOnOperation() override {
     MLIRContext *ctx = &getContext();
     Operation *root = getOperation();
     RewritePatternSet patterns(ctx);
     patterns.add<ComputeInF32, TruncToSmall, ExtFromSmall, TruncF64ToHalf>(ctx);
-    arith::populateExpandBFloat16Patterns(patterns);
+    if (bf16)
+      arith::populateExpandBFloat16Patterns(patterns);
     if (failed(applyPatternsGreedily(root, std::move(patterns))))
       return signalPassFailure();
   }

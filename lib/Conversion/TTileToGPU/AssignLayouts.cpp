@@ -291,13 +291,14 @@ private:
     return false;
   }
 
-  /// The mma.sync accumulator layout for a dot of 16-bit floats into f32
-  /// whose tile is a whole number of 16 x 8 fragments per warp, K a
-  /// multiple of 16; null otherwise.
+  /// The mma.sync accumulator layout for a dot of 16-bit floats (or of
+  /// f32 read as tf32) into f32 whose tile is a whole number of 16 x 8
+  /// fragments per warp, K a multiple of 16; null otherwise.
   Attribute mmaLayoutFor(DotOp dot) {
     auto a = tileType(dot.getA()), acc = tileType(dot.getAcc());
     Type in = a.getElementType();
-    if (!(in.isBF16() || in.isF16()) || !acc.getElementType().isF32() ||
+    bool tf32 = dot.getTf32() && in.isF32();
+    if (!(in.isBF16() || in.isF16() || tf32) || !acc.getElementType().isF32() ||
         tileType(dot.getB()).getElementType() != in)
       return {};
     int64_t m = acc.getShape()[0], n = acc.getShape()[1], k = a.getShape()[1];

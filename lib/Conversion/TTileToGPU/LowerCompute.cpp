@@ -281,19 +281,42 @@ LogicalResult KernelLowering::lowerIota(IotaOp op) {
 
 LogicalResult KernelLowering::lowerCast(CastOp op) {
   Location loc = op.getLoc();
-  if (op.getSaturate() || op.getStochasticRound())
-    return op.emitError("the Tile IR GPU lowering does not handle "
-                        "saturating or stochastically rounded casts yet");
+  if (op.getStochasticRound())
+    return op.emitError("stochastically rounded casts run on the CPU; the "
+                        "Tile IR GPU lowering rounds to nearest even only");
   Type from = op.getSource().getType().getElementType();
   Type to = op.getType().getElementType();
-  auto isFp8 = [](Type t) {
-    return t.getIntOrFloatBitWidth() == 8 && isa<FloatType>(t);
-  };
-  if (isFp8(from) || isFp8(to))
-    return op.emitError("fp8 casts are lowered with the tensor-core (mma) "
-                        "kernels, not by the blocked-layout lowering");
+  // Saturating: the value, widened exactly to f32 (f64 where either type
+  // is f64), clamped to the target's finite range, then converted (NaN
+  // stays NaN: minimumf and maximumf propagate it).
+  Type work;
+  Value satHi, satLo;
+  if (op.getSaturate()) {
+    auto target = dyn_cast<FloatType>(to);
+    if (!target || !isa<FloatType>(from))
+      return op.emitError() << "saturate clamps a float to a float type's "
+                               "finite range; got "
+                            << from << " -> " << to;
+    work = from.isF64() || to.isF64() ? Type(b.getF64Type())
+                                      : Type(b.getF32Type());
+    APFloat big = APFloat::getLargest(target.getFloatSemantics());
+    bool lost = false;
+    big.convert(cast<FloatType>(work).getFloatSemantics(),
+                APFloat::rmNearestTiesToEven, &lost);
+    satHi = arith::ConstantOp::create(b, loc, b.getFloatAttr(work, big));
+    satLo = arith::ConstantOp::create(b, loc, b.getFloatAttr(work, -big));
+  }
+  Type source = from;
+  if (work)
+    from = work;
   Regs out;
   for (Value x : tiles.lookup(op.getSource())) {
+    if (satHi) {
+      if (source != work)
+        x = arith::ExtFOp::create(b, loc, work, x);
+      x = arith::MaximumFOp::create(
+          b, loc, arith::MinimumFOp::create(b, loc, x, satHi), satLo);
+    }
     Value y = x;
     if (from == to)
       y = x;
@@ -498,16 +521,26 @@ LogicalResult KernelLowering::lowerDot(DotOp op) {
 /// dialect's op takes f16 only): each warp multiplies its
 /// 16 x 8 fragments, K in steps of 16. The register numbering is the
 /// one Distribution.cpp gives the fragments.
+///
+/// f32 operands of a `tf32` dot, rounded to tf32 (cvt.rna), take two
+/// m16n8k8 steps per 16 of K from the same fragments: a product sums over
+/// K, so the two only have to pair A's and B's elements alike. Lane t of
+/// a quad holds K columns 2t, 2t + 1 (and 2t + 8, 2t + 9) of the
+/// 16-bit fragments; the first step gives the instruction's K index t
+/// (a0/a1, b0) column 2t and t + 4 (a2/a3, b1) column 2t + 1, the second
+/// the same from 2t + 8.
 LogicalResult KernelLowering::lowerMmaSync(DotOp op, MmaAttr mma) {
   Location loc = op.getLoc();
   auto accType = cast<RankedTensorType>(op.getAcc().getType());
   auto aType = cast<RankedTensorType>(op.getA().getType());
   auto bType = cast<RankedTensorType>(op.getB().getType());
   Type in = aType.getElementType();
+  bool tf32 = op.getTf32() && in.isF32();
   if (mma.getVersion() != 2 || !accType.getElementType().isF32() ||
-      !(in.isBF16() || in.isF16()) || bType.getElementType() != in)
+      !(in.isBF16() || in.isF16() || tf32) || bType.getElementType() != in)
     return op.emitError("the tensor-core lowering takes mma.sync (version "
-                        "2) dots of bf16 or f16 into f32");
+                        "2) dots of bf16 or f16, or of f32 read as tf32, "
+                        "into f32");
   auto acc = dist(op, accType);
   auto da = dist(op, aType);
   auto db = dist(op, bType);
@@ -534,14 +567,44 @@ LogicalResult KernelLowering::lowerMmaSync(DotOp op, MmaAttr mma) {
   Type f32 = b.getF32Type();
   auto resultType =
       LLVM::LLVMStructType::getLiteral(b.getContext(), {f32, f32, f32, f32});
-  NVVM::MMATypes ptxType =
-      in.isBF16() ? NVVM::MMATypes::bf16 : NVVM::MMATypes::f16;
+  NVVM::MMATypes ptxType = tf32          ? NVVM::MMATypes::tf32
+                           : in.isBF16() ? NVVM::MMATypes::bf16
+                                         : NVVM::MMATypes::f16;
+  auto layouts = std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
+                                                NVVM::MMALayout::col};
+  auto toTf32 = [&](Value x) -> Value {
+    return NVVM::ConvertFloatToTF32Op::create(b, loc, b.getI32Type(), x,
+                                              NVVM::FPRoundingMode::RNA,
+                                              NVVM::SaturationMode::NONE,
+                                              /*relu=*/false);
+  };
+  if (tf32) {
+    for (Value &x : a)
+      x = toTf32(x);
+    for (Value &x : bv)
+      x = toTf32(x);
+  }
   for (int64_t mt = 0; mt < nM; ++mt)
     for (int64_t nt = 0; nt < nN; ++nt) {
       int64_t c0 = 4 * (nt + nN * mt);
       SmallVector<Value> c(ArrayRef<Value>(out).slice(c0, 4));
       for (int64_t kt = 0; kt < nK; ++kt) {
         int64_t a0 = 8 * (kt + nK * mt), b0 = 4 * (kt + nK * nt);
+        if (tf32) {
+          for (int64_t half = 0; half < 2; ++half) {
+            int64_t a1 = a0 + 4 * half, b1 = b0 + 2 * half;
+            SmallVector<Value> av = {a[a1], a[a1 + 2], a[a1 + 1], a[a1 + 3]};
+            SmallVector<Value> bvv = {bv[b1], bv[b1 + 1]};
+            Value d = NVVM::MmaOp::create(
+                b, loc, resultType, av, bvv, c, ArrayRef<int64_t>{16, 8, 8},
+                std::nullopt, std::nullopt,
+                std::array<NVVM::MMATypes, 2>{ptxType, ptxType}, layouts);
+            for (int64_t i = 0; i < 4; ++i)
+              c[i] =
+                  LLVM::ExtractValueOp::create(b, loc, d, ArrayRef<int64_t>{i});
+          }
+          continue;
+        }
         SmallVector<Value> av, bvv;
         for (int64_t i = 0; i < 4; ++i)
           av.push_back(pack(a[a0 + 2 * i], a[a0 + 2 * i + 1]));
@@ -550,9 +613,7 @@ LogicalResult KernelLowering::lowerMmaSync(DotOp op, MmaAttr mma) {
         Value d = NVVM::MmaOp::create(
             b, loc, resultType, av, bvv, c, ArrayRef<int64_t>{16, 8, 16},
             std::nullopt, std::nullopt,
-            std::array<NVVM::MMATypes, 2>{ptxType, ptxType},
-            std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
-                                           NVVM::MMALayout::col});
+            std::array<NVVM::MMATypes, 2>{ptxType, ptxType}, layouts);
         for (int64_t i = 0; i < 4; ++i)
           c[i] = LLVM::ExtractValueOp::create(b, loc, d, ArrayRef<int64_t>{i});
       }

@@ -365,9 +365,14 @@ constexpr llvm::StringLiteral kTmaPrefix = "tessera_tma_";
 /// Adds `contract` to the fastmath flags of the kernel's float arithmetic:
 /// LLVM may then fuse a multiply that feeds an add into one fma (without
 /// it, NVPTX prints `mul.rn`/`add.rn`, which ptxas must not fuse either).
+/// Conversions keep their flags: with `contract` the arith folder drops
+/// the rounding of a conversion to a narrower type and back (extf of
+/// truncf), which a cast in the kernel asked for.
 static void allowContraction(gpu::GPUFuncOp kernel) {
   MLIRContext *ctx = kernel.getContext();
   kernel.walk([&](arith::ArithFastMathInterface op) {
+    if (isa<arith::ExtFOp, arith::TruncFOp>(op))
+      return;
     arith::FastMathFlagsAttr attr = op.getFastMathFlagsAttr();
     arith::FastMathFlags flags =
         attr ? attr.getValue() : arith::FastMathFlags::none;

@@ -52,6 +52,21 @@ def matmul(A: KTile["M", "K", ts.bf16], B: KTile["K", "N", ts.bf16],
     tile.store(C, tile.cast(acc, ts.bf16), at=(i, j))
 
 
+@ts.kernel.schedule(ts.Schedule(block=(64, 64), k=32, warps=4, stages=2))
+def matmul_tf32(A: KTile["M", "K", ts.f32], B: KTile["K", "N", ts.f32],
+                C: KTile["M", "N", ts.f32]):
+    """C = A @ B of f32 read as tf32, B N-contiguous: mma.sync m16n8k8 (on
+    Hopper too: wgmma's tf32 form takes B K-contiguous only)."""
+    T = tile.context()
+    i, j = tile.program_id(0) * T.m, tile.program_id(1) * T.n
+    acc = tile.zeros((T.m, T.n))
+    for k in tile.range(0, A.shape[1], T.k):
+        a = tile.load(A, at=(i, k), shape=(T.m, T.k))
+        b = tile.load(B, at=(k, j), shape=(T.k, T.n))
+        acc = tile.dot(a, b, acc, tf32=True)
+    tile.store(C, acc, at=(i, j))
+
+
 matmul_tuned = ts.kernel.autotune(
     space=dict(BM=[64, 128], BN=[64, 128], warps=[4, 8]),
     budget_ms=50)(matmul)
@@ -85,6 +100,28 @@ def flash_attention(q: KTile["BH", "S", "D", ts.bf16],
         P, m_c, l_c = tile.softmax_online(S)
         acc, m, l = tile.softmax_accumulate(acc, m, l, P, Vb, m_c, l_c)
     tile.store(O, tile.cast(acc / l[:, None], ts.bf16), rows=T.m)
+
+
+@ts.kernel.schedule(ts.Schedule(block=(32, 64), warps=4))
+def round_trip(X: KTile["M", "N", ts.f32], Q: KTile["M", "N"],
+               Y: KTile["M", "N", ts.f32], *, saturate: bool):
+    """Q = X converted to Q's type (fp8 or 16-bit; saturating or not), and
+    Y = Q converted back to f32 (grid (cdiv(M, T.m), cdiv(N, T.n)))."""
+    T = tile.context()
+    at = (tile.program_id(0) * T.m, tile.program_id(1) * T.n)
+    x = tile.load(X, at=at, shape=(T.m, T.n))
+    q = tile.cast(x, Q.dtype, saturate=saturate)
+    tile.store(Q, q, at=at)
+    tile.store(Y, tile.cast(q, ts.f32), at=at)
+
+
+@ts.kernel.schedule(ts.Schedule(block=(32, 64), warps=4))
+def widen(Q: KTile["M", "N"], Y: KTile["M", "N", ts.f32]):
+    """Y = Q (fp8 or 16-bit, loaded from memory) converted to f32."""
+    T = tile.context()
+    at = (tile.program_id(0) * T.m, tile.program_id(1) * T.n)
+    tile.store(Y, tile.cast(tile.load(Q, at=at, shape=(T.m, T.n)), ts.f32),
+               at=at)
 
 
 @ts.kernel.schedule(ts.Schedule(block=(64, 64), warps=4))
@@ -153,11 +190,17 @@ SPECIALIZATIONS = [
     (rmsnorm, (ts.f32, ts.f32), {}),
     (rmsnorm, (ts.bf16, ts.bf16), {}),
     (matmul, (), {}),
+    (matmul_tf32, (), {}),
     (flash_attention, (), {"causal": True}),
     (flash_attention, (), {"causal": False}),
 ] + [(shared_operands, (), {"variant": v}) for v in SHARED_OPERAND_VARIANTS] \
   + [(stored_operands, (), {"variant": v}) for v in ("transposed", "wide")] \
-  + [(pick_columns, (t,), {}) for t in (ts.f32, ts.bf16)]
+  + [(pick_columns, (t,), {}) for t in (ts.f32, ts.bf16)] \
+  + [(round_trip, (t,), {"saturate": s}) for t in (ts.f8e4m3, ts.f8e5m2)
+     for s in (False, True)] \
+  + [(round_trip, (ts.f16,), {"saturate": True}),
+     (round_trip, (ts.bf16,), {"saturate": False})] \
+  + [(widen, (t,), {}) for t in (ts.f8e4m3, ts.f8e5m2, ts.f16, ts.bf16)]
 
 
 def precompile(chip):

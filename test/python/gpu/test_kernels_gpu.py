@@ -175,6 +175,68 @@ def test_scalar_loads_index_further_loads(dtype, rng=np.random.default_rng(3)):
     np.testing.assert_array_equal(out.numpy(), ref.astype(np.float32))
 
 
+def tf32(x):
+    """float32 -> tf32 (10 mantissa bits), to nearest with ties away from
+    zero as cvt.rna rounds, as float64."""
+    b = np.asarray(x, np.float32).view(np.uint32).astype(np.uint64)
+    b = ((b + 0x1000) & 0xFFFFE000).astype(np.uint32)
+    return b.view(np.float32).astype(np.float64)
+
+
+@pytest.mark.parametrize("m,n,k", [(128, 128, 256), (100, 70, 90)])
+def test_matmul_tf32_on_mma_sync(m, n, k, rng=np.random.default_rng(9)):
+    """f32 read as tf32 by mma.sync m16n8k8: against the float64 product
+    of the tf32-rounded operands (only the f32 sums differ), and within
+    tf32's error of the exact product."""
+    a = rng.standard_normal((m, k)).astype(np.float32)
+    b = rng.standard_normal((k, n)).astype(np.float32)
+    c = poisoned((m, n), ts.f32)
+    K.matmul_tf32[ts.cdiv(m, 64), ts.cdiv(n, 64)](
+        ts.to_device(a), ts.to_device(b), c)
+    got = c.numpy().astype(np.float64)
+    scale = np.abs(a).astype(np.float64) @ np.abs(b).astype(np.float64)
+    ref = tf32(a) @ tf32(b)
+    assert np.max(np.abs(got - ref) / scale) < 1e-5
+    exact = a.astype(np.float64) @ b.astype(np.float64)
+    err = np.max(np.abs(got - exact) / scale)
+    assert 1e-5 < err < 2e-3  # tf32's rounding shows; within its bound
+
+
+@pytest.mark.parametrize("dtype,saturate", [
+    (ts.f8e4m3, False), (ts.f8e4m3, True), (ts.f8e5m2, False),
+    (ts.f8e5m2, True), (ts.f16, True), (ts.bf16, False)])
+def test_casts_round_as_ml_dtypes(dtype, saturate,
+                                  rng=np.random.default_rng(8)):
+    """tile.cast to fp8 and 16-bit floats on the GPU: nearest even,
+    subnormals, overflow to NaN (e4m3) or infinity, and with saturate a
+    clamp to the largest finite value first, as ml_dtypes converts."""
+    m, n = 45, 150  # partial tiles at both edges
+    x = (rng.standard_normal((m, n)) *
+         np.exp2(rng.integers(-24, 20, (m, n)))).astype(np.float32)
+    special = [np.nan, -np.nan, np.inf, -np.inf, 0.0, -0.0, 448, 464, 465,
+               480, -465, 57344, 59392, 61440, 65504, 65520, 2.0 ** -9,
+               2.0 ** -10 * 1.5, 2.0 ** -17, 2.0 ** -16 * 1.5, 1e-30, 3e38]
+    x.flat[:len(special)] = special
+    np_type = {ts.f8e4m3: ml_dtypes.float8_e4m3fn,
+               ts.f8e5m2: ml_dtypes.float8_e5m2, ts.f16: np.float16,
+               ts.bf16: ml_dtypes.bfloat16}[dtype]
+    q = poisoned((m, n), dtype)
+    y = poisoned((m, n), ts.f32)
+    K.round_trip[ts.cdiv(m, 32), ts.cdiv(n, 64)](ts.to_device(x), q, y,
+                                                 saturate=saturate)
+    src = x
+    if saturate:
+        big = float(ml_dtypes.finfo(np_type).max)
+        src = np.clip(x, -big, big)  # keeps NaN
+    ref = src.astype(np_type).astype(np.float64)
+    np.testing.assert_array_equal(q.numpy().astype(np.float64), ref)
+    np.testing.assert_array_equal(y.numpy().astype(np.float64), ref)
+    # And read back from memory.
+    z = poisoned((m, n), ts.f32)
+    K.widen[ts.cdiv(m, 32), ts.cdiv(n, 64)](q, z)
+    np.testing.assert_array_equal(z.numpy().astype(np.float64), ref)
+
+
 def test_dlpack_with_torch():
     torch = pytest.importorskip("torch")
     m = n = k = 128
