@@ -122,12 +122,21 @@ class Autotuner:
                  cache=None, warmup=2):
         if metric != "latency_ms":
             raise ValueError(f"metric is 'latency_ms', got {metric!r}")
-        if not isinstance(space, dict) or not space:
-            raise ValueError("space is a dict of lists of values")
-        self.space = {k: list(v) for k, v in space.items()}
-        for k, v in self.space.items():
-            if not v:
-                raise ValueError(f"space[{k!r}] is empty")
+        # A dict of lists (every combination) or a list of configurations.
+        if isinstance(space, (list, tuple)):
+            if not space or not all(isinstance(c, dict) and c
+                                    for c in space):
+                raise ValueError("space is a dict of lists of values or a "
+                                 "list of configurations (dicts)")
+            self.space = [dict(c) for c in space]
+        elif isinstance(space, dict) and space:
+            self.space = {k: list(v) for k, v in space.items()}
+            for k, v in self.space.items():
+                if not v:
+                    raise ValueError(f"space[{k!r}] is empty")
+        else:
+            raise ValueError("space is a dict of lists of values or a list "
+                             "of configurations (dicts)")
         self.budget_ms = float(budget_ms)
         self.cache_path = os.path.expanduser(cache) if cache else None
         self.warmup = warmup
@@ -135,9 +144,18 @@ class Autotuner:
         self.finals = {}  # key -> [(config, median ms)] of the retimed
 
     def configs(self):
+        if isinstance(self.space, list):
+            yield from (dict(c) for c in self.space)
+            return
         keys = list(self.space)
         for values in itertools.product(*(self.space[k] for k in keys)):
             yield dict(zip(keys, values))
+
+    def _keys(self) -> set:
+        """The names a configuration of this space may set."""
+        if isinstance(self.space, list):
+            return set().union(*self.space)
+        return set(self.space)
 
     @functools.lru_cache(maxsize=None)
     def _kernel_hash(self, kern):
@@ -181,7 +199,7 @@ class Autotuner:
                                f"JSON object)")
         good = {k: v for k, v in incoming.items()
                 if isinstance(v, dict) and isinstance(v.get("config"), dict)
-                and all(c in self.space for c in v["config"])}
+                and all(c in self._keys() for c in v["config"])}
         data = self._load()
         data.update(good)
         self._write(self.cache_path, data)

@@ -171,3 +171,21 @@ def test_autotune_key_covers_the_helpers_a_kernel_calls(tmp_path,
     from tessera.stdlib import _kernels as SK
     assert [n for n, _ in _autotune._source_closure(SK.softmax_rows.fn)] == [
         "tessera.stdlib._kernels.softmax_rows"]
+
+
+def test_autotune_takes_a_list_of_configurations(tmp_path):
+    configs = [dict(BM=128, BN=256, warps=8), dict(BM=64, BN=128, warps=4)]
+    tuned = ts.kernel.autotune(space=configs,
+                               cache=str(tmp_path / "c.json"))(K.matmul)
+    tuner = tuned._autotune
+    assert list(tuner.configs()) == configs
+    s = kernel_mod._schedule_from(tuned.default_schedule, configs[1])
+    assert (s.m, s.n, s.warps) == (64, 128, 4)
+    # Stored choices of its keys import; others are skipped.
+    (tmp_path / "in.json").write_text(
+        '{"a": {"config": {"BM": 64, "warps": 4}}, '
+        '"b": {"config": {"stages": 3}}}')
+    assert tuner.import_(str(tmp_path / "in.json")) == 1
+    for bad in ([], [{}], [dict(BM=64), 3], "BM"):
+        with pytest.raises(ValueError, match="list of configurations"):
+            ts.kernel.autotune(space=bad)(K.matmul)

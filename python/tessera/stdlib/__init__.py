@@ -122,6 +122,16 @@ def _tuned(name, base, space):
                                getattr(K, name).with_schedule(base))
 
 
+@functools.lru_cache(maxsize=None)
+def _tuned_configs(name, base, configs):
+    """Kernel `name` from `base`, autotuned over a list of configurations
+    (given as tuples of items)."""
+    from .._kernel import kernel
+    return kernel.autotune(space=[dict(c) for c in configs], budget_ms=100,
+                           cache=_AUTOTUNE_CACHE)(
+                               getattr(K, name).with_schedule(base))
+
+
 def _kernel_for(name, schedule, base, **space):
     """Kernel `name` with the caller's schedule, or `base` autotuned over
     `space` (on the first call of each shape; choices are kept in memory
@@ -442,32 +452,22 @@ _GEMM_SPACE = {"bf16": Schedule(block=(128, 256), k=64, warps=8, stages=4,
                                group=8)}
 
 
-# Hopper bf16/f16 GEMM tiles (block, warps), widest first: a GEMM without
-# a schedule takes the widest whose output tiles give about one program per
-# SM, so that small products do not leave half the SMs idle.
+# Hopper bf16/f16 GEMM tiles (block, warps) that a GEMM without a schedule
+# is autotuned over, per shape: wide tiles for large products, narrow ones
+# so that small products do not leave half the SMs idle.
 _GEMM_TILES_16 = (((128, 256), 8), ((128, 128), 8), ((64, 128), 4))
 
 
-def _gemm_bases(dtype, m, n, device):
-    """The schedules a GEMM without one runs (compiling only: every one
-    it may run on a card, whose SM count is not known here)."""
-    from .._kernel import _compile_only
-    return _gemm_bases_for(dtype, m, n, device, _chip(device),
-                           bool(_compile_only.chip))
-
-
-@functools.lru_cache(maxsize=1024)
-def _gemm_bases_for(dtype, m, n, device, chip, compiling):
-    base = _GEMM_SPACE.get(dtype)
-    if dtype not in ("bf16", "f16") or chip != "sm_90a":
-        return (base,)
-    tiles = tuple(Schedule(block=blk, k=64, warps=w, stages=4, group=8)
-                  for blk, w in _GEMM_TILES_16)
-    if compiling:
-        return tiles
-    sms = _multiprocessors(device)
-    return (next((s for s in tiles
-                  if cdiv(m, s.m) * cdiv(n, s.n) >= 0.9 * sms), tiles[-1]),)
+def _gemm_kernel(name, dtype, device):
+    """The kernel a GEMM without a schedule runs: the dtype's base, or on
+    Hopper for bf16/f16 the base autotuned over _GEMM_TILES_16."""
+    if dtype in ("bf16", "f16") and _chip(device) == "sm_90a":
+        return _tuned_configs(
+            name, Schedule(block=(128, 256), k=64, warps=8, stages=4,
+                           group=8),
+            tuple(((("BM", blk[0]), ("BN", blk[1]), ("warps", w)))
+                  for blk, w in _GEMM_TILES_16))
+    return getattr(K, name).with_schedule(_GEMM_SPACE[dtype])
 
 
 @functools.lru_cache(maxsize=1024)
@@ -480,8 +480,9 @@ def _grouped_schedule(s):
 def _gemm(schedule, a, b, *, out=None, out_dtype=None, scale=1.0,
           transposed_b=None, allow_tf32=False):
     """``a @ b`` with f32 accumulation: bf16/f16 on the tensor cores; f32
-    exactly on FMAs, or read as tf32 on Hopper's tensor cores with
-    ``allow_tf32=True`` and ``b`` given transposed; fp8 (e4m3/e5m2) with
+    exactly on FMAs, or read as tf32 on the tensor cores (wgmma on Hopper,
+    mma.sync before) with ``allow_tf32=True`` and ``b`` given transposed;
+    fp8 (e4m3/e5m2) with
     ``b`` given transposed. ``transposed_b=True`` (the default for fp8)
     takes ``b`` as [N, K], K contiguous. ``scale`` multiplies the product
     (transposed form). The result is ``out_dtype`` (default: a's dtype;
@@ -522,23 +523,22 @@ def _gemm(schedule, a, b, *, out=None, out_dtype=None, scale=1.0,
         else:
             raise TesseraError(f"gemm of {a.dtype.name}: bf16, f16, f32 or "
                                f"fp8")
-        for s in ([schedule or base] if schedule or base else
-                  _gemm_bases(a.dtype.name, m, n, a.device.index)):
-            s = _grouped_schedule(s)
-            grid = _gemm_grid(s, m, n, a.device.index)
-            K.gemm_bt.with_schedule(s)[(grid,)](a, b, c, float(scale),
-                                                tf32=bool(allow_tf32))
+        dev = a.device.index
+        kern = (K.gemm_bt.with_schedule(_grouped_schedule(schedule or base))
+                if schedule or base else
+                _gemm_kernel("gemm_bt", a.dtype.name, dev))
+        kern[lambda T: (_gemm_grid(T, m, n, dev),)](
+            a, b, c, float(scale), tf32=bool(allow_tf32))
         return c
     if scale != 1.0:
         raise TesseraError("scale applies to the transposed form "
                            "(transposed_b=True)")
     if a.dtype.name not in _GEMM_SPACE:
         raise TesseraError(f"gemm of {a.dtype.name}: bf16, f16, f32 or fp8")
-    for s in ([schedule] if schedule else
-              _gemm_bases(a.dtype.name, m, n, a.device.index)):
-        s = _grouped_schedule(s)
-        grid = _gemm_grid(s, m, n, a.device.index)
-        K.gemm.with_schedule(s)[(grid,)](a, b, c)
+    dev = a.device.index
+    kern = (K.gemm.with_schedule(_grouped_schedule(schedule)) if schedule
+            else _gemm_kernel("gemm", a.dtype.name, dev))
+    kern[lambda T: (_gemm_grid(T, m, n, dev),)](a, b, c)
     return c
 
 
