@@ -1,6 +1,7 @@
 """tessera.stdlib without a GPU: every op compiles (for the shapes the GPU
-tests use) to PTX that ptxas accepts for sm_80 and sm_90a, and bad
-arguments are reported before anything runs. gpu/test_stdlib_gpu.py checks
+tests use) to PTX that ptxas accepts for sm_80 and sm_90a, whose SASS runs
+the tensor-core instructions the PTX asks for, and bad arguments are
+reported before anything runs. gpu/test_stdlib_gpu.py checks
 the numbers on a GPU."""
 
 import concurrent.futures
@@ -21,6 +22,31 @@ import test_stdlib_gpu as G  # noqa: E402
 
 PTXAS = shutil.which("ptxas") or ("/usr/local/cuda/bin/ptxas" if os.path.exists(
     "/usr/local/cuda/bin/ptxas") else None)
+
+
+def _cuobjdump():
+    """cuobjdump of the CUDA toolkit or of the nvidia-cuda-cuobjdump wheel
+    (python/requirements-test.txt), or None."""
+    found = shutil.which("cuobjdump")
+    if found:
+        return found
+    try:
+        import nvidia
+    except ImportError:
+        return None
+    for root in getattr(nvidia, "__path__", []):
+        path = os.path.join(root, "cu13", "bin", "cuobjdump")
+        if os.path.exists(path):
+            return path
+    return None
+
+
+CUOBJDUMP = _cuobjdump()
+
+# The SASS a tensor-core instruction of the PTX must become: HGMMA (16-bit
+# and tf32) or QGMMA (fp8) for wgmma, HMMA for mma.sync.
+TENSOR_CORE_SASS = {"wgmma.mma_async": ("HGMMA.", "QGMMA."),
+                    "mma.sync.aligned": ("HMMA.",)}
 
 
 def fake(shape, dtype):
@@ -55,17 +81,36 @@ def test_every_op_compiles_and_ptxas_accepts_it(chip, tmp_path, monkeypatch):
                        .read_text() for e in entries if e["kernel"] == name), \
                 name
     # ptxas on every compiled variant (the autotune spaces' included), as
-    # many at once as there are cores.
+    # many at once as there are cores; in the SASS of each, the tensor-core
+    # instructions its PTX asks for (HGMMA for wgmma, HMMA for mma.sync:
+    # ptxas did not fall back).
     def assemble(e):
-        out = subprocess.run([PTXAS, f"-arch={chip}",
-                              str(cache / (e["key"] + ".ptx")), "-o",
-                              str(tmp_path / (e["key"] + ".cubin"))],
-                             capture_output=True, text=True)
-        return e["kernel"], e["key"], out.returncode, out.stderr
+        ptx = cache / (e["key"] + ".ptx")
+        cubin = tmp_path / (e["key"] + ".cubin")
+        out = subprocess.run([PTXAS, f"-arch={chip}", str(ptx), "-o",
+                              str(cubin)], capture_output=True, text=True)
+        if out.returncode != 0:
+            return e["kernel"], out.stderr
+        wanted = [sass for instr, sass in TENSOR_CORE_SASS.items()
+                  if instr in ptx.read_text()]
+        if wanted and CUOBJDUMP:
+            sass = subprocess.run([CUOBJDUMP, "-sass", str(cubin)],
+                                  capture_output=True, text=True).stdout
+            missing = [w for w in wanted
+                       if not any(name in sass for name in w)]
+            if missing:
+                return e["kernel"], f"no {missing} in the SASS"
+            return e["kernel"], wanted
+        return None
 
     with concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 2) as pool:
-        failed = [r for r in pool.map(assemble, entries) if r[2] != 0]
+        results = [r for r in pool.map(assemble, entries) if r]
+    failed = [r for r in results if isinstance(r[1], str)]
     assert not failed, failed[:3]
+    if CUOBJDUMP is None:
+        pytest.skip("cuobjdump not installed: SASS not checked")
+    checked = {k for k, _ in results}
+    assert {"gemm", "flash_attention_fwd"} <= checked, checked
 
 
 def test_bad_arguments_are_reported_before_anything_runs():
