@@ -26,8 +26,8 @@ from ._dtypes import (DType, Policy, accum, as_dtype, bf16, bfloat16, bool_,
 from . import cuda
 from . import tile
 from .cuda import DeviceTensor, device, from_dlpack, synchronize, to_device
-from ._kernel import (KTile, Schedule, ScheduleBuilder, block, cdiv, kernel,
-                      kernel_cache)
+from ._kernel import KTile, cdiv, kernel, kernel_cache
+from ._schedule import Schedule, ScheduleBuilder, block
 
 __version__ = "0.1.0"
 

@@ -607,16 +607,20 @@ static bool isPositiveZeroSplat(Value v) {
 }
 
 /// The PTX name of a wgmma operand type.
-static StringRef wgmmaTypeName(Type t) {
+/// The wgmma operand type of elements `t` (f32 read as tf32 where `tf32`),
+/// or none.
+static std::optional<NVVM::WGMMATypes> wgmmaTypeOf(Type t, bool tf32) {
+  if (tf32 && t.isF32())
+    return NVVM::WGMMATypes::tf32;
   if (t.isBF16())
-    return "bf16";
+    return NVVM::WGMMATypes::bf16;
   if (t.isF16())
-    return "f16";
+    return NVVM::WGMMATypes::f16;
   if (isa<Float8E4M3FNType>(t))
-    return "e4m3";
+    return NVVM::WGMMATypes::e4m3;
   if (isa<Float8E5M2Type>(t))
-    return "e5m2";
-  return "";
+    return NVVM::WGMMATypes::e5m2;
+  return std::nullopt;
 }
 
 LogicalResult KernelLowering::lowerWgmma(DotOp op, MmaAttr mma) {
@@ -642,9 +646,8 @@ LogicalResult KernelLowering::lowerWgmma(DotOp op, MmaAttr mma) {
   // dots wgmma accumulators only then).
   bool tf32 = op.getTf32() && inA.isF32() && inB.isF32();
   bool kMajorOnly = fp8 || tf32;
-  auto typeName = [&](Type t) {
-    return tf32 ? StringRef("tf32") : wgmmaTypeName(t);
-  };
+  std::optional<NVVM::WGMMATypes> typeA = wgmmaTypeOf(inA, tf32),
+                                  typeB = wgmmaTypeOf(inB, tf32);
   // A from shared memory (K contiguous) or from registers (mma.sync's A
   // fragments per warp, Distribution.cpp).
   bool aInRegisters = isa<DotOperandAttr>(aType.getEncoding());
@@ -662,8 +665,8 @@ LogicalResult KernelLowering::lowerWgmma(DotOp op, MmaAttr mma) {
   // B's order: [1, 0] is N contiguous (transposed by the instruction, 16-bit
   // types only), [0, 1] K contiguous.
   bool bKMajor = bShared.getOrder() == ArrayRef<int64_t>{0, 1};
-  if (typeName(inA).empty() || typeName(inB).empty() ||
-      !accType.getElementType().isF32() || (!fp8 && inA != inB) ||
+  if (!typeA || !typeB || !accType.getElementType().isF32() ||
+      (!fp8 && inA != inB) ||
       (fp8 && !isa<Float8E4M3FNType, Float8E5M2Type>(inB)) ||
       (kMajorOnly && (!bKMajor || aInRegisters || aMMajor)))
     return op.emitError() << "wgmma is lowered for bf16 or f16 operands, or "
@@ -728,7 +731,8 @@ LogicalResult KernelLowering::lowerWgmma(DotOp op, MmaAttr mma) {
     llvm::raw_string_ostream os(asmText);
     os << "{\n.reg .pred p;\nsetp.ne.b32 p, $" << regs + 5
        << ", 0;\nwgmma.mma_async.sync.aligned.m64n" << instrN << "k" << instrK
-       << ".f32." << typeName(inA) << "." << typeName(inB) << " {";
+       << ".f32." << NVVM::stringifyWGMMATypes(*typeA) << "."
+       << NVVM::stringifyWGMMATypes(*typeB) << " {";
     for (int64_t i = 0; i < regs; ++i)
       os << (i ? ", " : "") << "$" << i;
     os << "}, {$" << regs << ", $" << regs + 1 << ", $" << regs + 2 << ", $"
@@ -743,16 +747,6 @@ LogicalResult KernelLowering::lowerWgmma(DotOp op, MmaAttr mma) {
   // Of A from shared memory: K-major is row (no transpose), M-major col;
   // of B, K-major is col, N-major row (transposed by the instruction).
   MLIRContext *ctx = b.getContext();
-  auto wgmmaType = [&](Type t) {
-    if (tf32)
-      return NVVM::WGMMATypes::tf32;
-    if (t.isBF16())
-      return NVVM::WGMMATypes::bf16;
-    if (t.isF16())
-      return NVVM::WGMMATypes::f16;
-    return isa<Float8E4M3FNType>(t) ? NVVM::WGMMATypes::e4m3
-                                    : NVVM::WGMMATypes::e5m2;
-  };
   auto layoutAttr = [&](bool row) {
     return NVVM::MMALayoutAttr::get(ctx, row ? NVVM::MMALayout::row
                                              : NVVM::MMALayout::col);
@@ -762,9 +756,13 @@ LogicalResult KernelLowering::lowerWgmma(DotOp op, MmaAttr mma) {
   };
   auto scaleIn = NVVM::WGMMAScaleInAttr::get(ctx, NVVM::WGMMAScaleIn::one);
   auto shape = NVVM::MMAShapeAttr::get(ctx, 64, instrN, instrK);
-  Value one = i32Constant(b, loc, 1);
-  Value zero = fromZero ? i32Constant(b, loc, 0) : Value();
-  Value undef = fromZero ? LLVM::UndefOp::create(b, loc, f32) : Value();
+  // The PTX form's scale-d operand and, from +0, its undefined inputs.
+  Value one, zero, undef;
+  if (aInRegisters) {
+    one = i32Constant(b, loc, 1);
+    zero = fromZero ? i32Constant(b, loc, 0) : Value();
+    undef = fromZero ? LLVM::UndefOp::create(b, loc, f32) : Value();
+  }
   Regs aRegs = aInRegisters ? tiles.lookup(op.getA()) : Regs();
   // Two 16-bit values in one 32-bit register, the first in the low half.
   auto pack = [&](Value lo, Value hi) -> Value {
@@ -844,7 +842,7 @@ LogicalResult KernelLowering::lowerWgmma(DotOp op, MmaAttr mma) {
                                                    acc[first + r], r);
           product = NVVM::WgmmaMmaAsyncOp::create(
               b, loc, structType, inouts, operands[0], operands[1], shape,
-              typeAttr(wgmmaType(inA)), typeAttr(wgmmaType(inB)),
+              typeAttr(*typeA), typeAttr(*typeB),
               typeAttr(NVVM::WGMMATypes::f32),
               NVVM::WGMMAScaleOutAttr::get(ctx, zeroD
                                                     ? NVVM::WGMMAScaleOut::zero

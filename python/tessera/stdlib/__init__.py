@@ -115,19 +115,13 @@ _AUTOTUNE_CACHE = os.environ.get("TESSERA_AUTOTUNE_CACHE")
 
 
 @functools.lru_cache(maxsize=None)
-def _tuned(name, base, space):
+def _tuned(name, base, space, listed=False):
+    """Kernel `name` from `base`, autotuned over `space`: the items of a
+    dict of lists, or with `listed` a tuple of configurations (each as
+    items)."""
     from .._kernel import kernel
-    return kernel.autotune(space=dict(space), budget_ms=100,
-                           cache=_AUTOTUNE_CACHE)(
-                               getattr(K, name).with_schedule(base))
-
-
-@functools.lru_cache(maxsize=None)
-def _tuned_configs(name, base, configs):
-    """Kernel `name` from `base`, autotuned over a list of configurations
-    (given as tuples of items)."""
-    from .._kernel import kernel
-    return kernel.autotune(space=[dict(c) for c in configs], budget_ms=100,
+    space = [dict(c) for c in space] if listed else dict(space)
+    return kernel.autotune(space=space, budget_ms=100,
                            cache=_AUTOTUNE_CACHE)(
                                getattr(K, name).with_schedule(base))
 
@@ -462,11 +456,9 @@ def _gemm_kernel(name, dtype, device):
     """The kernel a GEMM without a schedule runs: the dtype's base, or on
     Hopper for bf16/f16 the base autotuned over _GEMM_TILES_16."""
     if dtype in ("bf16", "f16") and _chip(device) == "sm_90a":
-        return _tuned_configs(
-            name, Schedule(block=(128, 256), k=64, warps=8, stages=4,
-                           group=8),
-            tuple(((("BM", blk[0]), ("BN", blk[1]), ("warps", w)))
-                  for blk, w in _GEMM_TILES_16))
+        return _tuned(name, _GEMM_SPACE[dtype],
+                      tuple((("BM", blk[0]), ("BN", blk[1]), ("warps", w))
+                            for blk, w in _GEMM_TILES_16), listed=True)
     return getattr(K, name).with_schedule(_GEMM_SPACE[dtype])
 
 
