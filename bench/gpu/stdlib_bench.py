@@ -24,6 +24,19 @@ GEMM = [4096, 8192]
 PER_TILE = ts.Schedule(block=(128, 256), k=64, warps=8, stages=4, group=8,
                        persistent=False)
 ATTN = [(16, 4096, 128), (16, 16384, 128)]  # (B*H, S, D)
+# Batched bf16 GEMMs (batch, M, N, K, B given as [N, K]): attention's
+# scores and its probabilities times the values.
+BMM = [(32, 2048, 2048, 128, True), (32, 2048, 128, 2048, False)]
+
+
+def _per_batch_grid(a, b, c, bt):
+    """The batched GEMM's other kernel (a program per output tile and
+    batch, for M that the tiles do not divide) with its base schedule."""
+    z, m, n = c.shape
+    s = S._BATCHED_BASE["16"]
+    S.K.batched_matmul.with_schedule(s)[(ts.cdiv(m, s.m), ts.cdiv(n, s.n),
+                                         z)](
+        a, b, c, b_transposed=bt, a_shared=False, b_shared=False)
 
 
 def _calls(mk):
@@ -48,6 +61,12 @@ def _calls(mk):
         S.gemm(mk((n, n), "f32"), mk((n, n), "f32"), transposed_b=True,
                allow_tf32=True)
         S.gemm(mk((n, n), "f8E4M3FN"), mk((n, n), "f8E4M3FN"))
+    for z, m, n, k, bt in BMM:
+        args = (mk((z, m, k), "bf16"),
+                mk((z, n, k) if bt else (z, k, n), "bf16"),
+                mk((z, m, n), "bf16"))
+        S.gemm(*args[:2], transposed_b=bt, out=args[2])
+        _per_batch_grid(*args, bt)
     for bh, s, d in ATTN:
         for causal in (False, True):
             S.flash_attention_2(*(mk((bh, s, d), "bf16") for _ in range(3)),
@@ -262,6 +281,22 @@ def _gemms(torch, rand, g):
         print(f"{f'gemm fp8 {n}^3 (b as [N, K])':<30}"
               f"{flops / t / 1e9:>13.0f}{flops / pt / 1e9:>12.0f}"
               f"{pt / t:>7.2f}   (peer torch._scaled_mm)")
+    for z, m, n, k, bt in BMM:
+        a = rand(z, m, k, dtype=torch.bfloat16)
+        b = rand(z, n, k, dtype=torch.bfloat16) if bt else rand(
+            z, k, n, dtype=torch.bfloat16)
+        c = torch.empty(z, m, n, device="cuda", dtype=torch.bfloat16)
+        at, btt, ct = (ts.from_dlpack(x) for x in (a, b, c))
+        flops = 2 * z * m * n * k
+        t, pt = time_pair(lambda: S.gemm(at, btt, transposed_b=bt, out=ct),
+                          lambda: torch.matmul(a, b.transpose(1, 2) if bt
+                                               else b), torch, reps=10)
+        name = f"bmm bf16 {z}x{m}x{n}x{k}{' bT' if bt else ''}"
+        print(f"{name:<30}{flops / t / 1e9:>13.0f}{flops / pt / 1e9:>12.0f}"
+              f"{pt / t:>7.2f}   (peer torch.matmul)")
+        t = time_ms(lambda: _per_batch_grid(at, btt, ct, bt), torch, reps=10)
+        print(f"{'  same, a program per tile':<30}{flops / t / 1e9:>13.0f}"
+              f"{flops / pt / 1e9:>12.0f}{pt / t:>7.2f}")
 
 
 def _attention(torch, F, rand):

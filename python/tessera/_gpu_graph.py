@@ -9,8 +9,9 @@ inference, autodiff, inlining and decomposition) becomes a launch plan:
   kernel (whole rows in registers, float math in f32): normalizations and
   softmaxes decomposed by the graph pipeline become single kernels;
 * matmuls run on the stdlib GEMM (autotuned on Hopper) or a batched
-  Tile IR product; reshapes are views; transposes, slices, concats, pads
-  and general broadcasts are row copies or batched 2-D transposes;
+  Tile IR product (autotuned per shape); reshapes are views; transposes,
+  slices, concats, pads and general broadcasts are row copies or batched
+  2-D transposes;
   reductions over leading dims are deterministic two-pass column
   reductions.
 

@@ -1,6 +1,6 @@
-"""The fixed Tile IR kernels of the GPU executor of ``ts.jit`` (batched
-products, 2-D transposes, column and long-row reductions) and the plan
-steps that launch them (see _gpu_graph for the plan)."""
+"""The fixed Tile IR kernels of the GPU executor of ``ts.jit`` (2-D
+transposes, column and long-row reductions) and the plan steps that
+launch them (see _gpu_graph for the plan)."""
 
 from . import cuda as _cuda
 from . import stdlib
@@ -8,29 +8,6 @@ from . import tile
 from ._dtypes import f32
 from ._kernel import KTile, Schedule, _compile_only, cdiv, kernel
 from .stdlib import _pow2, _split_rows
-
-
-@kernel
-def batched_matmul(A: KTile["BA", "M", "K"], B: KTile["BB", "KN0", "KN1"],
-                   C: KTile["BC", "M", "N"], *, b_transposed: bool,
-                   a_shared: bool, b_shared: bool):
-    """C[z] = A[z] @ B[z] (B[z]^T with b_transposed); an operand whose
-    batch is shared has one matrix. Grid: (M tiles, N tiles, batch)."""
-    T = tile.context()
-    i = tile.program_id(0) * T.m
-    j = tile.program_id(1) * T.n
-    z = tile.program_id(2)
-    a_z = A[0] if a_shared else A[z]
-    b_z = B[0] if b_shared else B[z]
-    acc = tile.zeros((T.m, T.n))
-    for k in tile.range(0, A.shape[2], T.k):
-        a = tile.load(a_z, at=(i, k), shape=(T.m, T.k))
-        if b_transposed:
-            b = tile.transpose(tile.load(b_z, at=(j, k), shape=(T.n, T.k)))
-        else:
-            b = tile.load(b_z, at=(k, j), shape=(T.k, T.n))
-        acc = tile.dot(a, b, acc)
-    tile.store(C[z], tile.cast(acc, C.dtype), at=(i, j))
 
 
 @kernel
@@ -136,13 +113,10 @@ class Chain(Step):
             s.run(env, alloc)
 
 
-_BATCHED = {"f32": Schedule(block=(64, 64), k=16, warps=4, stages=2)}
-_BATCHED_16 = Schedule(block=(128, 128), k=64, warps=8, stages=3)
-
-
 class Matmul(Step):
-    """out[z] = a[z] @ b[z] (b[z] given as [N, K] when b_transposed); an
-    operand whose batch is shared has one matrix."""
+    """out[z] = a[z] @ b[z] (b[z] given as [N, K] when b_transposed) on the
+    stdlib GEMM; an operand whose batch is shared has one matrix (a shared
+    b folds the batch into M: one GEMM)."""
 
     def __init__(self, a, b, out, batch, m, n, k, a_shared, b_shared,
                  b_transposed, dtype):
@@ -150,27 +124,19 @@ class Matmul(Step):
         self.batch, self.m, self.n, self.k = batch, m, n, k
         self.a_shared, self.b_shared = a_shared, b_shared
         self.b_transposed = b_transposed
-        self.schedule = _BATCHED.get(dtype, _BATCHED_16)
-        # A shared b folds the batch into M: one (autotuned) stdlib GEMM.
-        self.folds = batch == 1 or (b_shared and not a_shared)
 
     def run(self, env, alloc):
         a, b = env[self.inputs[0]], env[self.inputs[1]]
         out = alloc(self.outputs[0])
-        m, n, k, batch = self.m, self.n, self.k, self.batch
+        m, n, k, z = self.m, self.n, self.k, self.batch
         kb = (n, k) if self.b_transposed else (k, n)
-        if self.folds:
-            rows = m * (1 if self.a_shared else batch)
-            stdlib.gemm(a.reshape(rows, k), b.reshape(*kb),
-                        transposed_b=self.b_transposed,
-                        out=out.reshape(rows, n))
+        if z == 1:
+            stdlib.gemm(a.reshape(m, k), b.reshape(*kb),
+                        transposed_b=self.b_transposed, out=out.reshape(m, n))
             return
-        s = self.schedule
-        batched_matmul.with_schedule(s)[(cdiv(m, s.m), cdiv(n, s.n), batch)](
-            a.reshape(1 if self.a_shared else batch, m, k),
-            b.reshape(1 if self.b_shared else batch, *kb),
-            out.reshape(batch, m, n), b_transposed=self.b_transposed,
-            a_shared=self.a_shared, b_shared=self.b_shared)
+        stdlib.gemm(a.reshape(m, k) if self.a_shared else a.reshape(z, m, k),
+                    b.reshape(*kb) if self.b_shared else b.reshape(z, *kb),
+                    transposed_b=self.b_transposed, out=out.reshape(z, m, n))
 
 
 _SWAP = Schedule(block=(32, 32), warps=4)

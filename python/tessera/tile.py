@@ -236,8 +236,14 @@ def transpose(x, perm=None):
 
 def cast(x, dtype, *, saturate: bool = False, stochastic_round=None):
     """Elements converted to ``dtype``: floats round to nearest even, or
-    stochastically with the i32 seed ``stochastic_round``; ``saturate``
-    clamps to the target's finite range (fp8)."""
+    stochastically with the i32 seed ``stochastic_round`` (to the
+    neighbour away from zero with probability equal to the distance from
+    the one toward zero over the gap, so that the expected result is the
+    value); ``saturate`` clamps to the target's finite range (fp8).
+    Stochastic draws are Philox blocks of the key (seed, 0) and the counter
+    (the element's row-major place in the tile, the program's linear index,
+    3, 0): the same seed gives the same result, so a kernel varies it
+    between steps and loop iterations."""
     if isinstance(x, Scalar):
         return _convert_scalar(x, element_type(dtype))
     if not isinstance(x, Tile):

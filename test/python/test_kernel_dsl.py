@@ -55,7 +55,10 @@ SM80_FLASH = K.flash_attention.with_schedule(
     ("round_trip", (ts.f8e4m3,), {"saturate": True}),
     ("round_trip", (ts.f8e5m2,), {"saturate": False}),
     ("round_trip", (ts.f16,), {"saturate": True}),
-    ("widen", (ts.f8e4m3,), {}), ("matmul_tf32", (), {})])
+    ("widen", (ts.f8e4m3,), {}), ("matmul_tf32", (), {}),
+    ("convert", (ts.f16, ts.bf16), {}),
+    ("stochastic", (ts.f32, ts.f8e4m3), {"saturate": True}),
+    ("stochastic", (ts.bf16, ts.f8e5m2), {"saturate": False})])
 def test_kernels_compile_to_ptx_that_ptxas_accepts(chip, name, dtypes, consts,
                                                     tmp_path):
     kern = getattr(K, name)
@@ -68,6 +71,9 @@ def test_kernels_compile_to_ptx_that_ptxas_accepts(chip, name, dtypes, consts,
         # N-contiguous B: mma.sync's tf32 form on every chip.
         assert "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32" in c.ptx
         assert "cvt.rna.tf32.f32" in c.ptx and "wgmma" not in c.ptx
+    if name == "stochastic":
+        # Philox's 32 x 32 -> 64-bit products.
+        assert c.ptx.count("mul.wide.u32") >= 20
     if name in ("matmul", "flash_attention"):
         # Tensor cores: warpgroup MMAs on Hopper, mma.sync before.
         if chip == "sm_90a":

@@ -121,6 +121,19 @@ def test_bad_arguments_are_reported_before_anything_runs():
             S.rmsnorm(x, fake((299,), "f32"))
         with pytest.raises(ts.TesseraError, match="inner dims 300 and 5"):
             S.gemm(fake((4, 300), "bf16"), fake((5, 2), "bf16"))
+        with pytest.raises(ts.TesseraError, match=r"batched gemm of "
+                           r"bf16\[3, 4, 8\] and bf16\[2, 8, 5\]: expected"):
+            S.gemm(fake((3, 4, 8), "bf16"), fake((2, 8, 5), "bf16"))
+        with pytest.raises(ts.TesseraError, match=r"\[Z, N, K\] of one "
+                                                  r"dtype"):
+            S.gemm(fake((3, 4, 8), "bf16"), fake((3, 5, 7), "bf16"),
+                   transposed_b=True)
+        with pytest.raises(ts.TesseraError, match="a batched gemm takes bf16, "
+                                                  "f16 or f32"):
+            S.gemm(fake((3, 4, 8), "f8E4M3FN"), fake((3, 5, 8), "f8E4M3FN"))
+        with pytest.raises(ts.TesseraError, match=r"matrices \(\[M, K\]\) or "
+                                                  r"batches"):
+            S.gemm(fake((2, 3, 4, 8), "bf16"), fake((8, 5), "bf16"))
         with pytest.raises(ts.TesseraError, match="head dim 64 or 128, got 96"):
             q = fake((1, 2, 64, 96), "bf16")
             S.flash_attention_2(q, q, q)

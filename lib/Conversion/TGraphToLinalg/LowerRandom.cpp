@@ -28,62 +28,23 @@
 
 #include "Lowering.h"
 
+#include "tessera/Conversion/RandomBits.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "llvm/Support/xxhash.h"
 
-#include <array>
-
 using namespace mlir;
 using namespace mlir::tessera::tgraph;
 using namespace mlir::tessera::tgraph::lowering;
+using mlir::tessera::i32Constant;
+using mlir::tessera::philox;
+using mlir::tessera::PhiloxWords;
+using mlir::tessera::roundStochastically;
 
 namespace {
 
-using Words = std::array<Value, 4>;
-
-Value i32Constant(OpBuilder &b, Location loc, uint32_t v) {
-  return arith::ConstantOp::create(
-      b, loc, b.getIntegerAttr(b.getI32Type(), APInt(32, v)));
-}
-
-/// The high and low words of the 64-bit product of two 32-bit words
-/// (single-result ops only, which vectorize everywhere).
-std::pair<Value, Value> mulHiLo(OpBuilder &b, Location loc, Value x, Value y) {
-  Type i64 = b.getI64Type(), i32 = b.getI32Type();
-  Value p =
-      arith::MulIOp::create(b, loc, arith::ExtUIOp::create(b, loc, i64, x),
-                            arith::ExtUIOp::create(b, loc, i64, y));
-  Value hi = arith::TruncIOp::create(
-      b, loc, i32,
-      arith::ShRUIOp::create(
-          b, loc, p,
-          arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(32))));
-  Value lo = arith::TruncIOp::create(b, loc, i32, p);
-  return {hi, lo};
-}
-
-/// Philox 4x32-10 of `counter` under the key (k0, k1).
-Words philox(OpBuilder &b, Location loc, Value k0, Value k1, Words c) {
-  Value m0 = i32Constant(b, loc, 0xD2511F53u);
-  Value m1 = i32Constant(b, loc, 0xCD9E8D57u);
-  Value w0 = i32Constant(b, loc, 0x9E3779B9u);
-  Value w1 = i32Constant(b, loc, 0xBB67AE85u);
-  for (int round = 0; round < 10; ++round) {
-    if (round > 0) {
-      k0 = arith::AddIOp::create(b, loc, k0, w0);
-      k1 = arith::AddIOp::create(b, loc, k1, w1);
-    }
-    auto [hi0, lo0] = mulHiLo(b, loc, m0, c[0]);
-    auto [hi1, lo1] = mulHiLo(b, loc, m1, c[2]);
-    Value n0 = arith::XOrIOp::create(
-        b, loc, arith::XOrIOp::create(b, loc, hi1, c[1]), k0);
-    Value n2 = arith::XOrIOp::create(
-        b, loc, arith::XOrIOp::create(b, loc, hi0, c[3]), k1);
-    c = {n0, lo1, n2, lo0};
-  }
-  return c;
-}
+using Words = PhiloxWords;
 
 /// The two words of a key tensor.
 std::pair<Value, Value> keyWords(OpBuilder &b, Location loc, Value key) {
@@ -110,20 +71,7 @@ Value makeKey(OpBuilder &b, Location loc, Value w0, Value w1) {
 
 /// A 53-bit fraction in [0, 1) from two words, as f64.
 Value fraction(OpBuilder &b, Location loc, Value hiWord, Value loWord) {
-  Type i64 = b.getI64Type();
-  Value hi = arith::ExtUIOp::create(b, loc, i64, hiWord);
-  Value lo = arith::ExtUIOp::create(b, loc, i64, loWord);
-  Value bits = arith::OrIOp::create(
-      b, loc,
-      arith::ShLIOp::create(
-          b, loc, hi,
-          arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(21))),
-      arith::ShRUIOp::create(
-          b, loc, lo,
-          arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(11))));
-  Value f = arith::UIToFPOp::create(b, loc, b.getF64Type(), bits);
-  return arith::MulFOp::create(
-      b, loc, f, arith::ConstantOp::create(b, loc, b.getF64FloatAttr(0x1p-53)));
+  return mlir::tessera::uniformFraction(b, loc, b.getF64Type(), hiWord, loWord);
 }
 
 /// Row-major strides of `shaped`'s dims (at run time).
@@ -344,7 +292,10 @@ struct StochasticCastLowering : public OpConversionPattern<CastOp> {
                            i32Constant(b, l, uint32_t(key >> 32)), 3);
           Value u = fraction(b, l, w[0], w[1]);
           linalg::YieldOp::create(
-              b, l, roundStochastically(b, l, args[0], target, u, saturate));
+              b, l,
+              roundStochastically(b, l,
+                                  convertScalar(b, l, args[0], b.getF64Type()),
+                                  target, u, saturate));
         });
     rewriter.replaceOp(op, generic.getResult(0));
     return success();
@@ -362,58 +313,6 @@ struct StochasticCastLowering : public OpConversionPattern<CastOp> {
 
 public:
   static constexpr StringLiteral kKeyAttr = "tgraph.stochastic_key";
-
-  /// x rounded to `t` up (away from zero) with probability
-  /// (|x| - |lo|) / (|hi| - |lo|), computed exactly in f64: the two
-  /// neighbours are one step apart in t's bit pattern, and the gap between
-  /// them is a power of two.
-  static Value roundStochastically(OpBuilder &b, Location l, Value x,
-                                   FloatType t, Value u, bool saturate) {
-    Type f64 = b.getF64Type();
-    auto bits = IntegerType::get(b.getContext(), t.getWidth());
-    auto wide = [&](Value v) { return convertScalar(b, l, v, f64); };
-    auto fromBits = [&](Value v) {
-      return arith::BitcastOp::create(b, l, t, v).getResult();
-    };
-    auto step = [&](Value v, int64_t by) {
-      return arith::AddIOp::create(
-                 b, l, v,
-                 arith::ConstantOp::create(b, l, b.getIntegerAttr(bits, by)))
-          .getResult();
-    };
-    auto magnitude = [&](Value v) {
-      return math::AbsFOp::create(b, l, v).getResult();
-    };
-    // Nearest, but finite for finite x: past the largest finite value the
-    // neighbours are that value and the one after it (infinity or NaN,
-    // which rounding up then gives, as a plain cast would). From f64,
-    // where x is exact and t's range fits (clamping in a narrow source
-    // type, bf16 to f16, would clamp below t's largest value).
-    Value y = convertScalarSaturating(b, l, wide(x), t);
-    Value ax = magnitude(wide(x));
-    Value yBits = arith::BitcastOp::create(b, l, bits, y);
-    // Rounded away from zero: y is hi; otherwise y is lo.
-    Value above = arith::CmpFOp::create(b, l, arith::CmpFPredicate::OGT,
-                                        magnitude(wide(y)), ax);
-    Value loBits = arith::SelectOp::create(b, l, above, step(yBits, -1), yBits);
-    Value hiBits = step(loBits, 1);
-    Value lo = fromBits(loBits), hi = fromBits(hiBits);
-    Value aLo = magnitude(wide(lo)), aHi = magnitude(wide(hi));
-    // Past the largest finite value, the gap is the last finite one's.
-    Value hiFinite = arith::CmpFOp::create(
-        b, l, arith::CmpFPredicate::OLT, aHi,
-        arith::ConstantOp::create(b, l, b.getF64FloatAttr(INFINITY)));
-    Value gap = arith::SelectOp::create(
-        b, l, hiFinite, arith::SubFOp::create(b, l, aHi, aLo),
-        arith::SubFOp::create(b, l, aLo,
-                              magnitude(wide(fromBits(step(loBits, -1))))));
-    Value p =
-        arith::DivFOp::create(b, l, arith::SubFOp::create(b, l, ax, aLo), gap);
-    Value up = arith::CmpFOp::create(b, l, arith::CmpFPredicate::OLT, u, p);
-    if (saturate)
-      up = arith::AndIOp::create(b, l, up, hiFinite);
-    return arith::SelectOp::create(b, l, up, hi, lo);
-  }
 };
 
 } // namespace

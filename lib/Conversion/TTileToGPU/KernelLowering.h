@@ -742,6 +742,7 @@ private:
   LogicalResult lowerIota(IotaOp op);
 
   LogicalResult lowerCast(CastOp op);
+  LogicalResult lowerStochasticCast(CastOp op);
 
   /// Scores set to -inf where `col - rowCoef * row > limit` (coordinates
   /// in the tile; `limit` a program scalar), computed in a branch taken

@@ -7,9 +7,16 @@
 
 #include "KernelLowering.h"
 
+#include "tessera/Conversion/RandomBits.h"
+
 using namespace mlir;
 using namespace mlir::tessera::ttile;
 using namespace mlir::tessera::ttile::detail;
+using mlir::tessera::i32Constant;
+using mlir::tessera::philox;
+using mlir::tessera::PhiloxWords;
+using mlir::tessera::roundStochastically;
+using mlir::tessera::uniformFraction;
 
 Value KernelLowering::combine(Location loc, ReduceKind kind, Value x, Value y) {
   bool f = isa<FloatType>(x.getType());
@@ -282,8 +289,7 @@ LogicalResult KernelLowering::lowerIota(IotaOp op) {
 LogicalResult KernelLowering::lowerCast(CastOp op) {
   Location loc = op.getLoc();
   if (op.getStochasticRound())
-    return op.emitError("stochastically rounded casts run on the CPU; the "
-                        "Tile IR GPU lowering rounds to nearest even only");
+    return lowerStochasticCast(op);
   Type from = op.getSource().getType().getElementType();
   Type to = op.getType().getElementType();
   // Saturating: the value, widened exactly to f32 (f64 where either type
@@ -320,11 +326,15 @@ LogicalResult KernelLowering::lowerCast(CastOp op) {
     Value y = x;
     if (from == to)
       y = x;
-    else if (isa<FloatType>(from) && isa<FloatType>(to))
-      y = from.getIntOrFloatBitWidth() < to.getIntOrFloatBitWidth()
-              ? arith::ExtFOp::create(b, loc, to, x).getResult()
-              : arith::TruncFOp::create(b, loc, to, x).getResult();
-    else if (isa<FloatType>(to))
+    else if (isa<FloatType>(from) && isa<FloatType>(to)) {
+      unsigned fw = from.getIntOrFloatBitWidth();
+      unsigned tw = to.getIntOrFloatBitWidth();
+      // f16 <-> bf16: through f32, which holds both exactly (one rounding).
+      if (fw == tw)
+        x = arith::ExtFOp::create(b, loc, b.getF32Type(), x);
+      y = fw < tw ? arith::ExtFOp::create(b, loc, to, x).getResult()
+                  : arith::TruncFOp::create(b, loc, to, x).getResult();
+    } else if (isa<FloatType>(to))
       y = from.isInteger(1)
               ? arith::UIToFPOp::create(b, loc, to, x).getResult()
               : arith::SIToFPOp::create(b, loc, to, x).getResult();
@@ -336,6 +346,63 @@ LogicalResult KernelLowering::lowerCast(CastOp op) {
     else
       y = arith::TruncIOp::create(b, loc, to, x);
     out.push_back(y);
+  }
+  tiles[op.getResult()] = std::move(out);
+  return success();
+}
+
+/// A stochastically rounded cast. Each element draws the Philox block of
+/// key (seed, 0) and counter (its row-major place in the tile, the
+/// program's linear index x + X (y + Y z), 3, 0), and rounds by
+/// roundStochastically in f32 with a 24-bit draw (f64 and a 53-bit draw
+/// for f64 sources). The same seed, program and place draw the same bits:
+/// kernels vary the seed between steps and loop iterations.
+LogicalResult KernelLowering::lowerStochasticCast(CastOp op) {
+  Location loc = op.getLoc();
+  RankedTensorType type = op.getType();
+  auto target = cast<FloatType>(type.getElementType());
+  Type from = op.getSource().getType().getElementType();
+  auto d = dist(op, type);
+  if (failed(d))
+    return failure();
+  FloatType work =
+      from.isF64() ? FloatType(b.getF64Type()) : FloatType(b.getF32Type());
+  Value seed = map.lookup(op.getSeed());
+  auto block = [&](gpu::Dimension dim) -> Value {
+    return gpu::BlockIdOp::create(b, loc, dim);
+  };
+  auto grid = [&](gpu::Dimension dim) -> Value {
+    return gpu::GridDimOp::create(b, loc, dim);
+  };
+  Value program = arith::AddIOp::create(
+      b, loc, block(gpu::Dimension::x),
+      arith::MulIOp::create(
+          b, loc, grid(gpu::Dimension::x),
+          arith::AddIOp::create(
+              b, loc, block(gpu::Dimension::y),
+              arith::MulIOp::create(b, loc, grid(gpu::Dimension::y),
+                                    block(gpu::Dimension::z)))));
+  Type i32 = b.getI32Type();
+  program = arith::IndexCastUIOp::create(b, loc, i32, program);
+  Value zero = i32Constant(b, loc, 0), stream = i32Constant(b, loc, 3);
+  SmallVector<Value> bases = threadBases(loc, *d);
+  Regs src = tiles.lookup(op.getSource());
+  Regs out;
+  for (int64_t r = 0, n = d->numRegs(); r < n; ++r) {
+    Value place = index(0);
+    for (unsigned i = 0; i < type.getRank(); ++i)
+      place = arith::AddIOp::create(
+          b, loc,
+          arith::MulIOp::create(b, loc, place, index(type.getDimSize(i))),
+          coord(loc, *d, bases, r, i));
+    PhiloxWords w = philox(b, loc, seed, zero,
+                           {arith::IndexCastUIOp::create(b, loc, i32, place),
+                            program, stream, zero});
+    Value u = uniformFraction(b, loc, work, w[0], w[1]);
+    Value x = src[r];
+    if (from != work)
+      x = arith::ExtFOp::create(b, loc, work, x);
+    out.push_back(roundStochastically(b, loc, x, target, u, op.getSaturate()));
   }
   tiles[op.getResult()] = std::move(out);
   return success();

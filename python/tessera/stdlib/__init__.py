@@ -446,20 +446,22 @@ _GEMM_SPACE = {"bf16": Schedule(block=(128, 256), k=64, warps=8, stages=4,
                                group=8)}
 
 
-# Hopper bf16/f16 GEMM tiles (block, warps) that a GEMM without a schedule
-# is autotuned over, per shape: wide tiles for large products, narrow ones
-# so that small products do not leave half the SMs idle.
-_GEMM_TILES_16 = (((128, 256), 8), ((128, 128), 8), ((64, 128), 4))
+# GEMM tiles (block, warps) that a GEMM without a schedule is autotuned
+# over, per shape: wide tiles for large products, narrow ones so that
+# small products do not leave SMs idle. bf16/f16 on the tensor cores
+# (wgmma on Hopper, mma.sync before); f32 on FMAs.
+_GEMM_TILES = {"16": (((128, 256), 8), ((128, 128), 8), ((64, 128), 4)),
+               "f32": (((64, 64), 4), ((32, 64), 4), ((128, 64), 8),
+                       ((128, 128), 8))}
 
 
 def _gemm_kernel(name, dtype, device):
-    """The kernel a GEMM without a schedule runs: the dtype's base, or on
-    Hopper for bf16/f16 the base autotuned over _GEMM_TILES_16."""
-    if dtype in ("bf16", "f16") and _chip(device) == "sm_90a":
-        return _tuned(name, _GEMM_SPACE[dtype],
-                      tuple((("BM", blk[0]), ("BN", blk[1]), ("warps", w))
-                            for blk, w in _GEMM_TILES_16), listed=True)
-    return getattr(K, name).with_schedule(_GEMM_SPACE[dtype])
+    """The kernel a GEMM without a schedule runs: the dtype's base
+    schedule autotuned over its _GEMM_TILES."""
+    return _tuned(name, _GEMM_SPACE[dtype],
+                  tuple((("BM", blk[0]), ("BN", blk[1]), ("warps", w))
+                        for blk, w in _GEMM_TILES["f32" if dtype == "f32"
+                                                  else "16"]), listed=True)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -478,10 +480,21 @@ def _gemm(schedule, a, b, *, out=None, out_dtype=None, scale=1.0,
     ``b`` given transposed. ``transposed_b=True`` (the default for fp8)
     takes ``b`` as [N, K], K contiguous. ``scale`` multiplies the product
     (transposed form). The result is ``out_dtype`` (default: a's dtype;
-    bf16 for fp8)."""
+    bf16 for fp8). Batched (bf16, f16, f32): ``a`` [Z, M, K] or [M, K]
+    (shared by the batch), ``b`` [Z, K, N] ([Z, N, K] transposed) or
+    [K, N] (shared: the batch folds into M), ``c`` [Z, M, N]."""
     a, b = _tensor(a, "a"), _tensor(b, "b")
+    if 3 in (a.ndim, b.ndim) and {a.ndim, b.ndim} <= {2, 3}:
+        if scale != 1.0 or allow_tf32 or out_dtype is not None or \
+                a.dtype.name not in _GEMM_SPACE:
+            raise TesseraError(f"a batched gemm takes bf16, f16 or f32 "
+                               f"operands, without scale, allow_tf32 or "
+                               f"out_dtype; got {a.dtype.name}")
+        return _batched_gemm(schedule, a, b, out, bool(transposed_b))
     if a.ndim != 2 or b.ndim != 2:
-        raise TesseraError("gemm takes two matrices")
+        raise TesseraError(f"gemm takes matrices ([M, K]) or batches of "
+                           f"them ([Z, M, K]), got {list(a.shape)} and "
+                           f"{list(b.shape)}")
     fp8 = a.dtype.name.startswith("f8")
     if transposed_b is None:
         transposed_b = fp8
@@ -531,6 +544,68 @@ def _gemm(schedule, a, b, *, out=None, out_dtype=None, scale=1.0,
     kern = (K.gemm.with_schedule(_grouped_schedule(schedule)) if schedule
             else _gemm_kernel("gemm", a.dtype.name, dev))
     kern[lambda T: (_gemm_grid(T, m, n, dev),)](a, b, c)
+    return c
+
+
+# The general batched kernel (one program per output tile and batch, any
+# M, N, K), autotuned per shape: bf16/f16 on the tensor cores (tiles and
+# stages; narrow tiles for batches of small matrices), f32 on FMAs.
+_BATCHED_BASE = {"f32": Schedule(block=(64, 64), k=16, warps=4, stages=2),
+                 "16": Schedule(block=(128, 128), k=64, warps=8, stages=3)}
+_BATCHED_SPACE = {
+    "f32": ((("BM", 64), ("BN", 64), ("warps", 4)),
+            (("BM", 32), ("BN", 64), ("warps", 4)),
+            (("BM", 128), ("BN", 64), ("warps", 8))),
+    "16": ((("BM", 128), ("BN", 128), ("warps", 8), ("stages", 3)),
+           (("BM", 128), ("BN", 128), ("warps", 8), ("stages", 4)),
+           (("BM", 64), ("BN", 128), ("warps", 4), ("stages", 4)),
+           (("BM", 64), ("BN", 64), ("warps", 4), ("stages", 4)))}
+
+
+def _batched_gemm(schedule, a, b, out, transposed_b):
+    """gemm of a batch (see gemm). When each batch's M is a multiple of
+    the row tiles (and K of the K tiles, unless b is transposed), the
+    output's [Z * M, N] view is one GEMM (gemm_batched: persistent, with
+    the producer warpgroup and staged stores on Hopper); otherwise one
+    program per output tile and batch (batched_matmul)."""
+    if b.ndim == 2:  # shared b: one GEMM of a's [Z * M, K] view
+        z, m, k = a.shape
+        n = b.shape[0] if transposed_b else b.shape[1]
+        c = _out(out, (z, m, n), a.dtype, a.device.index)
+        _gemm._run(schedule, a.reshape(z * m, k), b,
+                   out=c.reshape(z * m, n), transposed_b=transposed_b)
+        return c
+    z = b.shape[0]
+    m, k = a.shape[-2:]
+    n, kb = (b.shape[1], b.shape[2]) if transposed_b else (b.shape[2],
+                                                           b.shape[1])
+    if (a.ndim == 3 and a.shape[0] != z) or kb != k or b.dtype != a.dtype:
+        raise TesseraError(
+            f"batched gemm of {a.dtype.name}{list(a.shape)} and "
+            f"{b.dtype.name}{list(b.shape)}"
+            f"{' (b transposed)' if transposed_b else ''}: expected "
+            f"[Z, M, K] (or [M, K]) and "
+            f"[Z, {'N, K' if transposed_b else 'K, N'}] of one dtype")
+    dtype, dev = a.dtype.name, a.device.index
+    c = _out(out, (z, m, n), a.dtype, dev)
+    a_shared = a.ndim == 2
+    tile_m, tile_k = (schedule.m, schedule.k) if schedule else (128, 64)
+    if m % tile_m == 0 and (transposed_b or k % tile_k == 0):
+        kern = (K.gemm_batched.with_schedule(_grouped_schedule(schedule))
+                if schedule else _gemm_kernel("gemm_batched", dtype, dev))
+        kern[lambda T: (_gemm_grid(T, z * m, n, dev),)](
+            a.reshape(m if a_shared else z * m, k),
+            b.reshape(z * n, k) if transposed_b else b.reshape(z * k, n),
+            c.reshape(z * m, n), m, b_transposed=transposed_b,
+            a_shared=a_shared)
+        return c
+    wide = "f32" if dtype == "f32" else "16"
+    kern = (K.batched_matmul.with_schedule(schedule) if schedule else
+            _tuned("batched_matmul", _BATCHED_BASE[wide],
+                   _BATCHED_SPACE[wide], listed=True))
+    kern[lambda T: (cdiv(m, T.m), cdiv(n, T.n), z)](
+        a.reshape(1, m, k) if a_shared else a, b, c,
+        b_transposed=transposed_b, a_shared=a_shared, b_shared=False)
     return c
 
 

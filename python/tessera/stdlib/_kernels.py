@@ -374,6 +374,60 @@ def gemm_bt(A: KTile["M", "K"], Bt: KTile["N", "K"], C: KTile["M", "N"],
         tile.store(C, tile.cast(acc * scale, C.dtype), at=(i, j))
 
 
+@ts.kernel
+def gemm_batched(A: KTile["MA", "K"], B: KTile["KB", "NB"],
+                 C: KTile["ZM", "N"], m: int, *, b_transposed: bool,
+                 a_shared: bool):
+    """C[z] = A[z] @ B[z] (B[z]^T with b_transposed) on 2-D views: C as
+    [Z * M, N], A as [Z * M, K] (or one [M, K] with a_shared), B as
+    [Z * K, N] (or [Z * N, K] with b_transposed). A GEMM over C's view
+    whose row tiles each lie in one batch (M a multiple of T.m), with the
+    persistent grid, producer warpgroup and staged stores of `gemm` on
+    Hopper. Columns of a B block past N (b_transposed: the next batch's
+    rows) only reach columns of C that are not stored; rows of a B block
+    past K would meet A's zero padding, so K must be a multiple of T.k
+    unless b_transposed."""
+    T = tile.context()
+    zm, n, k_all = C.shape[0], C.shape[1], A.shape[1]
+    for t in _tiles(T, zm, n):
+        i, j = _grouped(T, zm, n, t)
+        z = i // m
+        ia = i - z * m if a_shared else i
+        acc = tile.zeros((T.m, T.n))
+        for k in tile.range(0, k_all, T.k):
+            a = tile.load(A, at=(ia, k), shape=(T.m, T.k))
+            if b_transposed:
+                b = tile.transpose(tile.load(B, at=(z * n + j, k),
+                                             shape=(T.n, T.k)))
+            else:
+                b = tile.load(B, at=(z * k_all + k, j), shape=(T.k, T.n))
+            acc = tile.dot(a, b, acc)
+        tile.store(C, tile.cast(acc, C.dtype), at=(i, j))
+
+
+@ts.kernel
+def batched_matmul(A: KTile["BA", "M", "K"], B: KTile["BB", "KN0", "KN1"],
+                   C: KTile["BC", "M", "N"], *, b_transposed: bool,
+                   a_shared: bool, b_shared: bool):
+    """C[z] = A[z] @ B[z] (B[z]^T with b_transposed); an operand whose
+    batch is shared has one matrix. Grid: (M tiles, N tiles, batch)."""
+    T = tile.context()
+    i = tile.program_id(0) * T.m
+    j = tile.program_id(1) * T.n
+    z = tile.program_id(2)
+    a_z = A[0] if a_shared else A[z]
+    b_z = B[0] if b_shared else B[z]
+    acc = tile.zeros((T.m, T.n))
+    for k in tile.range(0, A.shape[2], T.k):
+        a = tile.load(a_z, at=(i, k), shape=(T.m, T.k))
+        if b_transposed:
+            b = tile.transpose(tile.load(b_z, at=(j, k), shape=(T.n, T.k)))
+        else:
+            b = tile.load(b_z, at=(k, j), shape=(T.k, T.n))
+        acc = tile.dot(a, b, acc)
+    tile.store(C[z], tile.cast(acc, C.dtype), at=(i, j))
+
+
 # --------------------------------------------------------------------------
 # Attention
 # --------------------------------------------------------------------------

@@ -73,3 +73,48 @@ func.func @dequantize(%Q: memref<?x?xf8E4M3FN>, %Y: memref<?x?xf32>)
   ttile.store %y, %Y[%c0, %c0] : tensor<4x128xf32>, memref<?x?xf32>
   return
 }
+
+// f16 to bf16 (one width): through f32, which holds both.
+// GPU-LABEL: gpu.func @half_to_bfloat
+// GPU: %[[W:.*]] = arith.extf %{{.*}} : f16 to f32
+// GPU: arith.truncf %[[W]] : f32 to bf16
+func.func @half_to_bfloat(%X: memref<?x?xf16>, %Y: memref<?x?xbf16>)
+    attributes {ttile.kernel, ttile.num_warps = 4 : i32} {
+  %c0 = arith.constant 0 : index
+  %x = ttile.load %X[%c0, %c0] : memref<?x?xf16> -> tensor<4x128xf16>
+  %y = ttile.cast %x : tensor<4x128xf16> -> tensor<4x128xbf16>
+  ttile.store %y, %Y[%c0, %c0] : tensor<4x128xbf16>, memref<?x?xbf16>
+  return
+}
+
+// Stochastic rounding: each element's Philox 4x32-10 block (ten rounds of
+// two 32x32->64 products, one mul.wide.u32 each) under the key (seed, 0),
+// its counter (place in the tile, program, 3, 0); a 24-bit draw in f32
+// against the distance to the neighbour toward zero over the gap. To
+// e4m3 with saturation, and from bf16 to e5m2.
+// GPU-LABEL: gpu.func @stochastic
+// GPU-DAG: arith.constant 3528531795 : i64
+// GPU-DAG: arith.constant 5.96046448E-8 : f32
+// GPU: gpu.block_id  x
+// GPU: arith.muli %{{.*}} : i64
+// GPU: arith.uitofp %{{.*}} : i32 to f32
+// GPU: arith.truncf %{{.*}} : f32 to f8E4M3FN
+// GPU: arith.cmpf olt
+// GPU: arith.extf %{{.*}} : bf16 to f32
+// GPU: arith.truncf %{{.*}} : f32 to f8E5M2
+// PTX-LABEL: .visible .entry stochastic(
+// PTX: mul.wide.u32
+// PTX: st.global.b8
+func.func @stochastic(%X: memref<?x?xf32>, %B: memref<?x?xbf16>,
+                      %Q: memref<?x?xf8E4M3FN>, %R: memref<?x?xf8E5M2>,
+                      %seed: i32)
+    attributes {ttile.kernel, ttile.num_warps = 4 : i32} {
+  %c0 = arith.constant 0 : index
+  %x = ttile.load %X[%c0, %c0] : memref<?x?xf32> -> tensor<4x128xf32>
+  %q = ttile.cast %x seed %seed {stochastic_round, saturate} : tensor<4x128xf32> -> tensor<4x128xf8E4M3FN>
+  ttile.store %q, %Q[%c0, %c0] : tensor<4x128xf8E4M3FN>, memref<?x?xf8E4M3FN>
+  %b = ttile.load %B[%c0, %c0] : memref<?x?xbf16> -> tensor<4x128xbf16>
+  %r = ttile.cast %b seed %seed {stochastic_round} : tensor<4x128xbf16> -> tensor<4x128xf8E5M2>
+  ttile.store %r, %R[%c0, %c0] : tensor<4x128xf8E5M2>, memref<?x?xf8E5M2>
+  return
+}

@@ -22,18 +22,6 @@ func.func @warps_differ(%X: memref<?x?xf32>)
 // -----
 
 #b = #ttile.blocked<sizePerThread = [1, 4], threadsPerWarp = [1, 32], warpsPerCTA = [4, 1], order = [1, 0]>
-func.func @stochastic_cast(%X: memref<?x?xf32>, %seed: i32)
-    attributes {ttile.kernel, ttile.num_warps = 4 : i32} {
-  %c0 = arith.constant 0 : index
-  %x = ttile.load %X[%c0, %c0] : memref<?x?xf32> -> tensor<4x128xf32, #b>
-  // expected-error @below {{stochastically rounded casts run on the CPU; the Tile IR GPU lowering rounds to nearest even only}}
-  %y = ttile.cast %x seed %seed {stochastic_round} : tensor<4x128xf32, #b> -> tensor<4x128xbf16, #b>
-  return
-}
-
-// -----
-
-#b = #ttile.blocked<sizePerThread = [1, 4], threadsPerWarp = [1, 32], warpsPerCTA = [4, 1], order = [1, 0]>
 func.func @saturate_to_int(%X: memref<?x?xf32>)
     attributes {ttile.kernel, ttile.num_warps = 4 : i32} {
   %c0 = arith.constant 0 : index

@@ -33,6 +33,15 @@ def bf16_mlp(x, w1, w2):
     return op.matmul(op.relu(op.matmul(x, w1)), w2)
 
 
+def bf16_batched(x, y, w, v):
+    """Batched bf16 products: scores of heads (right operand transposed;
+    M = 256, one GEMM of the [Z * M, N] view), a shared left operand (M =
+    72, a program per tile and batch), and a shared right operand (folded
+    into M). Odd sizes and a K that is no multiple of the tiles' K."""
+    s = op.matmul(x, y, transpose_rhs=True)
+    return s, op.matmul(w, v), op.matmul(s, v[0])
+
+
 def attention_loss(q, k, v, w):
     """sum(w * causal attention): bf16 q, k, v of head dim 64, which the GPU
     runs (with its gradient) on the flash-attention kernels."""
@@ -96,6 +105,10 @@ def cases():
                              (r(300, 1001),)),
         "broadcasts": (ts.jit(broadcasts, device="cuda"),
                        (r(48, 1), r(36))),
+        "bf16_batched": (ts.jit(bf16_batched, device="cuda"),
+                         (r(2, 3, 256, 96, dtype=bf), r(2, 3, 136, 96,
+                                                        dtype=bf),
+                          r(72, 136, dtype=bf), r(6, 136, 40, dtype=bf))),
         "bf16_mlp": (ts.jit(bf16_mlp, device="cuda"),
                      (r(256, 512, dtype=bf), r(512, 1024, scale=0.05,
                                                dtype=bf),

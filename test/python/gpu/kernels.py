@@ -124,6 +124,32 @@ def widen(Q: KTile["M", "N"], Y: KTile["M", "N", ts.f32]):
                at=at)
 
 
+@ts.kernel.schedule(ts.Schedule(block=(32, 64), warps=4))
+def convert(X: KTile["M", "N"], Y: KTile["M", "N"]):
+    """Y = X converted to Y's type, rounded to nearest even."""
+    T = tile.context()
+    at = (tile.program_id(0) * T.m, tile.program_id(1) * T.n)
+    tile.store(Y, tile.cast(tile.load(X, at=at, shape=(T.m, T.n)), Y.dtype),
+               at=at)
+
+
+@ts.kernel.schedule(ts.Schedule(block=(32, 64), warps=4))
+def stochastic(X: KTile["M", "N"], Q: KTile["M", "N"], seed: int, *,
+               saturate: bool):
+    """Q = X rounded stochastically to Q's type with `seed`."""
+    T = tile.context()
+    at = (tile.program_id(0) * T.m, tile.program_id(1) * T.n)
+    x = tile.load(X, at=at, shape=(T.m, T.n))
+    tile.store(Q, tile.cast(x, Q.dtype, saturate=saturate,
+                            stochastic_round=seed), at=at)
+
+
+# Stochastic casts the GPU tests run: (source, target, saturate).
+STOCHASTIC = [(ts.f32, ts.bf16, False), (ts.f32, ts.f16, False),
+              (ts.f32, ts.f8e4m3, True), (ts.f32, ts.f8e4m3, False),
+              (ts.f32, ts.f8e5m2, False), (ts.bf16, ts.f8e4m3, False)]
+
+
 @ts.kernel.schedule(ts.Schedule(block=(64, 64), warps=4))
 def shared_operands(A: KTile["M", "K", ts.bf16], B: KTile["K", "N", ts.bf16],
                     C: KTile["M", "N", ts.f32], *, variant: str):
@@ -200,7 +226,9 @@ SPECIALIZATIONS = [
      for s in (False, True)] \
   + [(round_trip, (ts.f16,), {"saturate": True}),
      (round_trip, (ts.bf16,), {"saturate": False})] \
-  + [(widen, (t,), {}) for t in (ts.f8e4m3, ts.f8e5m2, ts.f16, ts.bf16)]
+  + [(widen, (t,), {}) for t in (ts.f8e4m3, ts.f8e5m2, ts.f16, ts.bf16)] \
+  + [(convert, (ts.f16, ts.bf16), {}), (convert, (ts.bf16, ts.f16), {})] \
+  + [(stochastic, (a, b), {"saturate": s}) for a, b, s in STOCHASTIC]
 
 
 def precompile(chip):

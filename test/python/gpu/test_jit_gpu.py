@@ -201,6 +201,28 @@ def test_bf16_mlp_forward():
     assert err < 2e-2, err
 
 
+def _bf16_arrays(arrays):
+    import ml_dtypes
+    return [a.view(ml_dtypes.bfloat16) if a.dtype == np.uint16 else a
+            for a in arrays]
+
+
+def test_bf16_batched_products():
+    """Each product against float64 (the stdlib's batched GEMM, autotuned
+    on the first call; test_stdlib_gpu checks each of its schedules)."""
+    prog, arrays = _program("bf16_batched")
+    arrays = _bf16_arrays(arrays)
+    x, y, w, v = (a.astype(np.float64) for a in arrays)
+    s = x @ np.swapaxes(y, -1, -2)
+    want = [s, w @ v, s @ v[0]]
+    for got, ref, what in zip(prog(*arrays), want, ("x @ y^T", "w @ v",
+                                                    "s @ v[0]")):
+        got = got.numpy().astype(np.float64)
+        assert got.shape == ref.shape, what
+        err = np.max(np.abs(got - ref)) / np.max(np.abs(ref))
+        assert err < 1e-2, f"{what}: relative error {err:.3g}"
+
+
 def test_row_and_column_broadcasts():
     prog, (x, b) = _program("broadcasts")
     rows, cols = (o.numpy() for o in prog(x, b))

@@ -237,6 +237,111 @@ def test_casts_round_as_ml_dtypes(dtype, saturate,
     np.testing.assert_array_equal(z.numpy().astype(np.float64), ref)
 
 
+def test_half_and_bfloat_convert_through_f32(rng=np.random.default_rng(9)):
+    """f16 <-> bf16 on the GPU round once, as ml_dtypes does (via f32,
+    which holds both exactly)."""
+    m, n = 45, 150
+    x = (rng.standard_normal((m, n)) *
+         np.exp2(rng.integers(-30, 17, (m, n)))).astype(np.float32)
+    x.flat[:8] = [np.nan, np.inf, -np.inf, 0.0, -0.0, 65504, 3e38, 1e-30]
+    for src, dst in ((np.float16, BF16), (BF16, np.float16)):
+        a = x.astype(src)
+        y = ts.cuda.empty((m, n), "bf16" if dst is BF16 else "f16")
+        K.convert[ts.cdiv(m, 32), ts.cdiv(n, 64)](ts.to_device(a), y)
+        want = a.astype(np.float32).astype(dst).astype(np.float64)
+        np.testing.assert_array_equal(y.numpy().astype(np.float64), want)
+
+
+_NP_TYPES = {ts.f8e4m3: "float8_e4m3fn", ts.f8e5m2: "float8_e5m2",
+             ts.f16: "float16", ts.bf16: "bfloat16"}
+
+
+def _np_type(dtype):
+    name = _NP_TYPES[dtype]
+    return np.float16 if name == "float16" else getattr(ml_dtypes, name)
+
+
+def _finite_values(dtype):
+    """Every finite value of a 16- or 8-bit float type, sorted."""
+    t = _np_type(dtype)
+    bits = np.uint8 if np.dtype(t).itemsize == 1 else np.uint16
+    v = np.arange(2 ** (8 * np.dtype(t).itemsize), dtype=np.uint32).astype(
+        bits).view(t).astype(np.float64)
+    return np.unique(v[np.isfinite(v)])
+
+
+def _stochastic(x, src, dst, seed, saturate, shape):
+    q = poisoned(shape, dst)
+    K.stochastic[ts.cdiv(shape[0], 32), ts.cdiv(shape[1], 64)](
+        ts.to_device(x, dtype=src), q, seed, saturate=saturate)
+    return q.numpy().astype(np.float64)
+
+
+@pytest.mark.parametrize("src,dst,saturate", K.STOCHASTIC)
+def test_stochastic_rounding_on_the_gpu(src, dst, saturate,
+                                        rng=np.random.default_rng(10)):
+    """tile.cast(stochastic_round=seed): every element becomes one of its
+    two neighbours in the target type (found in a table of all its
+    values), exact values stay, NaN stays NaN, values past the largest
+    finite one round to it or overflow (saturate: to it); the same seed
+    draws the same bits and another seed others; and the draws are
+    unbiased: a value 0.3 of a gap above its lower neighbour rounds up
+    with probability 0.3, and the mean error of many values is zero."""
+    vals = _finite_values(dst)
+    big = vals[-1]
+    m, n = 256, 520  # a partial tile at the right edge
+    x = (rng.standard_normal((m, n)) *
+         np.exp2(rng.integers(-24, 18, (m, n)))).astype(np.float32)
+    x.flat[:10] = [np.nan, 0.0, -0.0, 1.0, -2.5, big, -big, big * 1.01,
+                   -big * 1.01, vals[len(vals) // 2 + 1] / 3]
+    if src == ts.bf16:
+        x = x.astype(BF16)
+    xs = x.astype(np.float64)
+    q = _stochastic(x, src, dst, 123, saturate, (m, n))
+    fin = np.isfinite(xs)
+    lo_i = np.clip(np.searchsorted(vals, xs, "right") - 1, 0, len(vals) - 1)
+    hi_i = np.clip(np.searchsorted(vals, xs, "left"), 0, len(vals) - 1)
+    inside = fin & (np.abs(xs) <= big)
+    ok = (q == vals[lo_i]) | (q == vals[hi_i])
+    assert ok[inside].all(), (xs[inside & ~ok][:5], q[inside & ~ok][:5])
+    exact = inside & (vals[lo_i] == xs)
+    np.testing.assert_array_equal(q[exact], xs[exact])
+    assert np.isnan(q[np.isnan(xs)]).all()
+    past = fin & (np.abs(xs) > big)
+    if saturate:
+        np.testing.assert_array_equal(q[past], np.sign(xs[past]) * big)
+    else:
+        overflow = np.inf if dst == ts.f8e5m2 or dst == ts.f16 or \
+            dst == ts.bf16 else np.nan
+        got = q[past]
+        assert np.all((np.abs(got) == big) | (np.isnan(got) if
+                                               np.isnan(overflow) else
+                                               np.abs(got) == overflow))
+    # The same seed, the same draws; another seed, others.
+    np.testing.assert_array_equal(
+        q, _stochastic(x, src, dst, 123, saturate, (m, n)))
+    other = _stochastic(x, src, dst, 124, saturate, (m, n))
+    between = inside & ~exact
+    assert np.mean(other[between] != q[between]) > 0.2
+    # Unbiased: x = lo + 0.3 gap, in the middle of the type's range.
+    lo, hi = vals[len(vals) * 3 // 4], vals[len(vals) * 3 // 4 + 1]
+    c = np.full((m, n), lo + 0.3 * (hi - lo), np.float32)
+    if src == ts.bf16:
+        c = c.astype(BF16)
+    p = (float(c.flat[0]) - lo) / (hi - lo)
+    up = np.mean(_stochastic(c, src, dst, 7, saturate, (m, n)) == hi)
+    sigma = math.sqrt(p * (1 - p) / c.size)
+    assert abs(up - p) < 5 * sigma, (up, p)
+    # Mean error over many values in [1, 2), in units of their gap.
+    u = (1 + rng.random((m, n))).astype(np.float32)
+    if src == ts.bf16:
+        u = u.astype(BF16)
+    us = u.astype(np.float64)
+    err = _stochastic(u, src, dst, 99, saturate, (m, n)) - us
+    gap = np.diff(vals[np.searchsorted(vals, 1.0):][:2])[0]
+    assert abs(np.mean(err) / gap) < 5 * 0.5 / math.sqrt(u.size)
+
+
 def test_dlpack_with_torch():
     torch = pytest.importorskip("torch")
     m = n = k = 128

@@ -51,6 +51,28 @@ STAGED_SCHEDULE = ts.Schedule(block=(128, 256), k=64, warps=8, stages=3,
                               group=8, persistent=5)
 FP8 = (300, 256, 100)
 TF32 = (300, 256, 200)
+# Batched GEMMs (Z, M, K, N, b transposed, a shared, dtype): M = 256 takes
+# the [Z * M, N] view (gemm_batched; K = 96 with b transposed, where K's
+# tail is padding), M = 200 or 100 the per-batch grid (batched_matmul).
+BATCHED = [(3, 256, 96, 136, True, False, "bf16"),
+           (3, 256, 128, 72, False, False, "bf16"),
+           (3, 256, 128, 72, False, True, "bf16"),
+           (3, 200, 96, 136, True, False, "bf16"),
+           (3, 200, 96, 40, False, True, "bf16"),
+           (2, 256, 64, 48, False, False, "f32"),
+           (2, 100, 30, 20, True, False, "f32")]
+
+
+def _batched_schedules(dtype, device):
+    """(view?, schedule) of every schedule the batched GEMMs of `dtype`
+    autotune over: the view's (gemm_batched) and the per-batch grid's."""
+    from tessera._autotune import _schedule_from
+    wide = "f32" if dtype == "f32" else "16"
+    view = S._gemm_kernel("gemm_batched", dtype, device)
+    grid = S._tuned("batched_matmul", S._BATCHED_BASE[wide],
+                    S._BATCHED_SPACE[wide], listed=True)
+    return [(k is view, _schedule_from(k._schedule, c))
+            for k in (view, grid) for c in k._autotune.configs()]
 # (head dim, causal, dtype): bf16 throughout, and f16 operands (the same
 # kernels' f16 wgmma and conversions) for two of them.
 ATTN = [(d, causal, "bf16") for d in (64, 128) for causal in (True, False)]
@@ -104,6 +126,14 @@ def _calls(mk, chip):
     for tf32 in (True, False):
         S.gemm(mk((m, k), "f32"), mk((n, k), "f32"), transposed_b=True,
                allow_tf32=tf32)
+    for z, m, k, n, bt, a_shared, dt in BATCHED:
+        a = mk((m, k) if a_shared else (z, m, k), dt)
+        b = mk((z, n, k) if bt else (z, k, n), dt)
+        S.gemm(a, b, transposed_b=bt)
+        if dt == "bf16":
+            for view, s in _batched_schedules(dt, 0):
+                if view == (m % 128 == 0):
+                    S.gemm.with_schedule(s)(a, b, transposed_b=bt)
     if chip == "sm_90a":
         m, k, n = FP8
         S.gemm(mk((m, k), "f8E4M3FN"), mk((n, k), "f8E4M3FN"), scale=0.25)
@@ -371,6 +401,32 @@ def test_gemm_f32_transposed_b(tf32, rng=np.random.default_rng(10)):
         assert 1e-5 < err < 1e-2 * math.sqrt(k), err
     else:
         assert err < 1e-4, err
+
+
+@pytest.mark.parametrize("case", BATCHED)
+def test_gemm_batched(case, rng=np.random.default_rng(14)):
+    """Batched GEMMs against float64, autotuned and (bf16) on every
+    schedule of their autotune space, into poisoned outputs."""
+    z, m, k, n, bt, a_shared, dt = case
+    a = rounded(rng.standard_normal((m, k) if a_shared else (z, m, k)), dt)
+    b = rounded(rng.standard_normal((z, n, k) if bt else (z, k, n)), dt)
+    ref = a @ (np.swapaxes(b, -1, -2) if bt else b)
+    tol = 1e-4 if dt == "f32" else 1e-2
+
+    def check(c, what):
+        got = host(c)
+        assert got.shape == (z, m, n), what
+        err = np.abs(got - ref).max() / np.abs(ref).max()
+        assert err < tol, f"{what}: relative error {err:.3g}"
+
+    ad, bd = dev(a, dt), dev(b, dt)
+    check(S.gemm(ad, bd, transposed_b=bt), "autotuned")
+    if dt == "bf16":
+        for view, s in _batched_schedules(dt, 0):
+            if view == (m % 128 == 0):
+                out = dev(np.full((z, m, n), np.nan), dt)
+                S.gemm.with_schedule(s)(ad, bd, transposed_b=bt, out=out)
+                check(out, str(s))
 
 
 def test_gemm_fp8(rng=np.random.default_rng(7)):
