@@ -444,21 +444,24 @@ _GEMM_SPACE = {"bf16": Schedule(block=(128, 256), k=64, warps=8, stages=4,
                                group=8),
                "f32": Schedule(block=(64, 64), k=16, warps=4, stages=2,
                                group=8)}
+# f32 read as tf32 by the tensor cores (b transposed).
+_TF32_BASE = Schedule(block=(128, 128), k=32, warps=8, stages=4, group=8)
 
 
 # GEMM tiles (block, warps) that a GEMM without a schedule is autotuned
 # over, per shape: wide tiles for large products, narrow ones so that
-# small products do not leave SMs idle. bf16/f16 on the tensor cores
-# (wgmma on Hopper, mma.sync before); f32 on FMAs.
+# small products do not leave SMs idle. bf16/f16 and tf32 on the tensor
+# cores (wgmma on Hopper, mma.sync before); f32 on FMAs.
 _GEMM_TILES = {"16": (((128, 256), 8), ((128, 128), 8), ((64, 128), 4)),
                "f32": (((64, 64), 4), ((32, 64), 4), ((128, 64), 8),
                        ((128, 128), 8))}
 
 
 def _gemm_kernel(name, dtype, device):
-    """The kernel a GEMM without a schedule runs: the dtype's base
-    schedule autotuned over its _GEMM_TILES."""
-    return _tuned(name, _GEMM_SPACE[dtype],
+    """The kernel a GEMM without a schedule runs: the base schedule of
+    `dtype` (or "tf32") autotuned over its _GEMM_TILES."""
+    base = _TF32_BASE if dtype == "tf32" else _GEMM_SPACE[dtype]
+    return _tuned(name, base,
                   tuple((("BM", blk[0]), ("BN", blk[1]), ("warps", w))
                         for blk, w in _GEMM_TILES["f32" if dtype == "f32"
                                                   else "16"]), listed=True)
@@ -520,18 +523,15 @@ def _gemm(schedule, a, b, *, out=None, out_dtype=None, scale=1.0,
         if fp8:
             base = Schedule(block=(128, 256), k=128, warps=8, stages=4,
                             group=8)
-        elif a.dtype.name == "f32" and allow_tf32:
-            base = Schedule(block=(128, 128), k=32, warps=8, stages=4,
-                            group=8)
         elif a.dtype.name in _GEMM_SPACE:
             base = None
         else:
             raise TesseraError(f"gemm of {a.dtype.name}: bf16, f16, f32 or "
                                f"fp8")
         dev = a.device.index
+        kind = "tf32" if allow_tf32 else a.dtype.name
         kern = (K.gemm_bt.with_schedule(_grouped_schedule(schedule or base))
-                if schedule or base else
-                _gemm_kernel("gemm_bt", a.dtype.name, dev))
+                if schedule or base else _gemm_kernel("gemm_bt", kind, dev))
         kern[lambda T: (_gemm_grid(T, m, n, dev),)](
             a, b, c, float(scale), tf32=bool(allow_tf32))
         return c
