@@ -36,7 +36,7 @@ def _per_batch_grid(a, b, c, bt):
     s = S._BATCHED_BASE["16"]
     S.K.batched_matmul.with_schedule(s)[(ts.cdiv(m, s.m), ts.cdiv(n, s.n),
                                          z)](
-        a, b, c, b_transposed=bt, a_shared=False, b_shared=False)
+        a, b, c, b_transposed=bt, a_shared=False)
 
 
 def _calls(mk):

@@ -479,8 +479,8 @@ class GpuProgram:
         tb = bool(op.attrs.get("transpose_rhs", False))
         sa, sb, so = self.shapes[a], self.shapes[b], self.shapes[out]
         if len(sa) < 2 or len(sb) < 2:
-            raise self._err(op, "matmul of vectors is not supported on the "
-                                "GPU yet")
+            raise self._err(op, f"matmul operands have rank >= 2, got "
+                                f"{list(sa)} and {list(sb)}")
         if ta:
             a = self._swapped(op, a)
             sa = self.shapes[a]
@@ -502,7 +502,7 @@ class GpuProgram:
             raise self._err(op, f"matmul of {self.dtypes[a]} and "
                                 f"{self.dtypes[b]} into {dtype}")
         self.steps.append(Matmul(a, b, out, batch, m, n, k, a_shared,
-                                  b_shared, tb, dtype))
+                                  b_shared, tb))
 
     def _attention(self, op):
         """Flash attention forward or backward (the listing keeps the

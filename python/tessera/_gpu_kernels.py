@@ -119,7 +119,7 @@ class Matmul(Step):
     b folds the batch into M: one GEMM)."""
 
     def __init__(self, a, b, out, batch, m, n, k, a_shared, b_shared,
-                 b_transposed, dtype):
+                 b_transposed):
         self.inputs, self.outputs = (a, b), (out,)
         self.batch, self.m, self.n, self.k = batch, m, n, k
         self.a_shared, self.b_shared = a_shared, b_shared

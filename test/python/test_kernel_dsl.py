@@ -55,7 +55,7 @@ SM80_FLASH = K.flash_attention.with_schedule(
     ("round_trip", (ts.f8e4m3,), {"saturate": True}),
     ("round_trip", (ts.f8e5m2,), {"saturate": False}),
     ("round_trip", (ts.f16,), {"saturate": True}),
-    ("widen", (ts.f8e4m3,), {}), ("matmul_tf32", (), {}),
+    ("convert", (ts.f8e4m3, ts.f32), {}), ("matmul_tf32", (), {}),
     ("convert", (ts.f16, ts.bf16), {}),
     ("stochastic", (ts.f32, ts.f8e4m3), {"saturate": True}),
     ("stochastic", (ts.bf16, ts.f8e5m2), {"saturate": False})])

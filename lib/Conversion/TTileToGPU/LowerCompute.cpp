@@ -12,7 +12,6 @@
 using namespace mlir;
 using namespace mlir::tessera::ttile;
 using namespace mlir::tessera::ttile::detail;
-using mlir::tessera::i32Constant;
 using mlir::tessera::philox;
 using mlir::tessera::PhiloxWords;
 using mlir::tessera::roundStochastically;

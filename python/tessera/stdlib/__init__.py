@@ -605,7 +605,7 @@ def _batched_gemm(schedule, a, b, out, transposed_b):
                    _BATCHED_SPACE[wide], listed=True))
     kern[lambda T: (cdiv(m, T.m), cdiv(n, T.n), z)](
         a.reshape(1, m, k) if a_shared else a, b, c,
-        b_transposed=transposed_b, a_shared=a_shared, b_shared=False)
+        b_transposed=transposed_b, a_shared=a_shared)
     return c
 
 

@@ -408,15 +408,16 @@ def gemm_batched(A: KTile["MA", "K"], B: KTile["KB", "NB"],
 @ts.kernel
 def batched_matmul(A: KTile["BA", "M", "K"], B: KTile["BB", "KN0", "KN1"],
                    C: KTile["BC", "M", "N"], *, b_transposed: bool,
-                   a_shared: bool, b_shared: bool):
-    """C[z] = A[z] @ B[z] (B[z]^T with b_transposed); an operand whose
-    batch is shared has one matrix. Grid: (M tiles, N tiles, batch)."""
+                   a_shared: bool):
+    """C[z] = A[z] @ B[z] (B[z]^T with b_transposed); with a_shared A has
+    one matrix (a shared B is one GEMM: see gemm). Grid: (M tiles, N
+    tiles, batch)."""
     T = tile.context()
     i = tile.program_id(0) * T.m
     j = tile.program_id(1) * T.n
     z = tile.program_id(2)
     a_z = A[0] if a_shared else A[z]
-    b_z = B[0] if b_shared else B[z]
+    b_z = B[z]
     acc = tile.zeros((T.m, T.n))
     for k in tile.range(0, A.shape[2], T.k):
         a = tile.load(a_z, at=(i, k), shape=(T.m, T.k))

@@ -116,17 +116,9 @@ def round_trip(X: KTile["M", "N", ts.f32], Q: KTile["M", "N"],
 
 
 @ts.kernel.schedule(ts.Schedule(block=(32, 64), warps=4))
-def widen(Q: KTile["M", "N"], Y: KTile["M", "N", ts.f32]):
-    """Y = Q (fp8 or 16-bit, loaded from memory) converted to f32."""
-    T = tile.context()
-    at = (tile.program_id(0) * T.m, tile.program_id(1) * T.n)
-    tile.store(Y, tile.cast(tile.load(Q, at=at, shape=(T.m, T.n)), ts.f32),
-               at=at)
-
-
-@ts.kernel.schedule(ts.Schedule(block=(32, 64), warps=4))
 def convert(X: KTile["M", "N"], Y: KTile["M", "N"]):
-    """Y = X converted to Y's type, rounded to nearest even."""
+    """Y = X converted to Y's type, rounded to nearest even (from memory:
+    fp8 and 16-bit floats widen to f32, f16 and bf16 convert)."""
     T = tile.context()
     at = (tile.program_id(0) * T.m, tile.program_id(1) * T.n)
     tile.store(Y, tile.cast(tile.load(X, at=at, shape=(T.m, T.n)), Y.dtype),
@@ -226,7 +218,8 @@ SPECIALIZATIONS = [
      for s in (False, True)] \
   + [(round_trip, (ts.f16,), {"saturate": True}),
      (round_trip, (ts.bf16,), {"saturate": False})] \
-  + [(widen, (t,), {}) for t in (ts.f8e4m3, ts.f8e5m2, ts.f16, ts.bf16)] \
+  + [(convert, (t, ts.f32), {})
+     for t in (ts.f8e4m3, ts.f8e5m2, ts.f16, ts.bf16)] \
   + [(convert, (ts.f16, ts.bf16), {}), (convert, (ts.bf16, ts.f16), {})] \
   + [(stochastic, (a, b), {"saturate": s}) for a, b, s in STOCHASTIC]
 

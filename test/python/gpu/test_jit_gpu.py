@@ -37,6 +37,13 @@ def _t(a):
                         requires_grad=True)
 
 
+def _bf16_arrays(arrays):
+    """Saved bf16 inputs (stored as uint16) as ml_dtypes.bfloat16."""
+    import ml_dtypes
+    return [a.view(ml_dtypes.bfloat16) if a.dtype == np.uint16 else a
+            for a in arrays]
+
+
 def _close(got, want, tol, what):
     got = np.asarray(got, np.float64)
     want = want.detach().numpy()
@@ -152,9 +159,7 @@ def test_bf16_attention_gradients_on_flash_attention():
     prog, arrays = _program("attention_grad")
     assert {"Attention", "AttentionGrad"} <= {type(s).__name__
                                               for s in prog.steps}
-    import ml_dtypes
-    arrays = [a.view(ml_dtypes.bfloat16) if a.dtype == np.uint16 else a
-              for a in arrays]
+    arrays = _bf16_arrays(arrays)
     outs = [o.numpy().astype(np.float64) for o in prog(*arrays)]
     q, k, v = (_t(a.astype(np.float64)) for a in arrays[:3])
     w = torch.tensor(arrays[3].astype(np.float64))
@@ -190,21 +195,13 @@ def test_reductions_of_a_whole_tensor():
 
 def test_bf16_mlp_forward():
     prog, arrays = _program("bf16_mlp")
-    import ml_dtypes
-    arrays = [a.view(ml_dtypes.bfloat16) if a.dtype == np.uint16 else a
-              for a in arrays]
+    arrays = _bf16_arrays(arrays)
     out = prog(*arrays)[0]
     got = out.numpy().astype(np.float64)
     x, w1, w2 = (torch.tensor(a.astype(np.float64)) for a in arrays)
     want = torch.relu(x @ w1) @ w2
     err = np.max(np.abs(got - want.numpy())) / np.max(np.abs(want.numpy()))
     assert err < 2e-2, err
-
-
-def _bf16_arrays(arrays):
-    import ml_dtypes
-    return [a.view(ml_dtypes.bfloat16) if a.dtype == np.uint16 else a
-            for a in arrays]
 
 
 def test_bf16_batched_products():

@@ -233,7 +233,7 @@ def test_casts_round_as_ml_dtypes(dtype, saturate,
     np.testing.assert_array_equal(y.numpy().astype(np.float64), ref)
     # And read back from memory.
     z = poisoned((m, n), ts.f32)
-    K.widen[ts.cdiv(m, 32), ts.cdiv(n, 64)](q, z)
+    K.convert[ts.cdiv(m, 32), ts.cdiv(n, 64)](q, z)
     np.testing.assert_array_equal(z.numpy().astype(np.float64), ref)
 
 
