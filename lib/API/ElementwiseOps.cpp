@@ -4,6 +4,9 @@
 
 #include "tessera/Dialect/TGraph/IR/TypeInference.h"
 
+#include <cmath>
+#include <sstream>
+
 using namespace mlir;
 namespace tg = mlir::tessera::tgraph;
 
@@ -27,24 +30,58 @@ std::optional<uint64_t> OpContext::axis(const Tensor &x, int64_t axis,
                                         const char *what) const {
   int64_t rank = x.rank();
   int64_t a = normalizeAxis(axis, rank);
-  if (a < 0 || a >= std::max<int64_t>(rank, 1)) {
+  if (a < 0 || a >= rank) {
     state->failAt(loc, std::string(what) + " " + std::to_string(axis) +
-                           " is out of range for " + x.str());
+                           " is out of range for " + x.str() +
+                           (rank == 0 ? " (a scalar has no axes)"
+                                      : " (rank " + std::to_string(rank) +
+                                            ": axes -" + std::to_string(rank) +
+                                            ".." + std::to_string(rank - 1) +
+                                            ")"));
     return std::nullopt;
   }
   return uint64_t(a);
 }
 
+/// "(1, -1)".
+static std::string tupleText(const std::vector<int64_t> &axes) {
+  std::string text = "(";
+  for (size_t i = 0; i < axes.size(); ++i)
+    text += (i ? ", " : "") + std::to_string(axes[i]);
+  return text + (axes.size() == 1 ? ",)" : ")");
+}
+
 std::optional<std::vector<int64_t>>
-OpContext::axes(const Tensor &x, const std::vector<int64_t> &dims) const {
+OpContext::axisList(const Tensor &x, const std::vector<int64_t> &axes,
+                    const char *what) const {
   std::vector<int64_t> out;
-  for (int64_t d : dims) {
-    auto a = axis(x, d);
-    if (!a)
+  for (int64_t a : axes) {
+    auto n = axis(x, a, what);
+    if (!n)
       return std::nullopt;
-    out.push_back(int64_t(*a));
+    if (llvm::is_contained(out, int64_t(*n))) {
+      state->failAt(loc, std::string(what) + " " + tupleText(axes) +
+                             " names axis " + std::to_string(*n) + " of " +
+                             x.str() + " twice");
+      return std::nullopt;
+    }
+    out.push_back(int64_t(*n));
   }
   return out;
+}
+
+std::optional<std::vector<int64_t>>
+OpContext::axes(const Tensor &x, const op::Axes &axes) const {
+  std::vector<int64_t> out;
+  if (axes.isAll()) {
+    for (int64_t i = 0; i < x.rank(); ++i)
+      out.push_back(i);
+    return out;
+  }
+  auto list = axisList(x, axes.values());
+  if (list)
+    llvm::sort(*list);
+  return list;
 }
 
 TypedAttr OpContext::scalarAttr(double value, DType dtype) const {
@@ -114,16 +151,16 @@ Tensor ones_like(const Tensor &x, SourceLoc where) {
   return c->result(tg::OnesLikeOp::create(c->b(), c->loc, v.getType(), v));
 }
 
-Tensor iota(const Shape &shape, int64_t dim, DType dtype, SourceLoc where) {
+Tensor iota(const Shape &shape, int64_t axis, DType dtype, SourceLoc where) {
   auto c = beginGenerator(where);
   if (!c)
     return {};
   RankedTensorType type = c->state->tensorType(shape, dtype);
   if (!type)
     return {};
-  int64_t d = detail::normalizeAxis(dim, int64_t(shape.size()));
+  int64_t d = detail::normalizeAxis(axis, int64_t(shape.size()));
   if (d < 0 || d >= int64_t(shape.size())) {
-    c->state->failAt(c->loc, "iota dim " + std::to_string(dim) +
+    c->state->failAt(c->loc, "iota axis " + std::to_string(axis) +
                                  " is out of range for " + describe(shape));
     return {};
   }
@@ -180,14 +217,56 @@ Tensor constant(const std::vector<double> &values, const Shape &shape,
   return c->result(tg::ConstantOp::create(c->b(), c->loc, type, attr));
 }
 
-Tensor scalar(double value, const Tensor &like, SourceLoc where) {
+/// Why `value` cannot be a constant of `dtype` (empty when it can).
+static std::string misfit(Scalar value, DType dtype) {
+  auto range = runtime::integerRange(dtype);
+  if (!range)
+    return "";
+  if (value.kind() == ScalarKind::Float) {
+    double v = value.doubleValue();
+    if (std::trunc(v) != v)
+      return "the number " + value.str() + " is not an integer, so it cannot "
+             "be a constant of " + runtime::name(dtype);
+    if (!(v >= -0x1p63 && v < 0x1p63) || int64_t(v) < range->first ||
+        int64_t(v) > range->second)
+      return "the number " + value.str() + " is out of range for " +
+             runtime::name(dtype);
+    return "";
+  }
+  if (value.intValue() < range->first || value.intValue() > range->second)
+    return "the number " + value.str() + " is out of range for " +
+           runtime::name(dtype) + " (" + std::to_string(range->first) + ".." +
+           std::to_string(range->second) + ")";
+  return "";
+}
+
+Tensor scalar(Scalar value, const Tensor &like, SourceLoc where) {
   auto c = begin({&like}, where);
   if (!c)
     return {};
   DType dtype = like.dtype();
+  if (std::string why = misfit(value, dtype); !why.empty()) {
+    c->state->failAt(c->loc, why);
+    return {};
+  }
   RankedTensorType type = c->state->tensorType({}, dtype);
-  return c->result(
-      tg::FullOp::create(c->b(), c->loc, type, c->scalarAttr(value, dtype)));
+  Type element = type.getElementType();
+  TypedAttr attr;
+  if (auto f = dyn_cast<FloatType>(element))
+    attr = FloatAttr::get(f, value.doubleValue());
+  else if (value.kind() == ScalarKind::Float)
+    attr = IntegerAttr::get(element, int64_t(value.doubleValue()));
+  else
+    attr = IntegerAttr::get(element, value.intValue());
+  return c->result(tg::FullOp::create(c->b(), c->loc, type, attr));
+}
+
+std::pair<Tensor, Tensor> promote(const Tensor &x, Scalar s, SourceLoc where) {
+  if (!x.valid())
+    return {};
+  DType dtype = runtime::weakResultType(x.dtype(), s.kind());
+  Tensor t = dtype == x.dtype() ? x : cast(x, dtype, {}, where);
+  return {t, scalar(s, t, where)};
 }
 
 //===----------------------------------------------------------------------===//
@@ -307,13 +386,30 @@ Tensor operator-(const Tensor &a, const Tensor &b) { return op::sub(a, b, {}); }
 Tensor operator*(const Tensor &a, const Tensor &b) { return op::mul(a, b, {}); }
 Tensor operator/(const Tensor &a, const Tensor &b) { return op::div(a, b, {}); }
 Tensor operator-(const Tensor &a) { return op::neg(a, {}); }
-Tensor operator+(const Tensor &a, double b) { return a + op::scalar(b, a, {}); }
-Tensor operator-(const Tensor &a, double b) { return a - op::scalar(b, a, {}); }
-Tensor operator*(const Tensor &a, double b) { return a * op::scalar(b, a, {}); }
-Tensor operator/(const Tensor &a, double b) { return a / op::scalar(b, a, {}); }
-Tensor operator+(double a, const Tensor &b) { return op::scalar(a, b, {}) + b; }
-Tensor operator-(double a, const Tensor &b) { return op::scalar(a, b, {}) - b; }
-Tensor operator*(double a, const Tensor &b) { return op::scalar(a, b, {}) * b; }
-Tensor operator/(double a, const Tensor &b) { return op::scalar(a, b, {}) / b; }
+
+std::string Scalar::str() const {
+  if (k == ScalarKind::Bool)
+    return i ? "true" : "false";
+  if (k == ScalarKind::Int)
+    return std::to_string(i);
+  std::ostringstream os;
+  os << d;
+  return os.str();
+}
+
+#define TESSERA_SCALAR_OPERATOR(sym)                                           \
+  Tensor operator sym(const Tensor &a, Scalar b) {                             \
+    auto [t, s] = op::promote(a, b, {});                                       \
+    return t sym s;                                                            \
+  }                                                                            \
+  Tensor operator sym(Scalar a, const Tensor &b) {                             \
+    auto [t, s] = op::promote(b, a, {});                                       \
+    return s sym t;                                                            \
+  }
+TESSERA_SCALAR_OPERATOR(+)
+TESSERA_SCALAR_OPERATOR(-)
+TESSERA_SCALAR_OPERATOR(*)
+TESSERA_SCALAR_OPERATOR(/)
+#undef TESSERA_SCALAR_OPERATOR
 
 } // namespace tessera

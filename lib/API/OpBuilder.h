@@ -27,9 +27,16 @@ struct OpContext {
   }
   /// `axis` of `x` made non-negative, or an error naming it.
   std::optional<uint64_t> axis(const Tensor &x, int64_t axis,
-                               const char *what = "dim") const;
+                               const char *what = "axis") const;
+  /// Each of `axes` made non-negative (in the given order), or an error
+  /// naming an axis out of range or named twice.
   std::optional<std::vector<int64_t>>
-  axes(const Tensor &x, const std::vector<int64_t> &dims) const;
+  axisList(const Tensor &x, const std::vector<int64_t> &axes,
+           const char *what = "axis") const;
+  /// The axes of `x` that `axes` names, sorted (every axis for
+  /// Axes()), or an error as axisList's.
+  std::optional<std::vector<int64_t>> axes(const Tensor &x,
+                                           const op::Axes &axes) const;
   /// The attribute of `value` for a tensor of `dtype`.
   mlir::TypedAttr scalarAttr(double value, DType dtype) const;
   mlir::tessera::tgraph::PolicyAttr policy(const op::Policy &p) const;

@@ -36,16 +36,18 @@ Tensor batch_matmul(const Tensor &lhs, const Tensor &rhs, const Policy &policy,
 }
 
 Tensor dot_general(const Tensor &lhs, const Tensor &rhs,
-                   const std::vector<int64_t> &lhsBatch,
-                   const std::vector<int64_t> &rhsBatch,
-                   const std::vector<int64_t> &lhsContract,
-                   const std::vector<int64_t> &rhsContract,
+                   const std::vector<int64_t> &lhsBatchAxes,
+                   const std::vector<int64_t> &rhsBatchAxes,
+                   const std::vector<int64_t> &lhsContractAxes,
+                   const std::vector<int64_t> &rhsContractAxes,
                    const Policy &policy, SourceLoc where) {
   auto c = begin({&lhs, &rhs}, where);
   if (!c)
     return {};
-  auto lb = c->axes(lhs, lhsBatch), rb = c->axes(rhs, rhsBatch);
-  auto lc = c->axes(lhs, lhsContract), rc = c->axes(rhs, rhsContract);
+  auto lb = c->axisList(lhs, lhsBatchAxes, "lhs batch axes");
+  auto rb = c->axisList(rhs, rhsBatchAxes, "rhs batch axes");
+  auto lc = c->axisList(lhs, lhsContractAxes, "lhs contracting axes");
+  auto rc = c->axisList(rhs, rhsContractAxes, "rhs contracting axes");
   if (!lb || !rb || !lc || !rc)
     return {};
   Value l = c->use(lhs), r = c->use(rhs);
@@ -79,167 +81,8 @@ Tensor attention(const Tensor &q, const Tensor &k, const Tensor &v, bool causal,
 }
 
 //===----------------------------------------------------------------------===//
-// Reductions and normalizations
+// Losses
 //===----------------------------------------------------------------------===//
-
-/// Every dim when `dims` is empty.
-static std::optional<std::vector<int64_t>>
-reductionDims(const detail::OpContext &c, const Tensor &x,
-              const std::vector<int64_t> &dims) {
-  if (!dims.empty())
-    return c.axes(x, dims);
-  std::vector<int64_t> all(x.rank());
-  for (int64_t i = 0; i < x.rank(); ++i)
-    all[i] = i;
-  return all;
-}
-
-template <typename OpTy>
-static Tensor reduceStable(const Tensor &x, const std::vector<int64_t> &dims,
-                           bool keepdims, bool stable, SourceLoc where) {
-  auto c = begin({&x}, where);
-  if (!c)
-    return {};
-  auto d = reductionDims(*c, x, dims);
-  if (!d)
-    return {};
-  Value v = c->use(x);
-  return c->result(OpTy::create(c->b(), c->loc, v.getType(), v, *d, keepdims,
-                                stable, tg::PolicyAttr()));
-}
-
-template <typename OpTy>
-static Tensor reduce(const Tensor &x, const std::vector<int64_t> &dims,
-                     bool keepdims, SourceLoc where) {
-  auto c = begin({&x}, where);
-  if (!c)
-    return {};
-  auto d = reductionDims(*c, x, dims);
-  if (!d)
-    return {};
-  Value v = c->use(x);
-  return c->result(OpTy::create(c->b(), c->loc, v.getType(), v, *d, keepdims));
-}
-
-Tensor reduce_sum(const Tensor &x, const std::vector<int64_t> &dims,
-                  bool keepdims, bool stable, SourceLoc loc) {
-  return reduceStable<tg::ReduceSumOp>(x, dims, keepdims, stable, loc);
-}
-Tensor reduce_mean(const Tensor &x, const std::vector<int64_t> &dims,
-                   bool keepdims, bool stable, SourceLoc loc) {
-  return reduceStable<tg::ReduceMeanOp>(x, dims, keepdims, stable, loc);
-}
-Tensor reduce_prod(const Tensor &x, const std::vector<int64_t> &dims,
-                   bool keepdims, bool stable, SourceLoc loc) {
-  return reduceStable<tg::ReduceProdOp>(x, dims, keepdims, stable, loc);
-}
-Tensor reduce_max(const Tensor &x, const std::vector<int64_t> &dims,
-                  bool keepdims, SourceLoc loc) {
-  return reduce<tg::ReduceMaxOp>(x, dims, keepdims, loc);
-}
-Tensor reduce_min(const Tensor &x, const std::vector<int64_t> &dims,
-                  bool keepdims, SourceLoc loc) {
-  return reduce<tg::ReduceMinOp>(x, dims, keepdims, loc);
-}
-
-template <typename OpTy>
-static Tensor alongAxis(const Tensor &x, int64_t dim, SourceLoc where) {
-  auto c = begin({&x}, where);
-  if (!c)
-    return {};
-  auto d = c->axis(x, dim);
-  if (!d)
-    return {};
-  Value v = c->use(x);
-  return c->result(OpTy::create(c->b(), c->loc, v.getType(), v, *d));
-}
-
-template <typename OpTy>
-static Tensor alongAxisKeep(const Tensor &x, int64_t dim, bool keepdims,
-                            SourceLoc where) {
-  auto c = begin({&x}, where);
-  if (!c)
-    return {};
-  auto d = c->axis(x, dim);
-  if (!d)
-    return {};
-  Value v = c->use(x);
-  return c->result(OpTy::create(c->b(), c->loc, v.getType(), v, *d, keepdims));
-}
-
-Tensor argmax(const Tensor &x, int64_t dim, bool keepdims, SourceLoc loc) {
-  return alongAxisKeep<tg::ArgmaxOp>(x, dim, keepdims, loc);
-}
-Tensor argmin(const Tensor &x, int64_t dim, bool keepdims, SourceLoc loc) {
-  return alongAxisKeep<tg::ArgminOp>(x, dim, keepdims, loc);
-}
-Tensor softmax(const Tensor &x, int64_t dim, SourceLoc loc) {
-  return alongAxis<tg::SoftmaxOp>(x, dim, loc);
-}
-Tensor log_softmax(const Tensor &x, int64_t dim, SourceLoc loc) {
-  return alongAxis<tg::LogSoftmaxOp>(x, dim, loc);
-}
-Tensor softmax_safe(const Tensor &x, int64_t dim, SourceLoc loc) {
-  return alongAxis<tg::SoftmaxSafeOp>(x, dim, loc);
-}
-Tensor logsumexp(const Tensor &x, int64_t dim, bool keepdims, SourceLoc loc) {
-  return alongAxisKeep<tg::LogsumexpOp>(x, dim, keepdims, loc);
-}
-Tensor logsumexp_safe(const Tensor &x, int64_t dim, bool keepdims,
-                      SourceLoc loc) {
-  return alongAxisKeep<tg::LogsumexpSafeOp>(x, dim, keepdims, loc);
-}
-
-template <typename OpTy>
-static Tensor layerNorm(const Tensor &x, const Tensor &scale,
-                        const Tensor &bias, int64_t axis, double epsilon,
-                        SourceLoc where) {
-  auto c = begin(
-      {&x, scale.valid() ? &scale : nullptr, bias.valid() ? &bias : nullptr},
-      where);
-  if (!c)
-    return {};
-  auto a = c->axis(x, axis, "axis");
-  if (!a)
-    return {};
-  Value v = c->use(x);
-  Value s = scale.valid() ? c->use(scale) : Value();
-  Value b = bias.valid() ? c->use(bias) : Value();
-  return c->result(OpTy::create(c->b(), c->loc, v.getType(), v, s, b, *a,
-                                APFloat(epsilon), tg::PolicyAttr()));
-}
-
-template <typename OpTy>
-static Tensor rmsNorm(const Tensor &x, const Tensor &scale, int64_t axis,
-                      double epsilon, SourceLoc where) {
-  auto c = begin({&x, scale.valid() ? &scale : nullptr}, where);
-  if (!c)
-    return {};
-  auto a = c->axis(x, axis, "axis");
-  if (!a)
-    return {};
-  Value v = c->use(x);
-  Value s = scale.valid() ? c->use(scale) : Value();
-  return c->result(OpTy::create(c->b(), c->loc, v.getType(), v, s, *a,
-                                APFloat(epsilon), tg::PolicyAttr()));
-}
-
-Tensor layernorm(const Tensor &x, const Tensor &scale, const Tensor &bias,
-                 int64_t axis, double epsilon, SourceLoc loc) {
-  return layerNorm<tg::LayerNormOp>(x, scale, bias, axis, epsilon, loc);
-}
-Tensor layernorm_safe(const Tensor &x, const Tensor &scale, const Tensor &bias,
-                      int64_t axis, double epsilon, SourceLoc loc) {
-  return layerNorm<tg::LayerNormSafeOp>(x, scale, bias, axis, epsilon, loc);
-}
-Tensor rmsnorm(const Tensor &x, const Tensor &scale, int64_t axis,
-               double epsilon, SourceLoc loc) {
-  return rmsNorm<tg::RMSNormOp>(x, scale, axis, epsilon, loc);
-}
-Tensor rmsnorm_safe(const Tensor &x, const Tensor &scale, int64_t axis,
-                    double epsilon, SourceLoc loc) {
-  return rmsNorm<tg::RMSNormSafeOp>(x, scale, axis, epsilon, loc);
-}
 
 Tensor cross_entropy(const Tensor &logits, const Tensor &labels,
                      const std::string &reduction, SourceLoc where) {
@@ -288,7 +131,7 @@ Tensor reshape(const Tensor &x, const Shape &shape, SourceLoc where) {
 }
 
 Tensor broadcast_in_dim(const Tensor &x, const Shape &shape,
-                        const std::vector<int64_t> &broadcastDims,
+                        const std::vector<int64_t> &broadcastAxes,
                         SourceLoc where) {
   auto c = begin({&x}, where);
   if (!c)
@@ -298,7 +141,7 @@ Tensor broadcast_in_dim(const Tensor &x, const Shape &shape,
   if (!type)
     return {};
   return c->result(
-      tg::BroadcastInDimOp::create(c->b(), c->loc, type, v, broadcastDims),
+      tg::BroadcastInDimOp::create(c->b(), c->loc, type, v, broadcastAxes),
       {type});
 }
 
@@ -313,10 +156,10 @@ Tensor broadcast_to(const Tensor &x, const Shape &shape, SourceLoc where) {
                                    describe(shape));
     return {};
   }
-  std::vector<int64_t> dims;
+  std::vector<int64_t> axes;
   for (int64_t i = 0; i < x.rank(); ++i)
-    dims.push_back(i + offset);
-  return broadcast_in_dim(x, shape, dims, where);
+    axes.push_back(i + offset);
+  return broadcast_in_dim(x, shape, axes, where);
 }
 
 static tg::DimsAttr dimsAttr(const detail::OpContext &c, const Shape &dims) {
@@ -349,7 +192,8 @@ Tensor slice(const Tensor &x, const Shape &start, const Shape &limit,
       tg::SliceOp::create(c->b(), c->loc, v.getType(), v, from, to, steps));
 }
 
-Tensor concat(const std::vector<Tensor> &inputs, int64_t dim, SourceLoc where) {
+Tensor concat(const std::vector<Tensor> &inputs, int64_t axis,
+              SourceLoc where) {
   if (inputs.empty())
     return {};
   for (const Tensor &t : inputs)
@@ -358,7 +202,7 @@ Tensor concat(const std::vector<Tensor> &inputs, int64_t dim, SourceLoc where) {
   auto c = begin({&inputs[0]}, where);
   if (!c)
     return {};
-  auto d = c->axis(inputs[0], dim);
+  auto d = c->axis(inputs[0], axis);
   if (!d)
     return {};
   SmallVector<Value> values;
@@ -406,11 +250,11 @@ Tensor dynamic_slice(const Tensor &x, const std::vector<Tensor> &starts,
       tg::DynamicSliceOp::create(c->b(), c->loc, v.getType(), v, values, dims));
 }
 
-Tensor dim_size(const Tensor &x, int64_t dim, DType dtype, SourceLoc where) {
+Tensor dim_size(const Tensor &x, int64_t axis, DType dtype, SourceLoc where) {
   auto c = begin({&x}, where);
   if (!c)
     return {};
-  auto d = c->axis(x, dim);
+  auto d = c->axis(x, axis);
   if (!d)
     return {};
   RankedTensorType type = c->state->tensorType({}, dtype);
@@ -418,12 +262,12 @@ Tensor dim_size(const Tensor &x, int64_t dim, DType dtype, SourceLoc where) {
                    {type});
 }
 
-Tensor gather(const Tensor &x, const Tensor &indices, int64_t dim,
+Tensor gather(const Tensor &x, const Tensor &indices, int64_t axis,
               SourceLoc where) {
   auto c = begin({&x, &indices}, where);
   if (!c)
     return {};
-  auto d = c->axis(x, dim);
+  auto d = c->axis(x, axis);
   if (!d)
     return {};
   Value v = c->use(x), i = c->use(indices);
@@ -431,11 +275,11 @@ Tensor gather(const Tensor &x, const Tensor &indices, int64_t dim,
 }
 
 Tensor scatter_add(const Tensor &x, const Tensor &indices,
-                   const Tensor &updates, int64_t dim, SourceLoc where) {
+                   const Tensor &updates, int64_t axis, SourceLoc where) {
   auto c = begin({&x, &indices, &updates}, where);
   if (!c)
     return {};
-  auto d = c->axis(x, dim);
+  auto d = c->axis(x, axis);
   if (!d)
     return {};
   Value v = c->use(x), i = c->use(indices), u = c->use(updates);
@@ -487,7 +331,8 @@ reductionKind(const detail::OpContext &c, const std::string &name) {
 }
 
 Tensor all_reduce(const Tensor &x, const std::string &reduction,
-                  const std::string &axis, int64_t groupSize, SourceLoc where) {
+                  const std::string &axisName, int64_t groupSize,
+                  SourceLoc where) {
   auto c = begin({&x}, where);
   if (!c)
     return {};
@@ -496,54 +341,58 @@ Tensor all_reduce(const Tensor &x, const std::string &reduction,
     return {};
   Value v = c->use(x);
   return c->result(tg::AllReduceOp::create(c->b(), c->loc, v.getType(), v,
-                                           *kind, axis, uint64_t(groupSize)));
+                                           *kind, axisName,
+                                           uint64_t(groupSize)));
 }
 
-Tensor all_gather(const Tensor &x, int64_t dim, const std::string &axis,
+Tensor all_gather(const Tensor &x, int64_t axis, const std::string &axisName,
                   int64_t groupSize, SourceLoc where) {
   auto c = begin({&x}, where);
   if (!c)
     return {};
-  auto d = c->axis(x, dim);
+  auto d = c->axis(x, axis);
   if (!d)
     return {};
   Value v = c->use(x);
   return c->result(tg::AllGatherOp::create(c->b(), c->loc, v.getType(), v, *d,
-                                           axis, uint64_t(groupSize)));
+                                           axisName, uint64_t(groupSize)));
 }
 
-Tensor reduce_scatter(const Tensor &x, int64_t dim,
-                      const std::string &reduction, const std::string &axis,
-                      int64_t groupSize, SourceLoc where) {
+Tensor reduce_scatter(const Tensor &x, int64_t axis,
+                      const std::string &reduction,
+                      const std::string &axisName, int64_t groupSize,
+                      SourceLoc where) {
   auto c = begin({&x}, where);
   if (!c)
     return {};
-  auto d = c->axis(x, dim);
+  auto d = c->axis(x, axis);
   auto kind = reductionKind(*c, reduction);
   if (!d || !kind)
     return {};
   Value v = c->use(x);
   return c->result(tg::ReduceScatterOp::create(
-      c->b(), c->loc, v.getType(), v, *kind, *d, axis, uint64_t(groupSize)));
+      c->b(), c->loc, v.getType(), v, *kind, *d, axisName,
+      uint64_t(groupSize)));
 }
 
-Tensor all_to_all(const Tensor &x, int64_t splitDim, int64_t concatDim,
-                  const std::string &axis, int64_t groupSize, SourceLoc where) {
+Tensor all_to_all(const Tensor &x, int64_t splitAxis, int64_t concatAxis,
+                  const std::string &axisName, int64_t groupSize,
+                  SourceLoc where) {
   auto c = begin({&x}, where);
   if (!c)
     return {};
-  auto s = c->axis(x, splitDim, "split dim");
-  auto d = c->axis(x, concatDim, "concat dim");
+  auto s = c->axis(x, splitAxis, "split axis");
+  auto d = c->axis(x, concatAxis, "concat axis");
   if (!s || !d)
     return {};
   Value v = c->use(x);
   return c->result(tg::AllToAllOp::create(c->b(), c->loc, v.getType(), v, *s,
-                                          *d, axis, uint64_t(groupSize)));
+                                          *d, axisName, uint64_t(groupSize)));
 }
 
 Tensor permute(const Tensor &x,
                const std::vector<std::pair<int64_t, int64_t>> &pairs,
-               const std::string &axis, SourceLoc where) {
+               const std::string &axisName, SourceLoc where) {
   auto c = begin({&x}, where);
   if (!c)
     return {};
@@ -552,7 +401,8 @@ Tensor permute(const Tensor &x,
     list.push_back(DenseI64ArrayAttr::get(c->ctx(), {from, to}));
   Value v = c->use(x);
   return c->result(tg::PermuteOp::create(c->b(), c->loc, v.getType(), v,
-                                         ArrayAttr::get(c->ctx(), list), axis));
+                                         ArrayAttr::get(c->ctx(), list),
+                                         axisName));
 }
 
 } // namespace tessera::op

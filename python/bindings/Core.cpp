@@ -34,6 +34,20 @@ NB_MODULE(_core, m) {
   bindRuntime(m);
   bindGraph(m);
   bindTile(m);
+  m.def(
+      "weak_result_type",
+      [](const std::string &dtype, const std::string &kind) {
+        using tessera::ScalarKind;
+        namespace runtime = tessera::runtime;
+        ScalarKind k = kind == "bool"  ? ScalarKind::Bool
+                       : kind == "int" ? ScalarKind::Int
+                                       : ScalarKind::Float;
+        return std::string(runtime::name(
+            runtime::weakResultType(parseDType(dtype), k)));
+      },
+      nb::arg("dtype"), nb::arg("kind"),
+      "The dtype of an op between a tensor of `dtype` and a Python number of "
+      "`kind` (bool, int or float).");
   nb::module_ op = m.def_submodule("op", "One function per Graph IR op.");
   bindOps(op);
 }

@@ -20,6 +20,28 @@ namespace tessera::python {
 using DimArg = std::variant<int64_t, std::string>;
 Shape toShape(const std::vector<DimArg> &dims);
 
+/// An `axis` argument: None (every axis), an int, or a list of ints.
+using AxisArg = std::optional<std::variant<int64_t, std::vector<int64_t>>>;
+
+static op::Axes toAxes(const AxisArg &axis) {
+  if (!axis)
+    return op::Axes();
+  if (auto *one = std::get_if<int64_t>(&*axis))
+    return op::Axes(*one);
+  return op::Axes(std::get<std::vector<int64_t>>(*axis));
+}
+
+/// A Python number: bool, int (within int64) or float.
+using Number = std::variant<bool, int64_t, double>;
+
+static Scalar toScalar(const Number &v) {
+  if (auto *b = std::get_if<bool>(&v))
+    return Scalar(*b);
+  if (auto *i = std::get_if<int64_t>(&v))
+    return Scalar(*i);
+  return Scalar(std::get<double>(v));
+}
+
 static op::Policy policy(const std::optional<std::string> &accum) {
   op::Policy p;
   if (accum)
@@ -43,10 +65,11 @@ static void bindGenerators(nb::module_ &m) {
   m.def("ones_like", [](T x) { return op::ones_like(x, here); });
   m.def(
       "iota",
-      [](const std::vector<DimArg> &shape, int64_t dim, const std::string &dt) {
-        return op::iota(toShape(shape), dim, parseDType(dt), here);
+      [](const std::vector<DimArg> &shape, int64_t axis,
+         const std::string &dt) {
+        return op::iota(toShape(shape), axis, parseDType(dt), here);
       },
-      "shape"_a, "dim"_a, "dtype"_a = "i64");
+      "shape"_a, "axis"_a, "dtype"_a = "i64");
   m.def(
       "constant",
       [](nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu> data,
@@ -60,8 +83,18 @@ static void bindGenerators(nb::module_ &m) {
       "A constant with the elements of a C-contiguous array (bf16 and fp8 "
       "as uint16/uint8 bit patterns).");
   m.def(
-      "scalar", [](double v, T like) { return op::scalar(v, like, here); },
+      "scalar",
+      [](const Number &v, T like) { return op::scalar(toScalar(v), like, here); },
       "value"_a, "like"_a);
+  m.def(
+      "promote",
+      [](T x, const Number &v) {
+        auto [t, s] = op::promote(x, toScalar(v), here);
+        return std::make_pair(t, s);
+      },
+      "x"_a, "value"_a,
+      "x and the number value as two tensors of the dtype they combine in "
+      "(weak scalars: NumPy 2 and JAX).");
 }
 
 static void bindElementwise(nb::module_ &m) {
@@ -144,8 +177,8 @@ static void bindContractions(nb::module_ &m) {
          std::vector<int64_t> lc, std::vector<int64_t> rc) {
         return op::dot_general(a, b, lb, rb, lc, rc, {}, here);
       },
-      "lhs"_a, "rhs"_a, "lhs_batching_dims"_a, "rhs_batching_dims"_a,
-      "lhs_contracting_dims"_a, "rhs_contracting_dims"_a);
+      "lhs"_a, "rhs"_a, "lhs_batch_axes"_a, "rhs_batch_axes"_a,
+      "lhs_contract_axes"_a, "rhs_contract_axes"_a);
   m.def(
       "conv2d",
       [](T x, T w, std::vector<int64_t> strides, std::vector<int64_t> padding,
@@ -173,11 +206,10 @@ static void bindReductions(nb::module_ &m) {
 #define TESSERA_REDUCE(name)                                                   \
   m.def(                                                                       \
       #name,                                                                   \
-      [](T x, std::vector<int64_t> dims, bool keep, bool stable) {             \
-        return op::name(x, dims, keep, stable, here);                          \
+      [](T x, const AxisArg &axis, bool keep, bool stable) {                   \
+        return op::name(x, toAxes(axis), keep, stable, here);                  \
       },                                                                       \
-      "x"_a, "dims"_a = std::vector<int64_t>{}, "keepdims"_a = false,          \
-      "stable"_a = false);
+      "x"_a, "axis"_a = nb::none(), "keepdims"_a = false, "stable"_a = false);
   TESSERA_REDUCE(reduce_sum)
   TESSERA_REDUCE(reduce_mean)
   TESSERA_REDUCE(reduce_prod)
@@ -185,29 +217,38 @@ static void bindReductions(nb::module_ &m) {
 #define TESSERA_REDUCE(name)                                                   \
   m.def(                                                                       \
       #name,                                                                   \
-      [](T x, std::vector<int64_t> dims, bool keep) {                          \
-        return op::name(x, dims, keep, here);                                  \
+      [](T x, const AxisArg &axis, bool keep) {                                \
+        return op::name(x, toAxes(axis), keep, here);                          \
       },                                                                       \
-      "x"_a, "dims"_a = std::vector<int64_t>{}, "keepdims"_a = false);
+      "x"_a, "axis"_a = nb::none(), "keepdims"_a = false);
   TESSERA_REDUCE(reduce_max)
   TESSERA_REDUCE(reduce_min)
 #undef TESSERA_REDUCE
+#define TESSERA_ARG_REDUCE(name)                                               \
+  m.def(                                                                       \
+      #name,                                                                   \
+      [](T x, int64_t axis, bool keep) {                                       \
+        return op::name(x, axis, keep, here);                                  \
+      },                                                                       \
+      "x"_a, "axis"_a = -1, "keepdims"_a = false);
+  TESSERA_ARG_REDUCE(argmax)
+  TESSERA_ARG_REDUCE(argmin)
+#undef TESSERA_ARG_REDUCE
 #define TESSERA_AXIS_KEEP(name)                                                \
   m.def(                                                                       \
       #name,                                                                   \
-      [](T x, int64_t dim, bool keep) {                                        \
-        return op::name(x, dim, keep, here);                                   \
+      [](T x, const AxisArg &axis, bool keep) {                                \
+        return op::name(x, toAxes(axis), keep, here);                          \
       },                                                                       \
-      "x"_a, "dim"_a = -1, "keepdims"_a = false);
-  TESSERA_AXIS_KEEP(argmax)
-  TESSERA_AXIS_KEEP(argmin)
+      "x"_a, "axis"_a = -1, "keepdims"_a = false);
   TESSERA_AXIS_KEEP(logsumexp)
   TESSERA_AXIS_KEEP(logsumexp_safe)
 #undef TESSERA_AXIS_KEEP
 #define TESSERA_AXIS(name)                                                     \
   m.def(                                                                       \
-      #name, [](T x, int64_t dim) { return op::name(x, dim, here); }, "x"_a,   \
-      "dim"_a = -1);
+      #name,                                                                   \
+      [](T x, const AxisArg &axis) { return op::name(x, toAxes(axis), here); }, \
+      "x"_a, "axis"_a = -1);
   TESSERA_AXIS(softmax)
   TESSERA_AXIS(log_softmax)
   TESSERA_AXIS(softmax_safe)
@@ -215,30 +256,30 @@ static void bindReductions(nb::module_ &m) {
   auto opt = [](const std::optional<Tensor> &t) { return t ? *t : Tensor(); };
   m.def(
       "layernorm",
-      [opt](T x, std::optional<Tensor> s, std::optional<Tensor> b, int64_t axis,
-            double eps) {
-        return op::layernorm(x, opt(s), opt(b), axis, eps, here);
+      [opt](T x, std::optional<Tensor> s, std::optional<Tensor> b,
+            const AxisArg &axis, double eps) {
+        return op::layernorm(x, opt(s), opt(b), toAxes(axis), eps, here);
       },
       "x"_a, "scale"_a = nb::none(), "bias"_a = nb::none(), "axis"_a = -1,
       "epsilon"_a = 1e-5);
   m.def(
       "layernorm_safe",
-      [opt](T x, std::optional<Tensor> s, std::optional<Tensor> b, int64_t axis,
-            double eps) {
-        return op::layernorm_safe(x, opt(s), opt(b), axis, eps, here);
+      [opt](T x, std::optional<Tensor> s, std::optional<Tensor> b,
+            const AxisArg &axis, double eps) {
+        return op::layernorm_safe(x, opt(s), opt(b), toAxes(axis), eps, here);
       },
       "x"_a, "scale"_a = nb::none(), "bias"_a = nb::none(), "axis"_a = -1,
       "epsilon"_a = 1e-5);
   m.def(
       "rmsnorm",
-      [opt](T x, std::optional<Tensor> s, int64_t axis, double eps) {
-        return op::rmsnorm(x, opt(s), axis, eps, here);
+      [opt](T x, std::optional<Tensor> s, const AxisArg &axis, double eps) {
+        return op::rmsnorm(x, opt(s), toAxes(axis), eps, here);
       },
       "x"_a, "scale"_a = nb::none(), "axis"_a = -1, "epsilon"_a = 1e-5);
   m.def(
       "rmsnorm_safe",
-      [opt](T x, std::optional<Tensor> s, int64_t axis, double eps) {
-        return op::rmsnorm_safe(x, opt(s), axis, eps, here);
+      [opt](T x, std::optional<Tensor> s, const AxisArg &axis, double eps) {
+        return op::rmsnorm_safe(x, opt(s), toAxes(axis), eps, here);
       },
       "x"_a, "scale"_a = nb::none(), "axis"_a = -1, "epsilon"_a = 1e-5);
   m.def(
@@ -267,10 +308,10 @@ static void bindLayout(nb::module_ &m) {
       "x"_a, "shape"_a);
   m.def(
       "broadcast_in_dim",
-      [](T x, const std::vector<DimArg> &shape, std::vector<int64_t> dims) {
-        return op::broadcast_in_dim(x, toShape(shape), dims, here);
+      [](T x, const std::vector<DimArg> &shape, std::vector<int64_t> axes) {
+        return op::broadcast_in_dim(x, toShape(shape), axes, here);
       },
-      "x"_a, "shape"_a, "broadcast_dimensions"_a);
+      "x"_a, "shape"_a, "broadcast_axes"_a);
   m.def(
       "broadcast_to",
       [](T x, const std::vector<DimArg> &shape) {
@@ -286,10 +327,10 @@ static void bindLayout(nb::module_ &m) {
       "x"_a, "start"_a, "limit"_a, "stride"_a = std::vector<int64_t>{});
   m.def(
       "concat",
-      [](const std::vector<Tensor> &xs, int64_t dim) {
-        return op::concat(xs, dim, here);
+      [](const std::vector<Tensor> &xs, int64_t axis) {
+        return op::concat(xs, axis, here);
       },
-      "inputs"_a, "dim"_a);
+      "inputs"_a, "axis"_a);
   m.def(
       "pad",
       [](T x, std::vector<int64_t> low, std::vector<int64_t> high, double value,
@@ -307,51 +348,61 @@ static void bindLayout(nb::module_ &m) {
       "x"_a, "starts"_a, "sizes"_a);
   m.def(
       "dim_size",
-      [](T x, int64_t dim, const std::string &dt) {
-        return op::dim_size(x, dim, parseDType(dt), here);
+      [](T x, int64_t axis, const std::string &dt) {
+        return op::dim_size(x, axis, parseDType(dt), here);
       },
-      "x"_a, "dim"_a, "dtype"_a = "i64");
-  m.def(
-      "all_reduce",
-      [](T x, const std::string &r, const std::string &axis, int64_t g) {
-        return op::all_reduce(x, r, axis, g, here);
-      },
-      "x"_a, "reduction"_a = "sum", "axis"_a = "", "group_size"_a = 1);
-  m.def(
-      "all_gather",
-      [](T x, int64_t dim, const std::string &axis, int64_t g) {
-        return op::all_gather(x, dim, axis, g, here);
-      },
-      "x"_a, "dim"_a, "axis"_a = "", "group_size"_a = 1);
-  m.def(
-      "reduce_scatter",
-      [](T x, int64_t dim, const std::string &r, const std::string &axis,
-         int64_t g) { return op::reduce_scatter(x, dim, r, axis, g, here); },
-      "x"_a, "dim"_a, "reduction"_a = "sum", "axis"_a = "", "group_size"_a = 1);
-  m.def(
-      "all_to_all",
-      [](T x, int64_t s, int64_t d, const std::string &axis, int64_t g) {
-        return op::all_to_all(x, s, d, axis, g, here);
-      },
-      "x"_a, "split_dim"_a, "concat_dim"_a, "axis"_a = "", "group_size"_a = 1);
-  m.def(
-      "permute",
-      [](T x, const std::vector<std::pair<int64_t, int64_t>> &pairs,
-         const std::string &axis) { return op::permute(x, pairs, axis, here); },
-      "x"_a, "pairs"_a, "axis"_a = "");
+      "x"_a, "axis"_a, "dtype"_a = "i64");
   m.def(
       "gather",
-      [](T x, T i, int64_t dim) { return op::gather(x, i, dim, here); }, "x"_a,
-      "indices"_a, "dim"_a);
+      [](T x, T i, int64_t axis) { return op::gather(x, i, axis, here); },
+      "x"_a, "indices"_a, "axis"_a);
   m.def(
       "scatter_add",
-      [](T x, T i, T u, int64_t dim) {
-        return op::scatter_add(x, i, u, dim, here);
+      [](T x, T i, T u, int64_t axis) {
+        return op::scatter_add(x, i, u, axis, here);
       },
-      "x"_a, "indices"_a, "updates"_a, "dim"_a);
+      "x"_a, "indices"_a, "updates"_a, "axis"_a);
   m.def(
       "embedding", [](T t, T ids) { return op::embedding(t, ids, here); },
       "table"_a, "ids"_a);
+}
+
+static void bindCollectives(nb::module_ &m) {
+  using namespace nb::literals;
+  using T = const Tensor &;
+  // Collectives: `axis` is an array axis, `axis_name` the mesh axis.
+  m.def(
+      "all_reduce",
+      [](T x, const std::string &r, const std::string &name, int64_t g) {
+        return op::all_reduce(x, r, name, g, here);
+      },
+      "x"_a, "reduction"_a = "sum", "axis_name"_a = "", "group_size"_a = 1);
+  m.def(
+      "all_gather",
+      [](T x, int64_t axis, const std::string &name, int64_t g) {
+        return op::all_gather(x, axis, name, g, here);
+      },
+      "x"_a, "axis"_a, "axis_name"_a = "", "group_size"_a = 1);
+  m.def(
+      "reduce_scatter",
+      [](T x, int64_t axis, const std::string &r, const std::string &name,
+         int64_t g) { return op::reduce_scatter(x, axis, r, name, g, here); },
+      "x"_a, "axis"_a, "reduction"_a = "sum", "axis_name"_a = "",
+      "group_size"_a = 1);
+  m.def(
+      "all_to_all",
+      [](T x, int64_t s, int64_t c, const std::string &name, int64_t g) {
+        return op::all_to_all(x, s, c, name, g, here);
+      },
+      "x"_a, "split_axis"_a, "concat_axis"_a, "axis_name"_a = "",
+      "group_size"_a = 1);
+  m.def(
+      "permute",
+      [](T x, const std::vector<std::pair<int64_t, int64_t>> &pairs,
+         const std::string &name) {
+        return op::permute(x, pairs, name, here);
+      },
+      "x"_a, "pairs"_a, "axis_name"_a = "");
 }
 
 static void bindState(nb::module_ &m) {
@@ -433,6 +484,7 @@ void bindOps(nb::module_ &m) {
   bindContractions(m);
   bindReductions(m);
   bindLayout(m);
+  bindCollectives(m);
   bindState(m);
   bindRandom(m);
 }

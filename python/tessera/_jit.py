@@ -13,10 +13,13 @@ from . import _core
 from . import tree as _tree
 from ._dtypes import as_dtype
 from ._tracing import (Context, TesseraError, Tracer, current_context,
-                       tensor_of)
+                       is_weak, tensor_of)
 from ._types import TensorType
 from .random import Key
 from .state import KVCache
+
+# The dtype a weak number takes without a tensor to follow, by NumPy kind.
+_WEAK_DEFAULT = {"b": np.bool_, "i": np.int64, "u": np.int64, "f": np.float32}
 
 _NAME_CHARS = re.compile(r"[^A-Za-z0-9_.$-]")
 
@@ -155,6 +158,8 @@ class jit:
             return self.fun(*args, **kwargs)  # inside another trace: inline
         if kwargs:
             args = self._positional(args, kwargs)
+        if self._annotated:
+            args = self._coerce(args)
         if self._device is not None:
             return self._call_gpu(args)
         key, arrays = self._key(args)
@@ -182,6 +187,25 @@ class jit:
                                f"{explicit}")
         bound.apply_defaults()
         return bound.args
+
+    def _coerce(self, args):
+        """Python numbers and (nested) lists of them passed for a parameter
+        annotated Tensor[...] become arrays of the annotated dtype (without
+        one: bool, i64 or f32 by kind, as weak numbers default)."""
+        out = None
+        for i, ann in self._annotated.items():
+            if i >= len(args) or not is_weak(args[i]):
+                continue
+            out = out or list(args)
+            dt = ann.dtype.numpy if ann.dtype is not None else _WEAK_DEFAULT[
+                np.asarray(args[i]).dtype.kind]
+            try:
+                out[i] = np.asarray(args[i], dtype=dt)
+            except (OverflowError, ValueError) as e:
+                name = self._params[i] if i < len(self._params) else f"arg{i}"
+                raise TesseraError(f"argument '{name}' is annotated {ann!r} "
+                                   f"but {args[i]!r} does not fit: {e}") from None
+        return args if out is None else tuple(out)
 
     def _key(self, args):
         key = []
@@ -230,21 +254,21 @@ class jit:
 
     def _symbolic_shape(self, i, ann, x):
         name = self._params[i] if i < len(self._params) else f"arg{i}"
-        if len(ann.dims) != x.ndim:
+        if len(ann.shape) != x.ndim:
             raise TesseraError(
                 f"argument '{name}' is annotated {ann!r} (rank "
-                f"{len(ann.dims)}) but got an array of shape {x.shape}")
+                f"{len(ann.shape)}) but got an array of shape {x.shape}")
         if ann.dtype is not None and as_dtype(x.dtype) != ann.dtype:
             raise TesseraError(
                 f"argument '{name}' is annotated {ann!r} but got an array "
                 f"of dtype {as_dtype(x.dtype).name}")
-        for d, (want, got) in enumerate(zip(ann.dims, x.shape)):
+        for d, (want, got) in enumerate(zip(ann.shape, x.shape)):
             if isinstance(want, int) and want != got:
                 raise TesseraError(
                     f"argument '{name}' dim {d} must be {want} ({ann!r}), "
                     f"got {got} (shape {x.shape})")
         return tuple(w if isinstance(w, str) else g
-                     for w, g in zip(ann.dims, x.shape))
+                     for w, g in zip(ann.shape, x.shape))
 
     # -- compilation ----------------------------------------------------------
 

@@ -80,9 +80,9 @@ class KTile:
     def __class_getitem__(cls, items):
         # The same grammar as Tensor[...] annotations of jit functions.
         t = _TensorAnnotation.__class_getitem__(items)
-        if not t.dims:
+        if not t.shape:
             raise TypeError("KTile[...] needs at least one dim")
-        return KTileType(t.dims, t.dtype, t.policy)
+        return KTileType(t.shape, t.dtype, t.policy)
 
 
 # --------------------------------------------------------------------------
@@ -437,10 +437,10 @@ class TileKernel:
                 if p.kind == "tensor":
                     t = next(it)
                     dims = "x".join("?" if isinstance(d, str) else str(d)
-                                    for d in p.ktile.dims)
+                                    for d in p.ktile.shape)
                     mtype = f"memref<{dims}x{t}>"
                     params_text.append(f"{ssa}: {mtype}")
-                    call_args.append(_tile.TileRef(ssa, len(p.ktile.dims), t,
+                    call_args.append(_tile.TileRef(ssa, len(p.ktile.shape), t,
                                                    p.name, mtype))
                 else:
                     params_text.append(f"{ssa}: {p.scalar}")

@@ -13,7 +13,7 @@ import threading
 
 import numpy as np
 
-from . import _core
+from . import _core, _keywords
 from ._dtypes import DType, as_dtype
 from ._tile_ir import user_frame
 
@@ -115,16 +115,18 @@ class Tracer:
     def __iter__(self):
         raise TypeError("iterating over a traced tensor is not supported")
 
-    # Arithmetic with NumPy broadcasting; Python numbers take the tensor's
-    # dtype.
+    # Arithmetic with NumPy broadcasting; Python numbers are weak (they take
+    # the tensor's dtype when their kind fits: see promote).
     def __add__(self, o): return _binary("add", self, o)
     def __radd__(self, o): return _binary("add", o, self)
     def __sub__(self, o): return _binary("sub", self, o)
     def __rsub__(self, o): return _binary("sub", o, self)
     def __mul__(self, o): return _binary("mul", self, o)
     def __rmul__(self, o): return _binary("mul", o, self)
-    def __truediv__(self, o): return _binary("div", self, o)
-    def __rtruediv__(self, o): return _binary("div", o, self)
+    def __truediv__(self, o): return _true_divide(self, o)
+    def __rtruediv__(self, o): return _true_divide(o, self)
+    def __floordiv__(self, o): return _floor_divide(self, o)
+    def __rfloordiv__(self, o): return _floor_divide(o, self)
     def __pow__(self, o): return _power(self, o)
     def __rpow__(self, o): return _binary("pow", o, self)
     def __neg__(self): return _apply("neg", self)
@@ -160,37 +162,111 @@ class Tracer:
         return op.reshape(self, list(shape))
 
     def sum(self, axis=None, keepdims=False):
+        """The sum over ``axis`` (an int, a tuple, or None for all)."""
         from . import op
-        return op.reduce_sum(self, _dims(axis), keepdims=keepdims)
+        return op.reduce_sum(self, axis, keepdims=keepdims)
 
     def mean(self, axis=None, keepdims=False):
+        """The mean over ``axis`` (an int, a tuple, or None for all)."""
         from . import op
-        return op.reduce_mean(self, _dims(axis), keepdims=keepdims)
+        return op.reduce_mean(self, axis, keepdims=keepdims)
+
+    def prod(self, axis=None, keepdims=False):
+        """The product over ``axis`` (an int, a tuple, or None for all)."""
+        from . import op
+        return op.reduce_prod(self, axis, keepdims=keepdims)
 
     def max(self, axis=None, keepdims=False):
+        """The maximum over ``axis`` (an int, a tuple, or None for all)."""
         from . import op
-        return op.reduce_max(self, _dims(axis), keepdims=keepdims)
+        return op.reduce_max(self, axis, keepdims=keepdims)
 
     def min(self, axis=None, keepdims=False):
+        """The minimum over ``axis`` (an int, a tuple, or None for all)."""
         from . import op
-        return op.reduce_min(self, _dims(axis), keepdims=keepdims)
+        return op.reduce_min(self, axis, keepdims=keepdims)
 
-    def argmax(self, axis=-1):
+    def argmax(self, axis=-1, keepdims=False):
+        """The index of the first maximum along ``axis``."""
         from . import op
-        return op.argmax(self, axis)
+        return op.argmax(self, axis, keepdims=keepdims)
+
+    def argmin(self, axis=-1, keepdims=False):
+        """The index of the first minimum along ``axis``."""
+        from . import op
+        return op.argmin(self, axis, keepdims=keepdims)
 
 
-def _dims(axis):
-    if axis is None:
-        return []
-    if isinstance(axis, int):
-        return [axis]
-    return list(axis)
+for _method in ("sum", "mean", "prod", "max", "min", "argmax", "argmin"):
+    setattr(Tracer, _method, _keywords.checked(
+        getattr(Tracer, _method), f"Tracer.{_method}"))
+del _method
+
+
+def is_weak(x) -> bool:
+    """True for a Python number, a NumPy scalar, or a (nested) list or tuple
+    of them: operands without a dtype of their own, which take the dtype of
+    the tensor they meet (NumPy 2 and JAX's weak types)."""
+    if isinstance(x, (bool, int, float, np.bool_, np.integer, np.floating)):
+        return not isinstance(x, np.ndarray)
+    if isinstance(x, (list, tuple)) and x:
+        return all(is_weak(v) for v in x)
+    return False
+
+
+def _kind(value) -> str:
+    """bool, int or float: the kind of a weak operand."""
+    k = np.asarray(value).dtype.kind
+    if k == "b":
+        return "bool"
+    if k in "iu":
+        return "int"
+    if k == "f":
+        return "float"
+    raise TesseraError(f"expected numbers, got {value!r}")
+
+
+def _python_number(v):
+    if isinstance(v, (bool, np.bool_)):
+        return bool(v)
+    if isinstance(v, (int, np.integer)):
+        v = int(v)
+        if not -2**63 <= v < 2**63:
+            raise TesseraError(f"the number {v} is out of range for every "
+                               f"Tessera integer dtype (i64 at most)")
+        return v
+    return float(v)
+
+
+def promote(t, weak, ctx):
+    """(tensor, weak operand) as two _core tensors of the dtype they combine
+    in: ``t`` is cast when the weak operand's kind needs it (an int tensor
+    and a float number give f32, a bool tensor and an int give i64)."""
+    if not isinstance(weak, (list, tuple)):
+        ctx.module.set_location(*user_location())
+        pair = _core.op.promote(t, _python_number(weak))
+        if not pair[0].valid or not pair[1].valid:
+            _raise(ctx.module)
+        return pair
+    dt = _core.weak_result_type(t.dtype, _kind(weak))
+    if dt != t.dtype:
+        ctx.module.set_location(*user_location())
+        t = _core.op.cast(t, dt)
+        if not t.valid:
+            _raise(ctx.module)
+    target = as_dtype(dt).numpy
+    try:
+        values = np.asarray(weak, dtype=target)
+    except (OverflowError, ValueError) as e:
+        raise TesseraError(f"{weak!r} does not fit {dt}: {e}") from None
+    if target.kind in "iu" and np.any(values != np.asarray(weak)):
+        raise TesseraError(f"{weak!r} does not fit {dt}: it has fractions")
+    return t, constant(values, ctx)._t
 
 
 def tensor_of(x, like=None, ctx=None):
     """The _core.Tensor of ``x``: a Tracer, a Python number (a 0-d constant of
-    ``like``'s dtype) or an array (a constant)."""
+    ``like``'s dtype, f32 without ``like``) or an array (a constant)."""
     if isinstance(x, Tracer):
         return x._t
     if ctx is None:
@@ -200,15 +276,28 @@ def tensor_of(x, like=None, ctx=None):
     if ctx is None:
         raise TesseraError("Tessera ops on arrays run inside ts.jit or a "
                            "transform; got an op outside any trace")
-    if isinstance(x, (bool, int, float)) and not isinstance(x, np.ndarray):
+    if is_weak(x) and not isinstance(x, (list, tuple)):
+        ctx.module.set_location(*user_location())
         if isinstance(like, Tracer):
-            t = _core.op.scalar(float(x), like._t)
+            t = _core.op.scalar(_python_number(x), like._t)
         else:
             t = _core.op.full(float(x), [], "f32")
         if not t.valid:
             _raise(ctx.module)
         return t
     return constant(x, ctx)._t
+
+
+def operands(a, b, ctx):
+    """The _core tensors of two operands of an elementwise op, a weak one
+    promoted with the other (see promote)."""
+    if is_weak(a) and not is_weak(b):
+        tb, ta = promote(tensor_of(b, ctx=ctx), a, ctx)
+        return ta, tb
+    if is_weak(b) and not is_weak(a):
+        return promote(tensor_of(a, ctx=ctx), b, ctx)
+    like = a if isinstance(a, Tracer) else b
+    return tensor_of(a, like, ctx), tensor_of(b, like, ctx)
 
 
 def constant(x, ctx=None):
@@ -267,16 +356,54 @@ def _apply(name, x, **kwargs):
 
 def _binary(name, a, b):
     ctx = context_of(a, b)
-    like = a if isinstance(a, Tracer) else b
-    return call_core(name, ctx, tensor_of(a, like, ctx),
-                     tensor_of(b, like, ctx), policy=policy_of(a, b))
+    return call_core(name, ctx, *_checked_operands(a, b, ctx),
+                     policy=policy_of(a, b))
+
+
+def _checked_operands(a, b, ctx):
+    if ctx is None:
+        raise TesseraError("Tessera ops on arrays run inside ts.jit or a "
+                           "transform; got an op outside any trace")
+    return operands(a, b, ctx)
+
+
+def _true_divide(a, b):
+    """``a / b`` as Python means it: integer and boolean operands divide as
+    f32 (NumPy and JAX true division); op.div keeps the Graph IR's integer
+    division."""
+    ctx = context_of(a, b)
+    ta, tb = _checked_operands(a, b, ctx)
+    if not as_dtype(ta.dtype).is_float:
+        ctx.module.set_location(*user_location())
+        ta, tb = _core.op.cast(ta, "f32"), _core.op.cast(tb, "f32")
+        if not ta.valid or not tb.valid:
+            _raise(ctx.module)
+    return call_core("div", ctx, ta, tb, policy=policy_of(a, b))
+
+
+def _floor_divide(a, b):
+    """``a // b``: floor division (integers round toward -inf, as in
+    Python; floats are floor(a / b))."""
+    from . import op
+    ctx = context_of(a, b)
+    ta, tb = _checked_operands(a, b, ctx)
+    x, y = Tracer(ta, ctx), Tracer(tb, ctx)
+    q = call_core("div", ctx, ta, tb, policy=policy_of(a, b))
+    if as_dtype(ta.dtype).is_float:
+        return op.floor(q)
+    # Truncated quotient, one less where the remainder is non-zero and the
+    # signs differ.
+    zero = op.zeros_like(q)
+    inexact = _compare("ne", q * y, x)
+    negative = _compare("ne", _compare("lt", x, zero),
+                        _compare("lt", y, zero))
+    return op.select(inexact, op.select(negative, q - 1, q), q)
 
 
 def _compare(direction, a, b):
     ctx = context_of(a, b)
-    like = a if isinstance(a, Tracer) else b
-    return call_core("compare", ctx, tensor_of(a, like, ctx),
-                     tensor_of(b, like, ctx), direction)
+    ta, tb = _checked_operands(a, b, ctx)
+    return call_core("compare", ctx, ta, tb, direction)
 
 
 def _power(x, p):

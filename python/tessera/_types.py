@@ -14,16 +14,16 @@ from ._dtypes import DType, PolicyDType, as_dtype
 class TensorType:
     """The type a ``Tensor[...]`` annotation stands for."""
 
-    __slots__ = ("dims", "dtype", "policy")
+    __slots__ = ("shape", "dtype", "policy")
     _spelling = "Tensor"
 
-    def __init__(self, dims, dtype=None, policy=None):
-        self.dims = tuple(dims)
+    def __init__(self, shape, dtype=None, policy=None):
+        self.shape = tuple(shape)
         self.dtype = dtype
         self.policy = policy
 
     def __repr__(self):
-        parts = [repr(d) for d in self.dims]
+        parts = [repr(d) for d in self.shape]
         if self.dtype is not None:
             parts.append(repr(self.dtype) if self.policy is None
                          else f"{self.dtype!r} @ {self.policy!r}")

@@ -372,7 +372,7 @@ def _kernel_arguments(name, params, values):
                     if want is None or want.bits_dtype is None:
                         raise
                     v = from_dlpack(v, dtype=want)
-        dims = p.ktile.dims
+        dims = p.ktile.shape
         shape = v._shape
         if (want is not None and v._dtype is not want
                 and v._dtype != want) or len(shape) != len(dims):

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import _keywords
 from ._dtypes import as_dtype
-from ._tracing import (Tracer, TesseraError, _apply, _binary, call_core,
+from ._tracing import (Tracer, TesseraError, _apply, _binary,
+                       _checked_operands as _operands, call_core,
                        constant as _constant, context_of, policy_of,
                        tensor_of, user_location as _user_location)
 
@@ -113,9 +115,10 @@ def ones_like(x):
 
 
 @_export
-def iota(shape, dim, dtype="i64"):
-    """Indices along ``dim`` of a tensor of ``shape``."""
-    return call_core("iota", context_of(), list(shape), dim,
+def iota(shape, axis, dtype="i64"):
+    """Indices along ``axis`` of a tensor of ``shape``."""
+    return call_core("iota", context_of(), list(shape),
+                     _keywords.one_axis(axis, "op.iota"),
                      as_dtype(dtype).name)
 
 
@@ -134,17 +137,15 @@ def gelu(x, approximate=False):
 def compare(lhs, rhs, direction):
     """Elementwise ``lhs <direction> rhs`` (eq, ne, lt, le, gt, ge) as bools."""
     ctx = context_of(lhs, rhs)
-    like = lhs if isinstance(lhs, Tracer) else rhs
-    return call_core("compare", ctx, _t(lhs, like, ctx), _t(rhs, like, ctx),
-                     direction)
+    return call_core("compare", ctx, *_operands(lhs, rhs, ctx), direction)
 
 
 @_export
 def select(cond, on_true, on_false):
     ctx = context_of(cond, on_true, on_false)
-    like = on_true if isinstance(on_true, Tracer) else on_false
-    return call_core("select", ctx, _t(cond, ctx=ctx), _t(on_true, like, ctx),
-                     _t(on_false, like, ctx))
+    return call_core("select", ctx, _t(cond, ctx=ctx),
+                     *_operands(on_true, on_false, ctx),
+                     policy=policy_of(on_true, on_false))
 
 
 where = select
@@ -192,12 +193,21 @@ def batch_matmul(lhs, rhs, accum=None):
 
 
 @_export
-def dot_general(lhs, rhs, lhs_batching_dims, rhs_batching_dims,
-                lhs_contracting_dims, rhs_contracting_dims):
-    return _call("dot_general", lhs, rhs, lhs_batching_dims=list(lhs_batching_dims),
-                 rhs_batching_dims=list(rhs_batching_dims),
-                 lhs_contracting_dims=list(lhs_contracting_dims),
-                 rhs_contracting_dims=list(rhs_contracting_dims))
+def dot_general(lhs, rhs, lhs_batch_axes, rhs_batch_axes, lhs_contract_axes,
+                rhs_contract_axes):
+    """Contracts ``lhs_contract_axes`` of ``lhs`` with ``rhs_contract_axes``
+    of ``rhs``, pairing the batch axes; the result is [batch..., lhs free...,
+    rhs free...] (StableHLO's dot_general)."""
+    return _call("dot_general", lhs, rhs,
+                 lhs_batch_axes=_axis_list(lhs_batch_axes, "dot_general"),
+                 rhs_batch_axes=_axis_list(rhs_batch_axes, "dot_general"),
+                 lhs_contract_axes=_axis_list(lhs_contract_axes, "dot_general"),
+                 rhs_contract_axes=_axis_list(rhs_contract_axes,
+                                              "dot_general"))
+
+
+def _axis_list(axes, name):
+    return [_keywords.one_axis(a, f"op.{name}") for a in axes]
 
 
 @_export
@@ -218,27 +228,22 @@ def attention(query, key, value, causal=False, scale=None):
 
 # -- Reductions and normalizations ------------------------------------------
 
-def _dims(dims):
-    if dims is None:
-        return []
-    if isinstance(dims, int):
-        return [dims]
-    return list(dims)
-
-
 def _reduce(name, stable_arg):
+    what = name.split("_")[1]
     if stable_arg:
-        def fn(x, dims=None, keepdims=False, stable=False):
-            return _call(name, x, dims=_dims(dims), keepdims=keepdims,
-                         stable=stable)
+        def fn(x, axis=None, keepdims=False, stable=False):
+            return _call(name, x, axis=_keywords.axes(axis, f"op.{name}"),
+                         keepdims=keepdims, stable=stable)
     else:
-        def fn(x, dims=None, keepdims=False):
-            return _call(name, x, dims=_dims(dims), keepdims=keepdims)
+        def fn(x, axis=None, keepdims=False):
+            return _call(name, x, axis=_keywords.axes(axis, f"op.{name}"),
+                         keepdims=keepdims)
     fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = (f"{name.split('_')[1]} over ``dims`` (all when None); "
-                  "a fixed, thread-count independent order"
-                  + ("; ``stable=True`` compensates (Kahan)" if stable_arg
-                     else ""))
+    fn.__doc__ = (f"The {what} over ``axis`` (an int or a tuple of ints; every "
+                  "axis when None), in a fixed, thread-count independent "
+                  "order; ``keepdims`` keeps the reduced axes with size 1"
+                  + ("; ``stable=True`` compensates (Kahan)." if stable_arg
+                     else "."))
     globals()[name] = fn
     __all__.append(name)
 
@@ -249,42 +254,80 @@ for _name in ["reduce_max", "reduce_min"]:
     _reduce(_name, False)
 
 
-def _along(name, keep):
-    if keep:
-        def fn(x, dim=-1, keepdims=False):
-            return _call(name, x, dim=dim, keepdims=keepdims)
-    else:
-        def fn(x, dim=-1):
-            return _call(name, x, dim=dim)
+def _arg_reduce(name):
+    def fn(x, axis=-1, keepdims=False):
+        return _call(name, x, axis=_keywords.one_axis(axis, f"op.{name}"),
+                     keepdims=keepdims)
     fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = (f"The index of the first {name[3:]}imum along one ``axis`` "
+                  "(an int).")
     globals()[name] = fn
     __all__.append(name)
 
 
-for _name in ["argmax", "argmin", "logsumexp", "logsumexp_safe"]:
-    _along(_name, True)
-for _name in ["softmax", "log_softmax", "softmax_safe"]:
-    _along(_name, False)
+for _name in ["argmax", "argmin"]:
+    _arg_reduce(_name)
+
+
+def _along(name, keep, doc):
+    if keep:
+        def fn(x, axis=-1, keepdims=False):
+            return _call(name, x, axis=_keywords.axes(axis, f"op.{name}"),
+                         keepdims=keepdims)
+    else:
+        def fn(x, axis=-1):
+            return _call(name, x, axis=_keywords.axes(axis, f"op.{name}"))
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = doc + (" over ``axis`` (an int, or a tuple of ints taken "
+                        "together).")
+    globals()[name] = fn
+    __all__.append(name)
+
+
+for _name, _keep, _doc in [
+        ("logsumexp", True, "log(sum(exp(x)))"),
+        ("logsumexp_safe", True, "log(sum(exp(x))), -inf (not NaN) where "
+         "every entry is -inf,"),
+        ("softmax", False, "exp(x) / sum(exp(x))"),
+        ("log_softmax", False, "x - logsumexp(x)"),
+        ("softmax_safe", False, "softmax, 0 (not NaN) where every entry is "
+         "-inf,")]:
+    _along(_name, _keep, _doc)
+
+
+def _norm_axis(axis, name):
+    return _keywords.axes(axis, f"op.{name}")
 
 
 @_export
 def layernorm(x, scale=None, bias=None, axis=-1, epsilon=1e-5):
-    return _call("layernorm", x, scale, bias, axis=axis, epsilon=epsilon)
+    """(x - mean) / sqrt(var + epsilon) * scale + bias over ``axis`` (an int
+    or a tuple of ints); ``scale`` and ``bias`` have the shape of those
+    axes."""
+    return _call("layernorm", x, scale, bias,
+                 axis=_norm_axis(axis, "layernorm"), epsilon=epsilon)
 
 
 @_export
 def layernorm_safe(x, scale=None, bias=None, axis=-1, epsilon=1e-5):
-    return _call("layernorm_safe", x, scale, bias, axis=axis, epsilon=epsilon)
+    """layernorm with its statistics in f32 and the variance kept >= 0."""
+    return _call("layernorm_safe", x, scale, bias,
+                 axis=_norm_axis(axis, "layernorm_safe"), epsilon=epsilon)
 
 
 @_export
 def rmsnorm(x, scale=None, axis=-1, epsilon=1e-5):
-    return _call("rmsnorm", x, scale, axis=axis, epsilon=epsilon)
+    """x / sqrt(mean(x^2) + epsilon) * scale over ``axis`` (an int or a
+    tuple of ints); ``scale`` has the shape of those axes."""
+    return _call("rmsnorm", x, scale, axis=_norm_axis(axis, "rmsnorm"),
+                 epsilon=epsilon)
 
 
 @_export
 def rmsnorm_safe(x, scale=None, axis=-1, epsilon=1e-5):
-    return _call("rmsnorm_safe", x, scale, axis=axis, epsilon=epsilon)
+    """rmsnorm with its statistics in f32."""
+    return _call("rmsnorm_safe", x, scale,
+                 axis=_norm_axis(axis, "rmsnorm_safe"), epsilon=epsilon)
 
 
 @_export
@@ -308,9 +351,12 @@ def reshape(x, shape):
 
 
 @_export
-def broadcast_in_dim(x, shape, broadcast_dimensions):
+def broadcast_in_dim(x, shape, broadcast_axes):
+    """``x`` placed in a tensor of ``shape``: axis i of ``x`` becomes axis
+    ``broadcast_axes[i]`` of the result (same size, or 1 broadcast)."""
     return _call("broadcast_in_dim", x, shape=list(shape),
-                 broadcast_dimensions=list(broadcast_dimensions))
+                 broadcast_axes=_axis_list(broadcast_axes,
+                                           "broadcast_in_dim"))
 
 
 @_export
@@ -325,10 +371,12 @@ def slice(x, start, limit, stride=None):
 
 
 @_export
-def concat(inputs, dim=0):
+def concat(inputs, axis=0):
+    """The ``inputs`` joined along ``axis``."""
     ctx = context_of(*inputs)
     like = next((i for i in inputs if isinstance(i, Tracer)), None)
-    return call_core("concat", ctx, [_t(i, like, ctx) for i in inputs], dim)
+    return call_core("concat", ctx, [_t(i, like, ctx) for i in inputs],
+                     _keywords.one_axis(axis, "op.concat"))
 
 
 @_export
@@ -348,52 +396,69 @@ def dynamic_slice(x, starts, sizes):
 
 
 @_export
-def dim_size(x, dim, dtype="i64"):
-    """The size of dim ``dim`` of ``x`` (a 0-d tensor; symbolic dims read at
-    run time)."""
-    return _call("dim_size", x, dim=dim, dtype=as_dtype(dtype).name)
+def dim_size(x, axis, dtype="i64"):
+    """The size of axis ``axis`` of ``x`` (a 0-d tensor; symbolic sizes are
+    read at run time)."""
+    return _call("dim_size", x, axis=_keywords.one_axis(axis, "op.dim_size"),
+                 dtype=as_dtype(dtype).name)
 
 
-# -- Collectives (SPMD: every device of mesh axis ``axis`` runs the same
-# function; a single process is a group of one) ---------------------------
+# -- Collectives (SPMD: every device of mesh axis ``axis_name`` runs the
+# same function; a single process is a group of one) ----------------------
 
 @_export
-def all_reduce(x, reduction="sum", axis="", group_size=1):
-    return _call("all_reduce", x, reduction=reduction, axis=axis,
+def all_reduce(x, reduction="sum", axis_name="", group_size=1):
+    """The ``reduction`` (sum, prod, min, max, mean) of ``x`` over the
+    devices of mesh axis ``axis_name``."""
+    return _call("all_reduce", x, reduction=reduction, axis_name=axis_name,
                  group_size=group_size)
 
 
 @_export
-def all_gather(x, dim, axis="", group_size=1):
-    return _call("all_gather", x, dim=dim, axis=axis, group_size=group_size)
+def all_gather(x, axis, axis_name="", group_size=1):
+    """The devices' ``x`` concatenated along array axis ``axis``."""
+    return _call("all_gather", x, axis=_keywords.one_axis(axis, "op.all_gather"),
+                 axis_name=axis_name, group_size=group_size)
 
 
 @_export
-def reduce_scatter(x, dim, reduction="sum", axis="", group_size=1):
-    return _call("reduce_scatter", x, dim=dim, reduction=reduction, axis=axis,
+def reduce_scatter(x, axis, reduction="sum", axis_name="", group_size=1):
+    """The reduction over devices, each keeping its slice along ``axis``."""
+    return _call("reduce_scatter", x,
+                 axis=_keywords.one_axis(axis, "op.reduce_scatter"),
+                 reduction=reduction, axis_name=axis_name,
                  group_size=group_size)
 
 
 @_export
-def all_to_all(x, split_dim, concat_dim, axis="", group_size=1):
-    return _call("all_to_all", x, split_dim=split_dim, concat_dim=concat_dim,
-                 axis=axis, group_size=group_size)
+def all_to_all(x, split_axis, concat_axis, axis_name="", group_size=1):
+    """Splits ``x`` along ``split_axis`` over the devices and concatenates
+    what each receives along ``concat_axis``."""
+    return _call("all_to_all", x,
+                 split_axis=_keywords.one_axis(split_axis, "op.all_to_all"),
+                 concat_axis=_keywords.one_axis(concat_axis, "op.all_to_all"),
+                 axis_name=axis_name, group_size=group_size)
 
 
 @_export
-def permute(x, pairs, axis=""):
+def permute(x, pairs, axis_name=""):
     """Device ``b`` receives what device ``a`` has, for each (a, b)."""
-    return _call("permute", x, pairs=[tuple(p) for p in pairs], axis=axis)
+    return _call("permute", x, pairs=[tuple(p) for p in pairs],
+                 axis_name=axis_name)
 
 
 @_export
-def gather(x, indices, dim=0):
-    return _call("gather", x, indices, dim=dim)
+def gather(x, indices, axis=0):
+    """The slices of ``x`` along ``axis`` at ``indices``."""
+    return _call("gather", x, indices,
+                 axis=_keywords.one_axis(axis, "op.gather"))
 
 
 @_export
-def scatter_add(x, indices, updates, dim=0):
-    return _call("scatter_add", x, indices, updates, dim=dim)
+def scatter_add(x, indices, updates, axis=0):
+    """``x`` with ``updates`` added at ``indices`` along ``axis``."""
+    return _call("scatter_add", x, indices, updates,
+                 axis=_keywords.one_axis(axis, "op.scatter_add"))
 
 
 @_export
@@ -552,6 +617,7 @@ __all__.append("TesseraError")
 # function) and returns arrays.
 
 import functools as _functools  # noqa: E402
+import inspect as _inspect  # noqa: E402
 
 from . import tree as _tree  # noqa: E402
 from ._tracing import current_context as _current_context  # noqa: E402
@@ -568,8 +634,16 @@ def _freeze(x):
 
 
 def _eager(fn):
+    params = _inspect.signature(fn).parameters
+    renamed = {old: new for old, new in _keywords.RENAMED.items()
+               if old not in params and new in params}
+    collective = "axis_name" in params
+    qualname = f"op.{fn.__name__}"
+
     @_functools.wraps(fn)
     def run(*args, **kwargs):
+        if kwargs:
+            _keywords._check(qualname, kwargs, renamed, collective)
         if _current_context() is not None or any(
                 isinstance(l, Tracer) for l in _tree.leaves((args, kwargs))):
             return fn(*args, **kwargs)

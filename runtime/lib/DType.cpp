@@ -60,6 +60,35 @@ const char *tessera::runtime::name(DType type) { return info(type).name; }
 std::size_t tessera::runtime::byteSize(DType type) { return info(type).bytes; }
 bool tessera::runtime::isFloat(DType type) { return info(type).isFloat; }
 
+DType tessera::runtime::weakResultType(DType tensor, ScalarKind kind) {
+  if (kind == ScalarKind::Float && !isFloat(tensor))
+    return DType::f32;
+  if (kind == ScalarKind::Int && tensor == DType::i1)
+    return DType::i64;
+  return tensor;
+}
+
+std::optional<std::pair<int64_t, int64_t>>
+tessera::runtime::integerRange(DType type) {
+  switch (type) {
+  case DType::i64:
+    return std::pair{std::numeric_limits<int64_t>::min(),
+                     std::numeric_limits<int64_t>::max()};
+  case DType::i32:
+    return std::pair<int64_t, int64_t>{INT32_MIN, INT32_MAX};
+  case DType::i16:
+    return std::pair<int64_t, int64_t>{INT16_MIN, INT16_MAX};
+  case DType::i8:
+    return std::pair<int64_t, int64_t>{INT8_MIN, INT8_MAX};
+  case DType::i4:
+    return std::pair<int64_t, int64_t>{-8, 7};
+  case DType::i1:
+    return std::pair<int64_t, int64_t>{0, 1};
+  default:
+    return std::nullopt;
+  }
+}
+
 std::optional<DType> tessera::runtime::parseDType(std::string_view text) {
   for (const DTypeInfo &i : kDTypes)
     if (text == i.name)

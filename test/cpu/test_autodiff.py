@@ -860,11 +860,11 @@ def test_collectives_on_one_device(kind):
     x = uniform(rng, (4, 6))
     x[1, 2] = 0.0
     body = (
-        f"%a = tgraph.all_reduce %x {{{{reduction = #tgraph<reduction {kind}>, axis = \"d\", group_size = 1 : i64}}}} : {{x}}\n"
-        f"  %b = tgraph.reduce_scatter %a {{{{reduction = #tgraph<reduction {kind}>, dim = 1 : i64, axis = \"d\", group_size = 1 : i64}}}} : {{x}} -> {{x}}\n"
-        "  %c = tgraph.all_gather %b {{dim = 0 : i64, axis = \"d\", group_size = 1 : i64}} : {x} -> {x}\n"
-        "  %d = tgraph.all_to_all %c {{split_dim = 0 : i64, concat_dim = 1 : i64, axis = \"d\", group_size = 1 : i64}} : {x} -> {x}\n"
-        "  %e = tgraph.permute %d {{pairs = [array<i64: 0, 0>], axis = \"d\"}} : {x}\n"
+        f"%a = tgraph.all_reduce %x {{{{reduction = #tgraph<reduction {kind}>, axis_name = \"d\", group_size = 1 : i64}}}} : {{x}}\n"
+        f"  %b = tgraph.reduce_scatter %a {{{{reduction = #tgraph<reduction {kind}>, dim = 1 : i64, axis_name = \"d\", group_size = 1 : i64}}}} : {{x}} -> {{x}}\n"
+        "  %c = tgraph.all_gather %b {{dim = 0 : i64, axis_name = \"d\", group_size = 1 : i64}} : {x} -> {x}\n"
+        "  %d = tgraph.all_to_all %c {{split_dim = 0 : i64, concat_dim = 1 : i64, axis_name = \"d\", group_size = 1 : i64}} : {x} -> {x}\n"
+        "  %e = tgraph.permute %d {{pairs = [array<i64: 0, 0>], axis_name = \"d\"}} : {x}\n"
         "  %r = tgraph.mul %e, %e : {x}")
     check_gradients(body, [("x", x)], (4, 6))
 

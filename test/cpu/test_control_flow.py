@@ -343,16 +343,16 @@ def test_custom_vjp_and_jvp_evaluate_the_callee():
 def test_single_device_collectives_are_the_identity():
     t = "tensor<4x6xf32>"
     ir = f"""func.func @f(%x: {t}) -> ({t}, {t}, {t}, {t}, {t}, {t}) {{
-      %a = tgraph.all_reduce %x {{reduction = #tgraph<reduction sum>, axis = "data",
+      %a = tgraph.all_reduce %x {{reduction = #tgraph<reduction sum>, axis_name = "data",
           group_size = 1 : i64}} : {t}
-      %b = tgraph.all_gather %x {{dim = 0 : i64, axis = "model", group_size = 1 : i64}}
+      %b = tgraph.all_gather %x {{dim = 0 : i64, axis_name = "model", group_size = 1 : i64}}
           : {t} -> {t}
       %c = tgraph.reduce_scatter %x {{reduction = #tgraph<reduction max>, dim = 1 : i64,
-          axis = "data", group_size = 1 : i64}} : {t} -> {t}
+          axis_name = "data", group_size = 1 : i64}} : {t} -> {t}
       %d = tgraph.all_to_all %x {{split_dim = 0 : i64, concat_dim = 1 : i64,
-          axis = "expert", group_size = 1 : i64}} : {t} -> {t}
-      %e = tgraph.permute %x {{pairs = [array<i64: 0, 0>], axis = "pipe"}} : {t}
-      %f = tgraph.permute %x {{pairs = [], axis = "pipe"}} : {t}
+          axis_name = "expert", group_size = 1 : i64}} : {t} -> {t}
+      %e = tgraph.permute %x {{pairs = [array<i64: 0, 0>], axis_name = "pipe"}} : {t}
+      %f = tgraph.permute %x {{pairs = [], axis_name = "pipe"}} : {t}
       return %a, %b, %c, %d, %e, %f : {t}, {t}, {t}, {t}, {t}, {t}
     }}"""
     x = rng.uniform(-1, 1, (4, 6)).astype(np.float32)
@@ -364,7 +364,7 @@ def test_single_device_collectives_are_the_identity():
 
 def test_collective_over_several_devices_is_a_compile_error():
     ir = """func.func @f(%x: tensor<8xf32>) -> tensor<8xf32> {
-      %a = tgraph.all_reduce %x {reduction = #tgraph<reduction sum>, axis = "data",
+      %a = tgraph.all_reduce %x {reduction = #tgraph<reduction sum>, axis_name = "data",
           group_size = 4 : i64} : tensor<8xf32>
       return %a : tensor<8xf32>
     }"""

@@ -136,7 +136,7 @@ def test_disk_cache_across_processes(tmp_path):
 
 def test_ops_outside_a_trace_run_eagerly():
     np.testing.assert_allclose(op.exp(np.ones(3)), np.exp(np.ones(3)))
-    np.testing.assert_allclose(op.reduce_sum(np.arange(4.0), dims=[0]), 6.0)
+    np.testing.assert_allclose(op.reduce_sum(np.arange(4.0), axis=0), 6.0)
     np.testing.assert_allclose(op.full((2,), 3.0, "f64"), [3.0, 3.0])
 
 

@@ -26,7 +26,7 @@ def _cache(tmp_path, monkeypatch):
 
 def test_list_graph_numbers_values_and_converts_attributes():
     def f(x, w):
-        return op.reduce_sum(op.matmul(x, w, transpose_rhs=True), dims=[1])
+        return op.reduce_sum(op.matmul(x, w, transpose_rhs=True), axis=1)
 
     j = ts.jit(f, device="cuda")
     ctx, fn, _ = j._trace((np.ones((4, 8), np.float32),

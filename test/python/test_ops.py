@@ -168,7 +168,7 @@ def test_reductions(name, ref, rng):
     x = rng.standard_normal((3, 4, 5))
     f = getattr(op, name)
     close(run(f, x), ref(x), rtol=1e-12)
-    close(run(lambda x: f(x, dims=[0, 2], keepdims=True), x),
+    close(run(lambda x: f(x, axis=(0, 2), keepdims=True), x),
           ref(x, axis=(0, 2), keepdims=True), rtol=1e-12)
     close(run(lambda x: f(x, -1), x), ref(x, axis=-1), rtol=1e-12)
 

@@ -172,7 +172,8 @@ TEST(API, MisuseIsReportedNotFatal) {
         return std::vector{op::softmax(a[0], 3)};
       });
   ASSERT_FALSE(bool(axis));
-  EXPECT_NE(axis.error().message.find("dim 3 is out of range"),
+  EXPECT_NE(axis.error().message.find(
+                "axis 3 is out of range for f32[4] (rank 1: axes -1..0)"),
             std::string::npos)
       << axis.error().message;
 }
@@ -350,3 +351,104 @@ TEST(API, VmapBatchesPerExampleGradients) {
 }
 
 } // namespace
+
+TEST(API, AxesAreOneIntOrSeveral) {
+  // x [2, 3, 4] with x[i][j][k] = sin(12i + 4j + k): a softmax over axes
+  // {0, 2} taken together, a layernorm over axis 1 (not trailing), and sums
+  // over one axis and over every axis.
+  Module m;
+  auto f = m.trace("axes", {{{2, 3, 4}, DType::f64, "x"}},
+                   [](std::vector<Tensor> a) {
+                     return std::vector{op::softmax(a[0], {0, -1}),
+                                        op::layernorm(a[0], {}, {}, 1),
+                                        op::reduce_sum(a[0], -2),
+                                        op::reduce_sum(a[0])};
+                   });
+  ASSERT_TRUE(bool(f)) << f.error().message;
+  std::vector<double> x(24);
+  for (int i = 0; i < 24; ++i)
+    x[i] = std::sin(double(i));
+  auto out = compiled(m, "axes").call({buffer({2, 3, 4}, x)});
+  ASSERT_TRUE(bool(out)) << out.error().message;
+  auto at = [&](int i, int j, int k) { return x[12 * i + 4 * j + k]; };
+  for (int j = 0; j < 3; ++j) {
+    double total = 0;
+    for (int i = 0; i < 2; ++i)
+      for (int k = 0; k < 4; ++k)
+        total += std::exp(at(i, j, k));
+    for (int i = 0; i < 2; ++i)
+      for (int k = 0; k < 4; ++k)
+        EXPECT_NEAR((*out)[0].as<double>()[12 * i + 4 * j + k],
+                    std::exp(at(i, j, k)) / total, 1e-14);
+  }
+  for (int i = 0; i < 2; ++i)
+    for (int k = 0; k < 4; ++k) {
+      double mean = 0, var = 0;
+      for (int j = 0; j < 3; ++j)
+        mean += at(i, j, k) / 3;
+      for (int j = 0; j < 3; ++j)
+        var += (at(i, j, k) - mean) * (at(i, j, k) - mean) / 3;
+      for (int j = 0; j < 3; ++j)
+        EXPECT_NEAR((*out)[1].as<double>()[12 * i + 4 * j + k],
+                    (at(i, j, k) - mean) / std::sqrt(var + 1e-5), 1e-12);
+    }
+  double all = 0;
+  for (int i = 0; i < 2; ++i)
+    for (int k = 0; k < 4; ++k) {
+      double sum = 0;
+      for (int j = 0; j < 3; ++j)
+        sum += at(i, j, k);
+      EXPECT_NEAR((*out)[2].as<double>()[4 * i + k], sum, 1e-14);
+      all += sum;
+    }
+  EXPECT_NEAR((*out)[3].as<double>()[0], all, 1e-13);
+
+  Module twice;
+  auto bad = twice.trace("bad", {{{2, 3}, DType::f32, "x"}},
+                         [](std::vector<Tensor> a) {
+                           return std::vector{op::reduce_max(a[0], {1, -1})};
+                         });
+  ASSERT_FALSE(bool(bad));
+  EXPECT_NE(bad.error().message.find(
+                "axis (1, -1) names axis 1 of f32[2, 3] twice"),
+            std::string::npos)
+      << bad.error().message;
+}
+
+TEST(API, NumbersTakeTheTensorsDtypeWhenTheirKindFits) {
+  Module m;
+  auto f = m.trace("weak", {{{3}, DType::i32, "n"}, {{3}, DType::f16, "h"}},
+                   [](std::vector<Tensor> a) {
+                     return std::vector{a[0] * 0.5, 2 * a[0], a[1] + 1,
+                                        1.5 - a[1]};
+                   });
+  ASSERT_TRUE(bool(f)) << f.error().message;
+  EXPECT_EQ(f->outputs[0].dtype, DType::f32) << "an int tensor times 0.5";
+  EXPECT_EQ(f->outputs[1].dtype, DType::i32) << "an int stays with ints";
+  EXPECT_EQ(f->outputs[2].dtype, DType::f16) << "an int with a float";
+  EXPECT_EQ(f->outputs[3].dtype, DType::f16) << "a float with a float";
+  auto in = rt::HostBuffer::allocate(DType::i32, {3});
+  ASSERT_TRUE(bool(in));
+  int32_t values[] = {3, -1, 4};
+  std::copy(values, values + 3, in->as<int32_t>());
+  auto h = rt::HostBuffer::allocate(DType::f16, {3});
+  ASSERT_TRUE(bool(h));
+  std::fill(h->as<uint16_t>(), h->as<uint16_t>() + 3, uint16_t(0x3c00));
+  auto out = compiled(m, "weak").call({*in, *h});
+  ASSERT_TRUE(bool(out)) << out.error().message;
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ((*out)[0].as<float>()[i], values[i] * 0.5f);
+    EXPECT_EQ((*out)[1].as<int32_t>()[i], 2 * values[i]);
+  }
+
+  Module narrow;
+  auto bad = narrow.trace("bad", {{{3}, DType::i8, "x"}},
+                          [](std::vector<Tensor> a) {
+                            return std::vector{a[0] + 300};
+                          });
+  ASSERT_FALSE(bool(bad));
+  EXPECT_NE(bad.error().message.find(
+                "the number 300 is out of range for i8 (-128..127)"),
+            std::string::npos)
+      << bad.error().message;
+}

@@ -5,8 +5,11 @@
 // Each function adds the `tgraph` op of the same name to the function being
 // traced and returns its result. Shapes are checked by the op's shape
 // function as the op is added, so a mismatch is reported here, at the
-// caller's line, in the compiler's words. Axes may be negative (counted
-// from the last dim).
+// caller's line, in the compiler's words.
+//
+// Array axes are spelled `axis` everywhere, as in NumPy and JAX: an int, or
+// a list where an op works over several axes (`Axes`), negative counting
+// from the last. A mesh axis of a collective is an `axisName`.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,7 +18,9 @@
 
 #include "tessera/API/Tensor.h"
 
+#include <initializer_list>
 #include <optional>
+#include <utility>
 
 namespace tessera::op {
 
@@ -28,6 +33,28 @@ struct Policy {
   bool saturate = false;
 };
 
+/// The array axes an op works over: one (`-1`), several (`{0, 2}`), or all
+/// of them (`Axes()`, also written `{}`). Negative axes count from the last.
+/// `Axes::none()` names no axis (a reduction over it is the identity).
+class Axes {
+public:
+  Axes() = default;
+  Axes(int axis) : list{axis}, every(false) {}
+  Axes(int64_t axis) : list{axis}, every(false) {}
+  Axes(std::initializer_list<int64_t> axes) : list(axes), every(false) {}
+  Axes(std::vector<int64_t> axes) : list(std::move(axes)), every(false) {}
+  static Axes none() { return Axes(std::vector<int64_t>{}); }
+
+  /// True for `Axes()`: every axis of the operand.
+  bool isAll() const { return every; }
+  /// The axes as written (empty when isAll()).
+  const std::vector<int64_t> &values() const { return list; }
+
+private:
+  std::vector<int64_t> list;
+  bool every = true;
+};
+
 //===-- Generators -------------------------------------------------------===//
 
 /// A tensor of `shape` filled with `value` (symbolic dims must be dims of
@@ -36,8 +63,8 @@ Tensor full(double value, const Shape &shape, DType dtype,
             SourceLoc loc = SourceLoc::current());
 Tensor zeros_like(const Tensor &x, SourceLoc loc = SourceLoc::current());
 Tensor ones_like(const Tensor &x, SourceLoc loc = SourceLoc::current());
-/// Indices along `dim` of a tensor of `shape`.
-Tensor iota(const Shape &shape, int64_t dim, DType dtype,
+/// Indices along `axis` of a tensor of `shape`.
+Tensor iota(const Shape &shape, int64_t axis, DType dtype,
             SourceLoc loc = SourceLoc::current());
 /// A constant with the given elements (row-major, `shape` static).
 Tensor constant(const std::vector<double> &values, const Shape &shape,
@@ -95,9 +122,15 @@ Tensor cast(const Tensor &x, DType dtype, const Policy &policy = {},
             SourceLoc loc = SourceLoc::current());
 /// `x`, seen by autodiff as a constant (no derivative flows through it).
 Tensor stop_gradient(const Tensor &x, SourceLoc loc = SourceLoc::current());
-/// A constant 0-d tensor of `like`'s dtype.
-Tensor scalar(double value, const Tensor &like,
+/// `value` as a constant 0-d tensor of `like`'s dtype; an error when it does
+/// not fit (an integer out of range, a fraction for an integer dtype).
+Tensor scalar(Scalar value, const Tensor &like,
               SourceLoc loc = SourceLoc::current());
+/// `x` and the number `s` as two tensors of the dtype they combine in
+/// (Scalar's rule): `x`, cast when `s` needs another dtype, and `s` as a
+/// 0-d constant of that dtype (an error when it does not fit).
+std::pair<Tensor, Tensor> promote(const Tensor &x, Scalar s,
+                                  SourceLoc loc = SourceLoc::current());
 
 //===-- Contractions -----------------------------------------------------===//
 
@@ -107,11 +140,14 @@ Tensor matmul(const Tensor &lhs, const Tensor &rhs, bool transposeLhs = false,
 Tensor batch_matmul(const Tensor &lhs, const Tensor &rhs,
                     const Policy &policy = {},
                     SourceLoc loc = SourceLoc::current());
+/// Contracts `lhsContractAxes` of `lhs` with `rhsContractAxes` of `rhs`,
+/// pairing the batch axes; the result is [batch..., lhs free..., rhs
+/// free...] (StableHLO's dot_general).
 Tensor dot_general(const Tensor &lhs, const Tensor &rhs,
-                   const std::vector<int64_t> &lhsBatch,
-                   const std::vector<int64_t> &rhsBatch,
-                   const std::vector<int64_t> &lhsContract,
-                   const std::vector<int64_t> &rhsContract,
+                   const std::vector<int64_t> &lhsBatchAxes,
+                   const std::vector<int64_t> &rhsBatchAxes,
+                   const std::vector<int64_t> &lhsContractAxes,
+                   const std::vector<int64_t> &rhsContractAxes,
                    const Policy &policy = {},
                    SourceLoc loc = SourceLoc::current());
 struct Conv2dOptions {
@@ -133,49 +169,52 @@ Tensor attention(const Tensor &q, const Tensor &k, const Tensor &v,
 
 //===-- Reductions and normalizations ------------------------------------===//
 
-/// Reductions over `dims` (all dims when empty). `stable` asks for the
+/// Reductions over `axis` (every axis by default). `stable` asks for the
 /// compensated (Kahan) order of spec 004; every order is deterministic.
 #define TESSERA_REDUCE(name)                                                   \
-  Tensor name(const Tensor &x, const std::vector<int64_t> &dims = {},          \
-              bool keepdims = false, bool stable = false,                      \
-              SourceLoc loc = SourceLoc::current());
+  Tensor name(const Tensor &x, const Axes &axis = {}, bool keepdims = false,   \
+              bool stable = false, SourceLoc loc = SourceLoc::current());
 TESSERA_REDUCE(reduce_sum)
 TESSERA_REDUCE(reduce_mean)
 TESSERA_REDUCE(reduce_prod)
 #undef TESSERA_REDUCE
 #define TESSERA_REDUCE(name)                                                   \
-  Tensor name(const Tensor &x, const std::vector<int64_t> &dims = {},          \
-              bool keepdims = false, SourceLoc loc = SourceLoc::current());
+  Tensor name(const Tensor &x, const Axes &axis = {}, bool keepdims = false,   \
+              SourceLoc loc = SourceLoc::current());
 TESSERA_REDUCE(reduce_max)
 TESSERA_REDUCE(reduce_min)
 #undef TESSERA_REDUCE
-Tensor argmax(const Tensor &x, int64_t dim = -1, bool keepdims = false,
+/// The index of the first maximum (minimum) along one `axis`.
+Tensor argmax(const Tensor &x, int64_t axis = -1, bool keepdims = false,
               SourceLoc loc = SourceLoc::current());
-Tensor argmin(const Tensor &x, int64_t dim = -1, bool keepdims = false,
+Tensor argmin(const Tensor &x, int64_t axis = -1, bool keepdims = false,
               SourceLoc loc = SourceLoc::current());
-Tensor softmax(const Tensor &x, int64_t dim = -1,
+/// Softmax over `axis` (one axis or several, taken together).
+Tensor softmax(const Tensor &x, const Axes &axis = -1,
                SourceLoc loc = SourceLoc::current());
-Tensor log_softmax(const Tensor &x, int64_t dim = -1,
+Tensor log_softmax(const Tensor &x, const Axes &axis = -1,
                    SourceLoc loc = SourceLoc::current());
-Tensor softmax_safe(const Tensor &x, int64_t dim = -1,
+Tensor softmax_safe(const Tensor &x, const Axes &axis = -1,
                     SourceLoc loc = SourceLoc::current());
-Tensor logsumexp(const Tensor &x, int64_t dim = -1, bool keepdims = false,
+Tensor logsumexp(const Tensor &x, const Axes &axis = -1, bool keepdims = false,
                  SourceLoc loc = SourceLoc::current());
-Tensor logsumexp_safe(const Tensor &x, int64_t dim = -1, bool keepdims = false,
+Tensor logsumexp_safe(const Tensor &x, const Axes &axis = -1,
+                      bool keepdims = false,
                       SourceLoc loc = SourceLoc::current());
-/// Normalizes dims [axis, rank); `scale` and `bias` (invalid Tensor: none)
-/// have the shape of those dims.
+/// Normalizes over `axis` (one axis or several); `scale` and `bias`
+/// (invalid Tensor: none) have the shape of those axes, in axis order.
 Tensor layernorm(const Tensor &x, const Tensor &scale = {},
-                 const Tensor &bias = {}, int64_t axis = -1,
+                 const Tensor &bias = {}, const Axes &axis = -1,
                  double epsilon = 1e-5, SourceLoc loc = SourceLoc::current());
 Tensor layernorm_safe(const Tensor &x, const Tensor &scale = {},
-                      const Tensor &bias = {}, int64_t axis = -1,
+                      const Tensor &bias = {}, const Axes &axis = -1,
                       double epsilon = 1e-5,
                       SourceLoc loc = SourceLoc::current());
-Tensor rmsnorm(const Tensor &x, const Tensor &scale = {}, int64_t axis = -1,
-               double epsilon = 1e-5, SourceLoc loc = SourceLoc::current());
+Tensor rmsnorm(const Tensor &x, const Tensor &scale = {},
+               const Axes &axis = -1, double epsilon = 1e-5,
+               SourceLoc loc = SourceLoc::current());
 Tensor rmsnorm_safe(const Tensor &x, const Tensor &scale = {},
-                    int64_t axis = -1, double epsilon = 1e-5,
+                    const Axes &axis = -1, double epsilon = 1e-5,
                     SourceLoc loc = SourceLoc::current());
 /// Softmax cross-entropy of `logits` [..., C] against integer labels [...]
 /// or a distribution [..., C]; `reduction` is "mean", "sum" or "none".
@@ -190,8 +229,10 @@ Tensor transpose(const Tensor &x, const std::vector<int64_t> &permutation,
 /// One target dim may be -1 (solved from the element count).
 Tensor reshape(const Tensor &x, const Shape &shape,
                SourceLoc loc = SourceLoc::current());
+/// `x` placed in a tensor of `shape`: axis i of `x` becomes axis
+/// `broadcastAxes[i]` of the result (of the same size, or 1 broadcast).
 Tensor broadcast_in_dim(const Tensor &x, const Shape &shape,
-                        const std::vector<int64_t> &broadcastDims,
+                        const std::vector<int64_t> &broadcastAxes,
                         SourceLoc loc = SourceLoc::current());
 /// NumPy broadcasting of `x` to `shape`.
 Tensor broadcast_to(const Tensor &x, const Shape &shape,
@@ -199,7 +240,7 @@ Tensor broadcast_to(const Tensor &x, const Shape &shape,
 Tensor slice(const Tensor &x, const Shape &start, const Shape &limit,
              const std::vector<int64_t> &stride = {},
              SourceLoc loc = SourceLoc::current());
-Tensor concat(const std::vector<Tensor> &inputs, int64_t dim,
+Tensor concat(const std::vector<Tensor> &inputs, int64_t axis,
               SourceLoc loc = SourceLoc::current());
 Tensor pad(const Tensor &x, const std::vector<int64_t> &low,
            const std::vector<int64_t> &high, double value = 0.0,
@@ -209,38 +250,45 @@ Tensor pad(const Tensor &x, const std::vector<int64_t> &low,
 /// clamped so the slice stays inside `x`).
 Tensor dynamic_slice(const Tensor &x, const std::vector<Tensor> &starts,
                      const Shape &sizes, SourceLoc loc = SourceLoc::current());
-/// The size of dim `dim` of `x` as a 0-d tensor of `dtype`.
-Tensor dim_size(const Tensor &x, int64_t dim, DType dtype = DType::i64,
+/// The size of axis `axis` of `x` as a 0-d tensor of `dtype`.
+Tensor dim_size(const Tensor &x, int64_t axis, DType dtype = DType::i64,
                 SourceLoc loc = SourceLoc::current());
-Tensor gather(const Tensor &x, const Tensor &indices, int64_t dim,
+/// The slices of `x` along `axis` at `indices`.
+Tensor gather(const Tensor &x, const Tensor &indices, int64_t axis,
               SourceLoc loc = SourceLoc::current());
+/// `x` with `updates` added at `indices` along `axis`.
 Tensor scatter_add(const Tensor &x, const Tensor &indices,
-                   const Tensor &updates, int64_t dim,
+                   const Tensor &updates, int64_t axis,
                    SourceLoc loc = SourceLoc::current());
 Tensor embedding(const Tensor &table, const Tensor &ids,
                  SourceLoc loc = SourceLoc::current());
 Tensor one_hot(const Tensor &ids, int64_t numClasses, DType dtype = DType::f32,
                SourceLoc loc = SourceLoc::current());
 
-//===-- Collectives (SPMD over the devices of mesh axis `axis`) ---------===//
+//===-- Collectives (SPMD over the devices of mesh axis `axisName`) ------===//
 
 /// `reduction`: sum, prod, min, max or mean.
 Tensor all_reduce(const Tensor &x, const std::string &reduction = "sum",
-                  const std::string &axis = "", int64_t groupSize = 1,
+                  const std::string &axisName = "", int64_t groupSize = 1,
                   SourceLoc loc = SourceLoc::current());
-Tensor all_gather(const Tensor &x, int64_t dim, const std::string &axis = "",
-                  int64_t groupSize = 1, SourceLoc loc = SourceLoc::current());
-Tensor reduce_scatter(const Tensor &x, int64_t dim,
+/// The devices' `x` concatenated along `axis`.
+Tensor all_gather(const Tensor &x, int64_t axis,
+                  const std::string &axisName = "", int64_t groupSize = 1,
+                  SourceLoc loc = SourceLoc::current());
+/// The reduction over devices, each keeping its slice along `axis`.
+Tensor reduce_scatter(const Tensor &x, int64_t axis,
                       const std::string &reduction = "sum",
-                      const std::string &axis = "", int64_t groupSize = 1,
+                      const std::string &axisName = "", int64_t groupSize = 1,
                       SourceLoc loc = SourceLoc::current());
-Tensor all_to_all(const Tensor &x, int64_t splitDim, int64_t concatDim,
-                  const std::string &axis = "", int64_t groupSize = 1,
+/// Splits `x` along `splitAxis` over the devices and concatenates what each
+/// receives along `concatAxis`.
+Tensor all_to_all(const Tensor &x, int64_t splitAxis, int64_t concatAxis,
+                  const std::string &axisName = "", int64_t groupSize = 1,
                   SourceLoc loc = SourceLoc::current());
 /// Sends to device `pairs[i].second` what device `pairs[i].first` has.
 Tensor permute(const Tensor &x,
                const std::vector<std::pair<int64_t, int64_t>> &pairs,
-               const std::string &axis = "",
+               const std::string &axisName = "",
                SourceLoc loc = SourceLoc::current());
 
 //===-- Key/value caches (state) -----------------------------------------===//

@@ -23,6 +23,7 @@
 #include "tessera/Runtime/Result.h"
 
 #include <cstdint>
+#include <type_traits>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,7 @@ namespace tessera {
 using runtime::DType;
 using runtime::Error;
 using runtime::Result;
+using runtime::ScalarKind;
 using runtime::Status;
 
 /// Where an op was written. The op functions of Ops.h default it to their
@@ -126,21 +128,51 @@ private:
   int id = -1;
 };
 
-// Elementwise arithmetic with NumPy broadcasting. A double operand becomes
-// a constant of the tensor's dtype. (Matrix products: op::matmul.)
+/// A number used as an operand of a tensor op. Like a Python number in
+/// NumPy 2 and JAX it is weakly typed: it takes the dtype of the tensor it
+/// meets when its kind fits (`x_bf16 * 0.5` stays bf16); a floating-point
+/// number with an integer tensor gives f32 (`x_i32 * 0.5` is f32), an
+/// integer with a boolean tensor gives i64 (runtime::weakResultType).
+class Scalar {
+public:
+  Scalar(bool value) : k(ScalarKind::Bool), i(value), d(value) {}
+  template <typename T, std::enable_if_t<std::is_integral_v<T> &&
+                                             !std::is_same_v<T, bool>,
+                                         int> = 0>
+  Scalar(T value) : k(ScalarKind::Int), i(int64_t(value)), d(double(value)) {}
+  template <typename T,
+            std::enable_if_t<std::is_floating_point_v<T>, int> = 0>
+  Scalar(T value) : k(ScalarKind::Float), d(double(value)) {}
+
+  ScalarKind kind() const { return k; }
+  /// The value of a bool or integer scalar.
+  int64_t intValue() const { return i; }
+  double doubleValue() const { return d; }
+  /// "3", "0.5", "true".
+  std::string str() const;
+
+private:
+  ScalarKind k;
+  int64_t i = 0;
+  double d = 0;
+};
+
+// Elementwise arithmetic with NumPy broadcasting; a Scalar operand is
+// promoted as Scalar says. `/` divides as op::div does (integers round toward
+// zero, as in C++). (Matrix products: op::matmul.)
 Tensor operator+(const Tensor &a, const Tensor &b);
 Tensor operator-(const Tensor &a, const Tensor &b);
 Tensor operator*(const Tensor &a, const Tensor &b);
 Tensor operator/(const Tensor &a, const Tensor &b);
 Tensor operator-(const Tensor &a);
-Tensor operator+(const Tensor &a, double b);
-Tensor operator-(const Tensor &a, double b);
-Tensor operator*(const Tensor &a, double b);
-Tensor operator/(const Tensor &a, double b);
-Tensor operator+(double a, const Tensor &b);
-Tensor operator-(double a, const Tensor &b);
-Tensor operator*(double a, const Tensor &b);
-Tensor operator/(double a, const Tensor &b);
+Tensor operator+(const Tensor &a, Scalar b);
+Tensor operator-(const Tensor &a, Scalar b);
+Tensor operator*(const Tensor &a, Scalar b);
+Tensor operator/(const Tensor &a, Scalar b);
+Tensor operator+(Scalar a, const Tensor &b);
+Tensor operator-(Scalar a, const Tensor &b);
+Tensor operator*(Scalar a, const Tensor &b);
+Tensor operator/(Scalar a, const Tensor &b);
 
 } // namespace tessera
 

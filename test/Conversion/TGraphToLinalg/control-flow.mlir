@@ -147,7 +147,7 @@ func.func @solve(%x0: tensor<4xf64>, %a: tensor<4xf64>) -> tensor<4xf64> {
 
 func.func @all_reduce(%g: tensor<16xf32>) -> tensor<16xf32> {
   // expected-error @+1 {{'tgraph.all_reduce' op runs over 8 devices, but a CPU executable runs on one; only group_size = 1 can run here}}
-  %r = tgraph.all_reduce %g {reduction = #tgraph<reduction sum>, axis = "data", group_size = 8 : i64} : tensor<16xf32>
+  %r = tgraph.all_reduce %g {reduction = #tgraph<reduction sum>, axis_name = "data", group_size = 8 : i64} : tensor<16xf32>
   return %r : tensor<16xf32>
 }
 
@@ -155,6 +155,6 @@ func.func @all_reduce(%g: tensor<16xf32>) -> tensor<16xf32> {
 
 func.func @permute(%x: tensor<16xf32>) -> tensor<16xf32> {
   // expected-error @+1 {{'tgraph.permute' op sends from device 0 to device 1, but a CPU executable runs on one device}}
-  %r = tgraph.permute %x {pairs = [array<i64: 0, 1>, array<i64: 1, 0>], axis = "pipe"} : tensor<16xf32>
+  %r = tgraph.permute %x {pairs = [array<i64: 0, 1>, array<i64: 1, 0>], axis_name = "pipe"} : tensor<16xf32>
   return %r : tensor<16xf32>
 }

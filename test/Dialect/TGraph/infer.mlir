@@ -1231,14 +1231,14 @@ func.func @one_hot(%i: tensor<?x?xi64, #tgraph.dims<[B, S]>>) -> tensor<?x?x?xf3
 // CHECK-LABEL: func.func @all_reduce_permute(
 // CHECK-SAME:      %[[X:[^:]+]]: tensor<?x512xf32, #tgraph.dims<[B, 512]>>)
 // CHECK-SAME:      -> (tensor<?x512xf32, #tgraph.dims<[B, 512]>>, tensor<?x512xf32, #tgraph.dims<[B, 512]>>)
-// CHECK-NEXT:    %[[R:.+]] = tgraph.all_reduce %[[X]] {axis = "data", group_size = 8 : i64, reduction = #tgraph<reduction sum>} : tensor<?x512xf32, #tgraph.dims<[B, 512]>>
-// CHECK-NEXT:    %[[P:.+]] = tgraph.permute %[[R]] {axis = "pipe", pairs = [array<i64: 0, 1>, array<i64: 1, 0>]} : tensor<?x512xf32, #tgraph.dims<[B, 512]>>
+// CHECK-NEXT:    %[[R:.+]] = tgraph.all_reduce %[[X]] {axis_name = "data", group_size = 8 : i64, reduction = #tgraph<reduction sum>} : tensor<?x512xf32, #tgraph.dims<[B, 512]>>
+// CHECK-NEXT:    %[[P:.+]] = tgraph.permute %[[R]] {axis_name = "pipe", pairs = [array<i64: 0, 1>, array<i64: 1, 0>]} : tensor<?x512xf32, #tgraph.dims<[B, 512]>>
 // CHECK-NEXT:    return %[[R]], %[[P]]
 func.func @all_reduce_permute(%x: tensor<?x512xf32, #tgraph.dims<[B, 512]>>)
     -> (tensor<?x?xf32>, tensor<?x?xf32>) {
-  %r = tgraph.all_reduce %x {reduction = #tgraph<reduction sum>, axis = "data",
+  %r = tgraph.all_reduce %x {reduction = #tgraph<reduction sum>, axis_name = "data",
       group_size = 8 : i64} : tensor<?x512xf32, #tgraph.dims<[B, 512]>> -> tensor<?x?xf32>
-  %p = tgraph.permute %r {pairs = [array<i64: 0, 1>, array<i64: 1, 0>], axis = "pipe"}
+  %p = tgraph.permute %r {pairs = [array<i64: 0, 1>, array<i64: 1, 0>], axis_name = "pipe"}
       : tensor<?x?xf32>
   return %r, %p : tensor<?x?xf32>, tensor<?x?xf32>
 }
@@ -1250,10 +1250,10 @@ func.func @all_reduce_permute(%x: tensor<?x512xf32, #tgraph.dims<[B, 512]>>)
 // CHECK-LABEL: func.func @all_gather(
 // CHECK-SAME:      %[[X:[^:]+]]: tensor<?x64xf32, #tgraph.dims<[S, 64]>>)
 // CHECK-SAME:      -> tensor<?x64xf32, #tgraph.dims<["4*S", 64]>>
-// CHECK-NEXT:    %[[R:.+]] = tgraph.all_gather %[[X]] {axis = "model", dim = 0 : i64, group_size = 4 : i64} : tensor<?x64xf32, #tgraph.dims<[S, 64]>> -> tensor<?x64xf32, #tgraph.dims<["4*S", 64]>>
+// CHECK-NEXT:    %[[R:.+]] = tgraph.all_gather %[[X]] {axis_name = "model", dim = 0 : i64, group_size = 4 : i64} : tensor<?x64xf32, #tgraph.dims<[S, 64]>> -> tensor<?x64xf32, #tgraph.dims<["4*S", 64]>>
 // CHECK-NEXT:    return %[[R]]
 func.func @all_gather(%x: tensor<?x64xf32, #tgraph.dims<[S, 64]>>) -> tensor<?x?xf32> {
-  %r = tgraph.all_gather %x {dim = 0 : i64, axis = "model", group_size = 4 : i64}
+  %r = tgraph.all_gather %x {dim = 0 : i64, axis_name = "model", group_size = 4 : i64}
       : tensor<?x64xf32, #tgraph.dims<[S, 64]>> -> tensor<?x?xf32>
   return %r : tensor<?x?xf32>
 }
@@ -1266,17 +1266,17 @@ func.func @all_gather(%x: tensor<?x64xf32, #tgraph.dims<[S, 64]>>) -> tensor<?x?
 // CHECK-SAME:      %[[X:[^:]+]]: tensor<?x64xf32, #tgraph.dims<["4*S", 64]>>,
 // CHECK-SAME:      %[[Y:[^:]+]]: tensor<?x512xf32, #tgraph.dims<[B, 512]>>)
 // CHECK-SAME:      -> (tensor<?x64xf32, #tgraph.dims<[S, 64]>>, tensor<?x64xf32, #tgraph.dims<[B, 64]>>)
-// CHECK-NEXT:    %[[R:.+]] = tgraph.reduce_scatter %[[X]] {axis = "data", dim = 0 : i64, group_size = 4 : i64, reduction = #tgraph<reduction sum>} : tensor<?x64xf32, #tgraph.dims<["4*S", 64]>> -> tensor<?x64xf32, #tgraph.dims<[S, 64]>>
-// CHECK-NEXT:    %[[R2:.+]] = tgraph.reduce_scatter %[[Y]] {axis = "data", dim = 1 : i64, group_size = 8 : i64, reduction = #tgraph<reduction mean>} : tensor<?x512xf32, #tgraph.dims<[B, 512]>> -> tensor<?x64xf32, #tgraph.dims<[B, 64]>>
+// CHECK-NEXT:    %[[R:.+]] = tgraph.reduce_scatter %[[X]] {axis_name = "data", dim = 0 : i64, group_size = 4 : i64, reduction = #tgraph<reduction sum>} : tensor<?x64xf32, #tgraph.dims<["4*S", 64]>> -> tensor<?x64xf32, #tgraph.dims<[S, 64]>>
+// CHECK-NEXT:    %[[R2:.+]] = tgraph.reduce_scatter %[[Y]] {axis_name = "data", dim = 1 : i64, group_size = 8 : i64, reduction = #tgraph<reduction mean>} : tensor<?x512xf32, #tgraph.dims<[B, 512]>> -> tensor<?x64xf32, #tgraph.dims<[B, 64]>>
 // CHECK-NEXT:    return %[[R]], %[[R2]]
 func.func @reduce_scatter(%x: tensor<?x64xf32, #tgraph.dims<["4*S", 64]>>,
                           %y: tensor<?x512xf32, #tgraph.dims<[B, 512]>>)
     -> (tensor<?x?xf32>, tensor<?x?xf32>) {
   %r = tgraph.reduce_scatter %x {reduction = #tgraph<reduction sum>, dim = 0 : i64,
-      axis = "data", group_size = 4 : i64}
+      axis_name = "data", group_size = 4 : i64}
       : tensor<?x64xf32, #tgraph.dims<["4*S", 64]>> -> tensor<?x?xf32>
   %r2 = tgraph.reduce_scatter %y {reduction = #tgraph<reduction mean>, dim = 1 : i64,
-      axis = "data", group_size = 8 : i64}
+      axis_name = "data", group_size = 8 : i64}
       : tensor<?x512xf32, #tgraph.dims<[B, 512]>> -> tensor<?x?xf32>
   return %r, %r2 : tensor<?x?xf32>, tensor<?x?xf32>
 }
@@ -1288,11 +1288,11 @@ func.func @reduce_scatter(%x: tensor<?x64xf32, #tgraph.dims<["4*S", 64]>>,
 // CHECK-LABEL: func.func @all_to_all(
 // CHECK-SAME:      %[[X:[^:]+]]: tensor<?x?x16xf32, #tgraph.dims<[B, "4*S", 16]>>)
 // CHECK-SAME:      -> tensor<?x?x64xf32, #tgraph.dims<[B, S, 64]>>
-// CHECK-NEXT:    %[[R:.+]] = tgraph.all_to_all %[[X]] {axis = "expert", concat_dim = 2 : i64, group_size = 4 : i64, split_dim = 1 : i64} : tensor<?x?x16xf32, #tgraph.dims<[B, "4*S", 16]>> -> tensor<?x?x64xf32, #tgraph.dims<[B, S, 64]>>
+// CHECK-NEXT:    %[[R:.+]] = tgraph.all_to_all %[[X]] {axis_name = "expert", concat_dim = 2 : i64, group_size = 4 : i64, split_dim = 1 : i64} : tensor<?x?x16xf32, #tgraph.dims<[B, "4*S", 16]>> -> tensor<?x?x64xf32, #tgraph.dims<[B, S, 64]>>
 // CHECK-NEXT:    return %[[R]]
 func.func @all_to_all(%x: tensor<?x?x16xf32, #tgraph.dims<[B, "4*S", 16]>>) -> tensor<?x?x?xf32> {
   %r = tgraph.all_to_all %x {split_dim = 1 : i64, concat_dim = 2 : i64,
-      axis = "expert", group_size = 4 : i64}
+      axis_name = "expert", group_size = 4 : i64}
       : tensor<?x?x16xf32, #tgraph.dims<[B, "4*S", 16]>> -> tensor<?x?x?xf32>
   return %r : tensor<?x?x?xf32>
 }
@@ -1627,7 +1627,7 @@ func.func @loop_carries_stay(%x: tensor<?x64xf32, #tgraph.dims<[B, 64]>>, %p: te
 // CHECK: tgraph.reduce_scatter {{.*}} : tensor<?x64xf32>{{$}}
 func.func @split_unknown(%x: tensor<?x64xf32>) -> tensor<?x64xf32> {
   %0 = tgraph.reduce_scatter %x {reduction = #tgraph<reduction sum>, dim = 0 : i64,
-      axis = "data", group_size = 4 : i64} : tensor<?x64xf32> -> tensor<?x64xf32>
+      axis_name = "data", group_size = 4 : i64} : tensor<?x64xf32> -> tensor<?x64xf32>
   return %0 : tensor<?x64xf32>
 }
 

@@ -7,7 +7,7 @@
 
 // Operands share one element type.
 func.func @element_types(%a: tensor<4x4xf32>, %b: tensor<4x4xf16>) {
-  // expected-error @+1 {{'tgraph.matmul' op lhs (operand 0) has element type f32 but rhs (operand 1) has f16; insert a tgraph.cast to make them agree}}
+  // expected-error @+1 {{'tgraph.matmul' op lhs (operand 0) has element type f32 but rhs (operand 1) has f16; tensor dtypes do not promote: cast one of them (tgraph.cast, op.cast)}}
   %0 = tgraph.matmul %a, %b : (tensor<4x4xf32>, tensor<4x4xf16>) -> tensor<4x4xf32>
   return
 }
@@ -403,7 +403,7 @@ func.func @conv_kernel_width(%a: tensor<1x3x8x8xf32>, %k: tensor<4x3x3x3xf32>) {
 
 // attention: query, key and value share one element type.
 func.func @attention_element_types(%q: tensor<2x8x16xf32>, %k: tensor<2x8x16xbf16>) {
-  // expected-error @+1 {{'tgraph.attention' op query (operand 0) has element type f32 but key (operand 1) has bf16; insert a tgraph.cast to make them agree}}
+  // expected-error @+1 {{'tgraph.attention' op query (operand 0) has element type f32 but key (operand 1) has bf16; tensor dtypes do not promote: cast one of them (tgraph.cast, op.cast)}}
   %0 = tgraph.attention %q, %k, %k : (tensor<2x8x16xf32>, tensor<2x8x16xbf16>, tensor<2x8x16xbf16>) -> tensor<2x8x16xf32>
   return
 }

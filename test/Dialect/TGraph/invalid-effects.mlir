@@ -53,10 +53,10 @@ func.func @sample_unknown_dim() {
 
 // -----
 
-// collectives: the axis names a mesh axis.
+// collectives: axis_name names a mesh axis.
 func.func @collective_empty_axis(%g: tensor<512x64xf32>) {
-  // expected-error @+1 {{'tgraph.all_reduce' op axis must name a mesh axis, but is empty}}
-  %0 = tgraph.all_reduce %g {reduction = #tgraph<reduction sum>, axis = "", group_size = 8 : i64} : tensor<512x64xf32>
+  // expected-error @+1 {{'tgraph.all_reduce' op axis_name must name a mesh axis, but is empty}}
+  %0 = tgraph.all_reduce %g {reduction = #tgraph<reduction sum>, axis_name = "", group_size = 8 : i64} : tensor<512x64xf32>
   return
 }
 
@@ -65,7 +65,7 @@ func.func @collective_empty_axis(%g: tensor<512x64xf32>) {
 // all_reduce: at least one device in the group.
 func.func @all_reduce_group(%g: tensor<512x64xf32>) {
   // expected-error @+1 {{'tgraph.all_reduce' op group_size must be >= 1, but is 0}}
-  %0 = tgraph.all_reduce %g {reduction = #tgraph<reduction sum>, axis = "data", group_size = 0 : i64} : tensor<512x64xf32>
+  %0 = tgraph.all_reduce %g {reduction = #tgraph<reduction sum>, axis_name = "data", group_size = 0 : i64} : tensor<512x64xf32>
   return
 }
 
@@ -74,7 +74,7 @@ func.func @all_reduce_group(%g: tensor<512x64xf32>) {
 // all_reduce: a mean needs floats.
 func.func @all_reduce_mean_int(%g: tensor<512x64xi32>) {
   // expected-error @+1 {{'tgraph.all_reduce' op a mean all_reduce needs a float tensor, but the element type is i32}}
-  %0 = tgraph.all_reduce %g {reduction = #tgraph<reduction mean>, axis = "data", group_size = 8 : i64} : tensor<512x64xi32>
+  %0 = tgraph.all_reduce %g {reduction = #tgraph<reduction mean>, axis_name = "data", group_size = 8 : i64} : tensor<512x64xi32>
   return
 }
 
@@ -83,7 +83,7 @@ func.func @all_reduce_mean_int(%g: tensor<512x64xi32>) {
 // all_gather: the gathered dim is an operand dim.
 func.func @all_gather_dim(%g: tensor<512x64xf32>) {
   // expected-error @+1 {{'tgraph.all_gather' op dim 2 is out of range for an operand of rank 2 (expected 0..1)}}
-  %0 = tgraph.all_gather %g {dim = 2 : i64, axis = "model", group_size = 4 : i64} : tensor<512x64xf32> -> tensor<512x256xf32>
+  %0 = tgraph.all_gather %g {dim = 2 : i64, axis_name = "model", group_size = 4 : i64} : tensor<512x64xf32> -> tensor<512x256xf32>
   return
 }
 
@@ -92,7 +92,7 @@ func.func @all_gather_dim(%g: tensor<512x64xf32>) {
 // all_gather: group size rule of the shape functions.
 func.func @all_gather_group(%g: tensor<512x64xf32>) {
   // expected-error @+1 {{'tgraph.all_gather' op group_size must be >= 1, but is -2}}
-  %0 = tgraph.all_gather %g {dim = 1 : i64, axis = "model", group_size = -2 : i64} : tensor<512x64xf32> -> tensor<512x64xf32>
+  %0 = tgraph.all_gather %g {dim = 1 : i64, axis_name = "model", group_size = -2 : i64} : tensor<512x64xf32> -> tensor<512x64xf32>
   return
 }
 
@@ -101,7 +101,7 @@ func.func @all_gather_group(%g: tensor<512x64xf32>) {
 // reduce_scatter: the scattered dim divides evenly over the group.
 func.func @reduce_scatter_divisible(%g: tensor<10x64xf32>) {
   // expected-error @+1 {{'tgraph.reduce_scatter' op the split dimension must divide evenly over group_size: operand 0 dim 0 is 10, which is not a multiple of 4}}
-  %0 = tgraph.reduce_scatter %g {reduction = #tgraph<reduction sum>, dim = 0 : i64, axis = "data", group_size = 4 : i64} : tensor<10x64xf32> -> tensor<2x64xf32>
+  %0 = tgraph.reduce_scatter %g {reduction = #tgraph<reduction sum>, dim = 0 : i64, axis_name = "data", group_size = 4 : i64} : tensor<10x64xf32> -> tensor<2x64xf32>
   return
 }
 
@@ -110,7 +110,7 @@ func.func @reduce_scatter_divisible(%g: tensor<10x64xf32>) {
 // all_to_all: split_dim is an operand dim.
 func.func @all_to_all_split_dim(%x: tensor<64x16xf32>) {
   // expected-error @+1 {{'tgraph.all_to_all' op split_dim 2 is out of range for an operand of rank 2 (expected 0..1)}}
-  %0 = tgraph.all_to_all %x {split_dim = 2 : i64, concat_dim = 1 : i64, axis = "expert", group_size = 4 : i64} : tensor<64x16xf32> -> tensor<16x64xf32>
+  %0 = tgraph.all_to_all %x {split_dim = 2 : i64, concat_dim = 1 : i64, axis_name = "expert", group_size = 4 : i64} : tensor<64x16xf32> -> tensor<16x64xf32>
   return
 }
 
@@ -119,7 +119,7 @@ func.func @all_to_all_split_dim(%x: tensor<64x16xf32>) {
 // all_to_all: concat_dim is an operand dim.
 func.func @all_to_all_concat_dim(%x: tensor<64x16xf32>) {
   // expected-error @+1 {{'tgraph.all_to_all' op concat_dim -1 is out of range for an operand of rank 2 (expected 0..1)}}
-  %0 = tgraph.all_to_all %x {split_dim = 0 : i64, concat_dim = -1 : i64, axis = "expert", group_size = 4 : i64} : tensor<64x16xf32> -> tensor<16x64xf32>
+  %0 = tgraph.all_to_all %x {split_dim = 0 : i64, concat_dim = -1 : i64, axis_name = "expert", group_size = 4 : i64} : tensor<64x16xf32> -> tensor<16x64xf32>
   return
 }
 
@@ -128,7 +128,7 @@ func.func @all_to_all_concat_dim(%x: tensor<64x16xf32>) {
 // permute: pairs are [source, target] with non-negative devices.
 func.func @permute_pair_shape(%x: tensor<16x64xf32>) {
   // expected-error @+1 {{'tgraph.permute' op each entry of pairs must be [source, target] with non-negative device indices}}
-  %0 = tgraph.permute %x {pairs = [array<i64: 0, 1, 2>], axis = "pipe"} : tensor<16x64xf32>
+  %0 = tgraph.permute %x {pairs = [array<i64: 0, 1, 2>], axis_name = "pipe"} : tensor<16x64xf32>
   return
 }
 
@@ -137,7 +137,7 @@ func.func @permute_pair_shape(%x: tensor<16x64xf32>) {
 // permute: each device sends at most once.
 func.func @permute_source_twice(%x: tensor<16x64xf32>) {
   // expected-error @+1 {{'tgraph.permute' op device 0 is the source of two pairs}}
-  %0 = tgraph.permute %x {pairs = [array<i64: 0, 1>, array<i64: 0, 2>], axis = "pipe"} : tensor<16x64xf32>
+  %0 = tgraph.permute %x {pairs = [array<i64: 0, 1>, array<i64: 0, 2>], axis_name = "pipe"} : tensor<16x64xf32>
   return
 }
 
@@ -146,7 +146,7 @@ func.func @permute_source_twice(%x: tensor<16x64xf32>) {
 // permute: each device receives at most once.
 func.func @permute_target_twice(%x: tensor<16x64xf32>) {
   // expected-error @+1 {{'tgraph.permute' op device 1 is the target of two pairs}}
-  %0 = tgraph.permute %x {pairs = [array<i64: 0, 1>, array<i64: 2, 1>], axis = "pipe"} : tensor<16x64xf32>
+  %0 = tgraph.permute %x {pairs = [array<i64: 0, 1>, array<i64: 2, 1>], axis_name = "pipe"} : tensor<16x64xf32>
   return
 }
 

@@ -84,7 +84,7 @@ func.func @exp_integer(%a: tensor<4xi32>) {
 
 // binary ops: operands have one element type (no implicit promotion).
 func.func @binary_element_types(%a: tensor<4xf32>, %b: tensor<4xf16>) {
-  // expected-error @+1 {{'tgraph.sub' op lhs (operand 0) has element type f32 but rhs (operand 1) has f16; insert a tgraph.cast to make them agree}}
+  // expected-error @+1 {{'tgraph.sub' op lhs (operand 0) has element type f32 but rhs (operand 1) has f16; tensor dtypes do not promote: cast one of them (tgraph.cast, op.cast)}}
   %0 = tgraph.sub %a, %b : (tensor<4xf32>, tensor<4xf16>) -> tensor<4xf32>
   return
 }
@@ -113,7 +113,7 @@ func.func @broadcast_symbolic(%a: tensor<?xf32, #tgraph.dims<[D]>>,
 
 // compare: operands have one element type.
 func.func @compare_element_types(%a: tensor<4xi32>, %b: tensor<4xi64>) {
-  // expected-error @+1 {{'tgraph.compare' op lhs (operand 0) has element type i32 but rhs (operand 1) has i64; insert a tgraph.cast to make them agree}}
+  // expected-error @+1 {{'tgraph.compare' op lhs (operand 0) has element type i32 but rhs (operand 1) has i64; tensor dtypes do not promote: cast one of them (tgraph.cast, op.cast)}}
   %0 = tgraph.compare eq, %a, %b : (tensor<4xi32>, tensor<4xi64>) -> tensor<4xi1>
   return
 }
@@ -122,7 +122,7 @@ func.func @compare_element_types(%a: tensor<4xi32>, %b: tensor<4xi64>) {
 
 // select: on_true and on_false have one element type.
 func.func @select_element_types(%c: tensor<4xi1>, %a: tensor<4xf32>, %b: tensor<4xbf16>) {
-  // expected-error @+1 {{'tgraph.select' op on_true (operand 1) has element type f32 but on_false (operand 2) has bf16; insert a tgraph.cast to make them agree}}
+  // expected-error @+1 {{'tgraph.select' op on_true (operand 1) has element type f32 but on_false (operand 2) has bf16; tensor dtypes do not promote: cast one of them (tgraph.cast, op.cast)}}
   %0 = tgraph.select %c, %a, %b : (tensor<4xi1>, tensor<4xf32>, tensor<4xbf16>) -> tensor<4xf32>
   return
 }

@@ -326,7 +326,7 @@ func.func @gather_dim_range(%x: tensor<?x64xf32, #tgraph.dims<[V, 64]>>, %idx: t
 // scatter_add: operand and updates have one element type.
 func.func @scatter_element_type(%t: tensor<1000x64xf32>, %ids: tensor<?xi32, #tgraph.dims<[N]>>,
                                 %upd: tensor<?x64xf16, #tgraph.dims<[N, 64]>>) {
-  // expected-error @+1 {{'tgraph.scatter_add' op x (operand 0) has element type f32 but updates (operand 2) has f16; insert a tgraph.cast to make them agree}}
+  // expected-error @+1 {{'tgraph.scatter_add' op x (operand 0) has element type f32 but updates (operand 2) has f16; tensor dtypes do not promote: cast one of them (tgraph.cast, op.cast)}}
   %0 = tgraph.scatter_add %t, %ids, %upd {dim = 0 : i64}
       : (tensor<1000x64xf32>, tensor<?xi32, #tgraph.dims<[N]>>, tensor<?x64xf16, #tgraph.dims<[N, 64]>>) -> tensor<1000x64xf32>
   return

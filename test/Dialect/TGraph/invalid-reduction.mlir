@@ -114,7 +114,7 @@ func.func @logsumexp_dim(%x: tensor<4x8xf32>) {
 
 // norms: scale has the input's element type.
 func.func @norm_scale_type(%x: tensor<4x8xf32>, %g: tensor<8xbf16>) {
-  // expected-error @+1 {{'tgraph.layernorm' op x (operand 0) has element type f32 but scale (operand 1) has bf16; insert a tgraph.cast to make them agree}}
+  // expected-error @+1 {{'tgraph.layernorm' op x (operand 0) has element type f32 but scale (operand 1) has bf16; tensor dtypes do not promote: cast one of them (tgraph.cast, op.cast)}}
   %0 = tgraph.layernorm %x scale %g {axis = 1 : i64} : (tensor<4x8xf32>, tensor<8xbf16>) -> tensor<4x8xf32>
   return
 }
@@ -123,7 +123,7 @@ func.func @norm_scale_type(%x: tensor<4x8xf32>, %g: tensor<8xbf16>) {
 
 // norms: bias has the input's element type.
 func.func @norm_bias_type(%x: tensor<4x8xf32>, %g: tensor<8xf32>, %b: tensor<8xf16>) {
-  // expected-error @+1 {{'tgraph.layernorm_safe' op x (operand 0) has element type f32 but bias (operand 2) has f16; insert a tgraph.cast to make them agree}}
+  // expected-error @+1 {{'tgraph.layernorm_safe' op x (operand 0) has element type f32 but bias (operand 2) has f16; tensor dtypes do not promote: cast one of them (tgraph.cast, op.cast)}}
   %0 = tgraph.layernorm_safe %x scale %g bias %b {axis = 1 : i64} : (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf16>) -> tensor<4x8xf32>
   return
 }

@@ -368,16 +368,16 @@ func.func @rng(%step: tensor<i64>) {
 
 // CHECK-LABEL: func.func @collectives
 func.func @collectives(%g: tensor<512x64xf32>) {
-  // CHECK: tgraph.all_reduce %{{.*}} {axis = "data", group_size = 8 : i64, reduction = #tgraph<reduction sum>} : tensor<512x64xf32>
-  %0 = tgraph.all_reduce %g {reduction = #tgraph<reduction sum>, axis = "data", group_size = 8 : i64} : tensor<512x64xf32>
-  // CHECK: tgraph.all_gather %{{.*}} {axis = "model", dim = 1 : i64, group_size = 4 : i64} : tensor<512x64xf32> -> tensor<512x256xf32>
-  %1 = tgraph.all_gather %g {dim = 1 : i64, axis = "model", group_size = 4 : i64} : tensor<512x64xf32> -> tensor<512x256xf32>
-  // CHECK: tgraph.reduce_scatter %{{.*}} {axis = "data", dim = 0 : i64, group_size = 4 : i64, reduction = #tgraph<reduction mean>} : tensor<512x64xf32> -> tensor<128x64xf32>
-  %2 = tgraph.reduce_scatter %g {reduction = #tgraph<reduction mean>, dim = 0 : i64, axis = "data", group_size = 4 : i64} : tensor<512x64xf32> -> tensor<128x64xf32>
-  // CHECK: tgraph.all_to_all %{{.*}} {axis = "expert", concat_dim = 1 : i64, group_size = 4 : i64, split_dim = 0 : i64} : tensor<512x64xf32> -> tensor<128x256xf32>
-  %3 = tgraph.all_to_all %g {split_dim = 0 : i64, concat_dim = 1 : i64, axis = "expert", group_size = 4 : i64} : tensor<512x64xf32> -> tensor<128x256xf32>
-  // CHECK: tgraph.permute %{{.*}} {axis = "pipe", pairs = [array<i64: 0, 1>, array<i64: 1, 0>]} : tensor<512x64xf32>
-  %4 = tgraph.permute %g {pairs = [array<i64: 0, 1>, array<i64: 1, 0>], axis = "pipe"} : tensor<512x64xf32>
+  // CHECK: tgraph.all_reduce %{{.*}} {axis_name = "data", group_size = 8 : i64, reduction = #tgraph<reduction sum>} : tensor<512x64xf32>
+  %0 = tgraph.all_reduce %g {reduction = #tgraph<reduction sum>, axis_name = "data", group_size = 8 : i64} : tensor<512x64xf32>
+  // CHECK: tgraph.all_gather %{{.*}} {axis_name = "model", dim = 1 : i64, group_size = 4 : i64} : tensor<512x64xf32> -> tensor<512x256xf32>
+  %1 = tgraph.all_gather %g {dim = 1 : i64, axis_name = "model", group_size = 4 : i64} : tensor<512x64xf32> -> tensor<512x256xf32>
+  // CHECK: tgraph.reduce_scatter %{{.*}} {axis_name = "data", dim = 0 : i64, group_size = 4 : i64, reduction = #tgraph<reduction mean>} : tensor<512x64xf32> -> tensor<128x64xf32>
+  %2 = tgraph.reduce_scatter %g {reduction = #tgraph<reduction mean>, dim = 0 : i64, axis_name = "data", group_size = 4 : i64} : tensor<512x64xf32> -> tensor<128x64xf32>
+  // CHECK: tgraph.all_to_all %{{.*}} {axis_name = "expert", concat_dim = 1 : i64, group_size = 4 : i64, split_dim = 0 : i64} : tensor<512x64xf32> -> tensor<128x256xf32>
+  %3 = tgraph.all_to_all %g {split_dim = 0 : i64, concat_dim = 1 : i64, axis_name = "expert", group_size = 4 : i64} : tensor<512x64xf32> -> tensor<128x256xf32>
+  // CHECK: tgraph.permute %{{.*}} {axis_name = "pipe", pairs = [array<i64: 0, 1>, array<i64: 1, 0>]} : tensor<512x64xf32>
+  %4 = tgraph.permute %g {pairs = [array<i64: 0, 1>, array<i64: 1, 0>], axis_name = "pipe"} : tensor<512x64xf32>
   return
 }
 

@@ -54,7 +54,7 @@ def layouts(x, y):
     last dim (as rope does), a pad, a broadcast along a middle dim."""
     t = op.transpose(x, (1, 0, 2))
     half = op.concat([op.slice(x, (0, 0, 10), (37, 5, 24)),
-                      op.slice(x, (0, 0, 0), (37, 5, 10))], dim=2)
+                      op.slice(x, (0, 0, 0), (37, 5, 10))], axis=2)
     padded = op.pad(x, (2, 0, 0), (1, 0, 0))
     wide = op.broadcast_to(y, (37, 5, 24))
     return t, half, padded, wide * 2.0

@@ -58,7 +58,8 @@ static FailureOr<Type> contractionElementType(TypeInference &ti, Value lhs,
                   " has " + typeName(rt) +
                   (isFloat8(lt) || isFloat8(rt)
                        ? "; fp8 operands pair only with fp8"
-                       : "; insert a tgraph.cast to make them agree"));
+                       : "; tensor dtypes do not promote: cast one of them "
+                  "(tgraph.cast, op.cast)"));
     return failure();
   }
   if (fp8 && (!policy || !policy.getAccum())) {

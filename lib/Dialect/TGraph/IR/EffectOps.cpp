@@ -62,12 +62,12 @@ LogicalResult RngBernoulliOp::verify() {
 
 static LogicalResult checkAxisName(TypeInference &ti, StringRef axis) {
   if (axis.empty())
-    return ti.fail("axis must name a mesh axis, but is empty");
+    return ti.fail("axis_name must name a mesh axis, but is empty");
   return success();
 }
 
 LogicalResult AllReduceOp::inferTypes(TypeInference &ti, Adaptor a) {
-  if (failed(checkAxisName(ti, a.getAxis())))
+  if (failed(checkAxisName(ti, a.getAxisName())))
     return failure();
   int64_t group = a.getGroupSize();
   if (group < 1)
@@ -81,7 +81,7 @@ LogicalResult AllReduceOp::inferTypes(TypeInference &ti, Adaptor a) {
 }
 
 LogicalResult AllGatherOp::inferTypes(TypeInference &ti, Adaptor a) {
-  if (failed(checkAxisName(ti, a.getAxis())))
+  if (failed(checkAxisName(ti, a.getAxisName())))
     return failure();
   auto result = shape::inferAllGather(ti.diag(), getShape(a.getX().getType()),
                                       a.getDim(), a.getGroupSize());
@@ -89,7 +89,7 @@ LogicalResult AllGatherOp::inferTypes(TypeInference &ti, Adaptor a) {
 }
 
 LogicalResult ReduceScatterOp::inferTypes(TypeInference &ti, Adaptor a) {
-  if (failed(checkAxisName(ti, a.getAxis())))
+  if (failed(checkAxisName(ti, a.getAxisName())))
     return failure();
   auto result = shape::inferReduceScatter(
       ti.diag(), getShape(a.getX().getType()), a.getDim(), a.getGroupSize());
@@ -97,7 +97,7 @@ LogicalResult ReduceScatterOp::inferTypes(TypeInference &ti, Adaptor a) {
 }
 
 LogicalResult AllToAllOp::inferTypes(TypeInference &ti, Adaptor a) {
-  if (failed(checkAxisName(ti, a.getAxis())))
+  if (failed(checkAxisName(ti, a.getAxisName())))
     return failure();
   auto result = shape::inferAllToAll(ti.diag(), getShape(a.getX().getType()),
                                      a.getSplitDim(), a.getConcatDim(),
@@ -106,7 +106,7 @@ LogicalResult AllToAllOp::inferTypes(TypeInference &ti, Adaptor a) {
 }
 
 LogicalResult PermuteOp::inferTypes(TypeInference &ti, Adaptor a) {
-  if (failed(checkAxisName(ti, a.getAxis())))
+  if (failed(checkAxisName(ti, a.getAxisName())))
     return failure();
   llvm::SmallDenseSet<int64_t> sources, targets;
   for (Attribute attr : a.getPairs()) {

@@ -59,14 +59,14 @@ LogicalResult AllReduceOp::jvp(ADBuilder &ad, ArrayRef<Value> t,
   OpBuilder &b = ad.builder();
   ReductionKind kind = getReduction();
   if (kind == ReductionKind::sum || kind == ReductionKind::mean) {
-    out.push_back(AllReduceOp::create(b, ad.getLoc(), t[0], kind, getAxis(),
+    out.push_back(AllReduceOp::create(b, ad.getLoc(), t[0], kind, getAxisName(),
                                       getGroupSize()));
     return success();
   }
-  Value w = collectiveWeight(ad, kind, getX(), getResult(), getAxis(),
+  Value w = collectiveWeight(ad, kind, getX(), getResult(), getAxisName(),
                              getGroupSize());
   out.push_back(AllReduceOp::create(b, ad.getLoc(), ad.mul(w, t[0]),
-                                    ReductionKind::sum, getAxis(),
+                                    ReductionKind::sum, getAxisName(),
                                     getGroupSize()));
   return success();
 }
@@ -75,14 +75,14 @@ LogicalResult AllReduceOp::vjp(ADBuilder &ad, ArrayRef<Value> ct,
   OpBuilder &b = ad.builder();
   ReductionKind kind = getReduction();
   if (kind == ReductionKind::sum || kind == ReductionKind::mean) {
-    out.push_back(AllReduceOp::create(b, ad.getLoc(), ct[0], kind, getAxis(),
+    out.push_back(AllReduceOp::create(b, ad.getLoc(), ct[0], kind, getAxisName(),
                                       getGroupSize()));
     return success();
   }
   Value total = AllReduceOp::create(b, ad.getLoc(), ct[0], ReductionKind::sum,
-                                    getAxis(), getGroupSize());
+                                    getAxisName(), getGroupSize());
   out.push_back(ad.mul(collectiveWeight(ad, kind, getX(), getResult(),
-                                        getAxis(), getGroupSize()),
+                                        getAxisName(), getGroupSize()),
                        total));
   return success();
 }
@@ -90,13 +90,13 @@ LogicalResult AllReduceOp::vjp(ADBuilder &ad, ArrayRef<Value> ct,
 LogicalResult AllGatherOp::jvp(ADBuilder &ad, ArrayRef<Value> t,
                                SmallVectorImpl<Value> &out) {
   out.push_back(AllGatherOp::create(ad.builder(), ad.getLoc(), t[0], getDim(),
-                                    getAxis(), getGroupSize()));
+                                    getAxisName(), getGroupSize()));
   return success();
 }
 LogicalResult AllGatherOp::vjp(ADBuilder &ad, ArrayRef<Value> ct,
                                SmallVectorImpl<Value> &out) {
   out.push_back(ReduceScatterOp::create(ad.builder(), ad.getLoc(), ct[0],
-                                        ReductionKind::sum, getDim(), getAxis(),
+                                        ReductionKind::sum, getDim(), getAxisName(),
                                         getGroupSize()));
   return success();
 }
@@ -106,8 +106,8 @@ LogicalResult AllGatherOp::vjp(ADBuilder &ad, ArrayRef<Value> ct,
 static Value scatterWeight(ADBuilder &ad, ReduceScatterOp op) {
   Value full =
       AllGatherOp::create(ad.builder(), ad.getLoc(), op.getResult(),
-                          op.getDim(), op.getAxis(), op.getGroupSize());
-  return collectiveWeight(ad, op.getReduction(), op.getX(), full, op.getAxis(),
+                          op.getDim(), op.getAxisName(), op.getGroupSize());
+  return collectiveWeight(ad, op.getReduction(), op.getX(), full, op.getAxisName(),
                           op.getGroupSize());
 }
 LogicalResult ReduceScatterOp::jvp(ADBuilder &ad, ArrayRef<Value> t,
@@ -116,18 +116,18 @@ LogicalResult ReduceScatterOp::jvp(ADBuilder &ad, ArrayRef<Value> t,
   ReductionKind kind = getReduction();
   if (kind == ReductionKind::sum || kind == ReductionKind::mean) {
     out.push_back(ReduceScatterOp::create(b, ad.getLoc(), t[0], kind, getDim(),
-                                          getAxis(), getGroupSize()));
+                                          getAxisName(), getGroupSize()));
     return success();
   }
   out.push_back(ReduceScatterOp::create(
       b, ad.getLoc(), ad.mul(scatterWeight(ad, *this), t[0]),
-      ReductionKind::sum, getDim(), getAxis(), getGroupSize()));
+      ReductionKind::sum, getDim(), getAxisName(), getGroupSize()));
   return success();
 }
 LogicalResult ReduceScatterOp::vjp(ADBuilder &ad, ArrayRef<Value> ct,
                                    SmallVectorImpl<Value> &out) {
   Value gathered = AllGatherOp::create(ad.builder(), ad.getLoc(), ct[0],
-                                       getDim(), getAxis(), getGroupSize());
+                                       getDim(), getAxisName(), getGroupSize());
   switch (getReduction()) {
   case ReductionKind::sum:
     out.push_back(gathered);
@@ -146,14 +146,14 @@ LogicalResult ReduceScatterOp::vjp(ADBuilder &ad, ArrayRef<Value> ct,
 LogicalResult AllToAllOp::jvp(ADBuilder &ad, ArrayRef<Value> t,
                               SmallVectorImpl<Value> &out) {
   out.push_back(AllToAllOp::create(ad.builder(), ad.getLoc(), t[0],
-                                   getSplitDim(), getConcatDim(), getAxis(),
+                                   getSplitDim(), getConcatDim(), getAxisName(),
                                    getGroupSize()));
   return success();
 }
 LogicalResult AllToAllOp::vjp(ADBuilder &ad, ArrayRef<Value> ct,
                               SmallVectorImpl<Value> &out) {
   out.push_back(AllToAllOp::create(ad.builder(), ad.getLoc(), ct[0],
-                                   getConcatDim(), getSplitDim(), getAxis(),
+                                   getConcatDim(), getSplitDim(), getAxisName(),
                                    getGroupSize()));
   return success();
 }
@@ -161,7 +161,7 @@ LogicalResult AllToAllOp::vjp(ADBuilder &ad, ArrayRef<Value> ct,
 LogicalResult PermuteOp::jvp(ADBuilder &ad, ArrayRef<Value> t,
                              SmallVectorImpl<Value> &out) {
   out.push_back(PermuteOp::create(ad.builder(), ad.getLoc(), t[0], getPairs(),
-                                  getAxis()));
+                                  getAxisName()));
   return success();
 }
 LogicalResult PermuteOp::vjp(ADBuilder &ad, ArrayRef<Value> ct,
@@ -173,6 +173,6 @@ LogicalResult PermuteOp::vjp(ADBuilder &ad, ArrayRef<Value> ct,
     reversed.push_back(b.getDenseI64ArrayAttr({pair[1], pair[0]}));
   }
   out.push_back(PermuteOp::create(b, ad.getLoc(), ct[0],
-                                  b.getArrayAttr(reversed), getAxis()));
+                                  b.getArrayAttr(reversed), getAxisName()));
   return success();
 }

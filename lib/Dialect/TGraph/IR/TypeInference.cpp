@@ -117,7 +117,8 @@ LogicalResult TypeInference::requireSameElementType(
       return fail(shapeDiag.operandLabel(vals.front().second) +
                   " has element type " + typeName(first) + " but " +
                   shapeDiag.operandLabel(idx) + " has " + typeName(t) +
-                  "; insert a tgraph.cast to make them agree");
+                  "; tensor dtypes do not promote: cast one of them "
+                  "(tgraph.cast, op.cast)");
   }
   return success();
 }

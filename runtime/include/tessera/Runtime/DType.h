@@ -8,8 +8,10 @@
 #define TESSERA_RUNTIME_DTYPE_H
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string_view>
+#include <utility>
 
 namespace tessera::runtime {
 
@@ -39,6 +41,19 @@ const char *name(DType type);
 /// Bytes per element.
 std::size_t byteSize(DType type);
 bool isFloat(DType type);
+
+/// The kind of a weakly typed scalar operand: a Python or C++ bool, integer
+/// or floating-point number (a NumPy scalar counts as a Python number).
+enum class ScalarKind { Bool, Int, Float };
+
+/// The dtype of an elementwise op between a tensor of dtype `tensor` and a
+/// weak scalar of `kind` (NumPy 2 and JAX): the scalar takes the tensor's
+/// dtype when its kind fits (a bool anywhere, an int in an integer or float
+/// tensor, a float in a float tensor); a float with an integer or boolean
+/// tensor gives f32, and an int with a boolean tensor gives i64.
+DType weakResultType(DType tensor, ScalarKind kind);
+/// The range of an integer dtype ({0, 1} for i1); nullopt for floats.
+std::optional<std::pair<int64_t, int64_t>> integerRange(DType type);
 /// The DType named `text` (as name() spells it).
 std::optional<DType> parseDType(std::string_view text);
 /// The element as a double (for summaries and tests).

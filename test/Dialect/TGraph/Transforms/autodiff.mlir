@@ -156,11 +156,11 @@ tgraph.adjoint @f wrt(%arg0) -> @f_vjp
 // own transpose, all_gather and reduce_scatter(sum) are each other's,
 // all_to_all swaps its split and concat dims, permute reverses its pairs.
 func.func @m(%x: tensor<8x4xf32> {tgraph.name = "x"}) -> tensor<16x4xf32> {
-  %a = tgraph.all_reduce %x {reduction = #tgraph<reduction sum>, axis = "data", group_size = 2 : i64} : tensor<8x4xf32>
-  %t = tgraph.all_to_all %a {split_dim = 0 : i64, concat_dim = 1 : i64, axis = "data", group_size = 2 : i64} : tensor<8x4xf32> -> tensor<4x8xf32>
-  %p = tgraph.permute %t {pairs = [array<i64: 0, 1>, array<i64: 1, 0>], axis = "pipe"} : tensor<4x8xf32>
-  %r = tgraph.reduce_scatter %p {reduction = #tgraph<reduction sum>, dim = 1 : i64, axis = "model", group_size = 2 : i64} : tensor<4x8xf32> -> tensor<4x4xf32>
-  %g = tgraph.all_gather %r {dim = 0 : i64, axis = "model", group_size = 4 : i64} : tensor<4x4xf32> -> tensor<16x4xf32>
+  %a = tgraph.all_reduce %x {reduction = #tgraph<reduction sum>, axis_name = "data", group_size = 2 : i64} : tensor<8x4xf32>
+  %t = tgraph.all_to_all %a {split_dim = 0 : i64, concat_dim = 1 : i64, axis_name = "data", group_size = 2 : i64} : tensor<8x4xf32> -> tensor<4x8xf32>
+  %p = tgraph.permute %t {pairs = [array<i64: 0, 1>, array<i64: 1, 0>], axis_name = "pipe"} : tensor<4x8xf32>
+  %r = tgraph.reduce_scatter %p {reduction = #tgraph<reduction sum>, dim = 1 : i64, axis_name = "model", group_size = 2 : i64} : tensor<4x8xf32> -> tensor<4x4xf32>
+  %g = tgraph.all_gather %r {dim = 0 : i64, axis_name = "model", group_size = 4 : i64} : tensor<4x4xf32> -> tensor<16x4xf32>
   return %g : tensor<16x4xf32>
 }
 tgraph.adjoint @m wrt(%x) -> @m_vjp
@@ -168,11 +168,11 @@ tgraph.adjoint @m wrt(%x) -> @m_vjp
 // CHECK-LABEL: func.func @m_vjp
 // CHECK-SAME: %[[G:[a-z0-9]+]]: tensor<16x4xf32>
 // CHECK-NOT: tgraph.all_reduce %arg0
-// CHECK: %[[R:.*]] = tgraph.reduce_scatter %[[G]] {axis = "model", dim = 0 : i64, group_size = 4 : i64, reduction = #tgraph<reduction sum>} : tensor<16x4xf32> -> tensor<4x4xf32>
-// CHECK: %[[P:.*]] = tgraph.all_gather %[[R]] {axis = "model", dim = 1 : i64, group_size = 2 : i64} : tensor<4x4xf32> -> tensor<4x8xf32>
-// CHECK: %[[T:.*]] = tgraph.permute %[[P]] {axis = "pipe", pairs = [array<i64: 1, 0>, array<i64: 0, 1>]} : tensor<4x8xf32>
-// CHECK: %[[A:.*]] = tgraph.all_to_all %[[T]] {axis = "data", concat_dim = 0 : i64, group_size = 2 : i64, split_dim = 1 : i64} : tensor<4x8xf32> -> tensor<8x4xf32>
-// CHECK: %[[X:.*]] = tgraph.all_reduce %[[A]] {axis = "data", group_size = 2 : i64, reduction = #tgraph<reduction sum>} : tensor<8x4xf32>
+// CHECK: %[[R:.*]] = tgraph.reduce_scatter %[[G]] {axis_name = "model", dim = 0 : i64, group_size = 4 : i64, reduction = #tgraph<reduction sum>} : tensor<16x4xf32> -> tensor<4x4xf32>
+// CHECK: %[[P:.*]] = tgraph.all_gather %[[R]] {axis_name = "model", dim = 1 : i64, group_size = 2 : i64} : tensor<4x4xf32> -> tensor<4x8xf32>
+// CHECK: %[[T:.*]] = tgraph.permute %[[P]] {axis_name = "pipe", pairs = [array<i64: 1, 0>, array<i64: 0, 1>]} : tensor<4x8xf32>
+// CHECK: %[[A:.*]] = tgraph.all_to_all %[[T]] {axis_name = "data", concat_dim = 0 : i64, group_size = 2 : i64, split_dim = 1 : i64} : tensor<4x8xf32> -> tensor<8x4xf32>
+// CHECK: %[[X:.*]] = tgraph.all_reduce %[[A]] {axis_name = "data", group_size = 2 : i64, reduction = #tgraph<reduction sum>} : tensor<8x4xf32>
 // CHECK: return %[[X]]
 
 // -----
@@ -180,7 +180,7 @@ tgraph.adjoint @m wrt(%x) -> @m_vjp
 // all_reduce(max): the derivative goes to the devices holding the maximum,
 // shared among ties (counted across the group), in both modes.
 func.func @m(%x: tensor<8xf32> {tgraph.name = "x"}) -> tensor<8xf32> {
-  %a = tgraph.all_reduce %x {reduction = #tgraph<reduction max>, axis = "data", group_size = 4 : i64} : tensor<8xf32>
+  %a = tgraph.all_reduce %x {reduction = #tgraph<reduction max>, axis_name = "data", group_size = 4 : i64} : tensor<8xf32>
   return %a : tensor<8xf32>
 }
 tgraph.jvp @m wrt(%x) -> @m_jvp

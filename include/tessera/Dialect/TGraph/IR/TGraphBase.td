@@ -46,7 +46,8 @@ def TGraph_Dialect : Dialect {
 
 def TGraph_FloatElement : AnyTypeOf<[F64, F32, TF32, BF16, F16, F8E4M3FN,
                                      F8E5M2], "floating-point element type">;
-def TGraph_IntElement : AnyTypeOf<[I<4>, I8, I32, I64], "integer element type">;
+def TGraph_IntElement : AnyTypeOf<[I<4>, I8, I16, I32, I64],
+                                  "integer element type">;
 def TGraph_NumericElement : AnyTypeOf<[TGraph_FloatElement, TGraph_IntElement],
                                       "numeric element type">;
 def TGraph_ElementType : AnyTypeOf<[TGraph_NumericElement, I1],

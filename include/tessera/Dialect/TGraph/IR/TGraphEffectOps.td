@@ -88,16 +88,16 @@ class TGraph_CollectiveOp<string mnemonic, list<Trait> traits = []>
 def TGraph_AllReduceOp : TGraph_CollectiveOp<"all_reduce"> {
   let summary = "reduces a tensor across the devices of a mesh axis";
   let description = [{
-    Every device of mesh axis `axis` (`group_size` devices) gets the
+    Every device of mesh axis `axis_name` (`group_size` devices) gets the
     reduction of all of their inputs, combined in a fixed order.
 
     ```mlir
-    %g = tgraph.all_reduce %grad {reduction = #tgraph<reduction sum>, axis = "data",
+    %g = tgraph.all_reduce %grad {reduction = #tgraph<reduction sum>, axis_name = "data",
         group_size = 8 : i64} : tensor<512x512xf32>
     ```
   }];
   let arguments = (ins TGraph_NumericTensor:$x,
-                       TGraph_ReductionKindAttr:$reduction, StrAttr:$axis,
+                       TGraph_ReductionKindAttr:$reduction, StrAttr:$axis_name,
                        I64Attr:$group_size);
 }
 
@@ -105,11 +105,11 @@ def TGraph_AllGatherOp : TGraph_CollectiveOp<"all_gather"> {
   let summary = "concatenates the tensors of a mesh axis along one dim";
   let description = [{
     ```mlir
-    %w = tgraph.all_gather %shard {dim = 0 : i64, axis = "model", group_size = 4 : i64}
+    %w = tgraph.all_gather %shard {dim = 0 : i64, axis_name = "model", group_size = 4 : i64}
         : tensor<128x512xbf16> -> tensor<512x512xbf16>
     ```
   }];
-  let arguments = (ins TGraph_Tensor:$x, I64Attr:$dim, StrAttr:$axis,
+  let arguments = (ins TGraph_Tensor:$x, I64Attr:$dim, StrAttr:$axis_name,
                        I64Attr:$group_size);
 }
 
@@ -120,12 +120,12 @@ def TGraph_ReduceScatterOp : TGraph_CollectiveOp<"reduce_scatter"> {
 
     ```mlir
     %s = tgraph.reduce_scatter %g {reduction = #tgraph<reduction sum>, dim = 0 : i64,
-        axis = "data", group_size = 4 : i64} : tensor<512x64xf32> -> tensor<128x64xf32>
+        axis_name = "data", group_size = 4 : i64} : tensor<512x64xf32> -> tensor<128x64xf32>
     ```
   }];
   let arguments = (ins TGraph_NumericTensor:$x,
                        TGraph_ReductionKindAttr:$reduction, I64Attr:$dim,
-                       StrAttr:$axis, I64Attr:$group_size);
+                       StrAttr:$axis_name, I64Attr:$group_size);
 }
 
 def TGraph_AllToAllOp : TGraph_CollectiveOp<"all_to_all"> {
@@ -133,27 +133,27 @@ def TGraph_AllToAllOp : TGraph_CollectiveOp<"all_to_all"> {
   let description = [{
     ```mlir
     %y = tgraph.all_to_all %x {split_dim = 0 : i64, concat_dim = 1 : i64,
-        axis = "expert", group_size = 4 : i64} : tensor<64x16xf32> -> tensor<16x64xf32>
+        axis_name = "expert", group_size = 4 : i64} : tensor<64x16xf32> -> tensor<16x64xf32>
     ```
   }];
   let arguments = (ins TGraph_Tensor:$x, I64Attr:$split_dim,
-                       I64Attr:$concat_dim, StrAttr:$axis, I64Attr:$group_size);
+                       I64Attr:$concat_dim, StrAttr:$axis_name, I64Attr:$group_size);
 }
 
 def TGraph_PermuteOp : TGraph_CollectiveOp<"permute"> {
   let summary = "sends a tensor from each device to another (collective permute)";
   let description = [{
-    `pairs` lists `[source, target]` device pairs of mesh axis `axis`; a
+    `pairs` lists `[source, target]` device pairs of mesh axis `axis_name`; a
     device that is no target receives zeros.
 
     ```mlir
-    %n = tgraph.permute %x {pairs = [array<i64: 0, 1>, array<i64: 1, 0>], axis = "pipe"}
+    %n = tgraph.permute %x {pairs = [array<i64: 0, 1>, array<i64: 1, 0>], axis_name = "pipe"}
         : tensor<16x64xf32>
     ```
   }];
   let arguments = (ins TGraph_Tensor:$x,
                        TypedArrayAttrBase<DenseI64ArrayAttr, "device pairs">:$pairs,
-                       StrAttr:$axis);
+                       StrAttr:$axis_name);
 }
 
 //===----------------------------------------------------------------------===//
