@@ -252,6 +252,10 @@ bool ModuleState::finish(Operation *op, ArrayRef<Type> declared) {
     // A trace knows every symbol: dims that could differ at run time are
     // dims the user named differently.
     for (const shape::DimConstraint &c : ti.diag().constraints()) {
+      // A bound that holds only for some sizes (a slice of a dim that may
+      // be empty) stays a run-time check.
+      if (c.relation == shape::DimRelation::LessEqual)
+        continue;
       op->erase();
       return failAt(loc, "'" + name + "' op " + c.message +
                              " (in a traced function, differently named "

@@ -37,6 +37,13 @@ struct OpContext {
   /// Axes()), or an error as axisList's.
   std::optional<std::vector<int64_t>> axes(const Tensor &x,
                                            const op::Axes &axes) const;
+  /// For ops with no value over nothing (the maximum of an empty axis, the
+  /// softmax of no classes): an error if one of `axes` of `x` has static
+  /// size 0, else a run-time check (`tgraph.assert_dim le 1, count`) when
+  /// any is symbolic. "<opName> over an empty axis: ... the <what> of
+  /// nothing is undefined".
+  bool requireElements(const Tensor &x, const std::vector<int64_t> &axes,
+                       const char *opName, const char *what) const;
   /// The attribute of `value` for a tensor of `dtype`.
   mlir::TypedAttr scalarAttr(double value, DType dtype) const;
   mlir::tessera::tgraph::PolicyAttr policy(const op::Policy &p) const;

@@ -11,11 +11,60 @@
 
 #include "OpBuilder.h"
 
+#include "tessera/Dialect/TGraph/IR/TypeInference.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+
 using namespace mlir;
 namespace tg = mlir::tessera::tgraph;
 using ::tessera::detail::begin;
 
-namespace tessera::op {
+namespace tessera {
+
+bool detail::OpContext::requireElements(const Tensor &x,
+                                        const std::vector<int64_t> &axes,
+                                        const char *opName,
+                                        const char *what) const {
+  const OpContext &c = *this;
+  Shape shape = x.shape();
+  int64_t known = 1;
+  std::vector<int64_t> symbolic;
+  for (int64_t a : axes) {
+    if (!shape[a].isStatic()) {
+      symbolic.push_back(a);
+      continue;
+    }
+    if (shape[a].size() == 0) {
+      c.state->failAt(c.loc, std::string(opName) + " over an empty axis: "
+                             "axis " + std::to_string(a) + " of " + x.str() +
+                             " has size 0, and the " + what +
+                             " of nothing is undefined");
+      return false;
+    }
+    known *= shape[a].size();
+  }
+  if (symbolic.empty())
+    return true;
+  OpBuilder &b = c.b();
+  Value v = c.use(x);
+  Value count = arith::ConstantIndexOp::create(b, c.loc, known);
+  std::string sizes;
+  for (int64_t a : symbolic) {
+    count = arith::MulIOp::create(b, c.loc, count,
+                                  tg::DimOp::create(b, c.loc, v, a));
+    sizes += (sizes.empty() ? "" : " * ") + shape[a].symbol();
+  }
+  tg::AssertDimOp::create(
+      b, c.loc, tg::DimRelation::le,
+      arith::ConstantIndexOp::create(b, c.loc, 1), count,
+      "'tgraph." + std::string(opName) + "' op at " +
+          tg::describeLocation(c.loc) + ": the " + what +
+          " of nothing is undefined: the reduced axes of " + x.str() +
+          " must hold at least 1 element (" + sizes + ")");
+  return true;
+}
+
+namespace op {
 
 namespace {
 
@@ -118,12 +167,15 @@ Tensor reduceStable(const Tensor &x, const Axes &axis, bool keepdims,
 
 template <typename OpTy>
 Tensor reduce(const Tensor &x, const Axes &axis, bool keepdims,
-              SourceLoc where) {
+              const char *opName, const char *what, SourceLoc where) {
   auto c = begin({&x}, where);
   if (!c)
     return {};
+  // The maximum of nothing has no value (NumPy raises). The Graph IR op
+  // gives its identity (-inf, +inf), which the decompositions of logsumexp
+  // and softmax rely on, so the check is made here.
   auto d = c->axes(x, axis);
-  if (!d)
+  if (!d || !c->requireElements(x, *d, opName, what))
     return {};
   Value v = c->use(x);
   return c->result(OpTy::create(c->b(), c->loc, v.getType(), v, *d, keepdims));
@@ -247,11 +299,13 @@ Tensor reduce_prod(const Tensor &x, const Axes &axis, bool keepdims,
 }
 Tensor reduce_max(const Tensor &x, const Axes &axis, bool keepdims,
                   SourceLoc loc) {
-  return reduce<tg::ReduceMaxOp>(x, axis, keepdims, loc);
+  return reduce<tg::ReduceMaxOp>(x, axis, keepdims, "reduce_max", "maximum",
+                                 loc);
 }
 Tensor reduce_min(const Tensor &x, const Axes &axis, bool keepdims,
                   SourceLoc loc) {
-  return reduce<tg::ReduceMinOp>(x, axis, keepdims, loc);
+  return reduce<tg::ReduceMinOp>(x, axis, keepdims, "reduce_min", "minimum",
+                                 loc);
 }
 
 Tensor argmax(const Tensor &x, int64_t axis, bool keepdims, SourceLoc loc) {
@@ -300,4 +354,5 @@ Tensor rmsnorm_safe(const Tensor &x, const Tensor &scale, const Axes &axis,
                                     loc);
 }
 
-} // namespace tessera::op
+} // namespace op
+} // namespace tessera

@@ -96,6 +96,11 @@ Tensor cross_entropy(const Tensor &logits, const Tensor &labels,
                                  reduction + "'");
     return {};
   }
+  // A softmax over no classes has no value (and labels index nothing).
+  if (logits.rank() >= 1 &&
+      !c->requireElements(logits, {logits.rank() - 1}, "cross_entropy",
+                          "softmax"))
+    return {};
   Value l = c->use(logits), y = c->use(labels);
   return c->result(tg::CrossEntropyOp::create(c->b(), c->loc, l.getType(), l, y,
                                               *r, tg::PolicyAttr()));

@@ -51,6 +51,9 @@ void mlir::tessera::buildCPUPipeline(OpPassManager &pm, CPUStage stopAfter,
   tgraph::TGraphDecomposeOptions decompose;
   decompose.gpuAttention = keepGpuAttention;
   whole(tgraph::createTGraphDecompose(decompose));
+  // Ops on tensors with a static dim of 0 become constants: nothing to
+  // compute, and nothing of size 0 to tile or slice later.
+  perFunction(tgraph::createTGraphFoldEmpty());
   perFunction(createCanonicalizerPass());
   perFunction(createCSEPass());
   if (stopAfter == CPUStage::GraphOptimized)

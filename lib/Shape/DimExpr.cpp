@@ -542,12 +542,14 @@ DimExpr DimExpr::substitute(const llvm::StringMap<DimExpr> &env) const {
 
 static std::optional<int64_t> atomLowerBound(const Atom &atom) {
   if (!atom.quot)
-    return 1;
+    return 0; // a size: empty dims are allowed
   auto numLb = atom.quot->num.lowerBound();
   auto denLb = atom.quot->den.lowerBound();
-  if (!numLb || !denLb || *denLb < 1)
+  if (!numLb || !denLb || *denLb < 0)
     return std::nullopt;
-  // den >= 1: floor(n/d) >= 0 for n >= 0, and >= n for n < 0.
+  // A quotient is defined only where its denominator is >= 1 (a zero
+  // denominator is a run-time error, never a value), and there floor(n/d)
+  // is >= 0 for n >= 0, and >= n for n < 0.
   return *numLb >= 0 ? 0 : *numLb;
 }
 
@@ -561,8 +563,7 @@ std::optional<int64_t> DimExpr::lowerBound() const {
       auto lb = atomLowerBound(f.atom);
       if (!lb || *lb < 0)
         return std::nullopt; // sign of the monomial not bounded
-      for (unsigned p = 0; p < f.power; ++p)
-        monoLb *= *lb; // lb is 0 or 1
+      monoLb = 0; // every atom can be 0
     }
     // A negative coefficient on a non-constant monomial is unbounded below.
     if (t.coeff < 0 && !t.factors.empty())

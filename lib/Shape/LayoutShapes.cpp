@@ -133,6 +133,16 @@ ShapeResult tessera::shape::inferSlice(ShapeDiag &diag, const TensorShape &x,
       return diag.error("limit of " + at + " (" + limit[d].str() +
                         ") is past the end of " + diag.dimLabel(0, d) + " (" +
                         x.dims[d].str() + ")");
+    // Bounds that hold only for some sizes (x[1:] of a dim that may be
+    // empty) are checked at run time: 0 <= start <= limit <= dim.
+    DimSide zero{DimExpr::constant(0), "0", {}};
+    DimSide from{start[d], "its start", {}}, to{limit[d], "its limit", {}};
+    DimSide end{x.dims[d], diag.dimLabel(0, d), {DimRef{0, int(d)}}};
+    std::string what = "slice of " + at;
+    if (!diag.requireLessEqual(zero, from, what) ||
+        !diag.requireLessEqual(from, to, what) ||
+        !diag.requireLessEqual(to, end, what))
+      return std::nullopt;
     result.dims.push_back(*(size + DimExpr::constant(stride[d] - 1))
                                .floorDiv(DimExpr::constant(stride[d])));
   }

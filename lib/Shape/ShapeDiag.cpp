@@ -190,6 +190,25 @@ bool ShapeDiag::requireDivisible(DimSide a, int64_t n,
   return true;
 }
 
+bool ShapeDiag::requireLessEqual(DimSide a, DimSide b,
+                                 const std::string &what) {
+  if (a.expr.isUnknown() || b.expr.isUnknown())
+    return true;
+  if (auto room = (b.expr - a.expr).lowerBound(); room && *room >= 0)
+    return true;
+  if (auto over = (a.expr - b.expr).lowerBound(); over && *over > 0) {
+    error(what + ": " + a.label + " (" + a.expr.str() + ") is past " +
+          b.label + " (" + b.expr.str() + ")");
+    return false;
+  }
+  std::string message = what + ": " + a.label + " (" + a.expr.str() +
+                        ") must be at most " + b.label + " (" + b.expr.str() +
+                        ")";
+  addCheck(runtime, DimRelation::LessEqual, std::move(a), std::move(b),
+           std::move(message));
+  return true;
+}
+
 std::optional<DimExpr> ShapeDiag::unifyOperandDims(const TensorShape &a,
                                                    unsigned ao, unsigned ad,
                                                    const TensorShape &b,

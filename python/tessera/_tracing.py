@@ -277,11 +277,15 @@ def tensor_of(x, like=None, ctx=None):
         raise TesseraError("Tessera ops on arrays run inside ts.jit or a "
                            "transform; got an op outside any trace")
     if is_weak(x) and not isinstance(x, (list, tuple)):
+        if not isinstance(like, Tracer):
+            # Nothing to follow: the defaults of weak numbers (bool, i64,
+            # f32), as for an annotated parameter.
+            v = _python_number(x)
+            dt = (np.bool_ if isinstance(v, bool) else
+                  np.int64 if isinstance(v, int) else np.float32)
+            return constant(np.asarray(v, dt), ctx)._t
         ctx.module.set_location(*user_location())
-        if isinstance(like, Tracer):
-            t = _core.op.scalar(_python_number(x), like._t)
-        else:
-            t = _core.op.full(float(x), [], "f32")
+        t = _core.op.scalar(_python_number(x), like._t)
         if not t.valid:
             _raise(ctx.module)
         return t

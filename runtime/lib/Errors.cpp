@@ -56,3 +56,7 @@ extern "C" void tessera_not_converged(const char *message,
   raiseError(std::string(message) + "; after " + std::to_string(iterations) +
              " iterations the largest change was " + buffer);
 }
+
+extern "C" void tessera_failed(const char *message) {
+  raiseError(message);
+}

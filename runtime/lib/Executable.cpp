@@ -251,10 +251,6 @@ std::optional<Error> checkArguments(const CallPlan &plan,
       case CallPlan::DimCheck::kSymbol: {
         const std::string &name = plan.symbols[check.value];
         Bound &b = bound[check.value];
-        if (actual < 1)
-          return Error{fn() + " " + where(i, d) + " is " + name + " = " +
-                       std::to_string(actual) +
-                       ", but symbolic dims are at least 1"};
         if (b.value < 0)
           b = Bound{actual, i, d};
         else if (b.value != actual)

@@ -149,7 +149,7 @@ def test_bad_command_lines(tmp_path, model):
     source, _ = model
     cases = [
         ([source, "--fn", "nope"], "has no function @nope (it has @layer)"),
-        ([source, "--dims", "B=0"], "--dims expects NAME=SIZE pairs with SIZE >= 1, got 'B=0'"),
+        ([source, "--dims", "B=-1"], "--dims expects NAME=SIZE pairs with SIZE >= 0, got 'B=-1'"),
         ([source], "argument 0 dim 0 is B; give its size with --dims (B)"),
         ([tmp_path / "missing.so"], "cannot load compiled code from"),
         ([RUNTIME.replace("libTesseraRuntime", "libTesseraRuntime")], None),

@@ -147,8 +147,8 @@ static std::optional<llvm::StringMap<int64_t>> parseDims(StringRef text) {
     auto [name, value] = item.split('=');
     int64_t v;
     if (!shape::isValidSymbolName(name.trim()) ||
-        value.trim().getAsInteger(10, v) || v < 1) {
-      fail("--dims expects NAME=SIZE pairs with SIZE >= 1, got '" + item + "'");
+        value.trim().getAsInteger(10, v) || v < 0) {
+      fail("--dims expects NAME=SIZE pairs with SIZE >= 0, got '" + item + "'");
       return std::nullopt;
     }
     out[name.trim()] = v;

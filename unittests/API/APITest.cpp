@@ -452,3 +452,53 @@ TEST(API, NumbersTakeTheTensorsDtypeWhenTheirKindFits) {
             std::string::npos)
       << bad.error().message;
 }
+
+TEST(API, EmptyDimsHaveDefinedResults) {
+  // One compilation for every B, B = 0 included: sums of nothing are 0, the
+  // maximum of nothing stops the call with an error naming the op.
+  Module m;
+  auto f = m.trace("stats", {{{"B", 3}, DType::f64, "x"}},
+                   [](std::vector<Tensor> a) {
+                     return std::vector{op::reduce_sum(a[0], 0),
+                                        op::softmax(a[0]) * 2.0};
+                   });
+  ASSERT_TRUE(bool(f)) << f.error().message;
+  auto g = m.trace("peak", {{{"B", 3}, DType::f64, "x"}},
+                   [](std::vector<Tensor> a) {
+                     return std::vector{op::reduce_max(a[0], 0)};
+                   });
+  ASSERT_TRUE(bool(g)) << g.error().message;
+  auto exe = m.compile();
+  ASSERT_TRUE(bool(exe)) << exe.error().message;
+  auto empty = rt::HostBuffer::allocate(DType::f64, {0, 3});
+  ASSERT_TRUE(bool(empty));
+  auto out = (*exe)->function("stats")->call({*empty});
+  ASSERT_TRUE(bool(out)) << out.error().message;
+  EXPECT_EQ((*out)[0].shape(), (std::vector<int64_t>{3}));
+  for (int j = 0; j < 3; ++j)
+    EXPECT_EQ((*out)[0].as<double>()[j], 0.0);
+  EXPECT_EQ((*out)[1].shape(), (std::vector<int64_t>{0, 3}));
+  auto peak = (*exe)->function("peak")->call({*empty});
+  ASSERT_FALSE(bool(peak));
+  EXPECT_NE(peak.error().message.find(
+                "'tgraph.reduce_max' op at " __FILE__),
+            std::string::npos)
+      << peak.error().message;
+  EXPECT_NE(peak.error().message.find(
+                "the maximum of nothing is undefined: the reduced axes of "
+                "f64[B, 3] must hold at least 1 element (B)"),
+            std::string::npos)
+      << peak.error().message;
+
+  Module fixed;
+  auto bad = fixed.trace("bad", {{{0, 3}, DType::f64, "x"}},
+                         [](std::vector<Tensor> a) {
+                           return std::vector{op::reduce_min(a[0], 0)};
+                         });
+  ASSERT_FALSE(bool(bad));
+  EXPECT_NE(bad.error().message.find(
+                "reduce_min over an empty axis: axis 0 of f64[0, 3] has size "
+                "0, and the minimum of nothing is undefined"),
+            std::string::npos)
+      << bad.error().message;
+}

@@ -260,9 +260,11 @@ TEST(Runtime, BadArgumentsNameWhatWasExpected) {
   EXPECT_EQ(callError(add, {iota({3, 4}), iota({3, 4}), iota({9})}),
             "@add argument 2 dim 0 must be 2*B+1 = 7 (B = 3 from argument 0 "
             "dim 0) but is 9");
+  // B = 0 is a size like any other: 2*B+1 must then be 1.
   auto empty = *HostBuffer::zeros(DType::f32, {0, 4});
-  EXPECT_EQ(callError(add, {empty, empty, iota({1})}),
-            "@add argument 0 dim 0 is B = 0, but symbolic dims are at least 1");
+  EXPECT_EQ(callError(add, {empty, empty, iota({3})}),
+            "@add argument 2 dim 0 must be 2*B+1 = 1 (B = 0 from argument 0 "
+            "dim 0) but is 3");
   EXPECT_FALSE(exe->function("mul"));
   EXPECT_NE(
       exe->function("mul").error().message.find(

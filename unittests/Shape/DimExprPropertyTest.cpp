@@ -144,7 +144,8 @@ std::string randomExpr(std::mt19937 &rng, int depth) {
 }
 
 std::map<std::string, int64_t> randomEnv(std::mt19937 &rng) {
-  std::uniform_int_distribution<int64_t> v(1, 40);
+  // Sizes from 0 (an empty dim) up.
+  std::uniform_int_distribution<int64_t> v(0, 40);
   return {{"A", v(rng)}, {"B", v(rng)}, {"C", v(rng)}};
 }
 

@@ -7,10 +7,15 @@
 // reasons about shapes the same way and prints the same text.
 //
 // Model:
-//  * Symbols stand for integers >= 1 (a batch of zero elements is a static 0).
+//  * Symbols stand for integers >= 0: any size, an empty one included. So
+//    D and 2*D are equal when D is 0 (a run-time check, not a compile-time
+//    error), and S - 1 may be negative.
 //  * `/` is floor division (as Python's `//`). Exact cases simplify
-//    ((2*S)/2 == S); the rest stay as opaque quotient atoms, so
-//    H*(D/H) == D is *not* provable and needs a run-time check.
+//    ((2*S)/2 == S, (B*S)/B == S); the rest stay as opaque quotient atoms,
+//    so H*(D/H) == D is *not* provable and needs a run-time check. A
+//    quotient is defined where its denominator is >= 1: a denominator of 0
+//    at run time is an error of the call (a divisibility check fails, or
+//    the argument check reports it), never a value.
 //  * Expressions are kept in a canonical form (a sum of integer-weighted
 //    monomials over atoms), so two expressions are equal for all values of
 //    their symbols iff their canonical forms are identical.
@@ -89,8 +94,9 @@ public:
   /// Replace symbols by expressions (symbols not in `env` stay).
   DimExpr substitute(const llvm::StringMap<DimExpr> &env) const;
 
-  /// Lower bound over all values of the symbols (symbols >= 1, quotients
-  /// >= 0), or nullopt when the expression can get arbitrarily small.
+  /// Lower bound over all values of the symbols (symbols >= 0, quotients of
+  /// non-negative expressions >= 0), or nullopt when the expression can get
+  /// arbitrarily small.
   std::optional<int64_t> lowerBound() const;
 
   /// One term of the canonical sum: coeff * atom1^p1 * atom2^p2 ...; each

@@ -51,6 +51,8 @@ enum class DimRelation {
   EqualOrOne,
   /// lhs is a multiple of rhs
   Divisible,
+  /// lhs <= rhs (a slice bound inside its dim, a non-empty reduction)
+  LessEqual,
 };
 
 /// One side of a run-time check: `factor` times the product of the operand
@@ -106,6 +108,10 @@ public:
                                            const std::string &what);
   /// Requires `a` to be a multiple of the positive constant `n`.
   bool requireDivisible(DimSide a, int64_t n, const std::string &what);
+  /// Requires `a <= b`: an error if that fails for every value of the
+  /// symbols, a run-time constraint if it depends on them. `what` opens the
+  /// message ("slice of dim 1").
+  bool requireLessEqual(DimSide a, DimSide b, const std::string &what);
 
   /// unify() of dimension `ad` of operand `ao` with dimension `bd` of `bo`.
   std::optional<DimExpr> unifyOperandDims(const TensorShape &a, unsigned ao,

@@ -33,9 +33,36 @@ Value clampIndex(OpBuilder &b, Location loc, Value i, Value size) {
   return arith::MinSIOp::create(b, loc, low, last);
 }
 
+/// Stops the call when indices (any) index an empty `dim` of `x`: clamping
+/// into nothing has no answer.
+void checkNotEmpty(OpBuilder &b, Operation *op, Value x, Value indices,
+                   int64_t dim) {
+  Location loc = op->getLoc();
+  auto xt = cast<RankedTensorType>(x.getType());
+  auto it = cast<RankedTensorType>(indices.getType());
+  if (!xt.isDynamicDim(dim) && xt.getDimSize(dim) != 0)
+    return;
+  Value count = arith::ConstantIndexOp::create(b, loc, 1);
+  for (int64_t d = 0; d < it.getRank(); ++d)
+    count = arith::MulIOp::create(b, loc, count, dimOf(b, loc, indices, d));
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value empty = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                      dimOf(b, loc, x, dim), zero);
+  Value some =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, count, zero);
+  callHook(b, op, arith::AndIOp::create(b, loc, empty, some),
+           RuntimeHook::Failed,
+           describeOp(op) + ": dim " + std::to_string(dim) +
+               " of the operand is empty, so the indices have nothing to "
+               "select (out-of-range indices are clamped into the dim)",
+           {});
+}
+
 /// result[a..., i..., b...] = x[a..., clamp(indices[i...]), b...].
-Value buildGather(OpBuilder &b, Location loc, Value x, Value indices,
+Value buildGather(OpBuilder &b, Operation *op, Value x, Value indices,
                   int64_t dim, RankedTensorType resultType) {
+  Location loc = op->getLoc();
+  checkNotEmpty(b, op, x, indices, dim);
   auto it = cast<RankedTensorType>(indices.getType());
   int64_t r = resultType.getRank(), ir = it.getRank();
   // Dynamic sizes, from the operand dim each result dim comes from.
@@ -80,7 +107,7 @@ struct GatherLowering : public OpConversionPattern<GatherOp> {
                   ConversionPatternRewriter &rewriter) const override {
     auto type = getTypeConverter()->convertType<RankedTensorType>(op.getType());
     rewriter.replaceOp(op,
-                       buildGather(rewriter, op.getLoc(), adaptor.getX(),
+                       buildGather(rewriter, op, adaptor.getX(),
                                    adaptor.getIndices(),
                                    static_cast<int64_t>(op.getDim()), type));
     return success();
@@ -94,7 +121,7 @@ struct EmbeddingLowering : public OpConversionPattern<EmbeddingOp> {
   matchAndRewrite(EmbeddingOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     auto type = getTypeConverter()->convertType<RankedTensorType>(op.getType());
-    rewriter.replaceOp(op, buildGather(rewriter, op.getLoc(),
+    rewriter.replaceOp(op, buildGather(rewriter, op,
                                        adaptor.getTable(), adaptor.getIds(),
                                        /*dim=*/0, type));
     return success();

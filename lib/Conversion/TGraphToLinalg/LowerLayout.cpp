@@ -412,6 +412,9 @@ struct AssertDimLowering : public OpConversionPattern<AssertDimOp> {
           rewriter, loc, nonzero,
           eq(arith::RemSIOp::create(rewriter, loc, l, safe), zero));
     }
+    case DimRelation::le:
+      return arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::sle, l,
+                                   r);
     }
     llvm_unreachable("unknown relation");
   }

@@ -221,8 +221,21 @@ struct ArgReduceLowering : public OpConversionPattern<OpTy> {
             op.getType());
     Type element = getElementTypeOrSelf(x.getType());
     Type index = type.getElementType();
-    int64_t rank = cast<RankedTensorType>(x.getType()).getRank();
+    auto xType = cast<RankedTensorType>(x.getType());
+    int64_t rank = xType.getRank();
     int64_t dim = op.getDim();
+    // An empty dim (a size known only at run time) has no index to give.
+    if (xType.isDynamicDim(dim)) {
+      Value size = dimOf(rewriter, loc, x, dim);
+      Value empty = arith::CmpIOp::create(
+          rewriter, loc, arith::CmpIPredicate::eq, size,
+          arith::ConstantIndexOp::create(rewriter, loc, 0));
+      callHook(rewriter, op, empty, RuntimeHook::Failed,
+               describeOp(op) + ": dim " + std::to_string(dim) +
+                   " of the operand is empty: there is no element to take "
+                   "the index of",
+               {});
+    }
     ReductionSpace space = reductionSpace(rewriter, rank, {dim}, 2);
     SmallVector<Value> sizes = keptSizes(rewriter, loc, x, space.kept);
     Value best = filledTensor(

@@ -80,8 +80,9 @@ Value dimOf(OpBuilder &b, Location loc, Value v, int64_t i);
 /// takes the op's message (a C string) and the values found:
 ///   tessera_shape_check_failed(const char *, int64_t lhs, int64_t rhs)
 ///   tessera_not_converged(const char *, int64_t iterations, double change)
+///   tessera_failed(const char *) (no values: the message says it all)
 /// The runtime turns them into an error of the call; they do not return.
-enum class RuntimeHook { ShapeCheckFailed, NotConverged };
+enum class RuntimeHook { ShapeCheckFailed, NotConverged, Failed };
 
 /// Emits, at the insertion point, a call of `hook` taken when `failed` (an
 /// i1) holds, with `message` (stored as a global string) and `values`

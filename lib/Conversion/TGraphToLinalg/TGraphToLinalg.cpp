@@ -174,6 +174,9 @@ void mlir::tessera::tgraph::lowering::callHook(OpBuilder &b, Operation *op,
     name = "tessera_not_converged";
     params.append({b.getI64Type(), b.getF64Type()});
     break;
+  case RuntimeHook::Failed:
+    name = "tessera_failed";
+    break;
   }
   auto fn = module.lookupSymbol<LLVM::LLVMFuncOp>(name);
   if (!fn) {

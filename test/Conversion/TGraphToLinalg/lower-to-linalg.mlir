@@ -81,7 +81,9 @@ func.func @stable_sum_keepdims(%x: tensor<?x?xf32, #tgraph.dims<[B, S]>>) -> ten
 // CHECK-DAG: %[[B:.+]] = tensor.dim %[[X]], %c0
 // CHECK-DAG: %[[D:.+]] = tensor.dim %[[X]], %c1
 // CHECK-DAG: %[[NH:.+]] = tensor.dim %[[H]], %c0
-// CHECK: %[[DH:.+]] = arith.floordivsi %[[D]], %[[NH]] : index
+// CHECK: %[[ZERO:.+]] = arith.cmpi eq, %[[NH]], %{{.+}} : index
+// CHECK: %[[SAFE:.+]] = arith.select %[[ZERO]], %{{.+}}, %[[NH]] : index
+// CHECK: %[[DH:.+]] = arith.floordivsi %[[D]], %[[SAFE]] : index
 // CHECK: %[[SHAPE:.+]] = tensor.from_elements %[[B]], %[[NH]], %[[DH]] : tensor<3xindex>
 // CHECK: tensor.reshape %[[X]](%[[SHAPE]])
 func.func @reshape_heads(%x: tensor<?x?xf32, #tgraph.dims<[B, D]>>, %h: tensor<?xf32, #tgraph.dims<[H]>>)
@@ -102,6 +104,48 @@ func.func @reshape_heads(%x: tensor<?x?xf32, #tgraph.dims<[B, D]>>, %h: tensor<?
 func.func @check(%a: index, %b: index) {
   tgraph.assert_dim eq %a, %b, "broadcast mismatch: S vs T"
   return
+}
+
+// -----
+
+// `le` fails when lhs > rhs.
+// CHECK-LABEL: func.func @check_le
+// CHECK: %[[BAD:.+]] = arith.cmpi sgt, %arg0, %arg1 : index
+// CHECK: scf.if %[[BAD]] {
+// CHECK: llvm.call @tessera_shape_check_failed
+func.func @check_le(%a: index, %b: index) {
+  tgraph.assert_dim le %a, %b, "slice of dim 0: its start (1) must be at most its limit (S)"
+  return
+}
+
+// -----
+
+// argmax over a dim that may be empty stops the call when it is: there is
+// no index to give.
+// CHECK: llvm.func @tessera_failed(!llvm.ptr)
+// CHECK-LABEL: func.func @argmax_of_nothing
+// CHECK: %[[N:.+]] = tensor.dim %arg0, %{{.+}} : tensor<?xf32>
+// CHECK: %[[EMPTY:.+]] = arith.cmpi eq, %[[N]], %{{.+}} : index
+// CHECK: scf.if %[[EMPTY]] {
+// CHECK: llvm.call @tessera_failed
+func.func @argmax_of_nothing(%x: tensor<?xf32, #tgraph.dims<[N]>>) -> tensor<i64> {
+  %0 = tgraph.argmax %x {dim = 0 : i64} : tensor<?xf32, #tgraph.dims<[N]>> -> tensor<i64>
+  return %0 : tensor<i64>
+}
+
+// -----
+
+// A gather from a dim that may be empty stops the call when it is and
+// there are indices: they have nothing to select.
+// CHECK-LABEL: func.func @gather_from_nothing
+// CHECK: %[[EMPTY:.+]] = arith.cmpi eq, %{{.+}}, %{{.+}} : index
+// CHECK: %[[SOME:.+]] = arith.cmpi ne, %{{.+}}, %{{.+}} : index
+// CHECK: %[[BAD:.+]] = arith.andi %[[EMPTY]], %[[SOME]] : i1
+// CHECK: scf.if %[[BAD]] {
+// CHECK: llvm.call @tessera_failed
+func.func @gather_from_nothing(%x: tensor<?x4xf32, #tgraph.dims<[V, 4]>>, %i: tensor<?xi64, #tgraph.dims<[N]>>) -> tensor<?x4xf32, #tgraph.dims<[N, 4]>> {
+  %0 = tgraph.gather %x, %i {dim = 0 : i64} : (tensor<?x4xf32, #tgraph.dims<[V, 4]>>, tensor<?xi64, #tgraph.dims<[N]>>) -> tensor<?x4xf32, #tgraph.dims<[N, 4]>>
+  return %0 : tensor<?x4xf32, #tgraph.dims<[N, 4]>>
 }
 
 // -----

@@ -320,6 +320,27 @@ func.func @dims(%x: tensor<?x8xf32, #tgraph.dims<[B, 8]>>) -> (index, index, ten
 
 // -----
 
+// `le` between constants folds when it holds (and between a value and
+// itself); a symbolic side stays.
+// CHECK-LABEL: func.func @le_checks
+// CHECK-NOT: "holds"
+// CHECK-NOT: "itself"
+// CHECK: tgraph.assert_dim le %{{.+}}, %{{.+}}, "fails"
+// CHECK: tgraph.assert_dim le %{{.+}}, %{{.+}}, "depends"
+// CHECK-NOT: assert_dim
+func.func @le_checks(%x: tensor<?xf32, #tgraph.dims<[B]>>) {
+  %b = tgraph.dim %x, 0 : tensor<?xf32, #tgraph.dims<[B]>>
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  tgraph.assert_dim le %c1, %c4, "holds"
+  tgraph.assert_dim le %b, %b, "itself"
+  tgraph.assert_dim le %c4, %c1, "fails"
+  tgraph.assert_dim le %c1, %b, "depends"
+  return
+}
+
+// -----
+
 // A cond on a constant is its taken branch.
 // CHECK-LABEL: func.func @constant_cond
 // CHECK-SAME: (%[[X:.+]]: tensor<4xf32>)

@@ -168,12 +168,12 @@ func.func @batch_matmul_rhs_rank(%a: tensor<2x4x4xf32>, %b: tensor<4x4xf32>) {
 
 // -----
 
-// batch_matmul: batch dims that can never be equal (B vs 2*B).
+// batch_matmul: batch dims that can never be equal (B vs 2*B+2).
 func.func @batch_matmul_batch(%a: tensor<?x4x4xf32, #tgraph.dims<[B, 4, 4]>>,
-                              %b: tensor<?x4x4xf32, #tgraph.dims<["2*B", 4, 4]>>) {
-  // expected-error @+1 {{'tgraph.batch_matmul' op batch dimension mismatch: lhs (operand 0) dim 0 is B but rhs (operand 1) dim 0 is 2*B, which differ for every value of B}}
+                              %b: tensor<?x4x4xf32, #tgraph.dims<["2*B+2", 4, 4]>>) {
+  // expected-error @+1 {{'tgraph.batch_matmul' op batch dimension mismatch: lhs (operand 0) dim 0 is B but rhs (operand 1) dim 0 is 2*B+2, which differ for every value of B}}
   %0 = tgraph.batch_matmul %a, %b : (tensor<?x4x4xf32, #tgraph.dims<[B, 4, 4]>>,
-      tensor<?x4x4xf32, #tgraph.dims<["2*B", 4, 4]>>) -> tensor<?x4x4xf32>
+      tensor<?x4x4xf32, #tgraph.dims<["2*B+2", 4, 4]>>) -> tensor<?x4x4xf32>
   return
 }
 
@@ -507,5 +507,16 @@ func.func @attention_grad_output(%q: tensor<2x8x16xf32>, %v: tensor<2x8x4xf32>) 
 func.func @attention_grad_rank(%q: tensor<2x8x16xf32>, %g: tensor<8x16xf32>) {
   // expected-error @+1 {{'tgraph.attention_grad' op output_grad (operand 4) must have the rank of the query (3), but has rank 2 (shape [8, 16])}}
   %0:3 = tgraph.attention_grad %q, %q, %q, %q, %g : (tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<8x16xf32>) -> (tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<2x8x16xf32>)
+  return
+}
+
+// -----
+
+// attention: the default scale 1/sqrt(D) needs D at compile time.
+func.func @attention_symbolic_head_dim(%q: tensor<?x?xf32, #tgraph.dims<[S, D]>>) {
+  // expected-error @+1 {{'tgraph.attention' op the default scale 1/sqrt(head dim) needs a static head dim, but the query's last dim is D; give the scale explicitly}}
+  %0 = tgraph.attention %q, %q, %q : (tensor<?x?xf32, #tgraph.dims<[S, D]>>,
+      tensor<?x?xf32, #tgraph.dims<[S, D]>>, tensor<?x?xf32, #tgraph.dims<[S, D]>>)
+      -> tensor<?x?xf32, #tgraph.dims<[S, D]>>
   return
 }

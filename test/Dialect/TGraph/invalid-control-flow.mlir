@@ -166,16 +166,17 @@ func.func @while_body_yield_count(%n: tensor<i64>) {
 
 // while: the body keeps the carried shapes (dims that differ for every value).
 func.func @while_body_changes_carry(%x: tensor<?xf32, #tgraph.dims<[N]>>) {
-  // expected-error @+1 {{'tgraph.while' op the body changes a carried type: body result 0 dim 0 is 2*N but carry 0 dim 0 is N, which differ for every value of N}}
+  // expected-error @+1 {{'tgraph.while' op the body changes a carried type: body result 0 dim 0 is N+1 but carry 0 dim 0 is N, which differ for every value of N}}
   %0 = tgraph.while (%x) : tensor<?xf32, #tgraph.dims<[N]>> -> tensor<?xf32, #tgraph.dims<[N]>> cond {
   ^bb0(%it: tensor<?xf32, #tgraph.dims<[N]>>):
     %c = tgraph.constant dense<true> : tensor<i1>
     tgraph.yield %c : tensor<i1>
   } do {
   ^bb0(%it: tensor<?xf32, #tgraph.dims<[N]>>):
-    %d = tgraph.concat %it, %it {dim = 0 : i64}
-        : (tensor<?xf32, #tgraph.dims<[N]>>, tensor<?xf32, #tgraph.dims<[N]>>) -> tensor<?xf32, #tgraph.dims<["2*N"]>>
-    tgraph.yield %d : tensor<?xf32, #tgraph.dims<["2*N"]>>
+    %one = tgraph.constant dense<1.0> : tensor<1xf32>
+    %d = tgraph.concat %it, %one {dim = 0 : i64}
+        : (tensor<?xf32, #tgraph.dims<[N]>>, tensor<1xf32>) -> tensor<?xf32, #tgraph.dims<["N+1"]>>
+    tgraph.yield %d : tensor<?xf32, #tgraph.dims<["N+1"]>>
   }
   return
 }
@@ -471,9 +472,9 @@ func.func @call_arg_rank(%x: tensor<64xf32>) {
 func.func private @pair(%a: tensor<?xf32, #tgraph.dims<[N]>>, %b: tensor<?xf32, #tgraph.dims<[N]>>) -> tensor<?xf32, #tgraph.dims<[N]>>
 
 // call: a callee symbol bound by one argument must fit the others.
-func.func @call_binding(%a: tensor<?xf32, #tgraph.dims<[B]>>, %b: tensor<?xf32, #tgraph.dims<["2*B"]>>) {
-  // expected-error @+1 {{'tgraph.call' op calling the callee: argument shape mismatch: operand 1 dim 0 is 2*B but the callee's parameter 1 dim 0 (N) is B, which differ for every value of B}}
-  %0 = tgraph.call @pair(%a, %b) : (tensor<?xf32, #tgraph.dims<[B]>>, tensor<?xf32, #tgraph.dims<["2*B"]>>) -> tensor<?xf32, #tgraph.dims<[B]>>
+func.func @call_binding(%a: tensor<?xf32, #tgraph.dims<[B]>>, %b: tensor<?xf32, #tgraph.dims<["2*B+1"]>>) {
+  // expected-error @+1 {{'tgraph.call' op calling the callee: argument shape mismatch: operand 1 dim 0 is 2*B+1 but the callee's parameter 1 dim 0 (N) is B, which differ for every value of B}}
+  %0 = tgraph.call @pair(%a, %b) : (tensor<?xf32, #tgraph.dims<[B]>>, tensor<?xf32, #tgraph.dims<["2*B+1"]>>) -> tensor<?xf32, #tgraph.dims<[B]>>
   return
 }
 

@@ -279,3 +279,12 @@ func.func @softmax_scalar(%x: tensor<f32>) {
   %0 = tgraph.softmax %x {dim = 0 : i64} : tensor<f32>
   return
 }
+
+// -----
+
+// argmax over an empty dim: no index to give.
+func.func @argmax_of_nothing(%x: tensor<3x0xf32>) {
+  // expected-error @+1 {{'tgraph.argmax' op dim 1 of the operand [3, 0] is empty: there is no element to take the index of}}
+  %0 = tgraph.argmax %x {dim = 1 : i64} : tensor<3x0xf32> -> tensor<3xi64>
+  return
+}

@@ -5,11 +5,11 @@
 // op, the operand positions, both dims, the symbols and the location.
 
 func.func @matmul_d_vs_2d(%x: tensor<?x?xf32, #tgraph.dims<[B, D]>>,
-                          %w: tensor<?x?xf32, #tgraph.dims<["2*D", H]>>) {
-  // LOC: shape-errors.mlir:[[@LINE+2]]:8: error: 'tgraph.matmul' op contracting dimension mismatch: lhs (operand 0) dim 1 is D but rhs (operand 1) dim 0 is 2*D, which differ for every value of D
-  // expected-error @+1 {{'tgraph.matmul' op contracting dimension mismatch: lhs (operand 0) dim 1 is D but rhs (operand 1) dim 0 is 2*D, which differ for every value of D}}
+                          %w: tensor<?x?xf32, #tgraph.dims<["2*D+1", H]>>) {
+  // LOC: shape-errors.mlir:[[@LINE+2]]:8: error: 'tgraph.matmul' op contracting dimension mismatch: lhs (operand 0) dim 1 is D but rhs (operand 1) dim 0 is 2*D+1, which differ for every value of D
+  // expected-error @+1 {{'tgraph.matmul' op contracting dimension mismatch: lhs (operand 0) dim 1 is D but rhs (operand 1) dim 0 is 2*D+1, which differ for every value of D}}
   %y = tgraph.matmul %x, %w : (tensor<?x?xf32, #tgraph.dims<[B, D]>>,
-      tensor<?x?xf32, #tgraph.dims<["2*D", H]>>) -> tensor<?x?xf32>
+      tensor<?x?xf32, #tgraph.dims<["2*D+1", H]>>) -> tensor<?x?xf32>
   return
 }
 

@@ -71,6 +71,16 @@ def broadcasts(x, b):
             op.broadcast_to(b, (48, 36)) * 3.0)
 
 
+def empty_dims(x, w, a, b, c):
+    """Tensors with no elements: an empty batch x [0, 64] through a layer,
+    an empty contraction a [8, 0] @ b [0, 16], and the empty rows joined to
+    c [4, 32] (computed on the card)."""
+    h = op.gelu(op.matmul(x, w), approximate=True)
+    return (op.reduce_sum(h, axis=0), op.softmax(h), op.layernorm(h),
+            op.reduce_mean(h), op.matmul(a, b), op.logsumexp(a, axis=1),
+            op.concat([c, h], axis=0) * 2.0 + 1.0)
+
+
 def cases():
     """name -> (jit function, arguments as the function takes them)."""
     rng = np.random.default_rng(0)
@@ -109,6 +119,8 @@ def cases():
                          (r(2, 3, 256, 96, dtype=bf), r(2, 3, 136, 96,
                                                         dtype=bf),
                           r(72, 136, dtype=bf), r(6, 136, 40, dtype=bf))),
+        "empty_dims": (ts.jit(empty_dims, device="cuda"),
+                       (r(0, 64), r(64, 32), r(8, 0), r(0, 16), r(4, 32))),
         "bf16_mlp": (ts.jit(bf16_mlp, device="cuda"),
                      (r(256, 512, dtype=bf), r(512, 1024, scale=0.05,
                                                dtype=bf),

@@ -228,3 +228,18 @@ def test_row_and_column_broadcasts():
                                rtol=1e-6)
     np.testing.assert_allclose(cols, np.broadcast_to(b64, (48, 36)) * 3.0,
                                rtol=1e-6)
+
+
+def test_programs_on_empty_tensors():
+    """NumPy's results for tensors with no elements: sums of nothing are 0,
+    means NaN, logsumexp -inf, and ops on empty tensors give empty ones."""
+    prog, arrays = _program("empty_dims")
+    outs = [np.asarray(o.numpy()) for o in prog(*arrays)]
+    shapes = [o.shape for o in outs]
+    assert shapes == [(32,), (0, 32), (0, 32), (), (8, 16), (8,), (4, 32)], \
+        shapes
+    np.testing.assert_array_equal(outs[0], np.zeros(32, np.float32))
+    assert np.isnan(outs[3])
+    np.testing.assert_array_equal(outs[4], np.zeros((8, 16), np.float32))
+    np.testing.assert_array_equal(outs[5], np.full(8, -np.inf, np.float32))
+    np.testing.assert_allclose(outs[6], arrays[4] * 2.0 + 1.0, rtol=1e-6)

@@ -204,6 +204,18 @@ static LogicalResult checkAttentionAttributes(TypeInference &ti, Type element,
   return checkComputePolicy(ti, policy, element, element, false);
 }
 
+/// The default scale, 1/sqrt(head dim), is a compile-time constant.
+static LogicalResult requireStaticHeadDim(TypeInference &ti, Type query) {
+  shape::TensorShape q = getShape(query);
+  // ('?' may still become a constant once shapes are inferred.)
+  if (q.rank() == 0 || q.dims.back().getConstant() ||
+      q.dims.back().isUnknown())
+    return success();
+  return ti.fail("the default scale 1/sqrt(head dim) needs a static head "
+                 "dim, but the query's last dim is " +
+                 q.dims.back().str() + "; give the scale explicitly");
+}
+
 LogicalResult AttentionOp::inferTypes(TypeInference &ti, Adaptor a) {
   ti.setOperandNames({"query", "key", "value"});
   if (failed(ti.requireSameElementType(
@@ -216,6 +228,9 @@ LogicalResult AttentionOp::inferTypes(TypeInference &ti, Adaptor a) {
   auto result = shape::inferAttention(
       ti.diag(), getShape(a.getQuery().getType()),
       getShape(a.getKey().getType()), getShape(a.getValue().getType()));
+  if (result && !a.getScaleAttr())
+    if (failed(requireStaticHeadDim(ti, a.getQuery().getType())))
+      return failure();
   return ti.addResult(result, element);
 }
 
@@ -239,6 +254,9 @@ LogicalResult AttentionGradOp::inferTypes(TypeInference &ti, Adaptor a) {
       getShape(a.getOutputGrad().getType()));
   if (!checked)
     return ti.addResult(checked, element);
+  if (!a.getScaleAttr() &&
+      failed(requireStaticHeadDim(ti, a.getQuery().getType())))
+    return failure();
   ti.addResult(q, element);
   ti.addResult(k, element);
   ti.addResult(v, element);

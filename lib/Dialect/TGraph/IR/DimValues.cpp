@@ -18,7 +18,18 @@ buildAtom(OpBuilder &b, Location loc, const shape::DimExpr &atom,
   FailureOr<Value> den = buildDimExpr(b, loc, q->second, symbol);
   if (failed(num) || failed(den))
     return failure();
-  return Value(arith::FloorDivSIOp::create(b, loc, *num, *den));
+  // A denominator of 0 (an empty dim) is reported by the run-time checks
+  // that guard the quotient (a divisibility check, the argument check);
+  // dividing by 1 instead keeps the division itself from trapping.
+  Value d = *den;
+  if (auto c = q->second.getConstant(); !c || *c == 0) {
+    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+    Value one = arith::ConstantIndexOp::create(b, loc, 1);
+    Value isZero =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, d, zero);
+    d = arith::SelectOp::create(b, loc, isZero, one, d);
+  }
+  return Value(arith::FloorDivSIOp::create(b, loc, *num, d));
 }
 
 FailureOr<Value> mlir::tessera::tgraph::buildDimExpr(

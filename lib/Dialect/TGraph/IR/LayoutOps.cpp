@@ -297,6 +297,8 @@ static bool holds(DimRelation rel, const APInt &l, const APInt &r) {
     return l == r || l.isOne();
   case DimRelation::divisible:
     return !r.isZero() && l.srem(r).isZero();
+  case DimRelation::le:
+    return l.sle(r);
   }
   llvm_unreachable("unknown relation");
 }

@@ -71,10 +71,29 @@ static LogicalResult inferArgReduction(TypeInference &ti, AdaptorT a) {
   return success();
 }
 
+/// An arg-reduction over an empty dim has no index to give (a run-time
+/// error when the size is a symbol, see the lowering).
+template <typename AdaptorT>
+static LogicalResult requireElements(TypeInference &ti, AdaptorT a) {
+  shape::TensorShape x = getShape(a.getX().getType());
+  int64_t dim = a.getDim();
+  if (dim < 0 || dim >= int64_t(x.rank()))
+    return success(); // the shape function reports it
+  if (auto size = x.dims[dim].getConstant(); size && *size == 0)
+    return ti.fail("dim " + std::to_string(dim) + " of the operand " +
+                   x.str() +
+                   " is empty: there is no element to take the index of");
+  return success();
+}
+
 LogicalResult ArgmaxOp::inferTypes(TypeInference &ti, Adaptor a) {
+  if (failed(requireElements(ti, a)))
+    return failure();
   return inferArgReduction(ti, a);
 }
 LogicalResult ArgminOp::inferTypes(TypeInference &ti, Adaptor a) {
+  if (failed(requireElements(ti, a)))
+    return failure();
   return inferArgReduction(ti, a);
 }
 

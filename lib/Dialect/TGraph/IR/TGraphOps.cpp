@@ -88,7 +88,7 @@ static void printCompareDirection(OpAsmPrinter &printer, Operation *,
 }
 
 //===----------------------------------------------------------------------===//
-// custom<DimRelation>: the bare keyword (`eq`, `eq_or_one`, `divisible`)
+// custom<DimRelation>: the bare keyword (`eq`, `eq_or_one`, `divisible`, `le`)
 //===----------------------------------------------------------------------===//
 
 static ParseResult parseDimRelation(OpAsmParser &parser,
@@ -100,7 +100,7 @@ static ParseResult parseDimRelation(OpAsmParser &parser,
   std::optional<DimRelation> rel = symbolizeDimRelation(keyword);
   if (!rel)
     return parser.emitError(loc) << "unknown relation '" << keyword
-                                 << "'; expected eq, eq_or_one or divisible";
+                                 << "'; expected eq, eq_or_one, divisible or le";
   attr = DimRelationAttr::get(parser.getContext(), *rel);
   return success();
 }

@@ -37,9 +37,12 @@ LogicalResult KVCacheType::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "kv_cache shape must be [batch, heads, max_length, "
                           "head_dim], but has "
                        << shape.size() << " dims";
+  // Symbolic dims may be 0 at run time (an empty batch); a constant one
+  // must hold something.
   for (auto [i, d] : llvm::enumerate(shape.getDims())) {
     auto lb = d.lowerBound();
-    if (d.isUnknown() || !lb || *lb < 1)
+    auto c = d.getConstant();
+    if (d.isUnknown() || !lb || *lb < 0 || (c && *c < 1))
       return emitError() << "kv_cache dim " << i
                          << " must be known and positive, but is " << d.str();
   }

@@ -446,12 +446,11 @@ static LogicalResult decomposeCrossEntropy(CrossEntropyOp op,
     Value absent = e.compare(CompareDirection::eq, p, zero);
     terms = e.select(absent, zero, e.mul(p, logp));
   } else {
-    if (ShapedType::isDynamic(logitsType.getShape()[c]))
-      return rewriter.notifyMatchFailure(op, "needs a static class count");
+    // Class indices 0..C-1 (C may be a symbol: the logits bind it).
     Type idType = e.elementOf(op.getLabels());
+    shape::TensorShape classShape({getShape(logitsType).dims[c]});
     Value classes = IotaOp::create(
-        rewriter, loc,
-        RankedTensorType::get({logitsType.getShape()[c]}, idType), 0);
+        rewriter, loc, getTensorType(classShape, idType), 0);
     Value hit =
         e.compare(CompareDirection::eq,
                   expandLastDim(rewriter, loc, op.getLabels()), classes);
@@ -626,8 +625,11 @@ struct TGraphDecomposePass
     RewritePatternSet patterns(&getContext());
     std::vector<std::string> only(ops.begin(), ops.end());
     populateDecompositionPatterns(patterns, only, gpuAttention);
-    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns)))) {
+      getOperation()->emitError()
+          << "-tessera-tgraph-decompose did not converge";
       signalPassFailure();
+    }
   }
 };
 } // namespace

@@ -67,6 +67,8 @@ static DimRelation relationOf(shape::DimRelation r) {
     return DimRelation::eq_or_one;
   case shape::DimRelation::Divisible:
     return DimRelation::divisible;
+  case shape::DimRelation::LessEqual:
+    return DimRelation::le;
   }
   llvm_unreachable("unknown relation");
 }
@@ -288,8 +290,9 @@ private:
           return true;
         continue;
       }
-      if (!isa<DimOp, arith::ConstantOp, arith::AddIOp, arith::MulIOp,
-               arith::FloorDivSIOp>(prev))
+      if (!isa<DimOp, arith::ConstantOp, arith::AddIOp, arith::SubIOp,
+               arith::MulIOp, arith::FloorDivSIOp, arith::CmpIOp,
+               arith::SelectOp>(prev))
         return false;
     }
     return false;

@@ -131,8 +131,14 @@ public:
   explicit Impl(int64_t vectorBytes) : vectorBytes(vectorBytes) {}
 
   /// Whether `op` gets the packed contraction schedule.
+  /// An op with a loop of static size 0 does no work: it is left to the
+  /// plain lowering (tiling a zero-size loop is not defined upstream).
+  static bool hasEmptyLoop(linalg::LinalgOp op) {
+    return llvm::is_contained(op.getStaticLoopRanges(), 0);
+  }
+
   bool isGemm(linalg::LinalgOp op) {
-    if (!op.hasPureTensorSemantics())
+    if (!op.hasPureTensorSemantics() || hasEmptyLoop(op))
       return false;
     Schedule s = withDefaults(op);
     return gemmShape(op, s).has_value();
@@ -141,7 +147,8 @@ public:
   /// Appends the script of `op` (tagged with `id`); false when the op is
   /// left alone.
   bool schedule(linalg::LinalgOp op, int64_t id, std::string &script) {
-    if (!op.hasPureTensorSemantics() || op.getNumLoops() == 0)
+    if (!op.hasPureTensorSemantics() || op.getNumLoops() == 0 ||
+        hasEmptyLoop(op))
       return false;
     // Transposes of the innermost dims are left to the data movement pass,
     // which splits them into 16-row parallel tiles transposed in registers.
@@ -163,7 +170,8 @@ public:
   /// Whether `op` can lead or join a row-fused group: not a packed
   /// contraction, first loop parallel.
   bool fusible(linalg::LinalgOp op) {
-    if (!op.hasPureTensorSemantics() || op.getNumLoops() == 0 || isGemm(op))
+    if (!op.hasPureTensorSemantics() || op.getNumLoops() == 0 ||
+        hasEmptyLoop(op) || isGemm(op))
       return false;
     return op.getIteratorTypesArray()[0] == utils::IteratorType::parallel;
   }

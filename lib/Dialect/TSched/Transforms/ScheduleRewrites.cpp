@@ -409,6 +409,13 @@ void mlir::tessera::tsched::parallelizeDataMovement(func::FuncOp module) {
     auto type = dyn_cast<RankedTensorType>(op->getResult(0).getType());
     if (!type || type.getRank() < 2)
       return;
+    // Nothing to move (and zero-size tiles are not defined upstream).
+    auto empty = [](Type t) {
+      auto r = dyn_cast<RankedTensorType>(t);
+      return r && llvm::is_contained(r.getShape(), 0);
+    };
+    if (empty(type) || llvm::any_of(op->getOperandTypes(), empty))
+      return;
     ops.push_back(cast<TilingInterface>(op));
   });
   for (TilingInterface op : ops) {

@@ -38,6 +38,9 @@ void tessera_shape_check_failed(const char *message, std::int64_t lhs,
 /// change.
 void tessera_not_converged(const char *message, std::int64_t iterations,
                            double change);
+/// An op has no defined result for its input (the argmax of nothing, a
+/// gather from an empty dim): `message` says which and why.
+void tessera_failed(const char *message);
 }
 
 #endif // TESSERA_RUNTIME_ERRORS_H

@@ -44,13 +44,16 @@ func.func @unknown_vs_constant(%a: tensor<?xf32>, %b: tensor<4xf32>) -> tensor<?
 // -----
 
 // Splitting D into H heads of D/H needs H to divide D: the check compares
-// the element counts, with D/H computed by floor division at run time.
+// the element counts, with D/H computed by floor division at run time (by 1
+// when H is 0, so the division cannot trap: the check then fails).
 // CHECK-LABEL: func.func @reshape_into_heads
 // CHECK-DAG: %[[B:.+]] = tgraph.dim %arg0, 0
 // CHECK-DAG: %[[D:.+]] = tgraph.dim %arg0, 1
 // CHECK: %[[IN:.+]] = arith.muli %[[B]], %[[D]] : index
 // CHECK: %[[H:.+]] = tgraph.dim %arg1, 0
-// CHECK: %[[DH:.+]] = arith.floordivsi %[[D]], %[[H]] : index
+// CHECK: %[[ZERO:.+]] = arith.cmpi eq, %[[H]], %{{.+}} : index
+// CHECK: %[[SAFE:.+]] = arith.select %[[ZERO]], %{{.+}}, %[[H]] : index
+// CHECK: %[[DH:.+]] = arith.floordivsi %[[D]], %[[SAFE]] : index
 // CHECK: %[[T:.+]] = arith.muli %[[B]], %[[DH]] : index
 // CHECK: %[[OUT:.+]] = arith.muli %[[T]], %[[H]] : index
 // CHECK: tgraph.assert_dim eq %[[IN]], %[[OUT]], "'tgraph.reshape' op at {{.*}}: reshape must preserve the element count: operand 0 element count (B*D) must equal result element count (B*(D/H)*H)"

@@ -99,7 +99,7 @@ def TGraph_LossReductionAttr
 def TGraph_DimRelation : I32EnumAttr<"DimRelation",
     "relation a run-time dimension check requires", [
       I32EnumAttrCase<"eq", 0>, I32EnumAttrCase<"eq_or_one", 1>,
-      I32EnumAttrCase<"divisible", 2>]> {
+      I32EnumAttrCase<"divisible", 2>, I32EnumAttrCase<"le", 3>]> {
   let cppNamespace = "::mlir::tessera::tgraph";
   let genSpecializedAttr = 0;
 }

@@ -241,7 +241,9 @@ def TGraph_AssertDimOp : TGraph_Op<"assert_dim",
   let description = [{
     Inserted by shape inference where a shape rule depends on symbol values.
     `eq` requires `lhs == rhs`, `eq_or_one` allows `lhs == 1` as well (a
-    broadcast), `divisible` requires `lhs` to be a multiple of `rhs`.
+    broadcast), `divisible` requires `lhs` to be a multiple of `rhs`, and
+    `le` requires `lhs <= rhs` (a slice bound inside its dim, a reduction
+    without identity over at least one element).
     Execution stops with `message` (which names the op, its location, the
     operands and the symbols) when the relation does not hold.
 

@@ -146,6 +146,30 @@ def TGraphInline : Pass<"tessera-tgraph-inline", "ModuleOp"> {
   }];
 }
 
+def TGraphFoldEmpty : Pass<"tessera-tgraph-fold-empty", "func::FuncOp"> {
+  let summary = "Replace ops on tensors with no elements by constants";
+  let description = [{
+    A tensor whose static shape has a 0 holds no elements. An op producing
+    one computes nothing; an op that reduces over empty dims (a sum, a
+    contraction with an empty contracted dim, the mean, max or logsumexp of
+    nothing, a cross-entropy over no examples) produces its identity
+    everywhere: 0, 1, NaN for a mean, -inf (the lowest value for integers)
+    for a maximum or logsumexp, +inf for a minimum. A pad of nothing is its
+    padding value, a scatter of no updates its operand, and a concatenation
+    drops its empty inputs. Each becomes a `tgraph.full`, so back ends never
+    tile or slice a static dim of size 0. Ops with effects and region ops
+    are left alone, as are dims that are symbols (their loops run zero
+    times at run time).
+
+    ```mlir
+    %s = tgraph.reduce_sum %x {dims = array<i64: 0>}
+        : tensor<0x4xf32> -> tensor<4xf32>
+    // becomes
+    %s = tgraph.full {value = 0.0 : f32} : tensor<4xf32>
+    ```
+  }];
+}
+
 def TGraphWidenI4 : Pass<"tessera-tgraph-widen-i4", "ModuleOp"> {
   let summary = "Compute i4 tensors as i8 ones holding the 4-bit values";
   let description = [{
