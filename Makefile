@@ -25,7 +25,7 @@ CMAKE_FLAGS := -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DPython3_EXECUTABLE=/usr/bin/python3
 
 
-.PHONY: all deps pydeps build test pip-check demo fuzz fuzz-build clean
+.PHONY: all deps pydeps build test pip-check demo docs fuzz fuzz-build clean
 
 all: build
 
@@ -69,6 +69,13 @@ test: build pydeps fuzz-build
 # (the first run builds the package in build/wheel: minutes).
 pip-check: deps
 	@./test/pip/run.sh $(BUILD)
+
+# The Python API reference from the docstrings (docs/api): HTML in
+# $(BUILD)/docs/api; a warning is an error.
+docs: build
+	PYTHONPATH=$(BUILD)/python $(VENV)/bin/python -m sphinx -W --keep-going \
+	  -q -b html docs/api $(BUILD)/docs/api
+	@echo "API reference: $(BUILD)/docs/api/index.html"
 
 demo: build
 	@./examples/demo.sh $(BUILD)/bin/tessera-opt $(BUILD)/bin/tessera-run \

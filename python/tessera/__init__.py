@@ -1,5 +1,8 @@
 """Tessera: a deep-learning programming model and compiler on MLIR.
 
+Write a model as Python functions of arrays, then compile, differentiate
+and batch them::
+
     import tessera as ts
     from tessera import op
 
@@ -12,10 +15,18 @@
 GPU kernels are written with tiles (``@ts.kernel``, ``tessera.tile``) and
 run on ``ts.device("cuda")`` tensors.
 
-Everything here is a thin layer over the C++ API (tessera._core) and the
-runtime (tessera._cuda). An installation without the compiler extension
+Everything here is a thin layer over the C++ API (``tessera._core``) and the
+runtime (``tessera._cuda``). An installation without the compiler extension
 runs precompiled kernels from the kernel cache; then only the dtypes, the
 kernel DSL and the CUDA runtime are here.
+
+>>> w = np.zeros((784, 10), np.float32)
+>>> x, y = np.ones((4, 784), np.float32), np.arange(4)
+>>> loss = lambda w, x, y: op.cross_entropy(x @ w, y)
+>>> round(float(ts.jit(loss)(w, x, y)), 4)
+2.3026
+>>> ts.grad(loss)(w, x, y).shape
+(784, 10)
 """
 
 from ._errors import TesseraError

@@ -104,9 +104,24 @@ def _argnums(argnums):
 
 
 def value_and_grad(fun, argnums=0, has_aux=False):
-    """(value, gradient) of a function returning a scalar (or ``(scalar,
-    aux)`` with ``has_aux``); the gradient has the structure of the
-    ``argnums`` arguments."""
+    """``fun`` transformed to return ``(value, gradient)``. ``fun`` returns
+    one float scalar (or ``(scalar, aux)`` with ``has_aux``); the gradient
+    is taken with respect to argument ``argnums`` (an int, or a tuple of
+    ints for a tuple of gradients) and has its structure (arrays or
+    pytrees). Reverse mode, as an IR transformation (``tgraph.adjoint``);
+    works inside and outside ``jit``.
+
+    >>> f = lambda w, x: op.reduce_sum((x @ w) ** 2)
+    >>> value, g = ts.value_and_grad(f)(np.array([1.0, 2.0]), np.eye(2))
+    >>> value, g
+    (array(5.), array([2., 4.]))
+    >>> def loss(w):
+    ...     y = w * 3.0
+    ...     return op.reduce_sum(y * y), y
+    >>> (value, aux), g = ts.value_and_grad(loss, has_aux=True)(np.array([1.0]))
+    >>> value, aux, g
+    (array(9.), array([3.]), array([18.]))
+    """
     nums = _argnums(argnums)
 
     def transformed(*args):
@@ -151,7 +166,16 @@ def op_full_like(x, value):
 
 
 def grad(fun, argnums=0, has_aux=False):
-    """The gradient of a scalar function (see value_and_grad)."""
+    """``fun`` transformed to return its gradient with respect to argument
+    ``argnums`` (``value_and_grad`` without the value; with ``has_aux``,
+    ``(gradient, aux)``).
+
+    >>> ts.grad(lambda x: op.reduce_sum(op.sin(x)))(np.array([0.0]))
+    array([1.])
+    >>> ts.grad(lambda a, b: op.reduce_sum(a * b), argnums=(0, 1))(
+    ...     np.array([2.0]), np.array([5.0]))
+    (array([5.]), array([2.]))
+    """
     vg = value_and_grad(fun, argnums, has_aux)
 
     def transformed(*args):
@@ -165,8 +189,13 @@ def grad(fun, argnums=0, has_aux=False):
 
 
 def jvp(fun, primals, tangents):
-    """(fun(*primals), J @ tangents): forward mode. ``tangents`` has the
-    structure of ``primals``."""
+    """``(fun(*primals), J @ tangents)``: the value and the Jacobian-vector
+    product, by forward mode (``tgraph.jvp``). ``primals`` and ``tangents``
+    are tuples of the same structure, one entry per argument of ``fun``.
+
+    >>> ts.jvp(lambda x: x * x, (np.array([3.0]),), (np.array([1.0]),))
+    (array([9.]), array([6.]))
+    """
     if current_context() is None and not any(
             isinstance(l, Tracer) for l in _tree.leaves((primals, tangents))):
         return jit(lambda p, t: jvp(fun, p, t), name=_name(fun, "jvp"))(
@@ -189,8 +218,14 @@ def jvp(fun, primals, tangents):
 
 
 def vjp(fun, *primals):
-    """(fun(*primals), vjp_fn) where vjp_fn(cotangent) returns one cotangent
-    per primal."""
+    """``(fun(*primals), vjp_fn)``, where ``vjp_fn(cotangent)`` returns the
+    vector-Jacobian product: a tuple with one cotangent per primal. The
+    cotangent has the structure of ``fun``'s result.
+
+    >>> y, pullback = ts.vjp(lambda x: 2.0 * x, np.array([1.0, 2.0]))
+    >>> y, pullback(np.array([1.0, 10.0]))
+    (array([2., 4.]), (array([ 2., 20.]),))
+    """
     if current_context() is None and not any(
             isinstance(l, Tracer) for l in _tree.leaves(primals)):
         out = jit(fun)(*primals)
@@ -225,7 +260,13 @@ def vjp(fun, *primals):
 
 def hvp(fun, primals, tangents):
     """The Hessian of a scalar function at ``primals`` times ``tangents``
-    (forward over reverse), with the structure of ``primals``."""
+    (forward over reverse, ``tgraph.hvp``): a tuple with the structure of
+    ``primals``.
+
+    >>> ts.hvp(lambda x: op.reduce_sum(x ** 3), (np.array([1.0, 2.0]),),
+    ...        (np.array([1.0, 0.0]),))
+    (array([6., 0.]),)
+    """
     if current_context() is None and not any(
             isinstance(l, Tracer) for l in _tree.leaves((primals, tangents))):
         return jit(lambda p, v: hvp(fun, p, v), name=_name(fun, "hvp"))(
@@ -250,14 +291,26 @@ def hvp(fun, primals, tangents):
 # -- steering differentiation -------------------------------------------------
 
 def stop_gradient(x):
-    """``x``, with no derivative flowing through it (leaf by leaf)."""
+    """``x`` (any pytree), with no derivative flowing through any of its
+    leaves (``op.stop_gradient`` on each).
+
+    >>> ts.grad(lambda p: op.reduce_sum(p["a"] * ts.stop_gradient(p)["b"]))(
+    ...     {"a": np.array([2.0]), "b": np.array([3.0])})
+    {'a': array([3.]), 'b': array([0.])}
+    """
     from . import op
     return _tree.map(op.stop_gradient, x)
 
 
 def checkpoint(fun):
     """``fun`` whose intermediates reverse mode recomputes instead of keeping
-    (tgraph.checkpoint): memory for compute."""
+    (``tgraph.checkpoint``): memory traded for compute. ``ts.remat`` is the
+    same function.
+
+    >>> layer = ts.checkpoint(lambda x: op.tanh(x) * 2.0)
+    >>> ts.grad(lambda x: op.reduce_sum(layer(x)))(np.array([0.0]))
+    array([2.])
+    """
 
     @functools.wraps(fun)
     def wrapped(*args):
@@ -322,12 +375,20 @@ class _CustomRule:
 
 class custom_vjp(_CustomRule):
     """A function with a user-defined reverse-mode rule (JAX's API):
+    ``fwd(*args)`` returns ``(value, residuals)`` and ``bwd(residuals, g)``
+    returns one cotangent per argument (``tgraph.custom_vjp``).
 
-        @ts.custom_vjp
-        def f(x): ...
-        def f_fwd(x): return f(x), residuals
-        def f_bwd(residuals, g): return (dx,)     # one per argument
-        f.defvjp(f_fwd, f_bwd)
+    >>> @ts.custom_vjp
+    ... def clip_grad(x):
+    ...     return x
+    >>> def fwd(x):
+    ...     return x, None
+    >>> def bwd(res, g):
+    ...     return (op.max(op.min(g, 1.0), -1.0),)
+    >>> _ = clip_grad.defvjp(fwd, bwd)
+    >>> ts.grad(lambda x: op.reduce_sum(clip_grad(x) * 5.0))(
+    ...     np.array([1.0, 2.0]))
+    array([1., 1.])
     """
 
     _define = "defvjp(fwd, bwd)"
@@ -337,6 +398,16 @@ class custom_vjp(_CustomRule):
         self.fwd = self.bwd = None
 
     def defvjp(self, fwd, bwd):
+        """Sets the rule: ``fwd(*args) -> (value, residuals)`` and
+        ``bwd(residuals, g) -> (cotangent per argument,)``; returns the
+        function.
+
+        >>> double = ts.custom_vjp(lambda x: 2.0 * x)
+        >>> double = double.defvjp(lambda x: (2.0 * x, None),
+        ...                        lambda res, g: (2.0 * g,))
+        >>> ts.grad(lambda x: op.reduce_sum(double(x)))(np.array([1.0]))
+        array([2.])
+        """
         self.fwd, self.bwd = fwd, bwd
         return self
 
@@ -385,12 +456,21 @@ class custom_vjp(_CustomRule):
 
 
 class custom_jvp(_CustomRule):
-    """A function with a user-defined forward-mode rule (JAX's API):
+    """A function with a user-defined forward-mode rule (JAX's API): the
+    rule takes ``(primals, tangents)`` and returns ``(value,
+    tangent_out)``; reverse mode transposes it (``tgraph.custom_jvp``).
 
-        @ts.custom_jvp
-        def f(x): ...
-        @f.defjvp
-        def f_jvp(primals, tangents): return f(*primals), tangent_out
+    >>> @ts.custom_jvp
+    ... def softplus(x):
+    ...     return op.log1p(op.exp(x))
+    >>> @softplus.defjvp
+    ... def softplus_jvp(primals, tangents):
+    ...     (x,), (t,) = primals, tangents
+    ...     return softplus(x), t * op.sigmoid(x)
+    >>> ts.jvp(softplus, (np.array([0.0]),), (np.array([2.0]),))[1]
+    array([1.])
+    >>> ts.grad(lambda x: op.reduce_sum(softplus(x)))(np.array([0.0]))
+    array([0.5])
     """
 
     _define = "defjvp(rule)"
@@ -400,6 +480,14 @@ class custom_jvp(_CustomRule):
         self.jvp = None
 
     def defjvp(self, jvp):
+        """Sets the rule ``jvp(primals, tangents) -> (value, tangent_out)``
+        (usable as a decorator; returns the rule).
+
+        >>> square = ts.custom_jvp(lambda x: x * x)
+        >>> _ = square.defjvp(lambda p, t: (p[0] * p[0], 2.0 * p[0] * t[0]))
+        >>> ts.jvp(square, (np.array([3.0]),), (np.array([1.0]),))
+        (array([9.]), array([6.]))
+        """
         self.jvp = jvp
         return jvp
 
@@ -448,9 +536,15 @@ def _basis(shape, dtype):
 
 
 def jacrev(fun, argnums=0):
-    """The Jacobian [*out.shape, *arg.shape] of an array function by reverse
-    mode: one VJP, mapped (ts.vmap) over the unit cotangents of the output
-    (a static shape)."""
+    """``fun`` transformed to return its Jacobian ``[*out.shape,
+    *arg.shape]`` with respect to argument ``argnums`` (one array), by
+    reverse mode: one VJP, mapped (``ts.vmap``) over the unit cotangents of
+    the output, whose shape must be static.
+
+    >>> ts.jacrev(lambda x: x * x)(np.array([1.0, 2.0]))
+    array([[2., 0.],
+           [0., 4.]])
+    """
 
     def transformed(*args):
         i = _single_array_arg(args, argnums, "jacrev")
@@ -466,9 +560,15 @@ def jacrev(fun, argnums=0):
 
 
 def jacfwd(fun, argnums=0):
-    """The Jacobian [*out.shape, *arg.shape] of an array function by forward
-    mode: one JVP, mapped (ts.vmap) over the unit tangents of the input (a
-    static shape)."""
+    """``fun`` transformed to return its Jacobian ``[*out.shape,
+    *arg.shape]`` with respect to argument ``argnums`` (one array), by
+    forward mode: one JVP, mapped (``ts.vmap``) over the unit tangents of
+    the input, whose shape must be static.
+
+    >>> ts.jacfwd(lambda x: op.reduce_sum(x) * x)(np.array([1.0, 2.0]))
+    array([[4., 1.],
+           [2., 5.]])
+    """
 
     def transformed(*args):
         i = _single_array_arg(args, argnums, "jacfwd")

@@ -17,8 +17,31 @@ from ._types import Tensor, TensorType
 from .state import KVCache
 from .io import load, save
 
-set_num_threads = _core.set_num_threads
-num_threads = _core.num_threads
+
+
+def set_num_threads(n: int) -> None:
+    """Sets the number of threads compiled CPU code runs on (the OpenMP
+    pool; n >= 1). Results do not depend on it: reductions have a fixed
+    order.
+
+    >>> before = ts.num_threads()
+    >>> ts.set_num_threads(1)
+    >>> ts.num_threads()
+    1
+    >>> ts.set_num_threads(before)
+    """
+    _core.set_num_threads(n)
+
+
+def num_threads() -> int:
+    """The number of threads compiled CPU code runs on (by default, the
+    processor count).
+
+    >>> ts.num_threads() >= 1
+    True
+    """
+    return _core.num_threads()
+
 
 __all__ = [
     "KVCache", "Lowered", "Tensor", "TensorType", "Tracer", "checkpoint",

@@ -48,9 +48,17 @@ def _scan(f, init, xs, length, reverse):
 
 
 def scan(f, init, xs=None, length=None, reverse=False):
-    """As ``jax.lax.scan``: ``f(carry, x) -> (carry, y)`` over the leading
-    axis of ``xs`` (pytrees); returns the final carry and the ``y`` stacked
-    along a new leading axis. ``length`` is needed when ``xs`` is None."""
+    """A loop as ``jax.lax.scan``: ``f(carry, x) -> (carry, y)`` over the
+    leading axis of ``xs`` (pytrees), from ``init``; returns the final carry
+    and the ``y`` stacked along a new leading axis (``tgraph.scan``).
+    ``length`` is needed when ``xs`` is None; ``reverse`` runs from the
+    end. Over no elements the carry is ``init`` and the stack is empty.
+
+    >>> def step(total, x):
+    ...     return total + x, total * 10.0
+    >>> ts.scan(step, np.array(0.0), np.array([1.0, 2.0, 3.0]))
+    (array(6.), array([ 0., 10., 30.]))
+    """
     run = _eager(lambda init, xs: _scan(f, init, xs, length, reverse))
     run.__name__ = "scan"
     return run(init, xs)
@@ -71,8 +79,16 @@ def vmap(f, in_axes=0, out_axes=0):
     map every leaf) and of its results (``out_axes``). ``f`` is traced once
     on one element and its ops are rewritten to work on the whole batch
     (batching rules in the C++ API); functions with an op that has no rule
-    run as a loop (tgraph.scan) over the batch. Any sizes, symbolic ones
-    included; differentiable, and usable inside and outside ``jit``."""
+    run as a loop (``tgraph.scan``) over the batch. Any sizes, symbolic ones
+    included; differentiable, and usable inside and outside ``jit``.
+
+    >>> ts.vmap(lambda row: op.reduce_sum(row * row))(
+    ...     np.array([[1.0, 2.0], [3.0, 4.0]]))
+    array([ 5., 25.])
+    >>> ts.vmap(lambda w, x: x @ w, in_axes=(None, 0))(
+    ...     np.eye(2), np.ones((3, 2))).shape
+    (3, 2)
+    """
 
     def batched(*args):
         axes = (list(in_axes) if isinstance(in_axes, (list, tuple))

@@ -11,7 +11,18 @@ except ImportError:  # pragma: no cover - ml_dtypes is a declared dependency
 
 
 class DType:
-    """A storage element type. ``dtype @ accum(f32)`` attaches a policy."""
+    """A storage element type: ``ts.f64``, ``ts.f32``, ``ts.f16``,
+    ``ts.bf16``, ``ts.f8e4m3``, ``ts.f8e5m2``, ``ts.i64``, ``ts.i32``,
+    ``ts.i16``, ``ts.i8``, ``ts.int4`` and ``ts.bool_``. ``.name`` is the
+    Graph IR spelling, ``.numpy`` the NumPy dtype of its arrays (bf16, fp8
+    and int4 through ``ml_dtypes``); ``dtype @ ts.accum(ts.f32)`` attaches
+    a numeric policy.
+
+    >>> ts.bf16.name, ts.bf16.is_float, ts.i32.numpy
+    ('bf16', True, dtype('int32'))
+    >>> ts.bf16 @ ts.accum(ts.f32)
+    ts.bf16 @ accum(ts.f32)
+    """
 
     __slots__ = ("name", "numpy", "bits_dtype")
 
@@ -24,6 +35,11 @@ class DType:
 
     @property
     def is_float(self) -> bool:
+        """True for the floating-point types.
+
+        >>> ts.f8e4m3.is_float, ts.i8.is_float
+        (True, False)
+        """
         return self.name.startswith(("f", "bf"))
 
     def __matmul__(self, policy: "Policy") -> "PolicyDType":
@@ -47,7 +63,17 @@ class DType:
 
 
 class Policy:
-    """A numeric policy: accumulation type and rounding (spec 002)."""
+    """A numeric policy (spec 002): the accumulation type of contractions
+    and reductions (``accum``), and how results are rounded
+    (``stochastic_round``, ``saturate``) or scaled (``loss_scale``). Made
+    by ``ts.accum`` and attached with ``@``.
+
+    >>> p = ts.Policy(accum=ts.f32, saturate=True)
+    >>> p
+    accum(ts.f32) @ saturate
+    >>> p.accum.name
+    'f32'
+    """
 
     __slots__ = ("accum", "stochastic_round", "saturate", "loss_scale")
 
@@ -85,7 +111,19 @@ class PolicyDType:
 
 
 def accum(dtype: DType) -> Policy:
-    """Accumulate contractions and reductions in ``dtype``."""
+    """A policy that accumulates contractions and reductions in ``dtype``
+    (f32 or bf16): ``ts.Tensor["B", 64, ts.bf16 @ ts.accum(ts.f32)]``
+    makes the matmuls of that argument accumulate in f32.
+
+    >>> ts.accum(ts.f32)
+    accum(ts.f32)
+    >>> def mm(a: ts.Tensor[2, 2, ts.bf16 @ ts.accum(ts.f32)], b):
+    ...     return a @ b
+    >>> "accum = f32" in ts.jit(mm).lower(
+    ...     np.ones((2, 2), ts.bf16.numpy), np.ones((2, 2), ts.bf16.numpy)
+    ... ).as_text("graph")
+    True
+    """
     return Policy(accum=as_dtype(dtype))
 
 
@@ -118,7 +156,13 @@ _BY_NUMPY = {d.numpy: d for d in _ALL if d.numpy is not None}
 
 
 def as_dtype(x) -> DType:
-    """A DType from a DType, its name, or a NumPy dtype."""
+    """The ``DType`` of a DType, a name (``"f32"``, ``"float32"``,
+    ``"bf16"``, ``"int4"``, ``"bool"``, ...) or a NumPy dtype; anything else
+    is a TypeError listing the dtypes.
+
+    >>> ts.as_dtype("float32"), ts.as_dtype(np.int8), ts.as_dtype("bool")
+    (ts.f32, ts.i8, ts.i1)
+    """
     if isinstance(x, DType):
         return x
     if isinstance(x, PolicyDType):

@@ -98,14 +98,27 @@ def _numpy_leaf(x):
 
 
 class Lowered:
-    """The IR of one compiled signature at each level of the pipeline."""
+    """The IR of one signature of a jit function at each level of the
+    pipeline (``ts.jit(f).lower(*args)``).
+
+    >>> lowered = ts.jit(lambda x: op.tanh(x) * 2.0).lower(np.ones(3))
+    >>> "tgraph.tanh" in lowered.graph
+    True
+    """
 
     def __init__(self, module, name):
         self._module = module
         self.name = name
 
     def as_text(self, stage="graph") -> str:
-        """``stage``: graph, graph_optimized, linalg, scheduled or llvm."""
+        """The IR at ``stage``: ``"graph"`` (as traced), ``"graph_optimized"``
+        (after autodiff, inlining, decomposition and folding),
+        ``"linalg"``, ``"scheduled"`` or ``"llvm"``.
+
+        >>> lowered = ts.jit(lambda x: op.tanh(x) * 2.0).lower(np.ones(3))
+        >>> "linalg.generic" in lowered.as_text("linalg")
+        True
+        """
         return self._module.lower(stage)
 
     @property
@@ -117,13 +130,29 @@ class Lowered:
 
 
 class jit:
-    """Compiles ``fun`` for the CPU, once per signature of its arguments.
+    """``fun`` compiled, once per signature of its arguments (a decorator,
+    also as ``@ts.jit(device="cuda")``).
 
-    Array arguments (NumPy, or anything with ``__array__``) are traced;
-    Python numbers and other leaves are static (part of the signature).
-    Parameters annotated ``Tensor["B", 784, ts.f32]`` have symbolic dims: one
-    compilation serves every size of ``B``. Compiled code is also kept in
-    the disk cache (``cache_dir``; ``""`` disables it) across processes.
+    Array arguments (NumPy, NumPy scalars, or anything with ``__array__``
+    or ``__dlpack__``) are traced; Python numbers and other leaves are
+    static (part of the signature). Arguments may be pytrees. Parameters
+    annotated ``ts.Tensor["B", 784, ts.f32]`` have symbolic dims: one
+    compilation serves every size of ``B``, 0 included; a number or list
+    passed for such a parameter becomes an array of its dtype. Compiled
+    code is also kept in the disk cache (``cache_dir``; ``""`` disables
+    it) across processes. ``device="cuda"`` compiles for the GPU (concrete
+    shapes) and takes and returns device tensors.
+
+    >>> @ts.jit
+    ... def affine(x: ts.Tensor["B", 2, ts.f32], w, b):
+    ...     return x @ w + b
+    >>> w = np.eye(2, dtype=np.float32)
+    >>> affine(np.ones((3, 2), np.float32), w, np.float32(0.5))
+    array([[1.5, 1.5],
+           [1.5, 1.5],
+           [1.5, 1.5]], dtype=float32)
+    >>> affine(np.ones((5, 2), np.float32), w, np.float32(0.5)).shape
+    (5, 2)
     """
 
     def __new__(cls, fun=None, **kwargs):
@@ -334,9 +363,16 @@ class jit:
         return entry
 
     def gpu_program(self, *args, **kwargs):
-        """The GPU launch plan (tessera._gpu_graph.GpuProgram) this function
-        runs for ``args``: ``.save(path)`` keeps it for a machine with only
-        the runtime and the kernel cache."""
+        """The GPU launch plan (``tessera._gpu_graph.GpuProgram``) this
+        ``device="cuda"`` function runs for ``args`` (planned without a
+        GPU): ``.save(path)`` keeps it for a machine with only the runtime
+        and the kernel cache.
+
+        >>> f = ts.jit(lambda x: op.softmax(x) * 2.0, device="cuda")
+        >>> plan = f.gpu_program(np.ones((4, 8), np.float32))
+        >>> len(plan.steps) >= 1
+        True
+        """
         if self._device is None:
             raise TesseraError(f"{self._name} is compiled for the CPU; use "
                                f"ts.jit(..., device='cuda')")
@@ -413,11 +449,28 @@ class jit:
         return entry
 
     def lower(self, *args, **kwargs) -> Lowered:
-        """The IR this function compiles to for ``args``, at every level."""
+        """The IR this function compiles to for ``args``, at every level of
+        the pipeline (a ``Lowered``); compiles nothing.
+
+        >>> lowered = ts.jit(lambda a, b: a @ b).lower(np.ones((2, 3)),
+        ...                                            np.ones((3, 4)))
+        >>> "tgraph.matmul" in lowered.as_text("graph")
+        True
+        """
         if kwargs:
             args = self._positional(args, kwargs)
         ctx, fn, _ = self._trace(args)
         return Lowered(ctx.module, fn.name)
 
     def clear_cache(self):
+        """Forgets the signatures compiled in this process (the disk cache
+        stays): the next call traces again.
+
+        >>> f = ts.jit(lambda x: x + 1.0)
+        >>> f(np.zeros(1))
+        array([1.])
+        >>> f.clear_cache()
+        >>> f(np.zeros(1))
+        array([1.])
+        """
         self._cache.clear()

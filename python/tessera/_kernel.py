@@ -1,4 +1,4 @@
-"""``@ts.kernel``: GPU kernels written with tiles (spec 002 §3).
+"""``@ts.kernel``: GPU kernels written with tiles (spec 002 §3)::
 
     import tessera as ts
     from tessera import tile, KTile
@@ -56,7 +56,16 @@ __all__ = ["KTile", "Schedule", "TileKernel", "cdiv", "compile_only", "kernel",
 
 
 def cdiv(a: int, b: int) -> int:
-    """``ceil(a / b)`` of Python integers (grid sizes)."""
+    """``ceil(a / b)`` of Python integers, for grid sizes.
+
+    It is the number of blocks of ``b`` that cover ``a``.
+
+    >>> ts.cdiv(1000, 256), ts.cdiv(1024, 256), ts.cdiv(0, 256)
+    (4, 4, 0)
+
+    A grid given as a function of the schedule uses it with the block sizes:
+    ``kern[lambda T: (ts.cdiv(M, T.m), ts.cdiv(N, T.n))](...)``.
+    """
     return -(-a // b)
 
 
@@ -72,10 +81,35 @@ class KTileType(TensorType):
 
 
 class KTile:
-    """Annotation of a kernel's tensor argument: ``KTile["B*H", "S", 128,
-    ts.bf16 @ ts.accum(ts.f32)]``. Named dims must agree between the
-    arguments of a launch; integer dims are fixed; without a dtype the
-    kernel is compiled for each dtype it is called with."""
+    """Annotation of a kernel's tensor argument: ``KTile["M", "N", ts.f32]``.
+
+    The items are the dims, then optionally a dtype (``ts.bf16``, or with a
+    policy, ``ts.bf16 @ ts.accum(ts.f32)``), with the grammar of
+    ``ts.Tensor[...]`` annotations. A named dim (``"M"``, or an expression such
+    as ``"B*H"``) takes its size at launch, and the same name must have the
+    same size in every argument of a launch; an integer dim is fixed. Without a
+    dtype the kernel is compiled for each dtype it is called with
+    (``kern.lower`` and ``kern.compile`` then take the dtypes). A launch checks
+    each argument's rank, dtype and sizes before anything runs, and raises
+    ``TesseraError`` naming the argument. ``KTile[...]`` without a dim raises
+    ``TypeError``.
+
+    >>> ts.KTile["M", "N", ts.f32]
+    KTile['M', 'N', ts.f32]
+    >>> from tessera._kernel import compile_only
+    >>> @ts.kernel.schedule(ts.Schedule(block=(256,), warps=4))
+    ... def twice(X: ts.KTile["N", ts.f32], Y: ts.KTile["N", ts.f32]):
+    ...     T = tile.context()
+    ...     at = (tile.program_id(0) * T.m,)
+    ...     tile.store(Y, tile.load(X, at=at, shape=(T.m,)) * 2.0, at=at)
+    >>> with compile_only("sm_90a"):  # checks the launch; no GPU needed
+    ...     twice[(4,)](ts.cuda.empty((1000,), ts.f32),
+    ...                 ts.cuda.empty((999,), ts.f32))
+    Traceback (most recent call last):
+        ...
+    tessera.TesseraError: argument 'Y' of kernel twice: dim 0 (N) is 999,
+    but N is 1000 in argument 'X'
+    """
 
     def __class_getitem__(cls, items):
         # The same grammar as Tensor[...] annotations of jit functions.
@@ -312,8 +346,34 @@ def _params(fn):
 
 
 class TileKernel:
-    """A ``@ts.kernel`` function: traced, compiled and launched per
-    specialization. ``kernel[grid](*args)`` launches it."""
+    """A tile kernel: what ``@ts.kernel`` makes of a function.
+
+    ``kern[grid](*args, **constexprs)`` launches it: ``grid`` is 1 to 3
+    non-negative integers (a tuple, or one integer), or a function of the
+    schedule that gives them (``lambda T: (ts.cdiv(n, T.m),)``); the arguments
+    are device tensors (``ts.device("cuda")``, or CUDA tensors of other
+    frameworks through DLPack) for the ``KTile`` parameters and Python numbers
+    for the scalar ones. The launch checks them, compiles the specialization on
+    first use (for the device's architecture, kept in memory and in the kernel
+    cache) and returns the ``CompiledKernel`` it ran. Calling ``kern(...)``
+    without a grid raises ``TypeError``. A launch needs a CUDA device;
+    ``kern.lower`` and ``kern.compile`` do not.
+
+    >>> @ts.kernel.schedule(ts.Schedule(block=(256,), warps=4))
+    ... def twice(X: ts.KTile["N", ts.f32], Y: ts.KTile["N", ts.f32]):
+    ...     T = tile.context()
+    ...     at = (tile.program_id(0) * T.m,)
+    ...     tile.store(Y, tile.load(X, at=at, shape=(T.m,)) * 2.0, at=at)
+    >>> twice
+    <tessera kernel twice Schedule(block=(256,), k=32, warps=4, stages=1)>
+    >>> "arith.mulf" in twice.lower()
+    True
+    >>> if ts.cuda.is_available():  # a launch needs a CUDA device
+    ...     x = ts.to_device(np.arange(1000, dtype=np.float32))
+    ...     y = ts.cuda.empty((1000,), ts.f32)
+    ...     _ = twice[lambda T: (ts.cdiv(1000, T.m),)](x, y)
+    ...     assert np.array_equal(y.numpy(), 2 * np.arange(1000))
+    """
 
     def __init__(self, fn, schedule=None, autotune=None):
         functools.update_wrapper(self, fn)
@@ -337,10 +397,34 @@ class TileKernel:
     # Schedules ----------------------------------------------------------
     @property
     def default_schedule(self) -> Schedule:
+        """The schedule the kernel is compiled with unless told otherwise.
+
+        >>> @ts.kernel
+        ... def k(X: ts.KTile["N", ts.f32]):
+        ...     pass
+        >>> k.default_schedule
+        Schedule(block=(64, 64), k=32, warps=4, stages=1)
+        """
         return self._schedule
 
     def with_schedule(self, schedule: Schedule) -> "TileKernel":
-        """The same kernel compiled with ``schedule``."""
+        """The same kernel with another schedule; the original is unchanged.
+
+        ``schedule`` is a ``ts.Schedule`` or a ``ts.block(...)`` chain of one
+        schedule. Kernels made for equal schedules are shared, with their
+        compilations.
+
+        >>> @ts.kernel.schedule(ts.Schedule(block=(256,), warps=4))
+        ... def twice(X: ts.KTile["N", ts.f32], Y: ts.KTile["N", ts.f32]):
+        ...     T = tile.context()
+        ...     at = (tile.program_id(0) * T.m,)
+        ...     tile.store(Y, tile.load(X, at=at, shape=(T.m,)) * 2.0, at=at)
+        >>> small = twice.with_schedule(ts.block(128).warps(2))
+        >>> small
+        <tessera kernel twice Schedule(block=(128,), k=32, warps=2, stages=1)>
+        >>> "tensor<128xf32>" in small.lower(), twice.default_schedule.m
+        (True, 256)
+        """
         schedule = _as_schedule(schedule, "with_schedule")
         variant = self._variants.get(schedule)
         if variant is None:
@@ -380,9 +464,27 @@ class TileKernel:
         return values, consts
 
     def lower(self, *dtypes, schedule=None, **consts) -> str:
-        """The Tile IR text of one specialization: ``dtypes`` gives the
-        element type of each tensor argument whose annotation has none (in
-        order), ``consts`` the constexpr values."""
+        """The Tile IR text of one specialization (no GPU or compiler needed).
+
+        ``dtypes`` gives, in order, the element type of each tensor parameter
+        whose ``KTile`` annotation has none; ``consts`` the values of the
+        constexpr parameters (those without a default are required);
+        ``schedule`` replaces the kernel's schedule. A missing dtype or value,
+        or one too many, raises ``TypeError``; a body that cannot be traced a
+        ``KernelTraceError`` (a ``TypeError``) naming its line.
+
+        >>> @ts.kernel
+        ... def scale(X: ts.KTile["N"], Y: ts.KTile["N"], *, factor):
+        ...     x = tile.load(X, at=(0,), shape=(16,))
+        ...     tile.store(Y, x * factor, at=(0,))
+        >>> text = scale.lower(ts.bf16, ts.bf16, factor=2.0)
+        >>> print(text.splitlines()[1].split(" attributes")[0].strip())
+        func.func @scale(%arg0: memref<?xbf16>, %arg1: memref<?xbf16>)
+        >>> scale.lower(ts.f32, factor=2.0)
+        Traceback (most recent call last):
+            ...
+        TypeError: scale: the dtype of tensor 'Y' is open; pass it
+        """
         schedule = schedule or self._schedule
         tensor_types = self._tensor_types(dtypes)
         consts = self._consts(consts)
@@ -491,8 +593,32 @@ class TileKernel:
     # Compilation --------------------------------------------------------
     def compile(self, *dtypes, chip=None, schedule=None, features=None,
                 opt_level=3, **consts) -> CompiledKernel:
-        """Compiles one specialization for ``chip`` (default: the first
-        GPU's architecture); see ``lower`` for ``dtypes`` and ``consts``."""
+        """Compiles one specialization to PTX for ``chip``.
+
+        It returns the ``CompiledKernel``, with ``.ptx``, ``.name``, ``.chip``,
+        ``.num_warps`` and ``.shared_bytes``.
+
+        ``chip`` is an architecture such as ``"sm_80"`` or ``"sm_90a"`` (by
+        default the first GPU's, else ``"sm_90a"``); ``dtypes``, ``consts`` and
+        ``schedule`` are as for ``lower``; ``features`` and ``opt_level`` (3)
+        are passed to the code generator. No GPU is needed. The result is kept
+        in memory and in the kernel cache on disk; an installation without the
+        compiler takes it from the cache or raises ``TesseraError``. A kernel
+        the target cannot hold (more shared memory than a block has, say)
+        raises ``TesseraError`` with the compiler's message, which names the
+        kernel's source line.
+
+        >>> @ts.kernel.schedule(ts.Schedule(block=(256,), warps=4))
+        ... def twice(X: ts.KTile["N", ts.f32], Y: ts.KTile["N", ts.f32]):
+        ...     T = tile.context()
+        ...     at = (tile.program_id(0) * T.m,)
+        ...     tile.store(Y, tile.load(X, at=at, shape=(T.m,)) * 2.0, at=at)
+        >>> c = twice.compile(chip="sm_80")
+        >>> c
+        CompiledKernel(twice, sm_80, 4 warps, 0 B shared)
+        >>> ".target sm_80" in c.ptx, ".entry twice(" in c.ptx
+        (True, True)
+        """
         schedule = schedule or self._schedule
         tensor_types = self._tensor_types(dtypes)
         consts = self._consts(consts)
@@ -644,10 +770,28 @@ _compile_only = _CompileOnly()
 
 @contextlib.contextmanager
 def compile_only(chip: str):
-    """Within it, kernel launches compile for ``chip`` (into the kernel
-    cache) and run nothing, and ``ts.cuda.empty``/``zeros`` give tensors
-    without memory: code that launches kernels fills the kernel cache
-    for a machine without the compiler, on one without a GPU."""
+    """A context in which kernel launches compile and run nothing.
+
+    Within it, ``kern[grid](...)`` checks its arguments and compiles what the
+    launch would run for ``chip`` (every configuration of an autotuned kernel)
+    into the kernel cache, and ``ts.cuda.empty`` and ``ts.cuda.zeros`` give
+    tensors without memory (shape and dtype only). Code that launches kernels
+    (``tessera.stdlib`` ops too) can so fill the kernel cache for a machine
+    without the compiler, on one without a GPU. It applies to the current
+    thread.
+
+    >>> from tessera._kernel import compile_only
+    >>> @ts.kernel.schedule(ts.Schedule(block=(256,), warps=4))
+    ... def twice(X: ts.KTile["N", ts.f32], Y: ts.KTile["N", ts.f32]):
+    ...     T = tile.context()
+    ...     at = (tile.program_id(0) * T.m,)
+    ...     tile.store(Y, tile.load(X, at=at, shape=(T.m,)) * 2.0, at=at)
+    >>> with compile_only("sm_80"):
+    ...     x = ts.cuda.empty((1000,), ts.f32)
+    ...     y = ts.cuda.empty((1000,), ts.f32)
+    ...     twice[lambda T: (ts.cdiv(1000, T.m),)](x, y)
+    CompiledKernel(twice, sm_80, 4 warps, 0 B shared)
+    """
     previous = _compile_only.chip
     _compile_only.chip = chip
     try:
@@ -804,9 +948,46 @@ from ._autotune import Autotuner, _schedule_from  # noqa: E402
 
 
 class _KernelDecorator:
-    """``@ts.kernel`` makes a tile kernel; ``@ts.kernel.schedule(s)`` gives
-    it a schedule, ``@ts.kernel.autotune(space=...)`` a search over
-    schedules, ``@ts.kernel.auto`` the default search space."""
+    """Makes a GPU kernel of a function written with ``tessera.tile``.
+
+    Written ``@ts.kernel`` above the function. Each parameter is annotated:
+    ``KTile[...]`` for a tensor, ``int`` (index), ``float`` (f32), ``bool`` or
+    a dtype for a scalar, and ``tile.constexpr`` (or the parameter is
+    keyword-only) for a value fixed at compile time; another annotation raises
+    ``TypeError``. The body runs once per specialization, at trace time, adding
+    Tile IR ops; it writes its results with ``tile.store`` and returns nothing.
+    The forms:
+
+    - ``@ts.kernel`` (or ``ts.kernel(fn)``): the default schedule,
+      ``ts.Schedule()``; ``@ts.kernel(schedule=s)`` with schedule ``s``.
+    - ``@ts.kernel.schedule(s)``: with schedule ``s`` (a ``ts.Schedule`` or a
+      ``ts.block(...)`` chain).
+    - ``@ts.kernel.autotune(space=...)``: the fastest schedule of a search
+      space, chosen on the device at the first launch of each shape.
+    - ``@ts.kernel.auto``: ``autotune`` over a default space.
+
+    The result is a kernel object: ``kern[grid](*args)`` launches it on a CUDA
+    device, ``kern.lower(...)`` gives its Tile IR and ``kern.compile(...)`` its
+    PTX (neither needs a GPU), and ``kern.with_schedule(s)`` is the kernel with
+    another schedule.
+
+    >>> @ts.kernel.schedule(ts.Schedule(block=(256,), warps=4))
+    ... def twice(X: ts.KTile["N", ts.f32], Y: ts.KTile["N", ts.f32]):
+    ...     T = tile.context()
+    ...     at = (tile.program_id(0) * T.m,)
+    ...     tile.store(Y, tile.load(X, at=at, shape=(T.m,)) * 2.0, at=at)
+    >>> twice
+    <tessera kernel twice Schedule(block=(256,), k=32, warps=4, stages=1)>
+    >>> for line in twice.lower().splitlines():
+    ...     if "arith.mulf" in line:
+    ...         print(line.split(" loc(")[0].strip())
+    %v6 = arith.mulf %v4, %v5 : tensor<256xf32>
+    >>> if ts.cuda.is_available():  # a launch needs a CUDA device
+    ...     x = ts.to_device(np.arange(1000, dtype=np.float32))
+    ...     y = ts.cuda.empty((1000,), ts.f32)
+    ...     _ = twice[lambda T: (ts.cdiv(1000, T.m),)](x, y)
+    ...     assert np.array_equal(y.numpy(), 2 * np.arange(1000))
+    """
 
     def __call__(self, fn=None, *, schedule=None):
         if fn is None:
@@ -816,6 +997,20 @@ class _KernelDecorator:
         return TileKernel(fn, schedule)
 
     def schedule(self, schedule: Schedule):
+        """A decorator that gives a kernel a schedule.
+
+        Written ``@ts.kernel.schedule(s)``; ``schedule`` is a ``ts.Schedule``
+        or a ``ts.block(...)`` chain of one schedule. Applied to a kernel, it
+        gives a kernel of the same function with the new schedule (an autotuned
+        kernel stays autotuned, from that base). Anything but a schedule raises
+        ``TypeError``.
+
+        >>> @ts.kernel.schedule(ts.block(32, 64).warps(2))
+        ... def k(X: ts.KTile["M", "N", ts.f32]):
+        ...     print(tile.context())
+        >>> text = k.lower()
+        Schedule(block=(32, 64), k=32, warps=2, stages=1)
+        """
         schedule = _as_schedule(schedule, "kernel.schedule")
 
         def wrap(fn):
@@ -826,6 +1021,39 @@ class _KernelDecorator:
 
     def autotune(self, space, metric="latency_ms", budget_ms=200.0,
                  cache=None):
+        """A decorator that autotunes a kernel over a space of schedules.
+
+        Written ``@ts.kernel.autotune(space=...)``. ``space`` is a dict of
+        lists such as ``dict(BM=[64, 128], warps=[4, 8])`` (every combination
+        is a configuration), a list of configurations (dicts), or a
+        ``ts.block(...)`` chain with lists. Keys: ``BM``, ``BN``, ``BK`` (block
+        sizes and reduction step), ``warps``, ``stages``, ``vector``,
+        ``swizzle``, and any other name a schedule parameter. A configuration
+        changes those fields of the kernel's schedule (the default, or the one
+        of a kernel given to it). At the first launch of each (shapes, dtypes,
+        constexprs, card) every configuration is compiled and those that
+        compile are timed on the launch's own arguments within about
+        ``budget_ms`` milliseconds; the fastest is kept in memory and, with
+        ``cache`` (a JSON file path), on disk. ``metric`` is ``"latency_ms"``,
+        the only one. Since tuning runs the kernel several times, kernels that
+        accumulate into their outputs should not be autotuned. Under
+        ``compile_only`` a launch compiles every configuration.
+
+        >>> @ts.kernel.schedule(ts.Schedule(block=(256,), warps=4))
+        ... def twice(X: ts.KTile["N", ts.f32], Y: ts.KTile["N", ts.f32]):
+        ...     T = tile.context()
+        ...     at = (tile.program_id(0) * T.m,)
+        ...     tile.store(Y, tile.load(X, at=at, shape=(T.m,)) * 2.0, at=at)
+        >>> space = ts.block(m=[128, 256]).warps([4, 8])
+        >>> tuned = ts.kernel.autotune(space=space, budget_ms=50)(twice)
+        >>> tuned
+        <tessera kernel twice Schedule(block=(256,), k=32, warps=4, stages=1)>
+        >>> if ts.cuda.is_available():  # tuning times the kernel on the GPU
+        ...     x = ts.to_device(np.arange(1000, dtype=np.float32))
+        ...     y = ts.cuda.empty((1000,), ts.f32)
+        ...     _ = tuned[lambda T: (ts.cdiv(1000, T.m),)](x, y)
+        ...     assert np.array_equal(y.numpy(), 2 * np.arange(1000))
+        """
         if isinstance(space, ScheduleBuilder):
             space = space.space()
         tuner = Autotuner(space, metric, budget_ms, cache)
@@ -837,7 +1065,19 @@ class _KernelDecorator:
         return wrap
 
     def auto(self, fn):
-        """Autotunes over block 64/128 x 64/128, 4/8 warps, 2/3 stages."""
+        """A decorator that autotunes a kernel over a default space.
+
+        ``@ts.kernel.auto`` tries blocks of 64 or 128 by 64 or 128, 4 or 8
+        warps and 2 or 3 stages (16 configurations).
+
+        >>> @ts.kernel.auto
+        ... def copy(X: ts.KTile["M", "N", ts.f32], Y: ts.KTile["M", "N"]):
+        ...     T = tile.context()
+        ...     at = (tile.program_id(0) * T.m, tile.program_id(1) * T.n)
+        ...     tile.store(Y, tile.load(X, at=at, shape=(T.m, T.n)), at=at)
+        >>> copy
+        <tessera kernel copy Schedule(block=(64, 64), k=32, warps=4, stages=1)>
+        """
         return self.autotune(space=dict(BM=[64, 128], BN=[64, 128],
                                         warps=[4, 8], stages=[2, 3]))(fn)
 

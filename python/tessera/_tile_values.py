@@ -56,7 +56,29 @@ class _Value:
 
 
 class Scalar(_Value):
-    """A scalar of the program (index, integer or float)."""
+    """A scalar of the program: an index, integer or float value.
+
+    Program ids, tensor sizes, offsets and scalar arguments are scalars: values
+    the kernel computes at run time.
+
+    Scalars are made by ``tile`` functions and by kernel arguments annotated
+    ``int`` (index), ``float`` (f32), ``bool`` or a dtype, never directly. They
+    combine with Python operators (``+ - * / // %``, comparisons, which give an
+    i1 scalar) with other scalars and Python numbers, which take the scalar's
+    type; an index and a fixed-width integer compute in the integer type.
+    ``//`` and ``%`` follow Python (floor division); ``/`` of integers rounds
+    toward zero (``arith.divsi``). Other mixed types raise a
+    ``KernelTraceError`` (a ``TypeError``): convert with ``tile.cast``. A
+    scalar has no truth value while the kernel is traced (Python ``if`` on it
+    raises; use ``tile.where``). ``s.type`` is the element type's name.
+
+    >>> @ts.kernel
+    ... def k(X: ts.KTile["N", ts.f32], scale: float):
+    ...     r = tile.program_id(0) * 16 + 1
+    ...     print(r, r.type, scale, r < X.shape[0])
+    >>> text = k.lower()
+    Scalar(index) index Scalar(f32) Scalar(i1)
+    """
 
     __slots__ = ("type",)
 
@@ -72,7 +94,30 @@ class Scalar(_Value):
 
 
 class Tile(_Value):
-    """A tile: a static-shape block of elements held by the program."""
+    """A tile: a block of elements of static shape held by the program.
+
+    Its elements are spread over the program's threads; in the Tile IR it is a
+    ranked tensor value.
+
+    Tiles are made by ``tile`` functions (``tile.load``, ``tile.zeros``,
+    ...), never directly. They combine elementwise with Python operators
+    (``+ - * / // %``, comparisons, which give boolean (i1) tiles, and
+    ``& | ~`` of boolean or integer tiles) with tiles of the same element
+    type, scalars and Python numbers, broadcasting as in NumPy; ``a @ b`` is
+    ``tile.dot(a, b)``. ``x[:, None]`` (``:``, ``None`` and ``...`` only) is
+    a view with unit dims for broadcasting. Element types never change
+    implicitly (``tile.cast``). ``x.shape`` is a tuple of Python integers,
+    ``x.type`` the element type's name.
+
+    >>> @ts.kernel
+    ... def k(X: ts.KTile["M", "N", ts.f32], Y: ts.KTile["M", "N", ts.f32]):
+    ...     x = tile.load(X, at=(0, 0), shape=(4, 8))
+    ...     y = x / tile.sum(x, axis=1)[:, None]
+    ...     print(x, x.shape, x.type, y)
+    ...     tile.store(Y, y, at=(0, 0))
+    >>> text = k.lower()
+    Tile([4, 8], f32) (4, 8) f32 Tile([4, 8], f32)
+    """
 
     __slots__ = ("shape", "type")
 
@@ -84,10 +129,26 @@ class Tile(_Value):
 
     @property
     def dtype(self) -> DType:
+        """The element type, as a Tessera dtype.
+
+        >>> @ts.kernel
+        ... def k(X: ts.KTile["N", ts.bf16]):
+        ...     print(tile.load(X, at=(0,), shape=(16,)).dtype)
+        >>> text = k.lower()
+        ts.bf16
+        """
         return as_dtype(self.type)
 
     @property
     def ndim(self) -> int:
+        """The number of dims (the rank).
+
+        >>> @ts.kernel
+        ... def k(X: ts.KTile["M", "N", ts.f32]):
+        ...     print(tile.load(X, at=(0, 0), shape=(4, 8)).ndim)
+        >>> text = k.lower()
+        2
+        """
         return len(self.shape)
 
     @property
@@ -99,10 +160,28 @@ class Tile(_Value):
 
     @property
     def T(self):
+        """The tile with its dims reversed (``tile.transpose(x)``).
+
+        >>> @ts.kernel
+        ... def k(X: ts.KTile["M", "N", ts.f32]):
+        ...     print(tile.load(X, at=(0, 0), shape=(4, 8)).T)
+        >>> text = k.lower()
+        Tile([8, 4], f32)
+        """
         from .tile import transpose
         return transpose(self)
 
     def astype(self, dtype):
+        """The tile converted to ``dtype``, rounded to nearest even.
+
+        It is ``tile.cast(x, dtype)``.
+
+        >>> @ts.kernel
+        ... def k(X: ts.KTile["N", ts.f32]):
+        ...     print(tile.load(X, at=(0,), shape=(16,)).astype(ts.bf16))
+        >>> text = k.lower()
+        Tile([16], bf16)
+        """
         from .tile import cast
         return cast(self, dtype)
 
@@ -171,8 +250,22 @@ class _Expanded:
 
 
 class TileRef:
-    """A tensor in memory, as a kernel sees its ``KTile`` argument (or a
-    part of one: ``X[b]`` drops the leading dim)."""
+    """A tensor in memory as a kernel sees it: a ``KTile`` argument.
+
+    It is the value of a ``KTile`` parameter, or a part of one: ``X[i]`` (rank
+    2 or more) is the tensor of dims 1.. at index ``i`` of dim 0 (a strided
+    view, bounds kept): ``q[tile.program_id(1)]`` picks a head of a
+    ``[BH, S, D]`` tensor. ``tile.load``, ``tile.store`` and
+    ``tile.load_scalar`` read and write it. ``X.type`` is the element type's
+    name; ``X.rank`` the number of dims.
+
+    >>> @ts.kernel
+    ... def k(Q: ts.KTile["BH", "S", "D", ts.bf16]):
+    ...     q = Q[tile.program_id(1)]
+    ...     print(Q, q)
+    >>> text = k.lower()
+    TileRef(Q, rank 3, bf16) TileRef(Q[...], rank 2, bf16)
+    """
 
     __slots__ = ("name", "rank", "type", "arg", "memref_type", "block",
                  "_dims")
@@ -191,14 +284,46 @@ class TileRef:
 
     @property
     def dtype(self) -> DType:
+        """The element type, as a Tessera dtype.
+
+        >>> @ts.kernel
+        ... def k(X: ts.KTile["N", ts.f16]):
+        ...     print(X.dtype)
+        >>> text = k.lower()
+        ts.f16
+        """
         return as_dtype(self.type)
 
     @property
     def shape(self):
-        """The sizes of the tensor's dims (scalars of the program)."""
+        """The sizes of the tensor's dims, a tuple of index scalars.
+
+        The sizes are values of the program: known at launch, not when the
+        kernel is traced.
+
+        >>> @ts.kernel
+        ... def k(X: ts.KTile["M", "N", ts.f32]):
+        ...     print(X.shape)
+        >>> text = k.lower()
+        (Scalar(index), Scalar(index))
+        """
         return tuple(self.dim(i) for i in builtins.range(self.rank))
 
     def dim(self, i: int) -> Scalar:
+        """The size of dim ``i``, an index scalar.
+
+        ``i`` may be negative (from the end); the op is ``memref.dim``. A dim
+        the tensor does not have raises a ``KernelTraceError`` (a
+        ``TypeError``).
+
+        >>> @ts.kernel
+        ... def k(X: ts.KTile["M", "N", ts.f32]):
+        ...     print(X.dim(-1))
+        >>> text = k.lower()
+        Scalar(index)
+        >>> "memref.dim %arg0" in text
+        True
+        """
         if not -self.rank <= i < self.rank:
             raise _err(f"{self.arg} has {self.rank} dims; no dim {i}")
         i %= self.rank
@@ -238,7 +363,22 @@ class TileRef:
 
 
 class Block:
-    """One step of ``tile.range_n``: rows ``start .. start + size``."""
+    """One step of a ``tile.range_n`` loop: a block of rows.
+
+    It stands for rows ``start .. start + size`` of the tensor the loop walks.
+
+    ``start`` is an index scalar, ``size`` the loop's block (a Python integer).
+    ``tile.load(K, blk, cols=n)`` reads the block's rows of a rank-2 tensor,
+    ``tile.store(Y, t, at=blk)`` writes them, and ``tile.col_index(blk)`` is
+    ``start``.
+
+    >>> @ts.kernel
+    ... def k(K: ts.KTile["S", "D", ts.f32]):
+    ...     for blk in tile.range_n(K.shape, 64):
+    ...         print(blk, blk.start, blk.size)
+    >>> text = k.lower()
+    Block(size 64) Scalar(index) 64
+    """
 
     __slots__ = ("start", "size")
 
@@ -251,9 +391,24 @@ class Block:
 
 
 class constexpr:
-    """Annotation of a kernel parameter whose value is fixed when the
-    kernel is compiled (one compiled kernel per value): ``causal:
-    tile.constexpr``. Keyword-only parameters are constexpr too."""
+    """Annotation of a kernel parameter fixed at compile time.
+
+    Written ``causal: tile.constexpr``. Its value is a Python value while the
+    kernel is traced, so Python ``if`` and loops on it are resolved then; each
+    value gets its own compiled kernel. Keyword-only parameters are constexpr
+    too. ``kernel.lower`` and ``kernel.compile`` take the values as keywords.
+
+    >>> @ts.kernel
+    ... def k(X: ts.KTile["N", ts.f32], double: tile.constexpr):
+    ...     x = tile.load(X, at=(0,), shape=(16,))
+    ...     if double:
+    ...         x = x * 2.0
+    ...     tile.store(X, x, at=(0,))
+    >>> "arith.mulf" in k.lower(double=True)
+    True
+    >>> "arith.mulf" in k.lower(double=False)
+    False
+    """
 
 
 # --------------------------------------------------------------------------
@@ -434,6 +589,10 @@ def _operands(a, b):
     for x in (a, b):
         if not (_is_number(x) or isinstance(x, Scalar)):
             raise _err(f"cannot combine a scalar with {x!r}")
+    if not scalars:
+        raise _err(f"two Python numbers ({a!r} and {b!r}) have no type in a "
+                   f"kernel: one of them must be a tile or a scalar of the "
+                   f"program")
     t = scalars[0].type
     if len(scalars) == 2 and scalars[1].type != t:
         # index with a fixed-width integer: compute in the integer type.

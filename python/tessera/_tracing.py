@@ -69,7 +69,19 @@ def _raise(module):
 
 
 class Tracer:
-    """A tensor of the function being traced: use it like an array."""
+    """A tensor of the function being traced (what a jit function's array
+    arguments are while it is traced): use it like an array. It has
+    ``.shape`` (ints and symbol names), ``.ndim``, ``.dtype`` and ``.T``;
+    the operators ``+ - * / // ** @``, comparisons, indexing and slicing
+    add Graph IR ops.
+
+    >>> def f(x: ts.Tensor["B", 2, ts.f64]):
+    ...     print(type(x).__name__, x.shape, x.dtype)
+    ...     return (x * 2.0).T
+    >>> ts.jit(f)(np.ones((3, 2))).shape
+    Tracer ('B', 2) ts.f64
+    (2, 3)
+    """
 
     __slots__ = ("_t", "_ctx", "policy")
     __array_priority__ = 1000  # NumPy defers to our operators
@@ -152,47 +164,91 @@ class Tracer:
 
     # Methods as in NumPy.
     def astype(self, dtype):
+        """``op.cast(self, dtype)``.
+
+        >>> ts.jit(lambda x: x.astype("i32"))(np.array([1.5, -2.5]))
+        array([ 1, -2], dtype=int32)
+        """
         from . import op
         return op.cast(self, dtype)
 
     def reshape(self, *shape):
+        """``op.reshape``; the shape as one tuple or as arguments.
+
+        >>> ts.jit(lambda x: x.reshape(2, -1))(np.arange(6.0)).shape
+        (2, 3)
+        """
         from . import op
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = shape[0]
         return op.reshape(self, list(shape))
 
     def sum(self, axis=None, keepdims=False):
-        """The sum over ``axis`` (an int, a tuple, or None for all)."""
+        """The sum over ``axis`` (an int, a tuple, or None for all), as
+        ``op.reduce_sum``.
+
+        >>> ts.jit(lambda x: x.sum(axis=0))(np.array([[1.0, 2.0], [3.0, 4.0]]))
+        array([4., 6.])
+        """
         from . import op
         return op.reduce_sum(self, axis, keepdims=keepdims)
 
     def mean(self, axis=None, keepdims=False):
-        """The mean over ``axis`` (an int, a tuple, or None for all)."""
+        """The mean over ``axis`` (an int, a tuple, or None for all), as
+        ``op.reduce_mean``.
+
+        >>> ts.jit(lambda x: x.mean())(np.array([[1.0, 2.0], [3.0, 6.0]]))
+        array(3.)
+        """
         from . import op
         return op.reduce_mean(self, axis, keepdims=keepdims)
 
     def prod(self, axis=None, keepdims=False):
-        """The product over ``axis`` (an int, a tuple, or None for all)."""
+        """The product over ``axis`` (an int, a tuple, or None for all), as
+        ``op.reduce_prod``.
+
+        >>> ts.jit(lambda x: x.prod(axis=1))(np.array([[1.0, 2.0], [3.0, 4.0]]))
+        array([ 2., 12.])
+        """
         from . import op
         return op.reduce_prod(self, axis, keepdims=keepdims)
 
     def max(self, axis=None, keepdims=False):
-        """The maximum over ``axis`` (an int, a tuple, or None for all)."""
+        """The maximum over ``axis`` (an int, a tuple, or None for all), as
+        ``op.reduce_max`` (of nothing: an error).
+
+        >>> ts.jit(lambda x: x.max(axis=-1))(np.array([[1.0, 5.0], [7.0, 2.0]]))
+        array([5., 7.])
+        """
         from . import op
         return op.reduce_max(self, axis, keepdims=keepdims)
 
     def min(self, axis=None, keepdims=False):
-        """The minimum over ``axis`` (an int, a tuple, or None for all)."""
+        """The minimum over ``axis`` (an int, a tuple, or None for all), as
+        ``op.reduce_min`` (of nothing: an error).
+
+        >>> ts.jit(lambda x: x.min())(np.array([[1.0, 5.0], [7.0, 2.0]]))
+        array(1.)
+        """
         from . import op
         return op.reduce_min(self, axis, keepdims=keepdims)
 
     def argmax(self, axis=-1, keepdims=False):
-        """The index of the first maximum along ``axis``."""
+        """The index of the first maximum along ``axis``, as ``op.argmax``.
+
+        >>> ts.jit(lambda x: x.argmax())(np.array([[1.0, 5.0], [7.0, 2.0]]))
+        array([1, 0]...)
+        """
         from . import op
         return op.argmax(self, axis, keepdims=keepdims)
 
     def argmin(self, axis=-1, keepdims=False):
-        """The index of the first minimum along ``axis``."""
+        """The index of the first minimum along ``axis``, as ``op.argmin``.
+
+        >>> ts.jit(lambda x: x.argmin(axis=0))(np.array([[1.0, 5.0],
+        ...                                             [7.0, 2.0]]))
+        array([0, 1]...)
+        """
         from . import op
         return op.argmin(self, axis, keepdims=keepdims)
 
@@ -290,6 +346,35 @@ def tensor_of(x, like=None, ctx=None):
             _raise(ctx.module)
         return t
     return constant(x, ctx)._t
+
+
+def operand_list(values, ctx):
+    """The _core tensors of the operands of an op that takes many (concat):
+    weak ones (numbers, lists) take the dtype of the tensors, widened by
+    their kind as in promote."""
+    strong = [v for v in values if not is_weak(v)]
+    if not strong or len(strong) == len(values):
+        like = next((v for v in values if isinstance(v, Tracer)), None)
+        return [tensor_of(v, like, ctx) for v in values]
+    base = tensor_of(strong[0], ctx=ctx).dtype
+    dt = base
+    for v in values:
+        if is_weak(v):
+            dt = _core.weak_result_type(dt, _kind(v))
+    out = []
+    for v in values:
+        if is_weak(v):
+            target = as_dtype(dt).numpy
+            out.append(constant(np.asarray(v, dtype=target), ctx)._t)
+            continue
+        t = tensor_of(v, ctx=ctx)
+        if t.dtype == base and dt != base:
+            ctx.module.set_location(*user_location())
+            t = _core.op.cast(t, dt)
+            if not t.valid:
+                _raise(ctx.module)
+        out.append(t)
+    return out
 
 
 def operands(a, b, ctx):

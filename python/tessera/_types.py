@@ -12,7 +12,13 @@ from ._dtypes import DType, PolicyDType, as_dtype
 
 
 class TensorType:
-    """The type a ``Tensor[...]`` annotation stands for."""
+    """The type a ``Tensor[...]`` annotation stands for: ``shape`` (sizes
+    and symbol names), ``dtype`` (or None: any) and ``policy``.
+
+    >>> t = ts.Tensor["B", 784, ts.bf16 @ ts.accum(ts.f32)]
+    >>> t.shape, t.dtype, t.policy
+    (('B', 784), ts.bf16, accum(ts.f32))
+    """
 
     __slots__ = ("shape", "dtype", "policy")
     _spelling = "Tensor"
@@ -31,7 +37,23 @@ class TensorType:
 
 
 class Tensor:
-    """Annotation of a tensor argument: ``Tensor["B", 784, ts.f32]``."""
+    """Annotation of a tensor argument of a jit function:
+    ``ts.Tensor["B", 784, ts.f32]``. Each entry is a size (an int >= 0) or
+    a symbol name; the dtype (optionally with a policy) comes last. At the
+    call, rank, static sizes and dtype are checked, and the named dims are
+    symbolic: one compilation serves every size, and dims with the same
+    name must agree.
+
+    >>> def f(x: ts.Tensor["B", 3, ts.f64]):
+    ...     return x.sum(axis=1)
+    >>> ts.jit(f)(np.ones((2, 3)))
+    array([3., 3.])
+    >>> try:
+    ...     ts.jit(f)(np.ones((2, 4)))
+    ... except ts.TesseraError as e:
+    ...     print(e)
+    argument 'x' dim 1 must be 3 (Tensor['B', 3, ts.f64]), got 4 (shape (2, 4))
+    """
 
     def __class_getitem__(cls, items):
         if not isinstance(items, tuple):

@@ -1,17 +1,25 @@
-"""Tensors on NVIDIA GPUs: ``ts.device("cuda")``, DLPack, synchronization.
+"""Tensors on NVIDIA GPUs: ``ts.device("cuda")``, DLPack, synchronization::
 
+    import numpy as np
     import tessera as ts
+    import torch
+
     gpu = ts.device("cuda")               # cuda:0; "cuda:1" for another
     x = ts.to_device(np.ones((4, 8), np.float32), gpu)
-    y = ts.empty((4, 8), ts.bf16, device=gpu)
+    y = ts.cuda.empty((4, 8), ts.bf16, device=gpu)
     t = torch.from_dlpack(x)              # zero-copy, and back:
     z = ts.from_dlpack(t)
-    x.numpy()                              # a host copy
+    x.numpy()                             # a host copy
 
 Device memory comes from the runtime's caching allocator. Tessera's work
 on a device goes on one stream that orders with the legacy default stream
 (PyTorch's default), so tensors pass between the frameworks without
 explicit synchronization; ``ts.synchronize()`` waits for Tessera's work.
+
+Everything here but ``Device``, ``device("cpu")`` and ``is_available``
+needs a CUDA device, except that under ``tessera._kernel.compile_only``
+``empty`` and ``zeros`` give tensors without memory (a shape and a
+dtype), for compiling kernel launches on a machine without a GPU.
 """
 
 from __future__ import annotations
@@ -38,7 +46,18 @@ def _cuda():
 
 
 class Device:
-    """A device: ``cpu`` or ``cuda:N``."""
+    """A device: the host (``cpu``) or a CUDA GPU (``cuda:N``).
+
+    ``ts.device(...)`` makes one and checks that the GPU exists; a device
+    tensor's ``.device`` is one. ``d.type`` is ``"cpu"`` or ``"cuda"``,
+    ``d.index`` the GPU's number. Devices compare and hash by value.
+
+    >>> ts.device("cpu")
+    cpu
+    >>> d = ts.cuda.Device("cuda", 1)
+    >>> d, d.type, d.index
+    (cuda:1, 'cuda', 1)
+    """
 
     __slots__ = ("type", "index")
 
@@ -57,15 +76,39 @@ class Device:
         return hash((self.type, self.index))
 
     def describe(self) -> str:
-        """The card: ``cuda:0 (NVIDIA H100 80GB HBM3, sm_90, 132 SMs, ...)``."""
+        """A description of the device, for logs.
+
+        For a GPU: its name, architecture, multiprocessors and memory (this
+        needs the CUDA runtime); for the host ``"cpu"``.
+
+        >>> ts.device("cpu").describe()
+        'cpu'
+        >>> if ts.cuda.is_available():  # a CUDA device
+        ...     text = ts.device("cuda").describe()
+        ...     # 'cuda:0 (NVIDIA H100 80GB HBM3, sm_90, 132 SMs, 79.1 GiB)'
+        """
         if self.type == "cpu":
             return "cpu"
         return _cuda().device_info(self.index)["description"]
 
 
 def device(spec="cuda") -> Device:
-    """``ts.device("cuda")``, ``"cuda:1"`` or ``"cpu"``; a CUDA device must
-    exist (the error says why not)."""
+    """The device named by ``spec``: ``"cuda"``, ``"cuda:N"`` or ``"cpu"``.
+
+    ``"cuda"`` is the first GPU; a ``Device`` is returned as it is. A CUDA
+    device must exist: without a usable GPU, or with fewer than N + 1 of them,
+    it raises ``TesseraError`` saying why (no driver, say). Any other spec
+    raises ``TesseraError``.
+
+    >>> ts.device("cpu")
+    cpu
+    >>> ts.device("tpu")
+    Traceback (most recent call last):
+        ...
+    tessera.TesseraError: a device is 'cpu', 'cuda' or 'cuda:N', got 'tpu'
+    >>> if ts.cuda.is_available():  # needs a CUDA device
+    ...     gpu = ts.device("cuda")  # cuda:0
+    """
     if isinstance(spec, Device):
         return spec
     if isinstance(spec, str):
@@ -96,7 +139,14 @@ def _device_of(spec):
 
 
 def is_available() -> bool:
-    """Whether a CUDA device can be used."""
+    """Whether a CUDA device can be used.
+
+    True when a GPU, its driver and Tessera's CUDA runtime are present. Never
+    raises.
+
+    >>> ts.cuda.is_available() in (True, False)
+    True
+    """
     try:
         return _cuda().available()
     except TesseraError:
@@ -104,7 +154,18 @@ def is_available() -> bool:
 
 
 def synchronize(dev=None):
-    """Waits until Tessera's queued work on ``dev`` (default cuda:0) ends."""
+    """Waits until the work Tessera has queued on device ``dev`` is done.
+
+    ``dev`` is a device or its name (default ``cuda:0``). Tessera's work on a
+    device goes on one stream that orders with the legacy default stream, so
+    results are read correctly without it (a copy to the host waits); it is for
+    timing and for handing memory to code that does not order with that stream.
+    It needs a CUDA device (``TesseraError`` otherwise).
+
+    >>> if ts.cuda.is_available():  # needs a CUDA device
+    ...     x = ts.to_device(np.ones((256, 256), np.float32))
+    ...     ts.synchronize()
+    """
     d = device(dev or "cuda")
     _replay.spoil("a synchronization")
     _cuda().synchronize(d.index)
@@ -120,7 +181,29 @@ def _row_major(shape):
 
 
 class DeviceTensor:
-    """A dense row-major tensor in GPU memory."""
+    """A dense row-major tensor in GPU memory.
+
+    Made by ``ts.to_device`` (a copy of a NumPy array), ``ts.cuda.empty`` and
+    ``ts.cuda.zeros``, or ``ts.from_dlpack`` (a view of another framework's
+    CUDA tensor), and returned by kernels and ``tessera.stdlib`` ops. It has a
+    ``shape``, ``dtype``, ``strides`` (in elements) and ``device``; ``numpy()``
+    copies it to the host, and it exports itself through DLPack
+    (``torch.from_dlpack(x)``) without a copy.
+
+    Under ``tessera._kernel.compile_only`` ``ts.cuda.empty`` gives tensors
+    without memory, which show the attributes here on a machine without a GPU:
+
+    >>> from tessera._kernel import compile_only
+    >>> with compile_only("sm_90a"):
+    ...     x = ts.cuda.empty((4, 8), ts.bf16)
+    >>> x
+    DeviceTensor(bf16[4, 8] on cuda:0)
+    >>> x.shape, x.ndim, x.dtype, x.strides, x.device
+    ((4, 8), 2, ts.bf16, (8, 1), cuda:0)
+    >>> if ts.cuda.is_available():  # with a CUDA device
+    ...     y = ts.to_device(np.arange(6, dtype=np.float32).reshape(2, 3))
+    ...     assert y.numpy().tolist() == [[0, 1, 2], [3, 4, 5]]
+    """
 
     __slots__ = ("_buf", "_dtype", "_owner", "_ptr", "_shape", "_strides",
                  "_device", "__weakref__")
@@ -154,27 +237,79 @@ class DeviceTensor:
 
     @property
     def shape(self):
+        """The sizes of the dims, a tuple of integers.
+
+        >>> from tessera._kernel import compile_only
+        >>> with compile_only("sm_90a"):  # a tensor without memory
+        ...     x = ts.cuda.empty((4, 8), ts.f32)
+        >>> x.shape
+        (4, 8)
+        """
         return self._shape
 
     @property
     def ndim(self) -> int:
+        """The number of dims.
+
+        >>> from tessera._kernel import compile_only
+        >>> with compile_only("sm_90a"):  # a tensor without memory
+        ...     x = ts.cuda.empty((2, 3, 4), ts.f32)
+        >>> x.ndim
+        3
+        """
         return len(self._shape)
 
     @property
     def dtype(self) -> DType:
+        """The element type, a Tessera dtype.
+
+        >>> from tessera._kernel import compile_only
+        >>> with compile_only("sm_90a"):  # a tensor without memory
+        ...     x = ts.cuda.empty((4, 8), "bf16")
+        >>> x.dtype
+        ts.bf16
+        """
         return self._dtype
 
     @property
     def strides(self):
-        """In elements."""
+        """The strides of the dims, in elements.
+
+        Row-major for tensors Tessera allocates; a DLPack view keeps its
+        framework's.
+
+        >>> from tessera._kernel import compile_only
+        >>> with compile_only("sm_90a"):  # a tensor without memory
+        ...     x = ts.cuda.empty((2, 3, 4), ts.f32)
+        >>> x.strides
+        (12, 4, 1)
+        """
         return self._strides
 
     @property
     def device(self) -> Device:
+        """The GPU that holds the tensor, a ``Device``.
+
+        >>> from tessera._kernel import compile_only
+        >>> with compile_only("sm_90a"):  # a tensor without memory
+        ...     x = ts.cuda.empty((4,), ts.f32)
+        >>> x.device
+        cuda:0
+        """
         return Device("cuda", self._device)
 
     @property
     def pointer(self) -> int:
+        """The device address of the first element, an integer.
+
+        It is 0 for a tensor without memory (made under ``compile_only``).
+
+        >>> from tessera._kernel import compile_only
+        >>> with compile_only("sm_90a"):
+        ...     x = ts.cuda.empty((4,), ts.f32)
+        >>> x.pointer
+        0
+        """
         return self._ptr
 
     def __repr__(self):
@@ -182,8 +317,24 @@ class DeviceTensor:
                 f"cuda:{self._device})")
 
     def reshape(self, *shape) -> "DeviceTensor":
-        """A view with another shape (same elements, row-major; one dim may
-        be -1)."""
+        """A view with another shape: the same elements, no copy.
+
+        The sizes are given as arguments or as one tuple; one may be -1 (the
+        size the others leave). Sizes whose product differs from the tensor's,
+        or a tensor that is not contiguous, raise ``TesseraError``.
+
+        >>> from tessera._kernel import compile_only
+        >>> with compile_only("sm_90a"):  # a tensor without memory
+        ...     x = ts.cuda.empty((4, 8), ts.f32)
+        >>> x.reshape(2, -1)
+        DeviceTensor(f32[2, 16] on cuda:0)
+        >>> x.reshape((32,)).shape
+        (32,)
+        >>> x.reshape(3, -1)
+        Traceback (most recent call last):
+            ...
+        tessera.TesseraError: cannot reshape [4, 8] to [3, -1]
+        """
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = tuple(shape[0])
         if (shape == self._shape and all(type(d) is int for d in shape)
@@ -214,7 +365,19 @@ class DeviceTensor:
                             self._owner)
 
     def numpy(self) -> np.ndarray:
-        """A host copy (bf16 and fp8 through ml_dtypes when installed)."""
+        """A copy in host memory, as a NumPy array of the tensor's shape.
+
+        bf16 and fp8 tensors give arrays of ``ml_dtypes`` types when that
+        package is installed (else of the integer type of their bits). It waits
+        for Tessera's queued work on the tensor. A tensor imported through
+        DLPack raises ``TesseraError`` (convert it in its own framework). It
+        needs a CUDA device.
+
+        >>> if ts.cuda.is_available():  # needs a CUDA device
+        ...     a = np.array([[1.0, 2.0], [3.0, 4.0]], np.float32)
+        ...     host = ts.to_device(a).numpy()  # [[1., 2.], [3., 4.]], f32
+        ...     assert host.tolist() == [[1.0, 2.0], [3.0, 4.0]]
+        """
         if self._buf is None:
             if isinstance(self._owner, DeviceTensor):  # a reshaped view
                 return self._owner.numpy().reshape(self._shape)
@@ -259,7 +422,22 @@ def _host_array(array, dtype):
 
 
 def to_device(array, dev="cuda", dtype=None) -> DeviceTensor:
-    """A device copy of a NumPy array (converted to ``dtype`` if given)."""
+    """A copy of a NumPy array on a CUDA device.
+
+    ``array`` is anything ``np.asarray`` takes; ``dev`` a device or its name
+    (default ``"cuda"``, the first GPU). With ``dtype`` the elements are
+    converted first (``ts.bf16`` too); else the array's dtype is kept. The
+    result is a new ``DeviceTensor``. A CPU device, or no usable GPU, raises
+    ``TesseraError``.
+
+    >>> ts.to_device(np.ones(3), "cpu")
+    Traceback (most recent call last):
+        ...
+    tessera.TesseraError: to_device copies to a CUDA device
+    >>> if ts.cuda.is_available():  # needs a CUDA device
+    ...     x = ts.to_device(np.array([0.5, 1.5]), dtype=ts.bf16)
+    ...     assert x.dtype == ts.bf16 and x.shape == (2,)
+    """
     d = device(dev)
     if d.type != "cuda":
         raise TesseraError("to_device copies to a CUDA device")
@@ -294,11 +472,39 @@ def _allocate(shape, dtype, device, zeroed):
 
 
 def empty(shape, dtype, device="cuda") -> DeviceTensor:  # noqa: F811
-    """Uninitialized device memory."""
+    """A new tensor of ``shape`` and ``dtype``, not initialized.
+
+    ``device`` is a CUDA device or its name (default ``"cuda"``). Memory comes
+    from the runtime's caching allocator. Under
+    ``tessera._kernel.compile_only`` the tensor has no memory (shape and dtype
+    only, for compiling launches without a GPU); otherwise it needs a CUDA
+    device (``TesseraError``).
+
+    >>> from tessera._kernel import compile_only
+    >>> with compile_only("sm_90a"):
+    ...     x = ts.cuda.empty((2, 3), ts.f16)
+    >>> x
+    DeviceTensor(f16[2, 3] on cuda:0)
+    """
     return _allocate(shape, dtype, device, zeroed=False)
 
 
 def zeros(shape, dtype, device="cuda") -> DeviceTensor:  # noqa: F811
+    """A new tensor of ``shape`` and ``dtype``, filled with zeros.
+
+    ``device`` is a CUDA device or its name (default ``"cuda"``). As ``empty``:
+    without memory under ``tessera._kernel.compile_only``, and otherwise it
+    needs a CUDA device.
+
+    >>> from tessera._kernel import compile_only
+    >>> with compile_only("sm_90a"):
+    ...     x = ts.cuda.zeros((3,), ts.i32)
+    >>> x
+    DeviceTensor(i32[3] on cuda:0)
+    >>> if ts.cuda.is_available():  # needs a CUDA device
+    ...     z = ts.cuda.zeros((2, 2), ts.f32).numpy()
+    ...     assert z.tolist() == [[0.0, 0.0], [0.0, 0.0]]
+    """
     return _allocate(shape, dtype, device, zeroed=True)
 
 
@@ -311,11 +517,32 @@ _DLPACK_DTYPES = {"float64": "f64", "float32": "f32", "float16": "f16",
 
 
 def from_dlpack(tensor, dtype=None) -> DeviceTensor:
-    """A view of another framework's CUDA tensor (no copy; it keeps the
-    tensor alive). uint8/uint16 tensors may be read as fp8/bf16 with
-    ``dtype``."""
+    """A view of another framework's CUDA tensor as a ``DeviceTensor``.
+
+    No copy is made (PyTorch's tensors, say), and the view keeps the tensor
+    alive. The view has the tensor's shape, strides and device. uint8 and
+    uint16 tensors, which hold fp8 and bf16 bits in frameworks without those
+    types, are read as ``dtype`` (``ts.f8e4m3``, ``ts.bf16``...); a dtype of
+    another width, or a tensor dtype Tessera lacks, raises ``TesseraError``.
+    Kernels take such tensors directly too. It needs a CUDA tensor (and
+    device).
+
+    >>> import importlib.util
+    >>> if ts.cuda.is_available() and importlib.util.find_spec("torch"):
+    ...     import torch  # a PyTorch CUDA tensor, viewed without a copy
+    ...     t = torch.arange(4.0, device="cuda")
+    ...     x = ts.from_dlpack(t)
+    ...     assert x.shape == (4,) and x.pointer == t.data_ptr()
+    """
     _replay.spoil("a DLPack import")
-    ptr, shape, strides, name, dev = _cuda().dlpack_info(tensor)
+    try:
+        ptr, shape, strides, name, dev = _cuda().dlpack_info(tensor)
+    except TypeError:
+        where = getattr(tensor, "__dlpack_device__", None)
+        found = (f"a tensor on DLPack device {where()}" if where is not None
+                 else f"a {type(tensor).__name__} without __dlpack__")
+        raise TesseraError(f"from_dlpack takes a CUDA tensor (DLPack device "
+                           f"type 2), got {found}") from None
     t = _DLPACK_DTYPES.get(name)
     if dtype is not None:
         want = as_dtype(dtype)

@@ -1,7 +1,9 @@
 """Datasets read from their original files (no downloads).
 
 Fashion-MNIST comes from Debian's ``dataset-fashion-mnist`` package
-(``/usr/share/datasets/fashion-mnist``), in the IDX format of its authors.
+(``/usr/share/datasets/fashion-mnist``, the value of ``FASHION_MNIST_DIR``),
+in the IDX format of its authors; ``FASHION_MNIST_CLASSES`` names its ten
+classes in label order.
 """
 
 from __future__ import annotations
@@ -22,7 +24,33 @@ _IDX_TYPES = {0x08: np.uint8, 0x09: np.int8, 0x0B: np.dtype(">i2"),
 
 
 def read_idx(path: str) -> np.ndarray:
-    """An IDX file (optionally gzip-compressed) as an array."""
+    """Reads an IDX file (gzip-compressed when ``path`` ends with ``.gz``)
+    as a NumPy array.
+
+    The file holds the magic bytes ``00 00 <type> <rank>``, ``rank``
+    big-endian uint32 dims, then the elements in row-major order. The
+    element types are 0x08 (uint8), 0x09 (int8), 0x0B (int16), 0x0C
+    (int32), 0x0D (float32) and 0x0E (float64); the array returned has
+    that shape and type in native byte order. Raises ValueError when the
+    magic bytes are wrong, the type is unknown, or the data does not have
+    exactly the size the dims require.
+
+    >>> import struct
+    >>> from tessera import datasets
+    >>> data = np.array([[1, 2, 3], [4, 5, 6]], np.uint8)
+    >>> with open("tiny-idx2-ubyte", "wb") as f:
+    ...     _ = f.write(struct.pack(">BBBBII", 0, 0, 0x08, 2, 2, 3)
+    ...                 + data.tobytes())
+    >>> datasets.read_idx("tiny-idx2-ubyte")
+    array([[1, 2, 3],
+           [4, 5, 6]], dtype=uint8)
+    >>> with open("short-idx2-ubyte", "wb") as f:
+    ...     _ = f.write(struct.pack(">BBBBII", 0, 0, 0x08, 2, 2, 3) + b"12345")
+    >>> datasets.read_idx("short-idx2-ubyte")
+    Traceback (most recent call last):
+        ...
+    ValueError: short-idx2-ubyte: shape (2, 3) needs 6 bytes of data, the file has 5
+    """
     opener = gzip.open if path.endswith(".gz") else open
     with opener(path, "rb") as f:
         data = f.read()
@@ -44,8 +72,38 @@ def read_idx(path: str) -> np.ndarray:
 
 
 def fashion_mnist(split: str = "train", root: str | None = None):
-    """(images uint8 [N, 28, 28], labels int32 [N]) of ``split`` (train or
-    test)."""
+    """The Fashion-MNIST ``split`` ("train" or "test") as ``(images,
+    labels)``: images uint8 [N, 28, 28] and labels int32 [N] (class ids 0
+    to 9, see ``FASHION_MNIST_CLASSES``).
+
+    The files are read from ``root``, else from the directory in the
+    environment variable ``TESSERA_FASHION_MNIST``, else from
+    ``FASHION_MNIST_DIR``: ``train-images-idx3-ubyte.gz`` and
+    ``train-labels-idx1-ubyte.gz`` for "train", ``t10k-...`` for "test"
+    (see :func:`read_idx`). Raises ValueError for another split or when the
+    image and label counts differ, and FileNotFoundError, naming the Debian
+    package to install, when a file is missing.
+
+    >>> import gzip, os, struct
+    >>> from tessera import datasets
+    >>> def write_idx(path, array):
+    ...     header = struct.pack(">BBBB", 0, 0, 0x08, array.ndim)
+    ...     header += struct.pack(f">{array.ndim}I", *array.shape)
+    ...     with gzip.open(path, "wb") as f:
+    ...         f.write(header + array.astype(np.uint8).tobytes())
+    >>> os.makedirs("fmnist", exist_ok=True)
+    >>> write_idx("fmnist/t10k-images-idx3-ubyte.gz", np.zeros((2, 28, 28)))
+    >>> write_idx("fmnist/t10k-labels-idx1-ubyte.gz", np.array([3, 9]))
+    >>> images, labels = datasets.fashion_mnist("test", root="fmnist")
+    >>> images.shape, images.dtype, labels
+    ((2, 28, 28), dtype('uint8'), array([3, 9], dtype=int32))
+    >>> [datasets.FASHION_MNIST_CLASSES[i] for i in labels]
+    ['Dress', 'Ankle boot']
+    >>> datasets.fashion_mnist("train", root="fmnist")
+    Traceback (most recent call last):
+        ...
+    FileNotFoundError: fmnist/train-images-idx3-ubyte.gz is missing: install the Debian package dataset-fashion-mnist ...
+    """
     root = root or os.environ.get("TESSERA_FASHION_MNIST", FASHION_MNIST_DIR)
     prefix = {"train": "train", "test": "t10k"}.get(split)
     if prefix is None:
@@ -65,7 +123,26 @@ def fashion_mnist(split: str = "train", root: str | None = None):
 
 
 def batches(arrays, batch_size, rng=None, drop_last=False):
-    """Yields tuples of aligned slices of ``arrays`` (shuffled by ``rng``)."""
+    """Yields tuples of aligned batches of ``batch_size`` rows of the NumPy
+    ``arrays`` (a sequence of arrays with the same number of rows).
+
+    Rows are taken in order, or in the order of ``rng.permutation(n)`` when
+    ``rng`` (a NumPy Generator) is given, so the same rows of every array go
+    together. The last batch is smaller when ``batch_size`` does not divide
+    the row count, unless ``drop_last`` leaves it out. Each batch is a new
+    C-contiguous array.
+
+    >>> from tessera import datasets
+    >>> x = np.arange(5)
+    >>> y = x * 10
+    >>> [xb.tolist() for xb, yb in datasets.batches((x, y), 2)]
+    [[0, 1], [2, 3], [4]]
+    >>> [yb.tolist() for xb, yb in datasets.batches((x, y), 2, drop_last=True)]
+    [[0, 10], [20, 30]]
+    >>> xb, yb = next(datasets.batches((x, y), 3, rng=nn.rng(0)))
+    >>> len(xb), bool(np.array_equal(yb, xb * 10))
+    (3, True)
+    """
     n = len(arrays[0])
     order = rng.permutation(n) if rng is not None else np.arange(n)
     stop = n - n % batch_size if drop_last else n

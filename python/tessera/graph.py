@@ -1,5 +1,7 @@
 """The spec 004 surface: modules, parameters, and derivatives of values.
 
+A model written against spec 004 reads::
+
     from tessera import op, graph
 
     W1 = op.tensor((784, 256), dtype="fp32", init=...)     # a parameter
@@ -30,10 +32,45 @@ from ._dtypes import as_dtype
 from ._jit import jit
 from ._tracing import TesseraError, Tracer, context_of, tensor_of
 
+__all__ = ["Parameter", "module", "training_step", "backward", "forward",
+           "jvp", "hvp"]
+
 
 class Parameter:
-    """A named tensor the traced functions that use it take as an input;
-    ``value`` is the array passed on each call."""
+    """A named tensor that the traced functions using it take as an input;
+    ``value`` is the array passed on each call.
+
+    ``op.tensor(shape, dtype, name, init)`` makes one. ``shape`` is a
+    sequence of sizes >= 0 and ``dtype`` a Tessera dtype or its name. The
+    first value is zeros when ``init`` is None, ``init(shape,
+    numpy_dtype)`` when ``init`` is callable, else the array ``init``
+    (converted to the dtype). Without a ``name`` the parameter is named
+    ``param`` followed by a counter. ``shape`` (a tuple), ``dtype`` and
+    ``name`` are attributes.
+
+    Inside a trace (a ``ts.jit`` function, a ``graph.module``, a
+    ``graph.training_step``) a parameter stands for the tensor it holds:
+    arithmetic, indexing, ``@`` and the traced tensor's methods (such as
+    ``.sum()``) work on it, and the compiled function reads ``value`` on
+    every call, so assigning a new value needs no recompilation. Outside a
+    trace only ``value`` gives the data.
+
+    Raises ``TesseraError`` for a negative or non-integer size, and, when
+    the parameter is used as a tensor outside a trace, an error that says
+    to use ``.value``.
+
+    Example:
+
+    >>> W = op.tensor((2, 2), "f32", name="W", init=np.eye(2))
+    >>> W
+    Parameter(W, f32[2, 2])
+    >>> double = ts.jit(lambda x: x @ W)
+    >>> double(np.array([[1.0, 2.0]], np.float32))
+    array([[1., 2.]], dtype=float32)
+    >>> W.value = 2 * np.eye(2)
+    >>> double(np.array([[1.0, 2.0]], np.float32))
+    array([[2., 4.]], dtype=float32)
+    """
 
     _count = 0
 
@@ -55,6 +92,25 @@ class Parameter:
 
     @property
     def value(self):
+        """The parameter's current array (C-contiguous, of the parameter's
+        dtype and shape).
+
+        Assigning converts the new value to the dtype; raises
+        ``TesseraError`` when its shape differs from the parameter's.
+
+        Example:
+
+        >>> b = graph.Parameter((3,), "f64", name="b")
+        >>> b.value
+        array([0., 0., 0.])
+        >>> b.value = [1, 2, 3]
+        >>> b.value, b.value.dtype
+        (array([1., 2., 3.]), dtype('float64'))
+        >>> b.value = np.zeros(2)
+        Traceback (most recent call last):
+            ...
+        tessera.TesseraError: parameter b has shape (3,), got a value of ...
+        """
         return self._value
 
     @value.setter
@@ -104,15 +160,55 @@ def _tracer(x, ctx):
 
 
 def module(name=None):
-    """A compiled module: ``@graph.module("mlp")``."""
+    """A decorator that compiles a function as the module ``name``:
+    ``@graph.module("mlp")``.
+
+    It is ``ts.jit`` under the name ``name`` (the function's name when
+    omitted): the result is a ``ts.jit`` function, compiled on the first
+    call for each signature of its arguments, whose compiled function is
+    named ``name``. Parameters the function uses become inputs of the
+    compiled function.
+
+    Example:
+
+    >>> W = op.tensor((2, 3), "f32", name="W", init=np.ones((2, 3)))
+    >>> @graph.module("linear")
+    ... def f(x):
+    ...     return op.matmul(x, W)
+    >>> x = np.array([[1.0, 2.0]], np.float32)
+    >>> f(x)
+    array([[3., 3., 3.]], dtype=float32)
+    >>> ir = f.lower(x).graph
+    >>> "func.func @linear(" in ir, 'tgraph.name = "W"' in ir
+    (True, True)
+    """
     def decorate(fn):
         return jit(fn, name=name or fn.__name__)
     return decorate
 
 
 def training_step(module=None):
-    """A compiled training step: ``@graph.training_step(module="m_train")``;
-    it typically returns ``(graph.backward(loss, wrt=...), metrics)``."""
+    """A decorator that compiles a training step as the module ``module``:
+    ``@graph.training_step(module="m_train")``.
+
+    Like :func:`module`, it is ``ts.jit`` under that name (the function's
+    name when omitted). A training step typically computes a loss, takes
+    its gradients with :func:`backward` and returns
+    ``(grads, metrics)``; it may return any pytree of values.
+
+    Example:
+
+    >>> W = op.tensor((2,), "f32", name="W", init=np.array([1.0, 2.0]))
+    >>> @graph.training_step(module="fit_train")
+    ... def step(x):
+    ...     loss = op.reduce_sum(x * W * W)
+    ...     return graph.backward(loss, wrt=[W]), {"loss": loss}
+    >>> grads, metrics = step(np.array([3.0, 0.5], np.float32))
+    >>> grads
+    [array([6., 2.], dtype=float32)]
+    >>> metrics
+    {'loss': array(5., dtype=float32)}
+    """
     def decorate(fn):
         return jit(fn, name=module or fn.__name__)
     return decorate
@@ -120,7 +216,28 @@ def training_step(module=None):
 
 def backward(loss, wrt):
     """The gradient of the scalar ``loss`` (a value of the running trace)
-    with respect to ``wrt`` (a tensor or parameter, or a list of them)."""
+    with respect to ``wrt`` (a tensor or parameter, or a list of them).
+
+    ``wrt`` may be any value the loss was computed from: an input, a
+    parameter or an intermediate value. The ops between ``wrt`` and
+    ``loss`` are cut out of the trace into a function that autodiff
+    differentiates. Returns one gradient, of the shape and dtype of
+    ``wrt``, or a list of them when ``wrt`` is a list or tuple.
+
+    Raises ``TesseraError`` when ``loss`` is not a traced value (called
+    outside a trace) or an item of ``wrt`` is neither a traced tensor nor a
+    parameter.
+
+    Example:
+
+    >>> @ts.jit
+    ... def f(x):
+    ...     h = x * 3.0
+    ...     loss = op.reduce_sum(h * h)
+    ...     return graph.backward(loss, wrt=h), graph.backward(loss, wrt=[x])
+    >>> f(np.array([1.0, 2.0]))
+    (array([ 6., 12.]), [array([18., 36.])])
+    """
     single = not isinstance(wrt, (list, tuple))
     items = [wrt] if single else list(wrt)
     if not isinstance(loss, Tracer):
@@ -136,13 +253,44 @@ def backward(loss, wrt):
 
 
 def forward(f, args, tangents):
-    """(f(*args), J @ tangents): forward mode, spec 004's graph.forward."""
+    """Forward-mode derivative, spec 004's ``graph.forward``: returns
+    ``(f(*args), J @ tangents)``.
+
+    ``f`` is a function of the arrays ``args``; ``tangents`` holds one
+    tangent per argument, of its shape. The second result is the
+    derivative of ``f`` at ``args`` in the direction ``tangents`` (the same
+    as ``ts.jvp``).
+
+    Example:
+
+    >>> graph.forward(lambda x: x * x, (np.array([3.0]),), (np.array([1.0]),))
+    (array([9.]), array([6.]))
+    """
     return _autodiff.jvp(f, tuple(args), tuple(tangents))
 
 
 def jvp(u, wrt, tangent=None):
-    """The directional derivative of the value ``u`` with respect to ``wrt``
-    along ``tangent`` (ones when omitted)."""
+    """The directional derivative of the traced value ``u`` with respect to
+    ``wrt`` along ``tangent`` (ones when omitted).
+
+    ``wrt`` is a traced tensor or parameter that ``u`` was computed from;
+    ``tangent`` a tensor or array of its shape. With ones as the tangent
+    and an elementwise ``u``, the result is du/dx at each point (as in a
+    physics-informed loss). The result has the shape of ``u``.
+
+    Raises ``TesseraError`` when ``u`` is not a traced value (for a
+    function use ``ts.jvp``).
+
+    Example:
+
+    >>> @ts.jit
+    ... def du(x):
+    ...     u = x * x * x
+    ...     half = np.full(2, 0.5)
+    ...     return graph.jvp(u, wrt=x), graph.jvp(u, wrt=x, tangent=half)
+    >>> du(np.array([1.0, 2.0]))
+    (array([ 3., 12.]), array([1.5, 6. ]))
+    """
     if not isinstance(u, Tracer):
         raise TesseraError("graph.jvp takes a traced value; for a function "
                            "use ts.jvp")
@@ -160,10 +308,30 @@ def _tracer_or_const(v, ctx):
 
 
 def hvp(f, wrt, dir, inputs=()):
-    """Hessian-vector product. ``f`` a function: the Hessian of
-    ``f(wrt, *inputs)`` with respect to ``wrt`` times ``dir`` (spec 004
-    §13.3); ``f`` a traced scalar value: its Hessian with respect to the
-    value ``wrt`` times ``dir``."""
+    """A Hessian-vector product: the Hessian of a scalar with respect to
+    ``wrt`` times the direction ``dir``.
+
+    With ``f`` a function (spec 004 §13.3), the scalar is
+    ``f(wrt, *inputs)``, and ``wrt``, ``dir`` and ``inputs`` are arrays
+    (compiled and run at once) or traced tensors (the product becomes part
+    of the running trace), as for ``ts.hvp``. With ``f`` a traced scalar
+    value, ``wrt`` is a traced tensor or parameter that ``f`` was computed
+    from and ``inputs`` is unused. ``dir`` has the shape of ``wrt``, and so
+    does the result.
+
+    Example:
+
+    >>> loss = lambda w, a: op.reduce_sum(a * w * w)
+    >>> graph.hvp(loss, np.array([1.0, 2.0]), np.array([1.0, 1.0]),
+    ...           inputs=(np.array([3.0, 0.5]),))
+    array([6., 1.])
+    >>> @ts.jit
+    ... def h(x):
+    ...     y = op.reduce_sum(x * x * x)
+    ...     return graph.hvp(y, wrt=x, dir=np.array([1.0, 1.0]))
+    >>> h(np.array([1.0, 2.0]))
+    array([ 6., 12.])
+    """
     if callable(f):
         (h,) = _autodiff.hvp(lambda w: f(w, *inputs), (wrt,), (dir,))
         return h

@@ -18,8 +18,24 @@ def _flat(params):
 
 
 def save(path: str, params) -> None:
-    """Writes the arrays of ``params`` under their pytree paths
-    ("layers.0.w"). The file is replaced atomically."""
+    """Writes the arrays of the pytree ``params`` to the checkpoint file
+    ``path``, each under its pytree path (``"layers.0.w"``: dict keys and
+    list indices joined by dots).
+
+    A path ending in ``.safetensors`` is written in the safetensors format
+    (an ImportError when the safetensors package is missing); any other path
+    gets an uncompressed NumPy ``.npz`` archive, at ``path`` exactly (no
+    suffix is added). The file is written to ``path + ".tmp"`` and then
+    renamed, so it is replaced atomically.
+
+    >>> from tessera import io
+    >>> params = {"layers": [{"w": np.ones((2, 3), np.float32)}],
+    ...           "step": np.array(3)}
+    >>> io.save("ckpt.npz", params)
+    >>> with np.load("ckpt.npz") as f:
+    ...     sorted(f.files)
+    ['layers.0.w', 'step']
+    """
     arrays = _flat(params)
     tmp = path + ".tmp"
     if path.endswith(".safetensors"):
@@ -32,8 +48,33 @@ def save(path: str, params) -> None:
 
 
 def load(path: str, like):
-    """Reads a checkpoint into the structure of ``like``; every array must be
-    present with ``like``'s shape and dtype."""
+    """Reads the checkpoint ``path`` (written by :func:`save`) into the
+    structure of the pytree ``like``.
+
+    The format is chosen by the suffix as in :func:`save`. Every leaf of
+    ``like`` must be stored under its path with the same shape and dtype,
+    and the file must hold no other array; else ValueError, naming the
+    missing and unexpected arrays or the array whose shape or dtype
+    differs. Returns a pytree of NumPy arrays (``like`` is not changed).
+
+    >>> from tessera import io
+    >>> params = [{"w": np.arange(6.0).reshape(2, 3),
+    ...            "b": np.zeros(3, np.float32)}]
+    >>> io.save("model.npz", params)
+    >>> back = io.load("model.npz", params)
+    >>> back[0]["w"], back[0]["b"].dtype
+    (array([[0., 1., 2.],
+           [3., 4., 5.]]), dtype('float32'))
+    >>> io.load("model.npz", [{"w": np.zeros((3, 2)),
+    ...                        "b": np.zeros(3, np.float32)}])
+    Traceback (most recent call last):
+        ...
+    ValueError: model.npz: '0.w' is float64[2, 3], expected float64[3, 2]
+    >>> io.load("model.npz", params + [{"w": np.zeros(1)}])
+    Traceback (most recent call last):
+        ...
+    ValueError: model.npz does not match the parameters: missing ['1.w'], unexpected nothing
+    """
     if path.endswith(".safetensors"):
         from safetensors.numpy import load_file
         stored = load_file(path)

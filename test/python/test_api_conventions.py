@@ -402,3 +402,15 @@ def test_annotated_parameters_take_lists(rng):
                        match=r"argument 'x' is annotated Tensor\['B', ts.i8\]"
                              r" but \[1000\] does not fit"):
         ts.jit(h)([1000])
+
+
+def test_numbers_in_concat_are_weak(rng):
+    x = rng.standard_normal((2, 2)).astype(np.float32)
+    got = ts.jit(lambda x: op.concat([x, [[1.0, 2.0]]], axis=0))(x)
+    assert got.dtype == np.float32
+    np.testing.assert_array_equal(got, np.concatenate(
+        [x, np.array([[1.0, 2.0]], np.float32)]))
+    n = np.array([[1, 2]], np.int32)
+    got = ts.jit(lambda n: op.concat([n, [[0.5, 1.5]]], axis=0))(n)
+    assert got.dtype == np.float32
+    np.testing.assert_array_equal(got, [[1.0, 2.0], [0.5, 1.5]])

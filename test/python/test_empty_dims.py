@@ -164,6 +164,53 @@ CASES = [
 ]
 
 
+# Every elementwise op: an empty operand gives an empty result.
+_ERF = np.vectorize(math.erf, otypes=[float])
+for _name, _ref in {
+        "neg": np.negative, "abs": np.abs, "exp": np.exp, "log": np.log,
+        "log1p": np.log1p, "sin": np.sin, "cos": np.cos, "tanh": np.tanh,
+        "erf": _ERF, "sigmoid": lambda x: 1 / (1 + np.exp(-x)),
+        "relu": lambda x: np.maximum(x, 0), "silu": lambda x: x / (
+            1 + np.exp(-x)), "sqrt": np.sqrt, "rsqrt": lambda x: 1 / np.sqrt(
+            x), "reciprocal": lambda x: 1 / x, "square": np.square,
+        "floor": np.floor, "sign": np.sign,
+        "stop_gradient": lambda x: x}.items():
+    CASES.append((f"{_name}_unary", ["AB"], getattr(op, _name), _ref))
+for _name, _ref in {"add": np.add, "sub": np.subtract, "mul": np.multiply,
+                    "div": np.divide, "pow": np.power, "max": np.maximum,
+                    "min": np.minimum}.items():
+    CASES.append((f"{_name}_binary", ["AB", "B"], getattr(op, _name), _ref))
+CASES += [
+    ("broadcast_in_dim", ["AB"],
+     lambda x: op.broadcast_in_dim(x, (x.shape[0], 3, x.shape[1]), [0, 2]),
+     lambda x: np.broadcast_to(x[:, None, :], (x.shape[0], 3, x.shape[1]))),
+    ("all_gather", ["AB"], lambda x: op.all_gather(x, 1, axis_name="d"),
+     lambda x: x),
+    ("reduce_scatter", ["AB"],
+     lambda x: op.reduce_scatter(x, 0, axis_name="d"), lambda x: x),
+    ("all_to_all", ["AB"],
+     lambda x: op.all_to_all(x, 0, 1, axis_name="d"), lambda x: x),
+    ("permute", ["AB"], lambda x: op.permute(x, [(0, 0)], axis_name="d"),
+     lambda x: x),
+    ("cond", ["AB"],
+     lambda x: op.cond(np.array(True), lambda v: v * 2.0, lambda v: -v, x),
+     lambda x: 2.0 * x),
+    ("while_loop", ["AB"],
+     lambda x: op.while_loop(lambda c: c[0] < 3.0,
+                             lambda c: (c[0] + 1.0, c[1] * 2.0),
+                             (np.float64(0.0), x))[1],
+     lambda x: 8.0 * x),
+    ("fixed_point", ["AB"], lambda x: op.fixed_point(lambda v: v * 0.5, x),
+     lambda x: 0.0 * x),
+    ("solve", ["AB"], lambda x: op.solve(lambda v: v - 1.0, x),
+     lambda x: x * 0.0 + 1.0),
+    ("concat_numbers", ["AB"],
+     lambda x: op.concat([x, op.broadcast_to(op.constant(np.float64(1.0)),
+                                             (1, x.shape[1]))], 0),
+     lambda x: np.concatenate([x, np.ones((1, x.shape[1]))], 0)),
+]
+
+
 def _scatter_add(x, i, u):
     """Tessera's scatter_add drops indices out of range (and an empty dim
     has no index in range)."""
@@ -213,7 +260,7 @@ def _op_name(case):
     head, _, tail = name.rpartition("_")
     if head and tail in ("all", "0", "1", "mean", "sum", "none", "stable",
                          "batched", "vector", "broadcast", "scalar",
-                         "causal", "batch"):
+                         "causal", "batch", "unary", "binary", "numbers"):
         return head
     return name
 

@@ -689,3 +689,20 @@ def test_programs_per_sm_bounds_registers(tmp_path):
     ptx, bound = registers(base.with_params(programs_per_sm=3))
     assert ".minnctapersm 3" in ptx
     assert bound <= 85
+
+
+def test_clear_errors_for_numbers_schedules_and_host_arrays():
+    @ts.kernel
+    def k(X: KTile["N", ts.f32]):
+        tile.where(tile.program_id(0) > 0, 1, 2)
+    with pytest.raises(TypeError, match=r"two Python numbers \(1 and 2\) "
+                                        r"have no type in a kernel"):
+        k.lower()
+    with pytest.raises(AttributeError,
+                       match=r"block \(256,\) has one dim \(no T.n\)"):
+        ts.Schedule(block=256).n
+    with pytest.raises(ts.TesseraError,
+                       match=r"from_dlpack takes a CUDA tensor \(DLPack "
+                             r"device type 2\), got a tensor on DLPack "
+                             r"device \(1, 0\)"):
+        ts.from_dlpack(np.ones(3))

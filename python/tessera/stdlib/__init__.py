@@ -1,5 +1,5 @@
 """Tessera's standard library of GPU kernels, written in the tile DSL
-(``tessera.stdlib._kernels``):
+(``tessera.stdlib._kernels``)::
 
     from tessera.stdlib import (gemm, flash_attention_2, efficient_layernorm,
                                 rmsnorm, stable_softmax, cross_entropy,
@@ -14,6 +14,11 @@ other frameworks (PyTorch, through DLPack); results are new device tensors
 (``torch.from_dlpack`` views them) unless ``out=`` names where to write.
 Each op picks its schedule from the shapes; ``with_schedule`` overrides it
 (and a bad schedule fails to compile with the compiler's message).
+
+The ops run on a CUDA device. Without one, ``tessera._kernel.compile_only``
+runs everything an op does but the launches: it checks the arguments,
+compiles the kernels into the kernel cache and returns results without
+memory (the examples below do this).
 """
 
 from __future__ import annotations
@@ -38,8 +43,31 @@ __all__ = ["StdlibOp", "cross_entropy", "cross_entropy_backward",
 
 
 class StdlibOp:
-    """A library op: ``op(*args)`` runs it with the schedule its shapes
-    call for; ``op.with_schedule(s)`` is the op with schedule ``s``."""
+    """An op of the standard library, which runs its kernels on the GPU.
+
+    ``op(*args)`` runs it with a schedule chosen for the shapes (autotuned on
+    the first call of each shape, for most ops); ``op.with_schedule(s)`` is the
+    op with the fixed schedule ``s``.
+
+    Arguments are device tensors (``ts.to_device``, ``ts.cuda.empty``) or CUDA
+    tensors of other frameworks (through DLPack); results are new device
+    tensors unless ``out=`` names where to write. Under
+    ``tessera._kernel.compile_only`` an op checks its arguments and compiles
+    its kernels without a GPU, on tensors without memory, and returns results
+    of the right shapes and dtypes (without memory either).
+
+    >>> from tessera.stdlib import gemm
+    >>> from tessera._kernel import compile_only
+    >>> gemm
+    <tessera.stdlib.gemm>
+    >>> s = ts.Schedule(block=(64, 64), k=32, warps=4, stages=2)
+    >>> small = gemm.with_schedule(s)
+    >>> with compile_only("sm_90a"):  # compiles the launch; no GPU needed
+    ...     a = ts.cuda.empty((64, 32), ts.bf16)
+    ...     c = small(a, ts.cuda.empty((32, 64), ts.bf16))
+    >>> c
+    DeviceTensor(bf16[64, 64] on cuda:0)
+    """
 
     def __init__(self, name, run, doc, schedule=None):
         self.__name__ = name
@@ -51,6 +79,22 @@ class StdlibOp:
         return self._run(self._schedule, *args, **kwargs)
 
     def with_schedule(self, schedule: Schedule) -> "StdlibOp":
+        """The op with a fixed schedule instead of the one it would choose.
+
+        ``schedule`` is a ``ts.Schedule``; the op then does not autotune. A
+        schedule that does not suit the op's kernel fails when the kernel is
+        compiled, with the compiler's message; anything but a ``Schedule``
+        raises ``TypeError``.
+
+        >>> from tessera.stdlib import stable_softmax
+        >>> fixed = stable_softmax.with_schedule(ts.Schedule(block=(4, 256)))
+        >>> fixed
+        <tessera.stdlib.stable_softmax>
+        >>> stable_softmax.with_schedule((4, 256))
+        Traceback (most recent call last):
+            ...
+        TypeError: with_schedule takes a ts.Schedule, got (4, 256)
+        """
         if not isinstance(schedule, Schedule):
             raise TypeError(f"with_schedule takes a ts.Schedule, got "
                             f"{schedule!r}")
@@ -166,7 +210,26 @@ def _float(x, what):
 
 @_op
 def _stable_softmax(schedule, x, *, out=None):
-    """Softmax over the last dim, computed in f32 (max subtracted)."""
+    """Softmax over the last dim (in f32, the row maximum subtracted).
+
+    ``stable_softmax(x, *, out=None)``: ``x`` is a float device tensor of any
+    rank (rows of any length; rows longer than 8192 elements take two passes).
+    The result has ``x``'s shape and dtype; ``out``, if given, must match them
+    and receives it. A tensor that is not float, or a NumPy array, raises
+    ``TesseraError``. It runs on a CUDA device; under ``compile_only`` it
+    compiles what it would run.
+
+    >>> from tessera.stdlib import stable_softmax
+    >>> from tessera._kernel import compile_only
+    >>> with compile_only("sm_90a"):  # compiles the launch; no GPU needed
+    ...     y = stable_softmax(ts.cuda.empty((2, 2), ts.f32))
+    >>> y
+    DeviceTensor(f32[2, 2] on cuda:0)
+    >>> if ts.cuda.is_available():  # runs on a CUDA device
+    ...     x = np.array([[0.0, np.log(3.0)], [1.0, 1.0]], np.float32)
+    ...     p = stable_softmax(ts.to_device(x)).numpy()
+    ...     # p [[0.25, 0.75], [0.5, 0.5]]
+    """
     x = _tensor(x, "x")
     _float(x, "x")
     x2, n = _rows(x, "x")
@@ -190,8 +253,34 @@ stable_softmax = _stable_softmax
 
 @_op
 def _layernorm(schedule, x, weight, bias, eps=1e-5, *, out=None):
-    """LayerNorm over the last dim: returns (y, mean, rstd) (f32
-    statistics per row, for layernorm_backward)."""
+    """LayerNorm over the last dim: returns ``(y, mean, rstd)``.
+
+    ``layernorm(x, weight, bias, eps=1e-5, *, out=None)`` (and
+    ``efficient_layernorm``, the same op): ``x`` is a float device tensor
+    ``[..., n]`` with rows of up to 16384 elements, ``weight`` and ``bias`` are
+    ``[n]``. ``y = (x - mean) * rstd * weight + bias`` has ``x``'s shape and
+    dtype (written into ``out`` if given); ``mean`` and
+    ``rstd = 1 / sqrt(var + eps)`` are f32 ``[rows]`` (``rows`` the product of
+    ``x``'s leading dims), the statistics ``layernorm_backward`` takes.
+    Statistics are computed in f32. Shapes that do not match raise
+    ``TesseraError``.
+
+    >>> from tessera.stdlib import layernorm
+    >>> from tessera._kernel import compile_only
+    >>> with compile_only("sm_90a"):  # compiles the launch; no GPU needed
+    ...     y, mean, rstd = layernorm(ts.cuda.empty((1, 4), ts.f32),
+    ...                               ts.cuda.empty((4,), ts.f32),
+    ...                               ts.cuda.empty((4,), ts.f32))
+    >>> y, mean, rstd
+    (DeviceTensor(f32[1, 4] on cuda:0), DeviceTensor(f32[1] on cuda:0),
+     DeviceTensor(f32[1] on cuda:0))
+    >>> if ts.cuda.is_available():  # runs on a CUDA device
+    ...     x = ts.to_device(np.array([[1.0, 2.0, 3.0, 4.0]], np.float32))
+    ...     w = ts.to_device(np.ones(4, np.float32))
+    ...     b = ts.to_device(np.zeros(4, np.float32))
+    ...     y, mean, rstd = layernorm(x, w, b)
+    ...     # y [[-1.3416, -0.4472, 0.4472, 1.3416]], mean [2.5], rstd [0.8944]
+    """
     x, w, b = (_tensor(t, n) for t, n in ((x, "x"), (weight, "weight"),
                                           (bias, "bias")))
     _float(x, "x")
@@ -274,8 +363,34 @@ def _column_sum(part, n, dtype, dev):
 
 @_op
 def _layernorm_backward(schedule, dy, x, weight, mean, rstd):
-    """Gradients of layernorm: (dx, dweight, dbias); dweight and dbias are
-    summed over rows in a fixed order (deterministic)."""
+    """The gradients of ``layernorm``: returns ``(dx, dweight, dbias)``.
+
+    ``layernorm_backward(dy, x, weight, mean, rstd)``: ``dy`` and ``x`` are
+    ``[..., n]`` of one float dtype, ``weight`` ``[n]``, ``mean`` and ``rstd``
+    the f32 statistics ``layernorm`` returned. ``dx`` has ``x``'s shape and
+    dtype; ``dweight`` and ``dbias`` are ``[n]`` of ``weight``'s dtype, summed
+    over the rows in a fixed order (the same bits at every run).
+
+    >>> from tessera.stdlib import layernorm_backward
+    >>> from tessera._kernel import compile_only
+    >>> with compile_only("sm_90a"):  # compiles the launch; no GPU needed
+    ...     e = ts.cuda.empty
+    ...     x, w, stat = e((1, 4), ts.f32), e((4,), ts.f32), e((1,), ts.f32)
+    ...     dx, dw, db = layernorm_backward(x, x, w, stat, stat)
+    >>> dx, dw, db
+    (DeviceTensor(f32[1, 4] on cuda:0), DeviceTensor(f32[4] on cuda:0),
+     DeviceTensor(f32[4] on cuda:0))
+    >>> if ts.cuda.is_available():  # runs on a CUDA device
+    ...     from tessera.stdlib import layernorm
+    ...     x = ts.to_device(np.array([[1.0, 2.0, 3.0, 4.0]], np.float32))
+    ...     w = ts.to_device(np.ones(4, np.float32))
+    ...     b = ts.to_device(np.zeros(4, np.float32))
+    ...     y, mean, rstd = layernorm(x, w, b)
+    ...     dy = ts.to_device(np.ones((1, 4), np.float32))
+    ...     dx, dw, db = layernorm_backward(dy, x, w, mean, rstd)
+    ...     # dx [[0, 0, 0, 0]], db [1, 1, 1, 1],
+    ...     # dw [-1.3416, -0.4472, 0.4472, 1.3416]
+    """
     dy, x, w, mean, rstd = (_tensor(t, n) for t, n in (
         (dy, "dy"), (x, "x"), (weight, "weight"), (mean, "mean"),
         (rstd, "rstd")))
@@ -299,7 +414,27 @@ layernorm_backward = _layernorm_backward
 
 @_op
 def _rmsnorm(schedule, x, weight, eps=1e-6, *, out=None):
-    """RMSNorm over the last dim: returns (y, rstd)."""
+    """RMSNorm over the last dim: returns ``(y, rstd)``.
+
+    ``rmsnorm(x, weight, eps=1e-6, *, out=None)``: ``x`` is a float device
+    tensor ``[..., n]`` with rows of up to 16384 elements, ``weight`` is
+    ``[n]``. ``y = x * rstd * weight`` has ``x``'s shape and dtype (written
+    into ``out`` if given), with ``rstd = 1 / sqrt(mean(x ** 2) + eps)``
+    computed in f32, an f32 ``[rows]`` tensor for ``rmsnorm_backward``. A
+    ``weight`` of another shape raises ``TesseraError``.
+
+    >>> from tessera.stdlib import rmsnorm
+    >>> from tessera._kernel import compile_only
+    >>> with compile_only("sm_90a"):  # compiles the launch; no GPU needed
+    ...     y, rstd = rmsnorm(ts.cuda.empty((1, 4), ts.f32),
+    ...                       ts.cuda.empty((4,), ts.f32))
+    >>> y, rstd
+    (DeviceTensor(f32[1, 4] on cuda:0), DeviceTensor(f32[1] on cuda:0))
+    >>> if ts.cuda.is_available():  # runs on a CUDA device
+    ...     x = ts.to_device(np.full((1, 4), 2.0, np.float32))
+    ...     y, rstd = rmsnorm(x, ts.to_device(np.ones(4, np.float32)))
+    ...     # y [[1, 1, 1, 1]], rstd [0.5] (to about 1e-7)
+    """
     x, w = _tensor(x, "x"), _tensor(weight, "weight")
     _float(x, "x")
     x2, n = _rows(x, "x")
@@ -322,7 +457,31 @@ rmsnorm = _rmsnorm
 
 @_op
 def _rmsnorm_backward(schedule, dy, x, weight, rstd):
-    """Gradients of rmsnorm: (dx, dweight)."""
+    """The gradients of ``rmsnorm``: returns ``(dx, dweight)``.
+
+    ``rmsnorm_backward(dy, x, weight, rstd)``: ``dy`` and ``x`` are
+    ``[..., n]`` of one float dtype, ``weight`` ``[n]``, ``rstd`` the f32
+    statistic ``rmsnorm`` returned. ``dx`` has ``x``'s shape and dtype;
+    ``dweight`` is ``[n]`` of ``weight``'s dtype, summed over the rows in a
+    fixed order.
+
+    >>> from tessera.stdlib import rmsnorm_backward
+    >>> from tessera._kernel import compile_only
+    >>> with compile_only("sm_90a"):  # compiles the launch; no GPU needed
+    ...     e = ts.cuda.empty
+    ...     dx, dw = rmsnorm_backward(e((1, 4), ts.f32), e((1, 4), ts.f32),
+    ...                               e((4,), ts.f32), e((1,), ts.f32))
+    >>> dx, dw
+    (DeviceTensor(f32[1, 4] on cuda:0), DeviceTensor(f32[4] on cuda:0))
+    >>> if ts.cuda.is_available():  # runs on a CUDA device
+    ...     from tessera.stdlib import rmsnorm
+    ...     x = ts.to_device(np.full((1, 4), 2.0, np.float32))
+    ...     w = ts.to_device(np.ones(4, np.float32))
+    ...     y, rstd = rmsnorm(x, w)
+    ...     dy = ts.to_device(np.ones((1, 4), np.float32))
+    ...     dx, dw = rmsnorm_backward(dy, x, w, rstd)
+    ...     # dx [[0, 0, 0, 0]], dw [1, 1, 1, 1]
+    """
     dy, x, w, rstd = (_tensor(t, n) for t, n in (
         (dy, "dy"), (x, "x"), (weight, "weight"), (rstd, "rstd")))
     x2, n = _rows(x, "x")
@@ -342,8 +501,29 @@ rmsnorm_backward = _rmsnorm_backward
 
 @_op
 def _cross_entropy(schedule, logits, labels, *, ignore_index=-100):
-    """Per-row loss ``logsumexp(logits) - logits[label]`` (0 where the
-    label is ``ignore_index``): returns (loss, lse), f32."""
+    """The cross-entropy loss of each row: returns ``(loss, lse)``.
+
+    ``cross_entropy(logits, labels, *, ignore_index=-100)``: ``logits`` is a
+    float device tensor ``[rows, classes]``, ``labels`` i32 ``[rows]``.
+    ``loss`` and ``lse`` are f32 ``[rows]``: ``lse`` is each row's log-sum-exp
+    and ``loss = lse - logits[label]``, 0 where the label is ``ignore_index``
+    (a label outside the row gives ``lse``). Other shapes or dtypes raise
+    ``TesseraError``.
+
+    >>> from tessera.stdlib import cross_entropy
+    >>> from tessera._kernel import compile_only
+    >>> with compile_only("sm_90a"):  # compiles the launch; no GPU needed
+    ...     loss, lse = cross_entropy(ts.cuda.empty((2, 4), ts.f32),
+    ...                               ts.cuda.empty((2,), ts.i32))
+    >>> loss, lse
+    (DeviceTensor(f32[2] on cuda:0), DeviceTensor(f32[2] on cuda:0))
+    >>> if ts.cuda.is_available():  # runs on a CUDA device
+    ...     logits = ts.to_device(np.zeros((2, 4), np.float32))
+    ...     labels = ts.to_device(np.array([1, -100], np.int32))
+    ...     loss, lse = cross_entropy(logits, labels)
+    ...     # loss [1.3863, 0.0] (log 4, and the ignored row)
+    ...     # lse [1.3863, 1.3863]
+    """
     x, y = _tensor(logits, "logits"), _tensor(labels, "labels")
     if x.ndim != 2 or y.shape != (x.shape[0],) or y.dtype.name != "i32":
         raise TesseraError(f"cross_entropy takes logits [rows, classes] and "
@@ -371,7 +551,32 @@ cross_entropy = _cross_entropy
 @_op
 def _cross_entropy_backward(schedule, logits, labels, lse, dloss, *,
                             ignore_index=-100):
-    """d logits = dloss * (softmax(logits) - onehot(label))."""
+    """The gradient of ``cross_entropy`` with respect to the logits.
+
+    Per row ``dlogits = dloss * (softmax(logits) - onehot(label))``, 0 in rows
+    whose label is ``ignore_index``.
+
+    ``cross_entropy_backward(logits, labels, lse, dloss, *,
+    ignore_index=-100)``: ``logits`` ``[rows, classes]``, ``labels`` i32
+    ``[rows]``, ``lse`` the f32 ``[rows]`` that ``cross_entropy`` returned and
+    ``dloss`` f32 ``[rows]``. The result has ``logits``' shape and dtype.
+
+    >>> from tessera.stdlib import cross_entropy_backward
+    >>> from tessera._kernel import compile_only
+    >>> with compile_only("sm_90a"):  # compiles the launch; no GPU needed
+    ...     e = ts.cuda.empty
+    ...     dx = cross_entropy_backward(e((1, 4), ts.f32), e((1,), ts.i32),
+    ...                                 e((1,), ts.f32), e((1,), ts.f32))
+    >>> dx
+    DeviceTensor(f32[1, 4] on cuda:0)
+    >>> if ts.cuda.is_available():  # runs on a CUDA device
+    ...     logits = ts.to_device(np.zeros((1, 4), np.float32))
+    ...     labels = ts.to_device(np.array([2], np.int32))
+    ...     lse = ts.to_device(np.array([np.log(4.0)], np.float32))
+    ...     dloss = ts.to_device(np.ones(1, np.float32))
+    ...     dx = cross_entropy_backward(logits, labels, lse, dloss)
+    ...     # dx [[0.25, 0.25, -0.75, 0.25]]
+    """
     x, y, lse, g = (_tensor(t, n) for t, n in (
         (logits, "logits"), (labels, "labels"), (lse, "lse"),
         (dloss, "dloss")))
@@ -391,8 +596,32 @@ cross_entropy_backward = _cross_entropy_backward
 @_op
 def _fused_adam(schedule, params, grads, exp_avg, exp_avg_sq, *, lr, step,
                 beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.0):
-    """One AdamW step in place on f32 params and moments (grads f32, bf16
-    or f16); ``step`` counts from 1."""
+    """One AdamW step, in place; returns ``params``.
+
+    ``fused_adam(params, grads, exp_avg, exp_avg_sq, *, lr, step, beta1=0.9,
+    beta2=0.999, eps=1e-8, weight_decay=0.0)``: ``params`` and the moments
+    ``exp_avg``, ``exp_avg_sq`` are f32 device tensors, ``grads`` f32, bf16 or
+    f16, all with the same number of elements. With ``g`` the gradient:
+    ``m = beta1 m + (1 - beta1) g``, ``v = beta2 v + (1 - beta2) g ** 2``, and
+    ``p -= lr * (m / (1 - beta1 ** step) / (sqrt(v / (1 - beta2 ** step)) +
+    eps) + weight_decay * p)``. ``step`` counts from 1 (``TesseraError``
+    otherwise).
+
+    >>> from tessera.stdlib import fused_adam
+    >>> from tessera._kernel import compile_only
+    >>> with compile_only("sm_90a"):  # compiles the launch; no GPU needed
+    ...     p = fused_adam(*(ts.cuda.empty((4,), ts.f32) for _ in range(4)),
+    ...                    lr=0.1, step=1)
+    >>> p
+    DeviceTensor(f32[4] on cuda:0)
+    >>> if ts.cuda.is_available():  # runs on a CUDA device
+    ...     p = ts.to_device(np.ones(4, np.float32))
+    ...     g = ts.to_device(np.full(4, 0.5, np.float32))
+    ...     m = ts.to_device(np.zeros(4, np.float32))
+    ...     v = ts.to_device(np.zeros(4, np.float32))
+    ...     _ = fused_adam(p, g, m, v, lr=0.1, step=1)
+    ...     # p [0.9, 0.9, 0.9, 0.9], m [0.05, ...], v [0.00025, ...]
+    """
     p, g, m, v = (_tensor(t, n) for t, n in (
         (params, "params"), (grads, "grads"), (exp_avg, "exp_avg"),
         (exp_avg_sq, "exp_avg_sq")))
@@ -417,8 +646,30 @@ fused_adam = _fused_adam
 
 @_op
 def _rotary_embedding(schedule, x, cos, sin, *, out=None):
-    """x [B, S, H, D] rotated by (cos, sin) [S, D/2] (f32): the two halves
-    of each head turn by each position's angles."""
+    """Rotary position embedding (the rotate-half form): returns a new tensor.
+
+    ``rotary_embedding(x, cos, sin, *, out=None)``: ``x`` is a float device
+    tensor ``[B, S, H, D]`` (``D`` even), ``cos`` and ``sin`` f32
+    ``[S, D / 2]``, each position's angles. With ``x1`` and ``x2`` the two
+    halves of a head: ``y1 = x1 cos - x2 sin`` and ``y2 = x2 cos + x1 sin``.
+    The result has ``x``'s shape and dtype (written into ``out`` if given);
+    other shapes raise ``TesseraError``.
+
+    >>> from tessera.stdlib import rotary_embedding
+    >>> from tessera._kernel import compile_only
+    >>> with compile_only("sm_90a"):  # compiles the launch; no GPU needed
+    ...     y = rotary_embedding(ts.cuda.empty((1, 1, 1, 4), ts.f32),
+    ...                          ts.cuda.empty((1, 2), ts.f32),
+    ...                          ts.cuda.empty((1, 2), ts.f32))
+    >>> y
+    DeviceTensor(f32[1, 1, 1, 4] on cuda:0)
+    >>> if ts.cuda.is_available():  # runs on a CUDA device
+    ...     x = np.array([1.0, 2.0, 3.0, 4.0], np.float32).reshape(1, 1, 1, 4)
+    ...     x = ts.to_device(x)
+    ...     cos = ts.to_device(np.zeros((1, 2), np.float32))  # a quarter turn
+    ...     sin = ts.to_device(np.ones((1, 2), np.float32))
+    ...     y = rotary_embedding(x, cos, sin)  # [[[[-3, -4, 1, 2]]]]
+    """
     x, c, s_ = _tensor(x, "x"), _tensor(cos, "cos"), _tensor(sin, "sin")
     if x.ndim != 4:
         raise TesseraError(f"rotary_embedding takes x [B, S, H, D], got "
@@ -476,16 +727,40 @@ def _grouped_schedule(s):
 @_op
 def _gemm(schedule, a, b, *, out=None, out_dtype=None, scale=1.0,
           transposed_b=None, allow_tf32=False):
-    """``a @ b`` with f32 accumulation: bf16/f16 on the tensor cores; f32
-    exactly on FMAs, or read as tf32 on the tensor cores (wgmma on Hopper,
-    mma.sync before) with ``allow_tf32=True`` and ``b`` given transposed;
-    fp8 (e4m3/e5m2) with
-    ``b`` given transposed. ``transposed_b=True`` (the default for fp8)
-    takes ``b`` as [N, K], K contiguous. ``scale`` multiplies the product
-    (transposed form). The result is ``out_dtype`` (default: a's dtype;
-    bf16 for fp8). Batched (bf16, f16, f32): ``a`` [Z, M, K] or [M, K]
-    (shared by the batch), ``b`` [Z, K, N] ([Z, N, K] transposed) or
-    [K, N] (shared: the batch folds into M), ``c`` [Z, M, N]."""
+    """The matrix product ``a @ b`` with f32 accumulation.
+
+    ``gemm(a, b, *, out=None, out_dtype=None, scale=1.0, transposed_b=None,
+    allow_tf32=False)``: ``a`` is ``[M, K]`` and ``b`` ``[K, N]``, or, with
+    ``transposed_b=True``, ``[N, K]`` (K contiguous). bf16 and f16 run on the
+    tensor cores; f32 exactly on FMAs, or, with ``allow_tf32=True`` and ``b``
+    transposed, read as tf32 on the tensor cores (wgmma on Hopper, mma.sync
+    before); fp8 (e4m3/e5m2) takes ``b`` transposed (the default for fp8) and
+    ``scale`` multiplies its product. The result is ``out_dtype`` (default:
+    ``a``'s dtype; bf16 for fp8), written into ``out`` if given. Batched (bf16,
+    f16, f32): ``a`` ``[Z, M, K]`` or ``[M, K]`` (shared by the batch), ``b``
+    ``[Z, K, N]`` (``[Z, N, K]`` transposed) or ``[K, N]`` (shared), the result
+    ``[Z, M, N]``. Without a schedule the tiles are autotuned per shape. Inner
+    dims that differ, dtypes that differ, or options that do not apply raise
+    ``TesseraError``.
+
+    >>> from tessera.stdlib import gemm
+    >>> from tessera._kernel import compile_only
+    >>> with compile_only("sm_90a"):  # compiles the launch; no GPU needed
+    ...     a = ts.cuda.empty((64, 32), ts.bf16)
+    ...     c = gemm(a, ts.cuda.empty((32, 16), ts.bf16))
+    >>> c
+    DeviceTensor(bf16[64, 16] on cuda:0)
+    >>> with compile_only("sm_90a"):
+    ...     gemm(a, ts.cuda.empty((16, 8), ts.bf16))
+    Traceback (most recent call last):
+        ...
+    tessera.TesseraError: gemm of [64, 32] and [16, 8]: inner dims 32 and 16
+    differ
+    >>> if ts.cuda.is_available():  # runs on a CUDA device
+    ...     a = ts.to_device(np.array([[1.0, 2.0], [3.0, 4.0]]), dtype=ts.bf16)
+    ...     b = ts.to_device(np.eye(2), dtype=ts.bf16)
+    ...     c = gemm(a, b)  # bf16 [[1, 2], [3, 4]]
+    """
     a, b = _tensor(a, "a"), _tensor(b, "b")
     if 3 in (a.ndim, b.ndim) and {a.ndim, b.ndim} <= {2, 3}:
         if scale != 1.0 or allow_tf32 or out_dtype is not None or \
@@ -638,9 +913,33 @@ gemm = _gemm
 @_op
 def _flash_attention_2(schedule, q, k, v, *, causal=False, scale=None,
                        out=None):
-    """Attention forward: q, k, v [B, H, S, D] (or [BH, S, D]) bf16/f16,
-    head dim 64 or 128; returns (o, lse) with lse [.., S] f32 (the
-    log-sum-exp of each query's scaled scores)."""
+    """Attention forward (FlashAttention-2): returns ``(o, lse)``.
+
+    ``flash_attention_2(q, k, v, *, causal=False, scale=None, out=None)``:
+    ``q``, ``k``, ``v`` are bf16 or f16 device tensors of one shape
+    ``[B, H, S, D]`` (or ``[BH, S, D]``), head dim ``D`` 64 or 128, at most
+    65535 batch x heads. ``o = softmax(scale * q @ k^T) @ v`` has ``q``'s shape
+    and dtype (written into ``out`` if given); ``scale`` defaults to
+    ``1 / sqrt(D)``; with ``causal=True`` query ``i`` sees keys ``0 .. i``.
+    ``lse`` is f32 ``[B, H, S]``, each query's log-sum-exp of its scaled
+    scores, which ``flash_attention_2_backward`` takes. Other shapes raise
+    ``TesseraError``.
+
+    >>> from tessera.stdlib import flash_attention_2
+    >>> from tessera._kernel import compile_only
+    >>> with compile_only("sm_80"):  # compiles the launch; no GPU needed
+    ...     q = ts.cuda.empty((1, 2, 64, 64), ts.bf16)
+    ...     o, lse = flash_attention_2(q, q, q, causal=True)
+    >>> o, lse
+    (DeviceTensor(bf16[1, 2, 64, 64] on cuda:0),
+     DeviceTensor(f32[1, 2, 64] on cuda:0))
+    >>> if ts.cuda.is_available():  # runs on a CUDA device
+    ...     zeros = ts.to_device(np.zeros((1, 2, 64, 64)), dtype=ts.bf16)
+    ...     ones = ts.to_device(np.ones((1, 2, 64, 64)), dtype=ts.bf16)
+    ...     o, lse = flash_attention_2(zeros, zeros, ones)
+    ...     # o all 1 (equal scores average the values),
+    ...     # lse all log(64) = 4.1589
+    """
     q, k, v = (_tensor(t, n) for t, n in ((q, "q"), (k, "k"), (v, "v")))
     if q.shape != k.shape or q.shape != v.shape or q.ndim not in (3, 4):
         raise TesseraError(f"flash_attention_2 takes q, k, v of one shape "
@@ -702,9 +1001,33 @@ def _attention_fwd_kernel(schedule, d, causal, hopper):
 @_op
 def _flash_attention_2_backward(schedule, do, q, k, v, o, lse, *,
                                 causal=False, scale=None):
-    """Gradients of flash_attention_2 for output gradient ``do``: (dq, dk,
-    dv). Deterministic: one kernel gives dK and dV per key block over the
-    query blocks that see it, another dQ per query block; no atomics."""
+    """The gradients of ``flash_attention_2``: returns ``(dq, dk, dv)``.
+
+    ``flash_attention_2_backward(do, q, k, v, o, lse, *, causal=False,
+    scale=None)``: ``do`` (the gradient of ``o``), ``q``, ``k``, ``v`` and
+    ``o`` have one shape ``[B, H, S, D]`` (or ``[BH, S, D]``), ``lse`` is the
+    f32 ``[B, H, S]`` the forward returned, and ``causal`` and ``scale`` are
+    the forward's. The gradients have ``q``'s shape and dtype. Deterministic:
+    one kernel gives dK and dV per key block over the query blocks that see it,
+    another dQ per query block; no atomics.
+
+    >>> from tessera.stdlib import flash_attention_2_backward
+    >>> from tessera._kernel import compile_only
+    >>> with compile_only("sm_80"):  # compiles the launch; no GPU needed
+    ...     x = ts.cuda.empty((1, 2, 64, 64), ts.bf16)
+    ...     lse = ts.cuda.empty((1, 2, 64), ts.f32)
+    ...     dq, dk, dv = flash_attention_2_backward(x, x, x, x, x, lse)
+    >>> dq.shape, dk.shape, dv.dtype
+    ((1, 2, 64, 64), (1, 2, 64, 64), ts.bf16)
+    >>> if ts.cuda.is_available():  # runs on a CUDA device
+    ...     from tessera.stdlib import flash_attention_2
+    ...     zeros = ts.to_device(np.zeros((1, 2, 64, 64)), dtype=ts.bf16)
+    ...     ones = ts.to_device(np.ones((1, 2, 64, 64)), dtype=ts.bf16)
+    ...     o, lse = flash_attention_2(zeros, zeros, ones)
+    ...     dq, dk, dv = flash_attention_2_backward(ones, zeros, zeros, ones,
+    ...                                             o, lse)
+    ...     # dq and dk all 0, dv all 1
+    """
     do, q, k, v, o, lse = (_tensor(t, n) for t, n in (
         (do, "do"), (q, "q"), (k, "k"), (v, "v"), (o, "o"), (lse, "lse")))
     if not (q.shape == k.shape == v.shape == o.shape == do.shape) or \
