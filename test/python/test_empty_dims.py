@@ -204,11 +204,39 @@ CASES += [
      lambda x: 0.0 * x),
     ("solve", ["AB"], lambda x: op.solve(lambda v: v - 1.0, x),
      lambda x: x * 0.0 + 1.0),
+    ("zeros", ["AB"], lambda x: op.zeros(x.shape, "f64") + x,
+     lambda x: x.copy()),
+    ("ones", ["AB"], lambda x: op.ones(x.shape, "f64") * x, lambda x: x.copy()),
+    ("ones_like", ["AB"], op.ones_like, np.ones_like),
+    ("rmsnorm_safe", ["AB", "B"], op.rmsnorm_safe,
+     lambda x, g: x / np.sqrt((x ** 2).mean(-1, keepdims=True) + 1e-5) * g),
+    ("slice", ["AB"],
+     lambda x: op.slice(x, [0, 0], [x.shape[0], x.shape[1]], [2, 1]),
+     lambda x: x[::2]),
+    ("kv_cache", ["A1T2"], lambda k: _cache_keys(k, prune=False),
+     lambda k: _padded(k, 4)),
+    ("kv_cache_prune", ["A1T2"], lambda k: _cache_keys(k, prune=True),
+     lambda k: _padded(k[:, :, -1:] if k.shape[2] else k, 4)),
     ("concat_numbers", ["AB"],
      lambda x: op.concat([x, op.broadcast_to(op.constant(np.float64(1.0)),
                                              (1, x.shape[1]))], 0),
      lambda x: np.concatenate([x, np.ones((1, x.shape[1]))], 0)),
 ]
+
+
+def _cache_keys(k, prune):
+    """The keys of a cache of capacity 4 after appending k [B, 1, T, 2]
+    (and, with ``prune``, keeping the last position)."""
+    cache = op.kv_cache_create((k.shape[0], 1, 4, 2), "f64")
+    op.kv_cache_append(cache, k, k)
+    if prune:
+        op.kv_cache_prune(cache, 1)
+    return op.kv_cache_read(cache)[0]
+
+
+def _padded(k, capacity):
+    pad = np.zeros(k.shape[:2] + (capacity - k.shape[2],) + k.shape[3:])
+    return np.concatenate([k, pad], axis=2)
 
 
 def _scatter_add(x, i, u):

@@ -133,6 +133,13 @@ std::pair<Value, Value> checkedState(OpBuilder &b, Operation *op,
   return {length, window};
 }
 
+/// A cache with a static dim of 0 (no batch, say) holds no elements: only
+/// its length changes. (Its positions are not sliced: slices of a static
+/// dim of size 0 are not valid IR.)
+bool holdsNothing(const Cache &c) {
+  return llvm::is_contained(cast<MemRefType>(c.keys.getType()).getShape(), 0);
+}
+
 Cache cacheOf(ValueRange buffers) {
   assert(buffers.size() == 3 && "a cache is three buffers");
   return {buffers[0], buffers[1], buffers[2]};
@@ -262,13 +269,15 @@ struct AppendLowering : public OpConversionPattern<KVCacheAppendOp> {
         arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::sgt, drop,
                               zero),
         false);
-    {
+    if (!holdsNothing(c)) {
       OpBuilder::InsertionGuard guard(rewriter);
       rewriter.setInsertionPoint(shift.thenBlock()->getTerminator());
       moveToFront(rewriter, loc, c, drop, remaining);
     }
-    for (auto [buffer, source] :
-         {std::pair(c.keys, newKeys), std::pair(c.values, newValues)}) {
+    SmallVector<std::pair<Value, Value>> writes;
+    if (!holdsNothing(c))
+      writes = {{c.keys, newKeys}, {c.values, newValues}};
+    for (auto [buffer, source] : writes) {
       auto type = cast<RankedTensorType>(source.getType());
       SmallVector<OpFoldResult> offsets{rewriter.getIndexAttr(0),
                                         rewriter.getIndexAttr(0), skipped,
@@ -354,7 +363,8 @@ struct PruneLowering : public OpConversionPattern<KVCachePruneOp> {
     {
       OpBuilder::InsertionGuard guard(rewriter);
       rewriter.setInsertionPoint(shift.thenBlock()->getTerminator());
-      moveToFront(rewriter, loc, c, drop, keep);
+      if (!holdsNothing(c))
+        moveToFront(rewriter, loc, c, drop, keep);
       storeWord(rewriter, loc, keep, c.state, 0);
     }
     rewriter.eraseOp(op);
