@@ -12,7 +12,7 @@ from ._errors import TesseraError
 from ._gpu_kernels import Step
 from . import tile
 from ._kernel import KTile, Schedule, cdiv, kernel
-from .stdlib import _pow2
+from .stdlib._common import _pow2
 
 UNARY = {
     "tgraph.neg": "(-{0})", "tgraph.abs": "tile.abs({0})",

@@ -7,7 +7,8 @@ from . import stdlib
 from . import tile
 from ._dtypes import f32
 from ._kernel import KTile, Schedule, _compile_only, cdiv, kernel
-from .stdlib import _pow2, _split_rows
+from .stdlib._common import _multiprocessors, _pow2
+from .stdlib._rows import _split_rows
 
 
 @kernel
@@ -213,7 +214,7 @@ class LongRows(Step):
         x = env[self.inputs[0]]
         k = long_rows.with_schedule(_LONG)
         # About four programs an SM.
-        self.parts = self.parts_for(4 * stdlib._multiprocessors(out._device)
+        self.parts = self.parts_for(4 * _multiprocessors(out._device)
                                     if not _compile_only.chip else 528)
         if self.parts == 1:
             k[(self.r,)](x.reshape(self.r, self.c), out.reshape(self.r),

@@ -40,19 +40,25 @@ def _check(qualname, kwargs, renamed, collective):
             f"axis_name={kwargs['axis']!r} (as in JAX)")
 
 
-def checked(fn, qualname=None):
-    """``fn`` behind a check that turns an old keyword into an error naming
-    the new one (the signature, docs and fast path stay ``fn``'s)."""
+def checker(fn, qualname):
+    """A function of a call's keyword arguments that raises for the old
+    keywords ``fn`` does not take (a TypeError naming the new one)."""
     params = inspect.signature(fn).parameters
     renamed = {old: new for old, new in RENAMED.items()
                if old not in params and new in params}
     collective = "axis_name" in params
-    qualname = qualname or fn.__qualname__
+    return lambda kwargs: _check(qualname, kwargs, renamed, collective)
+
+
+def checked(fn, qualname=None):
+    """``fn`` behind ``checker``'s check (the signature and docs stay
+    ``fn``'s)."""
+    check = checker(fn, qualname or fn.__qualname__)
 
     @functools.wraps(fn)
     def run(*args, **kwargs):
         if kwargs:
-            _check(qualname, kwargs, renamed, collective)
+            check(kwargs)
         return fn(*args, **kwargs)
     return run
 
