@@ -31,13 +31,13 @@ std::optional<uint64_t> OpContext::axis(const Tensor &x, int64_t axis,
   int64_t rank = x.rank();
   int64_t a = normalizeAxis(axis, rank);
   if (a < 0 || a >= rank) {
-    state->failAt(loc, std::string(what) + " " + std::to_string(axis) +
-                           " is out of range for " + x.str() +
-                           (rank == 0 ? " (a scalar has no axes)"
-                                      : " (rank " + std::to_string(rank) +
-                                            ": axes -" + std::to_string(rank) +
-                                            ".." + std::to_string(rank - 1) +
-                                            ")"));
+    state->failAt(loc,
+                  std::string(what) + " " + std::to_string(axis) +
+                      " is out of range for " + x.str() +
+                      (rank == 0 ? " (a scalar has no axes)"
+                                 : " (rank " + std::to_string(rank) +
+                                       ": axes -" + std::to_string(rank) +
+                                       ".." + std::to_string(rank - 1) + ")"));
     return std::nullopt;
   }
   return uint64_t(a);
@@ -225,8 +225,10 @@ static std::string misfit(Scalar value, DType dtype) {
   if (value.kind() == ScalarKind::Float) {
     double v = value.doubleValue();
     if (std::trunc(v) != v)
-      return "the number " + value.str() + " is not an integer, so it cannot "
-             "be a constant of " + runtime::name(dtype);
+      return "the number " + value.str() +
+             " is not an integer, so it cannot "
+             "be a constant of " +
+             runtime::name(dtype);
     if (!(v >= -0x1p63 && v < 0x1p63) || int64_t(v) < range->first ||
         int64_t(v) > range->second)
       return "the number " + value.str() + " is out of range for " +
@@ -334,6 +336,19 @@ TESSERA_BINARY(pow, PowOp)
 TESSERA_BINARY(max, MaxOp)
 TESSERA_BINARY(min, MinOp)
 #undef TESSERA_BINARY
+
+Tensor floor_div(const Tensor &lhs, const Tensor &rhs, SourceLoc where) {
+  Tensor q = div(lhs, rhs, where);
+  if (!q.valid() || runtime::isFloat(q.dtype()))
+    return q.valid() ? floor(q, where) : q;
+  // Truncated: one less where the division is inexact and the signs differ.
+  Tensor zero = scalar(0, q, where);
+  Tensor inexact = compare(mul(q, rhs, where), lhs, "ne", where);
+  Tensor negative = compare(compare(lhs, zero, "lt", where),
+                            compare(rhs, zero, "lt", where), "ne", where);
+  Tensor lower = sub(q, scalar(1, q, where), where);
+  return select(inexact, select(negative, lower, q, where), q, where);
+}
 
 Tensor compare(const Tensor &lhs, const Tensor &rhs,
                const std::string &direction, SourceLoc where) {

@@ -42,7 +42,7 @@ struct OpContext {
   /// size 0, else a run-time check (`tgraph.assert_dim le 1, count`) when
   /// any is symbolic. "<opName> over an empty axis: ... the <what> of
   /// nothing is undefined".
-  bool requireElements(const Tensor &x, const std::vector<int64_t> &axes,
+  bool requireElements(const Tensor &x, llvm::ArrayRef<int64_t> axes,
                        const char *opName, const char *what) const;
   /// The attribute of `value` for a tensor of `dtype`.
   mlir::TypedAttr scalarAttr(double value, DType dtype) const;

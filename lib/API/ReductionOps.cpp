@@ -22,10 +22,9 @@ using ::tessera::detail::begin;
 namespace tessera {
 
 bool detail::OpContext::requireElements(const Tensor &x,
-                                        const std::vector<int64_t> &axes,
+                                        llvm::ArrayRef<int64_t> axes,
                                         const char *opName,
                                         const char *what) const {
-  const OpContext &c = *this;
   Shape shape = x.shape();
   int64_t known = 1;
   std::vector<int64_t> symbolic;
@@ -35,8 +34,10 @@ bool detail::OpContext::requireElements(const Tensor &x,
       continue;
     }
     if (shape[a].size() == 0) {
-      c.state->failAt(c.loc, std::string(opName) + " over an empty axis: "
-                             "axis " + std::to_string(a) + " of " + x.str() +
+      state->failAt(loc, std::string(opName) +
+                             " over an empty axis: "
+                             "axis " +
+                             std::to_string(a) + " of " + x.str() +
                              " has size 0, and the " + what +
                              " of nothing is undefined");
       return false;
@@ -45,20 +46,20 @@ bool detail::OpContext::requireElements(const Tensor &x,
   }
   if (symbolic.empty())
     return true;
-  OpBuilder &b = c.b();
-  Value v = c.use(x);
-  Value count = arith::ConstantIndexOp::create(b, c.loc, known);
+  OpBuilder &builder = b();
+  Value v = use(x);
+  Value count = arith::ConstantIndexOp::create(builder, loc, known);
   std::string sizes;
   for (int64_t a : symbolic) {
-    count = arith::MulIOp::create(b, c.loc, count,
-                                  tg::DimOp::create(b, c.loc, v, a));
+    count = arith::MulIOp::create(builder, loc, count,
+                                  tg::DimOp::create(builder, loc, v, a));
     sizes += (sizes.empty() ? "" : " * ") + shape[a].symbol();
   }
   tg::AssertDimOp::create(
-      b, c.loc, tg::DimRelation::le,
-      arith::ConstantIndexOp::create(b, c.loc, 1), count,
+      builder, loc, tg::DimRelation::le,
+      arith::ConstantIndexOp::create(builder, loc, 1), count,
       "'tgraph." + std::string(opName) + "' op at " +
-          tg::describeLocation(c.loc) + ": the " + what +
+          tg::describeLocation(loc) + ": the " + what +
           " of nothing is undefined: the reduced axes of " + x.str() +
           " must hold at least 1 element (" + sizes + ")");
   return true;
@@ -75,7 +76,8 @@ struct AxesLast {
   std::vector<int64_t> perm, inverse;
   size_t count = 0;
 
-  AxesLast(int64_t rank, const std::vector<int64_t> &axes) : count(axes.size()) {
+  AxesLast(int64_t rank, const std::vector<int64_t> &axes)
+      : count(axes.size()) {
     for (int64_t i = 0; i < rank; ++i)
       if (!llvm::is_contained(axes, i))
         perm.push_back(i);
@@ -108,9 +110,10 @@ Dim product(const Shape &dims) {
 }
 
 /// The axes of `x` that `axis` names, or an error when it names none.
-std::optional<std::vector<int64_t>>
-nonEmptyAxes(const Tensor &x, const Axes &axis, const char *opName,
-             SourceLoc where) {
+std::optional<std::vector<int64_t>> nonEmptyAxes(const Tensor &x,
+                                                 const Axes &axis,
+                                                 const char *opName,
+                                                 SourceLoc where) {
   auto c = begin({&x}, where);
   if (!c)
     return std::nullopt;
@@ -151,60 +154,75 @@ Tensor overMergedAxes(const Tensor &x, const std::vector<int64_t> &axes,
   return reshape(r, kept, where);
 }
 
-template <typename OpTy>
-Tensor reduceStable(const Tensor &x, const Axes &axis, bool keepdims,
-                    bool stable, SourceLoc where) {
+/// The op `build(c, v, axes)` adds for `x` (as `v`) over the axes `axis`
+/// names, sorted and non-negative; `build` returns null after an error.
+template <typename Build>
+Tensor onAxes(const Tensor &x, const Axes &axis, SourceLoc where, Build build) {
   auto c = begin({&x}, where);
   if (!c)
     return {};
   auto d = c->axes(x, axis);
   if (!d)
     return {};
-  Value v = c->use(x);
-  return c->result(OpTy::create(c->b(), c->loc, v.getType(), v, *d, keepdims,
-                                stable, tg::PolicyAttr()));
+  Operation *op = build(*c, c->use(x), *d);
+  return op ? c->result(op) : Tensor();
+}
+
+/// As onAxes, for an op along one axis.
+template <typename Build>
+Tensor onAxis(const Tensor &x, int64_t axis, SourceLoc where, Build build) {
+  auto c = begin({&x}, where);
+  if (!c)
+    return {};
+  auto d = c->axis(x, axis);
+  if (!d)
+    return {};
+  return c->result(build(*c, c->use(x), int64_t(*d)));
+}
+
+template <typename OpTy>
+Tensor reduceStable(const Tensor &x, const Axes &axis, bool keepdims,
+                    bool stable, SourceLoc where) {
+  return onAxes(x, axis, where,
+                [&](const detail::OpContext &c, Value v,
+                    ArrayRef<int64_t> d) -> Operation * {
+                  return OpTy::create(c.b(), c.loc, v.getType(), v, d, keepdims,
+                                      stable, tg::PolicyAttr());
+                });
 }
 
 template <typename OpTy>
 Tensor reduce(const Tensor &x, const Axes &axis, bool keepdims,
               const char *opName, const char *what, SourceLoc where) {
-  auto c = begin({&x}, where);
-  if (!c)
-    return {};
   // The maximum of nothing has no value (NumPy raises). The Graph IR op
   // gives its identity (-inf, +inf), which the decompositions of logsumexp
   // and softmax rely on, so the check is made here.
-  auto d = c->axes(x, axis);
-  if (!d || !c->requireElements(x, *d, opName, what))
-    return {};
-  Value v = c->use(x);
-  return c->result(OpTy::create(c->b(), c->loc, v.getType(), v, *d, keepdims));
+  return onAxes(x, axis, where,
+                [&](const detail::OpContext &c, Value v,
+                    ArrayRef<int64_t> d) -> Operation * {
+                  if (!c.requireElements(x, d, opName, what))
+                    return nullptr;
+                  return OpTy::create(c.b(), c.loc, v.getType(), v, d,
+                                      keepdims);
+                });
 }
 
-/// An op of the softmax family along one (non-negative) axis.
+/// An op of the softmax family along one axis.
 template <typename OpTy>
 Tensor alongAxis(const Tensor &x, int64_t axis, SourceLoc where) {
-  auto c = begin({&x}, where);
-  if (!c)
-    return {};
-  auto d = c->axis(x, axis);
-  if (!d)
-    return {};
-  Value v = c->use(x);
-  return c->result(OpTy::create(c->b(), c->loc, v.getType(), v, *d));
+  return onAxis(x, axis, where,
+                [](const detail::OpContext &c, Value v, int64_t d) {
+                  return OpTy::create(c.b(), c.loc, v.getType(), v, d);
+                });
 }
 
 template <typename OpTy>
 Tensor alongAxisKeep(const Tensor &x, int64_t axis, bool keepdims,
                      SourceLoc where) {
-  auto c = begin({&x}, where);
-  if (!c)
-    return {};
-  auto d = c->axis(x, axis);
-  if (!d)
-    return {};
-  Value v = c->use(x);
-  return c->result(OpTy::create(c->b(), c->loc, v.getType(), v, *d, keepdims));
+  return onAxis(
+      x, axis, where, [&](const detail::OpContext &c, Value v, int64_t d) {
+        return OpTy::create(c.b(), c.loc, v.getType(), v, d, keepdims);
+      });
 }
 
 template <typename OpTy>
@@ -213,10 +231,9 @@ Tensor softmaxLike(const Tensor &x, const Axes &axis, const char *opName,
   auto axes = nonEmptyAxes(x, axis, opName, where);
   if (!axes)
     return {};
-  return overMergedAxes(x, *axes, /*keepShape=*/true, false, where,
-                        [&](const Tensor &y, int64_t a) {
-                          return alongAxis<OpTy>(y, a, where);
-                        });
+  return overMergedAxes(
+      x, *axes, /*keepShape=*/true, false, where,
+      [&](const Tensor &y, int64_t a) { return alongAxis<OpTy>(y, a, where); });
 }
 
 template <typename OpTy>
@@ -254,9 +271,9 @@ Tensor layerNorm(const Tensor &x, const Tensor &scale, const Tensor &bias,
                  const Axes &axis, double epsilon, const char *opName,
                  SourceLoc where) {
   return normOverAxes(x, axis, opName, where, [&](const Tensor &y, int64_t a) {
-    auto c = begin({&y, scale.valid() ? &scale : nullptr,
-                    bias.valid() ? &bias : nullptr},
-                   where);
+    auto c = begin(
+        {&y, scale.valid() ? &scale : nullptr, bias.valid() ? &bias : nullptr},
+        where);
     if (!c)
       return Tensor();
     Value v = c->use(y);
@@ -285,8 +302,8 @@ Tensor rmsNorm(const Tensor &x, const Tensor &scale, const Axes &axis,
 
 } // namespace
 
-Tensor reduce_sum(const Tensor &x, const Axes &axis, bool keepdims,
-                  bool stable, SourceLoc loc) {
+Tensor reduce_sum(const Tensor &x, const Axes &axis, bool keepdims, bool stable,
+                  SourceLoc loc) {
   return reduceStable<tg::ReduceSumOp>(x, axis, keepdims, stable, loc);
 }
 Tensor reduce_mean(const Tensor &x, const Axes &axis, bool keepdims,
@@ -330,8 +347,8 @@ Tensor logsumexp(const Tensor &x, const Axes &axis, bool keepdims,
 }
 Tensor logsumexp_safe(const Tensor &x, const Axes &axis, bool keepdims,
                       SourceLoc loc) {
-  return logsumexpLike<tg::LogsumexpSafeOp>(x, axis, keepdims,
-                                            "logsumexp_safe", loc);
+  return logsumexpLike<tg::LogsumexpSafeOp>(x, axis, keepdims, "logsumexp_safe",
+                                            loc);
 }
 
 Tensor layernorm(const Tensor &x, const Tensor &scale, const Tensor &bias,

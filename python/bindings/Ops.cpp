@@ -140,6 +140,9 @@ static void bindElementwise(nb::module_ &m) {
   TESSERA_BINARY(min)
 #undef TESSERA_BINARY
   m.def(
+      "floor_div", [](T a, T b) { return op::floor_div(a, b, here); },
+      "lhs"_a, "rhs"_a);
+  m.def(
       "compare",
       [](T a, T b, const std::string &d) { return op::compare(a, b, d, here); },
       "lhs"_a, "rhs"_a, "direction"_a);

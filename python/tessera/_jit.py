@@ -13,13 +13,10 @@ from . import _core
 from . import tree as _tree
 from ._dtypes import as_dtype
 from ._tracing import (Context, TesseraError, Tracer, current_context,
-                       is_weak, tensor_of)
+                       is_weak, tensor_of, weak_default)
 from ._types import TensorType
 from .random import Key
 from .state import KVCache
-
-# The dtype a weak number takes without a tensor to follow, by NumPy kind.
-_WEAK_DEFAULT = {"b": np.bool_, "i": np.int64, "u": np.int64, "f": np.float32}
 
 _NAME_CHARS = re.compile(r"[^A-Za-z0-9_.$-]")
 
@@ -223,11 +220,12 @@ class jit:
         one: bool, i64 or f32 by kind, as weak numbers default)."""
         out = None
         for i, ann in self._annotated.items():
-            if i >= len(args) or not is_weak(args[i]):
+            if i >= len(args) or type(args[i]) is np.ndarray or \
+                    not is_weak(args[i]):
                 continue
             out = out or list(args)
-            dt = ann.dtype.numpy if ann.dtype is not None else _WEAK_DEFAULT[
-                np.asarray(args[i]).dtype.kind]
+            dt = (ann.dtype.numpy if ann.dtype is not None
+                  else weak_default(args[i]))
             try:
                 out[i] = np.asarray(args[i], dtype=dt)
             except (OverflowError, ValueError) as e:

@@ -270,6 +270,18 @@ def is_weak(x) -> bool:
     return False
 
 
+# The dtype of a weak value with no tensor to follow, by its kind: what
+# runtime::weakResultType gives a number beside a bool tensor, or an int
+# one beside an integer tensor, or a float one beside a float tensor.
+_WEAK_DEFAULT = {"bool": np.bool_, "int": np.int64, "float": np.float32}
+
+
+def weak_default(value):
+    """The NumPy dtype a weak value (number or list) takes alone: bool, i64
+    or f32 by kind."""
+    return _WEAK_DEFAULT[_kind(value)]
+
+
 def _kind(value) -> str:
     """bool, int or float: the kind of a weak operand."""
     k = np.asarray(value).dtype.kind
@@ -305,11 +317,23 @@ def promote(t, weak, ctx):
             _raise(ctx.module)
         return pair
     dt = _core.weak_result_type(t.dtype, _kind(weak))
-    if dt != t.dtype:
-        ctx.module.set_location(*user_location())
-        t = _core.op.cast(t, dt)
-        if not t.valid:
-            _raise(ctx.module)
+    return _cast(t, dt, ctx), _weak_constant(weak, dt, ctx)
+
+
+def _cast(t, dt, ctx):
+    """The _core tensor ``t`` as dtype ``dt`` (itself when it is)."""
+    if t.dtype == dt:
+        return t
+    ctx.module.set_location(*user_location())
+    t = _core.op.cast(t, dt)
+    if not t.valid:
+        _raise(ctx.module)
+    return t
+
+
+def _weak_constant(weak, dt, ctx):
+    """The numbers ``weak`` as a constant of dtype ``dt``, or an error when
+    they do not fit it (out of range, or fractions for an integer dtype)."""
     target = as_dtype(dt).numpy
     try:
         values = np.asarray(weak, dtype=target)
@@ -317,7 +341,7 @@ def promote(t, weak, ctx):
         raise TesseraError(f"{weak!r} does not fit {dt}: {e}") from None
     if target.kind in "iu" and np.any(values != np.asarray(weak)):
         raise TesseraError(f"{weak!r} does not fit {dt}: it has fractions")
-    return t, constant(values, ctx)._t
+    return constant(values, ctx)._t
 
 
 def tensor_of(x, like=None, ctx=None):
@@ -334,12 +358,9 @@ def tensor_of(x, like=None, ctx=None):
                            "transform; got an op outside any trace")
     if is_weak(x) and not isinstance(x, (list, tuple)):
         if not isinstance(like, Tracer):
-            # Nothing to follow: the defaults of weak numbers (bool, i64,
-            # f32), as for an annotated parameter.
+            # Nothing to follow: the number takes its kind's default.
             v = _python_number(x)
-            dt = (np.bool_ if isinstance(v, bool) else
-                  np.int64 if isinstance(v, int) else np.float32)
-            return constant(np.asarray(v, dt), ctx)._t
+            return constant(np.asarray(v, weak_default(v)), ctx)._t
         ctx.module.set_location(*user_location())
         t = _core.op.scalar(_python_number(x), like._t)
         if not t.valid:
@@ -352,29 +373,21 @@ def operand_list(values, ctx):
     """The _core tensors of the operands of an op that takes many (concat):
     weak ones (numbers, lists) take the dtype of the tensors, widened by
     their kind as in promote."""
-    strong = [v for v in values if not is_weak(v)]
-    if not strong or len(strong) == len(values):
+    weak = [is_weak(v) for v in values]
+    if all(weak) or not any(weak):
         like = next((v for v in values if isinstance(v, Tracer)), None)
         return [tensor_of(v, like, ctx) for v in values]
-    base = tensor_of(strong[0], ctx=ctx).dtype
+    tensors = [None if w else tensor_of(v, ctx=ctx)
+               for v, w in zip(values, weak)]
+    base = next(t for t in tensors if t is not None).dtype
     dt = base
-    for v in values:
-        if is_weak(v):
+    for v, w in zip(values, weak):
+        if w:
             dt = _core.weak_result_type(dt, _kind(v))
-    out = []
-    for v in values:
-        if is_weak(v):
-            target = as_dtype(dt).numpy
-            out.append(constant(np.asarray(v, dtype=target), ctx)._t)
-            continue
-        t = tensor_of(v, ctx=ctx)
-        if t.dtype == base and dt != base:
-            ctx.module.set_location(*user_location())
-            t = _core.op.cast(t, dt)
-            if not t.valid:
-                _raise(ctx.module)
-        out.append(t)
-    return out
+    # A tensor of another dtype is left to the op's dtype check.
+    return [_weak_constant(v, dt, ctx) if w else
+            _cast(t, dt, ctx) if t.dtype == base else t
+            for v, w, t in zip(values, weak, tensors)]
 
 
 def operands(a, b, ctx):
@@ -471,22 +484,10 @@ def _true_divide(a, b):
 
 
 def _floor_divide(a, b):
-    """``a // b``: floor division (integers round toward -inf, as in
-    Python; floats are floor(a / b))."""
-    from . import op
+    """``a // b``: floor division as in Python (op::floor_div)."""
     ctx = context_of(a, b)
-    ta, tb = _checked_operands(a, b, ctx)
-    x, y = Tracer(ta, ctx), Tracer(tb, ctx)
-    q = call_core("div", ctx, ta, tb, policy=policy_of(a, b))
-    if as_dtype(ta.dtype).is_float:
-        return op.floor(q)
-    # Truncated quotient, one less where the remainder is non-zero and the
-    # signs differ.
-    zero = op.zeros_like(q)
-    inexact = _compare("ne", q * y, x)
-    negative = _compare("ne", _compare("lt", x, zero),
-                        _compare("lt", y, zero))
-    return op.select(inexact, op.select(negative, q - 1, q), q)
+    return call_core("floor_div", ctx, *_checked_operands(a, b, ctx),
+                     policy=policy_of(a, b))
 
 
 def _compare(direction, a, b):

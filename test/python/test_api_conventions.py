@@ -5,43 +5,26 @@ old spellings raise an error naming the new one, and Python numbers are
 weak (NumPy 2 and JAX). Values are checked against NumPy in float64."""
 
 import inspect
-import types
 
 import numpy as np
 import pytest
 
+import public_api
 import tessera as ts
-from tessera import (cuda, datasets, graph, io, nn, op, optim, random, state,
-                     tile, training, tree)
-
-MODULES = [ts, op, nn, optim, random, graph, tree, io, training, datasets,
-           state, tile, cuda]
+from tessera import op
 
 # Parameters whose names end in _dim but that are sizes, not axes.
 SIZES = {"head_dim"}
 
 
 def _callables():
-    """(qualified name, callable) of every public function and method."""
-    seen = set()
-    for mod in MODULES:
-        names = getattr(mod, "__all__", None) or [
-            n for n in vars(mod) if not n.startswith("_")]
-        for n in names:
-            v = getattr(mod, n, None)
-            if isinstance(v, types.ModuleType) or not callable(v):
-                continue
-            if not (getattr(v, "__module__", "") or "").startswith("tessera"):
-                continue
-            if id(v) in seen:
-                continue
-            seen.add(id(v))
-            yield f"{mod.__name__}.{n}", v
-            if isinstance(v, type):
-                prefix = "Tracer" if v is ts.Tracer else f"{mod.__name__}.{n}"
-                for m, f in vars(v).items():
-                    if not m.startswith("_") and callable(f):
-                        yield f"{prefix}.{m}", f
+    """(qualified name, callable) of every public function and method; the
+    Tracer's methods as ``Tracer.<name>``."""
+    for mod, name, fn in public_api.callables():
+        if name.startswith("Tracer."):
+            yield name, fn
+        else:
+            yield f"{mod.__name__}.{name}", fn
 
 
 def _params(fn):

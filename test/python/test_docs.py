@@ -6,46 +6,18 @@ public name."""
 import doctest
 import inspect
 import pathlib
-import types
 import zlib
 
 import numpy as np
 import pytest
 
+import public_api
 import tessera as ts
-from tessera import (cuda, datasets, graph, io, nn, op, optim, random, state,
-                     stdlib, tile, training, tree)
+from tessera import graph, nn, op, optim, random, tile, tree
 
-MODULES = [ts, op, nn, optim, random, tree, graph, state, io, training,
-           datasets, tile, stdlib, cuda]
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-
-
-def _public():
-    """(module, name, object) of every public callable, each once: a
-    module's own names (those of __all__, else those without a leading
-    underscore), and the public methods of its classes."""
-    seen = set()
-    for mod in MODULES:
-        names = getattr(mod, "__all__", None) or [
-            n for n in vars(mod) if not n.startswith("_")]
-        for n in names:
-            v = getattr(mod, n)
-            if isinstance(v, types.ModuleType) or not callable(v):
-                continue
-            if not (getattr(v, "__module__", "") or "").startswith("tessera"):
-                continue
-            if id(v) in seen:
-                continue
-            seen.add(id(v))
-            yield mod, n, v
-            if isinstance(v, type):
-                for m, f in vars(v).items():
-                    if m.startswith("_") or not callable(f) or \
-                            isinstance(f, type) or id(f) in seen:
-                        continue
-                    seen.add(id(f))
-                    yield mod, f"{n}.{m}", f
+MODULES = public_api.MODULES
+_public = public_api.callables
 
 
 def _globs():

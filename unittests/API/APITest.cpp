@@ -502,3 +502,29 @@ TEST(API, EmptyDimsHaveDefinedResults) {
             std::string::npos)
       << bad.error().message;
 }
+
+TEST(API, FloorDivisionRoundsTowardMinusInfinity) {
+  // Python's //: -7 // 2 == -4 and 7 // -2 == -4 for integers, and the
+  // floor of the quotient for floats.
+  Module m;
+  auto f = m.trace("fdiv", {{{4}, DType::i32, "a"}, {{4}, DType::i32, "b"}},
+                   [](std::vector<Tensor> a) {
+                     Tensor x = op::cast(a[0], DType::f64);
+                     return std::vector{op::floor_div(a[0], a[1]),
+                                        op::floor_div(x, x * 0.0 + 2.0)};
+                   });
+  ASSERT_TRUE(bool(f)) << f.error().message;
+  int32_t a[] = {7, -7, 7, -7}, b[] = {2, 2, -2, -2};
+  auto in = [](const int32_t *v) {
+    auto buf = rt::HostBuffer::allocate(DType::i32, {4});
+    std::copy(v, v + 4, buf->as<int32_t>());
+    return *buf;
+  };
+  auto out = compiled(m, "fdiv").call({in(a), in(b)});
+  ASSERT_TRUE(bool(out)) << out.error().message;
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ((*out)[0].as<int32_t>()[i],
+              int32_t(std::floor(double(a[i]) / b[i])));
+    EXPECT_EQ((*out)[1].as<double>()[i], std::floor(a[i] / 2.0));
+  }
+}

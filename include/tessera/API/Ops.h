@@ -111,6 +111,12 @@ TESSERA_BINARY(max)
 TESSERA_BINARY(min)
 #undef TESSERA_BINARY
 
+/// `lhs / rhs` rounded toward -inf (Python's `//`): floor of the quotient
+/// for floats, and for integers the truncated quotient less one where the
+/// remainder is nonzero and the signs differ. NumPy broadcasting.
+Tensor floor_div(const Tensor &lhs, const Tensor &rhs,
+                 SourceLoc loc = SourceLoc::current());
+
 /// Elementwise comparison; `direction` is eq, ne, lt, le, gt or ge. The
 /// result is a boolean (i1) tensor.
 Tensor compare(const Tensor &lhs, const Tensor &rhs,

@@ -111,8 +111,8 @@ bool fold(OpBuilder &b, Operation *op) {
   Type element = getElementTypeOrSelf(op->getResult(0).getType());
   if (llvm::all_of(op->getResultTypes(), isEmpty)) {
     for (Value r : op->getResults())
-      replaceByFull(b, r, fillAttr(getElementTypeOrSelf(r.getType()),
-                                   Fill::Zero));
+      replaceByFull(b, r,
+                    fillAttr(getElementTypeOrSelf(r.getType()), Fill::Zero));
     return true;
   }
   if (!llvm::any_of(op->getOperandTypes(), isEmpty))
@@ -132,9 +132,8 @@ bool fold(OpBuilder &b, Operation *op) {
       if (!isEmpty(v.getType()))
         kept.push_back(v);
     b.setInsertionPoint(concat);
-    concat.getResult().replaceAllUsesWith(
-        ConcatOp::create(b, concat.getLoc(), concat.getType(), kept,
-                         concat.getDim()));
+    concat.getResult().replaceAllUsesWith(ConcatOp::create(
+        b, concat.getLoc(), concat.getType(), kept, concat.getDim()));
     return true;
   }
   std::optional<Fill> fill = reductionFill(op);
@@ -145,8 +144,7 @@ bool fold(OpBuilder &b, Operation *op) {
 }
 
 struct TGraphFoldEmpty
-    : public mlir::tessera::tgraph::impl::TGraphFoldEmptyBase<
-          TGraphFoldEmpty> {
+    : public mlir::tessera::tgraph::impl::TGraphFoldEmptyBase<TGraphFoldEmpty> {
   void runOnOperation() override {
     // Fulls made for values whose users were folded in turn end up unused.
     struct Created : public OpBuilder::Listener {
