@@ -5,8 +5,8 @@
 // partials of four 16-lane vectors; the scaling is 16 lanes at a time;
 // nothing stays scalar.
 // CHECK-LABEL: transform.named_sequence @__transform_main
-// CHECK: // row-fused group of 4 ops
-// CHECK: transform.structured.tile_using_forall %{{.+}} tile_sizes [1, 0, 0]
+// CHECK: // row loop of linalg.generic: 4 ops, 0 materialized, 0 operations recomputed
+// CHECK: // row of linalg.generic (id 1)
 // CHECK: transform.structured.tile_using_for %{{.+}} tile_sizes [0, 1, 0]
 // CHECK: transform.structured.tile_reduction_using_for %{{.+}} by tile_sizes = [0, 0, 64]
 // CHECK: transform.structured.vectorize %{{.+}} vector_sizes [1, 1, 64]

@@ -1,7 +1,8 @@
 //===- CPUSchedule.cpp - The CPU schedule pass ----------------------------===//
 //
-// Per function: forms row-fused groups, has CPUScheduler write the
-// transform script of every linalg op or group (CPUScheduler.cpp), parses
+// Per function: fuses row groups into loops over rows (RowFusion.cpp), has
+// CPUScheduler write the transform script of every linalg op
+// (CPUScheduler.cpp), parses
 // and applies it with the transform interpreter (`print-scripts` shows
 // it), then cleans up, privatizes per-row buffers and spreads data movement
 // over threads (ScheduleRewrites.cpp), and finally hoists and unrolls the
@@ -27,6 +28,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "mlir/Transforms/Passes.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/TargetParser/Host.h"
 
 #include <mutex>
@@ -97,8 +99,12 @@ struct CPUSchedulePass
         module, *transforms, "__transform_main");
     if (!entry)
       return failure();
+    // (The expensive checks compare every consumed handle with every live
+    // one: quadratic in the ops of the function. The scripts are generated
+    // and tested, not written by users.)
     return transform::applyTransformNamedSequence(
-        module, entry, *transforms, transform::TransformOptions());
+        module, entry, *transforms,
+        transform::TransformOptions().enableExpensiveChecks(false));
   }
 
   /// Canonical vector code: unit dims gone, transfers with permutations
@@ -179,84 +185,41 @@ struct CPUSchedulePass
         if (Operation *init = op.getDpsInitOperand(0)->get().getDefiningOp())
           if (isa<linalg::FillOp>(init) && init->hasOneUse())
             packedInits.insert(init);
-    // Row-fused groups: a root and the producers that only feed the
-    // group, row for row (the producer's result rows are the consumer's
-    // first loop).
-    DenseMap<Operation *, int64_t> groupOf;
-    SmallVector<SmallVector<linalg::LinalgOp>> groups;
-    for (linalg::LinalgOp root : llvm::reverse(ops)) {
-      if (groupOf.count(root) || packedInits.contains(root) ||
-          !scheduler.fusible(root))
+    // Row-fused groups become one loop over rows each, before the script:
+    // it then schedules each op of a row within the row.
+    llvm::SmallPtrSet<Operation *, 16> rowOps;
+    IRRewriter rewriter(ctx);
+    for (ArrayRef<linalg::LinalgOp> group :
+         formRowGroups(ops, [&](linalg::LinalgOp op) {
+           return !packedInits.contains(op) && scheduler.fusible(op);
+         })) {
+      if (group.size() < 2)
         continue;
-      int64_t g = groups.size();
-      groups.emplace_back();
-      groups.back().push_back(root);
-      groupOf[root] = g;
-      // Grow to a fixed point: a producer joins once all its users have
-      // (a value read by two ops of the group joins after both).
-      for (bool grew = true; grew;) {
-        grew = false;
-        for (size_t m = 0; m < groups[g].size(); ++m) {
-          linalg::LinalgOp consumer = groups[g][m];
-          for (OpOperand &use : consumer->getOpOperands()) {
-            auto producer = use.get().getDefiningOp<linalg::LinalgOp>();
-            if (!producer || groupOf.count(producer) ||
-                packedInits.contains(producer) ||
-                !scheduler.fusible(producer) ||
-                producer->getBlock() != root->getBlock())
-              continue;
-            // Row i of the consumer reads row i of the producer.
-            AffineMap read = consumer.getMatchingIndexingMap(&use);
-            auto result = cast<OpResult>(use.get());
-            AffineMap write = producer.getIndexingMapMatchingResult(result);
-            if (read.getNumResults() == 0 || write.getNumResults() == 0 ||
-                read.getResult(0) != getAffineDimExpr(0, ctx) ||
-                write.getResult(0) != getAffineDimExpr(0, ctx))
-              continue;
-            // Every use of the producer must be inside the group.
-            bool onlyGroup =
-                llvm::all_of(producer->getUsers(), [&](Operation *u) {
-                  auto it = groupOf.find(u);
-                  return it != groupOf.end() && it->second == g;
-                });
-            if (!onlyGroup)
-              continue;
-            groupOf[producer] = g;
-            groups[g].push_back(producer);
-            grew = true;
-          }
-        }
-      }
+      // (The root is replaced by its loop.)
+      std::string root = group.back()->getName().getStringRef().str();
+      FailureOr<RowFusion> fused = fuseRowGroup(rewriter, group);
+      if (failed(fused))
+        continue;
+      rowOps.insert(fused->rowOps.begin(), fused->rowOps.end());
+      body += llvm::formatv("    // row loop of {0}: {1} ops, {2} "
+                            "materialized, {3} operations recomputed\n",
+                            root, fused->rowOps.size(), fused->materialized.size(),
+                            fused->recomputed)
+                  .str();
     }
-    DenseMap<Operation *, int64_t> ids;
+    ops.clear();
+    module.walk([&](linalg::LinalgOp op) { ops.push_back(op); });
     for (linalg::LinalgOp op : ops) {
       if (packedInits.contains(op))
         continue;
       int64_t id = next++;
-      ids[op] = id;
-      op->setAttr(kIdAttr, IntegerAttr::get(IntegerType::get(ctx, 64), id));
+      op->setAttr(kScheduledAttr, UnitAttr::get(ctx));
+      if (rowOps.contains(op))
+        scheduler.scheduleRowOp(op, id, body);
+      else
+        scheduler.schedule(op, id, body);
     }
-    for (linalg::LinalgOp op : ops) {
-      if (packedInits.contains(op))
-        continue;
-      auto it = groupOf.find(op);
-      if (it == groupOf.end() || groups[it->second].size() == 1) {
-        scheduler.schedule(op, ids[op], body);
-        continue;
-      }
-      // A group is scheduled once, at its root (the last op).
-      SmallVector<linalg::LinalgOp> &group = groups[it->second];
-      if (group.front() != op)
-        continue;
-      SmallVector<linalg::LinalgOp> ordered(group.rbegin(), group.rend());
-      llvm::sort(ordered, [](linalg::LinalgOp a, linalg::LinalgOp b) {
-        return a->isBeforeInBlock(b);
-      });
-      SmallVector<int64_t> groupIds;
-      for (linalg::LinalgOp member : ordered)
-        groupIds.push_back(ids[member]);
-      scheduler.scheduleGroup(ordered, groupIds, body);
-    }
+    body = matchScheduledOps(next) + body;
     if (scheduler.usedPacking()) {
       // Packing and unpacking become pad/reshape/transpose.
       body += "    %packs = transform.structured.match ops{[\"linalg.pack\"]} "
@@ -311,7 +274,7 @@ struct CPUSchedulePass
     if (failed(applyScript(module, hoist)) || failed(cleanUp(module)))
       return signalPassFailure();
     module.walk([](Operation *op) {
-      op->removeAttr(kIdAttr);
+      op->removeAttr(kScheduledAttr);
       op->removeAttr(kHoistAttr);
       op->removeAttr(kUnrollAttr);
     });

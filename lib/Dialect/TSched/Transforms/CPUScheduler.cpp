@@ -39,14 +39,9 @@ public:
 
   std::string fresh() { return llvm::formatv("%o{0}_{1}", id, next++).str(); }
 
-  /// A handle to the payload op.
-  std::string matchOp() {
-    std::string h = fresh();
-    line(h + " = transform.structured.match attributes{" + kIdAttr.str() +
-         " = " + std::to_string(id) +
-         " : i64} in %root : (!transform.any_op) -> !transform.any_op");
-    return h;
-  }
+  /// The handle to the payload op (split off the scheduled ops at the
+  /// start of the script).
+  std::string matchOp() const { return opHandle(id); }
 
   void line(const Twine &text) { os += ("    " + text + "\n").str(); }
 
@@ -126,6 +121,24 @@ SmallVector<int64_t> operandLoops(linalg::LinalgOp op, OpOperand &operand) {
 
 namespace mlir::tessera::tsched {
 
+std::string opHandle(int64_t id) { return "%op" + std::to_string(id); }
+
+std::string matchScheduledOps(int64_t count) {
+  if (count == 0)
+    return "";
+  std::string handles, types;
+  for (int64_t id = 0; id < count; ++id) {
+    handles += (id ? ", " : "") + opHandle(id);
+    types += id ? ", !transform.any_op" : "!transform.any_op";
+  }
+  return "    %scheduled = transform.structured.match attributes{" +
+         kScheduledAttr.str() +
+         "} in %root : (!transform.any_op) -> !transform.any_op\n    " +
+         handles + " = transform.split_handle %scheduled : "
+                   "(!transform.any_op) -> (" +
+         types + ")\n";
+}
+
 class CPUScheduler::Impl {
 public:
   explicit Impl(int64_t vectorBytes) : vectorBytes(vectorBytes) {}
@@ -176,68 +189,17 @@ public:
     return op.getIteratorTypesArray()[0] == utils::IteratorType::parallel;
   }
 
-  /// Schedules `group` (producers in program order, then the root last) as
-  /// one scf.forall over rows (the first loop of every op) with each
-  /// producer computed inside it, row by row, so intermediate rows stay in
-  /// cache; then each op gets its vector schedule inside the row.
-  void scheduleGroup(ArrayRef<linalg::LinalgOp> group, ArrayRef<int64_t> ids,
-                     std::string &script) {
-    linalg::LinalgOp root = group.back();
-    ScriptWriter w(script, ids.back());
-    w.line("// row-fused group of " + Twine(group.size()) + " ops, root " +
-           root->getName().getStringRef() + " (id " + Twine(ids.back()) + ")");
+  /// Appends the vector schedule of `op`, one row of a row-fused group.
+  void scheduleRowOp(linalg::LinalgOp op, int64_t id, std::string &script) {
+    if (isa<linalg::FillOp>(op) || hasEmptyLoop(op))
+      return;
+    ScriptWriter w(script, id);
+    w.line("// row of " + op->getName().getStringRef() + " (id " + Twine(id) +
+           ")");
     std::string h = w.matchOp();
-    std::string fn = w.fresh();
-    w.line(fn + " = transform.get_parent_op " + h +
-           " {op_name = \"func.func\"} : (!transform.any_op) -> "
-           "!transform.any_op");
-    SmallVector<int64_t> rows(root.getNumLoops(), 0);
-    rows[0] = 1;
-    std::string tiled = w.fresh(), forall = w.fresh();
-    w.line(tiled + ", " + forall +
-           " = transform.structured.tile_using_forall " + h + " tile_sizes " +
-           list(rows) +
-           " : (!transform.any_op) -> (!transform.any_op, !transform.any_op)");
-    SmallVector<std::string> handles(group.size());
-    handles.back() = tiled;
-    // Nearest producers first: each fusion exposes the next one's slice.
-    for (int64_t i = int64_t(group.size()) - 2; i >= 0; --i) {
-      ScriptWriter pw(script, ids[i]);
-      std::string ph = pw.matchOp();
-      std::string fusedOp = w.fresh(), next = w.fresh();
-      w.line(fusedOp + ", " + next +
-             " = transform.structured.fuse_into_containing_op " + ph +
-             " into " + forall +
-             " : (!transform.any_op, !transform.any_op) -> "
-             "(!transform.any_op, !transform.any_op)");
-      forall = next;
-      handles[i] = fusedOp;
-      // The original is dead now (once sizes read from its result are
-      // read from its operands); removing it leaves the next producer
-      // with uses inside the loop only.
-      w.line("transform.apply_patterns to " + fn + " {");
-      w.line("  transform.apply_patterns.memref.resolve_ranked_shaped_type_"
-             "result_dims");
-      w.line("} : !transform.any_op");
-      w.line("transform.apply_dce to " + fn + " : !transform.any_op");
-    }
-    // A producer with several consumers in the group was fused once per
-    // consumer: identical row computations, merged here.
-    w.line("transform.apply_cse to " + fn + " : !transform.any_op");
-    for (auto [op, handle] : llvm::zip(group, handles)) {
-      if (isa<linalg::FillOp>(op))
-        continue;
-      // One copy at a time (a handle may still hold several).
-      std::string unique = w.fresh(), one = w.fresh();
-      w.line(unique + " = transform.merge_handles " + handle +
-             " {deduplicate} : !transform.any_op");
-      w.line("transform.foreach " + unique + " : !transform.any_op {");
-      w.line("^bb0(" + one + ": !transform.any_op):");
-      Schedule s = withDefaults(op);
-      if (!innerReduction(op, s, w, &one))
-        innerParallel(op, s, w, &one);
-      w.line("}");
-    }
+    Schedule s = withDefaults(op);
+    if (!innerReduction(op, s, w, &h))
+      innerParallel(op, s, w, &h);
   }
 
   bool usedPacking = false;
@@ -690,9 +652,9 @@ bool CPUScheduler::schedule(linalg::LinalgOp op, int64_t id,
                             std::string &script) {
   return impl->schedule(op, id, script);
 }
-void CPUScheduler::scheduleGroup(ArrayRef<linalg::LinalgOp> group,
-                                 ArrayRef<int64_t> ids, std::string &script) {
-  impl->scheduleGroup(group, ids, script);
+void CPUScheduler::scheduleRowOp(linalg::LinalgOp op, int64_t id,
+                                 std::string &script) {
+  impl->scheduleRowOp(op, id, script);
 }
 bool CPUScheduler::usedPacking() const { return impl->usedPacking; }
 

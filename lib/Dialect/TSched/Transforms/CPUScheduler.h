@@ -13,6 +13,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/PatternMatch.h"
 
 #include <memory>
@@ -20,11 +21,19 @@
 
 namespace mlir::tessera::tsched {
 
-/// Attributes the scripts use: an op's id for `transform.structured.match`,
-/// and loops marked for accumulator hoisting and unrolling.
-inline constexpr llvm::StringLiteral kIdAttr = "tsched.id";
+/// Attributes the scripts use: the ops they schedule (matched once, the
+/// handle split into one per op, in program order), and loops marked for
+/// accumulator hoisting and unrolling.
+inline constexpr llvm::StringLiteral kScheduledAttr = "tsched.scheduled";
 inline constexpr llvm::StringLiteral kHoistAttr = "tsched.hoist";
 inline constexpr llvm::StringLiteral kUnrollAttr = "tsched.unroll";
+
+/// The script's handle to the scheduled op number `id` (in program order).
+std::string opHandle(int64_t id);
+
+/// The head of a script for `count` scheduled ops: their handles, one
+/// match for all (each op-by-op match would walk the whole function).
+std::string matchScheduledOps(int64_t count);
 
 /// Writes the transform script of linalg ops for a vector width.
 class CPUScheduler {
@@ -37,10 +46,9 @@ public:
   bool fusible(linalg::LinalgOp op);
   /// Appends the script of `op` (tagged `id`); false when it is left alone.
   bool schedule(linalg::LinalgOp op, int64_t id, std::string &script);
-  /// Appends the script of a row-fused group (producers in program order,
-  /// the root last).
-  void scheduleGroup(ArrayRef<linalg::LinalgOp> group, ArrayRef<int64_t> ids,
-                     std::string &script);
+  /// Appends the script of `op` (tagged `id`), one row of a row-fused
+  /// group's scf.forall: vectors within the row, no loops over threads.
+  void scheduleRowOp(linalg::LinalgOp op, int64_t id, std::string &script);
   /// Whether a script so far packs a contraction (and needs pack lowering).
   bool usedPacking() const;
 
@@ -48,6 +56,37 @@ private:
   class Impl;
   std::unique_ptr<Impl> impl;
 };
+
+/// Row-fused groups among `ops` (in program order): a root and the
+/// producers all of whose users are in its group and read them row by row
+/// (row i of the consumer reads row i of the producer). Each group lists
+/// its ops in program order, the root last.
+SmallVector<SmallVector<linalg::LinalgOp>>
+formRowGroups(ArrayRef<linalg::LinalgOp> ops,
+              function_ref<bool(linalg::LinalgOp)> fusible);
+
+/// A row-fused group after fusion.
+struct RowFusion {
+  /// The loop over the rows of the root.
+  scf::ForallOp loop;
+  /// The ops in the loop: the root's row and its producers' rows.
+  SmallVector<Operation *> rowOps;
+  /// Producers left outside the loop (computed once into a buffer): read
+  /// outside the group, or over the recomputation budget.
+  SmallVector<linalg::LinalgOp> materialized;
+  /// Scalar operations per row point computed more than once.
+  int64_t recomputed = 0;
+};
+
+/// Tiles the root of `group` (the last op) by rows into an scf.forall and
+/// computes each producer inside it, once per distinct row slice it is
+/// read through (identical slices merge first). Recomputing a producer
+/// for a second, different slice is allowed while the recomputed
+/// operations stay within a quarter of the group's; beyond that the
+/// producer is materialized. Fails, changing nothing, when the root cannot
+/// be tiled.
+FailureOr<RowFusion> fuseRowGroup(RewriterBase &rewriter,
+                                  ArrayRef<linalg::LinalgOp> group);
 
 /// Vector rewrites for the clean-up after a script: fused multiply-adds,
 /// broadcasts instead of transposes, unit dims dropped.

@@ -66,7 +66,7 @@ def TSchedCPUSchedule : Pass<"tessera-cpu-schedule", "::mlir::func::FuncOp"> {
     "::mlir::affine::AffineDialect", "::mlir::math::MathDialect",
     "::mlir::memref::MemRefDialect", "::mlir::ub::UBDialect",
     "::mlir::bufferization::BufferizationDialect",
-    // The scripts name `tsched.id` attributes: parsing them loads the
+    // The scripts name `tsched.scheduled` attributes: parsing them loads the
     // dialect, which must not happen on the pass's parallel threads.
     "::mlir::tessera::tsched::TSchedDialect"
   ];
