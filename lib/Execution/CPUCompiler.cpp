@@ -2,6 +2,8 @@
 
 #include "tessera/Execution/CPUCompiler.h"
 
+#include "CompileProgress.h"
+
 #include "tessera/Dialect/TGraph/IR/TGraph.h"
 #include "tessera/Dialect/TGraph/IR/TypeInference.h"
 #include "tessera/Dialect/TGraph/Transforms/Passes.h"
@@ -15,6 +17,7 @@
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/SymbolTable.h"
+#include "mlir/IR/Verifier.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
@@ -60,13 +63,45 @@ namespace rt = ::tessera::runtime;
 
 namespace {
 
+/// The compilation this thread is running (a compile runs on one thread;
+/// the threads it starts report through their pass instrumentation).
+thread_local CompileProgress *activeProgress = nullptr;
+
+/// Watches the compilation of `module`'s public functions while in scope.
+class WatchCompile {
+public:
+  explicit WatchCompile(ModuleOp module)
+      : progress(publicFunctions(module)), previous(activeProgress) {
+    activeProgress = &progress;
+  }
+  ~WatchCompile() { activeProgress = previous; }
+
+private:
+  static std::string publicFunctions(ModuleOp module) {
+    std::string names;
+    for (auto fn : module.getOps<func::FuncOp>())
+      if (fn.isPublic() && !fn.isExternal())
+        names += (names.empty() ? "@" : ", @") + fn.getName().str();
+    return names.empty() ? "the module" : names;
+  }
+
+  CompileProgress progress;
+  CompileProgress *previous;
+};
+
 /// With TESSERA_COMPILE_TIMING set, each phase of a compile reports its
-/// wall time on stderr.
+/// wall time on stderr; a compile that runs long names the phase
+/// (CompileProgress).
 class PhaseTimer {
 public:
   explicit PhaseTimer(const char *phase)
-      : phase(phase), start(std::chrono::steady_clock::now()) {}
+      : phase(phase), start(std::chrono::steady_clock::now()) {
+    if (activeProgress)
+      activeProgress->phase(phase);
+  }
   ~PhaseTimer() {
+    if (activeProgress)
+      activeProgress->phase("");
     static const bool enabled = std::getenv("TESSERA_COMPILE_TIMING");
     if (enabled)
       llvm::errs() << llvm::format("tessera: %s %.1f ms\n", phase,
@@ -232,8 +267,22 @@ LogicalResult lowerToLLVMDialect(ModuleOp module,
     if (failed(parsePassPipeline(text, pm, os)))
       return module.emitError("cannot parse the pass pipeline: ") << error;
   }
+  // The IR is verified once at the end, not after every pass (that would
+  // take a third of the time); TESSERA_VERIFY_EACH=1 verifies after each
+  // pass, to find the pass that breaks it.
+  static const bool verifyEach = [] {
+    const char *v = std::getenv("TESSERA_VERIFY_EACH");
+    return v && *v && std::string(v) != "0";
+  }();
+  pm.enableVerifier(verifyEach);
+  if (activeProgress)
+    pm.addInstrumentation(activeProgress->instrumentation());
   if (failed(pm.run(module)))
     return failure();
+  if (!verifyEach && failed(verify(module)))
+    return module.emitError(
+        "internal error: the CPU pipeline produced IR that does not verify "
+        "(TESSERA_VERIFY_EACH=1 finds the pass)");
   // A pipeline of one's own may stop short of what translates to LLVM IR
   // (the LLVM dialect, and OpenMP's).
   prepareTranslation(module.getContext());
@@ -658,10 +707,17 @@ compileInProcess(ModuleOp module, Prepared &p,
 FailureOr<CPUCompileResult>
 mlir::tessera::compileForCPU(ModuleOp module,
                              const CPUCompileOptions &options) {
-  auto prepared = prepare(module);
+  WatchCompile watch(module);
+  FailureOr<Prepared> prepared = [&] {
+    PhaseTimer timer("autodiff and manifest");
+    return prepare(module);
+  }();
   if (failed(prepared))
     return failure();
-  std::string key = cacheKey(*prepared->module, options);
+  std::string key = [&] {
+    PhaseTimer timer("cache key");
+    return cacheKey(*prepared->module, options);
+  }();
   std::string memoryKey = key + (options.jit ? ":jit" : ":library");
 
   {
@@ -736,6 +792,7 @@ mlir::tessera::compileForCPU(ModuleOp module,
 LogicalResult mlir::tessera::compileToLibrary(ModuleOp module,
                                               const CPUCompileOptions &options,
                                               StringRef path) {
+  WatchCompile watch(module);
   auto prepared = prepare(module);
   if (failed(prepared))
     return failure();

@@ -178,3 +178,26 @@ def test_keyword_arguments_and_defaults():
         f(np.ones(2), unused=1)
     with pytest.raises(ts.TesseraError, match="unexpected keyword"):
         f(np.ones(2), bogus=1)
+
+
+def test_a_long_compile_says_what_is_running(tmp_path):
+    # Past TESSERA_COMPILE_NOTICE_SECONDS a compile names the function and
+    # the pass or phase running; 0 turns the notices off.
+    code = (
+        "import numpy as np, tessera as ts\n"
+        "from tessera import op\n"
+        "def slow_model(x):\n"
+        "    for _ in range(40):\n"
+        "        x = op.softmax(x, axis=-1) * 2.0 + x\n"
+        "    return op.reduce_sum(x)\n"
+        "ts.jit(slow_model, cache_dir='')(np.ones((3, 6), np.float32))\n")
+    env = dict(os.environ, TESSERA_COMPILE_NOTICE_SECONDS="0.05")
+    done = subprocess.run([sys.executable, "-c", code], env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "tessera: compiling @slow_model has taken" in done.stderr
+    assert "s so far; running: " in done.stderr
+    env["TESSERA_COMPILE_NOTICE_SECONDS"] = "0"
+    done = subprocess.run([sys.executable, "-c", code], env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and "has taken" not in done.stderr

@@ -1,0 +1,343 @@
+"""A compile-time fuzzer: random programs, each compiled under a time limit.
+
+Each seed gives a program: a random DAG of Graph IR ops (elementwise ops,
+row and column reductions broadcast back, softmax and the norms, casts,
+matrix products) over one to three [R, C] inputs, where each op reads the
+latest value or any earlier one (fan-out) and two values (fan-in), ending
+in a scalar that sums several of them. The program is compiled forward or
+through `ts.grad`, `ts.jvp`, `ts.hvp` or a gradient of a gradient, in a
+worker process; a compile that runs past the limit kills the worker and
+the program is written out (as Python source, with the command that reruns
+it) to the corpus directory, whose programs `test_compile_fuzz.py` keeps
+compiling. Results are checked against NumPy in float64: forward values,
+and directional derivatives by central differences.
+
+  python test/python/compile_fuzz.py --seconds 600            # long run
+  python test/python/compile_fuzz.py --seed 1234 --show       # one program
+"""
+
+import argparse
+import json
+import os
+import random
+import subprocess
+import sys
+import time
+import traceback
+
+MODES = ["forward", "grad", "jvp", "hvp", "grad_of_grad"]
+
+# One op: Tessera and NumPy templates over {a} and {b}; outputs stay of
+# order one (binary ops average, products go through tanh), so a chain of
+# hundreds stays finite.
+OPS = {
+    "add": ("({a} + {b}) * 0.5", "({a} + {b}) * 0.5"),
+    "sub": ("({a} - {b}) * 0.5", "({a} - {b}) * 0.5"),
+    "mul_tanh": ("{a} * op.tanh({b})", "{a} * np.tanh({b})"),
+    "maximum": ("op.maximum({a}, {b})", "np.maximum({a}, {b})"),
+    "tanh": ("op.tanh({a})", "np.tanh({a})"),
+    "sigmoid": ("op.sigmoid({a})", "1.0 / (1.0 + np.exp(-{a}))"),
+    "sin": ("op.sin({a})", "np.sin({a})"),
+    "gauss": ("op.exp(-({a} * {a}))", "np.exp(-({a} * {a}))"),
+    "softmax": ("op.softmax({a}, axis=-1)", "_softmax({a})"),
+    "log_softmax": ("op.log_softmax({a}, axis=-1) * 0.1",
+                    "_log_softmax({a}) * 0.1"),
+    "layernorm": ("op.layernorm({a}) * 0.5 + {b} * 0.5",
+                  "_layernorm({a}) * 0.5 + {b} * 0.5"),
+    "rmsnorm": ("op.rmsnorm({a}) * 0.5", "_rmsnorm({a}) * 0.5"),
+    "row_sum": ("op.reduce_sum({a}, axis=-1, keepdims=True) * 0.1 + {b}",
+                "{a}.sum(-1, keepdims=True) * 0.1 + {b}"),
+    "row_max": ("op.reduce_max({a}, axis=-1, keepdims=True) - {a}",
+                "{a}.max(-1, keepdims=True) - {a}"),
+    "col_mean": ("op.reduce_mean({a}, axis=0, keepdims=True) + {b} * 0.5",
+                 "{a}.mean(0, keepdims=True) + {b} * 0.5"),
+    "matmul": ("op.tanh({a} @ w)", "np.tanh({a} @ w)"),
+    "cast": ("op.cast(op.cast({a}, ts.{dtype}), ts.f32)",
+             "_round({a}, '{dtype}')"),
+}
+
+PRELUDE = '''import numpy as np
+import ml_dtypes
+import tessera as ts
+from tessera import op
+
+
+def _softmax(h):
+    e = np.exp(h - h.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+def _log_softmax(h):
+    m = h.max(-1, keepdims=True)
+    return h - m - np.log(np.exp(h - m).sum(-1, keepdims=True))
+
+
+def _layernorm(h):
+    m = h.mean(-1, keepdims=True)
+    return (h - m) / np.sqrt(((h - m) ** 2).mean(-1, keepdims=True) + 1e-5)
+
+
+def _rmsnorm(h):
+    return h / np.sqrt((h * h).mean(-1, keepdims=True) + 1e-5)
+
+
+def _round(h, dtype):
+    t = {"f16": np.float16, "bf16": ml_dtypes.bfloat16}[dtype]
+    return h.astype(t).astype(h.dtype)
+'''
+
+
+def generate(seed, max_ops=120):
+    """The program of `seed` as Python source defining `SHAPE`, `MODE`,
+    `CASTS` and `KINKS` (whether it rounds, or has maxima, where float32
+    and float64 or central differences may part), `f(x, *rest)` (Tessera),
+    `f_np(x, *rest)` (NumPy) and `inputs(rng)`."""
+    rng = random.Random(seed)
+    rows = rng.choice([1, 2, 3, 5, 8, 17])
+    cols = rng.choice([1, 3, 6, 16, 33])
+    n_inputs = rng.randint(1, 3)
+    n_ops = rng.randint(1, max_ops)
+    mode = rng.choice(MODES)
+    names = list(OPS)
+    # Long chains of few kinds (the patterns fusion treats
+    # specially) as well as mixtures.
+    if rng.random() < 0.3:
+        names = rng.sample(names, rng.randint(1, 3))
+    pool = [f"x{i}" for i in range(n_inputs)]
+    body_ts, body_np, casts, kinks = [], [], False, False
+    for k in range(n_ops):
+        name = rng.choice(names)
+        latest = pool[-1]
+        a = latest if rng.random() < 0.6 else rng.choice(pool)
+        b = rng.choice(pool)
+        ts_t, np_t = OPS[name]
+        dtype = rng.choice(["f16", "bf16"])
+        casts |= name == "cast"
+        kinks |= name in ("maximum", "row_max")
+        v = f"v{k}"
+        body_ts.append(f"    {v} = " + ts_t.format(a=a, b=b, dtype=dtype))
+        body_np.append(f"    {v} = " + np_t.format(a=a, b=b, dtype=dtype))
+        pool.append(v)
+    outs = [pool[-1]] + rng.sample(pool, min(len(pool), rng.randint(0, 3)))
+    ret_ts = " + ".join(f"op.reduce_sum({o} * {o})" for o in outs)
+    ret_np = " + ".join(f"({o} * {o}).sum()" for o in outs)
+    params = ", ".join(pool[:n_inputs] + ["w"])
+    return (PRELUDE + f'''
+
+# seed {seed}: {n_ops} ops, {n_inputs} inputs, mode {mode}
+SHAPE = ({rows}, {cols})
+MODE = "{mode}"
+CASTS = {casts}
+KINKS = {kinks}
+
+
+def f({params}):
+''' + "\n".join(body_ts) + f'''
+    return {ret_ts}
+
+
+def f_np({params}):
+''' + "\n".join(body_np) + f'''
+    return {ret_np}
+
+
+def inputs(rng):
+    xs = [rng.standard_normal(SHAPE).astype(np.float32)
+          for _ in range({n_inputs})]
+    w = (rng.standard_normal(({cols}, {cols})) / np.sqrt({cols})).astype(
+        np.float32)
+    return xs + [w]
+''')
+
+
+def _compiled(ns, args):
+    """The jit function for the program's mode, its arguments, and the
+    NumPy float64 value it should return (directional derivatives by
+    central differences)."""
+    import numpy as np
+    import tessera as ts
+    from tessera import op
+    f, f_np, mode = ns["f"], ns["f_np"], ns["MODE"]
+    x, rest = args[0], args[1:]
+    t = np.random.default_rng(7).standard_normal(x.shape).astype(np.float32)
+    u = np.random.default_rng(8).standard_normal(x.shape).astype(np.float32)
+
+    def g(x):
+        return f(x, *rest)
+
+    def g_np(x):
+        return f_np(x, *[r.astype(np.float64) for r in rest])
+    x64, t64, u64 = (a.astype(np.float64) for a in (x, t, u))
+    e = 1e-3
+
+    def along(h):
+        return (g_np(x64 + e * h) - g_np(x64 - e * h)) / (2 * e)
+    if mode == "forward":
+        return ts.jit(g, cache_dir=""), (x,), lambda r: r, g_np(x64)
+    if mode == "grad":
+        return (ts.jit(ts.grad(g), cache_dir=""), (x,),
+                lambda r: np.vdot(r, t64), along(t64))
+    if mode == "jvp":
+        return (ts.jit(lambda x, t: ts.jvp(g, (x,), (t,))[1], cache_dir=""),
+                (x, t), lambda r: r, along(t64))
+    second = (g_np(x64 + e * t64 + e * u64) - g_np(x64 + e * t64 - e * u64)
+              - g_np(x64 - e * t64 + e * u64)
+              + g_np(x64 - e * t64 - e * u64)) / (4 * e * e)
+    if mode == "hvp":
+        return (ts.jit(lambda x, u: ts.hvp(g, (x,), (u,))[0], cache_dir=""),
+                (x, u), lambda r: np.vdot(r, t64), second)
+    return (ts.jit(ts.grad(lambda x: op.reduce_sum(ts.grad(g)(x) * u)),
+                   cache_dir=""),
+            (x,), lambda r: np.vdot(r, t64), second)
+
+
+def run_program(source):
+    """Compiles and runs one program: (compile seconds, error or None)."""
+    import numpy as np
+    ns = {}
+    exec(compile(source, "<fuzz program>", "exec"), ns)
+    args = ns["inputs"](np.random.default_rng(0))
+    fn, fn_args, reduce, expected = _compiled(ns, args)
+    start = time.perf_counter()
+    result = fn(*fn_args)
+    seconds = time.perf_counter() - start
+    if ns["CASTS"] or not np.all(np.isfinite(expected)):
+        return seconds, None
+    if ns["KINKS"] and ns["MODE"] != "forward":
+        return seconds, None
+    got = reduce(np.asarray(result, np.float64))
+    scale = 1.0 + np.abs(expected)
+    if not np.all(np.abs(got - expected) <= 2e-2 * scale):
+        return seconds, f"value {got} where NumPy gives {expected}"
+    return seconds, None
+
+
+def worker():
+    """Reads {"seed", "max_ops"} lines, answers one JSON line each."""
+    for line in sys.stdin:
+        job = json.loads(line)
+        source = generate(job["seed"], job["max_ops"])
+        try:
+            seconds, error = run_program(source)
+        except Exception:  # noqa: BLE001 -- reported, the run goes on
+            seconds, error = -1.0, traceback.format_exc(limit=3)
+        print(json.dumps({"seed": job["seed"], "seconds": seconds,
+                          "error": error}), flush=True)
+
+
+class Pool:
+    """One worker process, restarted after a compile over the limit."""
+
+    def __init__(self):
+        self.proc = None
+
+    def ask(self, job, limit):
+        if self.proc is None:
+            self.proc = subprocess.Popen(
+                [sys.executable, __file__, "--worker"], stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE, text=True, bufsize=1)
+            # The first program also imports Tessera: not counted.
+            limit += 30
+        self.proc.stdin.write(json.dumps(job) + "\n")
+        self.proc.stdin.flush()
+        import selectors
+        sel = selectors.DefaultSelector()
+        sel.register(self.proc.stdout, selectors.EVENT_READ)
+        if not sel.select(timeout=limit):
+            self.close()
+            return None
+        line = self.proc.stdout.readline()
+        if not line:
+            self.close()
+            return {"seed": job["seed"], "seconds": -1.0,
+                    "error": "the worker process died"}
+        return json.loads(line)
+
+    def close(self):
+        if self.proc:
+            self.proc.kill()
+            self.proc.wait()
+            self.proc = None
+
+
+def keep(corpus, seed, max_ops, limit):
+    """Writes the program of `seed` to the corpus directory."""
+    os.makedirs(corpus, exist_ok=True)
+    path = os.path.join(corpus, f"seed_{seed}.py")
+    with open(path, "w") as out:
+        out.write(f"# Compiled for more than {limit:g} s when found; "
+                  f"`compile_fuzz.py --seed {seed} --max-ops {max_ops}` "
+                  f"reruns it.\n")
+        out.write(generate(seed, max_ops))
+    return path
+
+
+def fuzz(seconds, limit, max_ops, first_seed, corpus, log=print):
+    """Runs programs from `first_seed` on for `seconds`; returns a summary
+    dict (programs, failures, slow seeds, compile times)."""
+    pool = Pool()
+    summary = {"programs": 0, "failures": [], "slow": [], "times": []}
+    deadline = time.monotonic() + seconds
+    seed = first_seed
+    try:
+        while time.monotonic() < deadline:
+            answer = pool.ask({"seed": seed, "max_ops": max_ops}, limit)
+            summary["programs"] += 1
+            if answer is None:
+                path = keep(corpus, seed, max_ops, limit) if corpus else None
+                summary["slow"].append(seed)
+                log(f"seed {seed}: over the {limit:g} s limit"
+                    + (f"; kept as {path}" if path else ""))
+            elif answer["error"]:
+                summary["failures"].append((seed, answer["error"]))
+                log(f"seed {seed}: {answer['error']}")
+            else:
+                summary["times"].append(answer["seconds"])
+            seed += 1
+    finally:
+        pool.close()
+    return summary
+
+
+def report(summary):
+    times = sorted(summary["times"])
+    if times:
+        print(f"{summary['programs']} programs; compile time median "
+              f"{times[len(times) // 2]:.2f} s, max {times[-1]:.2f} s; "
+              f"{len(summary['slow'])} over the limit, "
+              f"{len(summary['failures'])} failures")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=60)
+    parser.add_argument("--limit", type=float, default=20,
+                        help="compile time limit per program (s)")
+    parser.add_argument("--max-ops", type=int, default=120)
+    parser.add_argument("--first-seed", type=int, default=0)
+    parser.add_argument("--seed", type=int, help="run this program only")
+    parser.add_argument("--show", action="store_true",
+                        help="print the program of --seed")
+    parser.add_argument("--corpus", default=os.path.join(
+        os.path.dirname(os.path.abspath(__file__)), "compile_fuzz_corpus"))
+    parser.add_argument("--worker", action="store_true",
+                        help=argparse.SUPPRESS)
+    a = parser.parse_args()
+    if a.worker:
+        return worker()
+    if a.seed is not None:
+        source = generate(a.seed, a.max_ops)
+        if a.show:
+            print(source)
+            return 0
+        seconds, error = run_program(source)
+        print(f"seed {a.seed}: {seconds:.2f} s" + (f"; {error}" if error
+                                                   else ""))
+        return 1 if error else 0
+    summary = fuzz(a.seconds, a.limit, a.max_ops, a.first_seed, a.corpus)
+    report(summary)
+    return 1 if summary["slow"] or summary["failures"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
