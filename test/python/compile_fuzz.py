@@ -9,8 +9,8 @@ through `ts.grad`, `ts.jvp`, `ts.hvp` or a gradient of a gradient, in a
 worker process; a compile that runs past the limit kills the worker and
 the program is written out (as Python source, with the command that reruns
 it) to the corpus directory, whose programs `test_compile_fuzz.py` keeps
-compiling. Results are checked against NumPy in float64: forward values,
-and directional derivatives by central differences.
+compiling. Results are checked in float64: forward values against NumPy,
+directional derivatives against JAX running the same NumPy program.
 
   python test/python/compile_fuzz.py --seconds 600            # long run
   python test/python/compile_fuzz.py --seed 1234 --show       # one program
@@ -89,8 +89,9 @@ def _round(h, dtype):
 
 def generate(seed, max_ops=120):
     """The program of `seed` as Python source defining `SHAPE`, `MODE`,
-    `CASTS` and `KINKS` (whether it rounds, or has maxima, where float32
-    and float64 or central differences may part), `f(x, *rest)` (Tessera),
+    `CASTS` and `KINKS` (whether it rounds, where float32 and float64 may
+    part, or has maxima, whose derivative at a tie is a convention),
+    `f(x, *rest)` (Tessera),
     `f_np(x, *rest)` (NumPy) and `inputs(rng)`."""
     rng = random.Random(seed)
     rows = rng.choice([1, 2, 3, 5, 8, 17])
@@ -150,10 +151,23 @@ def inputs(rng):
 ''')
 
 
-def _compiled(ns, args):
-    """The jit function for the program's mode, its arguments, and the
-    NumPy float64 value it should return (directional derivatives by
-    central differences)."""
+def _jax_program(source):
+    """The program's NumPy function run by jax.numpy in float64: the oracle
+    of its derivatives (central differences lose too many digits where a
+    normalization over few elements curves sharply)."""
+    import jax
+    jax.config.update("jax_enable_x64", True)
+    ns = {}
+    exec(compile(source.replace("import numpy as np",
+                                "import jax.numpy as np", 1),
+                 "<fuzz program, JAX>", "exec"), ns)
+    return ns["f_np"]
+
+
+def _compiled(ns, args, source):
+    """The jit function for the program's mode, its arguments, a reduction
+    of its result to what is compared, and the float64 value that should
+    come out (NumPy for values, JAX for derivatives)."""
     import numpy as np
     import tessera as ts
     from tessera import op
@@ -164,31 +178,33 @@ def _compiled(ns, args):
 
     def g(x):
         return f(x, *rest)
-
-    def g_np(x):
-        return f_np(x, *[r.astype(np.float64) for r in rest])
-    x64, t64, u64 = (a.astype(np.float64) for a in (x, t, u))
-    e = 1e-3
-
-    def along(h):
-        return (g_np(x64 + e * h) - g_np(x64 - e * h)) / (2 * e)
     if mode == "forward":
-        return ts.jit(g, cache_dir=""), (x,), lambda r: r, g_np(x64)
+        return (ts.jit(g, cache_dir=""), (x,), lambda r: r,
+                f_np(x.astype(np.float64),
+                     *[r.astype(np.float64) for r in rest]))
+    import jax
+    import jax.numpy as jnp
+    f_jax = _jax_program(source)
+    x64, t64, u64 = (jnp.asarray(a, jnp.float64) for a in (x, t, u))
+
+    def g_jax(x):
+        return f_jax(x, *[jnp.asarray(r, jnp.float64) for r in rest])
+    along = float(jax.jvp(g_jax, (x64,), (t64,))[1])
+    second = float(jnp.vdot(jax.jvp(jax.grad(g_jax), (x64,), (u64,))[1],
+                            t64))
+    t_np = np.asarray(t, np.float64)
     if mode == "grad":
         return (ts.jit(ts.grad(g), cache_dir=""), (x,),
-                lambda r: np.vdot(r, t64), along(t64))
+                lambda r: np.vdot(r, t_np), along)
     if mode == "jvp":
         return (ts.jit(lambda x, t: ts.jvp(g, (x,), (t,))[1], cache_dir=""),
-                (x, t), lambda r: r, along(t64))
-    second = (g_np(x64 + e * t64 + e * u64) - g_np(x64 + e * t64 - e * u64)
-              - g_np(x64 - e * t64 + e * u64)
-              + g_np(x64 - e * t64 - e * u64)) / (4 * e * e)
+                (x, t), lambda r: r, along)
     if mode == "hvp":
         return (ts.jit(lambda x, u: ts.hvp(g, (x,), (u,))[0], cache_dir=""),
-                (x, u), lambda r: np.vdot(r, t64), second)
+                (x, u), lambda r: np.vdot(r, t_np), second)
     return (ts.jit(ts.grad(lambda x: op.reduce_sum(ts.grad(g)(x) * u)),
                    cache_dir=""),
-            (x,), lambda r: np.vdot(r, t64), second)
+            (x,), lambda r: np.vdot(r, t_np), second)
 
 
 def run_program(source):
@@ -197,14 +213,14 @@ def run_program(source):
     ns = {}
     exec(compile(source, "<fuzz program>", "exec"), ns)
     args = ns["inputs"](np.random.default_rng(0))
-    fn, fn_args, reduce, expected = _compiled(ns, args)
+    fn, fn_args, reduce, expected = _compiled(ns, args, source)
     start = time.perf_counter()
     result = fn(*fn_args)
     seconds = time.perf_counter() - start
     if ns["CASTS"] or not np.all(np.isfinite(expected)):
         return seconds, None
     if ns["KINKS"] and ns["MODE"] != "forward":
-        return seconds, None
+        return seconds, None  # (a maximum's derivative at near-ties)
     got = reduce(np.asarray(result, np.float64))
     scale = 1.0 + np.abs(expected)
     if not np.all(np.abs(got - expected) <= 2e-2 * scale):
