@@ -51,6 +51,13 @@ bool readsRowByRow(linalg::LinalgOp consumer, OpOperand &use,
          write.getResult(0) == getAffineDimExpr(0, ctx);
 }
 
+/// Whether two slices take the same part of their sources.
+bool sameTile(tensor::ExtractSliceOp a, tensor::ExtractSliceOp b) {
+  return a.getMixedOffsets() == b.getMixedOffsets() &&
+         a.getMixedSizes() == b.getMixedSizes() &&
+         a.getMixedStrides() == b.getMixedStrides();
+}
+
 /// The scalar operations `op` does per point of its iteration space.
 int64_t operationsPerPoint(Operation *op) {
   int64_t count = 0;
@@ -169,9 +176,7 @@ private:
     SmallVector<tensor::ExtractSliceOp> tiles;
     for (tensor::ExtractSliceOp slice : slices)
       if (llvm::none_of(tiles, [&](tensor::ExtractSliceOp t) {
-            return t.getMixedOffsets() == slice.getMixedOffsets() &&
-                   t.getMixedSizes() == slice.getMixedSizes() &&
-                   t.getMixedStrides() == slice.getMixedStrides();
+            return sameTile(t, slice);
           }))
         tiles.push_back(slice);
     return int64_t(tiles.size());
@@ -187,9 +192,7 @@ private:
       return false;
     for (auto [fusedFor, copy] : copies) {
       if (fusedFor.getSource() == slice.getSource() ||
-          fusedFor.getMixedOffsets() != slice.getMixedOffsets() ||
-          fusedFor.getMixedSizes() != slice.getMixedSizes() ||
-          fusedFor.getMixedStrides() != slice.getMixedStrides())
+          !sameTile(fusedFor, slice))
         continue;
       Value result = copy->getResult(source.getResultNumber());
       if (result.getType() != slice.getType())
