@@ -417,8 +417,10 @@ LogicalResult emitObjects(ModuleOp module,
                           SmallVectorImpl<std::string> &objects) {
   prepareTranslation(module.getContext());
   llvm::LLVMContext llvmContext;
-  std::unique_ptr<llvm::Module> llvmModule =
-      translateModuleToLLVMIR(module, llvmContext);
+  std::unique_ptr<llvm::Module> llvmModule = [&] {
+    PhaseTimer timer("translation to LLVM IR");
+    return translateModuleToLLVMIR(module, llvmContext);
+  }();
   if (!llvmModule)
     return module.emitError("cannot translate the module to LLVM IR");
   std::string error;

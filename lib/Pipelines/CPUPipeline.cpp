@@ -116,8 +116,13 @@ void mlir::tessera::buildCPUPipeline(OpPassManager &pm, CPUStage stopAfter,
   perFunction(createEarlyDeallocs());
   // Results that alias arguments are cloned for the caller to own.
   whole(createConvertBufferizationToMemRefPass());
-  // Parallel tiles run on OpenMP threads.
+  // Parallel tiles run on OpenMP threads, except those with too little
+  // work to pay for a parallel region. Each parallel loop moves into a
+  // function of its own first: the functions LLVM's OpenMP outlining and
+  // optimizations see stay small however long the program.
   whole(createForallToParallelLoopPass());
+  whole(createOutlineParallelLoops());
+  perFunction(createSerializeSmallParallelLoops());
   whole(createConvertSCFToOpenMPPass());
   // What the schedule left as linalg becomes loops; vector transfers
   // become plain loads and stores (fully unrolled: no stack temporaries).

@@ -63,12 +63,14 @@ PATTERNS = {
     # A diamond: two branches of the same value joined.
     "diamond": (lambda h: h * 0.9 + op.sin(h) * op.cos(h * 0.5) * 0.3,
                 lambda h: h * 0.9 + np.sin(h) * np.cos(h * 0.5) * 0.3),
-    # Casts down and up, and a broadcast of a per-row value.
+    # Casts down and up, and a broadcast of a per-row value. (The row sum's
+    # weight keeps the values, and the tangents, which go through f16 as
+    # well, inside f16's range at depth 64: 0.5 + 6 x 0.08 per layer.)
     "casts_broadcasts": (
         lambda h: op.cast(op.cast(h, ts.f16), h.dtype) * 0.5
         + op.broadcast_to(op.reduce_sum(h, axis=-1, keepdims=True),
-                          h.shape) * 0.1,
-        lambda h: _round_f16(h) * 0.5 + h.sum(-1, keepdims=True) * 0.1),
+                          h.shape) * 0.08,
+        lambda h: _round_f16(h) * 0.5 + h.sum(-1, keepdims=True) * 0.08),
 }
 
 # Derivatives of a rounding cast are taken as 1 (straight through), as
@@ -160,32 +162,10 @@ def _reference(pattern, mode, args):
     return (grad(x + eps * v, 1e-5) - grad(x - eps * v, 1e-5)) / (2 * eps)
 
 
-# Compile time still grows faster than linearly here (exponents 1.24 to 2.2
-# measured on two cores; rmsnorm's gradient between 1.24 and 1.37 from run
-# to run): the passes after scheduling and LLVM's OpenMP
-# outlining take time that grows with the size of one function (the
-# -tessera-split-functions pass bounds it but is not in the pipeline yet,
-# see its description), and elementwise fusion copies a growing loop body
-# at each step. They are not run in `make test` (each takes minutes at
-# depth 64); `pytest --runxfail` runs them.
-SUPERLINEAR = {
-    ("casts_broadcasts", "hvp"), ("diamond", "hvp"),
-    ("elementwise_dag", "hvp"), ("layernorm_residual", "grad"),
-    ("layernorm_residual", "hvp"), ("reduction_residual", "grad"),
-    ("reduction_residual", "hvp"), ("rmsnorm_residual", "grad"),
-    ("rmsnorm_residual", "hvp"),
-    ("softmax_residual", "hvp"),
-}
-
-
 def _cases():
     for pattern in sorted(PATTERNS):
         for mode in ["forward", "grad", "hvp"]:
-            marks = [pytest.mark.xfail(
-                reason="compile time superlinear (see SUPERLINEAR)",
-                run=False)] if (pattern, mode) in SUPERLINEAR else []
-            yield pytest.param(pattern, mode, marks=marks,
-                               id=f"{pattern}-{mode}")
+            yield pytest.param(pattern, mode, id=f"{pattern}-{mode}")
 
 
 @pytest.mark.parametrize("pattern,mode", list(_cases()))

@@ -138,6 +138,86 @@ def EarlyDeallocs : Pass<"tessera-early-deallocs"> {
                            "::mlir::scf::SCFDialect"];
 }
 
+def SerializeSmallParallelLoops
+    : Pass<"tessera-serialize-small-parallel-loops"> {
+  let summary = "Run parallel loops with little work as ordinary loops";
+  let description = [{
+    Starting a parallel region costs microseconds (waking the threads,
+    handing out the iterations, the barrier at the end), about as long as a
+    few thousand scalar operations. A `scf.parallel` without reductions
+    whose work, estimated from static sizes, is below `min-work` operations
+    becomes a nest of `scf.for` loops, so it runs on the calling thread
+    without that cost and without an OpenMP region to outline. Its stack
+    allocations move before the loops (iterations that run one after the
+    other can share them); a loop whose allocations cannot move (dynamic
+    sizes, nested regions, a position where the stack grows per iteration
+    of an enclosing loop) stays parallel. The estimate counts each operation once per
+    iteration of the loops around it inside the parallel loop, each
+    structured linalg op as its static iteration space times its body, and
+    each `memref.copy` as its elements. A size or trip count not known
+    statically, or a call, counts as unbounded work: such a loop stays
+    parallel.
+
+    ```mlir
+    // Before: 3 rows of 6 elements.
+    scf.parallel (%i) = (%c0) to (%c3) step (%c1) {
+      ... row %i ...
+      scf.reduce
+    }
+    // After:
+    scf.for %i = %c0 to %c3 step %c1 {
+      ... row %i ...
+    }
+    ```
+  }];
+  let options = [
+    Option<"minWork", "min-work", "int64_t", /*default=*/"8192",
+           "Estimated operations below which a parallel loop runs serially">,
+  ];
+  let dependentDialects = ["::mlir::memref::MemRefDialect",
+                           "::mlir::scf::SCFDialect"];
+}
+
+def OutlineParallelLoops : Pass<"tessera-outline-parallel-loops", "ModuleOp"> {
+  let summary = "Move each outermost parallel loop into a function of its own";
+  let description = [{
+    Each outermost `scf.parallel` of a function becomes the body of a new
+    private function `@<function>.parallel<k>` (LLVM linkage internal), called
+    in its place with the values it uses from outside; constants are copied
+    in instead of passed.
+
+    LLVM's OpenMP lowering outlines every parallel region of a function and,
+    for each one, analyses the whole function that holds it, so a function
+    with n parallel loops costs n times its size: quadratic in the program
+    (a 64-layer gradient spent a third of its compile time there, a
+    128-layer one half). With each region in a function of its own, the
+    cost is linear. LLVM inlines the small calling functions back after
+    outlining.
+
+    ```mlir
+    // Before:
+    func.func @f(%a: memref<4x8xf32>, %b: memref<4x8xf32>) {
+      scf.parallel (%i) = (%c0) to (%c4) step (%c1) { ... %a, %b ... }
+      return
+    }
+    // After:
+    func.func @f(%a: memref<4x8xf32>, %b: memref<4x8xf32>) {
+      call @f.parallel0(%a, %b) : (memref<4x8xf32>, memref<4x8xf32>) -> ()
+      return
+    }
+    func.func private @f.parallel0(%a: memref<4x8xf32>, %b: memref<4x8xf32>)
+        attributes {llvm.linkage = #llvm.linkage<internal>} {
+      %c0 = arith.constant 0 : index
+      ...
+      scf.parallel (%i) = (%c0) to (%c4) step (%c1) { ... %a, %b ... }
+      return
+    }
+    ```
+  }];
+  let dependentDialects = ["::mlir::func::FuncDialect",
+                           "::mlir::LLVM::LLVMDialect"];
+}
+
 def InlineRecompute : Pass<"tessera-inline-recompute", "ModuleOp"> {
   let summary = "Inline the recomputation functions of checkpoints";
   let description = [{

@@ -77,8 +77,9 @@ func.func @element_and_row(%x: tensor<4x64xf32>) -> tensor<4x64xf32> {
 
 // -----
 
-// A producer with two results, both read by the group: one tiled copy
-// computes both rows (not one copy per result).
+// A producer with two results, both read by the group (one of them
+// broadcast along the row, so elementwise fusion leaves them apart): one
+// tiled copy computes both rows (not one copy per result).
 // CHECK-LABEL: transform.named_sequence @__transform_main
 // CHECK: // row loop of linalg.generic: 2 ops, 0 materialized, 0 operations recomputed
 // CHECK-LABEL: func.func @two_results
@@ -87,6 +88,7 @@ func.func @element_and_row(%x: tensor<4x64xf32>) -> tensor<4x64xf32> {
 // CHECK-NOT: math.exp
 // CHECK: scf.forall.in_parallel
 #id2 = affine_map<(d0, d1) -> (d0, d1)>
+#first2 = affine_map<(d0, d1) -> (d0, 0)>
 func.func @two_results(%x: tensor<4x64xf32>) -> tensor<4x64xf32> {
   %e0 = tensor.empty() : tensor<4x64xf32>
   %e1 = tensor.empty() : tensor<4x64xf32>
@@ -98,7 +100,7 @@ func.func @two_results(%x: tensor<4x64xf32>) -> tensor<4x64xf32> {
     linalg.yield %v, %w : f32, f32
   } -> (tensor<4x64xf32>, tensor<4x64xf32>)
   %e2 = tensor.empty() : tensor<4x64xf32>
-  %c = linalg.generic {indexing_maps = [#id2, #id2, #id2], iterator_types = ["parallel", "parallel"]}
+  %c = linalg.generic {indexing_maps = [#id2, #first2, #id2], iterator_types = ["parallel", "parallel"]}
       ins(%p#0, %p#1 : tensor<4x64xf32>, tensor<4x64xf32>) outs(%e2 : tensor<4x64xf32>) {
   ^bb0(%a: f32, %b: f32, %o: f32):
     %d = arith.subf %a, %b : f32

@@ -94,3 +94,156 @@ func.func @row_value_not_recomputed(%x: tensor<?x?xf32>, %s: tensor<?xf32>) -> t
   } -> tensor<?x?xf32>
   return %y : tensor<?x?xf32>
 }
+
+// A diamond: %e is read by both branches and by the join, each read
+// elementwise, so the whole cluster becomes one generic that computes the
+// exponential once per element.
+// CHECK-LABEL: func.func @diamond_cluster
+// CHECK: linalg.generic
+// CHECK-SAME: ins(%{{.+}} : tensor<4x8xf32>)
+// CHECK: math.exp
+// CHECK-NOT: math.exp
+// CHECK: arith.mulf
+// CHECK: math.sin
+// CHECK: arith.addf
+// CHECK: arith.addf
+// CHECK-NOT: linalg.generic
+// CHECK: return
+func.func @diamond_cluster(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %two = arith.constant 2.0 : f32
+  %e0 = tensor.empty() : tensor<4x8xf32>
+  %e = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x : tensor<4x8xf32>) outs(%e0 : tensor<4x8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %v = math.exp %a : f32
+    linalg.yield %v : f32
+  } -> tensor<4x8xf32>
+  %l = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%e : tensor<4x8xf32>) outs(%e0 : tensor<4x8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %v = arith.mulf %a, %two : f32
+    linalg.yield %v : f32
+  } -> tensor<4x8xf32>
+  %r = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%e : tensor<4x8xf32>) outs(%e0 : tensor<4x8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %v = math.sin %a : f32
+    linalg.yield %v : f32
+  } -> tensor<4x8xf32>
+  %j = linalg.generic {indexing_maps = [#id, #id, #id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%l, %r, %e : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>) outs(%e0 : tensor<4x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %c: f32, %o: f32):
+    %s = arith.addf %a, %b : f32
+    %t = arith.addf %s, %c : f32
+    linalg.yield %t : f32
+  } -> tensor<4x8xf32>
+  return %j : tensor<4x8xf32>
+}
+
+// A value also returned is computed once, in its own loop; the rest of
+// its readers still fuse into one.
+// CHECK-LABEL: func.func @returned_value_stays
+// CHECK: %[[E:.+]] = linalg.generic
+// CHECK: math.exp
+// CHECK: } -> tensor<4x8xf32>
+// CHECK: %[[J:.+]] = linalg.generic {{.*}} ins(%[[E]] : tensor<4x8xf32>)
+// CHECK-NOT: math.exp
+// CHECK: math.sin
+// CHECK: arith.addf
+// CHECK: return %[[J]], %[[E]]
+func.func @returned_value_stays(%x: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>) {
+  %e0 = tensor.empty() : tensor<4x8xf32>
+  %e = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x : tensor<4x8xf32>) outs(%e0 : tensor<4x8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %v = math.exp %a : f32
+    linalg.yield %v : f32
+  } -> tensor<4x8xf32>
+  %r = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%e : tensor<4x8xf32>) outs(%e0 : tensor<4x8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %v = math.sin %a : f32
+    linalg.yield %v : f32
+  } -> tensor<4x8xf32>
+  %j = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%r, %e : tensor<4x8xf32>, tensor<4x8xf32>) outs(%e0 : tensor<4x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %t = arith.addf %a, %b : f32
+    linalg.yield %t : f32
+  } -> tensor<4x8xf32>
+  return %j, %e : tensor<4x8xf32>, tensor<4x8xf32>
+}
+
+// A producer read transposed is not part of a cluster; it still fuses
+// (through the rounds of pairwise fusion).
+// CHECK-LABEL: func.func @transposed_read
+// CHECK: linalg.generic
+// CHECK: math.exp
+// CHECK: arith.mulf
+// CHECK-NOT: linalg.generic
+// CHECK: return
+#t = affine_map<(d0, d1) -> (d1, d0)>
+func.func @transposed_read(%x: tensor<8x4xf32>) -> tensor<4x8xf32> {
+  %e0 = tensor.empty() : tensor<8x4xf32>
+  %e1 = tensor.empty() : tensor<4x8xf32>
+  %e = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x : tensor<8x4xf32>) outs(%e0 : tensor<8x4xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %v = math.exp %a : f32
+    linalg.yield %v : f32
+  } -> tensor<8x4xf32>
+  %j = linalg.generic {indexing_maps = [#t, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%e : tensor<8x4xf32>) outs(%e1 : tensor<4x8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %t = arith.mulf %a, %a : f32
+    linalg.yield %t : f32
+  } -> tensor<4x8xf32>
+  return %j : tensor<4x8xf32>
+}
+
+// A long chain (each link read once, by the next) becomes one generic.
+// CHECK-LABEL: func.func @long_chain
+// CHECK: linalg.generic
+// CHECK-COUNT-6: math.sin
+// CHECK-NOT: linalg.generic
+// CHECK: return
+func.func @long_chain(%x: tensor<16xf32>) -> tensor<16xf32> {
+  %e0 = tensor.empty() : tensor<16xf32>
+  %1 = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]}
+      ins(%x : tensor<16xf32>) outs(%e0 : tensor<16xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %v = math.sin %a : f32
+    linalg.yield %v : f32
+  } -> tensor<16xf32>
+  %2 = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]}
+      ins(%1 : tensor<16xf32>) outs(%e0 : tensor<16xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %v = math.sin %a : f32
+    linalg.yield %v : f32
+  } -> tensor<16xf32>
+  %3 = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]}
+      ins(%2 : tensor<16xf32>) outs(%e0 : tensor<16xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %v = math.sin %a : f32
+    linalg.yield %v : f32
+  } -> tensor<16xf32>
+  %4 = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]}
+      ins(%3 : tensor<16xf32>) outs(%e0 : tensor<16xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %v = math.sin %a : f32
+    linalg.yield %v : f32
+  } -> tensor<16xf32>
+  %5 = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]}
+      ins(%4 : tensor<16xf32>) outs(%e0 : tensor<16xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %v = math.sin %a : f32
+    linalg.yield %v : f32
+  } -> tensor<16xf32>
+  %6 = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]}
+      ins(%5 : tensor<16xf32>) outs(%e0 : tensor<16xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %v = math.sin %a : f32
+    linalg.yield %v : f32
+  } -> tensor<16xf32>
+  return %6 : tensor<16xf32>
+}

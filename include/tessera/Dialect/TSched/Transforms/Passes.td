@@ -18,6 +18,16 @@ def TSchedFuseElementwise : Pass<"tessera-fuse-elementwise", "ModuleOp"> {
     leading dims of `[..., M, K] x [K, N]` products into M so that they are
     plain matrix products with the packed GEMM schedule; folding the
     reshapes back would give them extra M loops again.
+
+    Fusion is linear in the program. A cluster of elementwise generics in
+    which every result except the last member's is read only inside the
+    cluster, element by element, becomes one generic with each member's
+    body copied once (computed once per point). What remains (producers
+    read through a transposing map) fuses in rounds in which each op takes
+    part in one fusion at most, so a chain halves each round. Fusing one
+    pair at a time copies the growing body at every step: a 64-layer
+    Hessian-vector product that ends as one loop of 3,000 operations took
+    2.5 s that way, 0.1 s in clusters.
   }];
   let dependentDialects = [
     "::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect",
@@ -49,7 +59,8 @@ def TSchedCPUSchedule : Pass<"tessera-cpu-schedule", "::mlir::func::FuncOp"> {
     scheduled on parallel threads (`print-scripts` prints each function's
     script whole; `--mlir-disable-threading` keeps them in order).
 
-    Outer parallel loops become `scf.forall` (OpenMP later in the pipeline);
+    Outer parallel loops become `scf.forall` (OpenMP later in the pipeline,
+    or ordinary loops where the work is too small to pay for threads);
     reductions are never split across threads, so results do not depend on
     the thread count. Ops the vectorizer cannot handle keep scalar loops.
   }];
@@ -70,55 +81,6 @@ def TSchedCPUSchedule : Pass<"tessera-cpu-schedule", "::mlir::func::FuncOp"> {
     // dialect, which must not happen on the pass's parallel threads.
     "::mlir::tessera::tsched::TSchedDialect"
   ];
-}
-
-def TSchedSplitFunctions : Pass<"tessera-split-functions", "ModuleOp"> {
-  let summary = "Split functions longer than a bound into parts called in turn";
-  let description = [{
-    After scheduling, a function whose body holds more than `max-ops`
-    operations is cut, in program order, into parts of at most that many
-    (an op with regions goes whole into one part); each part becomes a
-    private function that the original calls in turn, passing the values
-    that cross the cut. Constants are copied into each part that uses them.
-
-    The passes after scheduling, LLVM's OpenMP outlining and its
-    optimizations each take time that grows faster than linearly with the
-    size of a function (for every parallel loop, OpenMP outlining scans the
-    whole function). Bounded parts keep compile time linear in the program,
-    let the function passes run on parallel threads, and let identical parts
-    (identical layers) be compiled once by LLVM's function merging. Nothing
-    else changes: fusion and scheduling have happened. Parts take their
-    tensors read-only (`bufferization.writable = false`): one-shot
-    bufferization would otherwise write into a buffer the caller still
-    reads.
-
-    Not in the CPU pipeline yet: buffers that cross the calls raise the
-    peak memory of gradients (a 16-layer MLP: 35 MB to 48 MB, and
-    checkpointing saves less), which must be fixed first.
-
-    ```mlir
-    // Before (max-ops=2):
-    func.func @f(%x: tensor<8xf32>) -> tensor<8xf32> {
-      %a = linalg.generic ... ins(%x ...)     // a, b, c: 3 ops each
-      %b = linalg.generic ... ins(%a ...)
-      %c = linalg.generic ... ins(%b ...)
-      return %c : tensor<8xf32>
-    }
-    // After:
-    func.func @f(%x: tensor<8xf32>) -> tensor<8xf32> {
-      %a = call @f.part0(%x) : (tensor<8xf32>) -> tensor<8xf32>
-      %b = call @f.part1(%a) : (tensor<8xf32>) -> tensor<8xf32>
-      %c = call @f.part2(%b) : (tensor<8xf32>) -> tensor<8xf32>
-      return %c : tensor<8xf32>
-    }
-    func.func private @f.part0(%x: tensor<8xf32>) -> tensor<8xf32> { ... }
-    ```
-  }];
-  let options = [
-    Option<"maxOps", "max-ops", "int64_t", /*default=*/"2048",
-           "The most operations a function keeps whole">,
-  ];
-  let dependentDialects = ["::mlir::func::FuncDialect"];
 }
 
 #endif // TESSERA_TSCHED_PASSES
