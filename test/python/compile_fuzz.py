@@ -290,7 +290,7 @@ def keep(corpus, seed, max_ops, limit):
 
 def fuzz(seconds, limit, max_ops, first_seed, corpus, log=print):
     """Runs programs from `first_seed` on for `seconds`; returns a summary
-    dict (programs, failures, slow seeds, compile times)."""
+    dict (programs, failures, slow seeds, (compile time, seed) pairs)."""
     pool = Pool()
     summary = {"programs": 0, "failures": [], "slow": [], "times": []}
     deadline = time.monotonic() + seconds
@@ -308,7 +308,7 @@ def fuzz(seconds, limit, max_ops, first_seed, corpus, log=print):
                 summary["failures"].append((seed, answer["error"]))
                 log(f"seed {seed}: {answer['error']}")
             else:
-                summary["times"].append(answer["seconds"])
+                summary["times"].append((answer["seconds"], seed))
             seed += 1
     finally:
         pool.close()
@@ -318,9 +318,10 @@ def fuzz(seconds, limit, max_ops, first_seed, corpus, log=print):
 def report(summary):
     times = sorted(summary["times"])
     if times:
+        slowest, seed = times[-1]
         print(f"{summary['programs']} programs; compile time median "
-              f"{times[len(times) // 2]:.2f} s, max {times[-1]:.2f} s; "
-              f"{len(summary['slow'])} over the limit, "
+              f"{times[len(times) // 2][0]:.2f} s, max {slowest:.2f} s "
+              f"(seed {seed}); {len(summary['slow'])} over the limit, "
               f"{len(summary['failures'])} failures")
 
 
