@@ -8,6 +8,7 @@
 #include "tessera/Dialect/TSched/Transforms/Passes.h"
 #include "tessera/InitAllDialects.h"
 #include "tessera/Pipelines/Pipelines.h"
+#include "tessera/Transforms/Passes.h"
 
 namespace mlir::tessera {
 
@@ -16,6 +17,7 @@ inline void registerAllPasses() {
   tgraph::registerTGraphPasses();
   tsched::registerTSchedPasses();
   registerTesseraConversionPasses();
+  registerTesseraTransformsPasses();
   registerPipelines();
 }
 

@@ -5,6 +5,7 @@
 #include "tessera/Conversion/Passes.h"
 #include "tessera/Dialect/TGraph/Transforms/Passes.h"
 #include "tessera/Dialect/TSched/Transforms/Passes.h"
+#include "tessera/Transforms/Passes.h"
 
 #include "mlir/Conversion/BufferizationToMemRef/BufferizationToMemRef.h"
 #include "mlir/Conversion/Passes.h"

@@ -7,14 +7,14 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "tessera/Conversion/Passes.h"
+#include "tessera/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace mlir::tessera {
 #define GEN_PASS_DEF_EXPANDSHAPEVIEWS
-#include "tessera/Conversion/Passes.h.inc"
+#include "tessera/Transforms/Passes.h.inc"
 } // namespace mlir::tessera
 
 using namespace mlir;

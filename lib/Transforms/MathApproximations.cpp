@@ -23,7 +23,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "tessera/Conversion/Passes.h"
+#include "tessera/Transforms/Passes.h"
 
 #include "mlir/Dialect/Math/Transforms/Approximation.h"
 #include "mlir/Dialect/Math/Transforms/Passes.h"
@@ -34,7 +34,7 @@
 
 namespace mlir::tessera {
 #define GEN_PASS_DEF_MATHAPPROXIMATIONS
-#include "tessera/Conversion/Passes.h.inc"
+#include "tessera/Transforms/Passes.h.inc"
 } // namespace mlir::tessera
 
 using namespace mlir;

@@ -1,6 +1,6 @@
 //===- EarlyDeallocs.cpp - Free buffers after their last use --------------===//
 
-#include "tessera/Conversion/Passes.h"
+#include "tessera/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/Transforms/BufferViewFlowAnalysis.h"
@@ -9,7 +9,7 @@
 
 namespace mlir::tessera {
 #define GEN_PASS_DEF_EARLYDEALLOCS
-#include "tessera/Conversion/Passes.h.inc"
+#include "tessera/Transforms/Passes.h.inc"
 } // namespace mlir::tessera
 
 using namespace mlir;

@@ -8,7 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "tessera/Conversion/Passes.h"
+#include "tessera/Transforms/Passes.h"
 
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/IRMapping.h"
@@ -22,7 +22,7 @@
 namespace mlir::tessera {
 #define GEN_PASS_DEF_SERIALIZESMALLPARALLELLOOPS
 #define GEN_PASS_DEF_OUTLINEPARALLELLOOPS
-#include "tessera/Conversion/Passes.h.inc"
+#include "tessera/Transforms/Passes.h.inc"
 } // namespace mlir::tessera
 
 using namespace mlir;

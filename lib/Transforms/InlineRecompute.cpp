@@ -1,13 +1,13 @@
 //===- InlineRecompute.cpp - Inline checkpoint recomputations -------------===//
 
-#include "tessera/Conversion/Passes.h"
+#include "tessera/Transforms/Passes.h"
 #include "tessera/Dialect/TGraph/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
 namespace mlir::tessera {
 #define GEN_PASS_DEF_INLINERECOMPUTE
-#include "tessera/Conversion/Passes.h.inc"
+#include "tessera/Transforms/Passes.h.inc"
 } // namespace mlir::tessera
 
 using namespace mlir;
