@@ -1,5 +1,7 @@
-"""``ts.jit``: trace once per signature, compile through the CPU pipeline,
-call compiled code with NumPy arrays."""
+"""``ts.jit``: trace once per signature, then either compile through the CPU
+pipeline and call the compiled code with NumPy arrays, or, with
+``device="cuda"``, hand the optimized Graph IR to the GPU launch planner
+(``_gpu_graph.GpuProgram``) and run its kernels on device tensors."""
 
 from __future__ import annotations
 
