@@ -6,6 +6,7 @@
 #include "tessera/Conversion/Passes.h"
 #include "tessera/Dialect/TGraph/Transforms/Passes.h"
 #include "tessera/Dialect/TSched/Transforms/Passes.h"
+#include "tessera/Dialect/TTile/Transforms/Passes.h"
 #include "tessera/InitAllDialects.h"
 #include "tessera/Pipelines/Pipelines.h"
 #include "tessera/Transforms/Passes.h"
@@ -16,6 +17,7 @@ namespace mlir::tessera {
 inline void registerAllPasses() {
   tgraph::registerTGraphPasses();
   tsched::registerTSchedPasses();
+  ttile::registerTTilePasses();
   registerTesseraConversionPasses();
   registerTesseraTransformsPasses();
   registerPipelines();

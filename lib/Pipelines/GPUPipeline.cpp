@@ -3,6 +3,7 @@
 #include "tessera/Pipelines/Pipelines.h"
 
 #include "tessera/Conversion/Passes.h"
+#include "tessera/Dialect/TTile/Transforms/Passes.h"
 
 #include "mlir/Dialect/GPU/Pipelines/Passes.h"
 #include "mlir/Pass/PassRegistry.h"
@@ -26,10 +27,10 @@ void mlir::tessera::buildTileToPTXPipeline(OpPassManager &pm,
                                            const TileToPTXOptions &options) {
   // Layouts first: loads that become shared tiles for wgmma are pipelined
   // through shared memory by the lowering, not carried in registers.
-  TTileAssignLayoutsOptions layouts;
+  ttile::TTileAssignLayoutsOptions layouts;
   layouts.wgmma = options.chip == "sm_90a";
-  pm.addPass(createTTileAssignLayouts(layouts));
-  pm.addPass(createTTilePipelineLoads());
+  pm.addPass(ttile::createTTileAssignLayouts(layouts));
+  pm.addPass(ttile::createTTilePipelineLoads());
   ConvertTTileToGPUOptions lowering;
   lowering.tma = options.tma && options.chip == "sm_90a";
   lowering.sharedLimit = sharedMemoryLimit(options.chip);

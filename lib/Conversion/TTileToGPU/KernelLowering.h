@@ -11,7 +11,7 @@
 #ifndef TESSERA_CONVERSION_TTILETOGPU_KERNELLOWERING_H
 #define TESSERA_CONVERSION_TTILETOGPU_KERNELLOWERING_H
 
-#include "Distribution.h"
+#include "tessera/Dialect/TTile/Transforms/Distribution.h"
 
 #include "tessera/Conversion/Passes.h"
 

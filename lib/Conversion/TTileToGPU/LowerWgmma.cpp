@@ -19,7 +19,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "KernelLowering.h"
-#include "LoopAhead.h"
+#include "tessera/Dialect/TTile/Transforms/LoopAhead.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 

@@ -1,12 +1,12 @@
-//===- AssignLayouts.cpp - Give every tile of a kernel a layout
-//------------===//
+//===- AssignLayouts.cpp - Give every tile of a kernel a layout -----------===//
 
-#include "Distribution.h"
+#include "tessera/Dialect/TTile/Transforms/Distribution.h"
 #include "ExpandSoftmax.h"
 
-#include "tessera/Conversion/Passes.h"
+#include "tessera/Dialect/TTile/Transforms/Passes.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpDefinition.h"
 #include "mlir/IR/PatternMatch.h"
@@ -14,10 +14,10 @@
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "llvm/ADT/SmallPtrSet.h"
 
-namespace mlir::tessera {
+namespace mlir::tessera::ttile {
 #define GEN_PASS_DEF_TTILEASSIGNLAYOUTS
-#include "tessera/Conversion/Passes.h.inc"
-} // namespace mlir::tessera
+#include "tessera/Dialect/TTile/Transforms/Passes.h.inc"
+} // namespace mlir::tessera::ttile
 
 using namespace mlir;
 using namespace mlir::tessera;
@@ -725,7 +725,7 @@ private:
 };
 
 struct TTileAssignLayoutsPass
-    : tessera::impl::TTileAssignLayoutsBase<TTileAssignLayoutsPass> {
+    : ttile::impl::TTileAssignLayoutsBase<TTileAssignLayoutsPass> {
   using TTileAssignLayoutsBase::TTileAssignLayoutsBase;
 
   /// A tile loaded once and read by several tensor-core products alone

@@ -13,8 +13,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef TESSERA_CONVERSION_TTILETOGPU_DISTRIBUTION_H
-#define TESSERA_CONVERSION_TTILETOGPU_DISTRIBUTION_H
+#ifndef TESSERA_DIALECT_TTILE_TRANSFORMS_DISTRIBUTION_H
+#define TESSERA_DIALECT_TTILE_TRANSFORMS_DISTRIBUTION_H
 
 #include "tessera/Dialect/TTile/IR/TTile.h"
 
@@ -54,4 +54,4 @@ int64_t kernelNumWarps(Operation *kernel);
 
 } // namespace mlir::tessera::ttile
 
-#endif // TESSERA_CONVERSION_TTILETOGPU_DISTRIBUTION_H
+#endif // TESSERA_DIALECT_TTILE_TRANSFORMS_DISTRIBUTION_H

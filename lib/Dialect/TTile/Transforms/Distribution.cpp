@@ -1,6 +1,6 @@
 //===- Distribution.cpp - How a tile layout spreads elements over threads -===//
 
-#include "Distribution.h"
+#include "tessera/Dialect/TTile/Transforms/Distribution.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/MathExtras.h"

@@ -7,8 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef TESSERA_CONVERSION_TTILETOGPU_LOOPAHEAD_H
-#define TESSERA_CONVERSION_TTILETOGPU_LOOPAHEAD_H
+#ifndef TESSERA_DIALECT_TTILE_TRANSFORMS_LOOPAHEAD_H
+#define TESSERA_DIALECT_TTILE_TRANSFORMS_LOOPAHEAD_H
 
 #include "tessera/Dialect/TTile/IR/TTile.h"
 
@@ -32,4 +32,4 @@ SmallVector<Operation *> inBodyOrder(ArrayRef<Operation *> slice);
 
 } // namespace mlir::tessera::ttile
 
-#endif // TESSERA_CONVERSION_TTILETOGPU_LOOPAHEAD_H
+#endif // TESSERA_DIALECT_TTILE_TRANSFORMS_LOOPAHEAD_H

@@ -1,9 +1,8 @@
-//===- PipelineLoads.cpp - Issue a loop's loads stages - 1 iterations ahead
-//===//
+//===- PipelineLoads.cpp - Issue loads stages - 1 iterations ahead -------===//
 
-#include "LoopAhead.h"
+#include "tessera/Dialect/TTile/Transforms/LoopAhead.h"
 
-#include "tessera/Conversion/Passes.h"
+#include "tessera/Dialect/TTile/Transforms/Passes.h"
 #include "tessera/Dialect/TTile/IR/TTile.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -11,10 +10,10 @@
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/SetVector.h"
 
-namespace mlir::tessera {
+namespace mlir::tessera::ttile {
 #define GEN_PASS_DEF_TTILEPIPELINELOADS
-#include "tessera/Conversion/Passes.h.inc"
-} // namespace mlir::tessera
+#include "tessera/Dialect/TTile/Transforms/Passes.h.inc"
+} // namespace mlir::tessera::ttile
 
 using namespace mlir;
 using namespace mlir::tessera;
@@ -129,7 +128,7 @@ void pipeline(RangeOp loop) {
 }
 
 struct TTilePipelineLoadsPass
-    : tessera::impl::TTilePipelineLoadsBase<TTilePipelineLoadsPass> {
+    : ttile::impl::TTilePipelineLoadsBase<TTilePipelineLoadsPass> {
   void runOnOperation() override {
     SmallVector<RangeOp> loops;
     getOperation().walk([&](RangeOp loop) {

@@ -1,6 +1,6 @@
 //===- LoopAhead.cpp - What a ttile.range can do ahead of an iteration ----===//
 
-#include "LoopAhead.h"
+#include "tessera/Dialect/TTile/Transforms/LoopAhead.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"

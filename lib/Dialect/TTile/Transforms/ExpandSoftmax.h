@@ -1,7 +1,7 @@
 //===- ExpandSoftmax.h - The online-softmax ops as tile ops ---------------===//
 
-#ifndef TESSERA_CONVERSION_TTILETOGPU_EXPANDSOFTMAX_H
-#define TESSERA_CONVERSION_TTILETOGPU_EXPANDSOFTMAX_H
+#ifndef TESSERA_DIALECT_TTILE_TRANSFORMS_EXPANDSOFTMAX_H
+#define TESSERA_DIALECT_TTILE_TRANSFORMS_EXPANDSOFTMAX_H
 
 #include "mlir/IR/PatternMatch.h"
 
@@ -14,4 +14,4 @@ void populateSoftmaxExpansionPatterns(RewritePatternSet &patterns);
 
 } // namespace mlir::tessera::ttile
 
-#endif // TESSERA_CONVERSION_TTILETOGPU_EXPANDSOFTMAX_H
+#endif // TESSERA_DIALECT_TTILE_TRANSFORMS_EXPANDSOFTMAX_H
