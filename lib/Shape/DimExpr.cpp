@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "tessera/Shape/DimExpr.h"
+#include "tessera/Shape/DimSyntax.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/MathExtras.h"
@@ -607,182 +608,68 @@ bool tessera::shape::isValidSymbolName(llvm::StringRef name) {
 }
 
 namespace {
-class DimParser {
-public:
-  DimParser(llvm::StringRef text, std::string &error)
-      : text(text), error(error) {}
-
-  std::optional<DimExpr> parse() {
-    auto e = parseSum();
-    if (!e)
-      return std::nullopt;
-    skipSpace();
-    if (pos != text.size())
-      return fail("unexpected '" + text.substr(pos, 1).str() + "'");
-    return e;
-  }
-
-private:
-  llvm::StringRef text;
-  std::string &error;
-  size_t pos = 0;
-  bool sawUnknown = false;
-  unsigned depth = 0;
-  static constexpr unsigned kMaxDepth = 32;
-
-  std::nullopt_t fail(const std::string &msg) {
-    error = msg + " at column " + std::to_string(pos + 1) +
-            " of dimension expression '" + text.str() + "'";
+/// The canonical form of a parsed tree; the errors of computing it (an
+/// overflow, a division by a constant zero) are reported at the node's
+/// column.
+std::optional<DimExpr> build(const tessera::dimsyntax::Node &n,
+                             std::string_view text, std::string &error) {
+  using tessera::dimsyntax::Node;
+  auto fail = [&](size_t column, const char *what) -> std::nullopt_t {
+    error = tessera::dimsyntax::errorAt(text, column, what);
     return std::nullopt;
+  };
+  switch (n.kind) {
+  case Node::Constant:
+    return DimExpr::constant(n.value);
+  case Node::Symbol:
+    return DimExpr::symbol(n.name);
+  case Node::Unknown:
+    return DimExpr::unknown();
+  default:
+    break;
   }
-
-  void skipSpace() {
-    while (pos < text.size() && text[pos] == ' ')
-      ++pos;
+  auto lhs = build(*n.lhs, text, error);
+  if (!lhs)
+    return std::nullopt;
+  std::optional<DimExpr> rhs;
+  if (n.kind != Node::Neg) {
+    rhs = build(*n.rhs, text, error);
+    if (!rhs)
+      return std::nullopt;
   }
-
-  bool consume(char c) {
-    skipSpace();
-    if (pos < text.size() && text[pos] == c) {
-      ++pos;
-      return true;
-    }
-    return false;
+  DimExpr out;
+  switch (n.kind) {
+  case Node::Neg:
+    out = *lhs * DimExpr::constant(-1);
+    break;
+  case Node::Add:
+    out = *lhs + *rhs;
+    break;
+  case Node::Sub:
+    out = *lhs - *rhs;
+    break;
+  case Node::Mul:
+    out = *lhs * *rhs;
+    break;
+  default: {
+    auto q = lhs->floorDiv(*rhs);
+    if (!q)
+      return fail(n.divisorColumn, "division by zero");
+    out = *q;
+    break;
   }
-
-  std::optional<DimExpr> checked(const DimExpr &e) {
-    if (e.isUnknown() && !sawUnknown)
-      return fail("integer overflow or expression too large");
-    return e;
   }
-
-  std::optional<DimExpr> parseSum() {
-    auto lhs = parseProduct();
-    while (lhs) {
-      if (consume('+')) {
-        auto rhs = parseProduct();
-        if (!rhs)
-          return std::nullopt;
-        lhs = checked(*lhs + *rhs);
-      } else if (consume('-')) {
-        auto rhs = parseProduct();
-        if (!rhs)
-          return std::nullopt;
-        lhs = checked(*lhs - *rhs);
-      } else {
-        break;
-      }
-    }
-    return lhs;
-  }
-
-  std::optional<DimExpr> parseProduct() {
-    auto lhs = parseUnary();
-    while (lhs) {
-      if (consume('*')) {
-        auto rhs = parseUnary();
-        if (!rhs)
-          return std::nullopt;
-        lhs = checked(*lhs * *rhs);
-      } else if (consume('/')) {
-        size_t at = pos;
-        auto rhs = parseUnary();
-        if (!rhs)
-          return std::nullopt;
-        auto q = lhs->floorDiv(*rhs);
-        if (!q) {
-          pos = at;
-          return fail("division by zero");
-        }
-        lhs = checked(*q);
-      } else {
-        break;
-      }
-    }
-    return lhs;
-  }
-
-  std::optional<DimExpr> parseUnary() {
-    if (++depth > kMaxDepth)
-      return fail("expression nested too deeply");
-    auto e = parseUnaryImpl();
-    --depth;
-    return e;
-  }
-
-  std::optional<DimExpr> parseUnaryImpl() {
-    if (consume('-')) {
-      skipSpace();
-      if (pos < text.size() && std::isdigit(text[pos]))
-        return parseNegativeLiteral();
-      auto e = parseUnary();
-      if (!e)
-        return std::nullopt;
-      return checked(*e * DimExpr::constant(-1));
-    }
-    return parsePrimary();
-  }
-
-  /// `-<digits>`, read as one literal so that INT64_MIN (which str() prints)
-  /// parses back.
-  std::optional<DimExpr> parseNegativeLiteral() {
-    size_t start = pos;
-    while (pos < text.size() && std::isdigit(text[pos]))
-      ++pos;
-    uint64_t magnitude;
-    constexpr uint64_t kMinMagnitude = uint64_t(1) << 63;
-    if (text.substr(start, pos - start).getAsInteger(10, magnitude) ||
-        magnitude > kMinMagnitude) {
-      pos = start;
-      return fail("integer does not fit in 64 bits");
-    }
-    return DimExpr::constant(magnitude == kMinMagnitude
-                                 ? std::numeric_limits<int64_t>::min()
-                                 : -int64_t(magnitude));
-  }
-
-  std::optional<DimExpr> parsePrimary() {
-    skipSpace();
-    if (pos >= text.size())
-      return fail("expected an integer, a symbol, '?' or '('");
-    char c = text[pos];
-    if (c == '(') {
-      ++pos;
-      auto e = parseSum();
-      if (!e)
-        return std::nullopt;
-      if (!consume(')'))
-        return fail("expected ')'");
-      return e;
-    }
-    if (c == '?') {
-      ++pos;
-      sawUnknown = true;
-      return DimExpr::unknown();
-    }
-    if (std::isdigit(c)) {
-      size_t start = pos;
-      while (pos < text.size() && std::isdigit(text[pos]))
-        ++pos;
-      int64_t value;
-      if (text.substr(start, pos - start).getAsInteger(10, value)) {
-        pos = start;
-        return fail("integer does not fit in 64 bits");
-      }
-      return DimExpr::constant(value);
-    }
-    if (std::isalpha(c) || c == '_') {
-      size_t start = pos;
-      while (pos < text.size() && (std::isalnum(text[pos]) || text[pos] == '_'))
-        ++pos;
-      return DimExpr::symbol(text.substr(start, pos - start));
-    }
-    return fail("expected an integer, a symbol, '?' or '('");
-  }
-};
+  // An unknown result of known operands is an overflow.
+  if (out.isUnknown() && !lhs->isUnknown() && !(rhs && rhs->isUnknown()))
+    return fail(n.column, "integer overflow or expression too large");
+  return out;
+}
 } // namespace
 
 std::optional<DimExpr> tessera::shape::parseDimExpr(llvm::StringRef text,
                                                     std::string &error) {
-  return DimParser(text, error).parse();
+  auto tree = tessera::dimsyntax::parse(std::string_view(text), error);
+  if (!tree)
+    return std::nullopt;
+  return build(*tree, std::string_view(text), error);
 }

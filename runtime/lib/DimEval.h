@@ -1,8 +1,10 @@
 //===- DimEval.h - Dim expressions of manifests -----------------*- C++ -*-===//
 //
 // The runtime checks arguments against signatures whose dims are
-// expressions of symbols ("B", "2*S", "(S+1)/2"). It evaluates them itself
-// rather than linking the compiler's shape algebra (and LLVM with it).
+// expressions of symbols ("B", "2*S", "(S+1)/2"). It parses them with the
+// compiler's LLVM-free parser (tessera/Shape/DimSyntax.h), so both accept
+// the same texts, and evaluates the tree rather than linking the compiler's
+// shape algebra (and LLVM with it).
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,10 +19,14 @@
 #include <string>
 #include <string_view>
 
+namespace tessera::dimsyntax {
+struct Node;
+} // namespace tessera::dimsyntax
+
 namespace tessera::runtime::detail {
 
 /// A parsed dim expression: integers, symbols, '?', + - * and floor
-/// division /, parentheses.
+/// division /, unary minus, parentheses.
 class DimEval {
 public:
   /// Parses `text`; on failure sets `error`.
@@ -38,10 +44,8 @@ public:
   evaluate(const std::map<std::string, int64_t> &env) const;
   const std::string &str() const { return text; }
 
-  struct Node;
-
 private:
-  std::shared_ptr<const Node> root;
+  std::shared_ptr<const dimsyntax::Node> root;
   std::string text;
 };
 

@@ -35,11 +35,27 @@ TEST(DimEval, UnknownUnboundAndErrors) {
   EXPECT_EQ(eval("9223372036854775807+1"), std::nullopt); // overflow
   std::string error;
   EXPECT_FALSE(DimEval::parse("2*", error));
-  EXPECT_NE(error.find("expected a dim"), std::string::npos) << error;
+  EXPECT_EQ(error, "expected an integer, a symbol, '?' or '(' at column 3 of "
+                   "dimension expression '2*'");
   EXPECT_FALSE(DimEval::parse("(S", error));
   EXPECT_FALSE(DimEval::parse("S$", error));
   EXPECT_NE(error.find("unexpected '$'"), std::string::npos) << error;
   EXPECT_FALSE(DimEval::parse("99999999999999999999", error));
+  EXPECT_NE(error.find("integer does not fit in 64 bits at column 1"),
+            std::string::npos)
+      << error;
+  std::string deep(33, '(');
+  EXPECT_FALSE(DimEval::parse(deep + "S" + std::string(33, ')'), error));
+  EXPECT_NE(error.find("nested too deeply"), std::string::npos) << error;
+}
+
+// Texts the compiler prints for negative coefficients and constants.
+TEST(DimEval, UnaryMinusAndNegativeLiterals) {
+  EXPECT_EQ(eval("-S+4", {{"S", 1}}), 3);
+  EXPECT_EQ(eval("-2*S", {{"S", 3}}), -6);
+  EXPECT_EQ(eval("- (S-1)", {{"S", 3}}), -2);
+  EXPECT_EQ(eval("-9223372036854775808"), INT64_MIN);
+  EXPECT_EQ(eval("-(-9223372036854775807-1)"), std::nullopt); // overflow
 }
 
 TEST(DimEval, Accessors) {
