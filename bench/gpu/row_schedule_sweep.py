@@ -47,7 +47,7 @@ def run(cfg, x, w, b, y, mean, rstd, sms):
 
 def run_ce(cfg, logits, labels, loss, lse):
     s = Schedule(block=(cfg[0], 1024), warps=cfg[1], stages=cfg[2])
-    K.cross_entropy_fwd.with_schedule(s)[(S.cdiv(CE_ROWS, cfg[0]),)](
+    K.cross_entropy_fwd.with_schedule(s)[(ts.cdiv(CE_ROWS, cfg[0]),)](
         logits, labels, loss, lse, -100)
 
 

@@ -34,8 +34,8 @@ def _per_batch_grid(a, b, c, bt):
     batch, for M that the tiles do not divide) with its base schedule."""
     z, m, n = c.shape
     s = S._BATCHED_BASE["16"]
-    S.K.batched_matmul.with_schedule(s)[(ts.cdiv(m, s.m), ts.cdiv(n, s.n),
-                                         z)](
+    grid = (ts.cdiv(m, s.m), ts.cdiv(n, s.n), z)
+    S._kernels.batched_matmul.with_schedule(s)[grid](
         a, b, c, b_transposed=bt, a_shared=False)
 
 

@@ -8,6 +8,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
@@ -18,8 +19,6 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Target/LLVMIR/Dialect/All.h"
 
-#include "llvm/ADT/StringExtras.h"
-#include "llvm/Support/Regex.h"
 
 using namespace mlir;
 
@@ -38,15 +37,30 @@ static DialectRegistry &tileRegistry() {
   return *registry;
 }
 
-/// The dynamic shared memory the lowering recorded for each kernel (a PTX
-/// global `tessera_dynamic_smem_<kernel> = <bytes>`).
-static unsigned sharedBytesOf(StringRef ptx, StringRef kernel) {
-  llvm::Regex re(("tessera_dynamic_smem_" + kernel + " = ([0-9]+)").str());
-  SmallVector<StringRef> groups;
-  unsigned bytes = 0;
-  if (re.match(ptx, &groups))
-    (void)llvm::to_integer(groups[1], bytes);
-  return bytes;
+/// The launch record the lowering gave kernel `name` (its
+/// `tessera_launch_<name>` global in the gpu.module).
+static Result<runtime::KernelLaunchRecord> launchRecordOf(ModuleOp module,
+                                                          StringRef name) {
+  std::string global =
+      (runtime::KernelLaunchRecord::kGlobalPrefix + name).str();
+  for (auto gpuModule : module.getOps<gpu::GPUModuleOp>())
+    if (auto op = gpuModule.lookupSymbol<LLVM::GlobalOp>(global)) {
+      auto words =
+          dyn_cast_if_present<DenseIntElementsAttr>(op.getValueOrNull());
+      if (!words)
+        break;
+      std::vector<int32_t> values;
+      for (const APInt &v : words.getValues<APInt>())
+        values.push_back(int32_t(v.getSExtValue()));
+      runtime::KernelLaunchRecord record;
+      std::string error;
+      if (!runtime::KernelLaunchRecord::decode(values.data(), values.size(),
+                                               name.str(), record, error))
+        return Error{error};
+      return record;
+    }
+  return Error{"the GPU lowering gave kernel '" + name.str() +
+               "' no launch record"};
 }
 
 Result<CompiledTileModule> compileTileKernels(const std::string &source,
@@ -101,8 +115,22 @@ Result<CompiledTileModule> compileTileKernels(const std::string &source,
   pipeline.features = options.features;
   pipeline.format = "isa";
   pipeline.optLevel = options.optLevel;
-  mlir::tessera::buildTileToPTXPipeline(pm, pipeline);
+  mlir::tessera::buildTileToGPUPipeline(pm, pipeline);
   if (failed(pm.run(*module)))
+    return fail("compiling '" + sourceName + "' for " + options.chip +
+                " failed");
+  // What each launch needs, as the runtime will read it from the module.
+  for (TileKernelInfo &info : result.kernels) {
+    auto record = launchRecordOf(*module, info.name);
+    if (!record)
+      return record.error();
+    info.launch = *record;
+    info.numWarps = record->consumerThreads / 32;
+    info.sharedBytes = unsigned(record->dynamicSharedBytes);
+  }
+  PassManager binary(&context);
+  mlir::tessera::buildGPUToBinaryPipeline(binary, pipeline);
+  if (failed(binary.run(*module)))
     return fail("compiling '" + sourceName + "' for " + options.chip +
                 " failed");
 
@@ -112,8 +140,6 @@ Result<CompiledTileModule> compileTileKernels(const std::string &source,
         result.ptx += object.getObject().getValue().str();
   if (result.ptx.empty())
     return Error{"compiling '" + sourceName + "' gave no PTX"};
-  for (TileKernelInfo &info : result.kernels)
-    info.sharedBytes = sharedBytesOf(result.ptx, info.name);
   return result;
 }
 

@@ -23,7 +23,7 @@ static int64_t sharedMemoryLimit(llvm::StringRef chip) {
   return 49152;
 }
 
-void mlir::tessera::buildTileToPTXPipeline(OpPassManager &pm,
+void mlir::tessera::buildTileToGPUPipeline(OpPassManager &pm,
                                            const TileToPTXOptions &options) {
   // Layouts first: loads that become shared tiles for wgmma are pipelined
   // through shared memory by the lowering, not carried in registers.
@@ -43,12 +43,22 @@ void mlir::tessera::buildTileToPTXPipeline(OpPassManager &pm,
   ExpandSmallFloatsOptions small;
   small.bf16 = false;
   pm.addPass(createExpandSmallFloats(small));
+}
+
+void mlir::tessera::buildGPUToBinaryPipeline(OpPassManager &pm,
+                                             const TileToPTXOptions &options) {
   gpu::GPUToNVVMPipelineOptions nvvm;
   nvvm.cubinChip = options.chip;
   nvvm.cubinFeatures = options.features;
   nvvm.cubinFormat = options.format;
   nvvm.optLevel = options.optLevel;
   gpu::buildLowerToNVVMPassPipeline(pm, nvvm);
+}
+
+void mlir::tessera::buildTileToPTXPipeline(OpPassManager &pm,
+                                           const TileToPTXOptions &options) {
+  buildTileToGPUPipeline(pm, options);
+  buildGPUToBinaryPipeline(pm, options);
 }
 
 void mlir::tessera::registerGPUPipelines() {

@@ -29,6 +29,10 @@ void bindTile(nb::module_ &m) {
           d["name"] = k.name;
           d["num_warps"] = k.numWarps;
           d["shared_bytes"] = k.sharedBytes;
+          nb::list words;
+          for (int32_t w : k.launch.encode())
+            words.append(w);
+          d["launch"] = words;
           kernels.append(d);
         }
         nb::dict result;
@@ -40,7 +44,9 @@ void bindTile(nb::module_ &m) {
       nb::arg("features") = "+ptx80", nb::arg("opt_level") = 3,
       nb::arg("source_name") = "<tile-kernels>",
       "Compiles the text of a module of Tile IR kernels to PTX: "
-      "{'ptx': str, 'kernels': [{'name', 'num_warps', 'shared_bytes'}]}.");
+      "{'ptx': str, 'kernels': [{'name', 'num_warps', 'shared_bytes', "
+      "'launch'}]} ('launch': the words of the kernel's launch record, as "
+      "tessera/Runtime/LaunchRecord.h defines them).");
 }
 
 } // namespace tessera::python

@@ -479,7 +479,8 @@ class TileKernel:
             ptx, info = entry
         k = info["kernels"][0]
         compiled = CompiledKernel(k["name"], ptx, text, chip, k["num_warps"],
-                                  k["shared_bytes"], tensor_types, schedule)
+                                  k["shared_bytes"], tensor_types, schedule,
+                                  k.get("launch", ()))
         self._compiled[mkey] = compiled
         return compiled
 

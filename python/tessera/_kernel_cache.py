@@ -11,7 +11,7 @@ import os
 import re
 import tempfile
 
-COMPILER_ABI = "tessera-ttile-1"
+COMPILER_ABI = "tessera-ttile-2"
 _LOC = re.compile(r' loc\((?:"(?:[^"\\]|\\.)*":\d+:\d+|unknown)\)')
 
 
@@ -141,10 +141,10 @@ class CompiledKernel:
     """One specialization compiled for one architecture."""
 
     __slots__ = ("name", "ptx", "text", "chip", "num_warps", "shared_bytes",
-                 "signature", "schedule", "_modules")
+                 "signature", "schedule", "launch", "_modules")
 
     def __init__(self, name, ptx, text, chip, num_warps, shared_bytes,
-                 signature, schedule):
+                 signature, schedule, launch=()):
         self.name = name
         self.ptx = ptx
         self.text = text
@@ -153,6 +153,10 @@ class CompiledKernel:
         self.shared_bytes = shared_bytes
         self.signature = signature
         self.schedule = schedule
+        # The words of the kernel's launch record (the runtime reads the
+        # same from the module): threads, shared bytes, slots, cluster,
+        # tensor maps.
+        self.launch = tuple(launch)
         self._modules = {}
 
     def function(self, device: int):

@@ -627,35 +627,34 @@ Result<Kernel> Module::kernel(const std::string &name) const {
     return Error{"the GPU module has no kernel named '" + name + "'"};
   TESSERA_CU(r, "cannot find kernel '" + name + "'");
   Kernel kernel(module, fn, name, deviceIndex);
-  // Tile IR kernels that keep tiles in dynamic shared memory say how much
-  // in a global named after them.
-  CUdeviceptr global;
-  size_t globalBytes = 0;
-  r = driver().moduleGetGlobal(&global, &globalBytes,
-                               static_cast<CUmodule>(module.get()),
-                               ("tessera_dynamic_smem_" + name).c_str());
-  if (r == CUDA_SUCCESS && globalBytes == sizeof(uint32_t)) {
-    uint32_t bytes = 0;
-    TESSERA_CU(driver().memcpyDtoH(&bytes, global, sizeof bytes),
-               "cannot read the shared memory size of kernel '" + name + "'");
-    // Opt in whatever the size: a block gets 48 KiB without it, static
-    // and dynamic shared memory together.
-    if (bytes > 0) {
-      Status st = kernel.setMaxDynamicSharedMemory(int(bytes));
-      if (!st)
-        return st.error();
-    }
-    kernel.dynamicShared = bytes;
+  // Tile IR kernels say how they must be launched in a global named after
+  // them.
+  auto record =
+      detail::readLaunchRecord(static_cast<CUmodule>(module.get()), name);
+  if (!record)
+    return record.error();
+  if (!*record)
+    return kernel;
+  kernel.record = *record;
+  kernel.dynamicShared = unsigned(kernel.record->dynamicSharedBytes);
+  // Opt in whatever the size: a block gets 48 KiB without it, static and
+  // dynamic shared memory together.
+  if (kernel.dynamicShared > 0) {
+    Status st = kernel.setMaxDynamicSharedMemory(int(kernel.dynamicShared));
+    if (!st)
+      return st.error();
   }
-  auto tma = detail::readTmaLaunch(static_cast<CUmodule>(module.get()), name);
-  if (!tma)
-    return tma.error();
-  kernel.tma = *tma;
+  if (kernel.record->tensorMapTable) {
+    auto tma = std::make_shared<Kernel::TmaLaunch>();
+    tma->paramSlots = kernel.record->parameterSlots;
+    tma->maps = kernel.record->maps;
+    kernel.tma = std::move(tma);
+  }
   return kernel;
 }
 
 unsigned Kernel::extraThreads() const {
-  return tma ? unsigned(tma->extraThreads) : 0;
+  return record ? unsigned(record->producerThreads) : 0;
 }
 
 Status Kernel::launch(const LaunchConfig &config, Stream &stream,
@@ -670,27 +669,42 @@ Status Kernel::launch(const LaunchConfig &config, Stream &stream,
   for (unsigned v : config.block)
     if (v == 0)
       return Error{"kernel '" + kernelName + "': a block dim is 0"};
+  auto str = [](const std::array<unsigned, 3> &a) {
+    return "(" + std::to_string(a[0]) + ", " + std::to_string(a[1]) + ", " +
+           std::to_string(a[2]) + ")";
+  };
   TESSERA_ENTER(deviceIndex);
   LaunchConfig launch = config;
+  unsigned cluster = 1;
+  if (record) {
+    // The block of the kernel's warps, or the whole block.
+    std::array<unsigned, 3> warps = {unsigned(record->consumerThreads), 1, 1};
+    std::array<unsigned, 3> whole = {unsigned(record->blockThreads()), 1, 1};
+    if (config.block != warps && config.block != whole)
+      return Error{"kernel '" + kernelName + "' runs on blocks of " +
+                   std::to_string(record->consumerThreads) +
+                   " threads (its warps" +
+                   (record->producerThreads
+                        ? "; the launch adds its producer's " +
+                              std::to_string(record->producerThreads)
+                        : std::string()) +
+                   "), got " + str(config.block)};
+    launch.block = whole;
+    cluster = unsigned(record->cluster);
+  }
   if (tma) {
     Status st =
         tma->prepare(kernelName, config, args,
                      static_cast<CUstream>(stream.handle()), site, deviceIndex);
     if (!st)
       return st;
-    launch.block[0] += unsigned(tma->extraThreads);
   }
-  auto str = [](const std::array<unsigned, 3> &a) {
-    return "(" + std::to_string(a[0]) + ", " + std::to_string(a[1]) + ", " +
-           std::to_string(a[2]) + ")";
-  };
   unsigned shared = std::max(config.sharedBytes, dynamicShared);
   std::string what = "cannot launch kernel '" + kernelName + "' with grid " +
                      str(launch.grid) + ", block " + str(launch.block) +
                      " and " + std::to_string(shared) +
                      " bytes of shared memory";
-  if (tma && tma->cluster > 1) {
-    unsigned cluster = unsigned(tma->cluster);
+  if (cluster > 1) {
     if (launch.grid[0] % cluster)
       return Error{"kernel '" + kernelName + "' runs in clusters of " +
                    std::to_string(cluster) +

@@ -22,20 +22,12 @@ Status Kernel::TmaLaunch::prepare(const std::string &kernel,
                                   const LaunchConfig &config,
                                   std::vector<void *> &args, CUstream stream,
                                   const void *site, int device) {
-  if (int(args.size()) + 1 != paramSlots)
+  if (int(args.size()) != paramSlots)
     return Error{"kernel '" + kernel + "' takes " +
-                 std::to_string(paramSlots - 1) +
+                 std::to_string(paramSlots) +
                  " parameter values (each memref as pointer, pointer, "
                  "offset, sizes, strides), got " +
                  std::to_string(args.size())};
-  if (config.block != std::array<unsigned, 3>{unsigned(consumerThreads), 1, 1})
-    return Error{"kernel '" + kernel + "' runs on blocks of " +
-                 std::to_string(consumerThreads) +
-                 " threads (its warps; the launch adds its producer's " +
-                 std::to_string(extraThreads) + "), got (" +
-                 std::to_string(config.block[0]) + ", " +
-                 std::to_string(config.block[1]) + ", " +
-                 std::to_string(config.block[2]) + ")"};
   // The memref fields the maps come from: the same as at the last launch
   // on this stream, the table in device memory still holds their maps.
   std::vector<std::int64_t> key;
@@ -73,9 +65,9 @@ Status Kernel::TmaLaunch::prepare(const std::string &kernel,
     // map's dims innermost first.
     std::uint64_t base = std::uint64_t(field(1));
     std::int64_t offset = field(2);
-    std::uint64_t address = base + std::uint64_t(offset * m.eltBytes);
+    std::uint64_t address = base + std::uint64_t(offset * m.elementBytes);
     cuuint64_t dims[5], strides[4];
-    cuuint32_t box[5] = {cuuint32_t(m.boxCols), cuuint32_t(m.boxRows), 1, 1, 1};
+    cuuint32_t box[5] = {cuuint32_t(m.boxColumns), cuuint32_t(m.boxRows), 1, 1, 1};
     cuuint32_t unit[5] = {1, 1, 1, 1, 1};
     // What TMA can address; other tiles are copied with cp.async.
     bool ok = d.tensorMapEncodeTiled && address % 16 == 0 &&
@@ -86,7 +78,7 @@ Status Kernel::TmaLaunch::prepare(const std::string &kernel,
       ok = size > 0 && size <= (1ll << 32);
       dims[dim] = cuuint64_t(size);
       if (dim > 0) {
-        std::uint64_t strideBytes = std::uint64_t(stride * m.eltBytes);
+        std::uint64_t strideBytes = std::uint64_t(stride * m.elementBytes);
         ok = ok && stride > 0 && strideBytes % 16 == 0 &&
              strideBytes < (1ull << 40);
         strides[dim - 1] = strideBytes;
@@ -94,12 +86,12 @@ Status Kernel::TmaLaunch::prepare(const std::string &kernel,
     }
     if (ok) {
       CUtensorMap map;
-      CUtensorMapDataType type = m.eltBytes == 1 ? CU_TENSOR_MAP_DATA_TYPE_UINT8
-                                 : m.eltBytes == 2
+      CUtensorMapDataType type = m.elementBytes == 1 ? CU_TENSOR_MAP_DATA_TYPE_UINT8
+                                 : m.elementBytes == 2
                                      ? CU_TENSOR_MAP_DATA_TYPE_UINT16
                                      : CU_TENSOR_MAP_DATA_TYPE_UINT32;
-      CUtensorMapSwizzle swizzle = m.swizzle == 128 ? CU_TENSOR_MAP_SWIZZLE_128B
-                                   : m.swizzle == 64
+      CUtensorMapSwizzle swizzle = m.swizzleBytes == 128 ? CU_TENSOR_MAP_SWIZZLE_128B
+                                   : m.swizzleBytes == 64
                                        ? CU_TENSOR_MAP_SWIZZLE_64B
                                        : CU_TENSOR_MAP_SWIZZLE_32B;
       ok =
@@ -141,48 +133,28 @@ Status Kernel::TmaLaunch::prepare(const std::string &kernel,
   return Status::ok();
 }
 
-Result<std::shared_ptr<Kernel::TmaLaunch>>
-detail::readTmaLaunch(CUmodule module, const std::string &name) {
+Result<std::shared_ptr<const KernelLaunchRecord>>
+detail::readLaunchRecord(CUmodule module, const std::string &name) {
   CUdeviceptr global;
   size_t globalBytes = 0;
-  CUresult r = driver().moduleGetGlobal(&global, &globalBytes, module,
-                                        ("tessera_tma_" + name).c_str());
+  CUresult r = driver().moduleGetGlobal(
+      &global, &globalBytes, module,
+      (KernelLaunchRecord::kGlobalPrefix + name).c_str());
   if (r != CUDA_SUCCESS)
-    return std::shared_ptr<Kernel::TmaLaunch>();
-  std::vector<std::int32_t> record(globalBytes / 4);
-  if (record.size() < 5 || globalBytes % 4)
-    return Error{"kernel '" + name + "': its TMA launch record has " +
+    return std::shared_ptr<const KernelLaunchRecord>();
+  if (globalBytes % 4 || globalBytes > 4096)
+    return Error{"kernel '" + name + "': its launch record has " +
                  std::to_string(globalBytes) + " bytes"};
-  TESSERA_CU(driver().memcpyDtoH(record.data(), global, globalBytes),
-             "cannot read the TMA launch record of kernel '" + name + "'");
-  // Version 1: no cluster field (one program a cluster).
-  std::size_t head = record[0] == 1 ? 5 : 6;
-  if ((record[0] != 1 && record[0] != 2) || record.size() < head ||
-      record.size() != head + 6 * std::size_t(record[4]))
-    return Error{"kernel '" + name +
-                 "': its TMA launch record is of an unknown version (" +
-                 std::to_string(record[0]) + ", " +
-                 std::to_string(record.size()) + " entries)"};
-  auto tma = std::make_shared<Kernel::TmaLaunch>();
-  tma->extraThreads = record[1];
-  tma->consumerThreads = record[2];
-  tma->paramSlots = record[3];
-  tma->cluster = head == 6 ? record[5] : 1;
-  if (tma->cluster < 1 || tma->cluster > 8)
-    return Error{"kernel '" + name + "': its TMA launch record asks for " +
-                 std::to_string(tma->cluster) + " programs a cluster (1 to 8)"};
-  for (std::int32_t i = 0; i < record[4]; ++i) {
-    const std::int32_t *m = &record[head + 6 * std::size_t(i)];
-    if (m[0] < 0 || m[1] < 2 || m[1] > 5 ||
-        m[0] + 3 + 2 * m[1] > tma->paramSlots - 1 ||
-        (m[2] != 1 && m[2] != 2 && m[2] != 4) ||
-        (m[5] != 32 && m[5] != 64 && m[5] != 128) || m[3] <= 0 || m[3] > 256 ||
-        m[4] <= 0 || m[4] > 256)
-      return Error{"kernel '" + name + "': tensor map " + std::to_string(i) +
-                   " of its TMA launch record is malformed"};
-    tma->maps.push_back({m[0], m[1], m[2], m[3], m[4], m[5]});
-  }
-  return tma;
+  std::vector<std::int32_t> words(globalBytes / 4);
+  if (globalBytes)
+    TESSERA_CU(driver().memcpyDtoH(words.data(), global, globalBytes),
+               "cannot read the launch record of kernel '" + name + "'");
+  auto record = std::make_shared<KernelLaunchRecord>();
+  std::string error;
+  if (!KernelLaunchRecord::decode(words.data(), words.size(), name, *record,
+                                  error))
+    return Error{error};
+  return std::shared_ptr<const KernelLaunchRecord>(std::move(record));
 }
 
 void Kernel::forgetSite(const void *site) const {

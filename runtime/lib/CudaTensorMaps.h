@@ -1,8 +1,9 @@
 //===- CudaTensorMaps.h - TMA launches of Tile IR kernels ------*- C++ -*-===//
 //
-// A Tile IR kernel whose producer copies tiles with TMA records in a
-// global how to make its tensor maps; each launch makes the maps of its
-// memref arguments and passes their address (a table in device memory).
+// A Tile IR kernel whose producer copies tiles with TMA says in its launch
+// record (tessera/Runtime/LaunchRecord.h) how to make its tensor maps; each
+// launch makes the maps of its memref arguments and passes their address
+// (a table in device memory).
 //
 //===----------------------------------------------------------------------===//
 
@@ -10,6 +11,7 @@
 #define TESSERA_RUNTIME_LIB_CUDATENSORMAPS_H
 
 #include "tessera/Runtime/Cuda.h"
+#include "tessera/Runtime/LaunchRecord.h"
 
 #include <cuda.h>
 
@@ -22,14 +24,9 @@
 #include <vector>
 
 struct tessera::runtime::cuda::Kernel::TmaLaunch {
-  /// A tensor map: the memref's first parameter slot, its element bytes,
-  /// the box (columns = one swizzle row) and the swizzle.
-  struct MapSpec {
-    int slot, rank, eltBytes, boxCols, boxRows, swizzle;
-  };
-  int extraThreads = 0, consumerThreads = 0, paramSlots = 0;
-  /// Programs a cluster (consecutive along grid dim x; 1: no clusters).
-  int cluster = 1;
+  using MapSpec = KernelLaunchRecord::TensorMap;
+  /// Parameter slots of the kernel's own arguments (the table comes after).
+  int paramSlots = 0;
   std::vector<MapSpec> maps;
 
   /// The maps of one set of memrefs, in device memory.
@@ -62,10 +59,10 @@ struct tessera::runtime::cuda::Kernel::TmaLaunch {
 
 namespace tessera::runtime::cuda::detail {
 
-/// The TMA launch record of kernel `name` in `module` (null when it has
-/// none: the kernel uses no tensor maps).
-Result<std::shared_ptr<Kernel::TmaLaunch>>
-readTmaLaunch(CUmodule module, const std::string &name);
+/// The launch record of kernel `name` in `module` (null when it has none:
+/// a kernel not compiled from Tile IR).
+Result<std::shared_ptr<const KernelLaunchRecord>>
+readLaunchRecord(CUmodule module, const std::string &name);
 
 } // namespace tessera::runtime::cuda::detail
 

@@ -607,11 +607,20 @@ def test_clusters_share_multicast_tiles(tmp_path):
     assert ptx.count("mbarrier.arrive.release.cluster.shared::cluster") >= 2
     assert ptx.count("barrier.cluster.wait;") == 2
     ptxas(ptx, "sm_90a", tmp_path)
-    # Launch record: version 2, ..., clusters of 2.
-    record = re.search(r"tessera_tma_gemm\[\d+\] = \{([^}]*)\}", ptx)
-    raw = bytes(int(v) for v in record.group(1).split(","))
-    assert [int.from_bytes(raw[i:i + 4], "little")
-            for i in range(0, 24, 4)] == [2, 128, 256, 22, 2, 2]
+    # Launch record: version 3, 256 threads of warps and 128 of the
+    # producer, 21 parameter slots, clusters of 2, a tensor-map table of
+    # two maps; the PTX carries the same words for the runtime.
+    compiled = SK.gemm.with_schedule(s).compile(*("bf16",) * 3,
+                                                chip="sm_90a")
+    launch = compiled.launch
+    assert launch[:3] == (3, 256, 128) and launch[4:8] == (21, 2, 1, 2)
+    assert launch[3] == compiled.shared_bytes > 0
+    record = re.search(r"tessera_launch_gemm\[(\d+)\] = \{([^}]*)\}", ptx)
+    # (PTX leaves out the initializer's trailing zero bytes.)
+    raw = bytes(int(v) for v in record.group(2).split(",")).ljust(
+        int(record.group(1)), b"\0")
+    assert tuple(int.from_bytes(raw[i:i + 4], "little", signed=True)
+                 for i in range(0, len(raw), 4)) == launch
     # Without a producer (before Hopper) the tile is loaded as any other.
     old = SK.gemm.with_schedule(s.with_params(cluster=2)).compile(
         *("bf16",) * 3, chip="sm_80").ptx

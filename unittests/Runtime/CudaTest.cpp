@@ -230,28 +230,35 @@ TEST(Cuda, ReportsBadCodeAndLaunches) {
       bool(kernel->launch({{0, 1, 1}, {1, 1, 1}}, *stream, {&p, &p, &a, &n})));
 }
 
-// A kernel with a TMA launch record (as the Tile IR lowering writes it):
-// one 2-d bf16 memref read in 64 x 64 boxes, 256 consumer threads, the
-// tensor-map address as its eighth parameter. It stores the map's "usable"
-// flag (after the 128-byte map) into the memref's first element.
-const char *kTmaRecordPtx = R"(
-.version 8.0
-.target sm_90
-.address_size 64
+// Kernels with launch records (as the Tile IR lowering writes them, see
+// tessera/Runtime/LaunchRecord.h). `k`: one 2-d bf16 memref read in 64 x 64
+// boxes, 256 consumer threads and a producer's 128, the tensor-map address
+// as its eighth parameter; it stores the map's "usable" flag (after the
+// 128-byte map) into the memref's first element.
+std::string launchRecordGlobal(const std::string &kernel,
+                               const std::vector<std::int32_t> &words) {
+  std::string out = ".visible .global .align 4 .b8 tessera_launch_" + kernel +
+                    "[" + std::to_string(4 * words.size()) + "] = {";
+  for (size_t i = 0; i < words.size(); ++i)
+    for (int byte = 0; byte < 4; ++byte)
+      out += (i || byte ? ", " : "") +
+             std::to_string((std::uint32_t(words[i]) >> (8 * byte)) & 0xff);
+  return out + "};\n";
+}
 
-.visible .global .align 4 .b8 tessera_tma_k[44] = {1, 0, 0, 0, 128, 0, 0, 0,
-  0, 1, 0, 0, 8, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 2, 0, 0, 0,
-  64, 0, 0, 0, 64, 0, 0, 0, 128, 0, 0, 0};
-.visible .global .align 4 .b8 tessera_tma_bad_version[20] = {9, 0, 0, 0,
-  128, 0, 0, 0, 0, 1, 0, 0, 8, 0, 0, 0, 0, 0, 0, 0};
-.visible .global .align 4 .b8 tessera_tma_pair[24] = {2, 0, 0, 0, 128, 0, 0,
-  0, 0, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0};
-.visible .global .align 4 .b8 tessera_tma_bad_cluster[24] = {2, 0, 0, 0, 128,
-  0, 0, 0, 0, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 16, 0, 0, 0};
-.visible .global .align 4 .b8 tessera_tma_bad_rank[44] = {1, 0, 0, 0, 128,
-  0, 0, 0, 0, 1, 0, 0, 8, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 7, 0, 0, 0, 2, 0,
-  0, 0, 64, 0, 0, 0, 64, 0, 0, 0, 128, 0, 0, 0};
-
+std::string tmaRecordPtx() {
+  std::vector<std::int32_t> k = {3, 256, 128, 0, 7, 1, 1, 1,
+                                 0, 2,   2,   64, 64, 128};
+  std::vector<std::int32_t> badRank = k;
+  badRank[9] = 7;
+  return std::string(".version 8.0\n.target sm_90\n.address_size 64\n") +
+         launchRecordGlobal("k", k) +
+         launchRecordGlobal("bad_version", {2, 128, 256, 8, 0, 1}) +
+         launchRecordGlobal("pair", {3, 256, 128, 0, 0, 2, 1, 0}) +
+         launchRecordGlobal("bad_cluster", {3, 256, 128, 0, 0, 16, 1, 0}) +
+         launchRecordGlobal("bad_rank", badRank) +
+         launchRecordGlobal("cut", {3, 256, 0}) +
+         launchRecordGlobal("plain", {3, 64, 0, 65536, 0, 1, 0, 0}) + R"(
 .visible .entry k(.param .u64 p0, .param .u64 p1, .param .u64 p2,
                   .param .u64 p3, .param .u64 p4, .param .u64 p5,
                   .param .u64 p6, .param .u64 p7)
@@ -270,7 +277,17 @@ const char *kTmaRecordPtx = R"(
 .visible .entry pair(.param .u64 t) { barrier.cluster.arrive; barrier.cluster.wait; ret; }
 .visible .entry bad_cluster(.param .u64 t) { ret; }
 .visible .entry bad_rank() { ret; }
+.visible .entry cut() { ret; }
+.extern .shared .align 16 .b8 smem[];
+.visible .entry plain()
+{
+  .reg .b32 r<2>;
+  mov.u32 r1, 65532;
+  st.shared.u32 [smem+65532], r1;
+  ret;
+}
 )";
+}
 
 TEST(Cuda, ChecksTmaLaunchRecordsAndMakesTensorMaps) {
   REQUIRE_GPU();
@@ -278,19 +295,23 @@ TEST(Cuda, ChecksTmaLaunchRecordsAndMakesTensorMaps) {
   ASSERT_TRUE(bool(info));
   if (info->major < 9)
     GTEST_SKIP() << "TMA: Hopper or newer";
-  auto module = cu::Module::loadPtx(kTmaRecordPtx);
+  auto module = cu::Module::loadPtx(tmaRecordPtx());
   ASSERT_TRUE(bool(module)) << module.error().message;
   auto badVersion = module->kernel("bad_version");
   ASSERT_FALSE(bool(badVersion));
-  EXPECT_NE(badVersion.error().message.find("unknown version"),
+  EXPECT_NE(badVersion.error().message.find("is of version 2; this runtime "
+                                            "reads version 3"),
             std::string::npos)
       << badVersion.error().message;
   auto badRank = module->kernel("bad_rank");
   ASSERT_FALSE(bool(badRank));
-  EXPECT_NE(badRank.error().message.find("tensor map 0 of its TMA launch "
-                                         "record is malformed"),
+  EXPECT_NE(badRank.error().message.find("malformed tensor map 0"),
             std::string::npos)
       << badRank.error().message;
+  auto cut = module->kernel("cut");
+  ASSERT_FALSE(bool(cut));
+  EXPECT_NE(cut.error().message.find("3 words"), std::string::npos)
+      << cut.error().message;
 
   auto badCluster = module->kernel("bad_cluster");
   ASSERT_FALSE(bool(badCluster));
@@ -301,8 +322,26 @@ TEST(Cuda, ChecksTmaLaunchRecordsAndMakesTensorMaps) {
   auto kernel = module->kernel("k");
   ASSERT_TRUE(bool(kernel)) << kernel.error().message;
   EXPECT_EQ(kernel->extraThreads(), 128u);
+  ASSERT_TRUE(kernel->launchRecord());
+  EXPECT_EQ(kernel->launchRecord()->maps.size(), 1u);
   auto stream = cu::Stream::create();
   ASSERT_TRUE(bool(stream));
+
+  // A kernel of 64 threads and 64 KiB of dynamic shared memory, more than
+  // a block gets without opting in: the record's size is opted in to and
+  // passed; a block of other than 64 threads is refused.
+  auto plain = module->kernel("plain");
+  ASSERT_TRUE(bool(plain)) << plain.error().message;
+  EXPECT_EQ(plain->requiredDynamicSharedMemory(), 65536u);
+  EXPECT_EQ(plain->extraThreads(), 0u);
+  Status plainRun = plain->launch({{2, 1, 1}, {64, 1, 1}}, *stream, {});
+  ASSERT_TRUE(bool(plainRun)) << plainRun.error().message;
+  ASSERT_TRUE(bool(stream->synchronize()));
+  Status plainBlock = plain->launch({{2, 1, 1}, {128, 1, 1}}, *stream, {});
+  ASSERT_FALSE(bool(plainBlock));
+  EXPECT_NE(plainBlock.error().message.find("runs on blocks of 64 threads"),
+            std::string::npos)
+      << plainBlock.error().message;
 
   // A kernel of clusters of 2 programs: launched in clusters (its
   // threads meet at a cluster barrier), on a grid whose dim 0 holds whole
@@ -348,8 +387,13 @@ TEST(Cuda, ChecksTmaLaunchRecordsAndMakesTensorMaps) {
             std::string::npos)
       << fewArgs.error().message;
   int64_t rows = 64, stride = 64, unit = 1;
-  Status wrongBlock =
+  // The block of its warps (256) or the whole block (384), nothing else.
+  Status wholeBlock =
       kernel->launch({{1, 1, 1}, {384, 1, 1}}, *stream,
+                     {&ptr, &ptr, &zero, &rows, &rows, &stride, &unit});
+  ASSERT_TRUE(bool(wholeBlock)) << wholeBlock.error().message;
+  Status wrongBlock =
+      kernel->launch({{1, 1, 1}, {128, 1, 1}}, *stream,
                      {&ptr, &ptr, &zero, &rows, &rows, &stride, &unit});
   ASSERT_FALSE(bool(wrongBlock));
   EXPECT_NE(wrongBlock.error().message.find("runs on blocks of 256 threads"),

@@ -8,7 +8,8 @@
 //   tessera::TileCompileOptions options;
 //   options.chip = "sm_90a";
 //   auto compiled = tessera::compileTileKernels(text, options);
-//   // compiled->ptx, compiled->kernels[i].{name, numWarps, sharedBytes}
+//   // compiled->ptx, compiled->kernels[i].{name, numWarps, sharedBytes,
+//   //                                      launch}
 //
 // Errors (parse, verifier, lowering) are values whose message lists each
 // diagnostic as "file:line:col: error: ..." with the locations of the
@@ -19,6 +20,7 @@
 #ifndef TESSERA_API_TILEKERNELS_H
 #define TESSERA_API_TILEKERNELS_H
 
+#include "tessera/Runtime/LaunchRecord.h"
 #include "tessera/Runtime/Result.h"
 
 #include <string>
@@ -39,10 +41,13 @@ struct TileCompileOptions {
 
 struct TileKernelInfo {
   std::string name;
-  /// Threads per block: 32 * numWarps.
+  /// The kernel's warps (32 * numWarps threads, with a TMA producer's
+  /// beside them: launch.blockThreads()).
   int numWarps = 4;
   /// Dynamic shared memory every launch needs (shared tiles), in bytes.
   unsigned sharedBytes = 0;
+  /// Everything a launch needs, as the runtime reads it from the module.
+  runtime::KernelLaunchRecord launch;
 };
 
 struct CompiledTileModule {

@@ -104,14 +104,21 @@ def ConvertTTileToGPU : Pass<"tessera-convert-ttile-to-gpu", "ModuleOp"> {
     producer warp fills the rings with TMA copies (`cp.async.bulk.tensor`,
     mbarriers per ring slot), the other warps only compute. Such a kernel
     takes one more parameter (the device address of its tensor maps, which
-    the runtime makes at each launch), runs 128 more threads, and says so
-    in a `tessera_tma_<kernel>` global.
+    the runtime makes at each launch) and runs 128 more threads.
 
     All of a kernel's shared memory is dynamic: its shared tiles, then one
     scratch area for layout conversions and reductions, which uses one
-    after the other share. The kernel states its size in a
-    `tessera_dynamic_smem_<kernel>` global; more than `shared-limit` is an
-    error.
+    after the other share; more than `shared-limit` is an error.
+
+    Every kernel gets a launch record, a constant `i32` array named
+    `tessera_launch_<kernel>` (its words are defined in
+    `tessera/Runtime/LaunchRecord.h`): version, the threads of its warps
+    and of its producer, its dynamic shared bytes, its parameter slots,
+    the programs of a cluster, whether it takes the tensor-map table, and
+    each tensor map's memref slot, rank, element bytes, box and swizzle.
+    The compiler reads it back before the module is serialized, and the
+    runtime when it loads the kernel: the launch takes its block size and
+    shared memory from it.
 
     With `fp-contract` (the default) the kernels' float arithmetic carries
     `fastmath<contract>`, so that LLVM fuses a multiply feeding an add into

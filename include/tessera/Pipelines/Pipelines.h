@@ -68,6 +68,12 @@ struct TileToPTXOptions : public PassPipelineOptions<TileToPTXOptions> {
 /// canonicalization, then the NVVM pipeline.
 /// Math functions link libdevice from the CUDA toolkit CUDA_ROOT names.
 void buildTileToPTXPipeline(OpPassManager &pm, const TileToPTXOptions &options);
+/// Its two halves: Tile IR to gpu.func kernels (each with its
+/// `tessera_launch_<kernel>` record), then the NVVM pipeline to the
+/// gpu.binary.
+void buildTileToGPUPipeline(OpPassManager &pm, const TileToPTXOptions &options);
+void buildGPUToBinaryPipeline(OpPassManager &pm,
+                              const TileToPTXOptions &options);
 
 /// Registers `tessera-cpu-pipeline`.
 void registerPipelines();

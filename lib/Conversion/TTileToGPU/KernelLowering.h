@@ -14,6 +14,7 @@
 #include "tessera/Dialect/TTile/Transforms/Distribution.h"
 
 #include "tessera/Conversion/Passes.h"
+#include "tessera/Runtime/LaunchRecord.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
@@ -72,9 +73,6 @@ Value mapUsable(OpBuilder &b, Location loc, Value table, unsigned i,
 /// meets at kFirstGroupBarrier + g.
 constexpr int32_t kFirstGroupBarrier = 8;
 
-/// Shared memory a block may use with the opt-in (Hopper: 227 KiB).
-constexpr int64_t kSharedLimitBytes = 227 * 1024;
-
 /// Bytes of one shared tile, a multiple of 1024 (every buffer starts on a
 /// swizzle pattern's period).
 inline int64_t sharedTileBytes(RankedTensorType t) {
@@ -87,9 +85,13 @@ public:
   /// `tma`: on sm_90a, fill the shared-tile rings of top-level ranges with
   /// TMA copies from a producer warpgroup (LowerProducer.cpp) where the
   /// kernel allows it.
-  KernelLowering(func::FuncOp src, gpu::GPUFuncOp dst, bool tma = false)
+  /// `sharedLimit`: the shared memory a block of the chip may use with the
+  /// opt-in (Hopper: 227 KiB); TMA rings and staged stores are planned
+  /// within it.
+  KernelLowering(func::FuncOp src, gpu::GPUFuncOp dst, bool tma = false,
+                 int64_t sharedLimit = 227 * 1024)
       : src(src), dst(dst), b(src.getContext()), numWarps(kernelNumWarps(src)),
-        useTma(tma) {}
+        useTma(tma), sharedLimit(sharedLimit) {}
 
   LogicalResult run() {
     Block &entry = dst.getBody().front();
@@ -132,12 +134,10 @@ public:
   /// address of its tensor maps, and needs 128 more threads.
   bool isSpecialized() const { return specialized; }
 
-  /// What the runtime needs to launch a specialized kernel (the
-  /// `tessera_tma_<kernel>` global): version, extra threads, consumer
-  /// threads, parameter slots, map count, programs a cluster, then per map
-  /// its memref's first parameter slot, rank, element bytes, box columns
-  /// and rows, swizzle bytes.
-  SmallVector<int32_t> launchRecord() const;
+  /// What a launch of the kernel needs (tessera/Runtime/LaunchRecord.h):
+  /// its threads, dynamic shared memory, parameter slots, cluster and
+  /// tensor maps.
+  ::tessera::runtime::KernelLaunchRecord launchRecord() const;
 
 private:
   func::FuncOp src;
@@ -176,6 +176,7 @@ private:
 
   /// Warp specialization (LowerProducer.cpp).
   bool useTma = false;
+  int64_t sharedLimit = 227 * 1024;
   bool specialized = false;
   /// One TMA tensor map: a kernel argument of rank `rank` (2 to 5) read in
   /// boxes of `rows` x `cols` elements of its last two dims (`cols` one

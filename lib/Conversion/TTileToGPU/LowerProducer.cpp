@@ -58,8 +58,6 @@ namespace {
 constexpr int64_t kProducerRegisters = 96;
 /// Bytes of one tensor map.
 constexpr int64_t kTensorMapBytes = 128;
-/// The layout of the launch record (`launchRecord`).
-constexpr int32_t kLaunchRecordVersion = 2;
 
 /// Waits until the mbarrier at `addr` completed the phase of `parity`:
 /// try_wait (which may suspend the thread until then or a time limit of
@@ -430,7 +428,7 @@ bool KernelLowering::planSpecialization() {
     if (isa_and_nonnull<SharedAttr>(cvt.getType().getEncoding()))
       bytes += sharedTileBytes(cvt.getType());
   });
-  if (bytes > kSharedLimitBytes)
+  if (bytes > sharedLimit)
     return false;
   // Stores of 2-byte tiles inside loops (a persistent kernel's output
   // tiles) go through a shared buffer and TMA where it fits: the consumers
@@ -444,7 +442,7 @@ bool KernelLowering::planSpecialization() {
         t.getShape()[1] % 64 || t.getShape()[0] % 8 ||
         (t.getShape()[0] > 256 && t.getShape()[0] % 256) ||
         failed(tmaView(st.getDest(), {}, /*anyIndex=*/true)) ||
-        bytes + sharedTileBytes(t) > kSharedLimitBytes)
+        bytes + sharedTileBytes(t) > sharedLimit)
       return;
     bytes += sharedTileBytes(t);
     staged.push_back(st);
@@ -948,7 +946,8 @@ void KernelLowering::finishRun(ProducerRing &ring, bool lastSlot) {
   memref::StoreOp::create(b, loc, end, ring.counter, index(0));
 }
 
-SmallVector<int32_t> KernelLowering::launchRecord() const {
+::tessera::runtime::KernelLaunchRecord KernelLowering::launchRecord() const {
+  ::tessera::runtime::KernelLaunchRecord record;
   SmallVector<int32_t> slots;
   int32_t slot = 0;
   func::FuncOp fn = src;
@@ -959,14 +958,17 @@ SmallVector<int32_t> KernelLowering::launchRecord() const {
     else
       slot += 1;
   }
-  SmallVector<int32_t> record = {
-      kLaunchRecordVersion,    128,
-      int32_t(32 * numWarps),  slot + 1,
-      int32_t(tmaMaps.size()), int32_t(multicastCluster)};
+  record.consumerThreads = int32_t(32 * numWarps);
+  record.parameterSlots = slot;
+  record.dynamicSharedBytes = int32_t(dynamicSharedBytes());
+  if (!specialized)
+    return record;
+  record.producerThreads = 128;
+  record.cluster = int32_t(multicastCluster);
+  record.tensorMapTable = true;
   for (const TmaMap &m : tmaMaps)
-    llvm::append_range(record,
-                       ArrayRef<int32_t>{slots[m.arg], int32_t(m.rank),
-                                         int32_t(m.eltBytes), int32_t(m.cols),
-                                         int32_t(m.rows), int32_t(m.swizzle)});
+    record.maps.push_back({slots[m.arg], int32_t(m.rank), int32_t(m.eltBytes),
+                           int32_t(m.cols), int32_t(m.rows),
+                           int32_t(m.swizzle)});
   return record;
 }

@@ -357,11 +357,6 @@ LogicalResult KernelLowering::lowerStoreDirect(StoreOp op) {
 
 namespace {
 
-/// Names the global that holds a kernel's dynamic shared memory bytes.
-constexpr llvm::StringLiteral kDynamicSharedPrefix = "tessera_dynamic_smem_";
-/// Names the global that describes a warp-specialized kernel's launch.
-constexpr llvm::StringLiteral kTmaPrefix = "tessera_tma_";
-
 /// Adds `contract` to the fastmath flags of the kernel's float arithmetic:
 /// LLVM may then fuse a multiply that feeds an add into one fma (without
 /// it, NVPTX prints `mul.rn`/`add.rn`, which ptxas must not fuse either).
@@ -383,7 +378,7 @@ static void allowContraction(gpu::GPUFuncOp kernel) {
 }
 
 struct ConvertTTileToGPUPass
-    : tessera::impl::ConvertTTileToGPUBase<ConvertTTileToGPUPass> {
+    : mlir::tessera::impl::ConvertTTileToGPUBase<ConvertTTileToGPUPass> {
   using ConvertTTileToGPUBase::ConvertTTileToGPUBase;
 
   void runOnOperation() override {
@@ -412,38 +407,28 @@ struct ConvertTTileToGPUPass
                       b.getUnitAttr());
       int32_t threads = int32_t(32 * kernelNumWarps(fn));
       kernel.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr({threads, 1, 1}));
-      KernelLowering lowering(fn, kernel, tma);
+      KernelLowering lowering(fn, kernel, tma, sharedLimit);
       if (failed(lowering.run()))
         return signalPassFailure();
       if (fpContract)
         allowContraction(kernel);
+      ::tessera::runtime::KernelLaunchRecord record = lowering.launchRecord();
       if (lowering.isSpecialized()) {
-        SmallVector<int32_t> record = lowering.launchRecord();
         kernel.setKnownBlockSizeAttr(
-            b.getDenseI32ArrayAttr({threads + record[1], 1, 1}));
+            b.getDenseI32ArrayAttr({record.blockThreads(), 1, 1}));
         // One block an SM at least (.minnctapersm 1): ptxas then knows the
         // registers each thread starts with, which setmaxnreg moves
         // between the warpgroups (without it ptxas may ignore them when
         // the kernel would need fewer).
         kernel->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(),
                         b.getI32IntegerAttr(1));
-        OpBuilder::InsertionGuard guard(b);
-        b.setInsertionPoint(kernel);
-        auto type = LLVM::LLVMArrayType::get(b.getI32Type(), record.size());
-        LLVM::GlobalOp::create(
-            b, fn.getLoc(), type, /*isConstant=*/true, LLVM::Linkage::External,
-            (kTmaPrefix + fn.getName()).str(),
-            DenseElementsAttr::get(
-                RankedTensorType::get({int64_t(record.size())}, b.getI32Type()),
-                ArrayRef<int32_t>(record)),
-            /*alignment=*/4, /*addrSpace=*/1);
       }
       // programs_per_sm = N (.minnctapersm N): ptxas keeps each thread's
       // registers within what N programs an SM leave it, so that N
       // programs' loads are in flight at once.
       if (auto perSm =
               fn->getAttrOfType<IntegerAttr>("ttile.programs_per_sm")) {
-        int64_t all = (*kernel.getKnownBlockSize())[0];
+        int64_t all = record.blockThreads();
         if (perSm.getInt() * all > 2048) {
           fn.emitError() << "ttile.programs_per_sm = " << perSm.getInt()
                          << " needs " << perSm.getInt() * all
@@ -455,30 +440,32 @@ struct ConvertTTileToGPUPass
         kernel->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(),
                         b.getI32IntegerAttr(int32_t(perSm.getInt())));
       }
-      // All shared memory is dynamic: the kernel states how much it needs
-      // in a global the runtime reads at load time.
-      if (int64_t dynamic = lowering.dynamicSharedBytes()) {
-        if (dynamic > int64_t(sharedLimit)) {
-          fn.emitError() << "kernel '" << fn.getName() << "' needs " << dynamic
-                         << " bytes of shared memory ("
-                         << lowering.tileSharedBytes()
-                         << " for its shared tiles and their stages, "
-                         << lowering.scratchSharedBytes()
-                         << " for its layout conversions and reductions, "
-                            "1024 for alignment); a block has at most "
-                         << int64_t(sharedLimit)
-                         << " (use smaller tiles, fewer stages or fewer "
-                            "warps)";
-          return signalPassFailure();
-        }
-        b.setInsertionPoint(kernel);
-        LLVM::GlobalOp::create(b, fn.getLoc(), b.getI32Type(),
-                               /*isConstant=*/true, LLVM::Linkage::External,
-                               (kDynamicSharedPrefix + fn.getName()).str(),
-                               b.getI32IntegerAttr(int32_t(dynamic)),
-                               /*alignment=*/4,
-                               /*addrSpace=*/1);
+      // All shared memory is dynamic; the launch record says how much.
+      if (int64_t dynamic = lowering.dynamicSharedBytes();
+          dynamic > int64_t(sharedLimit)) {
+        fn.emitError() << "kernel '" << fn.getName() << "' needs " << dynamic
+                       << " bytes of shared memory ("
+                       << lowering.tileSharedBytes()
+                       << " for its shared tiles and their stages, "
+                       << lowering.scratchSharedBytes()
+                       << " for its layout conversions and reductions, "
+                          "1024 for alignment); a block has at most "
+                       << int64_t(sharedLimit)
+                       << " (use smaller tiles, fewer stages or fewer "
+                          "warps)";
+        return signalPassFailure();
       }
+      // What a launch needs, for the compiler and the runtime alike.
+      std::vector<int32_t> words = record.encode();
+      b.setInsertionPoint(kernel);
+      LLVM::GlobalOp::create(
+          b, fn.getLoc(), LLVM::LLVMArrayType::get(b.getI32Type(), words.size()),
+          /*isConstant=*/true, LLVM::Linkage::External,
+          (::tessera::runtime::KernelLaunchRecord::kGlobalPrefix + fn.getName()).str(),
+          DenseElementsAttr::get(
+              RankedTensorType::get({int64_t(words.size())}, b.getI32Type()),
+              ArrayRef<int32_t>(words)),
+          /*alignment=*/4, /*addrSpace=*/1);
       fn.erase();
     }
   }

@@ -17,7 +17,7 @@
 // boxes of 2-byte elements with the 128-byte swizzle, B (slot 7) in 64 x
 // 64 boxes.
 // GPU-LABEL: gpu.module @tessera_kernels
-// GPU: llvm.mlir.global external constant @tessera_tma_gemm_tma(dense<[2, 128, 256, 22, 2, 1, 0, 2, 2, 64, 128, 128, 7, 2, 2, 64, 64, 128]> : tensor<18xi32>)
+// GPU: llvm.mlir.global external constant @tessera_launch_gemm_tma(dense<[3, 256, 128, 133120, 21, 1, 1, 2, 0, 2, 2, 64, 128, 128, 7, 2, 2, 64, 64, 128]> : tensor<20xi32>)
 // GPU-LABEL: gpu.func @gemm_tma
 // GPU-SAME: %{{.*}}: i64) kernel attributes {known_block_size = array<i32: 384, 1, 1>, nvvm.minctasm = 1 : i32}
 // One thread initializes the full (count 1) and empty (count 256)
@@ -45,7 +45,7 @@
 // GPU: scf.yield
 // GPU: gpu.return
 
-// PTX: .visible .global .align 4 .b8 tessera_tma_gemm_tma[72]
+// PTX: .visible .global .align 4 .b8 tessera_launch_gemm_tma[80]
 // PTX-LABEL: .visible .entry gemm_tma(
 // PTX: .maxntid 384, 1, 1
 // PTX-DAG: setmaxnreg.dec.sync.aligned.u32 {{[[:space:]]*}}96
@@ -134,7 +134,7 @@ func.func @scores_tma(%Q: memref<?x?xbf16>, %K: memref<?x?xbf16>,
 // K blocks of one head of a [heads, seq, d] argument (k[bh], a subview
 // that selects a leading index): a 3-d map (slot 7, rank 3), the head's
 // index the third coordinate (24 parameter slots: 7 + 9 + 7 + 1).
-// GPU-LABEL: llvm.mlir.global external constant @tessera_tma_head_blocks(dense<[2, 128, 128, 24, 1, 1, 7, 3, 2, 64, 32, 128]>
+// GPU-LABEL: llvm.mlir.global external constant @tessera_launch_head_blocks(dense<[3, 128, 128, 18432, 23, 1, 1, 1, 7, 3, 2, 64, 32, 128]>
 // GPU-LABEL: gpu.func @head_blocks
 // GPU: gpu.block_id  y
 // GPU: nvvm.cp.async.bulk.tensor.shared.cluster.global {{.*}}, box[%{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}] :
@@ -259,7 +259,7 @@ func.func @ring_under_if(%A: memref<?x?xbf16>, %B: memref<?x?xbf16>,
 // the barriers are made and before it exits; each producer issues one of
 // B's two boxes to both programs (mask 3) and A's alone; each consumer
 // warp gives a slot back in both programs.
-// GPU-LABEL: llvm.mlir.global external constant @tessera_tma_gemm_pair(dense<[2, 128, 256, 22, 2, 2,
+// GPU-LABEL: llvm.mlir.global external constant @tessera_launch_gemm_pair(dense<[3, 256, 128, 133120, 21, 2, 1, 2,
 // GPU-LABEL: gpu.func @gemm_pair
 // GPU: %[[WARPS:.*]] = arith.constant 16 : i32
 // GPU: nvvm.mbarrier.init %{{.*}}, %[[WARPS]]

@@ -37,9 +37,10 @@ func.func @softmax(%X: memref<?x?xf32>, %Y: memref<?x?xf32>)
 
 // A row longer than a warp's share: after the shuffles, the warps' partial
 // sums meet in shared memory between barriers. All shared memory is
-// dynamic: the kernel states its size (256 partial sums, 1024 bytes of
-// alignment) in a global.
-// CHECK: llvm.mlir.global external constant @tessera_dynamic_smem_row_sum(2048 : i32)
+// dynamic: the kernel's launch record states its size (256 partial sums,
+// 1024 bytes of alignment): version 3, 256 threads, no producer, 2048
+// bytes, 12 parameter slots, no cluster, no tensor maps.
+// CHECK: llvm.mlir.global external constant @tessera_launch_row_sum(dense<[3, 256, 0, 2048, 12, 1, 0, 0]>
 // CHECK: gpu.func @row_sum(%{{.*}}: memref<?x?xf32>, %{{.*}}: memref<?xf32>) kernel attributes {known_block_size = array<i32: 256, 1, 1>}
 // CHECK-COUNT-5: gpu.shuffle xor
 // CHECK: gpu.barrier
@@ -105,7 +106,7 @@ func.func @col_sum_16_warps(%X: memref<?x?xf32>, %Y: memref<?xf32>)
 // has two users, so it is not simply loaded in the second layout): 16-byte
 // stores where a thread's elements run along the buffer's rows, 16-byte
 // chunks swizzled by row. The buffer is the kernel's scratch area (8 KiB).
-// CHECK: llvm.mlir.global external constant @tessera_dynamic_smem_convert(9216 : i32)
+// CHECK: llvm.mlir.global external constant @tessera_launch_convert(dense<[3, 128, 0, 9216, 21, 1, 0, 0]>
 // CHECK: gpu.func @convert
 // CHECK: gpu.barrier
 // CHECK: arith.xori
@@ -129,7 +130,7 @@ func.func @convert(%X: memref<?x?xf32>, %Y: memref<?x?xf32>, %Z: memref<?x?xf32>
 // The operands of a tensor-core dot come through shared memory together:
 // one barrier before both writes, one before both ldmatrix reads; their
 // buffers (4 KiB each) are live together.
-// CHECK: llvm.mlir.global external constant @tessera_dynamic_smem_dot_operands(9216 : i32)
+// CHECK: llvm.mlir.global external constant @tessera_launch_dot_operands(dense<[3, 128, 0, 9216, 21, 1, 0, 0]>
 // CHECK-LABEL: gpu.func @dot_operands
 // CHECK: gpu.barrier
 // CHECK-NOT: gpu.barrier
@@ -178,7 +179,7 @@ func.func @dot_f16(%A: memref<?x?xf16>, %B: memref<?x?xf16>,
 // A conversion and a reduction one after the other share the scratch area
 // (each starts behind a barrier): the kernel needs the tile's 8 KiB, not
 // 8 KiB and the warps' partial sums.
-// CHECK: llvm.mlir.global external constant @tessera_dynamic_smem_convert_reduce(9216 : i32)
+// CHECK: llvm.mlir.global external constant @tessera_launch_convert_reduce(dense<[3, 128, 0, 9216, 19, 1, 0, 0]>
 // CHECK: gpu.func @convert_reduce
 // CHECK: gpu.barrier
 // CHECK: llvm.store {{.*}} : vector<4xf32>, !llvm.ptr<3>

@@ -26,7 +26,7 @@
 // GPU-LABEL: gpu.module @tessera_kernels
 // All shared memory is one extern array: the tiles, then the scratch area.
 // GPU: llvm.mlir.global external @tessera_dynamic_shared() {addr_space = 3 : i32, alignment = 1024 : i64} : !llvm.array<0 x i8>
-// GPU: llvm.mlir.global external constant @tessera_dynamic_smem_gemm_ring(132096 : i32) {addr_space = 1 : i32
+// GPU: llvm.mlir.global external constant @tessera_launch_gemm_ring(dense<[3, 256, 0, 132096, 21, 1, 0, 0]> : tensor<8xi32>) {addr_space = 1 : i32
 // GPU-LABEL: gpu.func @gemm_ring
 // GPU: llvm.mlir.addressof @tessera_dynamic_shared
 // The dot only accumulates: each iteration leaves its wgmma group running
@@ -57,7 +57,7 @@
 // GPU: } else {
 // GPU: nvvm.cp.async.wait.group 0
 
-// PTX-LABEL: .visible .global .align 4 .u32 tessera_dynamic_smem_gemm_ring = 132096;
+// PTX-LABEL: .visible .global .align 4 .b8 tessera_launch_gemm_ring[32]
 // PTX-LABEL: .visible .entry gemm_ring(
 // PTX-DAG: cp.async.cg.shared.global
 // PTX-DAG: cp.async.commit_group

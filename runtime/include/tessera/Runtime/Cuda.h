@@ -26,6 +26,7 @@
 
 #include "tessera/Runtime/Buffer.h"
 #include "tessera/Runtime/DType.h"
+#include "tessera/Runtime/LaunchRecord.h"
 #include "tessera/Runtime/Result.h"
 
 #include <array>
@@ -184,16 +185,21 @@ public:
   Status setMaxDynamicSharedMemory(int bytes) const;
   const std::string &name() const { return kernelName; }
   /// Dynamic shared memory every launch gets at least (a Tile IR kernel's
-  /// shared tiles, read from the module; 0 for other kernels).
+  /// shared tiles, from its launch record; 0 for other kernels).
   unsigned requiredDynamicSharedMemory() const { return dynamicShared; }
-  /// Threads a launch adds to the block the caller asks for (a Tile IR
+  /// Threads a launch adds to the block of the kernel's warps (a Tile IR
   /// kernel's TMA producer warpgroup; 0 for other kernels).
   unsigned extraThreads() const;
+  /// What the compiler recorded for launching a Tile IR kernel (its
+  /// `tessera_launch_<kernel>` global): null for other kernels. A launch
+  /// of a kernel with a record runs blocks of its threads (a caller may
+  /// give the block of its warps alone, or the whole block), with its
+  /// shared memory, in its clusters, and makes its tensor maps.
+  const KernelLaunchRecord *launchRecord() const { return record.get(); }
 
   /// A Tile IR kernel whose shared tiles a producer warpgroup copies with
-  /// TMA (its `tessera_tma_<kernel>` global): the launch makes a tensor map
-  /// for each 2-d memref argument it reads that way and passes them in
-  /// device memory, as one more parameter.
+  /// TMA: the launch makes a tensor map for each memref argument it reads
+  /// that way and passes them in device memory, as one more parameter.
   struct TmaLaunch;
 
 private:
@@ -210,6 +216,7 @@ private:
   std::string kernelName;
   int deviceIndex = 0;
   unsigned dynamicShared = 0;
+  std::shared_ptr<const KernelLaunchRecord> record;
   std::shared_ptr<TmaLaunch> tma;
 };
 
