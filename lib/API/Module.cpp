@@ -3,6 +3,7 @@
 #include "ModuleState.h"
 
 #include "tessera/Dialect/TGraph/IR/TGraph.h"
+#include "tessera/Dialect/TSched/Transforms/Passes.h"
 #include "tessera/Execution/CPUCompiler.h"
 #include "tessera/Pipelines/Pipelines.h"
 #include "tessera/Runtime/CompileCache.h"
@@ -192,6 +193,19 @@ Result<std::string> Module::lower(Stage stage) const {
     return str();
   OwningOpRef<ModuleOp> copy = state->getModule().clone();
   PassManager pm(state->getContext());
+  if (stage == Stage::GPUGroups) {
+    mlir::tessera::buildCPUPipeline(pm, mlir::tessera::CPUStage::GraphOptimized,
+                                    /*keepGpuAttention=*/true);
+    pm.addNestedPass<func::FuncOp>(
+        mlir::tessera::tsched::createTSchedFormGPUGroups());
+    state->clearDiagnostics();
+    if (failed(pm.run(*copy)))
+      return Error{state->takeDiagnostics("the GPU pipeline failed")};
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    copy->print(os);
+    return text;
+  }
   static const std::map<Stage, mlir::tessera::CPUStage> stops = {
       {Stage::GraphOptimized, mlir::tessera::CPUStage::GraphOptimized},
       {Stage::Linalg, mlir::tessera::CPUStage::Linalg},

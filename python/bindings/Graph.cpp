@@ -50,7 +50,8 @@ static const std::map<std::string, Stage> &stages() {
       {"graph_optimized", Stage::GraphOptimized},
       {"linalg", Stage::Linalg},
       {"scheduled", Stage::Scheduled},
-      {"llvm", Stage::LLVM}};
+      {"llvm", Stage::LLVM},
+      {"gpu_groups", Stage::GPUGroups}};
   return names;
 }
 
@@ -263,7 +264,7 @@ void bindGraph(nb::module_ &m) {
             if (it == stages().end())
               raise(Error{"unknown stage '" + stage +
                           "' (expected graph, graph_optimized, linalg, "
-                          "scheduled or llvm)"});
+                          "scheduled, llvm or gpu_groups)"});
             return take(self.lower(it->second));
           },
           nb::arg("stage"))

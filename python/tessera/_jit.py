@@ -112,7 +112,9 @@ class Lowered:
     def as_text(self, stage="graph") -> str:
         """The IR at ``stage``: ``"graph"`` (as traced), ``"graph_optimized"``
         (after autodiff, inlining, decomposition and folding),
-        ``"linalg"``, ``"scheduled"`` or ``"llvm"``.
+        ``"linalg"``, ``"scheduled"`` or ``"llvm"`` on the CPU path;
+        ``"gpu_groups"``: the GPU path's fusion groups (``tsched.group``
+        ops, one a kernel).
 
         >>> lowered = ts.jit(lambda x: op.tanh(x) * 2.0).lower(np.ones(3))
         >>> "linalg.generic" in lowered.as_text("linalg")

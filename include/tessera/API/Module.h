@@ -63,6 +63,10 @@ enum class Stage {
   Scheduled,
   /// The LLVM dialect handed to code generation.
   LLVM,
+  /// The GPU's fusion groups: Graph IR optimized for the GPU (attention
+  /// kept whole where it runs as flash attention), its ops grouped into
+  /// `tsched.group` kernels.
+  GPUGroups,
 };
 
 /// One attribute of a GraphOp, converted to plain values.

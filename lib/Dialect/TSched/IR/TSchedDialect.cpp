@@ -3,6 +3,7 @@
 #include "tessera/Dialect/TSched/IR/TSched.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/OpImplementation.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/TypeSwitch.h"
@@ -12,14 +13,111 @@ using namespace mlir::tessera::tsched;
 
 #include "tessera/Dialect/TSched/IR/TSchedDialect.cpp.inc"
 
+#include "tessera/Dialect/TSched/IR/TSchedEnums.cpp.inc"
+
 #define GET_ATTRDEF_CLASSES
 #include "tessera/Dialect/TSched/IR/TSchedAttrs.cpp.inc"
+
+/// ` [R, C] ` or nothing.
+static ParseResult parseGroupLayout(OpAsmParser &parser,
+                                    DenseI64ArrayAttr &layout) {
+  if (failed(parser.parseOptionalLSquare()))
+    return success();
+  SmallVector<int64_t> dims;
+  if (failed(parser.parseOptionalRSquare())) {
+    if (parser.parseCommaSeparatedList([&] {
+          return parser.parseInteger(dims.emplace_back());
+        }) ||
+        parser.parseRSquare())
+      return failure();
+  }
+  layout = parser.getBuilder().getDenseI64ArrayAttr(dims);
+  return success();
+}
+
+static void printGroupLayout(OpAsmPrinter &printer, Operation *,
+                             DenseI64ArrayAttr layout) {
+  if (layout) {
+    printer << "[";
+    llvm::interleaveComma(layout.asArrayRef(), printer);
+    printer << "] ";
+  }
+}
+
+#define GET_OP_CLASSES
+#include "tessera/Dialect/TSched/IR/TSchedOps.cpp.inc"
 
 void TSchedDialect::initialize() {
   addAttributes<
 #define GET_ATTRDEF_LIST
 #include "tessera/Dialect/TSched/IR/TSchedAttrs.cpp.inc"
       >();
+  addOperations<
+#define GET_OP_LIST
+#include "tessera/Dialect/TSched/IR/TSchedOps.cpp.inc"
+      >();
+}
+
+//===----------------------------------------------------------------------===//
+// tsched.group
+//===----------------------------------------------------------------------===//
+
+void GroupOp::build(OpBuilder &b, OperationState &state, GroupKind kind,
+                    DenseI64ArrayAttr layout, ValueRange inputs,
+                    TypeRange resultTypes) {
+  state.addAttribute(getKindAttrName(state.name),
+                     GroupKindAttr::get(b.getContext(), kind));
+  if (layout)
+    state.addAttribute(getLayoutAttrName(state.name), layout);
+  state.addOperands(inputs);
+  state.addTypes(resultTypes);
+  Region *body = state.addRegion();
+  Block *block = new Block;
+  body->push_back(block);
+  for (Value v : inputs)
+    block->addArgument(v.getType(), v.getLoc());
+}
+
+LogicalResult GroupOp::verify() {
+  Block &block = getBodyBlock();
+  if (block.getNumArguments() != getInputs().size())
+    return emitOpError() << "has " << getInputs().size()
+                         << " inputs but its body takes "
+                         << block.getNumArguments() << " arguments";
+  for (auto [i, pair] :
+       llvm::enumerate(llvm::zip(getInputs(), block.getArguments())))
+    if (std::get<0>(pair).getType() != std::get<1>(pair).getType())
+      return emitOpError() << "input " << i << " is "
+                           << std::get<0>(pair).getType()
+                           << " but body argument " << i << " is "
+                           << std::get<1>(pair).getType();
+  auto yield = dyn_cast<YieldOp>(block.getTerminator());
+  if (!yield)
+    return emitOpError() << "body must end in tsched.yield";
+  if (yield.getValues().getTypes() != getResultTypes())
+    return emitOpError() << "yields " << yield.getValues().size()
+                         << " values of types " << yield.getValues().getTypes()
+                         << " but the group's results are "
+                         << getResultTypes();
+  if (getResults().empty())
+    return emitOpError() << "computes nothing (a group has at least one "
+                            "result)";
+  if (std::optional<ArrayRef<int64_t>> layout = getLayout()) {
+    bool rowLike =
+        getKind() == GroupKind::Row || getKind() == GroupKind::Contraction;
+    if (!rowLike)
+      return emitOpError() << "a " << stringifyGroupKind(getKind())
+                           << " group has no [R, C] layout";
+    if (layout->size() != 2 || (*layout)[0] < 0 || (*layout)[1] < 0)
+      return emitOpError() << "layout must be [R, C] with R, C >= 0, got ["
+                           << llvm::make_range(layout->begin(), layout->end())
+                           << "]";
+  } else if (getKind() == GroupKind::Row ||
+             getKind() == GroupKind::Contraction) {
+    return emitOpError() << "a " << stringifyGroupKind(getKind())
+                         << " group needs its [R, C] layout";
+  }
+  return success();
 }
 
 //===----------------------------------------------------------------------===//

@@ -83,4 +83,61 @@ def TSchedCPUSchedule : Pass<"tessera-cpu-schedule", "::mlir::func::FuncOp"> {
   ];
 }
 
+def TSchedFormGPUGroups : Pass<"tessera-gpu-form-groups",
+                               "::mlir::func::FuncOp"> {
+  let summary = "Group the ops of a Graph IR function into GPU kernels";
+  let description = [{
+    The first step of the GPU pipeline, on Graph IR after autodiff,
+    inlining and decomposition: each op joins a `tsched.group`, the ops
+    that one kernel computes. Ops are visited in program order; a group
+    accepts ops while none of its values has been read outside it, so
+    groups never depend on each other in a cycle and each one can run
+    where its last op was.
+
+    - Elementwise ops, reductions along the last dim (rows of at most
+      `max-row`) and broadcasts of a row back along it form `row` groups on
+      one static `[R, C]` layout. An op joins the group of one of its
+      operands if every operand is a full tile, a row, a column or a scalar
+      of that layout and its result is a full tile (or a row computed from
+      rows and scalars): the statistics of a layernorm or softmax stay
+      inside. Failing that, it joins the latest open row group of its
+      layout (one launch fewer; the groups it reads are closed, so no
+      cycle can form).
+    - A broadcast of a row, a column or a scalar of its result is computed
+      by each group that reads it, from its source: it is never written
+      out, unless an op in no group reads it.
+    - A matrix product opens a `contraction` group on its `[M, N]` result;
+      elementwise ops of that result with rows, columns and scalars (bias,
+      activation, residual) join it as its epilogue.
+    - `attention` and `attention_grad` (kept whole for the GPU) form
+      `attention` groups; transposes, slices, concats, pads and gathers
+      `layout` groups; reductions over leading dims `reduction` groups;
+      other ops `single` groups.
+    - Reshapes (views of the same buffer), constants and ops with regions
+      stay outside; a constant of one element and tensors of indices
+      (`iota`, `full`) are computed in the groups that use them instead of
+      being read from memory.
+
+    Values a group computes and nothing outside reads are not results: they
+    never go to memory.
+
+    ```mlir
+    %m = tgraph.matmul %x, %w : (tensor<32x100xf32>, tensor<100x64xf32>) -> tensor<32x64xf32>
+    %y = tgraph.add %m, %b : (tensor<32x64xf32>, tensor<64xf32>) -> tensor<32x64xf32>
+    // becomes
+    %y = tsched.group contraction [32, 64] (%x, %w, %b) : (...) -> tensor<32x64xf32> {
+    ^bb0(%a: tensor<32x100xf32>, %c: tensor<100x64xf32>, %d: tensor<64xf32>):
+      %0 = tgraph.matmul %a, %c : ...
+      %1 = tgraph.add %0, %d : ...
+      tsched.yield %1 : tensor<32x64xf32>
+    }
+    ```
+  }];
+  let options = [
+    Option<"maxRow", "max-row", "int64_t", /*default=*/"16384",
+           "Longest row a row group reduces in one program">,
+  ];
+  let dependentDialects = ["::mlir::tessera::tsched::TSchedDialect"];
+}
+
 #endif // TESSERA_TSCHED_PASSES

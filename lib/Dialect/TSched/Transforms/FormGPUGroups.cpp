@@ -1,0 +1,494 @@
+//===- FormGPUGroups.cpp - Graph IR ops into GPU fusion groups ------------===//
+//
+// Visits a function's ops in program order and puts each into a group: the
+// group of one of its operands when the op fits that group's kernel, else a
+// new one. A group takes ops only while it is open, that is, until a value
+// of it is read by an op outside it; so every group can be placed where its
+// last op is, after all of its inputs and before all of its readers.
+//
+// Row and contraction groups work on one static [R, C] layout (C the last
+// dim, R the product of the others). A value of such a group is a full
+// tile ([..., C], the layout's shape), a row ([..., 1] or [...] computed by
+// a reduction), a column ([C]) or a scalar; values from outside are
+// classified by their shape, right-aligned as broadcasting reads them.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tessera/Dialect/TSched/Transforms/Passes.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/StringSet.h"
+
+#include <deque>
+#include <functional>
+
+namespace mlir::tessera::tsched {
+#define GEN_PASS_DEF_TSCHEDFORMGPUGROUPS
+#include "tessera/Dialect/TSched/Transforms/Passes.h.inc"
+} // namespace mlir::tessera::tsched
+
+using namespace mlir;
+using namespace mlir::tessera::tsched;
+
+namespace {
+
+/// How a value spreads over a group's [R, C] layout.
+enum class Class { Full, Row, Col, Scalar, None };
+
+/// Elementwise Graph IR ops (with NumPy broadcasting of their operands).
+bool isElementwise(Operation *op) {
+  static const llvm::StringSet<> names = {
+      "tgraph.neg",        "tgraph.abs",       "tgraph.exp",
+      "tgraph.log",        "tgraph.log1p",     "tgraph.sin",
+      "tgraph.cos",        "tgraph.tanh",      "tgraph.erf",
+      "tgraph.sigmoid",    "tgraph.relu",      "tgraph.gelu",
+      "tgraph.silu",       "tgraph.sqrt",      "tgraph.rsqrt",
+      "tgraph.reciprocal", "tgraph.square",    "tgraph.floor",
+      "tgraph.sign",       "tgraph.add",       "tgraph.sub",
+      "tgraph.mul",        "tgraph.div",       "tgraph.pow",
+      "tgraph.max",        "tgraph.min",       "tgraph.compare",
+      "tgraph.select",     "tgraph.cast",      "tgraph.zeros_like",
+      "tgraph.ones_like"};
+  return names.contains(op->getName().getStringRef());
+}
+
+/// Reductions a row kernel computes along its rows.
+bool isRowReduction(Operation *op) {
+  static const llvm::StringSet<> names = {
+      "tgraph.reduce_sum", "tgraph.reduce_mean", "tgraph.reduce_max",
+      "tgraph.reduce_min"};
+  return names.contains(op->getName().getStringRef());
+}
+
+bool isReduction(Operation *op) {
+  return isRowReduction(op) ||
+         op->getName().getStringRef() == "tgraph.reduce_prod";
+}
+
+bool isContraction(Operation *op) {
+  StringRef name = op->getName().getStringRef();
+  return name == "tgraph.matmul" || name == "tgraph.batch_matmul" ||
+         name == "tgraph.dot_general";
+}
+
+bool isAttention(Operation *op) {
+  StringRef name = op->getName().getStringRef();
+  return name == "tgraph.attention" || name == "tgraph.attention_grad";
+}
+
+bool isLayout(Operation *op) {
+  static const llvm::StringSet<> names = {
+      "tgraph.transpose", "tgraph.slice",     "tgraph.dynamic_slice",
+      "tgraph.concat",    "tgraph.pad",       "tgraph.gather",
+      "tgraph.broadcast_in_dim", "tgraph.embedding", "tgraph.one_hot"};
+  return names.contains(op->getName().getStringRef());
+}
+
+/// Ops that are views of their operand's buffer: no kernel.
+bool isView(Operation *op) {
+  StringRef name = op->getName().getStringRef();
+  if (name == "tgraph.reshape")
+    return true;
+  return name == "tgraph.stop_gradient" &&
+         op->getOperand(0).getType() == op->getResult(0).getType();
+}
+
+/// The static shape of `v`, or nullopt.
+std::optional<ArrayRef<int64_t>> staticShape(Value v) {
+  auto t = dyn_cast<RankedTensorType>(v.getType());
+  if (!t || !t.hasStaticShape())
+    return std::nullopt;
+  return t.getShape();
+}
+
+/// Whether a broadcast of `in` (its dims at `dims` of `out`) reads as a
+/// row, a column or a scalar of `out`'s [R, C] layout.
+bool readsAsVector(ArrayRef<int64_t> in, ArrayRef<int64_t> dims,
+                   ArrayRef<int64_t> out);
+
+int64_t product(ArrayRef<int64_t> dims) {
+  int64_t n = 1;
+  for (int64_t d : dims)
+    n *= d;
+  return n;
+}
+
+/// `shape` against the layout whose full shape is `full`.
+Class classify(ArrayRef<int64_t> shape, ArrayRef<int64_t> full) {
+  if (shape.size() > full.size())
+    return product(shape) == 1 ? Class::Scalar : Class::None;
+  SmallVector<int64_t> padded(full.size() - shape.size(), 1);
+  llvm::append_range(padded, shape);
+  if (ArrayRef<int64_t>(padded) == full)
+    return Class::Full;
+  if (product(shape) == 1)
+    return Class::Scalar;
+  if (full.empty())
+    return Class::None;
+  ArrayRef<int64_t> lead = ArrayRef<int64_t>(padded).drop_back();
+  if (lead == full.drop_back() && padded.back() == 1)
+    return Class::Row;
+  if (llvm::all_of(lead, [](int64_t d) { return d == 1; }) &&
+      padded.back() == full.back())
+    return Class::Col;
+  return Class::None;
+}
+
+bool readsAsVector(ArrayRef<int64_t> in, ArrayRef<int64_t> dims,
+                   ArrayRef<int64_t> out) {
+  if (out.empty() || dims.size() != in.size())
+    return false;
+  // The source as a tensor of the result's rank (1 where it broadcasts).
+  SmallVector<int64_t> placed(out.size(), 1);
+  for (auto [d, size] : llvm::zip(dims, in)) {
+    if (d < 0 || d >= int64_t(out.size()))
+      return false;
+    placed[d] = size;
+  }
+  // Dims must keep their order for the source's memory to be read as is.
+  if (!llvm::is_sorted(dims))
+    return false;
+  Class c = classify(placed, out);
+  return c == Class::Row || c == Class::Col || c == Class::Scalar;
+}
+
+struct Group {
+  GroupKind kind;
+  /// The full shape of a row or contraction group.
+  SmallVector<int64_t> full;
+  SmallVector<Operation *> ops;
+  /// The class of each value computed inside (row and contraction groups).
+  DenseMap<Value, Class> classes;
+  bool open = true;
+
+  bool contains(Operation *op) const { return llvm::is_contained(ops, op); }
+};
+
+class GroupFormer {
+public:
+  GroupFormer(int64_t maxRow) : maxRow(maxRow) {}
+
+  void run(Block &block) {
+    for (Operation &op : block.without_terminator())
+      visit(&op);
+    // A broadcast read by an op in no group is written out (by a row
+    // kernel of its own, built last: the groups that read it lazily copy
+    // it first).
+    SmallVector<Group *> written;
+    for (Operation *op : lazy)
+      if (llvm::any_of(op->getUsers(),
+                       [&](Operation *u) { return !groupOf.count(u); })) {
+        Group &g = newGroup(GroupKind::Row,
+                            *staticShape(op->getResult(0)));
+        g.ops.push_back(op);
+        g.classes[op->getResult(0)] = Class::Full;
+        g.open = false;
+        written.push_back(&g);
+      }
+    OpBuilder b(block.getParentOp()->getContext());
+    for (Group &g : groups)
+      if (!llvm::is_contained(written, &g))
+        materialize(b, g);
+    for (Group *g : written)
+      materialize(b, *g);
+    for (Operation *op : lazy)
+      if (op->use_empty())
+        op->erase();
+  }
+
+private:
+  int64_t maxRow;
+  std::deque<Group> groups;
+  DenseMap<Operation *, Group *> groupOf;
+  /// Broadcasts that the groups reading them compute themselves, reading
+  /// the source as a row, column or scalar.
+  llvm::SetVector<Operation *> lazy;
+
+  Group *producerGroup(Value v) {
+    Operation *def = v.getDefiningOp();
+    return def ? groupOf.lookup(def) : nullptr;
+  }
+
+  /// The class of `v` in `g` (nullopt: not usable there).
+  Class classIn(Value v, const Group &g) {
+    auto it = g.classes.find(v);
+    if (it != g.classes.end())
+      return it->second;
+    std::optional<ArrayRef<int64_t>> shape = staticShape(v);
+    if (!shape)
+      return Class::None;
+    return classify(*shape, g.full);
+  }
+
+  /// The class `op`'s result has in `g` when `op` joins it, or None.
+  Class joinClass(Operation *op, const Group &g) {
+    if (!g.open || op->getNumResults() != 1)
+      return Class::None;
+    Value result = op->getResult(0);
+    std::optional<ArrayRef<int64_t>> shape = staticShape(result);
+    if (!shape)
+      return Class::None;
+    if (isElementwise(op)) {
+      bool full = false, row = false, col = false;
+      for (Value v : op->getOperands()) {
+        switch (classIn(v, g)) {
+        case Class::Full:
+          full = true;
+          break;
+        case Class::Row:
+          row = true;
+          break;
+        case Class::Col:
+          col = true;
+          break;
+        case Class::Scalar:
+          break;
+        case Class::None:
+          return Class::None;
+        }
+      }
+      if ((full || (row && col)) && *shape == ArrayRef<int64_t>(g.full))
+        return Class::Full;
+      // Row statistics (rows and scalars only) stay in a row kernel, in
+      // the shape of a row operand.
+      if (g.kind == GroupKind::Row && row && !full && !col)
+        for (Value v : op->getOperands())
+          if (classIn(v, g) == Class::Row &&
+              staticShape(v) == std::optional<ArrayRef<int64_t>>(*shape))
+            return Class::Row;
+      return Class::None;
+    }
+    if (g.kind != GroupKind::Row)
+      return Class::None;
+    if (isRowReduction(op)) {
+      Value x = op->getOperand(0);
+      auto dims = op->getAttrOfType<DenseI64ArrayAttr>("dims");
+      if (classIn(x, g) != Class::Full || !dims || dims.size() != 1 ||
+          dims[0] != int64_t(g.full.size()) - 1 || g.full.back() > maxRow)
+        return Class::None;
+      return Class::Row;
+    }
+    if (op->getName().getStringRef() == "tgraph.broadcast_in_dim") {
+      Value x = op->getOperand(0);
+      auto dims = op->getAttrOfType<DenseI64ArrayAttr>("broadcast_dimensions");
+      if (classIn(x, g) != Class::Row || *shape != ArrayRef<int64_t>(g.full) ||
+          !dims)
+        return Class::None;
+      // The row's dims stay where they are (a row broadcast along C).
+      for (auto [i, d] : llvm::enumerate(dims.asArrayRef()))
+        if (d != int64_t(i))
+          return Class::None;
+      return Class::Full;
+    }
+    return Class::None;
+  }
+
+  Group &newGroup(GroupKind kind, ArrayRef<int64_t> full = {}) {
+    groups.emplace_back();
+    Group &g = groups.back();
+    g.kind = kind;
+    g.full.assign(full.begin(), full.end());
+    return g;
+  }
+
+  void add(Group &g, Operation *op, Class cls) {
+    // Producers of its other operands are read outside their groups now.
+    for (Value v : op->getOperands())
+      if (Group *h = producerGroup(v); h && h != &g)
+        h->open = false;
+    g.ops.push_back(op);
+    groupOf[op] = &g;
+    for (Value r : op->getResults())
+      g.classes[r] = cls;
+  }
+
+  void visit(Operation *op) {
+    if (op->getNumRegions() || op->getNumResults() == 0 ||
+        op->getDialect() == nullptr ||
+        op->getDialect()->getNamespace() != "tgraph" ||
+        op->getName().getStringRef() == "tgraph.constant" ||
+        isGenerated(op->getResult(0)) || isView(op)) {
+      // Not in a group: every group it reads is read outside.
+      for (Value v : op->getOperands())
+        if (Group *h = producerGroup(v))
+          h->open = false;
+      return;
+    }
+    // Join the open group of an operand, in operand order.
+    for (Value v : op->getOperands()) {
+      Group *g = producerGroup(v);
+      if (!g || !g->open)
+        continue;
+      Class cls = joinClass(op, *g);
+      if (cls != Class::None)
+        return add(*g, op, cls);
+    }
+    std::optional<ArrayRef<int64_t>> shape =
+        op->getNumResults() == 1 ? staticShape(op->getResult(0))
+                                 : std::nullopt;
+    // Else the latest open row group of its layout, though it reads none
+    // of its values: one launch fewer. (No cycle: the groups the op reads
+    // are closed, so they come before that group, and an open group is
+    // read by no other.)
+    if (shape && (isElementwise(op) || isRowReduction(op)))
+      for (Group &g : llvm::reverse(groups)) {
+        if (g.kind != GroupKind::Row || !g.open)
+          continue;
+        Class cls = joinClass(op, g);
+        if (cls != Class::None)
+          return add(g, op, cls);
+        break;
+      }
+    if (shape && isElementwise(op)) {
+      Group &g = newGroup(GroupKind::Row, *shape);
+      return add(g, op, Class::Full);
+    }
+    // A broadcast of a row, a column or a scalar of its result: the
+    // groups that read it compute it from its source, nothing is written
+    // out. (Its source's group is read outside it from here on.)
+    if (shape && op->getName().getStringRef() == "tgraph.broadcast_in_dim") {
+      std::optional<ArrayRef<int64_t>> in = staticShape(op->getOperand(0));
+      auto dims = op->getAttrOfType<DenseI64ArrayAttr>("broadcast_dimensions");
+      if (in && dims && readsAsVector(*in, dims.asArrayRef(), *shape)) {
+        if (Group *h = producerGroup(op->getOperand(0)))
+          h->open = false;
+        lazy.insert(op);
+        return;
+      }
+    }
+    if (isRowReduction(op)) {
+      std::optional<ArrayRef<int64_t>> in = staticShape(op->getOperand(0));
+      auto dims = op->getAttrOfType<DenseI64ArrayAttr>("dims");
+      if (in && !in->empty() && dims && dims.size() == 1 &&
+          dims[0] == int64_t(in->size()) - 1 && in->back() <= maxRow) {
+        Group &g = newGroup(GroupKind::Row, *in);
+        return add(g, op, Class::Row);
+      }
+    }
+    if (shape && !shape->empty() && isContraction(op)) {
+      Group &g = newGroup(GroupKind::Contraction, *shape);
+      return add(g, op, Class::Full);
+    }
+    GroupKind kind = isAttention(op)     ? GroupKind::Attention
+                     : isLayout(op)      ? GroupKind::Layout
+                     : isReduction(op)   ? GroupKind::Reduction
+                                         : GroupKind::Single;
+    Group &g = newGroup(kind);
+    add(g, op, Class::None);
+    g.open = false;
+  }
+
+  /// A constant of one element (a literal of the kernel), or a tensor the
+  /// kernel computes from its indices (iota, full): copied into each group
+  /// that reads it instead of being read from memory.
+  static bool isGenerated(Value v) {
+    Operation *def = v.getDefiningOp();
+    auto t = dyn_cast<RankedTensorType>(v.getType());
+    if (!def || !t || !t.hasStaticShape() || def->getNumOperands())
+      return false;
+    StringRef name = def->getName().getStringRef();
+    if (name == "tgraph.constant")
+      return t.getNumElements() == 1;
+    return name == "tgraph.iota" || name == "tgraph.full";
+  }
+
+  /// Computed again in each group that reads it: a generated tensor or a
+  /// lazy broadcast (of another group's value or an argument).
+  bool isReplicated(Value v, const Group &g) const {
+    Operation *def = v.getDefiningOp();
+    return isGenerated(v) || (def && lazy.contains(def) && !g.contains(def));
+  }
+
+  void materialize(OpBuilder &b, Group &g) {
+    // Inputs in the order the ops read them (a lazy broadcast's source for
+    // the broadcast); outputs in program order.
+    llvm::SetVector<Value> inputs;
+    for (Operation *op : g.ops)
+      for (Value v : op->getOperands()) {
+        Operation *def = v.getDefiningOp();
+        if (def && g.contains(def))
+          continue;
+        if (isReplicated(v, g)) {
+          if (!isGenerated(v)) {
+            Value source = def->getOperand(0);
+            Operation *sourceDef = source.getDefiningOp();
+            if (!(sourceDef && g.contains(sourceDef)) && !isGenerated(source))
+              inputs.insert(source);
+          }
+          continue;
+        }
+        inputs.insert(v);
+      }
+    SmallVector<Value> outputs;
+    for (Operation *op : g.ops)
+      for (Value r : op->getResults())
+        if (llvm::any_of(r.getUsers(),
+                         [&](Operation *user) { return !g.contains(user); }))
+          outputs.push_back(r);
+    Operation *last = g.ops.back();
+    b.setInsertionPoint(last);
+    DenseI64ArrayAttr layout;
+    if (g.kind == GroupKind::Row || g.kind == GroupKind::Contraction) {
+      ArrayRef<int64_t> full = g.full;
+      int64_t cols = full.empty() ? 1 : full.back();
+      int64_t rows = full.empty() ? 1 : product(full.drop_back());
+      layout = b.getDenseI64ArrayAttr({rows, cols});
+    }
+    SmallVector<Type> types;
+    for (Value v : outputs)
+      types.push_back(v.getType());
+    // The group's location is its last op's: diagnostics of the kernel
+    // name the user's line.
+    auto group = GroupOp::create(b, last->getLoc(), g.kind, layout,
+                                 inputs.getArrayRef(), types);
+    Block &body = group.getBodyBlock();
+    IRMapping map;
+    for (auto [v, arg] : llvm::zip(inputs, body.getArguments()))
+      map.map(v, arg);
+    OpBuilder inner = OpBuilder::atBlockBegin(&body);
+    // Replicated values just before their first reader (a broadcast after
+    // its source).
+    std::function<void(Value)> replicate = [&](Value v) {
+      if (map.contains(v) || !isReplicated(v, g))
+        return;
+      Operation *def = v.getDefiningOp();
+      for (Value operand : def->getOperands())
+        replicate(operand);
+      inner.clone(*def, map);
+    };
+    for (Operation *op : g.ops) {
+      for (Value v : op->getOperands())
+        replicate(v);
+      inner.clone(*op, map);
+    }
+    SmallVector<Value> yielded;
+    for (Value v : outputs)
+      yielded.push_back(map.lookup(v));
+    YieldOp::create(inner, last->getLoc(), yielded);
+    for (auto [v, r] : llvm::zip(outputs, group.getResults()))
+      v.replaceUsesWithIf(r, [&](OpOperand &use) {
+        return !g.contains(use.getOwner()) &&
+               use.getOwner()->getParentOp() != group;
+      });
+    for (Operation *op : llvm::reverse(g.ops))
+      op->erase();
+  }
+};
+
+struct TSchedFormGPUGroupsPass
+    : mlir::tessera::tsched::impl::TSchedFormGPUGroupsBase<
+          TSchedFormGPUGroupsPass> {
+  using TSchedFormGPUGroupsBase::TSchedFormGPUGroupsBase;
+
+  void runOnOperation() override {
+    func::FuncOp fn = getOperation();
+    if (fn.isExternal())
+      return;
+    for (Block &block : fn.getBody())
+      GroupFormer(maxRow).run(block);
+  }
+};
+
+} // namespace

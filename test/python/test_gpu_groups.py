@@ -1,0 +1,195 @@
+"""The GPU pipeline's fusion groups (`as_text("gpu_groups")`, the pass
+-tessera-gpu-form-groups) on the programs of the GPU tests and on random
+programs of the compile fuzzer: every op of the optimized graph lands in
+exactly one group (or stays outside as a view, a constant or an index
+tensor), each group holds only what its kernel family computes, and the
+normalizations and matmul epilogues fuse as they should. The pass manager
+verifies the grouped IR (dominance, isolation, types) after the pass."""
+
+import collections
+import os
+import random
+import re
+import sys
+
+import numpy as np
+import pytest
+
+import tessera as ts
+from tessera import op
+
+HERE = os.path.dirname(__file__)
+sys.path.insert(0, os.path.join(HERE, "gpu"))
+sys.path.insert(0, HERE)
+import compile_fuzz  # noqa: E402
+import jit_programs  # noqa: E402
+
+# Copied into the groups that read them (literals, tensors computed from
+# indices), so they may appear more than once.
+GENERATED = {"tgraph.constant", "tgraph.iota", "tgraph.full"}
+VIEWS = {"tgraph.reshape", "tgraph.stop_gradient"}
+ELEMENTWISE = {
+    "neg", "abs", "exp", "log", "log1p", "sin", "cos", "tanh", "erf",
+    "sigmoid", "relu", "gelu", "silu", "sqrt", "rsqrt", "reciprocal",
+    "square", "floor", "sign", "add", "sub", "mul", "div", "pow", "max",
+    "min", "compare", "select", "cast", "zeros_like", "ones_like"}
+ROW_REDUCTIONS = {"reduce_sum", "reduce_mean", "reduce_max", "reduce_min"}
+CONTRACTIONS = {"matmul", "batch_matmul", "dot_general"}
+
+OP = re.compile(r"^\s*(?:%[\w#:]+(?:, %[\w#:]+)* = )?(tgraph\.[\w.]+|"
+                r"tsched\.\w+|func\.return|return)\b(.*)$")
+
+
+def parse_groups(text):
+    """(groups, outside ops): each group as (kind, layout, [(op, rest of
+    the line)]), for the first function of `text`."""
+    groups, outside, current = [], [], None
+    for line in text.splitlines():
+        g = re.search(r"tsched\.group (\w+) (?:\[(\d+), (\d+)\] )?\(", line)
+        if g:
+            layout = (int(g.group(2)), int(g.group(3))) if g.group(2) else None
+            current = (g.group(1), layout, [])
+            groups.append(current)
+            continue
+        m = OP.match(line)
+        if not m:
+            continue
+        name = m.group(1)
+        if name == "tsched.yield":
+            current = None
+        elif current is not None:
+            current[2].append((name, m.group(2)))
+        elif name.startswith("tgraph."):
+            outside.append(name)
+    return groups, outside
+
+
+def planner_launches(fn, args):
+    """Kernel launches of the Python planner's plan (its steps, less views;
+    a chain of copies or a two-pass reduction is several launches)."""
+    plan = fn.gpu_program(*args)
+    return sum({"Alias": 0, "Chain": 2, "ColumnReduce": 2,
+                "LongRows": 2}.get(type(s).__name__, 1) for s in plan.steps)
+
+
+def check_groups(lowered):
+    """Checks the groups of one lowered program; returns the groups."""
+    text = lowered.as_text("gpu_groups")
+    listing = lowered._module.list_graph(lowered.name, gpu_attention=True)
+    groups, outside = parse_groups(text)
+    inside = [name for _, _, ops in groups for name, _ in ops]
+    # Every op of the optimized graph once, nothing more; a broadcast of a
+    # row, column or scalar is computed again by each group that reads it.
+    want = collections.Counter(o["op"] for o in listing["ops"]
+                               if o["op"] not in GENERATED)
+    got = collections.Counter(n for n in inside + outside
+                              if n not in GENERATED)
+    bcast = "tgraph.broadcast_in_dim"
+    assert got[bcast] >= want[bcast]
+    got[bcast] = want[bcast]
+    assert got == want, (got - want, want - got)
+    for name in outside:
+        assert name in GENERATED | VIEWS, f"{name} is in no group"
+    for kind, layout, ops in groups:
+        names = [n.split(".", 1)[1] for n, _ in ops
+                 if n not in GENERATED]
+        assert names, "a group without ops"
+        if kind == "row":
+            assert layout is not None
+            for n, rest in ops:
+                short = n.split(".", 1)[1]
+                assert (n in GENERATED or short in ELEMENTWISE
+                        or short == "broadcast_in_dim"
+                        or short in ROW_REDUCTIONS), n
+                if short in ROW_REDUCTIONS:
+                    # Along the last dim only.
+                    dims = re.search(r"dims = array<i64: (\d+)>", rest)
+                    rank = len(re.search(r": tensor<([^>]*)>", rest)
+                               .group(1).split("x")) - 1
+                    assert dims and int(dims.group(1)) == rank - 1, rest
+        elif kind == "contraction":
+            assert layout is not None
+            assert names[0] in CONTRACTIONS, names
+            assert all(n in ELEMENTWISE for n in names[1:]), names
+        else:
+            assert layout is None
+            assert len(names) == 1, (kind, names)
+    return groups
+
+
+@pytest.mark.parametrize("name", list(jit_programs.cases()))
+def test_programs_of_the_gpu_tests(name):
+    fn, args = jit_programs.cases()[name]
+    groups = check_groups(fn.lower(*args))
+    kinds = collections.Counter(kind for kind, _, _ in groups)
+    # Never more kernels than the Python planner launches for it.
+    assert len(groups) <= planner_launches(fn, args), dict(kinds)
+    if name in ("mlp_grad", "block_grad", "bf16_mlp"):
+        # Products with an epilogue: the bias and activation fuse in.
+        assert any(kind == "contraction" and len(ops) > 1
+                   for kind, _, ops in groups)
+    if name == "attention_grad":
+        assert kinds["attention"] == 2
+
+
+def test_normalization_and_softmax_are_one_row_kernel():
+    def f(x, s, b):
+        return op.softmax(op.layernorm(x) * s + b, axis=-1) * 2.0
+
+    x = np.ones((32, 100), np.float32)
+    v = np.ones(100, np.float32)
+    groups = check_groups(ts.jit(f).lower(x, v, v))
+    assert [(k, l) for k, l, _ in groups] == [("row", (32, 100))]
+
+
+def test_epilogue_reads_bias_residual_and_keeps_its_layout():
+    def f(x, w, b, r):
+        return op.gelu(op.matmul(x, w) + b, approximate=True) + r
+
+    x = np.ones((48, 64), np.float32)
+    w = np.ones((64, 96), np.float32)
+    b = np.ones(96, np.float32)
+    r = np.ones((48, 96), np.float32)
+    groups = check_groups(ts.jit(f).lower(x, w, b, r))
+    assert len(groups) == 1
+    kind, layout, ops = groups[0]
+    assert (kind, layout) == ("contraction", (48, 96))
+
+
+def test_unknown_stage_names_the_gpu_stage():
+    lowered = ts.jit(lambda x: op.exp(x)).lower(np.ones(3, np.float32))
+    with pytest.raises(Exception, match="gpu_groups"):
+        lowered.as_text("gpu_groupz")
+
+
+@pytest.mark.parametrize("seed", range(150))
+def test_random_programs(seed):
+    """Random DAGs with fan-out and fan-in (the compile fuzzer's), forward
+    and through the derivatives it asks for."""
+    ns = {}
+    exec(compile(compile_fuzz.generate(seed, max_ops=60),
+                 f"<fuzz {seed}>", "exec"), ns)
+    args = ns["inputs"](np.random.default_rng(seed))
+    mode = ns["MODE"]
+    f = ns["f"]
+    fn = {"forward": f,
+          "grad": ts.grad(f),
+          "jvp": lambda *a: ts.jvp(f, a, a)[1],
+          "hvp": lambda *a: ts.hvp(f, a, a),
+          "grad_of_grad": ts.grad(lambda *a: op.reduce_sum(
+              ts.grad(f)(*a) * ts.grad(f)(*a)))}[mode]
+    # (A derivative may fold to a constant: then there is no group.)
+    groups = check_groups(ts.jit(fn).lower(*args))
+    try:
+        launches = planner_launches(ts.jit(fn, device="cuda"), args)
+    except ts.TesseraError:  # an op the planner has no kernel for
+        launches = None
+    if launches is not None:
+        assert len(groups) <= launches
+    rows, cols = ns["SHAPE"]
+    if cols <= 16384 and mode == "forward":
+        # The rows of the program's inputs fuse: never a row kernel on
+        # another layout than [R, C] or the products' [R, C].
+        for kind, layout, _ in groups:
+            if kind == "row" and layout not in ((rows, cols), (1, 1)):
+                assert layout[1] in (1, cols) or layout[0] == 1, layout
