@@ -3,6 +3,7 @@
 #include "ModuleState.h"
 
 #include "tessera/Dialect/TGraph/IR/TGraph.h"
+#include "tessera/Conversion/Passes.h"
 #include "tessera/Dialect/TSched/Transforms/Passes.h"
 #include "tessera/Execution/CPUCompiler.h"
 #include "tessera/Pipelines/Pipelines.h"
@@ -193,11 +194,13 @@ Result<std::string> Module::lower(Stage stage) const {
     return str();
   OwningOpRef<ModuleOp> copy = state->getModule().clone();
   PassManager pm(state->getContext());
-  if (stage == Stage::GPUGroups) {
+  if (stage == Stage::GPUGroups || stage == Stage::GPUKernels) {
     mlir::tessera::buildCPUPipeline(pm, mlir::tessera::CPUStage::GraphOptimized,
                                     /*keepGpuAttention=*/true);
     pm.addNestedPass<func::FuncOp>(
         mlir::tessera::tsched::createTSchedFormGPUGroups());
+    if (stage == Stage::GPUKernels)
+      pm.addPass(mlir::tessera::createTSchedGenerateKernels());
     state->clearDiagnostics();
     if (failed(pm.run(*copy)))
       return Error{state->takeDiagnostics("the GPU pipeline failed")};

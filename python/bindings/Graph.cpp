@@ -51,7 +51,8 @@ static const std::map<std::string, Stage> &stages() {
       {"linalg", Stage::Linalg},
       {"scheduled", Stage::Scheduled},
       {"llvm", Stage::LLVM},
-      {"gpu_groups", Stage::GPUGroups}};
+      {"gpu_groups", Stage::GPUGroups},
+      {"gpu_kernels", Stage::GPUKernels}};
   return names;
 }
 
@@ -264,7 +265,7 @@ void bindGraph(nb::module_ &m) {
             if (it == stages().end())
               raise(Error{"unknown stage '" + stage +
                           "' (expected graph, graph_optimized, linalg, "
-                          "scheduled, llvm or gpu_groups)"});
+                          "scheduled, llvm, gpu_groups or gpu_kernels)"});
             return take(self.lower(it->second));
           },
           nb::arg("stage"))

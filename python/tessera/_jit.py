@@ -114,7 +114,8 @@ class Lowered:
         (after autodiff, inlining, decomposition and folding),
         ``"linalg"``, ``"scheduled"`` or ``"llvm"`` on the CPU path;
         ``"gpu_groups"``: the GPU path's fusion groups (``tsched.group``
-        ops, one a kernel).
+        ops, one a kernel); ``"gpu_kernels"``: with the Tile IR kernel
+        generated for each row group.
 
         >>> lowered = ts.jit(lambda x: op.tanh(x) * 2.0).lower(np.ones(3))
         >>> "linalg.generic" in lowered.as_text("linalg")

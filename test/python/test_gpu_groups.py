@@ -10,6 +10,8 @@ import collections
 import os
 import random
 import re
+import shutil
+import subprocess
 import sys
 
 import numpy as np
@@ -193,3 +195,73 @@ def test_random_programs(seed):
         for kind, layout, _ in groups:
             if kind == "row" and layout not in ((rows, cols), (1, 1)):
                 assert layout[1] in (1, cols) or layout[0] == 1, layout
+
+
+# The generated row kernels, compiled for Hopper and Ampere -------------------
+
+PTXAS = shutil.which("ptxas") or (
+    "/usr/local/cuda/bin/ptxas"
+    if os.path.exists("/usr/local/cuda/bin/ptxas") else None)
+
+
+def compile_kernels(lowered, tmp_path, chips=("sm_90a", "sm_80")):
+    """The gpu_kernels stage of `lowered`: checks that every row group
+    names its kernel with a grid and a view per argument, compiles the
+    module's kernels for each chip and has ptxas accept the PTX; returns
+    the number of kernels."""
+    from tessera import _core
+    text = lowered.as_text("gpu_kernels")
+    rows = re.findall(r"tsched\.group row \[(\d+), (\d+)\] \(([^)]*)\) "
+                      r"\{([^}]*)\} : \(([^)]*)\) -> (.*) \{", text)
+    assert len(rows) == text.count("tsched.group row"), "a row group has " \
+        "no kernel"
+    kernels = set(re.findall(r"func\.func @(\w+)\(", text)) - {lowered.name}
+    for r, c, inputs, attrs, _, results in rows:
+        name = re.search(r"tsched\.kernel = @(\w+)", attrs).group(1)
+        assert name in kernels
+        grid = int(re.search(r"tsched\.grid = array<i64: (\d+)>",
+                             attrs).group(1))
+        bm, bn = map(int, re.search(r"tsched\.block = array<i64: (\d+), "
+                                    r"(\d+)>", attrs).groups())
+        # Every row is some program's; whole rows in a block.
+        assert grid * bm >= int(r) > (grid - 1) * bm
+        assert bn >= int(c) and bn & (bn - 1) == 0
+        views = re.findall(r"array<i64: ([\d, ]+)>", attrs.split(
+            "tsched.views")[1])
+        n_in = len([x for x in inputs.split(",") if x.strip()])
+        n_out = max(1, results.count("tensor<"))
+        assert len(views) == n_in + n_out
+    if not rows:
+        return 0
+    for chip in chips:
+        out = _core.compile_tile(text, chip, "+ptx80", 3, lowered.name)
+        assert {k["name"] for k in out["kernels"]} <= kernels
+        if PTXAS is not None:
+            src = tmp_path / f"{chip}.ptx"
+            src.write_text(out["ptx"])
+            run = subprocess.run([PTXAS, f"-arch={chip}", str(src), "-o",
+                                  str(tmp_path / f"{chip}.cubin")],
+                                 capture_output=True, text=True)
+            assert run.returncode == 0, run.stderr
+    return len(rows)
+
+
+@pytest.mark.parametrize("name", list(jit_programs.cases()))
+def test_row_kernels_of_the_gpu_tests_compile(name, tmp_path):
+    fn, args = jit_programs.cases()[name]
+    compile_kernels(fn.lower(*args), tmp_path)
+
+
+@pytest.mark.parametrize("seed", range(0, 150, 5))
+def test_row_kernels_of_random_programs_compile(seed, tmp_path):
+    ns = {}
+    exec(compile(compile_fuzz.generate(seed, max_ops=60),
+                 f"<fuzz {seed}>", "exec"), ns)
+    args = ns["inputs"](np.random.default_rng(seed))
+    f = ns["f"]
+    fn = {"forward": f, "grad": ts.grad(f),
+          "jvp": lambda *a: ts.jvp(f, a, a)[1],
+          "hvp": lambda *a: ts.hvp(f, a, a),
+          "grad_of_grad": ts.grad(lambda *a: op.reduce_sum(
+              ts.grad(f)(*a) * ts.grad(f)(*a)))}[ns["MODE"]]
+    compile_kernels(ts.jit(fn).lower(*args), tmp_path, chips=("sm_90a",))

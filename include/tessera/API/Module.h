@@ -67,6 +67,9 @@ enum class Stage {
   /// kept whole where it runs as flash attention), its ops grouped into
   /// `tsched.group` kernels.
   GPUGroups,
+  /// GPUGroups with a generated Tile IR kernel (`ttile.kernel` function)
+  /// for each row group, which the group names.
+  GPUKernels,
 };
 
 /// One attribute of a GraphOp, converted to plain values.

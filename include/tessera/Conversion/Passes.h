@@ -18,6 +18,7 @@
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Dialect/X86Vector/X86VectorDialect.h"
 #include "mlir/Pass/Pass.h"
+#include "tessera/Dialect/TTile/IR/TTile.h"
 
 namespace mlir::tessera {
 

@@ -72,6 +72,58 @@ def ExpandSmallFloats : Pass<"tessera-expand-small-floats"> {
                            "::mlir::vector::VectorDialect"];
 }
 
+def TSchedGenerateKernels : Pass<"tessera-gpu-generate-kernels", "ModuleOp"> {
+  let summary = "Generate a Tile IR kernel for each row fusion group";
+  let description = [{
+    Schedule IR -> Tile IR for the groups whose kernel is generated rather
+    than taken from the standard library: each `tsched.group row [R, C]`
+    gets a `ttile.kernel` function (named after its function and its
+    number, `@<fn>_row<k>`, a valid PTX name) and the group records it: `tsched.kernel` (the
+    symbol), `tsched.grid` (programs along x), `tsched.block` (`[BM, BN]`)
+    and `tsched.views` (each argument's shape as the kernel reads it, the
+    inputs then the outputs).
+
+    A program holds BM whole rows of the layout as `[BM, BN]` tiles (BN the
+    power of two at or above C, BM = min(16, 4096 / BN), 8 warps from 4096
+    elements on, else 4): full values are loaded from `memref<?x?xT>`
+    views `[R, C]`, rows `[R]`, columns `[C]` and scalars `[1]` from
+    `memref<?xT>`. Arithmetic is in f32 (bf16 and f16 load and store as
+    such; a cast to them rounds); reductions along the row mask the
+    columns past C with the reduction's neutral element. Outputs are stored
+    as full tiles or rows; i1 values as i8. Broadcasts of rows, columns
+    and scalars read the small operand and expand it in registers;
+    one-element constants are literals and `iota` is computed from the
+    program's row and column indices.
+
+    ```mlir
+    %y = tsched.group row [32, 100] (%x) : (tensor<32x100xf32>) -> tensor<32x100xf32> {
+    ^bb0(%a: tensor<32x100xf32>):
+      %e = tgraph.exp %a : tensor<32x100xf32>
+      tsched.yield %e : tensor<32x100xf32>
+    }
+    // becomes (the group gains tsched.kernel = @f_row0, tsched.grid =
+    // array<i64: 2>, tsched.block = array<i64: 16, 128>)
+    func.func @f_row0(%X: memref<?x?xf32>, %Y: memref<?x?xf32>)
+        attributes {ttile.kernel, ttile.num_warps = 4 : i32} {
+      %p = ttile.program_id x
+      ...
+      %x = ttile.load %X[%r, %c0] : memref<?x?xf32> -> tensor<16x128xf32>
+      %e = math.exp %x : tensor<16x128xf32>
+      ttile.store %e, %Y[%r, %c0] : tensor<16x128xf32>, memref<?x?xf32>
+      return
+    }
+    ```
+
+    An op of a row group that has no Tile IR form is an error naming the
+    op and its source line.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::func::FuncDialect",
+                           "::mlir::math::MathDialect",
+                           "::mlir::tensor::TensorDialect",
+                           "::mlir::tessera::ttile::TTileDialect"];
+}
+
 def ConvertTTileToGPU : Pass<"tessera-convert-ttile-to-gpu", "ModuleOp"> {
   let summary = "Lower Tile IR kernels to GPU dialect kernels, thread by thread";
   let description = [{

@@ -342,6 +342,32 @@ private:
         break;
       }
     if (shape && isElementwise(op)) {
+      // An operand broadcast along more than rows, columns or all of the
+      // result (a [S, D] mask of [B, H, S, D] scores) is written out at the
+      // result's shape first, by a layout kernel.
+      for (OpOperand &operand : op->getOpOperands()) {
+        std::optional<ArrayRef<int64_t>> in = staticShape(operand.get());
+        if (!in || classify(*in, *shape) != Class::None ||
+            in->size() > shape->size())
+          continue;
+        OpBuilder b(op);
+        auto type = RankedTensorType::get(
+            *shape, cast<RankedTensorType>(operand.get().getType())
+                        .getElementType());
+        SmallVector<int64_t> dims;
+        for (size_t i = 0; i < in->size(); ++i)
+          dims.push_back(int64_t(shape->size() - in->size() + i));
+        OperationState state(op->getLoc(), "tgraph.broadcast_in_dim");
+        state.addOperands(operand.get());
+        state.addTypes(type);
+        state.addAttribute("broadcast_dimensions",
+                           b.getDenseI64ArrayAttr(dims));
+        Operation *bcast = b.create(state);
+        Group &layout = newGroup(GroupKind::Layout);
+        add(layout, bcast, Class::None);
+        layout.open = false;
+        operand.set(bcast->getResult(0));
+      }
       Group &g = newGroup(GroupKind::Row, *shape);
       return add(g, op, Class::Full);
     }

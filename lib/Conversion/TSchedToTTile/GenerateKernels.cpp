@@ -1,0 +1,836 @@
+//===- GenerateKernels.cpp - Tile IR kernels for row fusion groups --------===//
+//
+// A row group's kernel: each program takes BM consecutive rows of the
+// group's [R, C] layout and computes every op of the group on them in
+// registers. Values are tiles of four shapes: a full [BM, BN] tile, a row
+// statistic [BM], a column vector [BN] and a scalar [1]; an op whose
+// operands differ broadcasts the smaller ones. This is what the Python
+// planner wrote as tile-DSL source; here it is built as IR.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tessera/Conversion/Passes.h"
+#include "tessera/Dialect/TGraph/IR/TGraph.h"
+#include "tessera/Dialect/TSched/IR/TSched.h"
+#include "tessera/Dialect/TTile/IR/TTile.h"
+
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/TypeSwitch.h"
+#include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/MathExtras.h"
+
+namespace mlir::tessera {
+#define GEN_PASS_DEF_TSCHEDGENERATEKERNELS
+#include "tessera/Conversion/Passes.h.inc"
+} // namespace mlir::tessera
+
+using namespace mlir;
+using namespace mlir::tessera;
+namespace tg = mlir::tessera::tgraph;
+namespace tt = mlir::tessera::ttile;
+
+namespace {
+
+/// How a value spreads over the rows a program holds.
+enum class Class { Scalar = 0, Col = 1, Row = 2, Full = 3 };
+
+struct Tile {
+  Value value;
+  Class cls;
+};
+
+int64_t product(ArrayRef<int64_t> dims) {
+  int64_t n = 1;
+  for (int64_t d : dims)
+    n *= d;
+  return n;
+}
+
+class RowKernel {
+public:
+  RowKernel(tsched::GroupOp group, func::FuncOp kernel, int64_t rows,
+            int64_t cols)
+      : group(group), kernel(kernel), b(group.getContext()), rows(rows),
+        cols(cols) {
+    bn = int64_t(llvm::PowerOf2Ceil(uint64_t(std::max<int64_t>(cols, 1))));
+    bm = std::max<int64_t>(1, std::min<int64_t>(16, 4096 / bn));
+    warps = bm * bn >= 4096 ? 8 : 4;
+    f32 = b.getF32Type();
+  }
+
+  int64_t blockRows() const { return bm; }
+  int64_t blockCols() const { return bn; }
+  int64_t numWarps() const { return warps; }
+
+  /// The class of a value of `shape` read from memory (right-aligned
+  /// against the full shape, as broadcasting reads it).
+  std::optional<Class> classify(ArrayRef<int64_t> shape) const {
+    ArrayRef<int64_t> f = full;
+    SmallVector<int64_t> padded(
+        f.size() > shape.size() ? f.size() - shape.size() : 0, 1);
+    llvm::append_range(padded, shape);
+    // (A group of one element: its values are full tiles of [1, 1].)
+    if (ArrayRef<int64_t>(padded) == f ||
+        (product(shape) == 1 && product(f) == 1))
+      return Class::Full;
+    if (product(shape) == 1)
+      return Class::Scalar;
+    if (shape.size() > f.size())
+      return std::nullopt;
+    ArrayRef<int64_t> lead = ArrayRef<int64_t>(padded).drop_back();
+    if (lead == f.drop_back() && padded.back() == 1)
+      return Class::Row;
+    if (llvm::all_of(lead, [](int64_t d) { return d == 1; }) &&
+        padded.back() == f.back())
+      return Class::Col;
+    return std::nullopt;
+  }
+
+  LogicalResult build() {
+    Block &body = group.getBodyBlock();
+    Location loc = group.getLoc();
+    Block *entry = kernel.addEntryBlock();
+    b.setInsertionPointToStart(entry);
+    Value pid = tt::ProgramIdOp::create(b, loc, b.getIndexType(),
+                                        b.getI32IntegerAttr(0));
+    rowStart = arith::MulIOp::create(b, loc, pid, index(bm));
+    if (bn != cols) {
+      auto i32Tile = RankedTensorType::get({bm, bn}, b.getI32Type());
+      Value col = tt::IotaOp::create(b, loc, i32Tile, b.getI32IntegerAttr(1));
+      Value limit = arith::ConstantOp::create(
+          b, loc, DenseElementsAttr::get(i32Tile, b.getI32IntegerAttr(
+                                                      int32_t(cols))));
+      colMask = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, col,
+                                      limit);
+    }
+    // Inputs.
+    for (auto [arg, input] :
+         llvm::zip(entry->getArguments().take_front(body.getNumArguments()),
+                   body.getArguments()))
+      tiles[input] = load(arg, predicted.lookup(input),
+                          cast<RankedTensorType>(input.getType())
+                              .getElementType(),
+                          loc);
+    for (Operation &op : body.without_terminator())
+      if (failed(lower(&op)))
+        return failure();
+    // Outputs.
+    auto yield = cast<tsched::YieldOp>(body.getTerminator());
+    for (auto [value, arg] :
+         llvm::zip(yield.getValues(),
+                   entry->getArguments().drop_front(body.getNumArguments()))) {
+      Tile t = tiles.lookup(value);
+      Type elt = cast<RankedTensorType>(value.getType()).getElementType();
+      assert(t.cls == predicted.lookup(value) && "class as predicted");
+      store(t, arg, elt, loc);
+    }
+    func::ReturnOp::create(b, loc);
+    return success();
+  }
+
+  /// The class of every value of the body, as build() computes it: the
+  /// kernel's signature and the host's views depend on it. Fails on an
+  /// input that fits no class or an output that is a column or a scalar.
+  LogicalResult predictClasses() {
+    Block &body = group.getBodyBlock();
+    for (Value arg : body.getArguments()) {
+      auto type = cast<RankedTensorType>(arg.getType());
+      std::optional<Class> cls = classify(type.getShape());
+      if (!cls)
+        return group.emitOpError()
+               << "input of type " << type << " is neither a full tile, a "
+               << "row, a column nor a scalar of the layout [" << rows << ", "
+               << cols << "]";
+      predicted[arg] = *cls;
+    }
+    for (Operation &op : body.without_terminator()) {
+      if (op.getNumResults() != 1)
+        return unsupported(&op);
+      auto type = dyn_cast<RankedTensorType>(op.getResult(0).getType());
+      if (!type)
+        return unsupported(&op);
+      Class cls;
+      if (isa<tg::ConstantOp>(op)) {
+        cls = Class::Scalar;
+      } else if (isa<tg::FullOp, tg::ZerosLikeOp, tg::OnesLikeOp,
+                     tg::IotaOp>(op)) {
+        std::optional<Class> c = classify(type.getShape());
+        if (!c)
+          return unsupported(&op);
+        cls = *c;
+      } else if (isa<tg::BroadcastInDimOp>(op)) {
+        cls = Class::Full;
+      } else if (isa<tg::ReduceSumOp, tg::ReduceMeanOp, tg::ReduceMaxOp,
+                     tg::ReduceMinOp>(op)) {
+        cls = Class::Row;
+      } else {
+        SmallVector<Tile> ts;
+        for (Value v : op.getOperands())
+          ts.push_back(Tile{Value(), predicted.lookup(v)});
+        cls = join(ts);
+      }
+      predicted[op.getResult(0)] = cls;
+    }
+    for (Value v : body.getTerminator()->getOperands()) {
+      Class cls = predicted.lookup(v);
+      if (cls == Class::Col || cls == Class::Scalar)
+        return group.emitOpError()
+               << "yields a " << (cls == Class::Col ? "column" : "scalar")
+               << " of its layout; a row kernel writes full tiles and rows";
+    }
+    return success();
+  }
+
+  /// The memref type the kernel takes for body value `v` (a block argument
+  /// or a yielded value).
+  MemRefType memrefFor(Value v) const {
+    auto type = cast<RankedTensorType>(v.getType());
+    Type elt = type.getElementType().isInteger(1)
+                   ? IntegerType::get(type.getContext(), 8)
+                   : type.getElementType();
+    if (predicted.lookup(v) == Class::Full)
+      return MemRefType::get({ShapedType::kDynamic, ShapedType::kDynamic},
+                             elt);
+    return MemRefType::get({ShapedType::kDynamic}, elt);
+  }
+
+  /// The shape the kernel reads body value `v` as: [R, C] for a full
+  /// tile, [R] for a row, [C] for a column, [1] for a scalar.
+  SmallVector<int64_t> viewOf(Value v) const {
+    switch (predicted.lookup(v)) {
+    case Class::Full:
+      return {rows, cols};
+    case Class::Row:
+      return {rows};
+    case Class::Col:
+      return {cols};
+    case Class::Scalar:
+      return {1};
+    }
+    llvm_unreachable("class");
+  }
+
+  LogicalResult findFullShape() {
+    // The shape of a full value: one of R * C elements ending in C.
+    auto fits = [&](Type t) {
+      auto r = dyn_cast<RankedTensorType>(t);
+      return r && r.hasStaticShape() && r.getRank() > 0 &&
+             r.getNumElements() == rows * cols && r.getShape().back() == cols;
+    };
+    for (Operation &op : group.getBodyBlock())
+      for (Value v : llvm::concat<Value>(op.getOperands(), op.getResults()))
+        if (fits(v.getType())) {
+          full = llvm::to_vector(
+              cast<RankedTensorType>(v.getType()).getShape());
+          return success();
+        }
+    for (Value v : group.getBodyBlock().getArguments())
+      if (fits(v.getType())) {
+        full = llvm::to_vector(cast<RankedTensorType>(v.getType()).getShape());
+        return success();
+      }
+    full = {rows, cols};
+    return success();
+  }
+
+private:
+  tsched::GroupOp group;
+  func::FuncOp kernel;
+  OpBuilder b;
+  int64_t rows, cols, bm = 1, bn = 1, warps = 4;
+  SmallVector<int64_t> full;
+  Type f32;
+  Value rowStart, colMask;
+  DenseMap<Value, Tile> tiles;
+  DenseMap<Value, Class> predicted;
+
+  Value index(int64_t v) {
+    return arith::ConstantIndexOp::create(b, group.getLoc(), v);
+  }
+
+  SmallVector<int64_t> shapeOf(Class cls) const {
+    switch (cls) {
+    case Class::Full:
+      return {bm, bn};
+    case Class::Row:
+      return {bm};
+    case Class::Col:
+      return {bn};
+    case Class::Scalar:
+      return {1};
+    }
+    llvm_unreachable("class");
+  }
+
+  RankedTensorType tileType(Class cls, Type elt) const {
+    return RankedTensorType::get(shapeOf(cls), elt);
+  }
+
+  Value splat(Class cls, Type elt, double v, Location loc) {
+    auto type = tileType(cls, elt);
+    TypedAttr a;
+    if (auto ft = dyn_cast<FloatType>(elt))
+      a = b.getFloatAttr(ft, v);
+    else
+      a = b.getIntegerAttr(elt, int64_t(v));
+    return arith::ConstantOp::create(b, loc, DenseElementsAttr::get(type, a));
+  }
+
+  /// `t` as a tile of class `to` (to is Full, or t is a scalar).
+  Value expand(Tile t, Class to, Location loc) {
+    if (t.cls == to)
+      return t.value;
+    Type elt = cast<RankedTensorType>(t.value.getType()).getElementType();
+    // A literal becomes a literal of the larger shape.
+    if (auto c = t.value.getDefiningOp<arith::ConstantOp>())
+      if (auto dense = dyn_cast<DenseElementsAttr>(c.getValue());
+          dense && dense.isSplat())
+        return arith::ConstantOp::create(
+            b, loc, dense.resizeSplat(tileType(to, elt)));
+    SmallVector<int64_t> dims;
+    if (to == Class::Full)
+      dims = {t.cls == Class::Row ? 0 : 1};
+    else
+      dims = {0};
+    return tt::BroadcastOp::create(b, loc, tileType(to, elt), t.value,
+                                   b.getDenseI64ArrayAttr(dims));
+  }
+
+  static Class join(ArrayRef<Tile> ts) {
+    bool row = false, col = false, fullSeen = false;
+    for (const Tile &t : ts) {
+      row |= t.cls == Class::Row;
+      col |= t.cls == Class::Col;
+      fullSeen |= t.cls == Class::Full;
+    }
+    if (fullSeen || (row && col))
+      return Class::Full;
+    if (row)
+      return Class::Row;
+    if (col)
+      return Class::Col;
+    return Class::Scalar;
+  }
+
+  Value castTo(RankedTensorType type, Value v, Location loc) {
+    return tt::CastOp::create(b, loc, type, v, /*saturate=*/nullptr,
+                              /*stochastic_round=*/nullptr, /*seed=*/Value());
+  }
+
+  Tile load(Value memref, Class cls, Type elt, Location loc) {
+    SmallVector<Value> at;
+    switch (cls) {
+    case Class::Full:
+      at = {rowStart, index(0)};
+      break;
+    case Class::Row:
+      at = {rowStart};
+      break;
+    case Class::Col:
+    case Class::Scalar:
+      at = {index(0)};
+      break;
+    }
+    Type stored = cast<MemRefType>(memref.getType()).getElementType();
+    Value v = tt::LoadOp::create(b, loc, tileType(cls, stored), memref, at,
+                                 /*mask=*/Value(), /*padding=*/nullptr,
+                                 /*multicast=*/nullptr);
+    if (elt.isInteger(1))
+      v = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, v,
+                                splat(cls, stored, 0, loc));
+    else if (isa<FloatType>(elt) && elt != f32)
+      v = castTo(tileType(cls, f32), v, loc);
+    return {v, cls};
+  }
+
+  void store(Tile t, Value memref, Type elt, Location loc) {
+    Value v = t.value;
+    Type stored = cast<MemRefType>(memref.getType()).getElementType();
+    if (elt.isInteger(1))
+      v = arith::ExtUIOp::create(b, loc, tileType(t.cls, stored), v);
+    else if (stored != f32)
+      v = castTo(tileType(t.cls, stored), v, loc);
+    SmallVector<Value> at = t.cls == Class::Full
+                                ? SmallVector<Value>{rowStart, index(0)}
+                                : SmallVector<Value>{rowStart};
+    tt::StoreOp::create(b, loc, v, memref, at, Value());
+  }
+
+  /// The operands of `op` as tiles of one class (the join of theirs).
+  std::pair<SmallVector<Value>, Class> operands(Operation *op,
+                                                ValueRange values) {
+    SmallVector<Tile> ts;
+    for (Value v : values)
+      ts.push_back(tiles.lookup(v));
+    Class cls = join(ts);
+    SmallVector<Value> out;
+    for (Tile &t : ts)
+      out.push_back(expand(t, cls, op->getLoc()));
+    return {out, cls};
+  }
+
+  LogicalResult unsupported(Operation *op) {
+    return op->emitError() << "'" << op->getName()
+                           << "' in a row fusion group has no generated GPU "
+                              "kernel";
+  }
+
+  LogicalResult lower(Operation *op);
+  Value unary(Operation *op, Value x, Location loc);
+  FailureOr<Value> binary(Operation *op, Value l, Value r, Location loc);
+};
+
+Value RowKernel::unary(Operation *op, Value x, Location loc) {
+  Type type = x.getType();
+  if (isa<IntegerType>(getElementTypeOrSelf(type))) {
+    if (isa<tg::NegOp>(op)) {
+      Value zero = arith::ConstantOp::create(
+          b, loc,
+          DenseElementsAttr::get(
+              cast<ShapedType>(type),
+              b.getIntegerAttr(getElementTypeOrSelf(type), 0)));
+      return arith::SubIOp::create(b, loc, zero, x);
+    }
+    if (isa<tg::AbsOp>(op))
+      return math::AbsIOp::create(b, loc, x);
+    return Value();
+  }
+  auto one = [&] {
+    return arith::ConstantOp::create(
+        b, loc,
+        DenseElementsAttr::get(cast<ShapedType>(type), b.getF32FloatAttr(1)));
+  };
+  auto num = [&](double v) {
+    return arith::ConstantOp::create(
+        b, loc,
+        DenseElementsAttr::get(cast<ShapedType>(type),
+                               b.getF32FloatAttr(float(v))));
+  };
+  return llvm::TypeSwitch<Operation *, Value>(op)
+      .Case([&](tg::NegOp) { return arith::NegFOp::create(b, loc, x); })
+      .Case([&](tg::AbsOp) { return math::AbsFOp::create(b, loc, x); })
+      .Case([&](tg::ExpOp) { return math::ExpOp::create(b, loc, x); })
+      .Case([&](tg::LogOp) { return math::LogOp::create(b, loc, x); })
+      .Case([&](tg::Log1pOp) { return math::Log1pOp::create(b, loc, x); })
+      .Case([&](tg::SinOp) { return math::SinOp::create(b, loc, x); })
+      .Case([&](tg::CosOp) { return math::CosOp::create(b, loc, x); })
+      .Case([&](tg::TanhOp) { return math::TanhOp::create(b, loc, x); })
+      .Case([&](tg::ErfOp) { return math::ErfOp::create(b, loc, x); })
+      .Case([&](tg::SqrtOp) { return math::SqrtOp::create(b, loc, x); })
+      .Case([&](tg::RsqrtOp) { return math::RsqrtOp::create(b, loc, x); })
+      .Case([&](tg::FloorOp) { return math::FloorOp::create(b, loc, x); })
+      .Case([&](tg::SquareOp) { return arith::MulFOp::create(b, loc, x, x); })
+      .Case([&](tg::ReciprocalOp) {
+        return arith::DivFOp::create(b, loc, one(), x);
+      })
+      .Case([&](tg::ReluOp) {
+        return arith::MaximumFOp::create(b, loc, x, num(0));
+      })
+      .Case([&](tg::SigmoidOp) {
+        Value e = math::ExpOp::create(b, loc, arith::NegFOp::create(b, loc, x));
+        return arith::DivFOp::create(b, loc, one(),
+                                     arith::AddFOp::create(b, loc, one(), e));
+      })
+      .Case([&](tg::SiluOp) {
+        Value e = math::ExpOp::create(b, loc, arith::NegFOp::create(b, loc, x));
+        Value s = arith::DivFOp::create(
+            b, loc, one(), arith::AddFOp::create(b, loc, one(), e));
+        return arith::MulFOp::create(b, loc, x, s);
+      })
+      .Case([&](tg::GeluOp gelu) -> Value {
+        Value half = arith::MulFOp::create(b, loc, num(0.5), x);
+        Value inner;
+        if (gelu.getApproximate()) {
+          Value x3 = arith::MulFOp::create(
+              b, loc, arith::MulFOp::create(b, loc, x, x), x);
+          Value poly = arith::AddFOp::create(
+              b, loc, x, arith::MulFOp::create(b, loc, num(0.044715), x3));
+          inner = math::TanhOp::create(
+              b, loc,
+              arith::MulFOp::create(b, loc, num(0.7978845608028654), poly));
+        } else {
+          inner = math::ErfOp::create(
+              b, loc,
+              arith::MulFOp::create(b, loc, x, num(0.7071067811865476)));
+        }
+        return arith::MulFOp::create(b, loc, half,
+                                     arith::AddFOp::create(b, loc, one(), inner));
+      })
+      .Case([&](tg::SignOp) -> Value {
+        Value zero = num(0);
+        Value pos = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, x,
+                                          zero);
+        Value neg = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, x,
+                                          zero);
+        Value s = arith::SelectOp::create(b, loc, neg, num(-1), x);
+        return arith::SelectOp::create(b, loc, pos, one(), s);
+      })
+      .Default([&](Operation *) { return Value(); });
+}
+
+FailureOr<Value> RowKernel::binary(Operation *op, Value l, Value r,
+                                   Location loc) {
+  if (isa<IntegerType>(getElementTypeOrSelf(l.getType()))) {
+    Value out = llvm::TypeSwitch<Operation *, Value>(op)
+                    .Case([&](tg::AddOp) {
+                      return arith::AddIOp::create(b, loc, l, r);
+                    })
+                    .Case([&](tg::SubOp) {
+                      return arith::SubIOp::create(b, loc, l, r);
+                    })
+                    .Case([&](tg::MulOp) {
+                      return arith::MulIOp::create(b, loc, l, r);
+                    })
+                    .Case([&](tg::MaxOp) {
+                      return arith::MaxSIOp::create(b, loc, l, r);
+                    })
+                    .Case([&](tg::MinOp) {
+                      return arith::MinSIOp::create(b, loc, l, r);
+                    })
+                    .Default([&](Operation *) { return Value(); });
+    if (!out)
+      return failure();
+    return out;
+  }
+  Value out = llvm::TypeSwitch<Operation *, Value>(op)
+                  .Case([&](tg::AddOp) {
+                    return arith::AddFOp::create(b, loc, l, r);
+                  })
+                  .Case([&](tg::SubOp) {
+                    return arith::SubFOp::create(b, loc, l, r);
+                  })
+                  .Case([&](tg::MulOp) {
+                    return arith::MulFOp::create(b, loc, l, r);
+                  })
+                  .Case([&](tg::DivOp) {
+                    return arith::DivFOp::create(b, loc, l, r);
+                  })
+                  .Case([&](tg::MaxOp) {
+                    return arith::MaximumFOp::create(b, loc, l, r);
+                  })
+                  .Case([&](tg::MinOp) {
+                    return arith::MinimumFOp::create(b, loc, l, r);
+                  })
+                  .Case([&](tg::PowOp) {
+                    return math::PowFOp::create(b, loc, l, r);
+                  })
+                  .Default([&](Operation *) { return Value(); });
+  if (!out)
+    return failure();
+  return out;
+}
+
+LogicalResult RowKernel::lower(Operation *op) {
+  Location loc = op->getLoc();
+  auto result = [&](Value v, Class cls) {
+    tiles[op->getResult(0)] = Tile{v, cls};
+    return success();
+  };
+  if (auto c = dyn_cast<tg::ConstantOp>(op)) {
+    auto value = dyn_cast<DenseElementsAttr>(c.getValue());
+    if (!value || value.getNumElements() != 1)
+      return unsupported(op);
+    Type elt = value.getElementType();
+    if (elt.isInteger(1))
+      return result(splat(Class::Scalar, elt,
+                          value.getSplatValue<APInt>().getBoolValue(), loc),
+                    Class::Scalar);
+    if (isa<FloatType>(elt))
+      return result(
+          splat(Class::Scalar, f32,
+                value.getSplatValue<APFloat>().convertToDouble(), loc),
+          Class::Scalar);
+    if (elt.isInteger(32) || elt.isInteger(64))
+      return result(
+          splat(Class::Scalar, elt,
+                double(value.getSplatValue<APInt>().getSExtValue()), loc),
+          Class::Scalar);
+    return unsupported(op);
+  }
+  auto resultType = cast<RankedTensorType>(op->getResult(0).getType());
+  Type resultElt = resultType.getElementType();
+  if (!resultElt.isInteger(1) && !resultElt.isInteger(32) &&
+      !resultElt.isInteger(64) &&
+      !isa<Float32Type, BFloat16Type, Float16Type>(resultElt))
+    return op->emitError() << "a generated GPU kernel computes f32, bf16, "
+                              "f16, i32, i64 and i1 values, not "
+                           << resultElt;
+  // Floats are computed in f32, integers in their own type.
+  Type computeElt = isa<FloatType>(resultElt) ? f32 : resultElt;
+  if (auto full = dyn_cast<tg::FullOp>(op)) {
+    auto value = dyn_cast<TypedAttr>(full.getValue());
+    double v = 0;
+    if (auto f = dyn_cast_if_present<FloatAttr>(value))
+      v = f.getValueAsDouble();
+    else if (auto i = dyn_cast_if_present<IntegerAttr>(value))
+      v = double(i.getValue().getSExtValue());
+    else
+      return unsupported(op);
+    std::optional<Class> cls = classify(resultType.getShape());
+    if (!cls)
+      return unsupported(op);
+    return result(splat(*cls, computeElt, v, loc), *cls);
+  }
+  if (auto iota = dyn_cast<tg::IotaOp>(op)) {
+    if (classify(resultType.getShape()) != Class::Full ||
+        resultElt.isInteger(1))
+      return unsupported(op);
+    int64_t dim = int64_t(iota.getDim());
+    int64_t rank = resultType.getRank();
+    auto i32Tile = RankedTensorType::get({bm, bn}, b.getI32Type());
+    Value idx;
+    if (dim == rank - 1) {
+      idx = tt::IotaOp::create(b, loc, i32Tile, b.getI32IntegerAttr(1));
+    } else {
+      // The global row, then its index along `dim`.
+      Value row = tt::IotaOp::create(b, loc, i32Tile, b.getI32IntegerAttr(0));
+      Value start = arith::IndexCastOp::create(b, loc, b.getI32Type(),
+                                               rowStart);
+      Value startTile = tensor::SplatOp::create(b, loc, i32Tile, start);
+      row = arith::AddIOp::create(b, loc, row, startTile);
+      int64_t inner = product(resultType.getShape().slice(dim + 1,
+                                                          rank - dim - 2));
+      auto c = [&](int64_t v) {
+        return arith::ConstantOp::create(
+            b, loc,
+            DenseElementsAttr::get(i32Tile, b.getI32IntegerAttr(int32_t(v))));
+      };
+      idx = arith::RemSIOp::create(
+          b, loc, arith::DivSIOp::create(b, loc, row, c(inner)),
+          c(resultType.getShape()[dim]));
+    }
+    auto type = RankedTensorType::get({bm, bn}, computeElt);
+    if (isa<FloatType>(computeElt))
+      return result(arith::SIToFPOp::create(b, loc, type, idx), Class::Full);
+    if (computeElt.isInteger(64))
+      return result(arith::ExtSIOp::create(b, loc, type, idx), Class::Full);
+    return result(idx, Class::Full);
+  }
+  if (isa<tg::ZerosLikeOp, tg::OnesLikeOp>(op)) {
+    std::optional<Class> cls = classify(resultType.getShape());
+    if (!cls || resultElt.isInteger(1))
+      return unsupported(op);
+    return result(
+        splat(*cls, computeElt, isa<tg::OnesLikeOp>(op) ? 1 : 0, loc), *cls);
+  }
+  if (auto bcast = dyn_cast<tg::BroadcastInDimOp>(op)) {
+    Tile src = tiles.lookup(bcast.getX());
+    std::optional<Class> cls = classify(resultType.getShape());
+    if (cls != Class::Full)
+      return unsupported(op);
+    return result(expand(src, Class::Full, loc), Class::Full);
+  }
+  if (isa<tg::ReduceSumOp, tg::ReduceMeanOp, tg::ReduceMaxOp,
+          tg::ReduceMinOp>(op)) {
+    Tile src = tiles.lookup(op->getOperand(0));
+    if (src.cls != Class::Full)
+      return unsupported(op);
+    tt::ReduceKind kind = isa<tg::ReduceMaxOp>(op)   ? tt::ReduceKind::max
+                          : isa<tg::ReduceMinOp>(op) ? tt::ReduceKind::min
+                                                     : tt::ReduceKind::sum;
+    Value x = src.value;
+    if (colMask) {
+      double neutral = kind == tt::ReduceKind::max
+                           ? -std::numeric_limits<double>::infinity()
+                       : kind == tt::ReduceKind::min
+                           ? std::numeric_limits<double>::infinity()
+                           : 0.0;
+      x = arith::SelectOp::create(b, loc, colMask, x,
+                                  splat(Class::Full, f32, neutral, loc));
+    }
+    Value red = tt::ReduceOp::create(
+        b, loc, tileType(Class::Row, f32),
+        tt::ReduceKindAttr::get(b.getContext(), kind), x,
+        b.getI32IntegerAttr(1));
+    if (isa<tg::ReduceMeanOp>(op))
+      red = arith::DivFOp::create(b, loc, red,
+                                  splat(Class::Row, f32, double(cols), loc));
+    return result(red, Class::Row);
+  }
+  if (auto cmp = dyn_cast<tg::CompareOp>(op)) {
+    auto [vals, cls] = operands(op, op->getOperands());
+    Type operandElt = getElementTypeOrSelf(vals[0].getType());
+    if (operandElt.isInteger(32) || operandElt.isInteger(64)) {
+      arith::CmpIPredicate ipred;
+      switch (cmp.getDirection()) {
+      case tg::CompareDirection::eq:
+        ipred = arith::CmpIPredicate::eq;
+        break;
+      case tg::CompareDirection::ne:
+        ipred = arith::CmpIPredicate::ne;
+        break;
+      case tg::CompareDirection::lt:
+        ipred = arith::CmpIPredicate::slt;
+        break;
+      case tg::CompareDirection::le:
+        ipred = arith::CmpIPredicate::sle;
+        break;
+      case tg::CompareDirection::gt:
+        ipred = arith::CmpIPredicate::sgt;
+        break;
+      case tg::CompareDirection::ge:
+        ipred = arith::CmpIPredicate::sge;
+        break;
+      }
+      return result(arith::CmpIOp::create(b, loc, ipred, vals[0], vals[1]),
+                    cls);
+    }
+    if (!isa<FloatType>(operandElt))
+      return unsupported(op);
+    arith::CmpFPredicate pred;
+    switch (cmp.getDirection()) {
+    case tg::CompareDirection::eq:
+      pred = arith::CmpFPredicate::OEQ;
+      break;
+    case tg::CompareDirection::ne:
+      pred = arith::CmpFPredicate::UNE;
+      break;
+    case tg::CompareDirection::lt:
+      pred = arith::CmpFPredicate::OLT;
+      break;
+    case tg::CompareDirection::le:
+      pred = arith::CmpFPredicate::OLE;
+      break;
+    case tg::CompareDirection::gt:
+      pred = arith::CmpFPredicate::OGT;
+      break;
+    case tg::CompareDirection::ge:
+      pred = arith::CmpFPredicate::OGE;
+      break;
+    }
+    return result(arith::CmpFOp::create(b, loc, pred, vals[0], vals[1]), cls);
+  }
+  if (isa<tg::SelectOp>(op)) {
+    auto [vals, cls] = operands(op, op->getOperands());
+    return result(arith::SelectOp::create(b, loc, vals[0], vals[1], vals[2]),
+                  cls);
+  }
+  if (auto cast = dyn_cast<tg::CastOp>(op)) {
+    Tile src = tiles.lookup(cast.getX());
+    Type from = getElementTypeOrSelf(src.value.getType());
+    bool fromInt = from.isInteger(32) || from.isInteger(64);
+    bool toInt = resultElt.isInteger(32) || resultElt.isInteger(64);
+    if (fromInt || toInt) {
+      RankedTensorType to = tileType(src.cls, computeElt);
+      if (fromInt && toInt) {
+        if (from == computeElt)
+          return result(src.value, src.cls);
+        return result(from.getIntOrFloatBitWidth() < 64
+                          ? Value(arith::ExtSIOp::create(b, loc, to, src.value))
+                          : Value(arith::TruncIOp::create(b, loc, to,
+                                                          src.value)),
+                      src.cls);
+      }
+      if (fromInt && isa<FloatType>(computeElt)) {
+        Value f = arith::SIToFPOp::create(b, loc, to, src.value);
+        if (resultElt != f32)
+          f = castTo(to, castTo(tileType(src.cls, resultElt), f, loc), loc);
+        return result(f, src.cls);
+      }
+      if (toInt && isa<FloatType>(from))
+        return result(arith::FPToSIOp::create(b, loc, to, src.value),
+                      src.cls);
+      return unsupported(op);
+    }
+    if (resultElt.isInteger(1)) {
+      if (from.isInteger(1))
+        return result(src.value, src.cls);
+      return result(arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNE,
+                                          src.value,
+                                          splat(src.cls, f32, 0, loc)),
+                    src.cls);
+    }
+    if (from.isInteger(1))
+      return result(arith::SelectOp::create(b, loc, src.value,
+                                            splat(src.cls, f32, 1, loc),
+                                            splat(src.cls, f32, 0, loc)),
+                    src.cls);
+    if (resultElt == f32)
+      return result(src.value, src.cls);
+    // Round to bf16 or f16, computed on in f32.
+    Value narrow = castTo(tileType(src.cls, resultElt), src.value, loc);
+    return result(castTo(tileType(src.cls, f32), narrow, loc), src.cls);
+  }
+  if (op->getNumOperands() == 1 && op->getNumResults() == 1) {
+    Tile src = tiles.lookup(op->getOperand(0));
+    if (Value v = unary(op, src.value, loc))
+      return result(v, src.cls);
+    return unsupported(op);
+  }
+  if (op->getNumOperands() == 2 && op->getNumResults() == 1) {
+    auto [vals, cls] = operands(op, op->getOperands());
+    FailureOr<Value> v = binary(op, vals[0], vals[1], loc);
+    if (failed(v))
+      return unsupported(op);
+    return result(*v, cls);
+  }
+  return unsupported(op);
+}
+
+struct TSchedGenerateKernelsPass
+    : mlir::tessera::impl::TSchedGenerateKernelsBase<
+          TSchedGenerateKernelsPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SymbolTable symbols(module);
+    SmallVector<func::FuncOp> fns(module.getOps<func::FuncOp>());
+    for (func::FuncOp fn : fns) {
+      if (fn->hasAttr("ttile.kernel"))
+        continue;
+      int64_t count = 0;
+      WalkResult walk = fn.walk([&](tsched::GroupOp group) {
+        if (group.getKind() != tsched::GroupKind::Row || !group.getLayout())
+          return WalkResult::advance();
+        ArrayRef<int64_t> layout = *group.getLayout();
+        RowKernel gen(group, func::FuncOp(), layout[0], layout[1]);
+        if (failed(gen.findFullShape()) || failed(gen.predictClasses()))
+          return WalkResult::interrupt();
+        // The kernel's signature: a memref per input, then per output.
+        SmallVector<Type> args;
+        SmallVector<Attribute> views;
+        OpBuilder b(module.getBodyRegion());
+        Block &body = group.getBodyBlock();
+        for (Value v : llvm::concat<Value>(
+                 body.getArguments(), body.getTerminator()->getOperands())) {
+          args.push_back(gen.memrefFor(v));
+          views.push_back(b.getDenseI64ArrayAttr(gen.viewOf(v)));
+        }
+        b.setInsertionPointToEnd(module.getBody());
+        // A PTX identifier: letters, digits and '_' (unique in the module).
+        std::string name =
+            (fn.getName() + "_row" + std::to_string(count++)).str();
+        for (char &c : name)
+          if (!llvm::isAlnum(c) && c != '_')
+            c = '_';
+        auto kernel = func::FuncOp::create(b, group.getLoc(), name,
+                                           b.getFunctionType(args, {}));
+        symbols.insert(kernel);
+        RowKernel real(group, kernel, layout[0], layout[1]);
+        if (failed(real.findFullShape()) || failed(real.predictClasses()) ||
+            failed(real.build())) {
+          kernel.erase();
+          return WalkResult::interrupt();
+        }
+        kernel->setAttr("ttile.kernel", b.getUnitAttr());
+        kernel->setAttr("ttile.num_warps",
+                        b.getI32IntegerAttr(int32_t(real.numWarps())));
+        group->setAttr("tsched.kernel",
+                       FlatSymbolRefAttr::get(kernel.getSymNameAttr()));
+        group->setAttr("tsched.grid",
+                       b.getDenseI64ArrayAttr(
+                           {int64_t(llvm::divideCeil(layout[0], real.blockRows()))}));
+        group->setAttr("tsched.block",
+                       b.getDenseI64ArrayAttr(
+                           {real.blockRows(), real.blockCols()}));
+        group->setAttr("tsched.views", b.getArrayAttr(views));
+        return WalkResult::advance();
+      });
+      if (walk.wasInterrupted())
+        return signalPassFailure();
+    }
+  }
+};
+
+} // namespace
