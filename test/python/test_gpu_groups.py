@@ -8,7 +8,6 @@ verifies the grouped IR (dominance, isolation, types) after the pass."""
 
 import collections
 import os
-import random
 import re
 import shutil
 import subprocess

@@ -1,0 +1,196 @@
+"""The row kernels the GPU pipeline generates (-tessera-gpu-generate-kernels),
+run one group at a time against the CPU.
+
+Where the compiler is, `--precompile CHIP DIR` lowers programs (the GPU
+tests' programs, random fuzzer programs and a few made for the kernels'
+corners) to the `gpu_kernels` stage, and for each row group writes its
+kernel's PTX, random inputs, and the outputs the CPU computes for the
+group's Graph IR body (`tessera-run` on the body as a function of its
+own: the CPU path, checked against NumPy elsewhere, is the reference). On
+the GPU machine, test_generated_kernels_gpu.py launches each kernel on the
+inputs and compares.
+
+    python test/python/gpu/generated_kernels.py --precompile sm_90a DIR
+"""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.dirname(HERE))
+
+GROUP = re.compile(
+    r"(%[\w#:]+) = tsched\.group row \[(\d+), (\d+)\] \(([^)]*)\) "
+    r"\{([^}]*)\} : \(([^)]*)\) -> (\([^\n]*\)|tensor<[^>]*>) \{\n"
+    r"\s*\^bb0\(([^)]*)\):\n(.*?)\n\s*tsched\.yield ([^:]*) : ([^\n]*)\n",
+    re.S)
+
+
+def _programs():
+    """(name, lowered program) for the programs whose groups are run."""
+    import ml_dtypes
+    import tessera as ts
+    from tessera import op
+    import compile_fuzz
+    import jit_programs
+
+    for name, (fn, args) in jit_programs.cases().items():
+        yield name, fn.lower(*args)
+    rng = np.random.default_rng(7)
+
+    def bf16_norm(x, s, b):
+        return op.cast(op.layernorm(op.cast(x, ts.f32)) * s + b, ts.bf16)
+
+    x = rng.standard_normal((24, 300)).astype(ml_dtypes.bfloat16)
+    s = rng.standard_normal(300).astype(np.float32)
+    yield "bf16_norm", ts.jit(bf16_norm).lower(x, s, s)
+
+    def causal(q, k, v):
+        return op.attention(q, k, v, causal=True)
+
+    q = rng.standard_normal((2, 3, 40, 16)).astype(np.float32)
+    yield "causal_f32_attention", ts.jit(ts.grad(
+        lambda q, k, v: op.reduce_sum(causal(q, k, v) ** 2))).lower(q, q, q)
+
+    def wide(x):
+        return op.softmax(x * 3.0, axis=-1), op.reduce_max(x, axis=-1)
+
+    yield "rows_of_5000", ts.jit(wide).lower(
+        rng.standard_normal((5, 5000)).astype(np.float32))
+    for seed in range(0, 60, 3):
+        ns = {}
+        exec(compile(compile_fuzz.generate(seed, max_ops=40),
+                     f"<fuzz {seed}>", "exec"), ns)
+        args = ns["inputs"](np.random.default_rng(seed))
+        f = ns["f"]
+        fn = {"forward": f, "grad": ts.grad(f),
+              "jvp": lambda *a, f=f: ts.jvp(f, a, a)[1],
+              "hvp": lambda *a, f=f: ts.hvp(f, a, a),
+              "grad_of_grad": ts.grad(lambda *a, f=f: op.reduce_sum(
+                  ts.grad(f)(*a) * ts.grad(f)(*a)))}[ns["MODE"]]
+        yield f"fuzz{seed}", ts.jit(fn).lower(*args)
+
+
+def _types(text):
+    """The tensor types of a comma-separated list."""
+    return re.findall(r"tensor<([^>]*)>", text)
+
+
+def _shape_dtype(t):
+    parts = t.split("x")
+    dims = [int(p) for p in parts[:-1]]
+    return dims, parts[-1]
+
+
+def _random(shape, dtype, rng):
+    import ml_dtypes
+    if dtype == "i1":
+        return rng.random(shape) < 0.5
+    if dtype in ("i32", "i64"):
+        return rng.integers(-5, 6, shape).astype(f"int{dtype[1:]}")
+    x = rng.standard_normal(shape)
+    return x.astype({"f32": np.float32, "f16": np.float16,
+                     "bf16": ml_dtypes.bfloat16}[dtype])
+
+
+def _to_npy(a):
+    """What tessera-run reads: 16-bit floats as their bits."""
+    import ml_dtypes
+    if a.dtype == ml_dtypes.bfloat16 or a.dtype == np.float16:
+        return a.view(np.uint16)
+    return a
+
+
+def _tessera_run():
+    for path in (os.environ.get("TESSERA_RUN"),
+                 os.path.join(HERE, "..", "..", "..", "build", "bin",
+                              "tessera-run"),
+                 shutil.which("tessera-run")):
+        if path and os.path.exists(path):
+            return path
+    raise SystemExit("tessera-run not found (set TESSERA_RUN)")
+
+
+def precompile(chip, out_dir, limit=400):
+    from tessera import _core
+    os.makedirs(out_dir, exist_ok=True)
+    run = _tessera_run()
+    rng = np.random.default_rng(0)
+    cases = []
+    for name, lowered in _programs():
+        text = lowered.as_text("gpu_kernels")
+        ptx = None
+        for k, m in enumerate(GROUP.finditer(text)):
+            if len(cases) >= limit:
+                break
+            _, r, c, _, attrs, in_types, out_types, args, body, vals, \
+                yield_types = m.groups()
+            kernel = re.search(r"tsched\.kernel = @(\w+)", attrs).group(1)
+            grid = int(re.search(r"tsched\.grid = array<i64: (\d+)>",
+                                 attrs).group(1))
+            views = [[int(v) for v in x.split(",")] for x in re.findall(
+                r"array<i64: ([\d, ]+)>", attrs.split("tsched.views")[1])]
+            ins = [_shape_dtype(t) for t in _types(in_types)]
+            outs = [_shape_dtype(t) for t in _types(yield_types)]
+            if any(0 in s for s, _ in ins + outs):
+                continue  # empty tensors launch nothing
+            fn = (f"module {{\n  func.func @g({args}) -> "
+                  f"({yield_types}) {{\n{body}\n    return {vals} : "
+                  f"{yield_types}\n  }}\n}}\n")
+            case = f"{name}_{k}"
+            d = os.path.join(out_dir, case)
+            os.makedirs(d, exist_ok=True)
+            inputs = [_random(s, t, rng) for s, t in ins]
+            with tempfile.TemporaryDirectory() as tmp:
+                src = os.path.join(tmp, "g.mlir")
+                with open(src, "w") as f:
+                    f.write(fn)
+                cmd = [run, src, "--fn=g", "--quiet", "--no-cache",
+                       f"--out-dir={tmp}"]
+                for i, a in enumerate(inputs):
+                    p = os.path.join(tmp, f"in{i}.npy")
+                    np.save(p, _to_npy(a))
+                    cmd.append(f"--input={p}")
+                done = subprocess.run(cmd, capture_output=True, text=True)
+                if done.returncode:
+                    raise SystemExit(f"{case}: tessera-run failed:\n"
+                                     f"{done.stderr}\n{fn}")
+                for i in range(len(outs)):
+                    shutil.copy(os.path.join(tmp, f"out{i}.npy"),
+                                os.path.join(d, f"want{i}.npy"))
+            for i, a in enumerate(inputs):
+                np.save(os.path.join(d, f"in{i}.npy"), _to_npy(a))
+            if ptx is None:
+                ptx = _core.compile_tile(text, chip, "+ptx80", 3,
+                                         name)["ptx"]
+            with open(os.path.join(d, "kernel.ptx"), "w") as f:
+                f.write(ptx)
+            warps = int(re.search(
+                rf"func\.func @{kernel}\(.*ttile\.num_warps = (\d+)",
+                text).group(1))
+            meta = dict(kernel=kernel, grid=grid, warps=warps, views=views,
+                        inputs=[t for _, t in ins],
+                        outputs=[t for _, t in outs],
+                        out_shapes=[s for s, _ in outs], rows=int(r),
+                        cols=int(c))
+            with open(os.path.join(d, "meta.json"), "w") as f:
+                json.dump(meta, f)
+            cases.append(case)
+    with open(os.path.join(out_dir, "cases.json"), "w") as f:
+        json.dump(cases, f)
+    print(f"{out_dir}: {len(cases)} row kernels")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 4 and sys.argv[1] == "--precompile":
+        precompile(sys.argv[2], sys.argv[3])
+    else:
+        raise SystemExit(__doc__)
