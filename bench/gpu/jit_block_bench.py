@@ -1,6 +1,10 @@
 """One training step (loss and all parameter gradients) of a pre-norm
-transformer block, bf16, through ts.jit(device="cuda") beside
-torch.compile of the same block, on the same card in the same run.
+transformer block, bf16, through ts.jit(device="cuda") beside its peers
+at their best, on the same card in the same run: torch eager,
+torch.compile in each mode (default, reduce-overhead with CUDA graphs,
+max-autotune-no-cudagraphs) and jax.jit with cuDNN attention and with
+XLA's attention. Each line gives the peer's time over Tessera's; the
+best peer is named at the end.
 
 The block is tessera.nn.transformer_block: layernorm, q/k/v projections,
 rotary embeddings, causal attention, output projection, residual,
@@ -28,6 +32,8 @@ import time
 import numpy as np
 
 D, HEADS, FFN = 1024, 16, 4096
+# JAX takes memory as it needs it, beside PyTorch and Tessera.
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
 
 def tessera_step():
@@ -133,6 +139,55 @@ def torch_block(torch, p, x):
     return (y.float() * y.float()).mean()
 
 
+def jax_step(values, attention):
+    """jax.jit of the same step: value_and_grad of the same block, the
+    attention by jax.nn.dot_product_attention with `attention` ("cudnn"
+    or "xla"); returns the jitted step and its arguments."""
+    import jax
+    import jax.numpy as jnp
+
+    def block(p, x):
+        b, s, d = x.shape
+        dh = d // HEADS
+
+        def norm(t, scale, bias):
+            tf = t.astype(jnp.float32)
+            mu = tf.mean(-1, keepdims=True)
+            var = ((tf - mu) ** 2).mean(-1, keepdims=True)
+            y = (tf - mu) * jax.lax.rsqrt(var + 1e-5)
+            return (y * scale.astype(jnp.float32)
+                    + bias.astype(jnp.float32)).astype(t.dtype)
+
+        def rope(t):  # [b, s, heads, dh]
+            half = dh // 2
+            pos = jnp.arange(s, dtype=jnp.float32)[:, None]
+            freq = jnp.exp(jnp.arange(half, dtype=jnp.float32)
+                           * (-2.0 * math.log(10000.0) / dh))
+            angle = (pos * freq)[:, None, :]
+            cos, sin = (jnp.cos(angle).astype(t.dtype),
+                        jnp.sin(angle).astype(t.dtype))
+            t1, t2 = t[..., :half], t[..., half:]
+            return jnp.concatenate([t1 * cos - t2 * sin, t1 * sin + t2 * cos],
+                                   -1)
+
+        h = norm(x, p["ln1.scale"], p["ln1.bias"])
+        q, k, v = ((h @ p[f"attn.{w}"]).reshape(b, s, HEADS, dh)
+                   for w in ("wq", "wk", "wv"))
+        y = jax.nn.dot_product_attention(rope(q), rope(k), v, is_causal=True,
+                                         implementation=attention)
+        x = x + y.reshape(b, s, d) @ p["attn.wo"]
+        h = norm(x, p["ln2.scale"], p["ln2.bias"])
+        u = jax.nn.gelu(h @ p["up.w"] + p["up.b"], approximate=True)
+        y = x + u @ p["down.w"] + p["down.b"]
+        yf = y.astype(jnp.float32)
+        return (yf * yf).mean()
+
+    step = jax.jit(jax.value_and_grad(block))
+    p = {k: jnp.asarray(v) for k, v in values.items() if k != "x"}
+    x = jnp.asarray(values["x"])
+    return step, p, x
+
+
 def run(saved, reps, profile=False):
     import torch
     import tessera as ts
@@ -162,18 +217,18 @@ def run(saved, reps, profile=False):
         return min(best), out
 
     flops = _step_flops(batch, seq)
-    print(f"{'':<16}{'ms':>9}{'TFLOP/s':>9}{'loss':>12}{'peer/tessera':>14}",
+    print(f"{'':<30}{'ms':>9}{'TFLOP/s':>9}{'loss':>12}{'peer/tessera':>14}",
           flush=True)
     t_ms, out = timed(lambda: prog(*dev_args), reps)
     loss = float(np.asarray(out[0].numpy()).reshape(()))
-    print(f"{'tessera jit':<16}{t_ms:>9.2f}{flops / t_ms / 1e9:>9.0f}"
+    print(f"{'tessera jit':<30}{t_ms:>9.2f}{flops / t_ms / 1e9:>9.0f}"
           f"{loss:>12.5f}{'':>14}", flush=True)
     # The same plan with every launch issued from Python (no replay of the
     # recorded launch sequence).
     slow = GpuProgram.load(os.path.join(saved, "block.json"))
     slow.replay = False
     s_ms, s_out = timed(lambda: slow(*dev_args), reps)
-    print(f"{'  (no replay)':<16}{s_ms:>9.2f}{flops / s_ms / 1e9:>9.0f}"
+    print(f"{'  (no replay)':<30}{s_ms:>9.2f}{flops / s_ms / 1e9:>9.0f}"
           f"{float(np.asarray(s_out[0].numpy()).reshape(())):>12.5f}"
           f"{'':>14}", flush=True)
     print(f"# {prog.launches_replayed} launches replayed"
@@ -181,7 +236,7 @@ def run(saved, reps, profile=False):
              if prog.record_failure else ""), flush=True)
 
     def report(label, ms, value):
-        print(f"{label:<16}{ms:>9.2f}{flops / ms / 1e9:>9.0f}{value:>12.5f}"
+        print(f"{label:<30}{ms:>9.2f}{flops / ms / 1e9:>9.0f}{value:>12.5f}"
               f"{ms / t_ms:>14.2f}", flush=True)
 
     # PyTorch: the same parameters and input, as leaf tensors.
@@ -201,22 +256,66 @@ def run(saved, reps, profile=False):
 
     e_ms, e_loss = timed(eager_step, reps)
     report("torch eager", e_ms, float(e_loss.detach()))
-    try:
-        compiled = torch.compile(lambda: torch_block(torch, tp, tx))
+    peers = {"torch eager": e_ms}
+    compiled_steps = {}
+    for mode in ("default", "reduce-overhead", "max-autotune-no-cudagraphs"):
+        label = "torch.compile" if mode == "default" else f"  {mode}"
+        try:
+            torch._dynamo.reset()
+            compiled = torch.compile(lambda: torch_block(torch, tp, tx),
+                                     mode=None if mode == "default" else mode)
 
-        def compiled_step():
-            for v in tp.values():
-                v.grad = None
-            out = compiled()
-            out.backward()
-            return out
+            def compiled_step(compiled=compiled, graphs=mode ==
+                              "reduce-overhead"):
+                if graphs:
+                    torch.compiler.cudagraph_mark_step_begin()
+                for v in tp.values():
+                    v.grad = None
+                out = compiled()
+                out.backward()
+                return out
 
-        c_ms, c_loss = timed(compiled_step, reps)
-        report("torch.compile", c_ms, float(c_loss.detach()))
-    except Exception as e:  # no Triton / C compiler on the machine
-        print(f"torch.compile unavailable here: {type(e).__name__}: "
-              f"{str(e).splitlines()[0][:200]}")
-        compiled_step = None
+            c_ms, c_loss = timed(compiled_step, reps)
+            report(label, c_ms, float(c_loss.detach()))
+            peers[f"torch.compile {mode}"] = c_ms
+            compiled_steps[mode] = compiled_step
+        except Exception as e:  # no Triton / C compiler on the machine
+            print(f"torch.compile {mode} unavailable here: "
+                  f"{type(e).__name__}: {str(e).splitlines()[0][:200]}")
+    jax_steps = {}
+    for attention in ("cudnn", "xla"):
+        label = f"jax.jit {attention}"
+        try:
+            step, jp, jx = jax_step(values, attention)
+
+            def jax_call(step=step, jp=jp, jx=jx):
+                value, grads = step(jp, jx)
+                return value, grads
+
+            def jax_timed(fn, n):
+                import jax
+                jax.block_until_ready(fn())
+                best = []
+                for _ in range(3):
+                    t0 = time.perf_counter()
+                    for _ in range(n):
+                        out = fn()
+                    jax.block_until_ready(out)
+                    best.append((time.perf_counter() - t0) / n * 1e3)
+                return min(best), out
+
+            j_ms, (j_loss, _) = jax_timed(jax_call, reps)
+            report(label, j_ms, float(j_loss))
+            peers[label] = j_ms
+            jax_steps[attention] = jax_call
+        except Exception as e:
+            print(f"{label} unavailable here: {type(e).__name__}: "
+                  f"{str(e).splitlines()[0][:200]}")
+    best = min(peers, key=peers.get)
+    print(f"# best peer: {best}, {peers[best]:.2f} ms; Tessera at "
+          f"{peers[best] / t_ms:.2f}x of it", flush=True)
+    compiled_step = compiled_steps.get("max-autotune-no-cudagraphs") or \
+        compiled_steps.get("default")
     if profile:
         torch.cuda.synchronize()
         t0 = time.perf_counter()
@@ -226,8 +325,12 @@ def run(saved, reps, profile=False):
         _sync(out)
         print(f"# tessera jit: {host:.3f} ms of host time to queue a step")
         _kernel_profile(torch, "tessera jit", lambda: prog(*dev_args))
-        if compiled_step is not None:
-            _kernel_profile(torch, "torch.compile", compiled_step)
+        for mode, fn in compiled_steps.items():
+            if mode != "reduce-overhead":  # (graph replays hide kernels)
+                _kernel_profile(torch, f"torch.compile {mode}", fn)
+        for attention, fn in jax_steps.items():
+            _kernel_profile(torch, f"jax.jit {attention}",
+                            lambda fn=fn: _block(fn()))
 
 
 def _kernel_profile(torch, label, fn, steps=5, top=14):
@@ -255,6 +358,11 @@ def _kernel_profile(torch, label, fn, steps=5, top=14):
           f"{total / 1e3:.3f} ms of kernel time a step")
     for us, n, key in rows[:top]:
         print(f"#   {us:8.1f} us {n:5.1f}x  {key[:90]}")
+
+
+def _block(out):
+    import jax
+    return jax.block_until_ready(out)
 
 
 def _sync(out):
