@@ -11,6 +11,7 @@
 
 #include "tessera/Conversion/Passes.h"
 #include "tessera/Dialect/TGraph/IR/TGraph.h"
+#include "tessera/Dialect/TSched/IR/RowLayout.h"
 #include "tessera/Dialect/TSched/IR/TSched.h"
 #include "tessera/Dialect/TTile/IR/TTile.h"
 
@@ -33,27 +34,18 @@ namespace tt = mlir::tessera::ttile;
 
 namespace {
 
-/// How a value spreads over the rows a program holds.
-enum class Class { Scalar = 0, Col = 1, Row = 2, Full = 3 };
+/// How a value spreads over the rows a program holds (never None here).
+using Class = tsched::RowClass;
 
 struct Tile {
   Value value;
   Class cls;
 };
 
-int64_t product(ArrayRef<int64_t> dims) {
-  int64_t n = 1;
-  for (int64_t d : dims)
-    n *= d;
-  return n;
-}
-
 class RowKernel {
 public:
-  RowKernel(tsched::GroupOp group, func::FuncOp kernel, int64_t rows,
-            int64_t cols)
-      : group(group), kernel(kernel), b(group.getContext()), rows(rows),
-        cols(cols) {
+  RowKernel(tsched::GroupOp group, int64_t rows, int64_t cols)
+      : group(group), b(group.getContext()), rows(rows), cols(cols) {
     bn = int64_t(llvm::PowerOf2Ceil(uint64_t(std::max<int64_t>(cols, 1))));
     bm = std::max<int64_t>(1, std::min<int64_t>(16, 4096 / bn));
     warps = bm * bn >= 4096 ? 8 : 4;
@@ -67,28 +59,15 @@ public:
   /// The class of a value of `shape` read from memory (right-aligned
   /// against the full shape, as broadcasting reads it).
   std::optional<Class> classify(ArrayRef<int64_t> shape) const {
-    ArrayRef<int64_t> f = full;
-    SmallVector<int64_t> padded(
-        f.size() > shape.size() ? f.size() - shape.size() : 0, 1);
-    llvm::append_range(padded, shape);
-    // (A group of one element: its values are full tiles of [1, 1].)
-    if (ArrayRef<int64_t>(padded) == f ||
-        (product(shape) == 1 && product(f) == 1))
-      return Class::Full;
-    if (product(shape) == 1)
-      return Class::Scalar;
-    if (shape.size() > f.size())
+    Class c = tsched::classifyInLayout(shape, full);
+    if (c == Class::None)
       return std::nullopt;
-    ArrayRef<int64_t> lead = ArrayRef<int64_t>(padded).drop_back();
-    if (lead == f.drop_back() && padded.back() == 1)
-      return Class::Row;
-    if (llvm::all_of(lead, [](int64_t d) { return d == 1; }) &&
-        padded.back() == f.back())
-      return Class::Col;
-    return std::nullopt;
+    return c;
   }
 
-  LogicalResult build() {
+  /// Builds the body of `kernel`, whose signature takes memrefFor() of
+  /// each input and output (after predictClasses()).
+  LogicalResult build(func::FuncOp kernel) {
     Block &body = group.getBodyBlock();
     Location loc = group.getLoc();
     Block *entry = kernel.addEntryBlock();
@@ -208,11 +187,13 @@ public:
       return {cols};
     case Class::Scalar:
       return {1};
+    case Class::None:
+      break;
     }
     llvm_unreachable("class");
   }
 
-  LogicalResult findFullShape() {
+  void findFullShape() {
     // The shape of a full value: one of R * C elements ending in C.
     auto fits = [&](Type t) {
       auto r = dyn_cast<RankedTensorType>(t);
@@ -224,20 +205,18 @@ public:
         if (fits(v.getType())) {
           full = llvm::to_vector(
               cast<RankedTensorType>(v.getType()).getShape());
-          return success();
+          return;
         }
     for (Value v : group.getBodyBlock().getArguments())
       if (fits(v.getType())) {
         full = llvm::to_vector(cast<RankedTensorType>(v.getType()).getShape());
-        return success();
+        return;
       }
     full = {rows, cols};
-    return success();
   }
 
 private:
   tsched::GroupOp group;
-  func::FuncOp kernel;
   OpBuilder b;
   int64_t rows, cols, bm = 1, bn = 1, warps = 4;
   SmallVector<int64_t> full;
@@ -260,6 +239,8 @@ private:
       return {bn};
     case Class::Scalar:
       return {1};
+    case Class::None:
+      break;
     }
     llvm_unreachable("class");
   }
@@ -330,6 +311,7 @@ private:
       break;
     case Class::Col:
     case Class::Scalar:
+    case Class::None:
       at = {index(0)};
       break;
     }
@@ -590,7 +572,7 @@ LogicalResult RowKernel::lower(Operation *op) {
                                                rowStart);
       Value startTile = tensor::SplatOp::create(b, loc, i32Tile, start);
       row = arith::AddIOp::create(b, loc, row, startTile);
-      int64_t inner = product(resultType.getShape().slice(dim + 1,
+      int64_t inner = tsched::numElements(resultType.getShape().slice(dim + 1,
                                                           rank - dim - 2));
       auto c = [&](int64_t v) {
         return arith::ConstantOp::create(
@@ -784,8 +766,9 @@ struct TSchedGenerateKernelsPass
         if (group.getKind() != tsched::GroupKind::Row || !group.getLayout())
           return WalkResult::advance();
         ArrayRef<int64_t> layout = *group.getLayout();
-        RowKernel gen(group, func::FuncOp(), layout[0], layout[1]);
-        if (failed(gen.findFullShape()) || failed(gen.predictClasses()))
+        RowKernel gen(group, layout[0], layout[1]);
+        gen.findFullShape();
+        if (failed(gen.predictClasses()))
           return WalkResult::interrupt();
         // The kernel's signature: a memref per input, then per output.
         SmallVector<Type> args;
@@ -807,23 +790,21 @@ struct TSchedGenerateKernelsPass
         auto kernel = func::FuncOp::create(b, group.getLoc(), name,
                                            b.getFunctionType(args, {}));
         symbols.insert(kernel);
-        RowKernel real(group, kernel, layout[0], layout[1]);
-        if (failed(real.findFullShape()) || failed(real.predictClasses()) ||
-            failed(real.build())) {
+        if (failed(gen.build(kernel))) {
           kernel.erase();
           return WalkResult::interrupt();
         }
         kernel->setAttr("ttile.kernel", b.getUnitAttr());
         kernel->setAttr("ttile.num_warps",
-                        b.getI32IntegerAttr(int32_t(real.numWarps())));
+                        b.getI32IntegerAttr(int32_t(gen.numWarps())));
         group->setAttr("tsched.kernel",
                        FlatSymbolRefAttr::get(kernel.getSymNameAttr()));
         group->setAttr("tsched.grid",
                        b.getDenseI64ArrayAttr(
-                           {int64_t(llvm::divideCeil(layout[0], real.blockRows()))}));
+                           {int64_t(llvm::divideCeil(layout[0], gen.blockRows()))}));
         group->setAttr("tsched.block",
                        b.getDenseI64ArrayAttr(
-                           {real.blockRows(), real.blockCols()}));
+                           {gen.blockRows(), gen.blockCols()}));
         group->setAttr("tsched.views", b.getArrayAttr(views));
         return WalkResult::advance();
       });

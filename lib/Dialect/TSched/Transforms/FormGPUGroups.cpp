@@ -16,6 +16,8 @@
 
 #include "tessera/Dialect/TSched/Transforms/Passes.h"
 
+#include "tessera/Dialect/TSched/IR/RowLayout.h"
+
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/SetVector.h"
@@ -35,7 +37,7 @@ using namespace mlir::tessera::tsched;
 namespace {
 
 /// How a value spreads over a group's [R, C] layout.
-enum class Class { Full, Row, Col, Scalar, None };
+using Class = RowClass;
 
 /// Elementwise Graph IR ops (with NumPy broadcasting of their operands).
 bool isElementwise(Operation *op) {
@@ -106,37 +108,6 @@ std::optional<ArrayRef<int64_t>> staticShape(Value v) {
 /// Whether a broadcast of `in` (its dims at `dims` of `out`) reads as a
 /// row, a column or a scalar of `out`'s [R, C] layout.
 bool readsAsVector(ArrayRef<int64_t> in, ArrayRef<int64_t> dims,
-                   ArrayRef<int64_t> out);
-
-int64_t product(ArrayRef<int64_t> dims) {
-  int64_t n = 1;
-  for (int64_t d : dims)
-    n *= d;
-  return n;
-}
-
-/// `shape` against the layout whose full shape is `full`.
-Class classify(ArrayRef<int64_t> shape, ArrayRef<int64_t> full) {
-  if (shape.size() > full.size())
-    return product(shape) == 1 ? Class::Scalar : Class::None;
-  SmallVector<int64_t> padded(full.size() - shape.size(), 1);
-  llvm::append_range(padded, shape);
-  if (ArrayRef<int64_t>(padded) == full)
-    return Class::Full;
-  if (product(shape) == 1)
-    return Class::Scalar;
-  if (full.empty())
-    return Class::None;
-  ArrayRef<int64_t> lead = ArrayRef<int64_t>(padded).drop_back();
-  if (lead == full.drop_back() && padded.back() == 1)
-    return Class::Row;
-  if (llvm::all_of(lead, [](int64_t d) { return d == 1; }) &&
-      padded.back() == full.back())
-    return Class::Col;
-  return Class::None;
-}
-
-bool readsAsVector(ArrayRef<int64_t> in, ArrayRef<int64_t> dims,
                    ArrayRef<int64_t> out) {
   if (out.empty() || dims.size() != in.size())
     return false;
@@ -150,8 +121,9 @@ bool readsAsVector(ArrayRef<int64_t> in, ArrayRef<int64_t> dims,
   // Dims must keep their order for the source's memory to be read as is.
   if (!llvm::is_sorted(dims))
     return false;
-  Class c = classify(placed, out);
-  return c == Class::Row || c == Class::Col || c == Class::Scalar;
+  Class c = classifyInLayout(placed, out);
+  return c == Class::Row || c == Class::Col || c == Class::Scalar ||
+         (c == Class::Full && numElements(out) == 1);
 }
 
 struct Group {
@@ -173,13 +145,16 @@ public:
   void run(Block &block) {
     for (Operation &op : block.without_terminator())
       visit(&op);
-    // A broadcast read by an op in no group is written out (by a row
+    // A broadcast that something other than a row or contraction kernel
+    // reads (a library kernel, an op in no group) is written out, by a row
     // kernel of its own, built last: the groups that read it lazily copy
-    // it first).
+    // it first.
     SmallVector<Group *> written;
     for (Operation *op : lazy)
-      if (llvm::any_of(op->getUsers(),
-                       [&](Operation *u) { return !groupOf.count(u); })) {
+      if (llvm::any_of(op->getUsers(), [&](Operation *u) {
+            Group *g = groupOf.lookup(u);
+            return !g || !computesInRegisters(*g);
+          })) {
         Group &g = newGroup(GroupKind::Row,
                             *staticShape(op->getResult(0)));
         g.ops.push_back(op);
@@ -219,7 +194,7 @@ private:
     std::optional<ArrayRef<int64_t>> shape = staticShape(v);
     if (!shape)
       return Class::None;
-    return classify(*shape, g.full);
+    return classifyInLayout(*shape, g.full);
   }
 
   /// The class `op`'s result has in `g` when `op` joins it, or None.
@@ -347,7 +322,7 @@ private:
       // result's shape first, by a layout kernel.
       for (OpOperand &operand : op->getOpOperands()) {
         std::optional<ArrayRef<int64_t>> in = staticShape(operand.get());
-        if (!in || classify(*in, *shape) != Class::None ||
+        if (!in || classifyInLayout(*in, *shape) != Class::None ||
             in->size() > shape->size())
           continue;
         OpBuilder b(op);
@@ -422,7 +397,16 @@ private:
 
   /// Computed again in each group that reads it: a generated tensor or a
   /// lazy broadcast (of another group's value or an argument).
+  /// Whether `g`'s kernel is generated, so that it can compute a lazy
+  /// broadcast or a generated tensor itself; library kernels (attention,
+  /// layout changes, reductions, single ops) read them from memory.
+  static bool computesInRegisters(const Group &g) {
+    return g.kind == GroupKind::Row || g.kind == GroupKind::Contraction;
+  }
+
   bool isReplicated(Value v, const Group &g) const {
+    if (!computesInRegisters(g))
+      return false;
     Operation *def = v.getDefiningOp();
     return isGenerated(v) || (def && lazy.contains(def) && !g.contains(def));
   }
@@ -459,7 +443,7 @@ private:
     if (g.kind == GroupKind::Row || g.kind == GroupKind::Contraction) {
       ArrayRef<int64_t> full = g.full;
       int64_t cols = full.empty() ? 1 : full.back();
-      int64_t rows = full.empty() ? 1 : product(full.drop_back());
+      int64_t rows = full.empty() ? 1 : numElements(full.drop_back());
       layout = b.getDenseI64ArrayAttr({rows, cols});
     }
     SmallVector<Type> types;

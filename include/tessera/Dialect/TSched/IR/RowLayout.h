@@ -1,0 +1,37 @@
+//===- RowLayout.h - Values of a row group's [R, C] layout -------*- C++ -*-===//
+//
+// A row or contraction group works on one [R, C] layout: C is the last dim
+// of its full shape, R the product of the others. Each value it reads or
+// computes is a full tile of that shape, a row ([..., 1], one value a row),
+// a column ([C], one value a column) or a scalar. Forming the groups
+// (-tessera-gpu-form-groups) and generating their kernels
+// (-tessera-gpu-generate-kernels) classify shapes with the same rule, so a
+// group the first pass forms is one the second can compile.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TESSERA_DIALECT_TSCHED_IR_ROWLAYOUT_H
+#define TESSERA_DIALECT_TSCHED_IR_ROWLAYOUT_H
+
+#include "mlir/Support/LLVM.h"
+#include "llvm/ADT/ArrayRef.h"
+
+#include <cstdint>
+
+namespace mlir::tessera::tsched {
+
+enum class RowClass { Full, Row, Col, Scalar, None };
+
+/// The number of elements of a static shape.
+int64_t numElements(ArrayRef<int64_t> shape);
+
+/// How a value of `shape` spreads over the layout whose full shape is
+/// `full`, right-aligned as broadcasting reads it: the full shape itself,
+/// a row ([..., 1] with the full shape's leading dims), a column (ones,
+/// then C), a scalar (one element), or None. In a layout of one element
+/// every value of one element is the full tile.
+RowClass classifyInLayout(ArrayRef<int64_t> shape, ArrayRef<int64_t> full);
+
+} // namespace mlir::tessera::tsched
+
+#endif // TESSERA_DIALECT_TSCHED_IR_ROWLAYOUT_H
