@@ -194,30 +194,26 @@ Result<std::string> Module::lower(Stage stage) const {
     return str();
   OwningOpRef<ModuleOp> copy = state->getModule().clone();
   PassManager pm(state->getContext());
-  if (stage == Stage::GPUGroups || stage == Stage::GPUKernels) {
+  bool gpu = stage == Stage::GPUGroups || stage == Stage::GPUKernels;
+  if (gpu) {
     mlir::tessera::buildCPUPipeline(pm, mlir::tessera::CPUStage::GraphOptimized,
                                     /*keepGpuAttention=*/true);
     pm.addNestedPass<func::FuncOp>(
         mlir::tessera::tsched::createTSchedFormGPUGroups());
     if (stage == Stage::GPUKernels)
       pm.addPass(mlir::tessera::createTSchedGenerateKernels());
-    state->clearDiagnostics();
-    if (failed(pm.run(*copy)))
-      return Error{state->takeDiagnostics("the GPU pipeline failed")};
-    std::string text;
-    llvm::raw_string_ostream os(text);
-    copy->print(os);
-    return text;
+  } else {
+    static const std::map<Stage, mlir::tessera::CPUStage> stops = {
+        {Stage::GraphOptimized, mlir::tessera::CPUStage::GraphOptimized},
+        {Stage::Linalg, mlir::tessera::CPUStage::Linalg},
+        {Stage::Scheduled, mlir::tessera::CPUStage::Scheduled},
+        {Stage::LLVM, mlir::tessera::CPUStage::LLVM}};
+    mlir::tessera::buildCPUPipeline(pm, stops.at(stage));
   }
-  static const std::map<Stage, mlir::tessera::CPUStage> stops = {
-      {Stage::GraphOptimized, mlir::tessera::CPUStage::GraphOptimized},
-      {Stage::Linalg, mlir::tessera::CPUStage::Linalg},
-      {Stage::Scheduled, mlir::tessera::CPUStage::Scheduled},
-      {Stage::LLVM, mlir::tessera::CPUStage::LLVM}};
-  mlir::tessera::buildCPUPipeline(pm, stops.at(stage));
   state->clearDiagnostics();
   if (failed(pm.run(*copy)))
-    return Error{state->takeDiagnostics("the CPU pipeline failed")};
+    return Error{state->takeDiagnostics(gpu ? "the GPU pipeline failed"
+                                            : "the CPU pipeline failed")};
   std::string text;
   llvm::raw_string_ostream os(text);
   copy->print(os);

@@ -250,8 +250,8 @@ NB_MODULE(_cuda, m) {
             cu::LaunchConfig config;
             config.grid = grid;
             config.block = block;
-            config.sharedBytes =
-                std::max(sharedBytes, k.kernel->requiredDynamicSharedMemory());
+            // (The launch adds the kernel's own dynamic shared memory.)
+            config.sharedBytes = sharedBytes;
             check(k.kernel->launch(config, streamOf(k.device), args));
           },
           nb::arg("grid"), nb::arg("block"), nb::arg("shared_bytes"),

@@ -164,27 +164,60 @@ def _jax_program(source):
     return ns["f_np"]
 
 
+def load(seed, max_ops=120):
+    """The program of `seed` (see generate), run: its namespace and the
+    inputs it makes."""
+    import numpy as np
+    ns = {}
+    exec(compile(generate(seed, max_ops), f"<fuzz {seed}>", "exec"), ns)
+    return ns, ns["inputs"](np.random.default_rng(seed))
+
+
+def program(ns, args):
+    """The function the program's mode compiles (f, its gradient, a JVP, an
+    HVP or a gradient of a gradient, with respect to its first input, along
+    fixed random directions; the other inputs are arguments too) and the
+    arguments it takes."""
+    import numpy as np
+    import tessera as ts
+    from tessera import op
+    f, mode = ns["f"], ns["MODE"]
+    x, rest = args[0], tuple(args[1:])
+    t = np.random.default_rng(7).standard_normal(x.shape).astype(np.float32)
+    u = np.random.default_rng(8).standard_normal(x.shape).astype(np.float32)
+    if mode == "forward":
+        return f, (x, *rest)
+    if mode == "grad":
+        return ts.grad(f), (x, *rest)
+    if mode == "jvp":
+        return (lambda x, t, *r: ts.jvp(lambda x: f(x, *r), (x,), (t,))[1],
+                (x, t, *rest))
+    if mode == "hvp":
+        return (lambda x, u, *r: ts.hvp(lambda x: f(x, *r), (x,), (u,))[0],
+                (x, u, *rest))
+    return (ts.grad(lambda x, *r: op.reduce_sum(ts.grad(f)(x, *r) * u)),
+            (x, *rest))
+
+
 def _compiled(ns, args, source):
     """The jit function for the program's mode, its arguments, a reduction
     of its result to what is compared, and the float64 value that should
     come out (NumPy for values, JAX for derivatives)."""
     import numpy as np
     import tessera as ts
-    from tessera import op
-    f, f_np, mode = ns["f"], ns["f_np"], ns["MODE"]
+    f_np, mode = ns["f_np"], ns["MODE"]
     x, rest = args[0], args[1:]
-    t = np.random.default_rng(7).standard_normal(x.shape).astype(np.float32)
-    u = np.random.default_rng(8).standard_normal(x.shape).astype(np.float32)
-
-    def g(x):
-        return f(x, *rest)
+    fn, call_args = program(ns, args)
+    jitted = ts.jit(fn, cache_dir="")
     if mode == "forward":
-        return (ts.jit(g, cache_dir=""), (x,), lambda r: r,
+        return (jitted, call_args, lambda r: r,
                 f_np(x.astype(np.float64),
                      *[r.astype(np.float64) for r in rest]))
     import jax
     import jax.numpy as jnp
     f_jax = _jax_program(source)
+    t = np.random.default_rng(7).standard_normal(x.shape).astype(np.float32)
+    u = np.random.default_rng(8).standard_normal(x.shape).astype(np.float32)
     x64, t64, u64 = (jnp.asarray(a, jnp.float64) for a in (x, t, u))
 
     def g_jax(x):
@@ -193,18 +226,10 @@ def _compiled(ns, args, source):
     second = float(jnp.vdot(jax.jvp(jax.grad(g_jax), (x64,), (u64,))[1],
                             t64))
     t_np = np.asarray(t, np.float64)
-    if mode == "grad":
-        return (ts.jit(ts.grad(g), cache_dir=""), (x,),
-                lambda r: np.vdot(r, t_np), along)
-    if mode == "jvp":
-        return (ts.jit(lambda x, t: ts.jvp(g, (x,), (t,))[1], cache_dir=""),
-                (x, t), lambda r: r, along)
-    if mode == "hvp":
-        return (ts.jit(lambda x, u: ts.hvp(g, (x,), (u,))[0], cache_dir=""),
-                (x, u), lambda r: np.vdot(r, t_np), second)
-    return (ts.jit(ts.grad(lambda x: op.reduce_sum(ts.grad(g)(x) * u)),
-                   cache_dir=""),
-            (x,), lambda r: np.vdot(r, t_np), second)
+    if mode in ("grad", "hvp", "grad_of_grad"):
+        return (jitted, call_args, lambda r: np.vdot(r, t_np),
+                along if mode == "grad" else second)
+    return jitted, call_args, lambda r: r, along
 
 
 def run_program(source):

@@ -167,18 +167,9 @@ def test_unknown_stage_names_the_gpu_stage():
 def test_random_programs(seed):
     """Random DAGs with fan-out and fan-in (the compile fuzzer's), forward
     and through the derivatives it asks for."""
-    ns = {}
-    exec(compile(compile_fuzz.generate(seed, max_ops=60),
-                 f"<fuzz {seed}>", "exec"), ns)
-    args = ns["inputs"](np.random.default_rng(seed))
+    ns, inputs = compile_fuzz.load(seed, max_ops=60)
     mode = ns["MODE"]
-    f = ns["f"]
-    fn = {"forward": f,
-          "grad": ts.grad(f),
-          "jvp": lambda *a: ts.jvp(f, a, a)[1],
-          "hvp": lambda *a: ts.hvp(f, a, a),
-          "grad_of_grad": ts.grad(lambda *a: op.reduce_sum(
-              ts.grad(f)(*a) * ts.grad(f)(*a)))}[mode]
+    fn, args = compile_fuzz.program(ns, inputs)
     # (A derivative may fold to a constant: then there is no group.)
     groups = check_groups(ts.jit(fn).lower(*args))
     try:
@@ -253,14 +244,5 @@ def test_row_kernels_of_the_gpu_tests_compile(name, tmp_path):
 
 @pytest.mark.parametrize("seed", range(0, 150, 5))
 def test_row_kernels_of_random_programs_compile(seed, tmp_path):
-    ns = {}
-    exec(compile(compile_fuzz.generate(seed, max_ops=60),
-                 f"<fuzz {seed}>", "exec"), ns)
-    args = ns["inputs"](np.random.default_rng(seed))
-    f = ns["f"]
-    fn = {"forward": f, "grad": ts.grad(f),
-          "jvp": lambda *a: ts.jvp(f, a, a)[1],
-          "hvp": lambda *a: ts.hvp(f, a, a),
-          "grad_of_grad": ts.grad(lambda *a: op.reduce_sum(
-              ts.grad(f)(*a) * ts.grad(f)(*a)))}[ns["MODE"]]
+    fn, args = compile_fuzz.program(*compile_fuzz.load(seed, max_ops=60))
     compile_kernels(ts.jit(fn).lower(*args), tmp_path, chips=("sm_90a",))

@@ -66,16 +66,7 @@ def _programs():
     yield "rows_of_5000", ts.jit(wide).lower(
         rng.standard_normal((5, 5000)).astype(np.float32))
     for seed in range(0, 60, 3):
-        ns = {}
-        exec(compile(compile_fuzz.generate(seed, max_ops=40),
-                     f"<fuzz {seed}>", "exec"), ns)
-        args = ns["inputs"](np.random.default_rng(seed))
-        f = ns["f"]
-        fn = {"forward": f, "grad": ts.grad(f),
-              "jvp": lambda *a, f=f: ts.jvp(f, a, a)[1],
-              "hvp": lambda *a, f=f: ts.hvp(f, a, a),
-              "grad_of_grad": ts.grad(lambda *a, f=f: op.reduce_sum(
-                  ts.grad(f)(*a) * ts.grad(f)(*a)))}[ns["MODE"]]
+        fn, args = compile_fuzz.program(*compile_fuzz.load(seed, max_ops=40))
         yield f"fuzz{seed}", ts.jit(fn).lower(*args)
 
 
