@@ -187,7 +187,7 @@ def test_random_programs(seed):
                 assert layout[1] in (1, cols) or layout[0] == 1, layout
 
 
-# The generated row kernels, compiled for Hopper and Ampere -------------------
+# The generated row and GEMM kernels, compiled for Hopper and Ampere --------
 
 PTXAS = shutil.which("ptxas") or (
     "/usr/local/cuda/bin/ptxas"
@@ -195,27 +195,37 @@ PTXAS = shutil.which("ptxas") or (
 
 
 def compile_kernels(lowered, tmp_path, chips=("sm_90a", "sm_80")):
-    """The gpu_kernels stage of `lowered`: checks that every row group
-    names its kernel with a grid and a view per argument, compiles the
-    module's kernels for each chip and has ptxas accept the PTX; returns
-    the number of kernels."""
+    """The gpu_kernels stage of `lowered`: checks that every row and
+    contraction group names its kernel with a grid, a schedule and a view
+    per argument, compiles the module's kernels for each chip and has
+    ptxas accept the PTX; returns the number of kernels."""
     from tessera import _core
     text = lowered.as_text("gpu_kernels")
-    rows = re.findall(r"tsched\.group row \[(\d+), (\d+)\] \(([^)]*)\) "
-                      r"\{([^}]*)\} : \(([^)]*)\) -> (.*) \{", text)
-    assert len(rows) == text.count("tsched.group row"), "a row group has " \
-        "no kernel"
+    rows = re.findall(r"tsched\.group (row|contraction) \[(\d+), (\d+)\] "
+                      r"\(([^)]*)\) \{([^}]*)\} : \(([^)]*)\) -> (.*) \{",
+                      text)
+    assert len(rows) == (text.count("tsched.group row") +
+                         text.count("tsched.group contraction")), \
+        "a row or contraction group has no kernel"
     kernels = set(re.findall(r"func\.func @(\w+)\(", text)) - {lowered.name}
-    for r, c, inputs, attrs, _, results in rows:
+    for kind, r, c, inputs, attrs, _, results in rows:
         name = re.search(r"tsched\.kernel = @(\w+)", attrs).group(1)
         assert name in kernels
         grid = int(re.search(r"tsched\.grid = array<i64: (\d+)>",
                              attrs).group(1))
-        bm, bn = map(int, re.search(r"tsched\.block = array<i64: (\d+), "
-                                    r"(\d+)>", attrs).groups())
-        # Every row is some program's; whole rows in a block.
-        assert grid * bm >= int(r) > (grid - 1) * bm
-        assert bn >= int(c) and bn & (bn - 1) == 0
+        bm, bn = map(int, re.search(
+            r'tsched\.schedule = #tsched\.schedule<"block\((\d+), (\d+)\)',
+            attrs).groups())
+        if kind == "row":
+            # Every row is some program's; whole rows in a block.
+            assert grid * bm >= int(r) > (grid - 1) * bm
+            assert bn >= int(c) and bn & (bn - 1) == 0
+        else:
+            # A program per output tile of [R, C] at least (batched
+            # products: of each batch).
+            assert grid >= -(-int(r) // bm) * -(-int(c) // bn)
+            assert re.search(r"\.k\(\d+\)\.warps\(\d+\)\.stages\(\d+\)",
+                             attrs)
         views = re.findall(r"array<i64: ([\d, ]+)>", attrs.split(
             "tsched.views")[1])
         n_in = len([x for x in inputs.split(",") if x.strip()])

@@ -73,27 +73,52 @@ def ExpandSmallFloats : Pass<"tessera-expand-small-floats"> {
 }
 
 def TSchedGenerateKernels : Pass<"tessera-gpu-generate-kernels", "ModuleOp"> {
-  let summary = "Generate a Tile IR kernel for each row fusion group";
+  let summary = "Generate a Tile IR kernel for each row and contraction group";
   let description = [{
     Schedule IR -> Tile IR for the groups whose kernel is generated rather
     than taken from the standard library: each `tsched.group row [R, C]`
-    gets a `ttile.kernel` function (named after its function and its
-    number, `@<fn>_row<k>`, a valid PTX name) and the group records it: `tsched.kernel` (the
-    symbol), `tsched.grid` (programs along x), `tsched.block` (`[BM, BN]`)
-    and `tsched.views` (each argument's shape as the kernel reads it, the
-    inputs then the outputs).
+    and `tsched.group contraction [R, C]` gets a `ttile.kernel` function
+    (named after its function, its kind and its number, `@<fn>_row<k>` or
+    `@<fn>_gemm<k>`, valid PTX names) and the group records it:
+    `tsched.kernel` (the symbol), `tsched.grid` (programs along x),
+    `tsched.schedule` (the kernel's `#tsched.schedule`: its tile, and a
+    GEMM's K step, warps and stages) and `tsched.views` (each argument's
+    shape as the kernel reads it, the inputs then the outputs).
 
-    A program holds BM whole rows of the layout as `[BM, BN]` tiles (BN the
-    power of two at or above C, BM = min(16, 4096 / BN), 8 warps from 4096
-    elements on, else 4): full values are loaded from `memref<?x?xT>`
-    views `[R, C]`, rows `[R]`, columns `[C]` and scalars `[1]` from
-    `memref<?xT>`. Arithmetic is in f32 (bf16 and f16 load and store as
-    such; a cast to them rounds); reductions along the row mask the
-    columns past C with the reduction's neutral element. Outputs are stored
-    as full tiles or rows; i1 values as i8. Broadcasts of rows, columns
-    and scalars read the small operand and expand it in registers;
-    one-element constants are literals and `iota` is computed from the
-    program's row and column indices.
+    **Row groups.** A program holds BM whole rows of the layout as
+    `[BM, BN]` tiles (BN the power of two at or above C, BM = min(16, 4096
+    / BN), 8 warps from 4096 elements on, else 4): full values are loaded
+    from `memref<?x?xT>` views `[R, C]`, rows `[R]`, columns `[C]` and
+    scalars `[1]` from `memref<?xT>`. Arithmetic is in f32 (bf16 and f16
+    load and store as such; a cast to them rounds); division is the GPU's
+    approximate division (`fastmath<afn>`, div.approx.f32: at most 2 ulp
+    for divisors of normal magnitude, no branch), sigmoid its stable form
+    `(x >= 0 ? 1 : e) / (1 + e)`, `e = exp(-|x|)`; reductions along the
+    row mask the columns past C with the reduction's neutral element.
+    Outputs are stored as full tiles or rows; i1 values as i8. Broadcasts
+    of rows, columns and scalars read the small operand and expand it in
+    registers; one-element constants are literals and `iota` is computed
+    from the program's row and column indices.
+
+    **Contraction groups.** The group's first op is a GEMM (see
+    `GemmForm.h`): C = op(A) @ op(B), op a transpose or not, over the
+    result's batch dims. Each program loops over output tiles `[BM, BN]`
+    (program_id, then every num_programs-th, in groups of 8 row blocks
+    that share operand blocks in L2), accumulates the K loop in f32 with
+    its loads `stages - 1` steps ahead, then computes the epilogue (the
+    group's other ops) on the accumulator as a row kernel would, at the
+    tile's rows and columns, and stores. When B has no batch dims and A is
+    not transposed, the batch folds into the rows (`[Z * M, K]` views);
+    otherwise A, B, full values and rows are read per batch from `[Z, M,
+    N]`-style views (A and B as `[Za, ., .]` with their own batch, ones
+    broadcasting). The schedule is the matmul's `tsched.schedule` where it
+    sets one; the parts it leaves out are chosen from the shape: of tiles
+    128x256 (only for products without an epilogue beyond the final cast:
+    otherwise its 128 accumulators a thread leave too few registers),
+    128x128 and 64x128 (k 64, 4 stages) for bf16
+    and f16 on the tensor cores, 64x64, 128x64 and 32x64 (k 16, 2 stages)
+    for f32 on FMAs, the one whose waves of tiles over `multiprocessors`
+    SMs finish first.
 
     ```mlir
     %y = tsched.group row [32, 100] (%x) : (tensor<32x100xf32>) -> tensor<32x100xf32> {
@@ -102,7 +127,7 @@ def TSchedGenerateKernels : Pass<"tessera-gpu-generate-kernels", "ModuleOp"> {
       tsched.yield %e : tensor<32x100xf32>
     }
     // becomes (the group gains tsched.kernel = @f_row0, tsched.grid =
-    // array<i64: 2>, tsched.block = array<i64: 16, 128>)
+    // array<i64: 2>, tsched.schedule = #tsched.schedule<"block(16, 128).warps(4)">)
     func.func @f_row0(%X: memref<?x?xf32>, %Y: memref<?x?xf32>)
         attributes {ttile.kernel, ttile.num_warps = 4 : i32} {
       %p = ttile.program_id x
@@ -117,9 +142,15 @@ def TSchedGenerateKernels : Pass<"tessera-gpu-generate-kernels", "ModuleOp"> {
     An op of a row group that has no Tile IR form is an error naming the
     op and its source line.
   }];
+  let options = [
+    Option<"multiprocessors", "multiprocessors", "int64_t", "132",
+           "SMs of the target, for the GEMM tile choice (132 on an H100 "
+           "or H200)">
+  ];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::func::FuncDialect",
                            "::mlir::math::MathDialect",
+                           "::mlir::memref::MemRefDialect",
                            "::mlir::tensor::TensorDialect",
                            "::mlir::tessera::ttile::TTileDialect"];
 }

@@ -1,4 +1,4 @@
-//===- GenerateKernels.cpp - Tile IR kernels for row fusion groups --------===//
+//===- GenerateKernels.cpp - Tile IR kernels for GPU fusion groups --------===//
 //
 // A row group's kernel: each program takes BM consecutive rows of the
 // group's [R, C] layout and computes every op of the group on them in
@@ -7,14 +7,22 @@
 // operands differ broadcasts the smaller ones. This is what the Python
 // planner wrote as tile-DSL source; here it is built as IR.
 //
+// A contraction group's kernel is a GEMM whose programs loop over output
+// tiles [BM, BN] (a persistent grid when it is smaller than the tiles):
+// the K loop accumulates in f32, then the group's epilogue runs on the
+// accumulator with the same tile values as a row kernel's, at the tile's
+// rows and columns, before the stores.
+//
 //===----------------------------------------------------------------------===//
 
 #include "tessera/Conversion/Passes.h"
 #include "tessera/Dialect/TGraph/IR/TGraph.h"
+#include "tessera/Dialect/TSched/IR/GemmForm.h"
 #include "tessera/Dialect/TSched/IR/RowLayout.h"
 #include "tessera/Dialect/TSched/IR/TSched.h"
 #include "tessera/Dialect/TTile/IR/TTile.h"
 
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/TypeSwitch.h"
@@ -42,19 +50,121 @@ struct Tile {
   Class cls;
 };
 
+/// A GEMM's schedule: the output tile, the K step, warps and the loads'
+/// pipeline stages.
+struct GemmSchedule {
+  int64_t bm, bn, bk, warps, stages;
+};
+
+/// The tiles a GEMM of `form` is built with: of the candidates for its
+/// operand type (wide tiles on the tensor cores, narrower ones for small
+/// products; f32 on FMAs), the one that finishes first on `sms`
+/// multiprocessors, counting waves of tiles and the lower throughput of
+/// smaller tiles. A 128x256 tile keeps 128 f32 accumulators a thread: with
+/// an epilogue beyond the final cast its temporaries spill (ptxas,
+/// sm_90a), so it is only a candidate for plain products.
+GemmSchedule chooseGemmSchedule(const tsched::GemmForm &form, int64_t sms,
+                                bool plain) {
+  struct Candidate {
+    GemmSchedule s;
+    double efficiency;
+  };
+  SmallVector<Candidate> candidates;
+  if (form.operandType.isF32())
+    candidates = {{{64, 64, 16, 4, 2}, 1.0},
+                  {{128, 64, 16, 8, 2}, 1.0},
+                  {{32, 64, 16, 4, 2}, 0.8}};
+  else
+    candidates = {{{128, 256, 64, 8, 4}, 1.0},
+                  {{128, 128, 64, 8, 4}, 0.9},
+                  {{64, 128, 64, 4, 4}, 0.75}};
+  const Candidate *best = nullptr;
+  double bestCost = 0;
+  for (const Candidate &c : candidates) {
+    if (c.s.bm * c.s.bn > 128 * 128 && !plain)
+      continue;
+    int64_t tiles =
+        form.flat() ? llvm::divideCeil(form.z * form.m, c.s.bm) *
+                          llvm::divideCeil(form.n, c.s.bn)
+                    : form.z * llvm::divideCeil(form.m, c.s.bm) *
+                          llvm::divideCeil(form.n, c.s.bn);
+    double waves = double(llvm::divideCeil(std::max<int64_t>(tiles, 1), sms));
+    double cost = waves * double(c.s.bm * c.s.bn) / c.efficiency;
+    if (!best || cost < bestCost) {
+      best = &c;
+      bestCost = cost;
+    }
+  }
+  return best->s;
+}
+
 class RowKernel {
 public:
-  RowKernel(tsched::GroupOp group, int64_t rows, int64_t cols)
+  RowKernel(tsched::GroupOp group, int64_t rows, int64_t cols,
+            int64_t sms = 132)
       : group(group), b(group.getContext()), rows(rows), cols(cols) {
+    f32 = b.getF32Type();
+    Block &body = group.getBodyBlock();
+    if (group.getKind() == tsched::GroupKind::Contraction &&
+        !body.without_terminator().empty()) {
+      gemmOp = &body.front();
+      gemm = tsched::gemmForm(gemmOp);
+    }
+    if (gemm) {
+      bool plain = llvm::all_of(body.without_terminator(), [&](Operation &op) {
+        return &op == gemmOp || isa<tg::CastOp>(op);
+      });
+      GemmSchedule s = chooseGemmSchedule(*gemm, sms, plain);
+      // The parts of the product's own schedule replace the chosen ones.
+      if (auto user = gemmOp->getAttrOfType<tsched::ScheduleAttr>(
+              tsched::TSchedDialect::kScheduleAttrName)) {
+        if (!user.getBlock().empty()) {
+          s.bm = user.getBlock()[0];
+          s.bn = user.getBlock()[1];
+        }
+        if (user.getK())
+          s.bk = user.getK();
+        if (user.getWarps())
+          s.warps = user.getWarps();
+        if (user.getStages())
+          s.stages = user.getStages();
+      }
+      bm = s.bm;
+      bn = s.bn;
+      bk = s.bk;
+      warps = s.warps;
+      stages = s.stages;
+      return;
+    }
     bn = int64_t(llvm::PowerOf2Ceil(uint64_t(std::max<int64_t>(cols, 1))));
     bm = std::max<int64_t>(1, std::min<int64_t>(16, 4096 / bn));
     warps = bm * bn >= 4096 ? 8 : 4;
-    f32 = b.getF32Type();
   }
 
   int64_t blockRows() const { return bm; }
   int64_t blockCols() const { return bn; }
   int64_t numWarps() const { return warps; }
+  bool isGemm() const { return gemm.has_value(); }
+  /// A contraction group whose first op is not a GEMM.
+  bool badContraction() {
+    return group.getKind() == tsched::GroupKind::Contraction && !gemm;
+  }
+
+  /// Programs along x: one per row block, or per GEMM output tile.
+  int64_t gridSize() const {
+    if (!gemm)
+      return llvm::divideCeil(rows, bm);
+    return tileCount();
+  }
+
+  /// The kernel's schedule, as the group records it.
+  tsched::ScheduleAttr scheduleAttr() {
+    MLIRContext *ctx = group.getContext();
+    if (gemm)
+      return tsched::ScheduleAttr::get(ctx, {bm, bn}, bk, {}, 0, 0, warps,
+                                       stages);
+    return tsched::ScheduleAttr::get(ctx, {bm, bn}, 0, {}, 0, 0, warps, 0);
+  }
 
   /// The class of a value of `shape` read from memory (right-aligned
   /// against the full shape, as broadcasting reads it).
@@ -68,6 +178,8 @@ public:
   /// Builds the body of `kernel`, whose signature takes memrefFor() of
   /// each input and output (after predictClasses()).
   LogicalResult build(func::FuncOp kernel) {
+    if (gemm)
+      return buildGemm(kernel);
     Block &body = group.getBodyBlock();
     Location loc = group.getLoc();
     Block *entry = kernel.addEntryBlock();
@@ -75,6 +187,8 @@ public:
     Value pid = tt::ProgramIdOp::create(b, loc, b.getIndexType(),
                                         b.getI32IntegerAttr(0));
     rowStart = arith::MulIOp::create(b, loc, pid, index(bm));
+    globalRow = rowStart;
+    colStart = index(0);
     if (bn != cols) {
       auto i32Tile = RankedTensorType::get({bm, bn}, b.getI32Type());
       Value col = tt::IotaOp::create(b, loc, i32Tile, b.getI32IntegerAttr(1));
@@ -117,6 +231,19 @@ public:
     for (Value arg : body.getArguments()) {
       auto type = cast<RankedTensorType>(arg.getType());
       std::optional<Class> cls = classify(type.getShape());
+      if (isGemmOperand(arg)) {
+        // Read through the GEMM's view; by the epilogue only as a full
+        // tile (the groups are formed so).
+        bool otherReaders = llvm::any_of(
+            arg.getUsers(), [&](Operation *u) { return u != gemmOp; });
+        if (otherReaders && cls != Class::Full)
+          return group.emitOpError()
+                 << "epilogue reads GEMM operand of type " << type
+                 << " as other than a full tile of the layout [" << rows
+                 << ", " << cols << "]";
+        predicted[arg] = Class::Full;
+        continue;
+      }
       if (!cls)
         return group.emitOpError()
                << "input of type " << type << " is neither a full tile, a "
@@ -131,7 +258,9 @@ public:
       if (!type)
         return unsupported(&op);
       Class cls;
-      if (isa<tg::ConstantOp>(op)) {
+      if (&op == gemmOp) {
+        cls = Class::Full;
+      } else if (isa<tg::ConstantOp>(op)) {
         cls = Class::Scalar;
       } else if (isa<tg::FullOp, tg::ZerosLikeOp, tg::OnesLikeOp,
                      tg::IotaOp>(op)) {
@@ -169,19 +298,38 @@ public:
     Type elt = type.getElementType().isInteger(1)
                    ? IntegerType::get(type.getContext(), 8)
                    : type.getElementType();
-    if (predicted.lookup(v) == Class::Full)
-      return MemRefType::get({ShapedType::kDynamic, ShapedType::kDynamic},
-                             elt);
-    return MemRefType::get({ShapedType::kDynamic}, elt);
+    size_t rank = viewOf(v).size();
+    return MemRefType::get(SmallVector<int64_t>(rank, ShapedType::kDynamic),
+                           elt);
   }
 
   /// The shape the kernel reads body value `v` as: [R, C] for a full
   /// tile, [R] for a row, [C] for a column, [1] for a scalar.
   SmallVector<int64_t> viewOf(Value v) const {
+    if (gemm && isGemmOperand(v)) {
+      const tsched::GemmForm &g = *gemm;
+      bool isA = v == gemmOp->getOperand(0);
+      int64_t outer = isA ? g.m : g.n;
+      bool trans = isA ? g.transA : g.transB;
+      SmallVector<int64_t> mat = trans == isA
+                                     ? SmallVector<int64_t>{g.k, outer}
+                                     : SmallVector<int64_t>{outer, g.k};
+      if (g.flat()) {
+        if (isA)
+          mat[0] *= g.za;
+        return mat;
+      }
+      return {isA ? g.za : g.zb, mat[0], mat[1]};
+    }
+    bool batched = gemm && !gemm->flat();
     switch (predicted.lookup(v)) {
     case Class::Full:
+      if (batched)
+        return {gemm->z, gemm->m, gemm->n};
       return {rows, cols};
     case Class::Row:
+      if (batched)
+        return {gemm->z, gemm->m};
       return {rows};
     case Class::Col:
       return {cols};
@@ -218,10 +366,31 @@ public:
 private:
   tsched::GroupOp group;
   OpBuilder b;
-  int64_t rows, cols, bm = 1, bn = 1, warps = 4;
+  int64_t rows, cols, bm = 1, bn = 1, warps = 4, bk = 0, stages = 1;
   SmallVector<int64_t> full;
   Type f32;
-  Value rowStart, colMask;
+  /// The tile's first row and column (within its batch, for a batched
+  /// GEMM), and its first row of the whole [R, C] layout.
+  Value rowStart, colStart, globalRow, colMask;
+  /// A contraction group's GEMM (its first op) and its form.
+  Operation *gemmOp = nullptr;
+  std::optional<tsched::GemmForm> gemm;
+
+  bool isGemmOperand(Value v) const {
+    return gemmOp && llvm::is_contained(gemmOp->getOperands(), v) &&
+           isa<BlockArgument>(v);
+  }
+
+  int64_t tileCount() const {
+    const tsched::GemmForm &g = *gemm;
+    if (g.flat())
+      return llvm::divideCeil(g.z * g.m, bm) * llvm::divideCeil(g.n, bn);
+    return g.z * llvm::divideCeil(g.m, bm) * llvm::divideCeil(g.n, bn);
+  }
+
+  LogicalResult buildGemm(func::FuncOp kernel);
+  Value batchIndex(Value z, ArrayRef<int64_t> operandBatch, Location loc);
+  Value batchSlice(Value memref, Value z, Location loc);
   DenseMap<Value, Tile> tiles;
   DenseMap<Value, Class> predicted;
 
@@ -295,6 +464,16 @@ private:
     return Class::Scalar;
   }
 
+  /// l / r in f32 as the GPU's approximate division (div.approx.f32: at
+  /// most 2 ulp for divisors of normal magnitude, 0 beyond 2^126, no
+  /// branch). IEEE division (div.rn.f32) checks each quotient and calls a
+  /// slow path for huge, tiny or zero operands; in a GEMM epilogue of
+  /// 64 quotients a thread, the checks and branches cost more than the
+  /// product itself.
+  Value divide(Location loc, Value l, Value r) {
+    return arith::DivFOp::create(b, loc, l, r, arith::FastMathFlags::afn);
+  }
+
   Value castTo(RankedTensorType type, Value v, Location loc) {
     return tt::CastOp::create(b, loc, type, v, /*saturate=*/nullptr,
                               /*stochastic_round=*/nullptr, /*seed=*/Value());
@@ -304,12 +483,14 @@ private:
     SmallVector<Value> at;
     switch (cls) {
     case Class::Full:
-      at = {rowStart, index(0)};
+      at = {rowStart, colStart};
       break;
     case Class::Row:
       at = {rowStart};
       break;
     case Class::Col:
+      at = {colStart};
+      break;
     case Class::Scalar:
     case Class::None:
       at = {index(0)};
@@ -335,7 +516,7 @@ private:
     else if (stored != f32)
       v = castTo(tileType(t.cls, stored), v, loc);
     SmallVector<Value> at = t.cls == Class::Full
-                                ? SmallVector<Value>{rowStart, index(0)}
+                                ? SmallVector<Value>{rowStart, colStart}
                                 : SmallVector<Value>{rowStart};
     tt::StoreOp::create(b, loc, v, memref, at, Value());
   }
@@ -390,6 +571,18 @@ Value RowKernel::unary(Operation *op, Value x, Location loc) {
         DenseElementsAttr::get(cast<ShapedType>(type),
                                b.getF32FloatAttr(float(v))));
   };
+  // sigmoid(x) = (x >= 0 ? 1 : e) / (1 + e), e = exp(-|x|): nothing
+  // overflows, and the divisor in [1, 2] keeps IEEE division on its fast
+  // path.
+  auto stableSigmoid = [&]() -> Value {
+    Value e = math::ExpOp::create(
+        b, loc, arith::NegFOp::create(b, loc, math::AbsFOp::create(b, loc, x)));
+    Value nonNegative =
+        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGE, x, num(0));
+    Value top = arith::SelectOp::create(b, loc, nonNegative, one(), e);
+    return divide(loc, top,
+                                 arith::AddFOp::create(b, loc, one(), e));
+  };
   return llvm::TypeSwitch<Operation *, Value>(op)
       .Case([&](tg::NegOp) { return arith::NegFOp::create(b, loc, x); })
       .Case([&](tg::AbsOp) { return math::AbsFOp::create(b, loc, x); })
@@ -405,21 +598,14 @@ Value RowKernel::unary(Operation *op, Value x, Location loc) {
       .Case([&](tg::FloorOp) { return math::FloorOp::create(b, loc, x); })
       .Case([&](tg::SquareOp) { return arith::MulFOp::create(b, loc, x, x); })
       .Case([&](tg::ReciprocalOp) {
-        return arith::DivFOp::create(b, loc, one(), x);
+        return divide(loc, one(), x);
       })
       .Case([&](tg::ReluOp) {
         return arith::MaximumFOp::create(b, loc, x, num(0));
       })
-      .Case([&](tg::SigmoidOp) {
-        Value e = math::ExpOp::create(b, loc, arith::NegFOp::create(b, loc, x));
-        return arith::DivFOp::create(b, loc, one(),
-                                     arith::AddFOp::create(b, loc, one(), e));
-      })
+      .Case([&](tg::SigmoidOp) { return stableSigmoid(); })
       .Case([&](tg::SiluOp) {
-        Value e = math::ExpOp::create(b, loc, arith::NegFOp::create(b, loc, x));
-        Value s = arith::DivFOp::create(
-            b, loc, one(), arith::AddFOp::create(b, loc, one(), e));
-        return arith::MulFOp::create(b, loc, x, s);
+        return arith::MulFOp::create(b, loc, x, stableSigmoid());
       })
       .Case([&](tg::GeluOp gelu) -> Value {
         Value half = arith::MulFOp::create(b, loc, num(0.5), x);
@@ -487,7 +673,7 @@ FailureOr<Value> RowKernel::binary(Operation *op, Value l, Value r,
                     return arith::MulFOp::create(b, loc, l, r);
                   })
                   .Case([&](tg::DivOp) {
-                    return arith::DivFOp::create(b, loc, l, r);
+                    return divide(loc, l, r);
                   })
                   .Case([&](tg::MaxOp) {
                     return arith::MaximumFOp::create(b, loc, l, r);
@@ -565,11 +751,17 @@ LogicalResult RowKernel::lower(Operation *op) {
     Value idx;
     if (dim == rank - 1) {
       idx = tt::IotaOp::create(b, loc, i32Tile, b.getI32IntegerAttr(1));
+      if (gemm) {
+        Value start = arith::IndexCastOp::create(b, loc, b.getI32Type(),
+                                                 colStart);
+        idx = arith::AddIOp::create(
+            b, loc, idx, tensor::SplatOp::create(b, loc, i32Tile, start));
+      }
     } else {
       // The global row, then its index along `dim`.
       Value row = tt::IotaOp::create(b, loc, i32Tile, b.getI32IntegerAttr(0));
       Value start = arith::IndexCastOp::create(b, loc, b.getI32Type(),
-                                               rowStart);
+                                               globalRow);
       Value startTile = tensor::SplatOp::create(b, loc, i32Tile, start);
       row = arith::AddIOp::create(b, loc, row, startTile);
       int64_t inner = tsched::numElements(resultType.getShape().slice(dim + 1,
@@ -627,7 +819,7 @@ LogicalResult RowKernel::lower(Operation *op) {
         tt::ReduceKindAttr::get(b.getContext(), kind), x,
         b.getI32IntegerAttr(1));
     if (isa<tg::ReduceMeanOp>(op))
-      red = arith::DivFOp::create(b, loc, red,
+      red = divide(loc, red,
                                   splat(Class::Row, f32, double(cols), loc));
     return result(red, Class::Row);
   }
@@ -751,9 +943,195 @@ LogicalResult RowKernel::lower(Operation *op) {
   return unsupported(op);
 }
 
+/// The flat batch index of an operand whose batch dims are
+/// `operandBatch` (ones broadcast) for the result's flat batch index `z`.
+Value RowKernel::batchIndex(Value z, ArrayRef<int64_t> operandBatch,
+                            Location loc) {
+  ArrayRef<int64_t> batch = gemm->batch;
+  if (llvm::equal(operandBatch, batch))
+    return z;
+  Value out = index(0);
+  int64_t inner = 1, operandStride = 1;
+  for (int64_t d = int64_t(batch.size()) - 1; d >= 0; --d) {
+    if (operandBatch[d] != 1) {
+      // (z / inner) % batch[d], times the operand's stride of dim d.
+      Value idx = arith::RemSIOp::create(
+          b, loc, arith::DivSIOp::create(b, loc, z, index(inner)),
+          index(batch[d]));
+      out = arith::AddIOp::create(
+          b, loc, out,
+          arith::MulIOp::create(b, loc, idx, index(operandStride)));
+      operandStride *= operandBatch[d];
+    }
+    inner *= batch[d];
+  }
+  return out;
+}
+
+/// memref[z] of a memref with a leading batch dim: the matrix (or row
+/// vector) of batch z, as a strided view.
+Value RowKernel::batchSlice(Value memref, Value z, Location loc) {
+  auto type = cast<MemRefType>(memref.getType());
+  int64_t rank = type.getRank();
+  SmallVector<OpFoldResult> offsets(rank, b.getIndexAttr(0));
+  offsets[0] = z;
+  SmallVector<OpFoldResult> sizes(1, b.getIndexAttr(1));
+  for (int64_t d = 1; d < rank; ++d)
+    sizes.push_back(
+        memref::DimOp::create(b, loc, memref, index(d)).getResult());
+  SmallVector<OpFoldResult> strides(rank, b.getIndexAttr(1));
+  SmallVector<int64_t> layoutStrides(rank - 1, ShapedType::kDynamic);
+  layoutStrides.back() = 1;
+  auto layout = StridedLayoutAttr::get(b.getContext(), ShapedType::kDynamic,
+                                       layoutStrides);
+  auto sliced = MemRefType::get(
+      SmallVector<int64_t>(rank - 1, ShapedType::kDynamic),
+      type.getElementType(), layout);
+  return memref::SubViewOp::create(b, loc, sliced, memref, offsets, sizes,
+                                   strides);
+}
+
+LogicalResult RowKernel::buildGemm(func::FuncOp kernel) {
+  const tsched::GemmForm &g = *gemm;
+  Block &body = group.getBodyBlock();
+  Location loc = gemmOp->getLoc();
+  Block *entry = kernel.addEntryBlock();
+  b.setInsertionPointToStart(entry);
+  auto argOf = [&](Value v) {
+    return entry->getArgument(cast<BlockArgument>(v).getArgNumber());
+  };
+  bool batched = !g.flat();
+  int64_t m = batched ? g.m : g.z * g.m;
+  int64_t tilesM = llvm::divideCeil(m, bm), tilesN = llvm::divideCeil(g.n, bn);
+  int64_t perBatch = tilesM * tilesN;
+  // Each program takes output tile program_id, then every num_programs-th.
+  Value pid = tt::ProgramIdOp::create(b, loc, b.getIndexType(),
+                                      b.getI32IntegerAttr(0));
+  Value programs = tt::NumProgramsOp::create(b, loc, b.getIndexType(),
+                                             b.getI32IntegerAttr(0));
+  auto tilesLoop = tt::RangeOp::create(b, loc, TypeRange(), pid,
+                                       index(tileCount()), programs,
+                                       ValueRange(), b.getI32IntegerAttr(1));
+  Block *tileBody = b.createBlock(&tilesLoop.getBody(), {},
+                                  {b.getIndexType()}, {loc});
+  b.setInsertionPointToStart(tileBody);
+  Value t = tileBody->getArgument(0);
+  Value z = index(0);
+  if (batched) {
+    z = arith::DivSIOp::create(b, loc, t, index(perBatch));
+    t = arith::SubIOp::create(b, loc, t,
+                              arith::MulIOp::create(b, loc, z,
+                                                    index(perBatch)));
+  }
+  // Tiles in groups of 8 row blocks (column by column within a group):
+  // tiles that run together share A's and B's blocks in L2.
+  const int64_t groupRows = 8;
+  int64_t inGroup = groupRows * tilesN;
+  Value groupIdx = arith::DivSIOp::create(b, loc, t, index(inGroup));
+  Value first = arith::MulIOp::create(b, loc, groupIdx, index(groupRows));
+  Value rowsHere = arith::MinSIOp::create(
+      b, loc, arith::SubIOp::create(b, loc, index(tilesM), first),
+      index(groupRows));
+  Value within = arith::RemSIOp::create(b, loc, t, index(inGroup));
+  Value ti = arith::AddIOp::create(
+      b, loc, first, arith::RemSIOp::create(b, loc, within, rowsHere));
+  Value tj = arith::DivSIOp::create(b, loc, within, rowsHere);
+  rowStart = arith::MulIOp::create(b, loc, ti, index(bm));
+  colStart = arith::MulIOp::create(b, loc, tj, index(bn));
+  globalRow = batched ? Value(arith::AddIOp::create(
+                            b, loc,
+                            arith::MulIOp::create(b, loc, z, index(g.m)),
+                            rowStart))
+                      : rowStart;
+
+  Value aMem = argOf(gemmOp->getOperand(0));
+  Value bMem = argOf(gemmOp->getOperand(1));
+  if (batched) {
+    aMem = batchSlice(aMem, batchIndex(z, g.aBatch, loc), loc);
+    bMem = batchSlice(bMem, batchIndex(z, g.bBatch, loc), loc);
+  }
+  // The K loop: acc += op(A tile) @ op(B tile), the loads `stages - 1`
+  // steps ahead.
+  auto accType = RankedTensorType::get({bm, bn}, f32);
+  Value zeros = arith::ConstantOp::create(
+      b, loc, DenseElementsAttr::get(accType, b.getF32FloatAttr(0)));
+  auto kLoop = tt::RangeOp::create(b, loc, TypeRange{accType}, index(0),
+                                   index(g.k), index(bk), ValueRange{zeros},
+                                   b.getI32IntegerAttr(int32_t(stages)));
+  Block *kBody = b.createBlock(&kLoop.getBody(), {},
+                               {b.getIndexType(), accType}, {loc, loc});
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(kBody);
+    Value kk = kBody->getArgument(0);
+    Type elt = g.operandType;
+    auto loadTile = [&](Value mem, Value r, Value c, int64_t rs, int64_t cs,
+                        bool transposed) -> Value {
+      Value tileV = transposed
+                        ? tt::LoadOp::create(
+                              b, loc, RankedTensorType::get({cs, rs}, elt),
+                              mem, ValueRange{c, r}, Value(), nullptr,
+                              nullptr)
+                              .getResult()
+                        : tt::LoadOp::create(
+                              b, loc, RankedTensorType::get({rs, cs}, elt),
+                              mem, ValueRange{r, c}, Value(), nullptr,
+                              nullptr)
+                              .getResult();
+      if (!transposed)
+        return tileV;
+      return tt::TransposeOp::create(b, loc, RankedTensorType::get({rs, cs},
+                                                                   elt),
+                                     tileV, b.getDenseI64ArrayAttr({1, 0}));
+    };
+    Value aTile = loadTile(aMem, rowStart, kk, bm, bk, g.transA);
+    Value bTile = loadTile(bMem, kk, colStart, bk, bn, g.transB);
+    Value acc = tt::DotOp::create(b, loc, accType, aTile, bTile,
+                                  kBody->getArgument(1), nullptr);
+    tt::YieldOp::create(b, loc, ValueRange{acc});
+  }
+  b.setInsertionPointAfter(kLoop);
+  tiles[gemmOp->getResult(0)] = Tile{kLoop.getResult(0), Class::Full};
+
+  // The epilogue's other inputs, read at the tile (a batched GEMM reads
+  // full tiles and rows of batch z).
+  auto viewFor = [&](Value arg, Class cls) {
+    if (batched && (cls == Class::Full || cls == Class::Row))
+      return batchSlice(arg, z, loc);
+    return arg;
+  };
+  for (BlockArgument input : body.getArguments()) {
+    if (llvm::all_of(input.getUsers(),
+                     [&](Operation *u) { return u == gemmOp; }))
+      continue;
+    Class cls = predicted.lookup(input);
+    tiles[input] = load(viewFor(argOf(input), cls), cls,
+                        cast<RankedTensorType>(input.getType())
+                            .getElementType(),
+                        input.getLoc());
+  }
+  for (Operation &op : body.without_terminator())
+    if (&op != gemmOp && failed(lower(&op)))
+      return failure();
+  auto yield = cast<tsched::YieldOp>(body.getTerminator());
+  for (auto [value, arg] :
+       llvm::zip(yield.getValues(),
+                 entry->getArguments().drop_front(body.getNumArguments()))) {
+    Tile tv = tiles.lookup(value);
+    Type elt = cast<RankedTensorType>(value.getType()).getElementType();
+    store(tv, viewFor(arg, tv.cls), elt, loc);
+  }
+  tt::YieldOp::create(b, loc);
+  b.setInsertionPointAfter(tilesLoop);
+  func::ReturnOp::create(b, loc);
+  return success();
+}
+
 struct TSchedGenerateKernelsPass
     : mlir::tessera::impl::TSchedGenerateKernelsBase<
           TSchedGenerateKernelsPass> {
+  using TSchedGenerateKernelsBase::TSchedGenerateKernelsBase;
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SymbolTable symbols(module);
@@ -761,12 +1139,19 @@ struct TSchedGenerateKernelsPass
     for (func::FuncOp fn : fns) {
       if (fn->hasAttr("ttile.kernel"))
         continue;
-      int64_t count = 0;
+      int64_t rowCount = 0, gemmCount = 0;
       WalkResult walk = fn.walk([&](tsched::GroupOp group) {
-        if (group.getKind() != tsched::GroupKind::Row || !group.getLayout())
+        bool row = group.getKind() == tsched::GroupKind::Row;
+        if ((!row && group.getKind() != tsched::GroupKind::Contraction) ||
+            !group.getLayout())
           return WalkResult::advance();
         ArrayRef<int64_t> layout = *group.getLayout();
-        RowKernel gen(group, layout[0], layout[1]);
+        RowKernel gen(group, layout[0], layout[1], multiprocessors);
+        if (gen.badContraction()) {
+          group.emitOpError() << "is a contraction group whose first op is "
+                                 "not a GEMM the GPU generates";
+          return WalkResult::interrupt();
+        }
         gen.findFullShape();
         if (failed(gen.predictClasses()))
           return WalkResult::interrupt();
@@ -783,7 +1168,9 @@ struct TSchedGenerateKernelsPass
         b.setInsertionPointToEnd(module.getBody());
         // A PTX identifier: letters, digits and '_' (unique in the module).
         std::string name =
-            (fn.getName() + "_row" + std::to_string(count++)).str();
+            (fn.getName() + (row ? "_row" : "_gemm") +
+             std::to_string(row ? rowCount++ : gemmCount++))
+                .str();
         for (char &c : name)
           if (!llvm::isAlnum(c) && c != '_')
             c = '_';
@@ -800,11 +1187,9 @@ struct TSchedGenerateKernelsPass
         group->setAttr("tsched.kernel",
                        FlatSymbolRefAttr::get(kernel.getSymNameAttr()));
         group->setAttr("tsched.grid",
-                       b.getDenseI64ArrayAttr(
-                           {int64_t(llvm::divideCeil(layout[0], gen.blockRows()))}));
-        group->setAttr("tsched.block",
-                       b.getDenseI64ArrayAttr(
-                           {gen.blockRows(), gen.blockCols()}));
+                       b.getDenseI64ArrayAttr({gen.gridSize()}));
+        group->setAttr(tsched::TSchedDialect::kScheduleAttrName,
+                       gen.scheduleAttr());
         group->setAttr("tsched.views", b.getArrayAttr(views));
         return WalkResult::advance();
       });

@@ -5,7 +5,7 @@
 // columns past 100, a row statistic broadcast back, bf16 stores.
 // CHECK-LABEL: func.func @norm
 // The views: x and y as [R, C], the scale a column, the mean a row.
-// CHECK: tsched.group row [32, 100] (%arg0, %arg1) {tsched.block = array<i64: 16, 128>, tsched.grid = array<i64: 2>, tsched.kernel = @norm_row0, tsched.views = [array<i64: 32, 100>, array<i64: 100>, array<i64: 32, 100>, array<i64: 32>]}
+// CHECK: tsched.group row [32, 100] (%arg0, %arg1) {tsched.grid = array<i64: 2>, tsched.kernel = @norm_row0, tsched.schedule = #tsched.schedule<"block(16, 128).warps(4)">, tsched.views = [array<i64: 32, 100>, array<i64: 100>, array<i64: 32, 100>, array<i64: 32>]}
 // CHECK-LABEL: func.func @norm_row0
 // CHECK-SAME: (%[[X:.+]]: memref<?x?xbf16>, %[[W:.+]]: memref<?xf32>, %[[Y:.+]]: memref<?x?xbf16>, %[[M:.+]]: memref<?xf32>)
 // CHECK-SAME: attributes {ttile.kernel, ttile.num_warps = 4 : i32}
@@ -51,8 +51,8 @@ func.func @norm(%x: tensor<32x100xbf16>, %w: tensor<100xf32>) -> (tensor<32x100x
 // mask from indices (iota of rows and columns of [2, 64, 64] scores) is
 // computed from the program's rows; the comparison of integers is signed.
 // CHECK-LABEL: func.func @masked
-// CHECK: tsched.block = array<i64: 1, 4096>, tsched.grid = array<i64: 8>
-// CHECK: tsched.block = array<i64: 16, 64>, tsched.grid = array<i64: 8>
+// CHECK: tsched.grid = array<i64: 8>, tsched.kernel = @masked_row0, tsched.schedule = #tsched.schedule<"block(1, 4096).warps(8)">
+// CHECK: tsched.grid = array<i64: 8>, tsched.kernel = @masked_row1, tsched.schedule = #tsched.schedule<"block(16, 64).warps(4)">
 // CHECK-LABEL: func.func @masked_row0
 // CHECK-SAME: ttile.num_warps = 8
 // CHECK-NOT: arith.cmpi slt
@@ -107,4 +107,90 @@ func.func @column_output(%x: tensor<4x8xf32>, %c: tensor<8xf32>) -> tensor<8xf32
     tsched.yield %e : tensor<8xf32>
   }
   return %0 : tensor<8xf32>
+}
+
+// -----
+
+// A bf16 product with a bias column, a tanh and a residual as epilogue:
+// the batch [4, 512] folds into 2048 rows of A; 2048 x 1024 makes 128
+// tiles of 128 x 128 (one wave on 132 SMs, sooner than 64 tiles of
+// 128 x 256). Each program loops over tiles; the K loop pipelines its
+// loads 3 steps ahead; the epilogue reads the bias at the tile's
+// columns and the residual at its rows and columns.
+// CHECK-LABEL: func.func @dense
+// CHECK: tsched.group contraction [2048, 1024]
+// CHECK-SAME: tsched.grid = array<i64: 128>, tsched.kernel = @dense_gemm0, tsched.schedule = #tsched.schedule<"block(128, 128).k(64).warps(8).stages(4)">, tsched.views = [array<i64: 2048, 256>, array<i64: 256, 1024>, array<i64: 1024>, array<i64: 2048, 1024>, array<i64: 2048, 1024>]
+// CHECK-LABEL: func.func @dense_gemm0
+// CHECK-SAME: (%[[A:.+]]: memref<?x?xbf16>, %[[B:.+]]: memref<?x?xbf16>, %[[BIAS:.+]]: memref<?xbf16>, %[[RES:.+]]: memref<?x?xbf16>, %[[C:.+]]: memref<?x?xbf16>)
+// CHECK-SAME: attributes {ttile.kernel, ttile.num_warps = 8 : i32}
+// CHECK: %[[P:.+]] = ttile.program_id x
+// CHECK: %[[NP:.+]] = ttile.num_programs x
+// CHECK: ttile.range %[[T:.+]] = %[[P]] to %c128 step %[[NP]] {
+// CHECK: %[[I:.+]] = arith.muli %{{.+}}, %c128
+// CHECK: %[[J:.+]] = arith.muli %{{.+}}, %c128
+// CHECK: %[[ACC:.+]] = ttile.range %[[K:[^ ]+]] = %c0{{[_0-9]*}} to %c256{{[_0-9]*}} step %c64{{[_0-9]*}} stages 4 iter_args(%[[IN:[^ ]+]] = %{{.+}}) -> (tensor<128x128xf32>) {
+// CHECK: %[[AT:.+]] = ttile.load %[[A]][%[[I]], %[[K]]] : memref<?x?xbf16> -> tensor<128x64xbf16>
+// CHECK: %[[BT:.+]] = ttile.load %[[B]][%[[K]], %[[J]]] : memref<?x?xbf16> -> tensor<64x128xbf16>
+// CHECK: %[[D:.+]] = ttile.dot %[[AT]], %[[BT]], %[[IN]]
+// CHECK: ttile.yield %[[D]]
+// CHECK: ttile.load %[[BIAS]][%[[J]]] : memref<?xbf16> -> tensor<128xbf16>
+// CHECK: ttile.load %[[RES]][%[[I]], %[[J]]] : memref<?x?xbf16> -> tensor<128x128xbf16>
+// CHECK: arith.addf %[[ACC]]
+// CHECK: math.tanh
+// CHECK: ttile.store %{{.+}}, %[[C]][%[[I]], %[[J]]] : tensor<128x128xbf16>, memref<?x?xbf16>
+// CHECK: return
+func.func @dense(%x: tensor<4x512x256xbf16>, %w: tensor<256x1024xbf16>, %b: tensor<1024xbf16>, %r: tensor<4x512x1024xbf16>) -> tensor<4x512x1024xbf16> {
+  %0 = tsched.group contraction [2048, 1024] (%x, %w, %b, %r) : (tensor<4x512x256xbf16>, tensor<256x1024xbf16>, tensor<1024xbf16>, tensor<4x512x1024xbf16>) -> tensor<4x512x1024xbf16> {
+  ^bb0(%a: tensor<4x512x256xbf16>, %m: tensor<256x1024xbf16>, %c: tensor<1024xbf16>, %s: tensor<4x512x1024xbf16>):
+    %p = tgraph.matmul %a, %m : (tensor<4x512x256xbf16>, tensor<256x1024xbf16>) -> tensor<4x512x1024xbf16>
+    %q = tgraph.add %p, %c : (tensor<4x512x1024xbf16>, tensor<1024xbf16>) -> tensor<4x512x1024xbf16>
+    %t = tgraph.tanh %q : tensor<4x512x1024xbf16>
+    %o = tgraph.add %t, %s : tensor<4x512x1024xbf16>
+    tsched.yield %o : tensor<4x512x1024xbf16>
+  }
+  return %0 : tensor<4x512x1024xbf16>
+}
+
+// -----
+
+// Batched f32 products, B transposed and broadcast over the first batch
+// dim ([1, 3, N, K] against [2, 3, M, K]): per-batch views; the tile loop
+// splits its index into the batch and the tile; B's batch is z mod 3.
+// The product's own schedule sets the tile and the K step.
+// CHECK-LABEL: func.func @batched
+// CHECK: tsched.group contraction [120, 24]
+// CHECK-SAME: tsched.grid = array<i64: 6>, tsched.kernel = @batched_gemm0, tsched.schedule = #tsched.schedule<"block(32, 32).k(8).warps(4).stages(2)">, tsched.views = [array<i64: 6, 20, 16>, array<i64: 3, 24, 16>, array<i64: 6, 20, 24>]
+// CHECK-LABEL: func.func @batched_gemm0
+// CHECK-SAME: (%[[A:.+]]: memref<?x?x?xf32>, %[[B:.+]]: memref<?x?x?xf32>, %[[C:.+]]: memref<?x?x?xf32>)
+// CHECK: ttile.range %[[T:.+]] = %{{.+}} to %c6 step
+// CHECK: %[[Z:.+]] = arith.divsi %[[T]], %c1
+// CHECK: %[[AV:.+]] = memref.subview %[[A]][%[[Z]], 0, 0]
+// CHECK: %[[ZB:.+]] = arith.remsi %{{.+}}, %c3
+// CHECK: %[[BV:.+]] = memref.subview %[[B]]
+// CHECK: ttile.range %[[K:[^ ]+]] = %c0{{[_0-9]*}} to %c16{{[_0-9]*}} step %c8{{[_0-9]*}} stages 2
+// CHECK: ttile.load %[[AV]]
+// CHECK: %[[BT:.+]] = ttile.load %[[BV]][%{{.+}}, %[[K]]] : memref<?x?xf32, strided<[?, 1], offset: ?>> -> tensor<32x8xf32>
+// CHECK: ttile.transpose %[[BT]] {permutation = array<i64: 1, 0>} : tensor<32x8xf32> -> tensor<8x32xf32>
+// CHECK: ttile.dot
+// CHECK: %[[CV:.+]] = memref.subview %[[C]][%[[Z]], 0, 0]
+// CHECK: ttile.store %{{.+}}, %[[CV]]
+func.func @batched(%x: tensor<2x3x20x16xf32>, %y: tensor<1x3x24x16xf32>) -> tensor<2x3x20x24xf32> {
+  %0 = tsched.group contraction [120, 24] (%x, %y) : (tensor<2x3x20x16xf32>, tensor<1x3x24x16xf32>) -> tensor<2x3x20x24xf32> {
+  ^bb0(%a: tensor<2x3x20x16xf32>, %b: tensor<1x3x24x16xf32>):
+    %p = tgraph.matmul %a, %b {transpose_rhs, tsched.schedule = #tsched.schedule<"block(32, 32).k(8)">} : (tensor<2x3x20x16xf32>, tensor<1x3x24x16xf32>) -> tensor<2x3x20x24xf32>
+    tsched.yield %p : tensor<2x3x20x24xf32>
+  }
+  return %0 : tensor<2x3x20x24xf32>
+}
+
+// -----
+
+func.func @not_a_gemm(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{'tsched.group' op is a contraction group whose first op is not a GEMM the GPU generates}}
+  %0 = tsched.group contraction [4, 8] (%x) : (tensor<4x8xf32>) -> tensor<4x8xf32> {
+  ^bb0(%a: tensor<4x8xf32>):
+    %e = tgraph.exp %a : tensor<4x8xf32>
+    tsched.yield %e : tensor<4x8xf32>
+  }
+  return %0 : tensor<4x8xf32>
 }

@@ -227,3 +227,38 @@ func.func @broadcast_returned(%x: tensor<3x5xf32>, %r: tensor<5xf32>)
   %y = tgraph.add %x, %b : tensor<3x5xf32>
   return %y, %b : tensor<3x5xf32>, tensor<3x5xf32>
 }
+
+// -----
+
+// A GEMM reads its operands from memory: a broadcast of a row that the
+// product multiplies is written out by a row kernel, and the epilogue
+// reads the written value too. An epilogue op that reads the product's
+// operand as anything but a full tile (here B [1, 8], a column of the
+// [8, 8] result) starts a row group of its own. A dot_general that is no
+// batched matrix product (it contracts every dim) is a library `single`
+// group.
+// CHECK-LABEL: func.func @gemm_operands
+// CHECK: %[[BC:.+]] = tsched.group row [8, 8] (%arg0) : (tensor<8x1xf32>) -> tensor<8x8xf32>
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: tgraph.broadcast_in_dim
+// CHECK: %[[P:.+]] = tsched.group contraction [8, 8] (%[[BC]], %arg1) :
+// CHECK-NEXT: ^bb0(%[[A:.+]]: tensor<8x8xf32>, %[[W:.+]]: tensor<8x8xf32>):
+// CHECK-NEXT: %[[M:.+]] = tgraph.matmul %[[A]], %[[W]]
+// CHECK-NEXT: tgraph.add %[[M]], %[[A]]
+// CHECK: tsched.group contraction [8, 8] (%arg0, %arg3) :
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: tgraph.matmul
+// CHECK-NEXT: tsched.yield
+// CHECK: tsched.group row [8, 8] (%{{.+}}, %arg3)
+// CHECK: tsched.group single (%arg2)
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: tgraph.dot_general
+func.func @gemm_operands(%r: tensor<8x1xf32>, %w: tensor<8x8xf32>, %t: tensor<2x3x4xf32>, %c: tensor<1x8xf32>) -> (tensor<8x8xf32>, tensor<8x8xf32>, tensor<f32>) {
+  %b = tgraph.broadcast_in_dim %r {broadcast_dimensions = array<i64: 0, 1>} : tensor<8x1xf32> -> tensor<8x8xf32>
+  %p = tgraph.matmul %b, %w : (tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<8x8xf32>
+  %q = tgraph.add %p, %b : tensor<8x8xf32>
+  %o = tgraph.matmul %r, %c : (tensor<8x1xf32>, tensor<1x8xf32>) -> tensor<8x8xf32>
+  %s = tgraph.sub %o, %c : (tensor<8x8xf32>, tensor<1x8xf32>) -> tensor<8x8xf32>
+  %d = tgraph.dot_general %t, %t {lhs_batching_dims = array<i64>, rhs_batching_dims = array<i64>, lhs_contracting_dims = array<i64: 0, 1, 2>, rhs_contracting_dims = array<i64: 0, 1, 2>} : (tensor<2x3x4xf32>, tensor<2x3x4xf32>) -> tensor<f32>
+  return %q, %s, %d : tensor<8x8xf32>, tensor<8x8xf32>, tensor<f32>
+}

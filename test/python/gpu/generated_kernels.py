@@ -1,5 +1,5 @@
-"""The row kernels the GPU pipeline generates (-tessera-gpu-generate-kernels),
-run one group at a time against the CPU.
+"""The kernels the GPU pipeline generates for row and contraction groups
+(-tessera-gpu-generate-kernels), run one group at a time against the CPU.
 
 Where the compiler is, `--precompile CHIP DIR` lowers programs (the GPU
 tests' programs, random fuzzer programs and a few made for the kernels'
@@ -28,7 +28,8 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.dirname(HERE))
 
 GROUP = re.compile(
-    r"(%[\w#:]+) = tsched\.group row \[(\d+), (\d+)\] \(([^)]*)\) "
+    r"(%[\w#:]+) = tsched\.group (?:row|contraction) \[(\d+), (\d+)\] "
+    r"\(([^)]*)\) "
     r"\{([^}]*)\} : \(([^)]*)\) -> (\([^\n]*\)|tensor<[^>]*>) \{\n"
     r"\s*\^bb0\(([^)]*)\):\n(.*?)\n\s*tsched\.yield ([^:]*) : ([^\n]*)\n",
     re.S)
@@ -65,9 +66,85 @@ def _programs():
 
     yield "rows_of_5000", ts.jit(wide).lower(
         rng.standard_normal((5, 5000)).astype(np.float32))
+    yield from _contractions(rng)
     for seed in range(0, 60, 3):
         fn, args = compile_fuzz.program(*compile_fuzz.load(seed, max_ops=40))
         yield f"fuzz{seed}", ts.jit(fn).lower(*args)
+
+
+def _contractions(rng):
+    """GEMMs in each form the generator builds: flat and batched, either
+    operand transposed, batch dims broadcast, sizes that no tile divides,
+    and epilogues with columns, rows, full tiles, iota and activations."""
+    import ml_dtypes
+    import tessera as ts
+    from tessera import op
+
+    def arr(shape, dtype=np.float32):
+        return rng.standard_normal(shape).astype(dtype)
+
+    bf = ml_dtypes.bfloat16
+
+    def dense(x, w, b, r):
+        return op.gelu(op.matmul(x, w) + b, approximate=True) + r
+
+    yield "gemm_dense_bf16", ts.jit(dense).lower(
+        arr((3, 50, 72), bf), arr((72, 136), bf), arr(136, bf),
+        arr((3, 50, 136), bf))
+    yield "gemm_dense_f32", ts.jit(dense).lower(
+        arr((100, 48)), arr((48, 36)), arr(36), arr((100, 36)))
+    yield "gemm_dense_f16", ts.jit(lambda x, w: op.relu(op.matmul(x, w))).lower(
+        arr((33, 200), np.float16), arr((200, 70), np.float16))
+
+    def trans(a, b, c, d):
+        return (op.matmul(a, b, transpose_lhs=True),
+                op.matmul(c, d, transpose_rhs=True) * 0.5)
+
+    yield "gemm_transposed_bf16", ts.jit(trans).lower(
+        arr((130, 40), bf), arr((130, 90), bf), arr((40, 77), bf),
+        arr((90, 77), bf))
+    yield "gemm_transposed_f32", ts.jit(trans).lower(
+        arr((19, 23)), arr((19, 17)), arr((23, 5)), arr((17, 5)))
+
+    def batched(a, b, c, rows):
+        # Batch dims broadcast on both sides; a row statistic and an
+        # iota in the epilogue.
+        p = op.matmul(a, b)
+        return p - rows + op.cast(op.iota(p.shape, p.ndim - 2), p.dtype) \
+            * 0.01, op.matmul(c, b, transpose_rhs=False)
+
+    yield "gemm_batched_f32", ts.jit(batched).lower(
+        arr((2, 1, 21, 13)), arr((1, 3, 13, 30)), arr((21, 13)),
+        arr((2, 3, 21, 1)))
+    yield "gemm_batched_bf16", ts.jit(
+        lambda a, b: op.matmul(a, b, transpose_lhs=True)).lower(
+        arr((4, 72, 40), bf), arr((4, 72, 136), bf))
+    yield "gemm_dot_general", ts.jit(lambda a, b: op.dot_general(
+        a, b, [0], [0], [1], [2])).lower(arr((3, 24, 20)), arr((3, 9, 24)))
+    yield "gemm_tiny", ts.jit(lambda a, b: op.matmul(a, b) + 1.0).lower(
+        arr((1, 1)), arr((1, 1)))
+    yield "gemm_long_k_bf16", ts.jit(
+        lambda a, b: op.matmul(a, b, transpose_rhs=True)).lower(
+        arr((64, 1000), bf), arr((48, 1000), bf))
+
+
+_PRODUCT = re.compile(
+    r"(tgraph\.(?:matmul|batch_matmul|dot_general) %[\w#:]+, %[\w#:]+)"
+    r"( \{[^}]*\})?( : [^\n]*)")
+
+
+def _f32_accumulation(body):
+    """`body` with its bf16 and f16 products accumulating in f32. The GPU
+    accumulates products in f32 (the tensor cores' accumulator); on the
+    CPU, one without a policy accumulates in its operands' type."""
+    def fix(m):
+        head, attrs, types = m.group(1), m.group(2) or "", m.group(3)
+        if "policy" in attrs or not re.search(r"x(bf16|f16)>", types):
+            return m.group(0)
+        policy = "policy = #tgraph.policy<accum = f32>"
+        attrs = (attrs[:-1] + f", {policy}}}") if attrs else f" {{{policy}}}"
+        return head + attrs + types
+    return _PRODUCT.sub(fix, body)
 
 
 def _types(text):
@@ -133,6 +210,7 @@ def precompile(chip, out_dir, limit=400):
             outs = [_shape_dtype(t) for t in _types(yield_types)]
             if any(0 in s for s, _ in ins + outs):
                 continue  # empty tensors launch nothing
+            body = _f32_accumulation(body)
             fn = (f"module {{\n  func.func @g({args}) -> "
                   f"({yield_types}) {{\n{body}\n    return {vals} : "
                   f"{yield_types}\n  }}\n}}\n")
@@ -160,14 +238,16 @@ def precompile(chip, out_dir, limit=400):
             for i, a in enumerate(inputs):
                 np.save(os.path.join(d, f"in{i}.npy"), _to_npy(a))
             if ptx is None:
+                # One PTX module a program, shared by its groups' cases.
                 ptx = _core.compile_tile(text, chip, "+ptx80", 3,
                                          name)["ptx"]
-            with open(os.path.join(d, "kernel.ptx"), "w") as f:
-                f.write(ptx)
+                with open(os.path.join(out_dir, f"{name}.ptx"), "w") as f:
+                    f.write(ptx)
             warps = int(re.search(
                 rf"func\.func @{kernel}\(.*ttile\.num_warps = (\d+)",
                 text).group(1))
-            meta = dict(kernel=kernel, grid=grid, warps=warps, views=views,
+            meta = dict(kernel=kernel, ptx=f"{name}.ptx", grid=grid,
+                        warps=warps, views=views,
                         inputs=[t for _, t in ins],
                         outputs=[t for _, t in outs],
                         out_shapes=[s for s, _ in outs], rows=int(r),
@@ -177,7 +257,7 @@ def precompile(chip, out_dir, limit=400):
             cases.append(case)
     with open(os.path.join(out_dir, "cases.json"), "w") as f:
         json.dump(cases, f)
-    print(f"{out_dir}: {len(cases)} row kernels")
+    print(f"{out_dir}: {len(cases)} kernels")
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
-"""The generated row kernels on the GPU against the CPU: each kernel that
-`generated_kernels.py --precompile` wrote (set TESSERA_GENERATED_KERNELS
+"""The generated row and GEMM kernels on the GPU against the CPU: each
+kernel that `generated_kernels.py --precompile` wrote (set TESSERA_GENERATED_KERNELS
 to its folder) runs on its random inputs, viewed as the kernel reads them,
 and its outputs are compared with what the CPU computed for the group."""
 
@@ -51,12 +51,12 @@ def _pack(tensors):
 
 
 @pytest.mark.parametrize("case", _cases())
-def test_generated_row_kernel(case):
+def test_generated_kernel(case):
     from tessera import _cuda
     d = os.path.join(DIR, case)
     with open(os.path.join(d, "meta.json")) as f:
         meta = json.load(f)
-    with open(os.path.join(d, "kernel.ptx")) as f:
+    with open(os.path.join(DIR, meta["ptx"])) as f:
         ptx = f.read()
     n_in = len(meta["inputs"])
     views = meta["views"]

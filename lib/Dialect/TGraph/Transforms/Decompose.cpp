@@ -151,20 +151,29 @@ static SmallVector<int64_t> trailingDims(int64_t from, int64_t rank) {
 
 // gelu(x) = 0.5 x (1 + erf(x / sqrt 2)), or with tanh:
 // 0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3). The tanh form is
-// computed as x / (1 + exp(-2u)), the same function (1 + tanh(u) = 2 / (1 +
-// exp(-2u))) with one exp in place of tanh's rational polynomial, and no
-// cancellation: for x << 0 exp(-2u) overflows to infinity and gelu is -0.
+// computed as x sigmoid(2u), the same function (1 + tanh(u) = 2 sigmoid(2u))
+// with one exp in place of tanh's rational polynomial, and the sigmoid in
+// its stable form: with e = exp(-|2u|) in (0, 1], sigmoid(2u) = (2u >= 0 ?
+// 1 : e) / (1 + e). Nothing overflows (for x << 0, e underflows and gelu is
+// -0), and the divisor stays in [1, 2], where a GPU's IEEE division takes
+// its fast path (1 + exp(-2u) overflowing to infinity sent every warp of a
+// fused GEMM epilogue down the slow one).
 static LogicalResult decomposeGelu(GeluOp op, PatternRewriter &rewriter) {
   Emitter e(rewriter, op.getLoc());
   Value x = op.getX();
   Type t = e.elementOf(x);
   if (op.getApproximate()) {
     double c = std::sqrt(2.0 / M_PI);
-    // -2u = x (-2c - 2c 0.044715 x^2)
-    Value minus2u =
-        e.mul(x, e.add(e.mul(e.scalar(t, -2.0 * c * 0.044715), e.square(x)),
-                       e.scalar(t, -2.0 * c)));
-    rewriter.replaceOp(op, e.div(x, e.add(e.scalar(t, 1.0), e.exp(minus2u))));
+    // 2u = x (2c + 2c 0.044715 x^2)
+    Value twoU =
+        e.mul(x, e.add(e.mul(e.scalar(t, 2.0 * c * 0.044715), e.square(x)),
+                       e.scalar(t, 2.0 * c)));
+    Value small = e.exp(e.neg(AbsOp::create(rewriter, op.getLoc(), twoU)));
+    Value one = e.scalar(t, 1.0);
+    Value top = e.select(e.compare(CompareDirection::ge, twoU,
+                                   e.scalar(t, 0.0)),
+                         one, small);
+    rewriter.replaceOp(op, e.mul(x, e.div(top, e.add(one, small))));
     return success();
   }
   Value inner = e.erf(e.mul(x, e.scalar(t, M_SQRT1_2)));

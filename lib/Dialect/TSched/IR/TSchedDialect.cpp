@@ -130,7 +130,7 @@ static FailureOr<ScheduleAttr>
 parseChain(StringRef text, MLIRContext *ctx,
            function_ref<InFlightDiagnostic()> emitError) {
   SmallVector<int64_t> block, tile;
-  int64_t k = 0, vector = 0, threads = 0;
+  int64_t k = 0, vector = 0, threads = 0, warps = 0, stages = 0;
   llvm::StringSet<> seen;
   StringRef rest = text.trim();
   if (rest.empty())
@@ -166,13 +166,19 @@ parseChain(StringRef text, MLIRContext *ctx,
       if (failed(want(2)))
         return failure();
       (part == "block" ? block : tile) = args;
-    } else if (part == "k" || part == "vector" || part == "threads") {
+    } else if (part == "k" || part == "vector" || part == "threads" ||
+               part == "warps" || part == "stages") {
       if (failed(want(1)))
         return failure();
-      (part == "k" ? k : part == "vector" ? vector : threads) = args[0];
+      (part == "k"         ? k
+       : part == "vector"  ? vector
+       : part == "threads" ? threads
+       : part == "warps"   ? warps
+                           : stages) = args[0];
     } else {
       return emitError() << "unknown schedule part '" << part
-                         << "'; expected block, k, tile, vector or threads";
+                         << "'; expected block, k, tile, vector, threads, "
+                            "warps or stages";
     }
     rest = rest.drop_front(close + 1).ltrim();
     if (rest.empty())
@@ -181,9 +187,11 @@ parseChain(StringRef text, MLIRContext *ctx,
       return emitError() << "expected '.' between schedule parts, but got '"
                          << rest << "'";
   }
-  if (failed(ScheduleAttr::verify(emitError, block, k, tile, vector, threads)))
+  if (failed(ScheduleAttr::verify(emitError, block, k, tile, vector, threads,
+                                  warps, stages)))
     return failure();
-  return ScheduleAttr::get(ctx, block, k, tile, vector, threads);
+  return ScheduleAttr::get(ctx, block, k, tile, vector, threads, warps,
+                           stages);
 }
 
 FailureOr<ScheduleAttr>
@@ -222,6 +230,10 @@ std::string ScheduleAttr::str() const {
     parts.push_back(one("vector", getVector()));
   if (getThreads())
     parts.push_back(one("threads", getThreads()));
+  if (getWarps())
+    parts.push_back(one("warps", getWarps()));
+  if (getStages())
+    parts.push_back(one("stages", getStages()));
   return llvm::join(parts, ".");
 }
 
@@ -232,8 +244,10 @@ void ScheduleAttr::print(AsmPrinter &printer) const {
 LogicalResult ScheduleAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                    ArrayRef<int64_t> block, int64_t k,
                                    ArrayRef<int64_t> tile, int64_t vector,
-                                   int64_t threads) {
-  if (block.empty() && !k && tile.empty() && !vector && !threads)
+                                   int64_t threads, int64_t warps,
+                                   int64_t stages) {
+  if (block.empty() && !k && tile.empty() && !vector && !threads && !warps &&
+      !stages)
     return emitError() << "a schedule needs at least one part";
   for (int64_t v : block)
     if (v <= 0)
@@ -241,8 +255,11 @@ LogicalResult ScheduleAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   for (int64_t v : tile)
     if (v <= 0)
       return emitError() << "tile sizes must be positive, but got " << v;
-  if (k < 0 || vector < 0 || threads < 0)
-    return emitError() << "k, vector and threads must be positive";
+  if (k < 0 || vector < 0 || threads < 0 || warps < 0 || stages < 0)
+    return emitError() << "k, vector, threads, warps and stages must be "
+                          "positive";
+  if (warps && !llvm::is_contained({1, 2, 4, 8, 16}, warps))
+    return emitError() << "warps must be 1, 2, 4, 8 or 16, but got " << warps;
   if (vector && !llvm::isPowerOf2_64(vector))
     return emitError() << "vector width must be a power of two, but got "
                        << vector;

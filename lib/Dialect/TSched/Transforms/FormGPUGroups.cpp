@@ -16,6 +16,7 @@
 
 #include "tessera/Dialect/TSched/Transforms/Passes.h"
 
+#include "tessera/Dialect/TSched/IR/GemmForm.h"
 #include "tessera/Dialect/TSched/IR/RowLayout.h"
 
 #include "mlir/IR/Builders.h"
@@ -69,11 +70,9 @@ bool isReduction(Operation *op) {
          op->getName().getStringRef() == "tgraph.reduce_prod";
 }
 
-bool isContraction(Operation *op) {
-  StringRef name = op->getName().getStringRef();
-  return name == "tgraph.matmul" || name == "tgraph.batch_matmul" ||
-         name == "tgraph.dot_general";
-}
+/// Contractions a generated GEMM computes (others are library `single`
+/// groups).
+bool isContraction(Operation *op) { return gemmForm(op).has_value(); }
 
 bool isAttention(Operation *op) {
   StringRef name = op->getName().getStringRef();
@@ -150,10 +149,11 @@ public:
     // kernel of its own, built last: the groups that read it lazily copy
     // it first.
     SmallVector<Group *> written;
+    // So is one that a GEMM multiplies: its operands come from memory.
     for (Operation *op : lazy)
       if (llvm::any_of(op->getUsers(), [&](Operation *u) {
             Group *g = groupOf.lookup(u);
-            return !g || !computesInRegisters(*g);
+            return !g || !computesInRegisters(*g) || isContraction(u);
           })) {
         Group &g = newGroup(GroupKind::Row,
                             *staticShape(op->getResult(0)));
@@ -208,6 +208,12 @@ private:
     if (isElementwise(op)) {
       bool full = false, row = false, col = false;
       for (Value v : op->getOperands()) {
+        // The epilogue reads the GEMM's operands through the GEMM's own
+        // views of them: as full tiles only.
+        if (g.kind == GroupKind::Contraction &&
+            llvm::is_contained(g.ops.front()->getOperands(), v) &&
+            classIn(v, g) != Class::Full)
+          return Class::None;
         switch (classIn(v, g)) {
         case Class::Full:
           full = true;
@@ -404,8 +410,10 @@ private:
     return g.kind == GroupKind::Row || g.kind == GroupKind::Contraction;
   }
 
-  bool isReplicated(Value v, const Group &g) const {
-    if (!computesInRegisters(g))
+  /// (`user`: the op of `g` that reads `v`; a GEMM reads its operands
+  /// from memory.)
+  bool isReplicated(Value v, const Group &g, Operation *user) const {
+    if (!computesInRegisters(g) || isContraction(user))
       return false;
     Operation *def = v.getDefiningOp();
     return isGenerated(v) || (def && lazy.contains(def) && !g.contains(def));
@@ -415,12 +423,17 @@ private:
     // Inputs in the order the ops read them (a lazy broadcast's source for
     // the broadcast); outputs in program order.
     llvm::SetVector<Value> inputs;
+    // A GEMM's operands are inputs; its epilogue reads them from there.
+    SmallVector<Value> gemmOperands;
+    if (g.kind == GroupKind::Contraction)
+      gemmOperands.assign(g.ops.front()->operand_begin(),
+                          g.ops.front()->operand_end());
     for (Operation *op : g.ops)
       for (Value v : op->getOperands()) {
         Operation *def = v.getDefiningOp();
         if (def && g.contains(def))
           continue;
-        if (isReplicated(v, g)) {
+        if (isReplicated(v, g, op) && !llvm::is_contained(gemmOperands, v)) {
           if (!isGenerated(v)) {
             Value source = def->getOperand(0);
             Operation *sourceDef = source.getDefiningOp();
@@ -460,17 +473,18 @@ private:
     OpBuilder inner = OpBuilder::atBlockBegin(&body);
     // Replicated values just before their first reader (a broadcast after
     // its source).
-    std::function<void(Value)> replicate = [&](Value v) {
-      if (map.contains(v) || !isReplicated(v, g))
+    std::function<void(Value, Operation *)> replicate = [&](Value v,
+                                                           Operation *user) {
+      if (map.contains(v) || !isReplicated(v, g, user))
         return;
       Operation *def = v.getDefiningOp();
       for (Value operand : def->getOperands())
-        replicate(operand);
+        replicate(operand, def);
       inner.clone(*def, map);
     };
     for (Operation *op : g.ops) {
       for (Value v : op->getOperands())
-        replicate(v);
+        replicate(v, op);
       inner.clone(*op, map);
     }
     SmallVector<Value> yielded;

@@ -350,7 +350,9 @@ private:
   }
 
   /// B given transposed: `v` is the [1, 0] transpose, used only by the dot,
-  /// of such a load of B^T (rows N, K contiguous: wgmma's K-major B).
+  /// of such a load of B^T (rows N, K contiguous: wgmma's K-major B). For
+  /// A, the transpose of a load of A^T (rows K, M contiguous: wgmma's
+  /// M-major A, 16-bit types).
   static TransposeOp transposedOperand(Value v, Block *block) {
     auto tr = v.getDefiningOp<TransposeOp>();
     if (!tr || tr->getBlock() != block || !v.hasOneUse() ||
@@ -395,11 +397,15 @@ private:
       return {};
     Block *block = dot->getBlock();
     bool bKMajor = bool(transposedOperand(dot.getB(), block));
+    // A loaded transposed (a weight gradient's X^T): read M-major from the
+    // loaded tile, 16-bit types only.
+    bool aMMajor = !kMajorOnly && transposedOperand(dot.getA(), block);
     // A from registers (computed, as attention's P) for 16-bit types, with
     // the warpgroups along M; or computed and stored into shared memory
     // (given transposed, or with warpgroups along N).
     bool aStored = bool(storedTransposedA(dot.getA(), block));
-    bool aInRegisters = !sharedOperandLoad(dot.getA(), block) && !aStored;
+    bool aInRegisters =
+        !sharedOperandLoad(dot.getA(), block) && !aStored && !aMMajor;
     if ((aInRegisters && kMajorOnly) ||
         !(bKMajor || sharedOperandLoad(dot.getB(), block)) ||
         (kMajorOnly && !bKMajor))
@@ -585,7 +591,10 @@ private:
           setType(dot.getA(), aRegisters);
         } else {
           settleOperands(op, /*skip=*/dot.getAcc());
-          if (sharedOperandLoad(dot.getA(), dot->getBlock())) {
+          bool fp8OrTf32 = !tileType(dot.getA()).getElementType().isBF16() &&
+                           !tileType(dot.getA()).getElementType().isF16();
+          if (sharedOperandLoad(dot.getA(), dot->getBlock()) ||
+              (!fp8OrTf32 && transposedOperand(dot.getA(), dot->getBlock()))) {
             setSharedOperand(dot.getA());
           } else if (TransposeOp tr =
                          storedTransposedA(dot.getA(), dot->getBlock())) {

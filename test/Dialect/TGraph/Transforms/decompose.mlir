@@ -34,19 +34,26 @@ func.func @silu_and_gelu(%x: tensor<?x?xf32, #tgraph.dims<[B, S]>>) -> (tensor<?
 // -----
 
 // gelu with tanh: 0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3),
-// as x / (1 + exp(-2u)) with -2u = x (-2 sqrt(2/pi) - 2 sqrt(2/pi) 0.044715 x^2)
+// as x sigmoid(2u) with 2u = x (2 sqrt(2/pi) + 2 sqrt(2/pi) 0.044715 x^2),
+// the sigmoid in its stable form (2u >= 0 ? 1 : e) / (1 + e), e = exp(-|2u|)
 // CHECK-LABEL: func.func @gelu_tanh
 // CHECK-SAME: (%[[X:.+]]: tensor<8xf32>)
 // CHECK-DAG: %[[ONE:.+]] = tgraph.constant dense<1.000000e+00> : tensor<f32>
-// CHECK-DAG: %[[K0:.+]] = tgraph.constant dense<-1.59576917> : tensor<f32>
-// CHECK-DAG: %[[K1:.+]] = tgraph.constant dense<-0.0713548139> : tensor<f32>
+// CHECK-DAG: %[[ZERO:.+]] = tgraph.constant dense<0.000000e+00> : tensor<f32>
+// CHECK-DAG: %[[K0:.+]] = tgraph.constant dense<1.59576917> : tensor<f32>
+// CHECK-DAG: %[[K1:.+]] = tgraph.constant dense<0.0713548139> : tensor<f32>
 // CHECK: %[[SQ:.+]] = tgraph.square %[[X]]
 // CHECK: %[[T:.+]] = tgraph.mul %[[SQ]], %[[K1]]
 // CHECK: %[[P:.+]] = tgraph.add %[[T]], %[[K0]]
-// CHECK: %[[M2U:.+]] = tgraph.mul %[[X]], %[[P]]
-// CHECK: %[[E:.+]] = tgraph.exp %[[M2U]]
+// CHECK: %[[U2:.+]] = tgraph.mul %[[X]], %[[P]]
+// CHECK: %[[A:.+]] = tgraph.abs %[[U2]]
+// CHECK: %[[N:.+]] = tgraph.neg %[[A]]
+// CHECK: %[[E:.+]] = tgraph.exp %[[N]]
+// CHECK: %[[GE:.+]] = tgraph.compare ge, %[[U2]], %[[ZERO]]
+// CHECK: %[[TOP:.+]] = tgraph.select %[[GE]], %[[ONE]], %[[E]]
 // CHECK: %[[D:.+]] = tgraph.add %[[E]], %[[ONE]]
-// CHECK: tgraph.div %[[X]], %[[D]]
+// CHECK: %[[S:.+]] = tgraph.div %[[TOP]], %[[D]]
+// CHECK: tgraph.mul %[[X]], %[[S]]
 func.func @gelu_tanh(%x: tensor<8xf32>) -> tensor<8xf32> {
   %g = tgraph.gelu %x {approximate} : tensor<8xf32>
   return %g : tensor<8xf32>

@@ -15,7 +15,8 @@ def TSched_Dialect : Dialect {
     written Halide-style and attached to a Graph IR op as the `tsched.schedule`
     attribute; ops without one get a default for their kind and the target.
     On the CPU a schedule becomes a transform-dialect script (see
-    `-tessera-cpu-schedule`).
+    `-tessera-cpu-schedule`); on the GPU it is the tile, warps and load
+    stages of the group's kernel (see `-tessera-gpu-generate-kernels`).
 
     ```mlir
     %c = tgraph.matmul %a, %b {tsched.schedule = #tsched.schedule<"block(128, 256).k(256).tile(8, 32)">}
@@ -33,7 +34,7 @@ def TSched_Dialect : Dialect {
 
 def TSched_ScheduleAttr : AttrDef<TSched_Dialect, "Schedule"> {
   let mnemonic = "schedule";
-  let summary = "block / k / tile / vector / threads parameters of one op";
+  let summary = "block / k / tile / vector / threads / warps / stages of one op";
   let description = [{
     Each part is optional; what is left out takes the default for the op
     and the target. The chain is written as a string (MLIR tokens have no
@@ -47,8 +48,18 @@ def TSched_ScheduleAttr : AttrDef<TSched_Dialect, "Schedule"> {
     | `vector(V)` | vector width in elements (a multiple of it for tile NR) |
     | `threads(T)` | most threads for the outer parallel loops |
 
+    | part | meaning on the GPU |
+    |---|---|
+    | `block(BM, BN)` | the output tile of one program |
+    | `k(BK)` | the K step of a product's loop |
+    | `warps(W)` | warps a program |
+    | `stages(S)` | loads issued S - 1 steps of the K loop ahead |
+
+    Each target ignores the parts it has no use for.
+
     ```mlir
     #tsched.schedule<"block(64, 512).k(128).vector(16)">
+    #tsched.schedule<"block(128, 256).k(64).warps(8).stages(4)">
     ```
   }];
   let parameters = (ins
@@ -56,7 +67,9 @@ def TSched_ScheduleAttr : AttrDef<TSched_Dialect, "Schedule"> {
     DefaultValuedParameter<"int64_t", "0">:$k,
     OptionalArrayRefParameter<"int64_t">:$tile,
     DefaultValuedParameter<"int64_t", "0">:$vector,
-    DefaultValuedParameter<"int64_t", "0">:$threads
+    DefaultValuedParameter<"int64_t", "0">:$threads,
+    DefaultValuedParameter<"int64_t", "0">:$warps,
+    DefaultValuedParameter<"int64_t", "0">:$stages
   );
   let hasCustomAssemblyFormat = 1;
   let genVerifyDecl = 1;

@@ -106,9 +106,14 @@ def TSchedFormGPUGroups : Pass<"tessera-gpu-form-groups",
     - A broadcast of a row, a column or a scalar of its result is computed
       by each group that reads it, from its source: it is never written
       out, unless an op in no group reads it.
-    - A matrix product opens a `contraction` group on its `[M, N]` result;
-      elementwise ops of that result with rows, columns and scalars (bias,
-      activation, residual) join it as its epilogue.
+    - A matrix product the GPU runs as a GEMM (`matmul`, `batch_matmul`,
+      a `dot_general` that is a batched matrix product: see
+      `GemmForm.h`) opens a `contraction` group on its `[..., M, N]`
+      result; elementwise ops of that result with rows, columns and
+      scalars (bias, activation, residual) join it as its epilogue. The
+      GEMM reads its operands from memory: a broadcast it multiplies is
+      written out, and the epilogue reads an operand of the product only
+      as a full tile. Other contractions are `single` groups.
     - `attention` and `attention_grad` (kept whole for the GPU) form
       `attention` groups; transposes, slices, concats, pads and gathers
       `layout` groups; reductions over leading dims `reduction` groups;
