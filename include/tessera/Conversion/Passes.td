@@ -88,8 +88,9 @@ def TSchedGenerateKernels : Pass<"tessera-gpu-generate-kernels", "ModuleOp"> {
     **Row groups.** A program holds BM whole rows of the layout as
     `[BM, BN]` tiles (BN the power of two at or above C, BM = min(16, 4096
     / BN), 8 warps from 4096 elements on, else 4): full values are loaded
-    from `memref<?x?xT>` views `[R, C]`, rows `[R]`, columns `[C]` and
-    scalars `[1]` from `memref<?xT>`. Arithmetic is in f32 (bf16 and f16
+    from `memref<?x?xT>` views `[R, C]`, periodic values from `[P, C]`
+    (at the block's row modulo P), rows `[R]`, columns `[C]` and scalars
+    `[1]` from `memref<?xT>`. Arithmetic is in f32 (bf16 and f16
     load and store as such; a cast to them rounds); division is the GPU's
     approximate division (`fastmath<afn>`, div.approx.f32: at most 2 ulp
     for divisors of normal magnitude, no branch), sigmoid its stable form

@@ -201,11 +201,11 @@ public:
     // Inputs.
     for (auto [arg, input] :
          llvm::zip(entry->getArguments().take_front(body.getNumArguments()),
-                   body.getArguments()))
-      tiles[input] = load(arg, predicted.lookup(input),
-                          cast<RankedTensorType>(input.getType())
-                              .getElementType(),
-                          loc);
+                   body.getArguments())) {
+      auto type = cast<RankedTensorType>(input.getType());
+      tiles[input] = load(arg, predicted.lookup(input), type.getElementType(),
+                          loc, tsched::periodRows(type.getShape()));
+    }
     for (Operation &op : body.without_terminator())
       if (failed(lower(&op)))
         return failure();
@@ -231,6 +231,11 @@ public:
     for (Value arg : body.getArguments()) {
       auto type = cast<RankedTensorType>(arg.getType());
       std::optional<Class> cls = classify(type.getShape());
+      if (gemm && cls == Class::Periodic)
+        return group.emitOpError()
+               << "input of type " << type << " repeats over the rows of "
+               << "the layout [" << rows << ", " << cols << "]; a GEMM's "
+               << "epilogue reads full tiles, rows, columns and scalars";
       if (isGemmOperand(arg)) {
         // Read through the GEMM's view; by the epilogue only as a full
         // tile (the groups are formed so).
@@ -267,7 +272,8 @@ public:
         std::optional<Class> c = classify(type.getShape());
         if (!c)
           return unsupported(&op);
-        cls = *c;
+        // A constant repeated over the rows is a full tile.
+        cls = *c == Class::Periodic ? Class::Full : *c;
       } else if (isa<tg::BroadcastInDimOp>(op)) {
         cls = Class::Full;
       } else if (isa<tg::ReduceSumOp, tg::ReduceMeanOp, tg::ReduceMaxOp,
@@ -335,6 +341,10 @@ public:
       return {cols};
     case Class::Scalar:
       return {1};
+    case Class::Periodic:
+      return {tsched::periodRows(cast<RankedTensorType>(v.getType())
+                                     .getShape()),
+              cols};
     case Class::None:
       break;
     }
@@ -401,6 +411,7 @@ private:
   SmallVector<int64_t> shapeOf(Class cls) const {
     switch (cls) {
     case Class::Full:
+    case Class::Periodic:
       return {bm, bn};
     case Class::Row:
       return {bm};
@@ -453,7 +464,7 @@ private:
     for (const Tile &t : ts) {
       row |= t.cls == Class::Row;
       col |= t.cls == Class::Col;
-      fullSeen |= t.cls == Class::Full;
+      fullSeen |= t.cls == Class::Full || t.cls == Class::Periodic;
     }
     if (fullSeen || (row && col))
       return Class::Full;
@@ -479,11 +490,19 @@ private:
                               /*stochastic_round=*/nullptr, /*seed=*/Value());
   }
 
-  Tile load(Value memref, Class cls, Type elt, Location loc) {
+  /// A tile of `memref` as class `cls` reads it; a periodic value of
+  /// `period` rows at the block's row modulo the period (whole blocks: the
+  /// period is a multiple of the block's rows), then a full tile.
+  Tile load(Value memref, Class cls, Type elt, Location loc,
+            int64_t period = 0) {
     SmallVector<Value> at;
     switch (cls) {
     case Class::Full:
       at = {rowStart, colStart};
+      break;
+    case Class::Periodic:
+      at = {arith::RemSIOp::create(b, loc, rowStart, index(period)),
+            colStart};
       break;
     case Class::Row:
       at = {rowStart};
@@ -505,7 +524,7 @@ private:
                                 splat(cls, stored, 0, loc));
     else if (isa<FloatType>(elt) && elt != f32)
       v = castTo(tileType(cls, f32), v, loc);
-    return {v, cls};
+    return {v, cls == Class::Periodic ? Class::Full : cls};
   }
 
   void store(Tile t, Value memref, Type elt, Location loc) {
@@ -739,6 +758,8 @@ LogicalResult RowKernel::lower(Operation *op) {
     std::optional<Class> cls = classify(resultType.getShape());
     if (!cls)
       return unsupported(op);
+    if (*cls == Class::Periodic)
+      cls = Class::Full;
     return result(splat(*cls, computeElt, v, loc), *cls);
   }
   if (auto iota = dyn_cast<tg::IotaOp>(op)) {
@@ -786,6 +807,8 @@ LogicalResult RowKernel::lower(Operation *op) {
     std::optional<Class> cls = classify(resultType.getShape());
     if (!cls || resultElt.isInteger(1))
       return unsupported(op);
+    if (*cls == Class::Periodic)
+      cls = Class::Full;
     return result(
         splat(*cls, computeElt, isa<tg::OnesLikeOp>(op) ? 1 : 0, loc), *cls);
   }

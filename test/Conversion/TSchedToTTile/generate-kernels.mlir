@@ -194,3 +194,25 @@ func.func @not_a_gemm(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
   }
   return %0 : tensor<4x8xf32>
 }
+
+// -----
+
+// A periodic input (a [32, 8] table of the [256, 8] layout) is read as
+// [32, 8] at the block's row modulo 32, then used as a full tile.
+// CHECK-LABEL: func.func @periodic
+// CHECK: tsched.views = [array<i64: 256, 8>, array<i64: 32, 8>, array<i64: 256, 8>]
+// CHECK-LABEL: func.func @periodic_row0
+// CHECK-SAME: (%[[X:.+]]: memref<?x?xf32>, %[[T:.+]]: memref<?x?xf32>, %[[Y:.+]]: memref<?x?xf32>)
+// CHECK: %[[R:.+]] = arith.muli
+// CHECK: ttile.load %[[X]][%[[R]], %{{.+}}] : memref<?x?xf32> -> tensor<16x8xf32>
+// CHECK: %[[M:.+]] = arith.remsi %[[R]], %c32
+// CHECK: %[[TT:.+]] = ttile.load %[[T]][%[[M]], %{{.+}}] : memref<?x?xf32> -> tensor<16x8xf32>
+// CHECK: arith.mulf %{{.+}}, %[[TT]]
+func.func @periodic(%x: tensor<2x4x32x8xf32>, %t: tensor<32x8xf32>) -> tensor<2x4x32x8xf32> {
+  %0 = tsched.group row [256, 8] (%x, %t) : (tensor<2x4x32x8xf32>, tensor<32x8xf32>) -> tensor<2x4x32x8xf32> {
+  ^bb0(%a: tensor<2x4x32x8xf32>, %b: tensor<32x8xf32>):
+    %y = tgraph.mul %a, %b : (tensor<2x4x32x8xf32>, tensor<32x8xf32>) -> tensor<2x4x32x8xf32>
+    tsched.yield %y : tensor<2x4x32x8xf32>
+  }
+  return %0 : tensor<2x4x32x8xf32>
+}

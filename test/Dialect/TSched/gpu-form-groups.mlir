@@ -262,3 +262,30 @@ func.func @gemm_operands(%r: tensor<8x1xf32>, %w: tensor<8x8xf32>, %t: tensor<2x
   %d = tgraph.dot_general %t, %t {lhs_batching_dims = array<i64>, rhs_batching_dims = array<i64>, lhs_contracting_dims = array<i64: 0, 1, 2>, rhs_contracting_dims = array<i64: 0, 1, 2>} : (tensor<2x3x4xf32>, tensor<2x3x4xf32>) -> tensor<f32>
   return %q, %s, %d : tensor<8x8xf32>, tensor<8x8xf32>, tensor<f32>
 }
+
+// -----
+
+// A table repeated over leading dims (rotary cos/sin [S, D] of [B, H, S,
+// D]) whose rows are a multiple of 16 is read by the row kernel at its row
+// modulo S: broadcast or not, nothing is written out. With 12 rows it
+// would wrap inside a block of rows, and the broadcast is written out by
+// a layout kernel.
+// CHECK-LABEL: func.func @periodic
+// CHECK: %[[Y:.+]] = tsched.group row [256, 8] (%arg0, %arg1, %arg2) :
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: tgraph.broadcast_in_dim
+// CHECK-NEXT: tgraph.mul
+// CHECK-NEXT: tgraph.add
+// CHECK-NEXT: tsched.yield
+// CHECK: tsched.group layout (%arg3)
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: tgraph.broadcast_in_dim
+// CHECK: tsched.group row [96, 8]
+func.func @periodic(%x: tensor<2x4x32x8xf32>, %t: tensor<32x8xf32>, %u: tensor<4x32x8xf32>, %v: tensor<12x8xf32>, %w: tensor<2x4x12x8xf32>) -> (tensor<2x4x32x8xf32>, tensor<2x4x12x8xf32>) {
+  %b = tgraph.broadcast_in_dim %t {broadcast_dimensions = array<i64: 2, 3>} : tensor<32x8xf32> -> tensor<2x4x32x8xf32>
+  %y = tgraph.mul %x, %b : tensor<2x4x32x8xf32>
+  %z = tgraph.add %y, %u : (tensor<2x4x32x8xf32>, tensor<4x32x8xf32>) -> tensor<2x4x32x8xf32>
+  %c = tgraph.broadcast_in_dim %v {broadcast_dimensions = array<i64: 2, 3>} : tensor<12x8xf32> -> tensor<2x4x12x8xf32>
+  %s = tgraph.mul %w, %c : tensor<2x4x12x8xf32>
+  return %z, %s : tensor<2x4x32x8xf32>, tensor<2x4x12x8xf32>
+}

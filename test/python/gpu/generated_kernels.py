@@ -126,6 +126,60 @@ def _contractions(rng):
     yield "gemm_long_k_bf16", ts.jit(
         lambda a, b: op.matmul(a, b, transpose_rhs=True)).lower(
         arr((64, 1000), bf), arr((48, 1000), bf))
+    yield from _random_contractions(np.random.default_rng(11), 24)
+
+
+def _random_contractions(rng, count):
+    """Random products: sizes from 1 to a few tiles (none a multiple of a
+    tile, some exactly one), K from 0 up, either operand transposed, batch
+    dims of either side broadcast, f32/bf16/f16, and a random epilogue of
+    columns, rows, full tiles and activations."""
+    import ml_dtypes
+    import tessera as ts
+    from tessera import op
+    dtypes = [np.float32, ml_dtypes.bfloat16, np.float16]
+    sizes = [1, 3, 16, 33, 64, 100, 130, 257]
+    for i in range(count):
+        dtype = dtypes[i % 3]
+        m, n = (int(rng.choice(sizes)) for _ in range(2))
+        k = int(rng.choice([0, 1, 7, 64, 200]))
+        ta, tb = bool(rng.integers(2)), bool(rng.integers(2))
+        batch = [int(b) for b in rng.choice([1, 2, 3], int(rng.integers(3)))]
+        a_batch = [b if rng.random() < 0.7 else 1 for b in batch]
+        b_batch = [] if rng.random() < 0.4 else [
+            b if rng.random() < 0.7 else 1 for b in batch]
+        a_shape = a_batch + ([k, m] if ta else [m, k])
+        b_shape = b_batch + ([n, k] if tb else [k, n])
+        out = [max(x, y) for x, y in zip(
+            [1] * (len(batch) - len(a_batch)) + a_batch,
+            [1] * (len(batch) - len(b_batch)) + b_batch)] + [m, n]
+        extras = []
+        steps = []
+        for _ in range(int(rng.integers(4))):
+            kind = rng.choice(["col", "row", "full", "act"])
+            if kind == "col":
+                extras.append(rng.standard_normal(n).astype(dtype))
+            elif kind == "row":
+                extras.append(rng.standard_normal(out[:-1] + [1])
+                              .astype(dtype))
+            elif kind == "full":
+                extras.append(rng.standard_normal(out).astype(dtype))
+            steps.append(kind)
+
+        def fn(a, b, *xs, steps=tuple(steps), ta=ta, tb=tb):
+            y = op.matmul(a, b, transpose_lhs=ta, transpose_rhs=tb)
+            it = iter(xs)
+            for j, kind in enumerate(steps):
+                if kind == "act":
+                    y = (op.gelu(y, approximate=True) if j % 2 else
+                         op.sigmoid(y) * y)
+                else:
+                    y = y + next(it) if j % 2 else y * next(it)
+            return y
+
+        args = [rng.standard_normal(a_shape).astype(dtype),
+                rng.standard_normal(b_shape).astype(dtype)] + extras
+        yield f"gemm_random{i}", ts.jit(fn).lower(*args)
 
 
 _PRODUCT = re.compile(

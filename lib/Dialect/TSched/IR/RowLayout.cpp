@@ -33,5 +33,20 @@ RowClass mlir::tessera::tsched::classifyInLayout(ArrayRef<int64_t> shape,
   if (llvm::all_of(lead, [](int64_t d) { return d == 1; }) &&
       padded.back() == full.back())
     return RowClass::Col;
+  // Ones, then the full shape's trailing dims (from j on).
+  size_t j = padded.size();
+  while (j > 0 && padded[j - 1] == full[j - 1])
+    --j;
+  if (j < padded.size() &&
+      llvm::all_of(ArrayRef<int64_t>(padded).take_front(j),
+                   [](int64_t d) { return d == 1; }) &&
+      periodRows(padded) % kPeriodMultiple == 0)
+    return RowClass::Periodic;
   return RowClass::None;
+}
+
+int64_t mlir::tessera::tsched::periodRows(ArrayRef<int64_t> shape) {
+  if (shape.empty() || shape.back() == 0)
+    return 1;
+  return numElements(shape) / shape.back();
 }

@@ -122,7 +122,7 @@ bool readsAsVector(ArrayRef<int64_t> in, ArrayRef<int64_t> dims,
     return false;
   Class c = classifyInLayout(placed, out);
   return c == Class::Row || c == Class::Col || c == Class::Scalar ||
-         (c == Class::Full && numElements(out) == 1);
+         c == Class::Periodic || (c == Class::Full && numElements(out) == 1);
 }
 
 struct Group {
@@ -149,11 +149,12 @@ public:
     // kernel of its own, built last: the groups that read it lazily copy
     // it first.
     SmallVector<Group *> written;
-    // So is one that a GEMM multiplies: its operands come from memory.
+    // So is one that a GEMM multiplies (its operands come from memory),
+    // and a periodic one that a GEMM's epilogue reads.
     for (Operation *op : lazy)
       if (llvm::any_of(op->getUsers(), [&](Operation *u) {
             Group *g = groupOf.lookup(u);
-            return !g || !computesInRegisters(*g) || isContraction(u);
+            return !g || !replicableIn(op, *g) || isContraction(u);
           })) {
         Group &g = newGroup(GroupKind::Row,
                             *staticShape(op->getResult(0)));
@@ -225,6 +226,13 @@ private:
           col = true;
           break;
         case Class::Scalar:
+          break;
+        case Class::Periodic:
+          // Read at the row modulo its period: row kernels only (a GEMM's
+          // tile of up to 128 rows could wrap).
+          if (g.kind != GroupKind::Row)
+            return Class::None;
+          full = true;
           break;
         case Class::None:
           return Class::None;
@@ -410,13 +418,33 @@ private:
     return g.kind == GroupKind::Row || g.kind == GroupKind::Contraction;
   }
 
+  /// Whether `g`'s kernel computes the lazy broadcast `op` from its
+  /// source: a row kernel reads any source, a GEMM's epilogue no periodic
+  /// one.
+  static bool replicableIn(Operation *op, const Group &g) {
+    if (!computesInRegisters(g))
+      return false;
+    if (g.kind == GroupKind::Row)
+      return true;
+    std::optional<ArrayRef<int64_t>> in = staticShape(op->getOperand(0));
+    auto dims = op->getAttrOfType<DenseI64ArrayAttr>("broadcast_dimensions");
+    if (!in || !dims)
+      return false;
+    SmallVector<int64_t> placed(g.full.size(), 1);
+    for (auto [d, size] : llvm::zip(dims.asArrayRef(), *in))
+      if (d >= 0 && d < int64_t(placed.size()))
+        placed[d] = size;
+    return classifyInLayout(placed, g.full) != Class::Periodic;
+  }
+
   /// (`user`: the op of `g` that reads `v`; a GEMM reads its operands
   /// from memory.)
   bool isReplicated(Value v, const Group &g, Operation *user) const {
     if (!computesInRegisters(g) || isContraction(user))
       return false;
     Operation *def = v.getDefiningOp();
-    return isGenerated(v) || (def && lazy.contains(def) && !g.contains(def));
+    return isGenerated(v) || (def && lazy.contains(def) && !g.contains(def) &&
+                              replicableIn(def, g));
   }
 
   void materialize(OpBuilder &b, Group &g) {

@@ -20,7 +20,12 @@
 
 namespace mlir::tessera::tsched {
 
-enum class RowClass { Full, Row, Col, Scalar, None };
+enum class RowClass { Full, Row, Col, Scalar, Periodic, None };
+
+/// The rows a periodic value repeats: row r of the layout reads its row
+/// r mod periodRows. A multiple of this, so that a row kernel's block of
+/// rows (a power of two up to 16) never wraps.
+inline constexpr int64_t kPeriodMultiple = 16;
 
 /// The number of elements of a static shape.
 int64_t numElements(ArrayRef<int64_t> shape);
@@ -28,9 +33,15 @@ int64_t numElements(ArrayRef<int64_t> shape);
 /// How a value of `shape` spreads over the layout whose full shape is
 /// `full`, right-aligned as broadcasting reads it: the full shape itself,
 /// a row ([..., 1] with the full shape's leading dims), a column (ones,
-/// then C), a scalar (one element), or None. In a layout of one element
-/// every value of one element is the full tile.
+/// then C), a scalar (one element), periodic (ones, then the full shape's
+/// trailing dims, whose rows are a multiple of kPeriodMultiple: a rotary
+/// table [S, D] of [B, H, S, D] scores), or None. In a layout of one
+/// element every value of one element is the full tile.
 RowClass classifyInLayout(ArrayRef<int64_t> shape, ArrayRef<int64_t> full);
+
+/// The rows of a value of `shape` as a [P, C] matrix: its elements over
+/// its last dim.
+int64_t periodRows(ArrayRef<int64_t> shape);
 
 } // namespace mlir::tessera::tsched
 

@@ -105,7 +105,11 @@ def TSchedFormGPUGroups : Pass<"tessera-gpu-form-groups",
       cycle can form).
     - A broadcast of a row, a column or a scalar of its result is computed
       by each group that reads it, from its source: it is never written
-      out, unless an op in no group reads it.
+      out, unless an op in no group reads it. So is a periodic value (the
+      full shape's trailing dims repeated over its leading ones, with rows
+      a multiple of 16: rotary tables `[S, D]` of `[B, H, S, D]`), which a
+      row kernel reads at its row modulo the period; a GEMM's epilogue
+      reads it written out.
     - A matrix product the GPU runs as a GEMM (`matmul`, `batch_matmul`,
       a `dot_general` that is a batched matrix product: see
       `GemmForm.h`) opens a `contraction` group on its `[..., M, N]`
