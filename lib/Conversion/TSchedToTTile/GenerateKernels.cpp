@@ -150,6 +150,26 @@ public:
     return group.getKind() == tsched::GroupKind::Contraction && !gemm;
   }
 
+  /// Fails, at the product, on a GEMM schedule the Tile IR lowering
+  /// cannot build: tile dims and K steps are powers of two (at least 16
+  /// rows and columns, and K steps of at least 16 bytes), stages at least 1.
+  LogicalResult checkSchedule() {
+    if (!gemm)
+      return success();
+    auto pow2 = [](int64_t v) { return v > 0 && llvm::isPowerOf2_64(v); };
+    int64_t bytes = gemm->operandType.getIntOrFloatBitWidth() / 8;
+    if (pow2(bm) && pow2(bn) && pow2(bk) && bm >= 16 && bn >= 16 &&
+        bk * bytes >= 16 && stages >= 1)
+      return success();
+    return gemmOp->emitOpError()
+           << "has the GPU schedule " << scheduleAttr().str()
+           << ", which no GEMM kernel is built with: the tile's rows and "
+              "columns must be powers of two from 16, k a power of two of "
+              "at least 16 bytes of "
+           << gemm->operandType << " (" << 16 / bytes
+           << " elements), stages at least 1";
+  }
+
   /// Programs along x: one per row block, or per GEMM output tile.
   int64_t gridSize() const {
     if (!gemm)
@@ -1175,6 +1195,8 @@ struct TSchedGenerateKernelsPass
                                  "not a GEMM the GPU generates";
           return WalkResult::interrupt();
         }
+        if (failed(gen.checkSchedule()))
+          return WalkResult::interrupt();
         gen.findFullShape();
         if (failed(gen.predictClasses()))
           return WalkResult::interrupt();

@@ -216,3 +216,15 @@ func.func @periodic(%x: tensor<2x4x32x8xf32>, %t: tensor<32x8xf32>) -> tensor<2x
   }
   return %0 : tensor<2x4x32x8xf32>
 }
+
+// -----
+
+func.func @bad_schedule(%a: tensor<64x64xbf16>, %b: tensor<64x64xbf16>) -> tensor<64x64xbf16> {
+  %0 = tsched.group contraction [64, 64] (%a, %b) : (tensor<64x64xbf16>, tensor<64x64xbf16>) -> tensor<64x64xbf16> {
+  ^bb0(%x: tensor<64x64xbf16>, %y: tensor<64x64xbf16>):
+    // expected-error @+1 {{'tgraph.matmul' op has the GPU schedule block(100, 96).k(64).warps(4).stages(4), which no GEMM kernel is built with: the tile's rows and columns must be powers of two from 16, k a power of two of at least 16 bytes of 'bf16' (8 elements), stages at least 1}}
+    %p = tgraph.matmul %x, %y {tsched.schedule = #tsched.schedule<"block(100, 96)">} : (tensor<64x64xbf16>, tensor<64x64xbf16>) -> tensor<64x64xbf16>
+    tsched.yield %p : tensor<64x64xbf16>
+  }
+  return %0 : tensor<64x64xbf16>
+}
