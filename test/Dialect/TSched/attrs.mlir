@@ -40,6 +40,11 @@ func.func private @f() attributes {s = #tsched.schedule<"k(x)">}
 
 // -----
 
+// expected-error @+1 {{schedule part 'k' takes positive values, but got 0}}
+func.func private @f() attributes {s = #tsched.schedule<"block(64, 64).k(0)">}
+
+// -----
+
 // expected-error @+1 {{warps must be 1, 2, 4, 8 or 16, but got 3}}
 func.func private @f() attributes {s = #tsched.schedule<"block(64, 64).warps(3)">}
 
@@ -60,7 +65,7 @@ func.func private @f() attributes {s = #tsched.schedule<"block(100, 256).tile(8,
 
 // -----
 
-// expected-error @+1 {{block sizes must be positive, but got 0}}
+// expected-error @+1 {{schedule part 'block' takes positive values, but got 0}}
 func.func private @f() attributes {s = #tsched.schedule<"block(0, 32)">}
 
 // -----

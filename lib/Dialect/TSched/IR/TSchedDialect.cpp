@@ -155,6 +155,10 @@ parseChain(StringRef text, MLIRContext *ctx,
     }
     if (!seen.insert(part).second)
       return emitError() << "schedule part '" << part << "' appears twice";
+    for (int64_t v : args)
+      if (v <= 0)
+        return emitError() << "schedule part '" << part
+                           << "' takes positive values, but got " << v;
     auto want = [&](size_t n) -> LogicalResult {
       if (args.size() == n)
         return success();
