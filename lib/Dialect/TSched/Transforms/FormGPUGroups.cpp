@@ -22,6 +22,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/StringSet.h"
 
 #include <deque>
@@ -151,6 +152,7 @@ public:
     SmallVector<Group *> written;
     // So is one that a GEMM multiplies (its operands come from memory),
     // and a periodic one that a GEMM's epilogue reads.
+    llvm::SmallPtrSet<Operation *, 8> writtenOps;
     for (Operation *op : lazy)
       if (llvm::any_of(op->getUsers(), [&](Operation *u) {
             Group *g = groupOf.lookup(u);
@@ -162,6 +164,7 @@ public:
         g.classes[op->getResult(0)] = Class::Full;
         g.open = false;
         written.push_back(&g);
+        writtenOps.insert(op);
       }
     OpBuilder b(block.getParentOp()->getContext());
     for (Group &g : groups)
@@ -169,8 +172,9 @@ public:
         materialize(b, g);
     for (Group *g : written)
       materialize(b, *g);
+    // (A written broadcast was erased with its group's ops.)
     for (Operation *op : lazy)
-      if (op->use_empty())
+      if (!writtenOps.contains(op) && op->use_empty())
         op->erase();
   }
 
