@@ -28,7 +28,6 @@ import argparse
 import json
 import os
 import re
-import struct
 import sys
 import time
 
@@ -127,24 +126,13 @@ def precompile(chip, out, variants=()):
         json.dump(meta, f, indent=1)
 
 
-def _pack(tensors):
-    fields = []
-    for t in tensors:
-        shape = t.shape
-        strides, s = [], 1
-        for d in reversed(shape):
-            strides.append(s)
-            s *= d
-        fields += [t.pointer, t.pointer, 0, *shape, *reversed(strides)]
-    packed = struct.pack(f"<{len(fields)}q", *[
-        f if f < 2 ** 63 else f - 2 ** 64 for f in fields])
-    return packed, [8 * i for i in range(len(fields))]
-
-
 def run(saved, reps, only=None):
     import torch
     import tessera as ts
     from tessera import _cuda
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(
+        __file__)), "..", "..", "test", "python", "gpu"))
+    from generated_kernels import pack_memrefs as _pack
 
     with open(os.path.join(saved, "meta.json")) as f:
         meta = json.load(f)

@@ -144,7 +144,6 @@ public:
   int64_t blockRows() const { return bm; }
   int64_t blockCols() const { return bn; }
   int64_t numWarps() const { return warps; }
-  bool isGemm() const { return gemm.has_value(); }
   /// A contraction group whose first op is not a GEMM.
   bool badContraction() {
     return group.getKind() == tsched::GroupKind::Contraction && !gemm;

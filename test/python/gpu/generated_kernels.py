@@ -17,6 +17,7 @@ import json
 import os
 import re
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
@@ -199,6 +200,23 @@ def _f32_accumulation(body):
         attrs = (attrs[:-1] + f", {policy}}}") if attrs else f" {{{policy}}}"
         return head + attrs + types
     return _PRODUCT.sub(fix, body)
+
+
+def pack_memrefs(tensors):
+    """The parameter bytes and offsets of a kernel taking `tensors` (device
+    tensors, row-major) as memrefs: pointer, pointer, offset 0, sizes,
+    strides."""
+    fields = []
+    for t in tensors:
+        shape = t.shape
+        strides, s = [], 1
+        for d in reversed(shape):
+            strides.append(s)
+            s *= d
+        fields += [t.pointer, t.pointer, 0, *shape, *reversed(strides)]
+    packed = struct.pack(f"<{len(fields)}q", *[
+        f if f < 2 ** 63 else f - 2 ** 64 for f in fields])
+    return packed, [8 * i for i in range(len(fields))]
 
 
 def _types(text):

@@ -5,12 +5,12 @@ and its outputs are compared with what the CPU computed for the group."""
 
 import json
 import os
-import struct
 
 import numpy as np
 import pytest
 
 import tessera as ts
+from generated_kernels import pack_memrefs as _pack
 
 DIR = os.environ.get("TESSERA_GENERATED_KERNELS")
 
@@ -33,21 +33,6 @@ def _from_npy(a, dtype):
     if dtype == "f16":
         return a.view(np.float16)
     return a
-
-
-def _pack(tensors):
-    """Memref parameters: pointer, pointer, offset 0, sizes, strides."""
-    fields = []
-    for t in tensors:
-        shape = t.shape
-        strides, s = [], 1
-        for d in reversed(shape):
-            strides.append(s)
-            s *= d
-        fields += [t.pointer, t.pointer, 0, *shape, *reversed(strides)]
-    packed = struct.pack(f"<{len(fields)}q", *[
-        f if f < 2 ** 63 else f - 2 ** 64 for f in fields])
-    return packed, [8 * i for i in range(len(fields))]
 
 
 @pytest.mark.parametrize("case", _cases())

@@ -105,23 +105,30 @@ std::optional<ArrayRef<int64_t>> staticShape(Value v) {
   return t.getShape();
 }
 
-/// Whether a broadcast of `in` (its dims at `dims` of `out`) reads as a
-/// row, a column or a scalar of `out`'s [R, C] layout.
-bool readsAsVector(ArrayRef<int64_t> in, ArrayRef<int64_t> dims,
-                   ArrayRef<int64_t> out) {
-  if (out.empty() || dims.size() != in.size())
-    return false;
-  // The source as a tensor of the result's rank (1 where it broadcasts).
+/// The class in `out`'s [R, C] layout of a broadcast of `in` (its dims at
+/// `dims` of `out`): the source read as a tensor of the result's rank, 1
+/// where it broadcasts. None if a dim is out of range.
+Class broadcastClass(ArrayRef<int64_t> in, ArrayRef<int64_t> dims,
+                     ArrayRef<int64_t> out) {
+  if (dims.size() != in.size())
+    return Class::None;
   SmallVector<int64_t> placed(out.size(), 1);
   for (auto [d, size] : llvm::zip(dims, in)) {
     if (d < 0 || d >= int64_t(out.size()))
-      return false;
+      return Class::None;
     placed[d] = size;
   }
+  return classifyInLayout(placed, out);
+}
+
+/// Whether a broadcast of `in` (its dims at `dims` of `out`) reads as a
+/// row, a column, a scalar or a periodic value of `out`'s [R, C] layout.
+bool readsAsVector(ArrayRef<int64_t> in, ArrayRef<int64_t> dims,
+                   ArrayRef<int64_t> out) {
   // Dims must keep their order for the source's memory to be read as is.
-  if (!llvm::is_sorted(dims))
+  if (out.empty() || !llvm::is_sorted(dims))
     return false;
-  Class c = classifyInLayout(placed, out);
+  Class c = broadcastClass(in, dims, out);
   return c == Class::Row || c == Class::Col || c == Class::Scalar ||
          c == Class::Periodic || (c == Class::Full && numElements(out) == 1);
 }
@@ -434,11 +441,7 @@ private:
     auto dims = op->getAttrOfType<DenseI64ArrayAttr>("broadcast_dimensions");
     if (!in || !dims)
       return false;
-    SmallVector<int64_t> placed(g.full.size(), 1);
-    for (auto [d, size] : llvm::zip(dims.asArrayRef(), *in))
-      if (d >= 0 && d < int64_t(placed.size()))
-        placed[d] = size;
-    return classifyInLayout(placed, g.full) != Class::Periodic;
+    return broadcastClass(*in, dims.asArrayRef(), g.full) != Class::Periodic;
   }
 
   /// (`user`: the op of `g` that reads `v`; a GEMM reads its operands
