@@ -1,0 +1,238 @@
+//===- GemmKernel.cpp - A contraction group's GEMM kernel ------------------===//
+//
+// A contraction group's kernel is a GEMM whose programs loop over output
+// tiles [BM, BN] (a persistent grid when it is smaller than the tiles):
+// the K loop accumulates in f32, then the group's epilogue runs on the
+// accumulator with the same tile values as a row kernel's, at the tile's
+// rows and columns, before the stores.
+//
+//===----------------------------------------------------------------------===//
+
+#include "GroupKernel.h"
+
+using namespace mlir;
+using namespace mlir::tessera;
+
+namespace mlir::tessera::group_kernels {
+
+GemmSchedule chooseGemmSchedule(const tsched::GemmForm &form, int64_t sms,
+                                bool plain) {
+  struct Candidate {
+    GemmSchedule s;
+    double efficiency;
+  };
+  SmallVector<Candidate> candidates;
+  if (form.operandType.isF32())
+    candidates = {{{64, 64, 16, 4, 2}, 1.0},
+                  {{128, 64, 16, 8, 2}, 1.0},
+                  {{32, 64, 16, 4, 2}, 0.8}};
+  else
+    candidates = {{{128, 256, 64, 8, 4}, 1.0},
+                  {{128, 128, 64, 8, 4}, 0.9},
+                  {{64, 128, 64, 4, 4}, 0.75}};
+  const Candidate *best = nullptr;
+  double bestCost = 0;
+  for (const Candidate &c : candidates) {
+    if (c.s.bm * c.s.bn > 128 * 128 && !plain)
+      continue;
+    int64_t tiles =
+        form.flat() ? llvm::divideCeil(form.z * form.m, c.s.bm) *
+                          llvm::divideCeil(form.n, c.s.bn)
+                    : form.z * llvm::divideCeil(form.m, c.s.bm) *
+                          llvm::divideCeil(form.n, c.s.bn);
+    double waves = double(llvm::divideCeil(std::max<int64_t>(tiles, 1), sms));
+    double cost = waves * double(c.s.bm * c.s.bn) / c.efficiency;
+    if (!best || cost < bestCost) {
+      best = &c;
+      bestCost = cost;
+    }
+  }
+  return best->s;
+}
+
+
+
+/// The flat batch index of an operand whose batch dims are
+/// `operandBatch` (ones broadcast) for the result's flat batch index `z`.
+Value RowKernel::batchIndex(Value z, ArrayRef<int64_t> operandBatch,
+                            Location loc) {
+  ArrayRef<int64_t> batch = gemm->batch;
+  if (llvm::equal(operandBatch, batch))
+    return z;
+  Value out = index(0);
+  int64_t inner = 1, operandStride = 1;
+  for (int64_t d = int64_t(batch.size()) - 1; d >= 0; --d) {
+    if (operandBatch[d] != 1) {
+      // (z / inner) % batch[d], times the operand's stride of dim d.
+      Value idx = arith::RemSIOp::create(
+          b, loc, arith::DivSIOp::create(b, loc, z, index(inner)),
+          index(batch[d]));
+      out = arith::AddIOp::create(
+          b, loc, out,
+          arith::MulIOp::create(b, loc, idx, index(operandStride)));
+      operandStride *= operandBatch[d];
+    }
+    inner *= batch[d];
+  }
+  return out;
+}
+
+/// memref[z] of a memref with a leading batch dim: the matrix (or row
+/// vector) of batch z, as a strided view.
+Value RowKernel::batchSlice(Value memref, Value z, Location loc) {
+  auto type = cast<MemRefType>(memref.getType());
+  int64_t rank = type.getRank();
+  SmallVector<OpFoldResult> offsets(rank, b.getIndexAttr(0));
+  offsets[0] = z;
+  SmallVector<OpFoldResult> sizes(1, b.getIndexAttr(1));
+  for (int64_t d = 1; d < rank; ++d)
+    sizes.push_back(
+        memref::DimOp::create(b, loc, memref, index(d)).getResult());
+  SmallVector<OpFoldResult> strides(rank, b.getIndexAttr(1));
+  SmallVector<int64_t> layoutStrides(rank - 1, ShapedType::kDynamic);
+  layoutStrides.back() = 1;
+  auto layout = StridedLayoutAttr::get(b.getContext(), ShapedType::kDynamic,
+                                       layoutStrides);
+  auto sliced = MemRefType::get(
+      SmallVector<int64_t>(rank - 1, ShapedType::kDynamic),
+      type.getElementType(), layout);
+  return memref::SubViewOp::create(b, loc, sliced, memref, offsets, sizes,
+                                   strides);
+}
+
+LogicalResult RowKernel::buildGemm(func::FuncOp kernel) {
+  const tsched::GemmForm &g = *gemm;
+  Block &body = group.getBodyBlock();
+  Location loc = gemmOp->getLoc();
+  Block *entry = kernel.addEntryBlock();
+  b.setInsertionPointToStart(entry);
+  auto argOf = [&](Value v) {
+    return entry->getArgument(cast<BlockArgument>(v).getArgNumber());
+  };
+  bool batched = !g.flat();
+  int64_t m = batched ? g.m : g.z * g.m;
+  int64_t tilesM = llvm::divideCeil(m, bm), tilesN = llvm::divideCeil(g.n, bn);
+  int64_t perBatch = tilesM * tilesN;
+  // Each program takes output tile program_id, then every num_programs-th.
+  Value pid = tt::ProgramIdOp::create(b, loc, b.getIndexType(),
+                                      b.getI32IntegerAttr(0));
+  Value programs = tt::NumProgramsOp::create(b, loc, b.getIndexType(),
+                                             b.getI32IntegerAttr(0));
+  auto tilesLoop = tt::RangeOp::create(b, loc, TypeRange(), pid,
+                                       index(tileCount()), programs,
+                                       ValueRange(), b.getI32IntegerAttr(1));
+  Block *tileBody = b.createBlock(&tilesLoop.getBody(), {},
+                                  {b.getIndexType()}, {loc});
+  b.setInsertionPointToStart(tileBody);
+  Value t = tileBody->getArgument(0);
+  Value z = index(0);
+  if (batched) {
+    z = arith::DivSIOp::create(b, loc, t, index(perBatch));
+    t = arith::SubIOp::create(b, loc, t,
+                              arith::MulIOp::create(b, loc, z,
+                                                    index(perBatch)));
+  }
+  // Tiles in groups of 8 row blocks (column by column within a group):
+  // tiles that run together share A's and B's blocks in L2.
+  const int64_t groupRows = 8;
+  int64_t inGroup = groupRows * tilesN;
+  Value groupIdx = arith::DivSIOp::create(b, loc, t, index(inGroup));
+  Value first = arith::MulIOp::create(b, loc, groupIdx, index(groupRows));
+  Value rowsHere = arith::MinSIOp::create(
+      b, loc, arith::SubIOp::create(b, loc, index(tilesM), first),
+      index(groupRows));
+  Value within = arith::RemSIOp::create(b, loc, t, index(inGroup));
+  Value ti = arith::AddIOp::create(
+      b, loc, first, arith::RemSIOp::create(b, loc, within, rowsHere));
+  Value tj = arith::DivSIOp::create(b, loc, within, rowsHere);
+  rowStart = arith::MulIOp::create(b, loc, ti, index(bm));
+  colStart = arith::MulIOp::create(b, loc, tj, index(bn));
+  globalRow = batched ? Value(arith::AddIOp::create(
+                            b, loc,
+                            arith::MulIOp::create(b, loc, z, index(g.m)),
+                            rowStart))
+                      : rowStart;
+
+  Value aMem = argOf(gemmOp->getOperand(0));
+  Value bMem = argOf(gemmOp->getOperand(1));
+  if (batched) {
+    aMem = batchSlice(aMem, batchIndex(z, g.aBatch, loc), loc);
+    bMem = batchSlice(bMem, batchIndex(z, g.bBatch, loc), loc);
+  }
+  // The K loop: acc += op(A tile) @ op(B tile), the loads `stages - 1`
+  // steps ahead.
+  auto accType = RankedTensorType::get({bm, bn}, f32);
+  Value zeros = arith::ConstantOp::create(
+      b, loc, DenseElementsAttr::get(accType, b.getF32FloatAttr(0)));
+  auto kLoop = tt::RangeOp::create(b, loc, TypeRange{accType}, index(0),
+                                   index(g.k), index(bk), ValueRange{zeros},
+                                   b.getI32IntegerAttr(int32_t(stages)));
+  Block *kBody = b.createBlock(&kLoop.getBody(), {},
+                               {b.getIndexType(), accType}, {loc, loc});
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(kBody);
+    Value kk = kBody->getArgument(0);
+    Type elt = g.operandType;
+    auto loadTile = [&](Value mem, Value r, Value c, int64_t rs, int64_t cs,
+                        bool transposed) -> Value {
+      Value tileV = transposed
+                        ? tt::LoadOp::create(
+                              b, loc, RankedTensorType::get({cs, rs}, elt),
+                              mem, ValueRange{c, r}, Value(), nullptr,
+                              nullptr)
+                              .getResult()
+                        : tt::LoadOp::create(
+                              b, loc, RankedTensorType::get({rs, cs}, elt),
+                              mem, ValueRange{r, c}, Value(), nullptr,
+                              nullptr)
+                              .getResult();
+      if (!transposed)
+        return tileV;
+      return tt::TransposeOp::create(b, loc, RankedTensorType::get({rs, cs},
+                                                                   elt),
+                                     tileV, b.getDenseI64ArrayAttr({1, 0}));
+    };
+    Value aTile = loadTile(aMem, rowStart, kk, bm, bk, g.transA);
+    Value bTile = loadTile(bMem, kk, colStart, bk, bn, g.transB);
+    Value acc = tt::DotOp::create(b, loc, accType, aTile, bTile,
+                                  kBody->getArgument(1), nullptr);
+    tt::YieldOp::create(b, loc, ValueRange{acc});
+  }
+  b.setInsertionPointAfter(kLoop);
+  tiles[gemmOp->getResult(0)] = Tile{kLoop.getResult(0), Class::Full};
+
+  // The epilogue's other inputs, read at the tile (a batched GEMM reads
+  // full tiles and rows of batch z).
+  auto viewFor = [&](Value arg, Class cls) {
+    if (batched && (cls == Class::Full || cls == Class::Row))
+      return batchSlice(arg, z, loc);
+    return arg;
+  };
+  for (BlockArgument input : body.getArguments()) {
+    if (llvm::all_of(input.getUsers(),
+                     [&](Operation *u) { return u == gemmOp; }))
+      continue;
+    Class cls = predicted.lookup(input);
+    tiles[input] = load(viewFor(argOf(input), cls), cls,
+                        cast<RankedTensorType>(input.getType())
+                            .getElementType(),
+                        input.getLoc());
+  }
+  for (Operation &op : body.without_terminator())
+    if (&op != gemmOp && failed(lower(&op)))
+      return failure();
+  auto yield = cast<tsched::YieldOp>(body.getTerminator());
+  for (auto [value, arg] :
+       llvm::zip(yield.getValues(),
+                 entry->getArguments().drop_front(body.getNumArguments()))) {
+    Tile tv = tiles.lookup(value);
+    Type elt = cast<RankedTensorType>(value.getType()).getElementType();
+    store(tv, viewFor(arg, tv.cls), elt, loc);
+  }
+  tt::YieldOp::create(b, loc);
+  b.setInsertionPointAfter(tilesLoop);
+  func::ReturnOp::create(b, loc);
+  return success();
+}
+} // namespace mlir::tessera::group_kernels

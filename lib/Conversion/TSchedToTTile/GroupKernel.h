@@ -1,0 +1,545 @@
+//===- GroupKernel.h - The Tile IR kernel of one GPU fusion group -*- C++ -*-===//
+//
+// RowKernel builds the kernel of a row or contraction group: a row
+// group's on the rows a program holds (GenerateKernels.cpp, with the
+// lowering of the group's Graph IR ops to tile values), a contraction
+// group's as a GEMM with its epilogue (GemmKernel.cpp). Private to
+// -tessera-gpu-generate-kernels.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TESSERA_CONVERSION_TSCHEDTOTTILE_GROUPKERNEL_H
+#define TESSERA_CONVERSION_TSCHEDTOTTILE_GROUPKERNEL_H
+
+#include "tessera/Conversion/Passes.h"
+#include "tessera/Dialect/TGraph/IR/TGraph.h"
+#include "tessera/Dialect/TSched/IR/GemmForm.h"
+#include "tessera/Dialect/TSched/IR/RowLayout.h"
+#include "tessera/Dialect/TSched/IR/TSched.h"
+#include "tessera/Dialect/TTile/IR/TTile.h"
+
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/TypeSwitch.h"
+#include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/MathExtras.h"
+
+namespace mlir::tessera::group_kernels {
+
+namespace tg = mlir::tessera::tgraph;
+namespace tt = mlir::tessera::ttile;
+
+/// How a value spreads over the rows a program holds (never None here).
+using Class = tsched::RowClass;
+
+struct Tile {
+  Value value;
+  Class cls;
+};
+
+/// A GEMM's schedule: the output tile, the K step, warps and the loads'
+/// pipeline stages.
+struct GemmSchedule {
+  int64_t bm, bn, bk, warps, stages;
+};
+
+/// The tiles a GEMM of `form` is built with: of the candidates for its
+/// operand type (wide tiles on the tensor cores, narrower ones for small
+/// products; f32 on FMAs), the one that finishes first on `sms`
+/// multiprocessors, counting waves of tiles and the lower throughput of
+/// smaller tiles. A 128x256 tile keeps 128 f32 accumulators a thread: with
+/// an epilogue beyond the final cast its temporaries spill (ptxas,
+/// sm_90a), so it is only a candidate for plain products.
+GemmSchedule chooseGemmSchedule(const tsched::GemmForm &form, int64_t sms,
+                                bool plain);
+
+class RowKernel {
+public:
+  RowKernel(tsched::GroupOp group, int64_t rows, int64_t cols,
+            int64_t sms = 132)
+      : group(group), b(group.getContext()), rows(rows), cols(cols) {
+    f32 = b.getF32Type();
+    Block &body = group.getBodyBlock();
+    if (group.getKind() == tsched::GroupKind::Contraction &&
+        !body.without_terminator().empty()) {
+      gemmOp = &body.front();
+      gemm = tsched::gemmForm(gemmOp);
+    }
+    if (gemm) {
+      bool plain = llvm::all_of(body.without_terminator(), [&](Operation &op) {
+        return &op == gemmOp || isa<tg::CastOp>(op);
+      });
+      GemmSchedule s = chooseGemmSchedule(*gemm, sms, plain);
+      // The parts of the product's own schedule replace the chosen ones.
+      if (auto user = gemmOp->getAttrOfType<tsched::ScheduleAttr>(
+              tsched::TSchedDialect::kScheduleAttrName)) {
+        if (!user.getBlock().empty()) {
+          s.bm = user.getBlock()[0];
+          s.bn = user.getBlock()[1];
+        }
+        if (user.getK())
+          s.bk = user.getK();
+        if (user.getWarps())
+          s.warps = user.getWarps();
+        if (user.getStages())
+          s.stages = user.getStages();
+      }
+      bm = s.bm;
+      bn = s.bn;
+      bk = s.bk;
+      warps = s.warps;
+      stages = s.stages;
+      return;
+    }
+    bn = int64_t(llvm::PowerOf2Ceil(uint64_t(std::max<int64_t>(cols, 1))));
+    bm = std::max<int64_t>(1, std::min<int64_t>(16, 4096 / bn));
+    warps = bm * bn >= 4096 ? 8 : 4;
+  }
+
+  int64_t blockRows() const { return bm; }
+  int64_t blockCols() const { return bn; }
+  int64_t numWarps() const { return warps; }
+  /// A contraction group whose first op is not a GEMM.
+  bool badContraction() {
+    return group.getKind() == tsched::GroupKind::Contraction && !gemm;
+  }
+
+  /// Fails, at the product, on a GEMM schedule the Tile IR lowering
+  /// cannot build: tile dims and K steps are powers of two (at least 16
+  /// rows and columns, and K steps of at least 16 bytes), stages at least 1.
+  LogicalResult checkSchedule() {
+    if (!gemm)
+      return success();
+    auto pow2 = [](int64_t v) { return v > 0 && llvm::isPowerOf2_64(v); };
+    int64_t bytes = gemm->operandType.getIntOrFloatBitWidth() / 8;
+    if (pow2(bm) && pow2(bn) && pow2(bk) && bm >= 16 && bn >= 16 &&
+        bk * bytes >= 16 && stages >= 1)
+      return success();
+    return gemmOp->emitOpError()
+           << "has the GPU schedule " << scheduleAttr().str()
+           << ", which no GEMM kernel is built with: the tile's rows and "
+              "columns must be powers of two from 16, k a power of two of "
+              "at least 16 bytes of "
+           << gemm->operandType << " (" << 16 / bytes
+           << " elements), stages at least 1";
+  }
+
+  /// Programs along x: one per row block, or per GEMM output tile.
+  int64_t gridSize() const {
+    if (!gemm)
+      return llvm::divideCeil(rows, bm);
+    return tileCount();
+  }
+
+  /// The kernel's schedule, as the group records it.
+  tsched::ScheduleAttr scheduleAttr() {
+    MLIRContext *ctx = group.getContext();
+    if (gemm)
+      return tsched::ScheduleAttr::get(ctx, {bm, bn}, bk, {}, 0, 0, warps,
+                                       stages);
+    return tsched::ScheduleAttr::get(ctx, {bm, bn}, 0, {}, 0, 0, warps, 0);
+  }
+
+  /// The class of a value of `shape` read from memory (right-aligned
+  /// against the full shape, as broadcasting reads it).
+  std::optional<Class> classify(ArrayRef<int64_t> shape) const {
+    Class c = tsched::classifyInLayout(shape, full);
+    if (c == Class::None)
+      return std::nullopt;
+    return c;
+  }
+
+  /// Builds the body of `kernel`, whose signature takes memrefFor() of
+  /// each input and output (after predictClasses()).
+  LogicalResult build(func::FuncOp kernel) {
+    if (gemm)
+      return buildGemm(kernel);
+    Block &body = group.getBodyBlock();
+    Location loc = group.getLoc();
+    Block *entry = kernel.addEntryBlock();
+    b.setInsertionPointToStart(entry);
+    Value pid = tt::ProgramIdOp::create(b, loc, b.getIndexType(),
+                                        b.getI32IntegerAttr(0));
+    rowStart = arith::MulIOp::create(b, loc, pid, index(bm));
+    globalRow = rowStart;
+    colStart = index(0);
+    if (bn != cols) {
+      auto i32Tile = RankedTensorType::get({bm, bn}, b.getI32Type());
+      Value col = tt::IotaOp::create(b, loc, i32Tile, b.getI32IntegerAttr(1));
+      Value limit = arith::ConstantOp::create(
+          b, loc, DenseElementsAttr::get(i32Tile, b.getI32IntegerAttr(
+                                                      int32_t(cols))));
+      colMask = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, col,
+                                      limit);
+    }
+    // Inputs.
+    for (auto [arg, input] :
+         llvm::zip(entry->getArguments().take_front(body.getNumArguments()),
+                   body.getArguments())) {
+      auto type = cast<RankedTensorType>(input.getType());
+      tiles[input] = load(arg, predicted.lookup(input), type.getElementType(),
+                          loc, tsched::periodRows(type.getShape()));
+    }
+    for (Operation &op : body.without_terminator())
+      if (failed(lower(&op)))
+        return failure();
+    // Outputs.
+    auto yield = cast<tsched::YieldOp>(body.getTerminator());
+    for (auto [value, arg] :
+         llvm::zip(yield.getValues(),
+                   entry->getArguments().drop_front(body.getNumArguments()))) {
+      Tile t = tiles.lookup(value);
+      Type elt = cast<RankedTensorType>(value.getType()).getElementType();
+      assert(t.cls == predicted.lookup(value) && "class as predicted");
+      store(t, arg, elt, loc);
+    }
+    func::ReturnOp::create(b, loc);
+    return success();
+  }
+
+  /// The class of every value of the body, as build() computes it: the
+  /// kernel's signature and the host's views depend on it. Fails on an
+  /// input that fits no class or an output that is a column or a scalar.
+  LogicalResult predictClasses() {
+    Block &body = group.getBodyBlock();
+    for (Value arg : body.getArguments()) {
+      auto type = cast<RankedTensorType>(arg.getType());
+      std::optional<Class> cls = classify(type.getShape());
+      if (gemm && cls == Class::Periodic)
+        return group.emitOpError()
+               << "input of type " << type << " repeats over the rows of "
+               << "the layout [" << rows << ", " << cols << "]; a GEMM's "
+               << "epilogue reads full tiles, rows, columns and scalars";
+      if (isGemmOperand(arg)) {
+        // Read through the GEMM's view; by the epilogue only as a full
+        // tile (the groups are formed so).
+        bool otherReaders = llvm::any_of(
+            arg.getUsers(), [&](Operation *u) { return u != gemmOp; });
+        if (otherReaders && cls != Class::Full)
+          return group.emitOpError()
+                 << "epilogue reads GEMM operand of type " << type
+                 << " as other than a full tile of the layout [" << rows
+                 << ", " << cols << "]";
+        predicted[arg] = Class::Full;
+        continue;
+      }
+      if (!cls)
+        return group.emitOpError()
+               << "input of type " << type << " is neither a full tile, a "
+               << "row, a column nor a scalar of the layout [" << rows << ", "
+               << cols << "]";
+      predicted[arg] = *cls;
+    }
+    for (Operation &op : body.without_terminator()) {
+      if (op.getNumResults() != 1)
+        return unsupported(&op);
+      auto type = dyn_cast<RankedTensorType>(op.getResult(0).getType());
+      if (!type)
+        return unsupported(&op);
+      Class cls;
+      if (&op == gemmOp) {
+        cls = Class::Full;
+      } else if (isa<tg::ConstantOp>(op)) {
+        cls = Class::Scalar;
+      } else if (isa<tg::FullOp, tg::ZerosLikeOp, tg::OnesLikeOp,
+                     tg::IotaOp>(op)) {
+        std::optional<Class> c = classify(type.getShape());
+        if (!c)
+          return unsupported(&op);
+        // A constant repeated over the rows is a full tile.
+        cls = *c == Class::Periodic ? Class::Full : *c;
+      } else if (isa<tg::BroadcastInDimOp>(op)) {
+        cls = Class::Full;
+      } else if (isa<tg::ReduceSumOp, tg::ReduceMeanOp, tg::ReduceMaxOp,
+                     tg::ReduceMinOp>(op)) {
+        cls = Class::Row;
+      } else {
+        SmallVector<Tile> ts;
+        for (Value v : op.getOperands())
+          ts.push_back(Tile{Value(), predicted.lookup(v)});
+        cls = join(ts);
+      }
+      predicted[op.getResult(0)] = cls;
+    }
+    for (Value v : body.getTerminator()->getOperands()) {
+      Class cls = predicted.lookup(v);
+      if (cls == Class::Col || cls == Class::Scalar)
+        return group.emitOpError()
+               << "yields a " << (cls == Class::Col ? "column" : "scalar")
+               << " of its layout; a row kernel writes full tiles and rows";
+    }
+    return success();
+  }
+
+  /// The memref type the kernel takes for body value `v` (a block argument
+  /// or a yielded value).
+  MemRefType memrefFor(Value v) const {
+    auto type = cast<RankedTensorType>(v.getType());
+    Type elt = type.getElementType().isInteger(1)
+                   ? IntegerType::get(type.getContext(), 8)
+                   : type.getElementType();
+    size_t rank = viewOf(v).size();
+    return MemRefType::get(SmallVector<int64_t>(rank, ShapedType::kDynamic),
+                           elt);
+  }
+
+  /// The shape the kernel reads body value `v` as: [R, C] for a full
+  /// tile, [R] for a row, [C] for a column, [1] for a scalar.
+  SmallVector<int64_t> viewOf(Value v) const {
+    if (gemm && isGemmOperand(v)) {
+      const tsched::GemmForm &g = *gemm;
+      bool isA = v == gemmOp->getOperand(0);
+      int64_t outer = isA ? g.m : g.n;
+      bool trans = isA ? g.transA : g.transB;
+      SmallVector<int64_t> mat = trans == isA
+                                     ? SmallVector<int64_t>{g.k, outer}
+                                     : SmallVector<int64_t>{outer, g.k};
+      if (g.flat()) {
+        if (isA)
+          mat[0] *= g.za;
+        return mat;
+      }
+      return {isA ? g.za : g.zb, mat[0], mat[1]};
+    }
+    bool batched = gemm && !gemm->flat();
+    switch (predicted.lookup(v)) {
+    case Class::Full:
+      if (batched)
+        return {gemm->z, gemm->m, gemm->n};
+      return {rows, cols};
+    case Class::Row:
+      if (batched)
+        return {gemm->z, gemm->m};
+      return {rows};
+    case Class::Col:
+      return {cols};
+    case Class::Scalar:
+      return {1};
+    case Class::Periodic:
+      return {tsched::periodRows(cast<RankedTensorType>(v.getType())
+                                     .getShape()),
+              cols};
+    case Class::None:
+      break;
+    }
+    llvm_unreachable("class");
+  }
+
+  void findFullShape() {
+    // The shape of a full value: one of R * C elements ending in C.
+    auto fits = [&](Type t) {
+      auto r = dyn_cast<RankedTensorType>(t);
+      return r && r.hasStaticShape() && r.getRank() > 0 &&
+             r.getNumElements() == rows * cols && r.getShape().back() == cols;
+    };
+    for (Operation &op : group.getBodyBlock())
+      for (Value v : llvm::concat<Value>(op.getOperands(), op.getResults()))
+        if (fits(v.getType())) {
+          full = llvm::to_vector(
+              cast<RankedTensorType>(v.getType()).getShape());
+          return;
+        }
+    for (Value v : group.getBodyBlock().getArguments())
+      if (fits(v.getType())) {
+        full = llvm::to_vector(cast<RankedTensorType>(v.getType()).getShape());
+        return;
+      }
+    full = {rows, cols};
+  }
+
+private:
+  tsched::GroupOp group;
+  OpBuilder b;
+  int64_t rows, cols, bm = 1, bn = 1, warps = 4, bk = 0, stages = 1;
+  SmallVector<int64_t> full;
+  Type f32;
+  /// The tile's first row and column (within its batch, for a batched
+  /// GEMM), and its first row of the whole [R, C] layout.
+  Value rowStart, colStart, globalRow, colMask;
+  /// A contraction group's GEMM (its first op) and its form.
+  Operation *gemmOp = nullptr;
+  std::optional<tsched::GemmForm> gemm;
+
+  bool isGemmOperand(Value v) const {
+    return gemmOp && llvm::is_contained(gemmOp->getOperands(), v) &&
+           isa<BlockArgument>(v);
+  }
+
+  int64_t tileCount() const {
+    const tsched::GemmForm &g = *gemm;
+    if (g.flat())
+      return llvm::divideCeil(g.z * g.m, bm) * llvm::divideCeil(g.n, bn);
+    return g.z * llvm::divideCeil(g.m, bm) * llvm::divideCeil(g.n, bn);
+  }
+
+  LogicalResult buildGemm(func::FuncOp kernel);
+  Value batchIndex(Value z, ArrayRef<int64_t> operandBatch, Location loc);
+  Value batchSlice(Value memref, Value z, Location loc);
+  DenseMap<Value, Tile> tiles;
+  DenseMap<Value, Class> predicted;
+
+  Value index(int64_t v) {
+    return arith::ConstantIndexOp::create(b, group.getLoc(), v);
+  }
+
+  SmallVector<int64_t> shapeOf(Class cls) const {
+    switch (cls) {
+    case Class::Full:
+    case Class::Periodic:
+      return {bm, bn};
+    case Class::Row:
+      return {bm};
+    case Class::Col:
+      return {bn};
+    case Class::Scalar:
+      return {1};
+    case Class::None:
+      break;
+    }
+    llvm_unreachable("class");
+  }
+
+  RankedTensorType tileType(Class cls, Type elt) const {
+    return RankedTensorType::get(shapeOf(cls), elt);
+  }
+
+  Value splat(Class cls, Type elt, double v, Location loc) {
+    auto type = tileType(cls, elt);
+    TypedAttr a;
+    if (auto ft = dyn_cast<FloatType>(elt))
+      a = b.getFloatAttr(ft, v);
+    else
+      a = b.getIntegerAttr(elt, int64_t(v));
+    return arith::ConstantOp::create(b, loc, DenseElementsAttr::get(type, a));
+  }
+
+  /// `t` as a tile of class `to` (to is Full, or t is a scalar).
+  Value expand(Tile t, Class to, Location loc) {
+    if (t.cls == to)
+      return t.value;
+    Type elt = cast<RankedTensorType>(t.value.getType()).getElementType();
+    // A literal becomes a literal of the larger shape.
+    if (auto c = t.value.getDefiningOp<arith::ConstantOp>())
+      if (auto dense = dyn_cast<DenseElementsAttr>(c.getValue());
+          dense && dense.isSplat())
+        return arith::ConstantOp::create(
+            b, loc, dense.resizeSplat(tileType(to, elt)));
+    SmallVector<int64_t> dims;
+    if (to == Class::Full)
+      dims = {t.cls == Class::Row ? 0 : 1};
+    else
+      dims = {0};
+    return tt::BroadcastOp::create(b, loc, tileType(to, elt), t.value,
+                                   b.getDenseI64ArrayAttr(dims));
+  }
+
+  static Class join(ArrayRef<Tile> ts) {
+    bool row = false, col = false, fullSeen = false;
+    for (const Tile &t : ts) {
+      row |= t.cls == Class::Row;
+      col |= t.cls == Class::Col;
+      fullSeen |= t.cls == Class::Full || t.cls == Class::Periodic;
+    }
+    if (fullSeen || (row && col))
+      return Class::Full;
+    if (row)
+      return Class::Row;
+    if (col)
+      return Class::Col;
+    return Class::Scalar;
+  }
+
+  /// l / r in f32 as the GPU's approximate division (div.approx.f32: at
+  /// most 2 ulp for divisors of normal magnitude, 0 beyond 2^126, no
+  /// branch). IEEE division (div.rn.f32) checks each quotient and calls a
+  /// slow path for huge, tiny or zero operands; in a GEMM epilogue of
+  /// 64 quotients a thread, the checks and branches cost more than the
+  /// product itself.
+  Value divide(Location loc, Value l, Value r) {
+    return arith::DivFOp::create(b, loc, l, r, arith::FastMathFlags::afn);
+  }
+
+  Value castTo(RankedTensorType type, Value v, Location loc) {
+    return tt::CastOp::create(b, loc, type, v, /*saturate=*/nullptr,
+                              /*stochastic_round=*/nullptr, /*seed=*/Value());
+  }
+
+  /// A tile of `memref` as class `cls` reads it; a periodic value of
+  /// `period` rows at the block's row modulo the period (whole blocks: the
+  /// period is a multiple of the block's rows), then a full tile.
+  Tile load(Value memref, Class cls, Type elt, Location loc,
+            int64_t period = 0) {
+    SmallVector<Value> at;
+    switch (cls) {
+    case Class::Full:
+      at = {rowStart, colStart};
+      break;
+    case Class::Periodic:
+      at = {arith::RemSIOp::create(b, loc, rowStart, index(period)),
+            colStart};
+      break;
+    case Class::Row:
+      at = {rowStart};
+      break;
+    case Class::Col:
+      at = {colStart};
+      break;
+    case Class::Scalar:
+    case Class::None:
+      at = {index(0)};
+      break;
+    }
+    Type stored = cast<MemRefType>(memref.getType()).getElementType();
+    Value v = tt::LoadOp::create(b, loc, tileType(cls, stored), memref, at,
+                                 /*mask=*/Value(), /*padding=*/nullptr,
+                                 /*multicast=*/nullptr);
+    if (elt.isInteger(1))
+      v = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, v,
+                                splat(cls, stored, 0, loc));
+    else if (isa<FloatType>(elt) && elt != f32)
+      v = castTo(tileType(cls, f32), v, loc);
+    return {v, cls == Class::Periodic ? Class::Full : cls};
+  }
+
+  void store(Tile t, Value memref, Type elt, Location loc) {
+    Value v = t.value;
+    Type stored = cast<MemRefType>(memref.getType()).getElementType();
+    if (elt.isInteger(1))
+      v = arith::ExtUIOp::create(b, loc, tileType(t.cls, stored), v);
+    else if (stored != f32)
+      v = castTo(tileType(t.cls, stored), v, loc);
+    SmallVector<Value> at = t.cls == Class::Full
+                                ? SmallVector<Value>{rowStart, colStart}
+                                : SmallVector<Value>{rowStart};
+    tt::StoreOp::create(b, loc, v, memref, at, Value());
+  }
+
+  /// The operands of `op` as tiles of one class (the join of theirs).
+  std::pair<SmallVector<Value>, Class> operands(Operation *op,
+                                                ValueRange values) {
+    SmallVector<Tile> ts;
+    for (Value v : values)
+      ts.push_back(tiles.lookup(v));
+    Class cls = join(ts);
+    SmallVector<Value> out;
+    for (Tile &t : ts)
+      out.push_back(expand(t, cls, op->getLoc()));
+    return {out, cls};
+  }
+
+  LogicalResult unsupported(Operation *op) {
+    return op->emitError() << "'" << op->getName()
+                           << "' in a row fusion group has no generated GPU "
+                              "kernel";
+  }
+
+  LogicalResult lower(Operation *op);
+  Value unary(Operation *op, Value x, Location loc);
+  FailureOr<Value> binary(Operation *op, Value l, Value r, Location loc);
+};
+
+} // namespace mlir::tessera::group_kernels
+
+#endif // TESSERA_CONVERSION_TSCHEDTOTTILE_GROUPKERNEL_H
