@@ -194,14 +194,17 @@ Result<std::string> Module::lower(Stage stage) const {
     return str();
   OwningOpRef<ModuleOp> copy = state->getModule().clone();
   PassManager pm(state->getContext());
-  bool gpu = stage == Stage::GPUGroups || stage == Stage::GPUKernels;
+  bool gpu = stage == Stage::GPUGroups || stage == Stage::GPUKernels ||
+             stage == Stage::GPUHost;
   if (gpu) {
     mlir::tessera::buildCPUPipeline(pm, mlir::tessera::CPUStage::GraphOptimized,
                                     /*keepGpuAttention=*/true);
     pm.addNestedPass<func::FuncOp>(
         mlir::tessera::tsched::createTSchedFormGPUGroups());
-    if (stage == Stage::GPUKernels)
+    if (stage != Stage::GPUGroups)
       pm.addPass(mlir::tessera::createTSchedGenerateKernels());
+    if (stage == Stage::GPUHost)
+      pm.addPass(mlir::tessera::tsched::createTSchedGPUHostProgram());
   } else {
     static const std::map<Stage, mlir::tessera::CPUStage> stops = {
         {Stage::GraphOptimized, mlir::tessera::CPUStage::GraphOptimized},

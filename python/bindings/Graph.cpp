@@ -52,7 +52,8 @@ static const std::map<std::string, Stage> &stages() {
       {"scheduled", Stage::Scheduled},
       {"llvm", Stage::LLVM},
       {"gpu_groups", Stage::GPUGroups},
-      {"gpu_kernels", Stage::GPUKernels}};
+      {"gpu_kernels", Stage::GPUKernels},
+      {"gpu_host", Stage::GPUHost}};
   return names;
 }
 
@@ -265,7 +266,7 @@ void bindGraph(nb::module_ &m) {
             if (it == stages().end())
               raise(Error{"unknown stage '" + stage +
                           "' (expected graph, graph_optimized, linalg, "
-                          "scheduled, llvm, gpu_groups or gpu_kernels)"});
+                          "scheduled, llvm, gpu_groups, gpu_kernels or gpu_host)"});
             return take(self.lower(it->second));
           },
           nb::arg("stage"))

@@ -115,7 +115,9 @@ class Lowered:
         ``"linalg"``, ``"scheduled"`` or ``"llvm"`` on the CPU path;
         ``"gpu_groups"``: the GPU path's fusion groups (``tsched.group``
         ops, one a kernel); ``"gpu_kernels"``: with the Tile IR kernel
-        generated for each row group.
+        generated for each row and contraction group; ``"gpu_host"``: with
+        each function turned into its host program (kernel launches on
+        buffers of one planned workspace).
 
         >>> lowered = ts.jit(lambda x: op.tanh(x) * 2.0).lower(np.ones(3))
         >>> "linalg.generic" in lowered.as_text("linalg")

@@ -68,8 +68,12 @@ enum class Stage {
   /// `tsched.group` kernels.
   GPUGroups,
   /// GPUGroups with a generated Tile IR kernel (`ttile.kernel` function)
-  /// for each row group, which the group names.
+  /// for each row and contraction group, which the group names.
   GPUKernels,
+  /// GPUKernels with each function turned into its host program: launches
+  /// of the kernels on buffers of one planned workspace (`tsched.launch`,
+  /// `tsched.buffer`, `tsched.view`).
+  GPUHost,
 };
 
 /// One attribute of a GraphOp, converted to plain values.

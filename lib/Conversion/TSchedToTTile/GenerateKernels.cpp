@@ -222,7 +222,12 @@ LogicalResult RowKernel::lower(Operation *op) {
     return result(splat(*cls, computeElt, v, loc), *cls);
   }
   if (auto iota = dyn_cast<tg::IotaOp>(op)) {
-    if (classify(resultType.getShape()) != Class::Full ||
+    // Computed as a full tile from each element's row and column: the
+    // iota's dims are the layout's trailing dims, so a column ([C]) or a
+    // periodic table reads the same indices.
+    std::optional<Class> cls = classify(resultType.getShape());
+    if (!(cls == Class::Full || cls == Class::Col ||
+          cls == Class::Periodic) ||
         resultElt.isInteger(1))
       return unsupported(op);
     int64_t dim = int64_t(iota.getDim());
@@ -275,6 +280,17 @@ LogicalResult RowKernel::lower(Operation *op) {
     Tile src = tiles.lookup(bcast.getX());
     std::optional<Class> cls = classify(resultType.getShape());
     if (cls != Class::Full)
+      return unsupported(op);
+    // The source's tile must spread over the rows as the broadcast places
+    // it: [B] at dim 0 of [B, B] is a row, not the column its shape reads
+    // as right-aligned.
+    std::optional<SmallVector<int64_t>> placed = placedShape(bcast);
+    std::optional<Class> want =
+        placed ? classify(*placed) : std::optional<Class>();
+    // (With one row or one column, a row, a column and a scalar of one
+    // element are the same values.)
+    if (!want || (*want == Class::Row && src.cls == Class::Col) ||
+        (*want == Class::Col && src.cls == Class::Row))
       return unsupported(op);
     return result(expand(src, Class::Full, loc), Class::Full);
   }
@@ -430,10 +446,50 @@ namespace {
 
 using mlir::tessera::group_kernels::RowKernel;
 
+/// A PTX identifier: letters, digits and '_'.
+std::string kernelName(StringRef fn, StringRef kind, int64_t n) {
+  std::string name = (fn + "_" + kind + std::to_string(n)).str();
+  for (char &c : name)
+    if (!llvm::isAlnum(c) && c != '_')
+      c = '_';
+  return name;
+}
+
 struct TSchedGenerateKernelsPass
     : mlir::tessera::impl::TSchedGenerateKernelsBase<
           TSchedGenerateKernelsPass> {
   using TSchedGenerateKernelsBase::TSchedGenerateKernelsBase;
+
+  /// The kernel of a reduction group, or `tsched.no_kernel` on the group
+  /// saying why it has none.
+  void reductionKernel(tsched::GroupOp group, func::FuncOp fn,
+                       ModuleOp module, SymbolTable &symbols,
+                       int64_t &count) {
+    mlir::tessera::group_kernels::ReductionKernel gen(group, multiprocessors);
+    OpBuilder b(module.getBodyRegion());
+    if (std::optional<std::string> why = gen.analyze()) {
+      group->setAttr("tsched.no_kernel", b.getStringAttr(*why));
+      return;
+    }
+    b.setInsertionPointToEnd(module.getBody());
+    auto kernel = func::FuncOp::create(
+        b, group.getLoc(), kernelName(fn.getName(), "reduce", count++),
+        b.getFunctionType(gen.signature(), {}));
+    symbols.insert(kernel);
+    gen.build(kernel);
+    kernel->setAttr("ttile.kernel", b.getUnitAttr());
+    kernel->setAttr("ttile.num_warps",
+                    b.getI32IntegerAttr(int32_t(gen.numWarps())));
+    SmallVector<Attribute> views;
+    for (ArrayRef<int64_t> v : gen.views())
+      views.push_back(b.getDenseI64ArrayAttr(v));
+    group->setAttr("tsched.kernel",
+                   FlatSymbolRefAttr::get(kernel.getSymNameAttr()));
+    group->setAttr("tsched.grid", b.getDenseI64ArrayAttr({gen.gridSize()}));
+    group->setAttr(tsched::TSchedDialect::kScheduleAttrName,
+                   gen.scheduleAttr());
+    group->setAttr("tsched.views", b.getArrayAttr(views));
+  }
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
@@ -442,8 +498,12 @@ struct TSchedGenerateKernelsPass
     for (func::FuncOp fn : fns) {
       if (fn->hasAttr("ttile.kernel"))
         continue;
-      int64_t rowCount = 0, gemmCount = 0;
+      int64_t rowCount = 0, gemmCount = 0, reduceCount = 0;
       WalkResult walk = fn.walk([&](tsched::GroupOp group) {
+        if (group.getKind() == tsched::GroupKind::Reduction) {
+          reductionKernel(group, fn, module, symbols, reduceCount);
+          return WalkResult::advance();
+        }
         bool row = group.getKind() == tsched::GroupKind::Row;
         if ((!row && group.getKind() != tsched::GroupKind::Contraction) ||
             !group.getLayout())
@@ -471,14 +531,9 @@ struct TSchedGenerateKernelsPass
           views.push_back(b.getDenseI64ArrayAttr(gen.viewOf(v)));
         }
         b.setInsertionPointToEnd(module.getBody());
-        // A PTX identifier: letters, digits and '_' (unique in the module).
         std::string name =
-            (fn.getName() + (row ? "_row" : "_gemm") +
-             std::to_string(row ? rowCount++ : gemmCount++))
-                .str();
-        for (char &c : name)
-          if (!llvm::isAlnum(c) && c != '_')
-            c = '_';
+            kernelName(fn.getName(), row ? "row" : "gemm",
+                       row ? rowCount++ : gemmCount++);
         auto kernel = func::FuncOp::create(b, group.getLoc(), name,
                                            b.getFunctionType(args, {}));
         symbols.insert(kernel);

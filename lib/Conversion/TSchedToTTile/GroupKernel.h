@@ -151,6 +151,56 @@ public:
     return c;
   }
 
+  /// The shape an input is read as. Right-aligned (its own shape), unless
+  /// only broadcasts read it, all placing its dims at the same increasing
+  /// dims of their result: then the shape the broadcasts place it at, 1
+  /// where they broadcast ([B] at dim 0 of [B, C] reads as the row
+  /// [B, 1]). Its memory is the same either way.
+  SmallVector<int64_t> readShape(Value input) const {
+    auto type = cast<RankedTensorType>(input.getType());
+    SmallVector<int64_t> own(type.getShape());
+    if (input.use_empty())
+      return own;
+    std::optional<SmallVector<int64_t>> placed;
+    for (Operation *user : input.getUsers()) {
+      auto bcast = dyn_cast<tg::BroadcastInDimOp>(user);
+      if (!bcast)
+        return own;
+      ArrayRef<int64_t> dims = bcast.getBroadcastDimensions();
+      auto out = cast<RankedTensorType>(bcast.getType()).getShape();
+      if (dims.size() != own.size() || !llvm::is_sorted(dims) ||
+          out.size() != full.size())
+        return own;
+      std::optional<SmallVector<int64_t>> p = placedShape(bcast);
+      if (!p)
+        return own;
+      if (placed && *placed != *p)
+        return own;
+      placed = std::move(*p);
+    }
+    return *placed;
+  }
+
+  /// The shape a broadcast places its source at in its result: the
+  /// source's sizes at its dims, 1 elsewhere. Nullopt unless the dims
+  /// increase and the result has the layout's rank.
+  std::optional<SmallVector<int64_t>>
+  placedShape(tg::BroadcastInDimOp bcast) const {
+    ArrayRef<int64_t> dims = bcast.getBroadcastDimensions();
+    auto in = cast<RankedTensorType>(bcast.getX().getType()).getShape();
+    auto out = cast<RankedTensorType>(bcast.getType()).getShape();
+    if (dims.size() != in.size() || !llvm::is_sorted(dims) ||
+        out.size() != full.size())
+      return std::nullopt;
+    SmallVector<int64_t> p(out.size(), 1);
+    for (auto [d, size] : llvm::zip(dims, in)) {
+      if (d < 0 || d >= int64_t(out.size()))
+        return std::nullopt;
+      p[d] = size;
+    }
+    return p;
+  }
+
   /// Builds the body of `kernel`, whose signature takes memrefFor() of
   /// each input and output (after predictClasses()).
   LogicalResult build(func::FuncOp kernel) {
@@ -180,7 +230,7 @@ public:
                    body.getArguments())) {
       auto type = cast<RankedTensorType>(input.getType());
       tiles[input] = load(arg, predicted.lookup(input), type.getElementType(),
-                          loc, tsched::periodRows(type.getShape()));
+                          loc, tsched::periodRows(readShape(input)));
     }
     for (Operation &op : body.without_terminator())
       if (failed(lower(&op)))
@@ -206,7 +256,7 @@ public:
     Block &body = group.getBodyBlock();
     for (Value arg : body.getArguments()) {
       auto type = cast<RankedTensorType>(arg.getType());
-      std::optional<Class> cls = classify(type.getShape());
+      std::optional<Class> cls = classify(readShape(arg));
       if (gemm && cls == Class::Periodic)
         return group.emitOpError()
                << "input of type " << type << " repeats over the rows of "
@@ -243,8 +293,12 @@ public:
         cls = Class::Full;
       } else if (isa<tg::ConstantOp>(op)) {
         cls = Class::Scalar;
-      } else if (isa<tg::FullOp, tg::ZerosLikeOp, tg::OnesLikeOp,
-                     tg::IotaOp>(op)) {
+      } else if (isa<tg::IotaOp>(op)) {
+        std::optional<Class> c = classify(type.getShape());
+        if (!(c == Class::Full || c == Class::Col || c == Class::Periodic))
+          return unsupported(&op);
+        cls = Class::Full;
+      } else if (isa<tg::FullOp, tg::ZerosLikeOp, tg::OnesLikeOp>(op)) {
         std::optional<Class> c = classify(type.getShape());
         if (!c)
           return unsupported(&op);
@@ -318,9 +372,7 @@ public:
     case Class::Scalar:
       return {1};
     case Class::Periodic:
-      return {tsched::periodRows(cast<RankedTensorType>(v.getType())
-                                     .getShape()),
-              cols};
+      return {tsched::periodRows(readShape(v)), cols};
     case Class::None:
       break;
     }
@@ -538,6 +590,44 @@ private:
   LogicalResult lower(Operation *op);
   Value unary(Operation *op, Value x, Location loc);
   FailureOr<Value> binary(Operation *op, Value l, Value r, Location loc);
+};
+
+/// The kernel of a reduction group: one reduction over a contiguous run
+/// of dims of a float tensor (ReductionKernel.cpp). Its input is read as
+/// [P * R, C] (R the reduced elements between P leading and C trailing
+/// ones) when C > 1, and each program sums a block of BN columns of one of
+/// the P batches down all R rows; as [P, R] when C == 1, each program
+/// summing BM whole rows. The order is fixed by the schedule, so results
+/// are the same bits at every run.
+class ReductionKernel {
+public:
+  explicit ReductionKernel(tsched::GroupOp group, int64_t sms = 132)
+      : group(group), b(group.getContext()), sms(sms) {}
+
+  /// Checks the group and chooses the tile; on failure, why no kernel is
+  /// generated for it.
+  std::optional<std::string> analyze();
+  /// The kernel's parameters: the input's view, then the output's.
+  SmallVector<Type> signature() const;
+  SmallVector<SmallVector<int64_t>> views() const;
+  int64_t gridSize() const;
+  int64_t numWarps() const { return warps; }
+  tsched::ScheduleAttr scheduleAttr() const;
+  void build(func::FuncOp kernel);
+
+private:
+  tsched::GroupOp group;
+  OpBuilder b;
+  int64_t sms;
+  Operation *reduce = nullptr;
+  tt::ReduceKind kind = tt::ReduceKind::sum;
+  bool mean = false;
+  int64_t p = 1, r = 1, c = 1;
+  int64_t bm = 1, bn = 1, warps = 4;
+  Type inElt, outElt;
+  Value index(int64_t v, Location loc) {
+    return arith::ConstantIndexOp::create(b, loc, v);
+  }
 };
 
 } // namespace mlir::tessera::group_kernels

@@ -228,3 +228,91 @@ func.func @bad_schedule(%a: tensor<64x64xbf16>, %b: tensor<64x64xbf16>) -> tenso
   }
   return %0 : tensor<64x64xbf16>
 }
+
+// -----
+
+// An input that only a broadcast reads, placed at dim 0 of [16, 16]: it is
+// a row of the layout (one value a row), although its shape right-aligned
+// would read as a column. An iota along the columns of a [16] column is the
+// column index.
+// CHECK-LABEL: func.func @placed_row
+// CHECK: tsched.views = [array<i64: 16>, array<i64: 16, 16>]
+// CHECK-LABEL: func.func @placed_row_row0
+// CHECK: %[[R:.+]] = ttile.load %arg0[%{{.+}}] : memref<?xf32> -> tensor<16xf32>
+// CHECK: ttile.broadcast %[[R]] {dims = array<i64: 0>} : tensor<16xf32> -> tensor<16x16xf32>
+// CHECK: ttile.iota {dim = 1 : i32} : tensor<16x16xi32>
+func.func @placed_row(%x: tensor<16xf32>) -> tensor<16x16xf32> {
+  %0 = tsched.group row [16, 16] (%x) : (tensor<16xf32>) -> tensor<16x16xf32> {
+  ^bb0(%a: tensor<16xf32>):
+    %b = tgraph.broadcast_in_dim %a {broadcast_dimensions = array<i64: 0>} : tensor<16xf32> -> tensor<16x16xf32>
+    %i = tgraph.iota {dim = 0 : i64} : tensor<16xf32>
+    %s = tgraph.add %b, %i : (tensor<16x16xf32>, tensor<16xf32>) -> tensor<16x16xf32>
+    tsched.yield %s : tensor<16x16xf32>
+  }
+  return %0 : tensor<16x16xf32>
+}
+
+// -----
+
+// A column sum of bf16 [1000, 300]: programs of 16 columns (until the
+// programs fill 132 SMs, down to 32 bytes a row), each summing all 1000
+// rows in f32 tiles of 256 x 16 with the next load issued ahead, padding
+// past the last row with 0, then reducing the tile and rounding to bf16.
+// CHECK-LABEL: func.func @bias_grad
+// CHECK: tsched.group reduction (%arg0) {tsched.grid = array<i64: 19>, tsched.kernel = @bias_grad_reduce0, tsched.schedule = #tsched.schedule<"block(256, 16).warps(8)">, tsched.views = [array<i64: 1000, 300>, array<i64: 300>]}
+// CHECK-LABEL: func.func @bias_grad_reduce0
+// CHECK-SAME: (%[[IN:.+]]: memref<?x?xbf16>, %[[OUT:.+]]: memref<?xbf16>) attributes {ttile.kernel, ttile.num_warps = 8 : i32}
+// CHECK: %[[ACC:.+]] = ttile.range %[[K:.+]] = %{{.+}} to %c1000 step %c256 stages 2 iter_args(%[[A:.+]] = %{{.+}}) -> (tensor<256x16xf32>)
+// CHECK: %[[T:.+]] = ttile.load %[[IN]][%{{.+}}, %{{.+}}] {padding = 0.000000e+00 : bf16} : memref<?x?xbf16> -> tensor<256x16xbf16>
+// CHECK: %[[F:.+]] = ttile.cast %[[T]] : tensor<256x16xbf16> -> tensor<256x16xf32>
+// CHECK: arith.addf %[[A]], %[[F]] : tensor<256x16xf32>
+// CHECK: %[[S:.+]] = ttile.reduce sum %[[ACC]] {dim = 0 : i32} : tensor<256x16xf32> -> tensor<16xf32>
+// CHECK: %[[SB:.+]] = ttile.cast %[[S]] : tensor<16xf32> -> tensor<16xbf16>
+// CHECK: ttile.store %[[SB]], %[[OUT]][%{{.+}}] : tensor<16xbf16>, memref<?xbf16>
+func.func @bias_grad(%x: tensor<1000x300xbf16>) -> tensor<300xbf16> {
+  %0 = tsched.group reduction (%x) : (tensor<1000x300xbf16>) -> tensor<300xbf16> {
+  ^bb0(%a: tensor<1000x300xbf16>):
+    %s = tgraph.reduce_sum %a {dims = array<i64: 0>} : tensor<1000x300xbf16> -> tensor<300xbf16>
+    tsched.yield %s : tensor<300xbf16>
+  }
+  return %0 : tensor<300xbf16>
+}
+
+// -----
+
+// A max over the middle dim of [3, 77, 50]: batches of 77 rows that no
+// 128-row tile divides are masked (padding -inf), and the output's columns
+// past 50 of a batch are not stored.
+// CHECK-LABEL: func.func @middle_max_reduce0
+// CHECK: %[[ROWS:.+]] = arith.cmpi slt, %{{.+}}, %{{.+}} : tensor<128x8xi32>
+// CHECK: ttile.load %arg0[%{{.+}}, %{{.+}}] mask %[[ROWS]] {padding = 0xFF800000 : f32}
+// CHECK: arith.maximumf
+// CHECK: ttile.reduce max %{{.+}} {dim = 0 : i32} : tensor<128x8xf32> -> tensor<8xf32>
+// CHECK: %[[COLS:.+]] = arith.cmpi slt, %{{.+}}, %{{.+}} : tensor<8xi32>
+// CHECK: ttile.store %{{.+}}, %arg1[%{{.+}}] mask %[[COLS]]
+func.func @middle_max(%x: tensor<3x77x50xf32>) -> tensor<3x50xf32> {
+  %0 = tsched.group reduction (%x) : (tensor<3x77x50xf32>) -> tensor<3x50xf32> {
+  ^bb0(%a: tensor<3x77x50xf32>):
+    %s = tgraph.reduce_max %a {dims = array<i64: 1>} : tensor<3x77x50xf32> -> tensor<3x50xf32>
+    tsched.yield %s : tensor<3x50xf32>
+  }
+  return %0 : tensor<3x50xf32>
+}
+
+// -----
+
+// A sum over the trailing dims [7, 33, 300] -> [7]: long rows of 9900,
+// each program summing one (7 programs) along 1024-column tiles.
+// CHECK-LABEL: func.func @rows
+// CHECK: tsched.views = [array<i64: 7, 9900>, array<i64: 7>]
+// CHECK-LABEL: func.func @rows_reduce0
+// CHECK: ttile.range %{{.+}} = %{{.+}} to %c9900 step %c1024 stages 2
+// CHECK: ttile.reduce sum %{{.+}} {dim = 1 : i32} : tensor<1x1024xf32> -> tensor<1xf32>
+func.func @rows(%x: tensor<7x33x300xf32>) -> tensor<7xf32> {
+  %0 = tsched.group reduction (%x) : (tensor<7x33x300xf32>) -> tensor<7xf32> {
+  ^bb0(%a: tensor<7x33x300xf32>):
+    %s = tgraph.reduce_sum %a {dims = array<i64: 1, 2>} : tensor<7x33x300xf32> -> tensor<7xf32>
+    tsched.yield %s : tensor<7xf32>
+  }
+  return %0 : tensor<7xf32>
+}

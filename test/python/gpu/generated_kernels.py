@@ -1,5 +1,6 @@
-"""The kernels the GPU pipeline generates for row and contraction groups
-(-tessera-gpu-generate-kernels), run one group at a time against the CPU.
+"""The kernels the GPU pipeline generates for row, contraction and
+reduction groups (-tessera-gpu-generate-kernels), run one group at a time
+against the CPU.
 
 Where the compiler is, `--precompile CHIP DIR` lowers programs (the GPU
 tests' programs, random fuzzer programs and a few made for the kernels'
@@ -29,7 +30,8 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.dirname(HERE))
 
 GROUP = re.compile(
-    r"(%[\w#:]+) = tsched\.group (?:row|contraction) \[(\d+), (\d+)\] "
+    r"(%[\w#:]+) = tsched\.group (?:row|contraction|reduction)"
+    r"(?: \[(\d+), (\d+)\])? "
     r"\(([^)]*)\) "
     r"\{([^}]*)\} : \(([^)]*)\) -> (\([^\n]*\)|tensor<[^>]*>) \{\n"
     r"\s*\^bb0\(([^)]*)\):\n(.*?)\n\s*tsched\.yield ([^:]*) : ([^\n]*)\n",
@@ -62,12 +64,26 @@ def _programs():
     yield "causal_f32_attention", ts.jit(ts.grad(
         lambda q, k, v: op.reduce_sum(causal(q, k, v) ** 2))).lower(q, q, q)
 
+    def classifier_loss(w1, b1, w2, b2, x, y):
+        h = op.relu(op.matmul(x, w1) + b1)
+        return op.cross_entropy(op.matmul(h, w2) + b2, y)
+
+    w1 = (rng.standard_normal((784, 96)) * 0.05).astype(np.float32)
+    w2 = (rng.standard_normal((96, 10)) * 0.1).astype(np.float32)
+    xs = rng.random((50, 784)).astype(np.float32)
+    labels = rng.integers(0, 10, 50).astype(np.int32)
+    yield "classifier_grad", ts.jit(ts.grad(
+        classifier_loss, argnums=(0, 1, 2, 3))).lower(
+            w1, np.zeros(96, np.float32), w2, np.zeros(10, np.float32), xs,
+            labels)
+
     def wide(x):
         return op.softmax(x * 3.0, axis=-1), op.reduce_max(x, axis=-1)
 
     yield "rows_of_5000", ts.jit(wide).lower(
         rng.standard_normal((5, 5000)).astype(np.float32))
     yield from _contractions(rng)
+    yield from _reductions(rng)
     for seed in range(0, 60, 3):
         fn, args = compile_fuzz.program(*compile_fuzz.load(seed, max_ops=40))
         yield f"fuzz{seed}", ts.jit(fn).lower(*args)
@@ -128,6 +144,33 @@ def _contractions(rng):
         lambda a, b: op.matmul(a, b, transpose_rhs=True)).lower(
         arr((64, 1000), bf), arr((48, 1000), bf))
     yield from _random_contractions(np.random.default_rng(11), 24)
+
+
+def _reductions(rng):
+    """Reductions over leading, middle and trailing runs of dims: column
+    blocks that do not divide the columns, batches whose rows no tile
+    divides, whole tensors, long rows, each kind and float type."""
+    import ml_dtypes
+    import tessera as ts
+    from tessera import op
+
+    kinds = [op.reduce_sum, op.reduce_mean, op.reduce_max, op.reduce_min]
+    cases = [((1000, 37), (0,), np.float32),
+             ((3, 77, 50), (1,), np.float32),
+             ((6, 130, 3, 40), (1, 2), ml_dtypes.bfloat16),
+             ((4096, 1024), (0,), ml_dtypes.bfloat16),
+             ((5, 9000), (0, 1), np.float32),
+             ((7, 33, 300), (1, 2), np.float16),
+             ((2, 1, 8), (0,), np.float32),
+             ((513, 2, 64), (0, 1), np.float32)]
+    for i, (shape, axes, dtype) in enumerate(cases):
+        x = rng.standard_normal(shape).astype(dtype)
+        reduce = kinds[i % len(kinds)]
+
+        def fn(x, reduce=reduce, axes=axes):
+            return reduce(x, axis=axes)
+
+        yield f"reduce{i}", ts.jit(fn).lower(x)
 
 
 def _random_contractions(rng, count):
@@ -273,6 +316,8 @@ def precompile(chip, out_dir, limit=400):
                 break
             _, r, c, _, attrs, in_types, out_types, args, body, vals, \
                 yield_types = m.groups()
+            if "tsched.kernel" not in attrs:
+                continue  # a reduction group without a generated kernel
             kernel = re.search(r"tsched\.kernel = @(\w+)", attrs).group(1)
             grid = int(re.search(r"tsched\.grid = array<i64: (\d+)>",
                                  attrs).group(1))
@@ -322,8 +367,8 @@ def precompile(chip, out_dir, limit=400):
                         warps=warps, views=views,
                         inputs=[t for _, t in ins],
                         outputs=[t for _, t in outs],
-                        out_shapes=[s for s, _ in outs], rows=int(r),
-                        cols=int(c))
+                        out_shapes=[s for s, _ in outs],
+                        rows=int(r or 0), cols=int(c or 0))
             with open(os.path.join(d, "meta.json"), "w") as f:
                 json.dump(meta, f)
             cases.append(case)

@@ -3,8 +3,12 @@
 #include "tessera/Dialect/TSched/IR/TSched.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 #include "mlir/IR/OpImplementation.h"
 #include "llvm/ADT/StringExtras.h"
+#include <cstdint>
 #include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/TypeSwitch.h"
 
@@ -116,6 +120,78 @@ LogicalResult GroupOp::verify() {
              getKind() == GroupKind::Contraction) {
     return emitOpError() << "a " << stringifyGroupKind(getKind())
                          << " group needs its [R, C] layout";
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// The host program: tsched.buffer, tsched.view, tsched.launch
+//===----------------------------------------------------------------------===//
+
+LogicalResult BufferOp::verify() {
+  if (!getResult().getType().getLayout().isIdentity())
+    return emitOpError() << "is a contiguous block of the workspace; "
+                         << getResult().getType() << " has a layout";
+  return success();
+}
+
+LogicalResult ViewOp::verify() {
+  MemRefType from = getSource().getType(), to = getResult().getType();
+  if (!from.getLayout().isIdentity() || !to.getLayout().isIdentity())
+    return emitOpError() << "views contiguous memory: " << from << " to "
+                         << to << " has a layout";
+  if (from.getElementType() != to.getElementType())
+    return emitOpError() << "keeps the element type: " << from << " to "
+                         << to;
+  if (from.getNumElements() != to.getNumElements())
+    return emitOpError() << "keeps the element count: " << from << " has "
+                         << from.getNumElements() << ", " << to << " has "
+                         << to.getNumElements();
+  return success();
+}
+
+LogicalResult LaunchOp::verify() {
+  ArrayRef<int64_t> grid = getGrid();
+  if (grid.empty() || grid.size() > 3 ||
+      llvm::any_of(grid, [](int64_t g) { return g < 1 || g > INT32_MAX; }))
+    return emitOpError() << "grid must be 1 to 3 counts of programs from 1 "
+                            "to 2^31 - 1, got ["
+                         << llvm::make_range(grid.begin(), grid.end()) << "]";
+  return success();
+}
+
+LogicalResult
+LaunchOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  Operation *callee = symbolTable.lookupNearestSymbolFrom(*this, getKernel());
+  if (!callee) {
+    // A kernel compiled into a gpu.binary is no longer an op of its own.
+    Operation *root = symbolTable.lookupNearestSymbolFrom(
+        *this, FlatSymbolRefAttr::get(getKernel().getRootReference()));
+    if (root && root->getName().getStringRef() == "gpu.binary" &&
+        !getKernel().getNestedReferences().empty())
+      return success();
+    return emitOpError() << "names the kernel " << getKernel()
+                         << ", which is not in the module";
+  }
+  auto fn = dyn_cast<FunctionOpInterface>(callee);
+  if (!fn)
+    return emitOpError() << "names " << getKernel() << ", a '"
+                         << callee->getName() << "', not a kernel";
+  ArrayRef<Type> params = fn.getArgumentTypes();
+  if (params.size() != getArgs().size())
+    return emitOpError() << "passes " << getArgs().size()
+                         << " buffers to " << getKernel() << ", which takes "
+                         << params.size();
+  for (auto [i, pair] : llvm::enumerate(llvm::zip(params, getArgs()))) {
+    auto param = dyn_cast<MemRefType>(std::get<0>(pair));
+    if (!param)
+      continue; // a kernel already lowered to LLVM types
+    auto arg = cast<MemRefType>(std::get<1>(pair).getType());
+    if (param.getRank() != arg.getRank() ||
+        param.getElementType() != arg.getElementType())
+      return emitOpError() << "passes " << arg << " as argument " << i
+                           << " of " << getKernel() << ", which takes "
+                           << param;
   }
   return success();
 }

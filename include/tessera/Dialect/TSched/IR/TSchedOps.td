@@ -12,6 +12,7 @@
 include "tessera/Dialect/TSched/IR/TSchedBase.td"
 include "mlir/IR/EnumAttr.td"
 include "mlir/IR/OpAsmInterface.td"
+include "mlir/IR/SymbolInterfaces.td"
 include "mlir/Interfaces/ControlFlowInterfaces.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 
@@ -90,6 +91,77 @@ def TSched_YieldOp : TSched_Op<"yield", [Pure, Terminator, ReturnLike,
   let arguments = (ins Variadic<AnyType>:$values);
   let assemblyFormat = "($values^ `:` type($values))? attr-dict";
   let builders = [OpBuilder<(ins), [{ build($_builder, $_state, {}); }]>];
+}
+
+//===----------------------------------------------------------------------===//
+// The host program
+//===----------------------------------------------------------------------===//
+//
+// -tessera-gpu-host-program turns a function of fusion groups into the
+// program the host runs: a function on memrefs whose body takes its
+// temporaries from one workspace (`tsched.buffer`), reads buffers under
+// other shapes (`tsched.view`) and launches each group's kernel
+// (`tsched.launch`) in order on one stream. The buffers it returns are
+// `memref.alloc`s, since the caller keeps them.
+
+def TSched_BufferOp : TSched_Op<"buffer", [Pure]> {
+  let summary = "A temporary at a byte offset of the host program's workspace";
+  let description = [{
+    The function's `tsched.workspace` attribute is the size in bytes of one
+    block of device memory that its temporaries share; a buffer is the
+    contiguous memref at `offset` bytes into it. Two buffers overlap only if
+    their values are never live at once: the offsets are planned from the
+    launches that write and read them.
+
+    ```mlir
+    %t = tsched.buffer offset 4096 : memref<128x256xf32>
+    ```
+  }];
+  let arguments = (ins ConfinedAttr<I64Attr, [IntNonNegative]>:$offset);
+  let results = (outs AnyStaticShapeMemRef:$result);
+  let assemblyFormat = "`offset` $offset attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def TSched_ViewOp : TSched_Op<"view", [Pure]> {
+  let summary = "The same contiguous memory under another static shape";
+  let description = [{
+    The elements, in order, of a contiguous buffer read as another shape
+    with the same element type and count: a kernel's `[R]` view of a
+    `[R, 1]` row, its `[B * S, D]` view of `[B, S, D]`, or a reshape that
+    needs no copy.
+
+    ```mlir
+    %v = tsched.view %t : memref<128x1xi32> to memref<128xi32>
+    ```
+  }];
+  let arguments = (ins AnyStaticShapeMemRef:$source);
+  let results = (outs AnyStaticShapeMemRef:$result);
+  let assemblyFormat = "$source attr-dict `:` type($source) `to` type($result)";
+  let hasVerifier = 1;
+}
+
+def TSched_LaunchOp : TSched_Op<"launch", [
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "One launch of a generated kernel on the host program's stream";
+  let description = [{
+    Runs `kernel` with `grid` programs along x on the buffers `args`, in
+    the order of its parameters (the group's inputs, then its outputs).
+    Launches run one after another on the stream of the call: a launch
+    sees everything earlier ones wrote. `kernel` names a Tile IR kernel
+    (`func.func` with `ttile.kernel`), a `gpu.func` of a `gpu.module`, or
+    a kernel of a `gpu.binary` once compiled.
+
+    ```mlir
+    tsched.launch @f_row0 grid [8] (%x, %y) : memref<128x10xf32>, memref<128x10xf32>
+    ```
+  }];
+  let arguments = (ins SymbolRefAttr:$kernel, DenseI64ArrayAttr:$grid,
+                       Variadic<AnyStaticShapeMemRef>:$args);
+  let assemblyFormat = [{
+    $kernel `grid` $grid ` ` `(` $args `)` attr-dict (`:` type($args)^)?
+  }];
+  let hasVerifier = 1;
 }
 
 #endif // TESSERA_TSCHED_OPS

@@ -149,4 +149,52 @@ def TSchedFormGPUGroups : Pass<"tessera-gpu-form-groups",
   let dependentDialects = ["::mlir::tessera::tsched::TSchedDialect"];
 }
 
+def TSchedGPUHostProgram : Pass<"tessera-gpu-host-program", "::mlir::ModuleOp"> {
+  let summary = "Turn a function of GPU fusion groups into its host program";
+  let description = [{
+    After `-tessera-gpu-generate-kernels`: each function (other than the
+    kernels) becomes the program the host runs, on memrefs of the same
+    shapes (i1 stored as i8, as kernels store it):
+
+    - each group with a generated kernel becomes a `tsched.launch` of it on
+      its inputs' and results' buffers, each viewed (`tsched.view`) as the
+      group's `tsched.views` says the kernel reads it;
+    - a reshape, outside groups or as a `layout` group of its own
+      (`tgraph.reshape`, or a broadcast that only adds dims of one), is a
+      `tsched.view` of its source: no copy, no launch;
+    - a constant is a private `memref.global` read with `memref.get_global`;
+    - a group's results are temporaries (`tsched.buffer`) in one workspace
+      of `tsched.workspace` bytes. A temporary is live from the launch that
+      writes it to the last launch that reads it (directly or through a
+      view); the largest are placed first, each at the lowest 256-byte
+      aligned offset where no temporary live at the same time is;
+    - a result the function returns is a `memref.alloc` of its own, the
+      caller's to keep; an argument, a constant or a value returned twice
+      is copied into one (`memref.copy`).
+
+    Launches run in program order on one stream. A group without a
+    generated kernel, an op outside every group that is not a reshape or a
+    constant, and a dynamic shape are errors at the op.
+
+    ```mlir
+    func.func @f(%x: tensor<128xi32>, %y: tensor<128x10xf32>) -> tensor<128x10xf32> {
+      %r = tgraph.broadcast_in_dim %x {broadcast_dimensions = array<i64: 0>} : tensor<128xi32> -> tensor<128x1xi32>
+      %0 = tsched.group row [128, 10] (%y, %r) {tsched.kernel = @f_row0, tsched.grid = array<i64: 8>, ...}
+      return %0 : tensor<128x10xf32>
+    }
+    // becomes
+    func.func @f(%x: memref<128xi32>, %y: memref<128x10xf32>) -> memref<128x10xf32>
+        attributes {tsched.workspace = 0 : i64} {
+      %r = tsched.view %x : memref<128xi32> to memref<128x1xi32>
+      %0 = memref.alloc() : memref<128x10xf32>
+      %1 = tsched.view %r : memref<128x1xi32> to memref<128xi32>
+      tsched.launch @f_row0 grid [8] (%y, %1, %0) : memref<128x10xf32>, memref<128xi32>, memref<128x10xf32>
+      return %0 : memref<128x10xf32>
+    }
+    ```
+  }];
+  let dependentDialects = ["::mlir::tessera::tsched::TSchedDialect",
+                           "::mlir::memref::MemRefDialect"];
+}
+
 #endif // TESSERA_TSCHED_PASSES

@@ -1,0 +1,155 @@
+// RUN: tessera-opt %s --tessera-gpu-generate-kernels --tessera-gpu-host-program --split-input-file --verify-diagnostics | FileCheck %s
+
+// Three row groups in a chain, a column sum, a reshape and a constant:
+// - %a and %b are temporaries of the workspace (%b, read by the third
+//   launch, is live while %a is);
+// - the row kernels read %b's row [32, 1] through its [32] view;
+// - the constant is a private global;
+// - the results: %d's buffer is the caller's (memref.alloc), and so is %c's,
+//   returned through its reshape (a view); the argument and the value
+//   returned twice are copied.
+// CHECK: memref.global "private" constant @chain_constant0 : memref<64xf32> = dense<2.000000e+00> {alignment = 256 : i64}
+// CHECK-LABEL: func.func @chain
+// CHECK-SAME: (%[[X:.+]]: memref<32x64xf32>) -> (memref<64xf32>, memref<32x64xf32>, memref<64xf32>, memref<2048xf32>)
+// CHECK-SAME: attributes {tsched.workspace = 8448 : i64}
+// CHECK: %[[K:.+]] = memref.get_global @chain_constant0 : memref<64xf32>
+// CHECK: %[[A:.+]] = tsched.buffer offset 0 : memref<32x64xf32>
+// CHECK: tsched.launch @chain_row0 grid [2] (%[[X]], %[[K]], %[[A]]) : memref<32x64xf32>, memref<64xf32>, memref<32x64xf32>
+// CHECK: %[[B:.+]] = tsched.buffer offset 8192 : memref<32x1xf32>
+// CHECK: %[[BV:.+]] = tsched.view %[[B]] : memref<32x1xf32> to memref<32xf32>
+// CHECK: tsched.launch @chain_row1 grid [2] (%[[A]], %[[BV]]) : memref<32x64xf32>, memref<32xf32>
+// CHECK: %[[BV2:.+]] = tsched.view %[[B]] : memref<32x1xf32> to memref<32xf32>
+// CHECK: %[[C:.+]] = memref.alloc() : memref<32x64xf32>
+// CHECK: tsched.launch @chain_row2 grid [2] (%[[X]], %[[BV2]], %[[C]]) : memref<32x64xf32>, memref<32xf32>, memref<32x64xf32>
+// CHECK: %[[D:.+]] = memref.alloc() : memref<64xf32>
+// CHECK: tsched.launch @chain_reduce0 grid [8] (%[[C]], %[[D]]) : memref<32x64xf32>, memref<64xf32>
+// CHECK: %[[CV:.+]] = tsched.view %[[C]] : memref<32x64xf32> to memref<2048xf32>
+// CHECK: %[[XC:.+]] = memref.alloc() : memref<32x64xf32>
+// CHECK: memref.copy %[[X]], %[[XC]]
+// CHECK: %[[D2:.+]] = memref.alloc() : memref<64xf32>
+// CHECK: memref.copy %[[D]], %[[D2]]
+// CHECK: return %[[D]], %[[XC]], %[[D2]], %[[CV]]
+func.func @chain(%x: tensor<32x64xf32>) -> (tensor<64xf32>, tensor<32x64xf32>, tensor<64xf32>, tensor<2048xf32>) {
+  %k = tgraph.constant dense<2.0> : tensor<64xf32>
+  %a = tsched.group row [32, 64] (%x, %k) : (tensor<32x64xf32>, tensor<64xf32>) -> tensor<32x64xf32> {
+  ^bb0(%p: tensor<32x64xf32>, %q: tensor<64xf32>):
+    %0 = tgraph.mul %p, %q : (tensor<32x64xf32>, tensor<64xf32>) -> tensor<32x64xf32>
+    tsched.yield %0 : tensor<32x64xf32>
+  }
+  %b = tsched.group row [32, 64] (%a) : (tensor<32x64xf32>) -> tensor<32x1xf32> {
+  ^bb0(%p: tensor<32x64xf32>):
+    %0 = tgraph.reduce_max %p {dims = array<i64: 1>, keepdims} : tensor<32x64xf32> -> tensor<32x1xf32>
+    tsched.yield %0 : tensor<32x1xf32>
+  }
+  %c = tsched.group row [32, 64] (%x, %b) : (tensor<32x64xf32>, tensor<32x1xf32>) -> tensor<32x64xf32> {
+  ^bb0(%p: tensor<32x64xf32>, %q: tensor<32x1xf32>):
+    %0 = tgraph.sub %p, %q : (tensor<32x64xf32>, tensor<32x1xf32>) -> tensor<32x64xf32>
+    tsched.yield %0 : tensor<32x64xf32>
+  }
+  %d = tsched.group reduction (%c) : (tensor<32x64xf32>) -> tensor<64xf32> {
+  ^bb0(%p: tensor<32x64xf32>):
+    %0 = tgraph.reduce_sum %p {dims = array<i64: 0>} : tensor<32x64xf32> -> tensor<64xf32>
+    tsched.yield %0 : tensor<64xf32>
+  }
+  %e = tgraph.reshape %c : tensor<32x64xf32> -> tensor<2048xf32>
+  return %d, %x, %d, %e : tensor<64xf32>, tensor<32x64xf32>, tensor<64xf32>, tensor<2048xf32>
+}
+
+// -----
+
+// A temporary returned once, through a view of it, is the caller's buffer.
+// CHECK-LABEL: func.func @returned_view
+// CHECK-SAME: attributes {tsched.workspace = 0 : i64}
+// CHECK: %[[A:.+]] = memref.alloc() : memref<4x8xf32>
+// CHECK: tsched.launch @returned_view_row0 grid [1] (%arg0, %[[A]])
+// CHECK: %[[V:.+]] = tsched.view %[[A]] : memref<4x8xf32> to memref<32xf32>
+// CHECK: return %[[V]] : memref<32xf32>
+func.func @returned_view(%x: tensor<4x8xf32>) -> tensor<32xf32> {
+  %a = tsched.group row [4, 8] (%x) : (tensor<4x8xf32>) -> tensor<4x8xf32> {
+  ^bb0(%p: tensor<4x8xf32>):
+    %0 = tgraph.exp %p : tensor<4x8xf32>
+    tsched.yield %0 : tensor<4x8xf32>
+  }
+  %e = tgraph.reshape %a : tensor<4x8xf32> -> tensor<32xf32>
+  return %e : tensor<32xf32>
+}
+
+// -----
+
+// A layout group that only adds a dim of one is a view, not a launch.
+// CHECK-LABEL: func.func @unit_dim
+// CHECK: %[[V:.+]] = tsched.view %arg0 : memref<16xi32> to memref<16x1xi32>
+// CHECK-NOT: tsched.launch
+// CHECK: memref.copy %[[V]]
+func.func @unit_dim(%x: tensor<16xi32>) -> tensor<16x1xi32> {
+  %a = tsched.group layout (%x) : (tensor<16xi32>) -> tensor<16x1xi32> {
+  ^bb0(%p: tensor<16xi32>):
+    %0 = tgraph.broadcast_in_dim %p {broadcast_dimensions = array<i64: 0>} : tensor<16xi32> -> tensor<16x1xi32>
+    tsched.yield %0 : tensor<16x1xi32>
+  }
+  return %a : tensor<16x1xi32>
+}
+
+// -----
+
+func.func @transpose(%x: tensor<4x8xf32>) -> tensor<8x4xf32> {
+  // expected-error @+1 {{'tsched.group' op of kind 'layout' has no generated kernel (-tessera-gpu-generate-kernels generates them for row, contraction and reduction groups)}}
+  %a = tsched.group layout (%x) : (tensor<4x8xf32>) -> tensor<8x4xf32> {
+  ^bb0(%p: tensor<4x8xf32>):
+    %0 = tgraph.transpose %p {permutation = array<i64: 1, 0>} : tensor<4x8xf32> -> tensor<8x4xf32>
+    tsched.yield %0 : tensor<8x4xf32>
+  }
+  return %a : tensor<8x4xf32>
+}
+
+// -----
+
+func.func @int_sum(%x: tensor<4x8xi32>) -> tensor<8xi32> {
+  // expected-error @+1 {{'tsched.group' op of kind 'reduction' has no generated kernel: it reduces tensor<4x8xi32>, not f32, f16 or bf16}}
+  %a = tsched.group reduction (%x) : (tensor<4x8xi32>) -> tensor<8xi32> {
+  ^bb0(%p: tensor<4x8xi32>):
+    %0 = tgraph.reduce_sum %p {dims = array<i64: 0>} : tensor<4x8xi32> -> tensor<8xi32>
+    tsched.yield %0 : tensor<8xi32>
+  }
+  return %a : tensor<8xi32>
+}
+
+// -----
+
+func.func @dynamic(%x: tensor<?x8xf32>) -> tensor<?x8xf32> {
+  // expected-error @-1 {{argument 0 is 'tensor<?x8xf32>'; the GPU host program takes tensors of static shape}}
+  return %x : tensor<?x8xf32>
+}
+
+// -----
+
+// Liveness: %a dies at the second launch, so %c (written by the third)
+// takes its place; %b is live across both and sits beside them.
+// CHECK-LABEL: func.func @reuse
+// CHECK-SAME: attributes {tsched.workspace = 16384 : i64}
+// CHECK: tsched.buffer offset 0 : memref<32x64xf32>
+// CHECK: tsched.buffer offset 8192 : memref<32x64xf32>
+// CHECK: tsched.buffer offset 0 : memref<32x64xf32>
+func.func @reuse(%x: tensor<32x64xf32>) -> tensor<32x64xf32> {
+  %a = tsched.group row [32, 64] (%x) : (tensor<32x64xf32>) -> tensor<32x64xf32> {
+  ^bb0(%p: tensor<32x64xf32>):
+    %0 = tgraph.exp %p : tensor<32x64xf32>
+    tsched.yield %0 : tensor<32x64xf32>
+  }
+  %b = tsched.group row [32, 64] (%a) : (tensor<32x64xf32>) -> tensor<32x64xf32> {
+  ^bb0(%p: tensor<32x64xf32>):
+    %0 = tgraph.tanh %p : tensor<32x64xf32>
+    tsched.yield %0 : tensor<32x64xf32>
+  }
+  %c = tsched.group row [32, 64] (%b) : (tensor<32x64xf32>) -> tensor<32x64xf32> {
+  ^bb0(%p: tensor<32x64xf32>):
+    %0 = tgraph.exp %p : tensor<32x64xf32>
+    tsched.yield %0 : tensor<32x64xf32>
+  }
+  %d = tsched.group row [32, 64] (%c, %b) : (tensor<32x64xf32>, tensor<32x64xf32>) -> tensor<32x64xf32> {
+  ^bb0(%p: tensor<32x64xf32>, %q: tensor<32x64xf32>):
+    %0 = tgraph.add %p, %q : (tensor<32x64xf32>, tensor<32x64xf32>) -> tensor<32x64xf32>
+    tsched.yield %0 : tensor<32x64xf32>
+  }
+  return %d : tensor<32x64xf32>
+}
