@@ -194,17 +194,15 @@ Result<std::string> Module::lower(Stage stage) const {
     return str();
   OwningOpRef<ModuleOp> copy = state->getModule().clone();
   PassManager pm(state->getContext());
-  bool gpu = stage == Stage::GPUGroups || stage == Stage::GPUKernels ||
-             stage == Stage::GPUHost;
+  static const std::map<Stage, mlir::tessera::GPUStage> gpuStops = {
+      {Stage::GPUGroups, mlir::tessera::GPUStage::Groups},
+      {Stage::GPUKernels, mlir::tessera::GPUStage::Kernels},
+      {Stage::GPUHost, mlir::tessera::GPUStage::Host},
+      {Stage::GPUBinary, mlir::tessera::GPUStage::Binary}};
+  bool gpu = gpuStops.count(stage) != 0;
   if (gpu) {
-    mlir::tessera::buildCPUPipeline(pm, mlir::tessera::CPUStage::GraphOptimized,
-                                    /*keepGpuAttention=*/true);
-    pm.addNestedPass<func::FuncOp>(
-        mlir::tessera::tsched::createTSchedFormGPUGroups());
-    if (stage != Stage::GPUGroups)
-      pm.addPass(mlir::tessera::createTSchedGenerateKernels());
-    if (stage == Stage::GPUHost)
-      pm.addPass(mlir::tessera::tsched::createTSchedGPUHostProgram());
+    mlir::tessera::GPUPipelineOptions options;
+    mlir::tessera::buildGPUPipeline(pm, options, gpuStops.at(stage));
   } else {
     static const std::map<Stage, mlir::tessera::CPUStage> stops = {
         {Stage::GraphOptimized, mlir::tessera::CPUStage::GraphOptimized},

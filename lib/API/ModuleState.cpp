@@ -13,6 +13,7 @@
 #include "mlir/IR/Verifier.h"
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
+#include "mlir/Target/LLVMIR/Dialect/All.h"
 
 using namespace mlir;
 namespace tg = mlir::tessera::tgraph;
@@ -64,6 +65,8 @@ static DialectRegistry &registry() {
     auto *r = new DialectRegistry;
     mlir::registerAllDialects(*r);
     mlir::registerAllExtensions(*r);
+    // The GPU pipeline serializes its kernels through LLVM IR.
+    mlir::registerAllToLLVMIRTranslations(*r);
     mlir::tessera::registerAllDialects(*r);
     return r;
   }();

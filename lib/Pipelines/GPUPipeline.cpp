@@ -3,6 +3,7 @@
 #include "tessera/Pipelines/Pipelines.h"
 
 #include "tessera/Conversion/Passes.h"
+#include "tessera/Dialect/TSched/Transforms/Passes.h"
 #include "tessera/Dialect/TTile/Transforms/Passes.h"
 
 #include "mlir/Dialect/GPU/Pipelines/Passes.h"
@@ -61,7 +62,41 @@ void mlir::tessera::buildTileToPTXPipeline(OpPassManager &pm,
   buildGPUToBinaryPipeline(pm, options);
 }
 
+void mlir::tessera::buildGPUPipeline(OpPassManager &pm,
+                                     const GPUPipelineOptions &options,
+                                     GPUStage stopAfter) {
+  buildCPUPipeline(pm, CPUStage::GraphOptimized, /*keepGpuAttention=*/true);
+  tsched::TSchedFormGPUGroupsOptions groups;
+  groups.maxRow = options.maxRow;
+  pm.addNestedPass<func::FuncOp>(tsched::createTSchedFormGPUGroups(groups));
+  if (stopAfter == GPUStage::Groups)
+    return;
+  TSchedGenerateKernelsOptions kernels;
+  kernels.multiprocessors = options.multiprocessors;
+  pm.addPass(createTSchedGenerateKernels(kernels));
+  if (stopAfter == GPUStage::Kernels)
+    return;
+  pm.addPass(tsched::createTSchedGPUHostProgram());
+  if (stopAfter == GPUStage::Host)
+    return;
+  pm.addPass(tsched::createTSchedGPUOutlineKernels());
+  TileToPTXOptions ptx;
+  ptx.chip = options.chip;
+  ptx.features = options.features;
+  ptx.format = options.format;
+  ptx.optLevel = options.optLevel;
+  buildTileToPTXPipeline(pm.nest<ModuleOp>(), ptx);
+}
+
 void mlir::tessera::registerGPUPipelines() {
+  PassPipelineRegistration<GPUPipelineOptions>(
+      "tessera-gpu-pipeline",
+      "Graph IR to the GPU: fusion groups, their generated kernels, the host "
+      "program that launches them, and the kernels compiled to PTX (or a "
+      "cubin) in the device module @kernels",
+      [](OpPassManager &pm, const GPUPipelineOptions &options) {
+        buildGPUPipeline(pm, options);
+      });
   PassPipelineRegistration<TileToPTXOptions>(
       "tessera-ttile-to-ptx",
       "Compile Tile IR kernels to PTX (or a cubin) in a gpu.binary: layouts, "

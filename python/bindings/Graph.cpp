@@ -53,7 +53,8 @@ static const std::map<std::string, Stage> &stages() {
       {"llvm", Stage::LLVM},
       {"gpu_groups", Stage::GPUGroups},
       {"gpu_kernels", Stage::GPUKernels},
-      {"gpu_host", Stage::GPUHost}};
+      {"gpu_host", Stage::GPUHost},
+      {"gpu_binary", Stage::GPUBinary}};
   return names;
 }
 
@@ -266,7 +267,8 @@ void bindGraph(nb::module_ &m) {
             if (it == stages().end())
               raise(Error{"unknown stage '" + stage +
                           "' (expected graph, graph_optimized, linalg, "
-                          "scheduled, llvm, gpu_groups, gpu_kernels or gpu_host)"});
+                          "scheduled, llvm, gpu_groups, gpu_kernels, gpu_host or "
+                          "gpu_binary)"});
             return take(self.lower(it->second));
           },
           nb::arg("stage"))

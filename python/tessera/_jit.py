@@ -117,7 +117,9 @@ class Lowered:
         ops, one a kernel); ``"gpu_kernels"``: with the Tile IR kernel
         generated for each row and contraction group; ``"gpu_host"``: with
         each function turned into its host program (kernel launches on
-        buffers of one planned workspace).
+        buffers of one planned workspace); ``"gpu_binary"``: the whole GPU
+        pipeline, the kernels compiled to PTX for sm_90a in the device
+        module ``@kernels``.
 
         >>> lowered = ts.jit(lambda x: op.tanh(x) * 2.0).lower(np.ones(3))
         >>> "linalg.generic" in lowered.as_text("linalg")

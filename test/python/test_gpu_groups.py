@@ -256,3 +256,115 @@ def test_row_kernels_of_the_gpu_tests_compile(name, tmp_path):
 def test_row_kernels_of_random_programs_compile(seed, tmp_path):
     fn, args = compile_fuzz.program(*compile_fuzz.load(seed, max_ops=60))
     compile_kernels(ts.jit(fn).lower(*args), tmp_path, chips=("sm_90a",))
+
+
+# -- the host program (as_text("gpu_host")) ----------------------------------
+
+LAUNCH = re.compile(r"tsched\.launch @(\w+) grid \[(\d+)\] \(([^)]*)\)")
+BUFFER = re.compile(r"(%\w+) = tsched\.buffer offset (\d+) : memref<([^>]*)>")
+VIEW = re.compile(r"(%\w+) = tsched\.view (%\w+) : memref<([^>]*)> to "
+                  r"memref<([^>]*)>")
+BYTES = {"f64": 8, "i64": 8, "f32": 4, "i32": 4, "f16": 2, "bf16": 2,
+         "i16": 2, "i8": 1, "f8E4M3FN": 1, "f8E5M2": 1}
+
+
+def _memref_bytes(text):
+    *dims, elt = text.split("x")
+    n = 1
+    for d in dims:
+        n *= int(d)
+    return n * BYTES[elt]
+
+
+def check_host_program(text):
+    """Checks the host program of the first function of `text` without
+    trusting the planner: each workspace buffer lies inside the workspace,
+    and two buffers that overlap in memory are never live at once (a
+    buffer lives from the launch that writes it, its last argument
+    position, to the last launch that reads it, through any view).
+    Returns the number of launches."""
+    host = text.split("func.func @")[1]
+    workspace = int(re.search(r"tsched\.workspace = (\d+)", host).group(1))
+    spans, root, live = {}, {}, {}
+    launches = 0
+    for line in host.splitlines():
+        if m := BUFFER.search(line):
+            name, offset = m.group(1), int(m.group(2))
+            size = _memref_bytes(m.group(3))
+            assert offset % 256 == 0, line
+            assert offset + size <= workspace, (line, workspace)
+            spans[name] = (offset, offset + size)
+            root[name] = name
+        elif m := VIEW.search(line):
+            assert _memref_bytes(m.group(3)) == _memref_bytes(m.group(4)), line
+            root[m.group(1)] = root.get(m.group(2), m.group(2))
+        elif m := LAUNCH.search(line):
+            args = [a.strip() for a in m.group(3).split(",")]
+            for a in args:
+                r = root.get(a, a)
+                if r in spans:
+                    first, _ = live.get(r, (launches, launches))
+                    live[r] = (first, launches)
+            launches += 1
+    names = [n for n in spans if n in live]
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            (s0, e0), (s1, e1) = spans[a], spans[b]
+            (f0, l0), (f1, l1) = live[a], live[b]
+            if s0 < e1 and s1 < e0:
+                assert l0 < f1 or l1 < f0, (a, b, spans, live)
+    return launches
+
+
+HOST_GAPS = re.compile(r"of kind '(attention|layout|single)' has no generated "
+                       r"kernel")
+
+
+def host_program_or_gap(lowered):
+    """The host program's text, or None when a group of a kind with no
+    generated kernel yet stops it (the only error allowed)."""
+    try:
+        return lowered.as_text("gpu_host")
+    except ts.TesseraError as e:
+        assert HOST_GAPS.search(str(e)), str(e)
+        return None
+
+
+@pytest.mark.parametrize("seed", range(1, 150, 7))
+def test_host_programs_of_random_programs(seed):
+    fn, args = compile_fuzz.program(*compile_fuzz.load(seed, max_ops=60))
+    text = host_program_or_gap(ts.jit(fn).lower(*args))
+    if text is not None:
+        check_host_program(text)
+
+
+def test_host_program_of_a_classifier_step():
+    """The gradient of a two-layer classifier with cross entropy reaches
+    the host program and its kernels compile: GEMMs with their epilogues,
+    row kernels and the bias gradients' column sums, in fewer launches
+    than groups (the label reshape is a view), with temporaries sharing
+    the workspace."""
+    rng = np.random.default_rng(3)
+
+    def loss(w1, b1, w2, b2, x, y):
+        h = op.relu(op.matmul(x, w1) + b1)
+        return op.cross_entropy(op.matmul(h, w2) + b2, y)
+
+    args = (rng.standard_normal((784, 128)).astype(np.float32),
+            np.zeros(128, np.float32),
+            rng.standard_normal((128, 10)).astype(np.float32),
+            np.zeros(10, np.float32),
+            rng.random((64, 784)).astype(np.float32),
+            rng.integers(0, 10, 64).astype(np.int32))
+    lowered = ts.jit(ts.grad(loss, argnums=(0, 1, 2, 3))).lower(*args)
+    text = lowered.as_text("gpu_host")
+    launches = check_host_program(text)
+    kinds = collections.Counter(m.group(1).rsplit("_", 1)[1].rstrip(
+        "0123456789") for m in LAUNCH.finditer(text))
+    assert kinds["reduce"] == 2 and kinds["gemm"] == 5, kinds
+    assert launches == sum(kinds.values())
+    # The four gradients are the caller's buffers.
+    assert text.split("func.func @")[1].count("memref.alloc()") == 4
+    binary = lowered.as_text("gpu_binary")
+    for m in LAUNCH.finditer(text):
+        assert f".entry {m.group(1)}(" in binary.replace("\\0A", "\n")

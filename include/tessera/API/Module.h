@@ -74,6 +74,10 @@ enum class Stage {
   /// of the kernels on buffers of one planned workspace (`tsched.launch`,
   /// `tsched.buffer`, `tsched.view`).
   GPUHost,
+  /// The whole GPU pipeline (`--tessera-gpu-pipeline`): the host program
+  /// beside its device module `@kernels`, its kernels compiled to PTX in a
+  /// gpu.binary for sm_90a.
+  GPUBinary,
 };
 
 /// One attribute of a GraphOp, converted to plain values.

@@ -75,9 +75,55 @@ void buildTileToGPUPipeline(OpPassManager &pm, const TileToPTXOptions &options);
 void buildGPUToBinaryPipeline(OpPassManager &pm,
                               const TileToPTXOptions &options);
 
+/// The whole GPU path from Graph IR: `--tessera-gpu-pipeline`.
+struct GPUPipelineOptions : public PassPipelineOptions<GPUPipelineOptions> {
+  Option<std::string> chip{*this, "chip",
+                           llvm::cl::desc("Target GPU (sm_80, sm_90a, ...)"),
+                           llvm::cl::init("sm_90a")};
+  Option<std::string> features{*this, "features",
+                               llvm::cl::desc("PTX features (+ptx80, ...)"),
+                               llvm::cl::init("+ptx80")};
+  Option<std::string> format{
+      *this, "format",
+      llvm::cl::desc("isa (PTX text), bin (cubin, needs ptxas) or fatbin"),
+      llvm::cl::init("isa")};
+  Option<int64_t> multiprocessors{
+      *this, "multiprocessors",
+      llvm::cl::desc("SMs of the target card, for the GEMM tile choice"),
+      llvm::cl::init(132)};
+  Option<int64_t> maxRow{
+      *this, "max-row",
+      llvm::cl::desc("Longest row a row group reduces in one program"),
+      llvm::cl::init(16384)};
+  Option<int> optLevel{*this, "opt-level",
+                       llvm::cl::desc("LLVM optimization level"),
+                       llvm::cl::init(3)};
+};
+
+/// Where buildGPUPipeline() may stop.
+enum class GPUStage {
+  /// Fusion groups (-tessera-gpu-form-groups).
+  Groups,
+  /// Each group's Tile IR kernel (-tessera-gpu-generate-kernels).
+  Kernels,
+  /// The host program, its kernels still Tile IR at the top level.
+  Host,
+  /// The host program beside its device module `@kernels`, compiled to a
+  /// gpu.binary: the whole pipeline.
+  Binary,
+};
+
+/// Graph IR to a host program and its compiled kernels: the Graph IR
+/// optimizations (attention kept whole), -tessera-gpu-form-groups,
+/// -tessera-gpu-generate-kernels, -tessera-gpu-host-program,
+/// -tessera-gpu-outline-kernels, then the Tile IR -> PTX pipeline on the
+/// device module.
+void buildGPUPipeline(OpPassManager &pm, const GPUPipelineOptions &options,
+                      GPUStage stopAfter = GPUStage::Binary);
+
 /// Registers `tessera-cpu-pipeline`.
 void registerPipelines();
-/// Registers `tessera-ttile-to-ptx`.
+/// Registers `tessera-ttile-to-ptx` and `tessera-gpu-pipeline`.
 void registerGPUPipelines();
 
 } // namespace mlir::tessera

@@ -363,12 +363,22 @@ def precompile(chip, out_dir, limit=400):
             warps = int(re.search(
                 rf"func\.func @{kernel}\(.*ttile\.num_warps = (\d+)",
                 text).group(1))
+            # A sum's rounding error grows with the sum of the magnitudes
+            # it adds, not with its result (which cancellation can make
+            # small): the test allows for it.
+            abs_sum = 0.0
+            red = re.search(r"tgraph\.reduce_(sum|mean) %\w+ \{dims = "
+                            r"array<i64: ([\d, ]+)>", body)
+            if red:
+                axes = tuple(int(a) for a in red.group(2).split(","))
+                mags = np.abs(inputs[0].astype(np.float64)).sum(axis=axes)
+                abs_sum = float(mags.max()) if mags.size else 0.0
             meta = dict(kernel=kernel, ptx=f"{name}.ptx", grid=grid,
                         warps=warps, views=views,
                         inputs=[t for _, t in ins],
                         outputs=[t for _, t in outs],
                         out_shapes=[s for s, _ in outs],
-                        rows=int(r or 0), cols=int(c or 0))
+                        rows=int(r or 0), cols=int(c or 0), abs_sum=abs_sum)
             with open(os.path.join(d, "meta.json"), "w") as f:
                 json.dump(meta, f)
             cases.append(case)

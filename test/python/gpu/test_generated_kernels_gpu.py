@@ -82,4 +82,8 @@ def test_generated_kernel(case):
         tol = {"f32": 2e-5, "f16": 2e-3, "bf16": 1.6e-2}[dtype]
         err = np.abs(got64[finite] - want64[finite]).max() if finite.any() \
             else 0.0
-        assert err <= tol * max(scale, 1.0), (case, err, scale)
+        # Sums: a few f32 roundings of the magnitudes they add, beside the
+        # tolerance of the result's own size.
+        allowed = tol * max(scale, 1.0) + 4 * 2.0**-23 * meta.get(
+            "abs_sum", 0.0)
+        assert err <= allowed, (case, err, scale)

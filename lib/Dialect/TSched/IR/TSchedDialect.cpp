@@ -162,16 +162,39 @@ LogicalResult LaunchOp::verify() {
 
 LogicalResult
 LaunchOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
-  Operation *callee = symbolTable.lookupNearestSymbolFrom(*this, getKernel());
-  if (!callee) {
-    // A kernel compiled into a gpu.binary is no longer an op of its own.
-    Operation *root = symbolTable.lookupNearestSymbolFrom(
-        *this, FlatSymbolRefAttr::get(getKernel().getRootReference()));
-    if (root && root->getName().getStringRef() == "gpu.binary" &&
-        !getKernel().getNestedReferences().empty())
-      return success();
-    return emitOpError() << "names the kernel " << getKernel()
-                         << ", which is not in the module";
+  SymbolRefAttr ref = getKernel();
+  Operation *callee = nullptr;
+  if (ref.getNestedReferences().empty()) {
+    callee = symbolTable.lookupNearestSymbolFrom(*this, ref);
+    if (!callee)
+      return emitOpError() << "names the kernel " << ref
+                           << ", which is not in the module";
+  } else {
+    // @device::@kernel: the kernel somewhere in the device module, as a
+    // Tile IR function, a gpu.func of a gpu.module, or compiled into one of
+    // its gpu.binary ops (which no longer hold ops of their own).
+    Operation *device = symbolTable.lookupNearestSymbolFrom(
+        *this, FlatSymbolRefAttr::get(ref.getRootReference()));
+    if (!device)
+      return emitOpError() << "names the device module "
+                           << ref.getRootReference()
+                           << ", which is not in the module";
+    StringAttr leaf = ref.getLeafReference();
+    bool compiled = false;
+    device->walk([&](Operation *op) {
+      if (op->getName().getStringRef() == "gpu.binary")
+        compiled = true;
+      auto sym = dyn_cast<SymbolOpInterface>(op);
+      if (!callee && sym && sym.getNameAttr() == leaf &&
+          isa<FunctionOpInterface>(op))
+        callee = op;
+    });
+    if (!callee) {
+      if (compiled)
+        return success();
+      return emitOpError() << "names the kernel " << ref
+                           << ", which is not in its device module";
+    }
   }
   auto fn = dyn_cast<FunctionOpInterface>(callee);
   if (!fn)

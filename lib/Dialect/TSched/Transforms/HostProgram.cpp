@@ -26,6 +26,7 @@
 
 namespace mlir::tessera::tsched {
 #define GEN_PASS_DEF_TSCHEDGPUHOSTPROGRAM
+#define GEN_PASS_DEF_TSCHEDGPUOUTLINEKERNELS
 #include "tessera/Dialect/TSched/Transforms/Passes.h.inc"
 } // namespace mlir::tessera::tsched
 
@@ -425,6 +426,53 @@ struct TSchedGPUHostProgramPass
     for (func::FuncOp fn : fns)
       if (failed(HostBuilder(fn, module, symbols).run()))
         return signalPassFailure();
+  }
+};
+
+struct TSchedGPUOutlineKernelsPass
+    : mlir::tessera::tsched::impl::TSchedGPUOutlineKernelsBase<
+          TSchedGPUOutlineKernelsPass> {
+  using TSchedGPUOutlineKernelsBase::TSchedGPUOutlineKernelsBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<func::FuncOp> kernels;
+    for (auto fn : module.getOps<func::FuncOp>())
+      if (fn->hasAttr("ttile.kernel"))
+        kernels.push_back(fn);
+    if (kernels.empty())
+      return;
+    SymbolTable symbols(module);
+    auto device = dyn_cast_or_null<ModuleOp>(symbols.lookup(moduleName));
+    if (!device) {
+      if (symbols.lookup(moduleName)) {
+        module.emitError() << "has a symbol @" << moduleName
+                           << " that is not a module; the kernels' device "
+                              "module takes that name";
+        return signalPassFailure();
+      }
+      OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
+      device = ModuleOp::create(b, module.getLoc(), StringRef(moduleName));
+      symbols.insert(device);
+    }
+    SymbolTable deviceSymbols(device);
+    auto root = StringAttr::get(&getContext(), moduleName);
+    for (func::FuncOp fn : kernels) {
+      StringAttr name = fn.getSymNameAttr();
+      fn->moveBefore(device.getBody(), device.getBody()->end());
+      if (deviceSymbols.lookup(name)) {
+        fn.emitError() << "is a kernel named like one already in @"
+                       << moduleName;
+        return signalPassFailure();
+      }
+      deviceSymbols.insert(fn);
+      auto nested =
+          SymbolRefAttr::get(root, {FlatSymbolRefAttr::get(name)});
+      module.walk([&](LaunchOp launch) {
+        if (launch.getKernel() == FlatSymbolRefAttr::get(name))
+          launch.setKernelAttr(nested);
+      });
+    }
   }
 };
 

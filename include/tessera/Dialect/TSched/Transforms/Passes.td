@@ -197,4 +197,30 @@ def TSchedGPUHostProgram : Pass<"tessera-gpu-host-program", "::mlir::ModuleOp"> 
                            "::mlir::memref::MemRefDialect"];
 }
 
+def TSchedGPUOutlineKernels : Pass<"tessera-gpu-outline-kernels",
+                                   "::mlir::ModuleOp"> {
+  let summary = "Move the kernels of a host program into its device module";
+  let description = [{
+    After `-tessera-gpu-host-program`: the Tile IR kernels (`ttile.kernel`
+    functions) move into a nested `builtin.module` (`@kernels` unless
+    `module-name` says otherwise), which the GPU pipeline compiles to a
+    `gpu.binary` on its own while the host program stays as it is; each
+    `tsched.launch @k` becomes `tsched.launch @kernels::@k`.
+
+    ```mlir
+    func.func @f(...) { tsched.launch @f_row0 grid [8] (...) ... }
+    func.func @f_row0(...) attributes {ttile.kernel} { ... }
+    // becomes
+    func.func @f(...) { tsched.launch @kernels::@f_row0 grid [8] (...) ... }
+    module @kernels {
+      func.func @f_row0(...) attributes {ttile.kernel} { ... }
+    }
+    ```
+  }];
+  let options = [
+    Option<"moduleName", "module-name", "std::string", /*default=*/"\"kernels\"",
+           "Name of the device module">,
+  ];
+}
+
 #endif // TESSERA_TSCHED_PASSES
