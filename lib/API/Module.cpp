@@ -6,6 +6,7 @@
 #include "tessera/Conversion/Passes.h"
 #include "tessera/Dialect/TSched/Transforms/Passes.h"
 #include "tessera/Execution/CPUCompiler.h"
+#include "tessera/Execution/GPUCompiler.h"
 #include "tessera/Pipelines/Pipelines.h"
 #include "tessera/Runtime/CompileCache.h"
 
@@ -232,6 +233,21 @@ Module::compile(const CompileOptions &options) const {
   if (failed(compiled))
     return Error{state->takeDiagnostics("compilation failed")};
   return compiled->executable;
+}
+
+Result<runtime::GpuProgramImage>
+Module::compileGPU(const GPUCompileOptions &options) const {
+  if (Status s = ready(*state, tracing()); !s)
+    return s.error();
+  mlir::tessera::GPUCompileOptions gpu;
+  gpu.entry = options.entry;
+  gpu.chip = options.chip;
+  gpu.multiprocessors = options.multiprocessors;
+  state->clearDiagnostics();
+  auto image = mlir::tessera::compileForGPU(state->getModule(), gpu);
+  if (failed(image))
+    return Error{state->takeDiagnostics("the GPU pipeline failed")};
+  return std::move(*image);
 }
 
 std::string Module::defaultCacheDirectory() {

@@ -92,6 +92,9 @@ struct Sequence {
   std::unique_ptr<cu::LaunchSequence> sequence;
 };
 
+struct LoadedProgram {
+  std::shared_ptr<cu::HostProgram> program;
+};
 struct TimingEvent {
   std::unique_ptr<cu::Event> event;
 };
@@ -348,6 +351,63 @@ NB_MODULE(_cuda, m) {
                    [](const Sequence &s) { return s.sequence->launchCount(); })
       .def_prop_ro("argument_count", [](const Sequence &s) {
         return s.sequence->argumentCount();
+      });
+
+  nb::class_<LoadedProgram>(
+      m, "HostProgram",
+      "A compiled GPU program (Module.compile_gpu's bytes, or a file of "
+      "them) loaded on one device: run() queues its kernels on Tessera's "
+      "stream.")
+      .def_static(
+          "load",
+          [](nb::bytes data, int device, const std::string &what) {
+            std::vector<char> bytes(data.c_str(), data.c_str() + data.size());
+            auto image = take(rt::GpuProgramImage::decode(bytes, what));
+            return LoadedProgram{
+                take(cu::HostProgram::load(std::move(image), device))};
+          },
+          nb::arg("data"), nb::arg("device") = 0,
+          nb::arg("what") = "<bytes>",
+          "Checks and loads the bytes of a GPU program file (`what` names "
+          "them in errors).")
+      .def_static(
+          "load_file",
+          [](const std::string &path, int device) {
+            auto image = take(rt::GpuProgramImage::load(path));
+            return LoadedProgram{
+                take(cu::HostProgram::load(std::move(image), device))};
+          },
+          nb::arg("path"), nb::arg("device") = 0)
+      .def(
+          "run",
+          [](LoadedProgram &p, const std::vector<const Buffer *> &args) {
+            std::vector<cu::DeviceBuffer> buffers;
+            for (const Buffer *b : args) {
+              if (!b)
+                raise("HostProgram.run takes tessera._cuda.Buffer arguments");
+              buffers.push_back(b->buffer);
+            }
+            auto results =
+                take(p.program->run(streamOf(p.program->device()), buffers));
+            std::vector<Buffer> out;
+            for (auto &r : results)
+              out.push_back(Buffer{std::move(r)});
+            return out;
+          },
+          nb::arg("args"),
+          "Queues a run on the arguments (Buffers of the program's dtypes "
+          "and shapes); returns the result Buffers.")
+      .def_prop_ro("name",
+                   [](const LoadedProgram &p) { return p.program->image().name; })
+      .def_prop_ro("launches",
+                   [](const LoadedProgram &p) {
+                     std::size_t n = 0;
+                     for (const auto &s : p.program->image().steps)
+                       n += s.kind == rt::GpuProgramImage::Step::Kind::Launch;
+                     return n;
+                   })
+      .def_prop_ro("workspace_bytes", [](const LoadedProgram &p) {
+        return p.program->image().workspaceBytes;
       });
 
   nb::class_<TimingEvent>(m, "Event", "A point in Tessera's stream.")

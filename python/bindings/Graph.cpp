@@ -352,6 +352,26 @@ void bindGraph(nb::module_ &m) {
             return take(std::move(r));
           },
           nb::arg("cache_dir") = "")
+      .def(
+          "compile_gpu",
+          [](const Module &self, const std::string &entry,
+             const std::string &chip, int64_t multiprocessors) {
+            GPUCompileOptions options;
+            options.entry = entry;
+            options.chip = chip;
+            options.multiprocessors = multiprocessors;
+            Result<runtime::GpuProgramImage> r = [&] {
+              nb::gil_scoped_release release;
+              return self.compileGPU(options);
+            }();
+            std::vector<char> bytes = take(std::move(r)).encode();
+            return nb::bytes(bytes.data(), bytes.size());
+          },
+          nb::arg("entry") = "", nb::arg("chip") = "sm_90a",
+          nb::arg("multiprocessors") = 132,
+          "Compiles a public function for NVIDIA GPUs into a GPU program "
+          "file's bytes (the host program and its kernels' PTX), which "
+          "tessera._cuda.HostProgram runs without the compiler.")
       .def_static("default_cache_dir", &Module::defaultCacheDirectory);
 }
 

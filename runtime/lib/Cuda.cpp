@@ -75,6 +75,7 @@ const Driver &detail::driver() {
     load(d->memAlloc, "cuMemAlloc_v2");
     load(d->memFree, "cuMemFree_v2");
     load(d->memcpyHtoDAsync, "cuMemcpyHtoDAsync_v2");
+    load(d->memcpyDtoDAsync, "cuMemcpyDtoDAsync_v2");
     load(d->memcpyDtoHAsync, "cuMemcpyDtoHAsync_v2");
     load(d->memsetD8Async, "cuMemsetD8Async");
     load(d->streamCreate, "cuStreamCreate");
@@ -463,6 +464,16 @@ Result<float> Event::elapsedMs(const Event &start, const Event &end) {
 //===----------------------------------------------------------------------===//
 // Buffers
 //===----------------------------------------------------------------------===//
+
+Result<DeviceBuffer> DeviceBuffer::reshaped(std::vector<int64_t> shape) const {
+  auto count = elementCount(shape);
+  if (!count)
+    return count.error();
+  if (*count != numElements())
+    return Error{"cannot view " + describe() + " as a shape of " +
+                 std::to_string(*count) + " elements"};
+  return DeviceBuffer(type, std::move(shape), deviceIndex, block, address);
+}
 
 Result<DeviceBuffer> DeviceBuffer::allocate(DType type,
                                             std::vector<int64_t> shape,

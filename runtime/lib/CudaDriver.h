@@ -36,6 +36,7 @@ struct Driver {
   decltype(&::cuMemFree) memFree = nullptr;
   decltype(&::cuMemcpyHtoDAsync) memcpyHtoDAsync = nullptr;
   decltype(&::cuMemcpyDtoHAsync) memcpyDtoHAsync = nullptr;
+  decltype(&::cuMemcpyDtoDAsync) memcpyDtoDAsync = nullptr;
   decltype(&::cuMemsetD8Async) memsetD8Async = nullptr;
   decltype(&::cuStreamCreate) streamCreate = nullptr;
   decltype(&::cuStreamDestroy) streamDestroy = nullptr;

@@ -7,7 +7,8 @@
 # precompiled for CHIP.
 #   tools/scripts/python-gpu-bundle.sh PYTHON CHIP [OUT]
 #   (there) PYTHONPATH=OUT LD_LIBRARY_PATH=OUT TESSERA_KERNEL_CACHE=OUT/kcache \
-#           TESSERA_GENERATED_KERNELS=OUT/generated python3 -m pytest test/python/gpu
+#           TESSERA_GENERATED_KERNELS=OUT/generated TESSERA_HOST_PROGRAMS=OUT/hostprog \
+#           python3 -m pytest test/python/gpu
 # PYTHON is an interpreter of the target's Python version (with nanobind).
 set -euo pipefail
 python=${1:?usage: python-gpu-bundle.sh PYTHON CHIP [OUT]}
@@ -46,6 +47,8 @@ TESSERA_KERNEL_CACHE=$PWD/$out/kcache PYTHONPATH=build/python \
 PYTHONPATH=build/python TESSERA_RUN=build/bin/tessera-run \
   build/venv/bin/python test/python/gpu/generated_kernels.py --precompile \
   "$chip" "$out/generated"
+PYTHONPATH=build/python build/venv/bin/python \
+  test/python/gpu/host_programs.py --precompile "$chip" "$out/hostprog"
 # The transformer-block training step of bench/gpu/jit_block_bench.py.
 TESSERA_KERNEL_CACHE=$PWD/$out/kcache PYTHONPATH=build/python \
   build/venv/bin/python bench/gpu/jit_block_bench.py --precompile "$chip" \

@@ -25,6 +25,7 @@
 
 #include "tessera/API/Tensor.h"
 #include "tessera/Runtime/Executable.h"
+#include "tessera/Runtime/GpuProgram.h"
 
 #include <functional>
 #include <memory>
@@ -49,6 +50,16 @@ struct CompileOptions {
   /// Where compiled libraries are kept across processes; empty: only in
   /// this process. Module::defaultCacheDirectory() is the usual choice.
   std::string cacheDirectory;
+};
+
+/// How Module::compileGPU() compiles.
+struct GPUCompileOptions {
+  /// The public function to compile (empty: the only one).
+  std::string entry;
+  /// The chip the PTX is generated for.
+  std::string chip = "sm_90a";
+  /// SMs of the target card (the GEMM tile choice).
+  int64_t multiprocessors = 132;
 };
 
 /// The stages Module::lower() can show.
@@ -278,6 +289,11 @@ public:
   /// Compiles every public function for this CPU.
   Result<std::shared_ptr<runtime::Executable>>
   compile(const CompileOptions &options = {}) const;
+  /// Compiles one public function for NVIDIA GPUs (--tessera-gpu-pipeline)
+  /// into a program the runtime runs without the compiler
+  /// (runtime::cuda::HostProgram), which saves as one file.
+  Result<runtime::GpuProgramImage>
+  compileGPU(const GPUCompileOptions &options = {}) const;
   /// $XDG_CACHE_HOME/tessera, else $HOME/.cache/tessera.
   static std::string defaultCacheDirectory();
 

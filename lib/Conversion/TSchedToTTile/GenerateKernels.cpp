@@ -279,8 +279,18 @@ LogicalResult RowKernel::lower(Operation *op) {
   if (auto bcast = dyn_cast<tg::BroadcastInDimOp>(op)) {
     Tile src = tiles.lookup(bcast.getX());
     std::optional<Class> cls = classify(resultType.getShape());
-    if (cls != Class::Full)
+    if (cls == Class::Periodic)
+      cls = Class::Full;
+    if (!cls)
       return unsupported(op);
+    if (*cls != Class::Full) {
+      // A row, a column or a scalar of the layout (one row: [1] to [1, 1]).
+      if (src.cls == *cls)
+        return result(src.value, *cls);
+      if (src.cls == Class::Scalar)
+        return result(expand(src, *cls, loc), *cls);
+      return unsupported(op);
+    }
     // The source's tile must spread over the rows as the broadcast places
     // it: [B] at dim 0 of [B, B] is a row, not the column its shape reads
     // as right-aligned.

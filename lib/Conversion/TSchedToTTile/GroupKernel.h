@@ -243,6 +243,9 @@ public:
       Tile t = tiles.lookup(value);
       Type elt = cast<RankedTensorType>(value.getType()).getElementType();
       assert(t.cls == predicted.lookup(value) && "class as predicted");
+      Class cls = outputClass(value);
+      if (t.cls != cls)
+        t = Tile{expand(t, cls, loc), cls};
       store(t, arg, elt, loc);
     }
     func::ReturnOp::create(b, loc);
@@ -305,7 +308,9 @@ public:
         // A constant repeated over the rows is a full tile.
         cls = *c == Class::Periodic ? Class::Full : *c;
       } else if (isa<tg::BroadcastInDimOp>(op)) {
-        cls = Class::Full;
+        // A full tile, or a row, column or scalar that it stays.
+        std::optional<Class> c = classify(type.getShape());
+        cls = !c || *c == Class::Periodic ? Class::Full : *c;
       } else if (isa<tg::ReduceSumOp, tg::ReduceMeanOp, tg::ReduceMaxOp,
                      tg::ReduceMinOp>(op)) {
         cls = Class::Row;
@@ -318,13 +323,23 @@ public:
       predicted[op.getResult(0)] = cls;
     }
     for (Value v : body.getTerminator()->getOperands()) {
-      Class cls = predicted.lookup(v);
+      Class cls = outputClass(v);
       if (cls == Class::Col || cls == Class::Scalar)
         return group.emitOpError()
                << "yields a " << (cls == Class::Col ? "column" : "scalar")
                << " of its layout; a row kernel writes full tiles and rows";
     }
     return success();
+  }
+
+  /// The class a yielded value is stored as: its own, but a scalar (a
+  /// literal) of a layout of one element is its full tile.
+  Class outputClass(Value v) const {
+    Class c = predicted.lookup(v);
+    if ((c == Class::Col || c == Class::Scalar) && rows * cols == 1 &&
+        !isa<BlockArgument>(v))
+      return Class::Full;
+    return c;
   }
 
   /// The memref type the kernel takes for body value `v` (a block argument
@@ -358,7 +373,7 @@ public:
       return {isA ? g.za : g.zb, mat[0], mat[1]};
     }
     bool batched = gemm && !gemm->flat();
-    switch (predicted.lookup(v)) {
+    switch (isa<BlockArgument>(v) ? predicted.lookup(v) : outputClass(v)) {
     case Class::Full:
       if (batched)
         return {gemm->z, gemm->m, gemm->n};

@@ -369,7 +369,7 @@ def precompile(chip, out_dir, limit=400):
             abs_sum = 0.0
             red = re.search(r"tgraph\.reduce_(sum|mean) %\w+ \{dims = "
                             r"array<i64: ([\d, ]+)>", body)
-            if red:
+            if red and re.search(r"_reduce\d+$", kernel):
                 axes = tuple(int(a) for a in red.group(2).split(","))
                 mags = np.abs(inputs[0].astype(np.float64)).sum(axis=axes)
                 abs_sum = float(mags.max()) if mags.size else 0.0

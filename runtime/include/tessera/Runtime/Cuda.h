@@ -26,6 +26,7 @@
 
 #include "tessera/Runtime/Buffer.h"
 #include "tessera/Runtime/DType.h"
+#include "tessera/Runtime/GpuProgram.h"
 #include "tessera/Runtime/LaunchRecord.h"
 #include "tessera/Runtime/Result.h"
 
@@ -119,6 +120,8 @@ public:
   Result<HostBuffer> toHost(Stream *stream = nullptr) const;
   /// Copies `host` (same dtype and shape) into this buffer.
   Status copyFromHost(const HostBuffer &host, Stream *stream = nullptr);
+  /// The same memory under another shape with as many elements.
+  Result<DeviceBuffer> reshaped(std::vector<int64_t> shape) const;
 
   DType dtype() const { return type; }
   const std::vector<int64_t> &shape() const { return dims; }
@@ -205,6 +208,7 @@ public:
 private:
   friend class Module;
   friend class LaunchSequence;
+  friend class HostProgram;
   /// Drops the tensor maps kept for `site`.
   void forgetSite(const void *site) const;
   Kernel(std::shared_ptr<void> module, void *function, std::string name,
@@ -316,6 +320,40 @@ private:
   std::vector<int> pending; // allocated before the next launch
   std::vector<std::unique_ptr<Launch>> launches;
   bool releasesKnown = false;
+};
+
+/// A compiled GPU host program (GpuProgram.h) loaded on one device: its
+/// kernels, its constants and its workspace, allocated once. Each run()
+/// checks the arguments, allocates the results and queues the program's
+/// launches and copies on the stream, in order; temporaries live in the
+/// workspace, so runs on one program must not overlap (they are serialized
+/// by a stream; a program is not shared between streams that run at once).
+///
+///   auto image = GpuProgramImage::load("step.tgpu");
+///   auto program = HostProgram::load(std::move(*image), 0);
+///   auto outputs = (*program)->run(stream, {x, w});
+class HostProgram {
+public:
+  static Result<std::shared_ptr<HostProgram>> load(GpuProgramImage image,
+                                                   int device = 0);
+  ~HostProgram();
+  HostProgram(const HostProgram &) = delete;
+  HostProgram &operator=(const HostProgram &) = delete;
+
+  Result<std::vector<DeviceBuffer>> run(Stream &stream,
+                                        const std::vector<DeviceBuffer> &args);
+  const GpuProgramImage &image() const { return img; }
+  int device() const { return deviceIndex; }
+
+private:
+  HostProgram(GpuProgramImage image, int device)
+      : img(std::move(image)), deviceIndex(device) {}
+  GpuProgramImage img;
+  int deviceIndex = 0;
+  std::vector<Kernel> kernels; // one a launch step, in step order
+  std::vector<std::size_t> kernelOfStep;
+  DeviceBuffer workspace;
+  std::vector<DeviceBuffer> constants;
 };
 
 } // namespace tessera::runtime::cuda

@@ -1,0 +1,43 @@
+//===- GPUCompiler.h - Graph IR to a runnable GPU program -------*- C++ -*-===//
+//
+// Compiles a function with --tessera-gpu-pipeline and flattens what it
+// gives (the host program and the gpu.binary of its kernels) into a
+// runtime::GpuProgramImage, which the runtime loads and runs without the
+// compiler (cuda::HostProgram) and which saves as one file.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TESSERA_EXECUTION_GPUCOMPILER_H
+#define TESSERA_EXECUTION_GPUCOMPILER_H
+
+#include "tessera/Runtime/GpuProgram.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Support/LLVM.h"
+
+#include <string>
+
+namespace mlir::tessera {
+
+struct GPUCompileOptions {
+  /// The function to compile (empty: the module's only public function).
+  std::string entry;
+  std::string chip = "sm_90a";
+  std::string features = "+ptx80";
+  /// SMs of the target card (the GEMM tile choice).
+  int64_t multiprocessors = 132;
+};
+
+/// Compiles `entry` of `module` (left unchanged). Errors are reported as
+/// diagnostics on the module.
+FailureOr<::tessera::runtime::GpuProgramImage>
+compileForGPU(ModuleOp module, const GPUCompileOptions &options);
+
+/// The image of a module that --tessera-gpu-pipeline has already run on
+/// (its host function `entry`, or the only one).
+FailureOr<::tessera::runtime::GpuProgramImage>
+gpuProgramImage(ModuleOp compiled, StringRef entry, StringRef chip);
+
+} // namespace mlir::tessera
+
+#endif // TESSERA_EXECUTION_GPUCOMPILER_H

@@ -1,0 +1,105 @@
+//===- GpuProgram.h - A compiled GPU host program, runnable -----*- C++ -*-===//
+//
+// What --tessera-gpu-pipeline produces, in a form the runtime runs without
+// the compiler: the host program (its buffers, launches and copies, in
+// order) and its kernels' PTX. GpuProgramImage is the data and its file
+// format; cuda::HostProgram (Cuda.h) loads one on a device and runs it.
+//
+// File format (little-endian), version kFormat:
+//   8 bytes  magic "TSGPUPRG"
+//   u32      format version
+//   u64      payload bytes
+//   u64      FNV-1a 64 of the payload
+//   payload: the fields below, strings and arrays with u64/u32 lengths.
+// A file is checked whole (magic, version, length, hash, then every count
+// and index) before anything of it is used.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TESSERA_RUNTIME_GPUPROGRAM_H
+#define TESSERA_RUNTIME_GPUPROGRAM_H
+
+#include "tessera/Runtime/DType.h"
+#include "tessera/Runtime/Result.h"
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tessera::runtime {
+
+/// The Tessera release that wrote (or reads) GPU program files.
+const char *tesseraVersion();
+
+struct GpuProgramImage {
+  static constexpr std::uint32_t kFormat = 1;
+  static constexpr char kMagic[9] = "TSGPUPRG";
+
+  /// Where a buffer's memory comes from.
+  enum class StorageKind : std::uint8_t {
+    /// The caller's argument `index`.
+    Argument = 0,
+    /// `offset` bytes into the program's workspace.
+    Workspace = 1,
+    /// Allocated by each run and returned to the caller.
+    Result = 2,
+    /// The program's constant `index`, uploaded once when loaded.
+    Constant = 3,
+  };
+  struct Storage {
+    StorageKind kind = StorageKind::Workspace;
+    std::int64_t index = 0;
+    std::int64_t offset = 0;
+    DType type = DType::f32;
+    std::vector<std::int64_t> shape;
+  };
+  /// A storage's memory under a shape of as many elements (a view).
+  struct Operand {
+    std::int32_t storage = 0;
+    std::vector<std::int64_t> shape;
+  };
+  struct Step {
+    enum class Kind : std::uint8_t { Launch = 0, Copy = 1 };
+    Kind kind = Kind::Launch;
+    /// Launch: the kernel's name in the PTX module and its programs.
+    std::string kernel;
+    std::array<std::int64_t, 3> grid = {1, 1, 1};
+    /// Launch: the kernel's buffers in parameter order. Copy: from, to.
+    std::vector<Operand> operands;
+  };
+
+  /// The Tessera release that compiled it (tesseraVersion()).
+  std::string compilerVersion;
+  /// The chip its PTX was generated for ("sm_90a").
+  std::string chip;
+  /// The function it was compiled from.
+  std::string name;
+  std::int64_t workspaceBytes = 0;
+  std::vector<Storage> storages;
+  /// The storage of each argument, in order (dtype and shape checked at
+  /// each run).
+  std::vector<std::int32_t> arguments;
+  /// What each run returns, in order.
+  std::vector<Operand> results;
+  /// Raw little-endian bytes of each constant.
+  std::vector<std::vector<char>> constants;
+  std::vector<Step> steps;
+  /// The kernels' module (PTX text).
+  std::string ptx;
+
+  std::vector<char> encode() const;
+  /// Decodes and checks `bytes` (`what` names them in errors: a path).
+  static Result<GpuProgramImage> decode(const std::vector<char> &bytes,
+                                        const std::string &what);
+  /// Checks the fields' consistency (indices in range, views of as many
+  /// elements as their storage, constants of their storage's size).
+  Status verify() const;
+
+  Status save(const std::string &path) const;
+  static Result<GpuProgramImage> load(const std::string &path);
+};
+
+} // namespace tessera::runtime
+
+#endif // TESSERA_RUNTIME_GPUPROGRAM_H

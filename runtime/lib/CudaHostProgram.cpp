@@ -1,0 +1,250 @@
+//===- CudaHostProgram.cpp - Running a compiled GPU host program ---------===//
+//
+// cuda::HostProgram (Cuda.h): a GpuProgramImage loaded on a device (its PTX
+// module, a kernel for each launch step, its constants uploaded and its
+// workspace allocated once) and run with the caller's buffers. Kernels take
+// each buffer as a memref descriptor (allocated and aligned pointers,
+// offset, sizes, strides: 3 + 2 * rank 8-byte slots) under the shape the
+// step names; each launch step is its own TMA launch site.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tessera/Runtime/Cuda.h"
+
+#include "CudaDriver.h"
+
+#include <cstring>
+#include <optional>
+
+using namespace tessera::runtime;
+using namespace tessera::runtime::cuda;
+using namespace tessera::runtime::cuda::detail;
+
+namespace {
+
+std::string dimsText(const std::vector<int64_t> &dims) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < dims.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(dims[i]);
+  return s + "]";
+}
+
+/// The compute capability `chip` needs ("sm_90a": exactly 9.0; "sm_80":
+/// 8.0 or newer, since the driver compiles PTX for newer chips).
+bool chipRuns(const std::string &chip, int major, int minor,
+              std::string &why) {
+  std::string digits;
+  std::size_t i = chip.rfind('_');
+  for (std::size_t j = i == std::string::npos ? 0 : i + 1; j < chip.size();
+       ++j)
+    if (chip[j] >= '0' && chip[j] <= '9')
+      digits += chip[j];
+  if (digits.size() < 2) {
+    why = "names the chip '" + chip + "', which is not sm_<major><minor>";
+    return false;
+  }
+  int wantMajor = std::stoi(digits.substr(0, digits.size() - 1));
+  int wantMinor = digits.back() - '0';
+  bool archSpecific = !chip.empty() && chip.back() == 'a';
+  bool ok = archSpecific
+                ? (major == wantMajor && minor == wantMinor)
+                : (major > wantMajor ||
+                   (major == wantMajor && minor >= wantMinor));
+  if (!ok)
+    why = "was compiled for " + chip + (archSpecific ? " only" : " or newer") +
+          "; the device is sm_" + std::to_string(major) +
+          std::to_string(minor);
+  return ok;
+}
+
+} // namespace
+
+Result<std::shared_ptr<HostProgram>> HostProgram::load(GpuProgramImage image,
+                                                       int device) {
+  std::string what = "GPU program '" + image.name + "'";
+  if (Status st = image.verify(); !st)
+    return Error{what + ": " + st.error().message};
+  auto info = deviceInfo(device);
+  if (!info)
+    return info.error();
+  std::string why;
+  if (!chipRuns(image.chip, info->major, info->minor, why))
+    return Error{what + " " + why + " (" + info->describe() + ")"};
+  bool launches = false;
+  for (const GpuProgramImage::Step &step : image.steps)
+    launches |= step.kind == GpuProgramImage::Step::Kind::Launch;
+  // A program of views and copies alone has no kernels to load.
+  std::optional<Module> module;
+  if (launches) {
+    auto loaded = Module::loadPtx(image.ptx, device);
+    if (!loaded)
+      return Error{what + ": " + loaded.error().message};
+    module = std::move(*loaded);
+  }
+  std::shared_ptr<HostProgram> program(
+      new HostProgram(std::move(image), device));
+  const GpuProgramImage &img = program->img;
+  // One Kernel a launch step: each keeps its own TMA tensor maps.
+  for (const GpuProgramImage::Step &step : img.steps) {
+    if (step.kind != GpuProgramImage::Step::Kind::Launch) {
+      program->kernelOfStep.push_back(std::size_t(-1));
+      continue;
+    }
+    auto kernel = module->kernel(step.kernel);
+    if (!kernel)
+      return Error{what + ": " + kernel.error().message};
+    const KernelLaunchRecord *record = kernel->launchRecord();
+    if (!record)
+      return Error{what + ": kernel '" + step.kernel +
+                   "' has no launch record (it is not a compiled Tile IR "
+                   "kernel)"};
+    std::int64_t slots = 0;
+    for (const auto &o : step.operands)
+      slots += 3 + 2 * std::int64_t(o.shape.size());
+    if (slots != record->parameterSlots)
+      return Error{what + ": kernel '" + step.kernel + "' takes " +
+                   std::to_string(record->parameterSlots) +
+                   " parameter slots; the program passes " +
+                   std::to_string(slots)};
+    program->kernelOfStep.push_back(program->kernels.size());
+    program->kernels.push_back(*kernel);
+  }
+  Stream *noStream = nullptr;
+  for (const GpuProgramImage::Storage &s : img.storages) {
+    if (s.kind != GpuProgramImage::StorageKind::Constant)
+      continue;
+    const auto &bytes = img.constants[std::size_t(s.index)];
+    auto host = HostBuffer::wrap(s.type, s.shape,
+                                 const_cast<char *>(bytes.data()));
+    if (!host)
+      return host.error();
+    auto buffer = DeviceBuffer::fromHost(*host, device, noStream);
+    if (!buffer)
+      return buffer.error();
+    if (program->constants.size() <= std::size_t(s.index))
+      program->constants.resize(std::size_t(s.index) + 1);
+    program->constants[std::size_t(s.index)] = std::move(*buffer);
+  }
+  if (img.workspaceBytes > 0) {
+    auto workspace =
+        DeviceBuffer::allocate(DType::i8, {img.workspaceBytes}, device);
+    if (!workspace)
+      return workspace.error();
+    program->workspace = std::move(*workspace);
+  }
+  return program;
+}
+
+HostProgram::~HostProgram() {
+  for (std::size_t i = 0; i < img.steps.size(); ++i)
+    if (kernelOfStep[i] != std::size_t(-1))
+      kernels[kernelOfStep[i]].forgetSite(&img.steps[i]);
+}
+
+Result<std::vector<DeviceBuffer>>
+HostProgram::run(Stream &stream, const std::vector<DeviceBuffer> &args) {
+  std::string what = "GPU program '" + img.name + "'";
+  if (stream.device() != deviceIndex)
+    return Error{what + " is loaded on cuda:" + std::to_string(deviceIndex) +
+                 ", the stream is on cuda:" + std::to_string(stream.device())};
+  if (args.size() != img.arguments.size())
+    return Error{what + " takes " + std::to_string(img.arguments.size()) +
+                 " arguments, got " + std::to_string(args.size())};
+  std::vector<std::uint64_t> address(img.storages.size(), 0);
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const auto &want = img.storages[std::size_t(img.arguments[i])];
+    const DeviceBuffer &a = args[i];
+    if (a.device() != deviceIndex)
+      return Error{what + ": argument " + std::to_string(i) + " is " +
+                   a.describe() + "; the program runs on cuda:" +
+                   std::to_string(deviceIndex)};
+    if (a.dtype() != want.type || a.shape() != want.shape)
+      return Error{what + ": argument " + std::to_string(i) +
+                   " must be " + name(want.type) + dimsText(want.shape) +
+                   ", got " + name(a.dtype()) + dimsText(a.shape())};
+    address[std::size_t(img.arguments[i])] = a.pointer();
+  }
+  std::vector<DeviceBuffer> owned(img.storages.size());
+  for (std::size_t i = 0; i < img.storages.size(); ++i) {
+    const auto &s = img.storages[i];
+    switch (s.kind) {
+    case GpuProgramImage::StorageKind::Argument:
+      break;
+    case GpuProgramImage::StorageKind::Workspace:
+      address[i] = workspace.pointer() + std::uint64_t(s.offset);
+      break;
+    case GpuProgramImage::StorageKind::Constant:
+      address[i] = constants[std::size_t(s.index)].pointer();
+      break;
+    case GpuProgramImage::StorageKind::Result: {
+      auto buffer = DeviceBuffer::allocate(s.type, s.shape, deviceIndex,
+                                           &stream);
+      if (!buffer)
+        return buffer.error();
+      address[i] = buffer->pointer();
+      owned[i] = std::move(*buffer);
+      break;
+    }
+    }
+  }
+  TESSERA_ENTER(deviceIndex);
+  std::vector<std::int64_t> slots;
+  std::vector<void *> params;
+  for (std::size_t i = 0; i < img.steps.size(); ++i) {
+    const GpuProgramImage::Step &step = img.steps[i];
+    if (step.kind == GpuProgramImage::Step::Kind::Copy) {
+      const auto &from = step.operands[0], &to = step.operands[1];
+      const auto &storage = img.storages[std::size_t(from.storage)];
+      std::size_t bytes = std::size_t(*elementCount(storage.shape)) *
+                          byteSize(storage.type);
+      if (bytes)
+        TESSERA_CU(driver().memcpyDtoDAsync(
+                       CUdeviceptr(address[std::size_t(to.storage)]),
+                       CUdeviceptr(address[std::size_t(from.storage)]), bytes,
+                       static_cast<CUstream>(stream.handle())),
+                   what + ": step " + std::to_string(i) + " (a copy)");
+      continue;
+    }
+    // Memref descriptors, row-major and contiguous.
+    slots.clear();
+    for (const auto &o : step.operands) {
+      std::uint64_t a = address[std::size_t(o.storage)];
+      slots.push_back(std::int64_t(a));
+      slots.push_back(std::int64_t(a));
+      slots.push_back(0);
+      for (std::int64_t d : o.shape)
+        slots.push_back(d);
+      std::int64_t stride = 1;
+      std::vector<std::int64_t> strides(o.shape.size());
+      for (std::size_t d = o.shape.size(); d-- > 0;) {
+        strides[d] = stride;
+        stride *= o.shape[d];
+      }
+      slots.insert(slots.end(), strides.begin(), strides.end());
+    }
+    params.clear();
+    for (std::int64_t &v : slots)
+      params.push_back(&v);
+    const Kernel &kernel = kernels[kernelOfStep[i]];
+    LaunchConfig config;
+    config.grid = {unsigned(step.grid[0]), unsigned(step.grid[1]),
+                   unsigned(step.grid[2])};
+    config.block = {unsigned(kernel.launchRecord()->consumerThreads), 1, 1};
+    Status st = kernel.launch(config, stream, params, &step);
+    if (!st)
+      return Error{what + ": step " + std::to_string(i) + ": " +
+                   st.error().message};
+  }
+  std::vector<DeviceBuffer> results;
+  for (const auto &r : img.results) {
+    const auto &s = img.storages[std::size_t(r.storage)];
+    if (s.kind != GpuProgramImage::StorageKind::Result)
+      return Error{what + ": a result is buffer " + std::to_string(r.storage) +
+                   ", which the program does not allocate for the caller"};
+    auto view = owned[std::size_t(r.storage)].reshaped(r.shape);
+    if (!view)
+      return view.error();
+    results.push_back(std::move(*view));
+  }
+  return results;
+}

@@ -1,0 +1,410 @@
+//===- GpuProgram.cpp - GPU program files: writing, reading, checking -----===//
+
+#include "tessera/Runtime/GpuProgram.h"
+
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <limits>
+
+using namespace tessera::runtime;
+
+#ifndef TESSERA_VERSION
+#error "TESSERA_VERSION must be defined by the build"
+#endif
+
+const char *tessera::runtime::tesseraVersion() { return TESSERA_VERSION; }
+
+namespace {
+
+std::uint64_t fnv1a(const char *data, std::size_t size) {
+  std::uint64_t hash = 0xcbf29ce484222325ull;
+  for (std::size_t i = 0; i < size; ++i) {
+    hash ^= static_cast<unsigned char>(data[i]);
+    hash *= 0x100000001b3ull;
+  }
+  return hash;
+}
+
+class Writer {
+public:
+  std::vector<char> bytes;
+  template <typename T> void put(T v) {
+    char raw[sizeof(T)];
+    std::memcpy(raw, &v, sizeof(T));
+    bytes.insert(bytes.end(), raw, raw + sizeof(T));
+  }
+  void put(const std::string &s) {
+    put<std::uint64_t>(s.size());
+    bytes.insert(bytes.end(), s.begin(), s.end());
+  }
+  void put(const std::vector<std::int64_t> &dims) {
+    put<std::uint32_t>(std::uint32_t(dims.size()));
+    for (std::int64_t d : dims)
+      put<std::int64_t>(d);
+  }
+  void put(const GpuProgramImage::Operand &o) {
+    put<std::int32_t>(o.storage);
+    put(o.shape);
+  }
+};
+
+/// Reads the payload; the first failure is kept and later reads return
+/// zeros, so the caller checks once at the end of each part.
+class Reader {
+public:
+  Reader(const char *data, std::size_t size) : data(data), size(size) {}
+  std::string error;
+
+  template <typename T> T get() {
+    T v{};
+    if (!need(sizeof(T)))
+      return v;
+    std::memcpy(&v, data + at, sizeof(T));
+    at += sizeof(T);
+    return v;
+  }
+  std::string getString() {
+    auto n = get<std::uint64_t>();
+    if (!need(n))
+      return {};
+    std::string s(data + at, data + at + n);
+    at += n;
+    return s;
+  }
+  /// A count of items of at least `itemBytes` each.
+  std::size_t count(std::size_t itemBytes, const char *what) {
+    auto n = get<std::uint32_t>();
+    if (error.empty() && std::uint64_t(n) * itemBytes > size - at)
+      fail(std::string("claims ") + std::to_string(n) + " " + what +
+           ", more than its remaining " + std::to_string(size - at) +
+           " bytes hold");
+    return error.empty() ? n : 0;
+  }
+  std::vector<std::int64_t> getDims() {
+    std::vector<std::int64_t> dims(count(8, "dims"));
+    for (auto &d : dims)
+      d = get<std::int64_t>();
+    return dims;
+  }
+  GpuProgramImage::Operand getOperand() {
+    GpuProgramImage::Operand o;
+    o.storage = get<std::int32_t>();
+    o.shape = getDims();
+    return o;
+  }
+  bool done() const { return at == size; }
+  std::size_t remaining() const { return size - at; }
+  void fail(const std::string &what) {
+    if (error.empty())
+      error = what;
+  }
+
+private:
+  bool need(std::uint64_t n) {
+    if (!error.empty())
+      return false;
+    if (n > size - at) {
+      fail("ends " + std::to_string(n - (size - at)) +
+           " bytes short of a field at byte " + std::to_string(at));
+      return false;
+    }
+    return true;
+  }
+  const char *data;
+  std::size_t size;
+  std::size_t at = 0;
+};
+
+constexpr std::size_t kHeaderBytes = 8 + 4 + 8 + 8;
+
+std::string dimsText(const std::vector<std::int64_t> &dims) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < dims.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(dims[i]);
+  return s + "]";
+}
+
+/// Elements of `dims`, or -1 for a negative dim or an overflow.
+std::int64_t elements(const std::vector<std::int64_t> &dims) {
+  std::int64_t n = 1;
+  for (std::int64_t d : dims) {
+    if (d < 0 || (d && n > std::numeric_limits<std::int64_t>::max() / d))
+      return -1;
+    n *= d;
+  }
+  return n;
+}
+
+} // namespace
+
+std::vector<char> GpuProgramImage::encode() const {
+  Writer w;
+  w.put(compilerVersion);
+  w.put(chip);
+  w.put(name);
+  w.put<std::int64_t>(workspaceBytes);
+  w.put<std::uint32_t>(std::uint32_t(storages.size()));
+  for (const Storage &s : storages) {
+    w.put<std::uint8_t>(std::uint8_t(s.kind));
+    w.put<std::int64_t>(s.index);
+    w.put<std::int64_t>(s.offset);
+    w.put(std::string(runtime::name(s.type)));
+    w.put(s.shape);
+  }
+  w.put<std::uint32_t>(std::uint32_t(arguments.size()));
+  for (std::int32_t a : arguments)
+    w.put<std::int32_t>(a);
+  w.put<std::uint32_t>(std::uint32_t(results.size()));
+  for (const Operand &o : results)
+    w.put(o);
+  w.put<std::uint32_t>(std::uint32_t(constants.size()));
+  for (const auto &c : constants) {
+    w.put<std::uint64_t>(c.size());
+    w.bytes.insert(w.bytes.end(), c.begin(), c.end());
+  }
+  w.put<std::uint32_t>(std::uint32_t(steps.size()));
+  for (const Step &s : steps) {
+    w.put<std::uint8_t>(std::uint8_t(s.kind));
+    w.put(s.kernel);
+    for (std::int64_t g : s.grid)
+      w.put<std::int64_t>(g);
+    w.put<std::uint32_t>(std::uint32_t(s.operands.size()));
+    for (const Operand &o : s.operands)
+      w.put(o);
+  }
+  w.put(ptx);
+
+  Writer file;
+  file.bytes.insert(file.bytes.end(), kMagic, kMagic + 8);
+  file.put<std::uint32_t>(kFormat);
+  file.put<std::uint64_t>(w.bytes.size());
+  file.put<std::uint64_t>(fnv1a(w.bytes.data(), w.bytes.size()));
+  file.bytes.insert(file.bytes.end(), w.bytes.begin(), w.bytes.end());
+  return file.bytes;
+}
+
+Result<GpuProgramImage>
+GpuProgramImage::decode(const std::vector<char> &bytes,
+                        const std::string &what) {
+  auto bad = [&](const std::string &why) {
+    return Error{"GPU program " + what + ": " + why};
+  };
+  if (bytes.size() < 8 || std::memcmp(bytes.data(), kMagic, 8) != 0)
+    return bad("is not a Tessera GPU program (it does not start with \"" +
+               std::string(kMagic) + "\")");
+  if (bytes.size() < kHeaderBytes)
+    return bad("is truncated: " + std::to_string(bytes.size()) +
+               " bytes, fewer than its " + std::to_string(kHeaderBytes) +
+               "-byte header");
+  std::uint32_t format;
+  std::uint64_t length, hash;
+  std::memcpy(&format, bytes.data() + 8, 4);
+  std::memcpy(&length, bytes.data() + 12, 8);
+  std::memcpy(&hash, bytes.data() + 20, 8);
+  if (format != kFormat)
+    return bad("has format version " + std::to_string(format) +
+               "; this runtime (Tessera " + tesseraVersion() +
+               ") reads version " + std::to_string(kFormat) +
+               " (compile it again)");
+  std::uint64_t payload = bytes.size() - kHeaderBytes;
+  if (payload < length)
+    return bad("is truncated: its header promises " + std::to_string(length) +
+               " bytes after it, the file has " + std::to_string(payload));
+  if (payload > length)
+    return bad("has " + std::to_string(payload - length) +
+               " bytes after the " + std::to_string(length) +
+               " its header promises");
+  const char *data = bytes.data() + kHeaderBytes;
+  if (fnv1a(data, length) != hash)
+    return bad("is corrupted: its content does not match the hash in its "
+               "header");
+
+  Reader r(data, length);
+  GpuProgramImage img;
+  img.compilerVersion = r.getString();
+  img.chip = r.getString();
+  img.name = r.getString();
+  img.workspaceBytes = r.get<std::int64_t>();
+  img.storages.resize(r.count(1 + 8 + 8 + 8 + 4, "buffers"));
+  for (Storage &s : img.storages) {
+    auto kind = r.get<std::uint8_t>();
+    if (kind > std::uint8_t(StorageKind::Constant))
+      r.fail("has a buffer of unknown kind " + std::to_string(kind));
+    s.kind = StorageKind(kind);
+    s.index = r.get<std::int64_t>();
+    s.offset = r.get<std::int64_t>();
+    std::string dtype = r.getString();
+    if (auto t = parseDType(dtype))
+      s.type = *t;
+    else if (r.error.empty())
+      r.fail("has a buffer of unknown dtype '" + dtype + "'");
+    s.shape = r.getDims();
+  }
+  img.arguments.resize(r.count(4, "arguments"));
+  for (auto &a : img.arguments)
+    a = r.get<std::int32_t>();
+  img.results.resize(r.count(8, "results"));
+  for (Operand &o : img.results)
+    o = r.getOperand();
+  img.constants.resize(r.count(8, "constants"));
+  for (auto &c : img.constants) {
+    auto n = r.get<std::uint64_t>();
+    if (r.error.empty() && n > r.remaining())
+      r.fail("has a constant of " + std::to_string(n) + " bytes, more than " +
+             "the " + std::to_string(r.remaining()) + " left");
+    if (!r.error.empty())
+      break;
+    c.resize(n);
+    for (auto &b : c)
+      b = r.get<char>();
+  }
+  img.steps.resize(r.count(1 + 8 + 24 + 4, "steps"));
+  for (Step &s : img.steps) {
+    auto kind = r.get<std::uint8_t>();
+    if (kind > std::uint8_t(Step::Kind::Copy))
+      r.fail("has a step of unknown kind " + std::to_string(kind));
+    s.kind = Step::Kind(kind);
+    s.kernel = r.getString();
+    for (auto &g : s.grid)
+      g = r.get<std::int64_t>();
+    s.operands.resize(r.count(8, "operands"));
+    for (Operand &o : s.operands)
+      o = r.getOperand();
+  }
+  img.ptx = r.getString();
+  if (r.error.empty() && !r.done())
+    r.fail("has " + std::to_string(r.remaining()) +
+           " bytes after its last field");
+  if (!r.error.empty())
+    return bad(r.error);
+  if (img.compilerVersion != tesseraVersion())
+    return bad("was compiled by Tessera " + img.compilerVersion +
+               "; this runtime is Tessera " + tesseraVersion() +
+               " (compile it again)");
+  if (Status st = img.verify(); !st)
+    return bad(st.error().message);
+  return img;
+}
+
+Status GpuProgramImage::verify() const {
+  auto bad = [](const std::string &why) { return Status(Error{why}); };
+  if (workspaceBytes < 0)
+    return bad("has a workspace of " + std::to_string(workspaceBytes) +
+               " bytes");
+  for (std::size_t i = 0; i < storages.size(); ++i) {
+    const Storage &s = storages[i];
+    std::string which = "buffer " + std::to_string(i);
+    std::int64_t n = elements(s.shape);
+    if (n < 0)
+      return bad(which + " has the shape " + dimsText(s.shape));
+    std::int64_t bytes = n * std::int64_t(byteSize(s.type));
+    switch (s.kind) {
+    case StorageKind::Argument:
+      if (s.index < 0 || s.index >= std::int64_t(arguments.size()) ||
+          arguments[std::size_t(s.index)] != std::int32_t(i))
+        return bad(which + " is argument " + std::to_string(s.index) +
+                   ", which does not name it back");
+      break;
+    case StorageKind::Workspace:
+      if (s.offset < 0 || s.offset > workspaceBytes ||
+          bytes > workspaceBytes - s.offset)
+        return bad(which + " (" + std::to_string(bytes) + " bytes at " +
+                   std::to_string(s.offset) + ") lies outside the " +
+                   std::to_string(workspaceBytes) + "-byte workspace");
+      break;
+    case StorageKind::Result:
+      break;
+    case StorageKind::Constant:
+      if (s.index < 0 || s.index >= std::int64_t(constants.size()))
+        return bad(which + " is constant " + std::to_string(s.index) +
+                   " of " + std::to_string(constants.size()));
+      if (std::int64_t(constants[std::size_t(s.index)].size()) != bytes)
+        return bad(which + " is constant " + std::to_string(s.index) +
+                   " of " +
+                   std::to_string(constants[std::size_t(s.index)].size()) +
+                   " bytes; its shape needs " + std::to_string(bytes));
+      break;
+    }
+  }
+  for (std::size_t i = 0; i < arguments.size(); ++i) {
+    std::int32_t a = arguments[i];
+    if (a < 0 || a >= std::int32_t(storages.size()) ||
+        storages[std::size_t(a)].kind != StorageKind::Argument ||
+        storages[std::size_t(a)].index != std::int64_t(i))
+      return bad("argument " + std::to_string(i) + " names buffer " +
+                 std::to_string(a) + ", which is not that argument");
+  }
+  auto checkOperand = [&](const Operand &o,
+                          const std::string &where) -> Status {
+    if (o.storage < 0 || o.storage >= std::int32_t(storages.size()))
+      return bad(where + " names buffer " + std::to_string(o.storage) +
+                 " of " + std::to_string(storages.size()));
+    const Storage &s = storages[std::size_t(o.storage)];
+    if (elements(o.shape) != elements(s.shape))
+      return bad(where + " reads buffer " + std::to_string(o.storage) +
+                 " of shape " + dimsText(s.shape) + " as " +
+                 dimsText(o.shape) + ", which has another number of elements");
+    return Status::ok();
+  };
+  std::vector<bool> returned(storages.size(), false);
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    if (Status st = checkOperand(results[i], "result " + std::to_string(i));
+        !st)
+      return st;
+    std::size_t s = std::size_t(results[i].storage);
+    if (storages[s].kind != StorageKind::Result || returned[s])
+      return bad("result " + std::to_string(i) + " is buffer " +
+                 std::to_string(s) +
+                 ", which is not a buffer of its own for the caller");
+    returned[s] = true;
+  }
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    const Step &s = steps[i];
+    std::string where = "step " + std::to_string(i);
+    for (std::size_t j = 0; j < s.operands.size(); ++j)
+      if (Status st = checkOperand(s.operands[j],
+                                   where + " operand " + std::to_string(j));
+          !st)
+        return st;
+    if (s.kind == Step::Kind::Launch) {
+      if (s.kernel.empty())
+        return bad(where + " launches a kernel without a name");
+      for (std::int64_t g : s.grid)
+        if (g < 1 || g > std::numeric_limits<std::int32_t>::max())
+          return bad(where + " launches " + s.kernel + " on a grid of " +
+                     std::to_string(g) + " programs");
+    } else {
+      if (s.operands.size() != 2)
+        return bad(where + " copies " + std::to_string(s.operands.size()) +
+                   " buffers; a copy has a source and a destination");
+      const Storage &from = storages[std::size_t(s.operands[0].storage)];
+      const Storage &to = storages[std::size_t(s.operands[1].storage)];
+      if (from.type != to.type)
+        return bad(where + " copies " + runtime::name(from.type) +
+                   " into " + runtime::name(to.type));
+    }
+  }
+  return Status::ok();
+}
+
+Status GpuProgramImage::save(const std::string &path) const {
+  std::vector<char> bytes = encode();
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), std::streamsize(bytes.size()));
+  out.close();
+  if (!out)
+    return Error{"cannot write the GPU program " + path};
+  return Status::ok();
+}
+
+Result<GpuProgramImage> GpuProgramImage::load(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    return Error{"cannot open the GPU program " + path};
+  std::vector<char> bytes((std::istreambuf_iterator<char>(in)),
+                          std::istreambuf_iterator<char>());
+  if (in.bad())
+    return Error{"cannot read the GPU program " + path};
+  return decode(bytes, path);
+}

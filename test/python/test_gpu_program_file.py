@@ -1,0 +1,132 @@
+"""GPU program files (Module.compile_gpu, runtime GpuProgramImage): a
+file is checked whole before anything of it is used. A truncated,
+corrupted or foreign file, one of another format version, compiler
+release or chip is refused with a message that says which, on any
+machine (the checks come before the GPU is touched)."""
+
+import struct
+
+import numpy as np
+import pytest
+
+import tessera as ts
+from tessera import op
+
+_cuda = pytest.importorskip("tessera._cuda")
+
+HEADER = 8 + 4 + 8 + 8
+
+
+def _fnv1a(data):
+    h = 0xcbf29ce484222325
+    for b in data:
+        h ^= b
+        h = (h * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
+    return h
+
+
+def _strings(payload, count):
+    """The first `count` length-prefixed strings of a payload, and where
+    the rest begins."""
+    out, at = [], 0
+    for _ in range(count):
+        (n,) = struct.unpack_from("<Q", payload, at)
+        out.append(payload[at + 8:at + 8 + n].decode())
+        at += 8 + n
+    return out, at
+
+
+def _reencode(data, version=None, chip=None):
+    """`data` with its compiler release or chip replaced, its header (length
+    and hash) made consistent again."""
+    payload = data[HEADER:]
+    (old_version, old_chip), rest = _strings(payload, 2)
+    fields = [version or old_version, chip or old_chip]
+    new = b"".join(struct.pack("<Q", len(f)) + f.encode() for f in fields)
+    payload = new + payload[rest:]
+    return (data[:12] + struct.pack("<QQ", len(payload), _fnv1a(payload)) +
+            payload)
+
+
+@pytest.fixture(scope="module")
+def program():
+    def loss(w, b, x, y):
+        return op.cross_entropy(op.matmul(x, w) + b, y)
+
+    rng = np.random.default_rng(0)
+    args = (rng.standard_normal((20, 10)).astype(np.float32),
+            np.zeros(10, np.float32),
+            rng.standard_normal((8, 20)).astype(np.float32),
+            rng.integers(0, 10, 8).astype(np.int32))
+    lowered = ts.jit(ts.grad(loss, argnums=(0, 1))).lower(*args)
+    return lowered._module.compile_gpu(lowered.name, "sm_90a")
+
+
+def _refused(data, match):
+    with pytest.raises(ts.TesseraError, match=match):
+        _cuda.HostProgram.load(data, 0, "step.tgpu")
+
+
+def test_the_file_holds_the_program(program):
+    assert program[:8] == b"TSGPUPRG"
+    (version,) = struct.unpack_from("<I", program, 8)
+    assert version == 1
+    (length, digest) = struct.unpack_from("<QQ", program, 12)
+    assert length == len(program) - HEADER
+    assert digest == _fnv1a(program[HEADER:])
+    (release, chip, name), _ = _strings(program[HEADER:], 3)
+    assert chip == "sm_90a" and name == "grad_loss" and release
+    assert b".entry grad_loss_gemm0(" in program
+    assert b".entry grad_loss_reduce0(" in program
+
+
+@pytest.mark.parametrize("cut", [0, 5, HEADER - 1, HEADER, HEADER + 7, -1,
+                                 -100])
+def test_truncated_files_are_refused(program, cut):
+    data = program[:cut]
+    if len(data) < 8:
+        _refused(data, "is not a Tessera GPU program")
+    elif len(data) < HEADER:
+        _refused(data, r"step\.tgpu: is truncated: .* fewer than its 28-byte "
+                       "header")
+    else:
+        _refused(data, r"step\.tgpu: is truncated: its header promises "
+                       rf"{len(program) - HEADER} bytes after it, the file "
+                       rf"has {len(data) - HEADER}")
+
+
+def test_a_flipped_byte_is_refused(program):
+    rng = np.random.default_rng(1)
+    for at in rng.integers(HEADER, len(program), 10):
+        data = bytearray(program)
+        data[at] ^= 0x10
+        _refused(bytes(data), "is corrupted: its content does not match the "
+                              "hash in its header")
+
+
+def test_extra_bytes_are_refused(program):
+    _refused(program + b"\0", "has 1 bytes after the")
+
+
+def test_another_format_version_is_refused(program):
+    data = program[:8] + struct.pack("<I", 7) + program[12:]
+    _refused(data, "has format version 7; this runtime .* reads version 1 "
+                   r"\(compile it again\)")
+
+
+def test_another_compiler_release_is_refused(program):
+    _refused(_reencode(program, version="0.0.1-other"),
+             r"was compiled by Tessera 0\.0\.1-other; this runtime is Tessera")
+
+
+def test_a_consistent_but_invalid_program_is_refused(program):
+    # A header and hash made right for a payload that ends early: the
+    # fields are checked one by one.
+    payload = program[HEADER:HEADER + 40]
+    data = (program[:12] + struct.pack("<QQ", len(payload), _fnv1a(payload))
+            + payload)
+    _refused(data, "bytes short of a field|claims")
+
+
+def test_not_a_program(program):
+    _refused(b"\x7fELF" + program[4:], "is not a Tessera GPU program")
