@@ -10,9 +10,12 @@
 #include "Internal.h"
 
 #include <dlfcn.h>
+#include <elf.h>
 
 #include <algorithm>
 #include <cstring>
+#include <fstream>
+#include <optional>
 #include <set>
 #include <unistd.h>
 
@@ -23,7 +26,78 @@ using detail::DimEval;
 // Executable
 //===----------------------------------------------------------------------===//
 
+/// Checks that `path` is a whole shared library of this machine before
+/// dlopen maps it: dlopen trusts the headers it reads, and a truncated file
+/// whose segments extend past its end crashes the process when they are
+/// touched. Returns why not.
+static std::optional<std::string> checkLibraryFile(const std::string &path) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in)
+    return std::string("it cannot be opened");
+  auto size = std::uint64_t(in.tellg());
+  in.seekg(0);
+  Elf64_Ehdr eh;
+  if (size < sizeof eh) {
+    if (size >= 4) {
+      char magic[4];
+      in.read(magic, 4);
+      if (std::memcmp(magic, ELFMAG, SELFMAG) == 0)
+        return "it is truncated: " + std::to_string(size) +
+               " bytes, fewer than an ELF header";
+    }
+    return std::string("it is not a shared library (no ELF header)");
+  }
+  in.read(reinterpret_cast<char *>(&eh), sizeof eh);
+  if (std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0)
+    return std::string("it is not a shared library (no ELF header)");
+#if defined(__x86_64__)
+  constexpr unsigned machine = EM_X86_64;
+#elif defined(__aarch64__)
+  constexpr unsigned machine = EM_AARCH64;
+#else
+  constexpr unsigned machine = 0;
+#endif
+  if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_type != ET_DYN ||
+      (machine && eh.e_machine != machine))
+    return std::string("it is not a 64-bit shared library for this machine");
+  // Everything the headers place in the file must lie inside it.
+  std::uint64_t needed = sizeof eh;
+  auto table = [&](std::uint64_t offset, std::uint64_t count,
+                   std::uint64_t entry) {
+    if (offset && count)
+      needed = std::max(needed, offset + count * entry);
+  };
+  table(eh.e_phoff, eh.e_phnum, eh.e_phentsize);
+  table(eh.e_shoff, eh.e_shnum, eh.e_shentsize);
+  if (needed <= size && eh.e_phoff && eh.e_phentsize == sizeof(Elf64_Phdr)) {
+    in.seekg(std::streamoff(eh.e_phoff));
+    for (unsigned i = 0; i < eh.e_phnum && in; ++i) {
+      Elf64_Phdr ph;
+      in.read(reinterpret_cast<char *>(&ph), sizeof ph);
+      if (in && ph.p_filesz)
+        needed = std::max<std::uint64_t>(needed, ph.p_offset + ph.p_filesz);
+    }
+  }
+  if (needed <= size && eh.e_shoff && eh.e_shentsize == sizeof(Elf64_Shdr)) {
+    in.seekg(std::streamoff(eh.e_shoff));
+    for (unsigned i = 0; i < eh.e_shnum && in; ++i) {
+      Elf64_Shdr sh;
+      in.read(reinterpret_cast<char *>(&sh), sizeof sh);
+      if (in && sh.sh_type != SHT_NOBITS && sh.sh_size)
+        needed = std::max<std::uint64_t>(needed, sh.sh_offset + sh.sh_size);
+    }
+  }
+  if (needed > size)
+    return "it is truncated: its ELF headers place " +
+           std::to_string(needed) + " bytes in the file, which has " +
+           std::to_string(size);
+  return std::nullopt;
+}
+
 Result<std::shared_ptr<Executable>> Executable::load(const std::string &path) {
+  if (access(path.c_str(), F_OK) == 0)
+    if (std::optional<std::string> why = checkLibraryFile(path))
+      return Error{"cannot load compiled code from " + path + ": " + *why};
   // dlopen looks a name without a slash up on the library search path
   // only: a file of that name in the current directory comes first.
   std::string file = path;

@@ -196,3 +196,35 @@ def test_random_inputs_and_bench(tmp_path, model):
     assert "result 0: f32[3x8]" in proc.stdout
     assert "@layer: 5 calls, median" in proc.stdout
     assert "interquartile range" in proc.stdout
+
+
+def test_truncated_or_foreign_libraries_are_refused(tmp_path, model):
+    """A library cut short anywhere (a copy interrupted, a download that
+    stopped) or a file that is not one is refused before dlopen maps it,
+    with the reason; the whole file still runs."""
+    source, (x, w, v) = model
+    lib = tmp_path / "layer.so"
+    tessera_run(source, "--emit-library", lib)
+    data = lib.read_bytes()
+    rng = np.random.default_rng(0)
+    cuts = sorted({0, 3, 10, 63, 64, 65, len(data) - 1, len(data) - 64,
+                   *rng.integers(65, len(data) - 1, 20).tolist()})
+    cut = tmp_path / "cut.so"
+    for n in cuts:
+        cut.write_bytes(data[:n])
+        proc = tessera_run(cut, "--quiet", check=False)
+        assert proc.returncode == 1, (n, proc.returncode, proc.stderr)
+        assert f"cannot load compiled code from {cut}: " in proc.stderr, proc.stderr
+        if n < 4:
+            assert "it is not a shared library (no ELF header)" in proc.stderr
+        elif n < 64:
+            assert f"it is truncated: {n} bytes, fewer than an ELF header" in proc.stderr
+        else:
+            assert (f"it is truncated: its ELF headers place {len(data)} bytes in the "
+                    f"file, which has {n}") in proc.stderr, (n, proc.stderr)
+    cut.write_bytes(b"#!/bin/sh\n" + data[10:])
+    proc = tessera_run(cut, "--quiet", check=False)
+    assert "it is not a shared library (no ELF header)" in proc.stderr, proc.stderr
+    tessera_run(lib, *[a for p in inputs(tmp_path) for a in ("--input", p)],
+                "--out-dir", tmp_path, "--quiet")
+    check_outputs(tmp_path, x, w, v)
