@@ -47,20 +47,27 @@ bool makeDirectories(const std::string &path) {
 }
 } // namespace
 
+std::uint64_t tessera::runtime::checksumBytes(const char *data,
+                                              std::size_t size,
+                                              std::uint64_t hash) {
+  for (std::size_t i = 0; i < size; ++i) {
+    hash ^= static_cast<unsigned char>(data[i]);
+    hash *= 0x100000001b3ull;
+  }
+  return hash;
+}
+
 std::optional<std::uint64_t>
 tessera::runtime::checksumFile(const std::string &path, std::uint64_t *size) {
   std::ifstream in(path, std::ios::binary);
   if (!in)
     return std::nullopt;
-  std::uint64_t hash = 0xcbf29ce484222325ull, bytes = 0;
+  std::uint64_t hash = checksumBytes(nullptr, 0), bytes = 0;
   char buffer[1 << 16];
   while (in) {
     in.read(buffer, sizeof buffer);
     std::streamsize n = in.gcount();
-    for (std::streamsize i = 0; i < n; ++i) {
-      hash ^= static_cast<unsigned char>(buffer[i]);
-      hash *= 0x100000001b3ull;
-    }
+    hash = checksumBytes(buffer, std::size_t(n), hash);
     bytes += static_cast<std::uint64_t>(n);
   }
   if (size)

@@ -22,13 +22,6 @@ using namespace tessera::runtime::cuda::detail;
 
 namespace {
 
-std::string dimsText(const std::vector<int64_t> &dims) {
-  std::string s = "[";
-  for (std::size_t i = 0; i < dims.size(); ++i)
-    s += (i ? ", " : "") + std::to_string(dims[i]);
-  return s + "]";
-}
-
 /// The compute capability `chip` needs ("sm_90a": exactly 9.0; "sm_80":
 /// 8.0 or newer, since the driver compiles PTX for newer chips).
 bool chipRuns(const std::string &chip, int major, int minor,
@@ -84,10 +77,17 @@ Result<std::shared_ptr<HostProgram>> HostProgram::load(GpuProgramImage image,
   std::shared_ptr<HostProgram> program(
       new HostProgram(std::move(image), device));
   const GpuProgramImage &img = program->img;
-  // One Kernel a launch step: each keeps its own TMA tensor maps.
-  for (const GpuProgramImage::Step &step : img.steps) {
-    if (step.kind != GpuProgramImage::Step::Kind::Launch) {
-      program->kernelOfStep.push_back(std::size_t(-1));
+  // One Kernel a launch step (each keeps its own TMA tensor maps), with
+  // its memref descriptors (pointer, pointer, offset 0, sizes, row-major
+  // strides) written once; run() fills in the pointers.
+  program->prepared.resize(img.steps.size());
+  for (std::size_t i = 0; i < img.steps.size(); ++i) {
+    const GpuProgramImage::Step &step = img.steps[i];
+    Prepared &p = program->prepared[i];
+    if (step.kind == GpuProgramImage::Step::Kind::Copy) {
+      const auto &storage = img.storages[std::size_t(step.operands[0].storage)];
+      p.copyBytes = std::size_t(*elementCount(storage.shape)) *
+                    byteSize(storage.type);
       continue;
     }
     auto kernel = module->kernel(step.kernel);
@@ -98,16 +98,30 @@ Result<std::shared_ptr<HostProgram>> HostProgram::load(GpuProgramImage image,
       return Error{what + ": kernel '" + step.kernel +
                    "' has no launch record (it is not a compiled Tile IR "
                    "kernel)"};
-    std::int64_t slots = 0;
-    for (const auto &o : step.operands)
-      slots += 3 + 2 * std::int64_t(o.shape.size());
-    if (slots != record->parameterSlots)
+    for (const auto &o : step.operands) {
+      p.addresses.push_back({p.slots.size(), o.storage});
+      p.addresses.push_back({p.slots.size() + 1, o.storage});
+      p.slots.insert(p.slots.end(), {0, 0, 0});
+      p.slots.insert(p.slots.end(), o.shape.begin(), o.shape.end());
+      std::vector<std::int64_t> strides(o.shape.size());
+      std::int64_t stride = 1;
+      for (std::size_t d = o.shape.size(); d-- > 0;) {
+        strides[d] = stride;
+        stride *= o.shape[d];
+      }
+      p.slots.insert(p.slots.end(), strides.begin(), strides.end());
+    }
+    if (std::int64_t(p.slots.size()) != record->parameterSlots)
       return Error{what + ": kernel '" + step.kernel + "' takes " +
                    std::to_string(record->parameterSlots) +
                    " parameter slots; the program passes " +
-                   std::to_string(slots)};
-    program->kernelOfStep.push_back(program->kernels.size());
-    program->kernels.push_back(*kernel);
+                   std::to_string(p.slots.size())};
+    for (std::int64_t &v : p.slots)
+      p.params.push_back(&v);
+    p.config.grid = {unsigned(step.grid[0]), unsigned(step.grid[1]),
+                     unsigned(step.grid[2])};
+    p.config.block = {unsigned(record->consumerThreads), 1, 1};
+    p.kernel = *kernel;
   }
   Stream *noStream = nullptr;
   for (const GpuProgramImage::Storage &s : img.storages) {
@@ -136,9 +150,9 @@ Result<std::shared_ptr<HostProgram>> HostProgram::load(GpuProgramImage image,
 }
 
 HostProgram::~HostProgram() {
-  for (std::size_t i = 0; i < img.steps.size(); ++i)
-    if (kernelOfStep[i] != std::size_t(-1))
-      kernels[kernelOfStep[i]].forgetSite(&img.steps[i]);
+  for (std::size_t i = 0; i < prepared.size(); ++i)
+    if (prepared[i].kernel)
+      prepared[i].kernel->forgetSite(&img.steps[i]);
 }
 
 Result<std::vector<DeviceBuffer>>
@@ -160,8 +174,8 @@ HostProgram::run(Stream &stream, const std::vector<DeviceBuffer> &args) {
                    std::to_string(deviceIndex)};
     if (a.dtype() != want.type || a.shape() != want.shape)
       return Error{what + ": argument " + std::to_string(i) +
-                   " must be " + name(want.type) + dimsText(want.shape) +
-                   ", got " + name(a.dtype()) + dimsText(a.shape())};
+                   " must be " + describe(want.type, want.shape) +
+                   ", got " + describe(a.dtype(), a.shape())};
     address[std::size_t(img.arguments[i])] = a.pointer();
   }
   std::vector<DeviceBuffer> owned(img.storages.size());
@@ -188,49 +202,22 @@ HostProgram::run(Stream &stream, const std::vector<DeviceBuffer> &args) {
     }
   }
   TESSERA_ENTER(deviceIndex);
-  std::vector<std::int64_t> slots;
-  std::vector<void *> params;
   for (std::size_t i = 0; i < img.steps.size(); ++i) {
     const GpuProgramImage::Step &step = img.steps[i];
-    if (step.kind == GpuProgramImage::Step::Kind::Copy) {
+    Prepared &p = prepared[i];
+    if (!p.kernel) {
       const auto &from = step.operands[0], &to = step.operands[1];
-      const auto &storage = img.storages[std::size_t(from.storage)];
-      std::size_t bytes = std::size_t(*elementCount(storage.shape)) *
-                          byteSize(storage.type);
-      if (bytes)
+      if (p.copyBytes)
         TESSERA_CU(driver().memcpyDtoDAsync(
                        CUdeviceptr(address[std::size_t(to.storage)]),
-                       CUdeviceptr(address[std::size_t(from.storage)]), bytes,
-                       static_cast<CUstream>(stream.handle())),
+                       CUdeviceptr(address[std::size_t(from.storage)]),
+                       p.copyBytes, static_cast<CUstream>(stream.handle())),
                    what + ": step " + std::to_string(i) + " (a copy)");
       continue;
     }
-    // Memref descriptors, row-major and contiguous.
-    slots.clear();
-    for (const auto &o : step.operands) {
-      std::uint64_t a = address[std::size_t(o.storage)];
-      slots.push_back(std::int64_t(a));
-      slots.push_back(std::int64_t(a));
-      slots.push_back(0);
-      for (std::int64_t d : o.shape)
-        slots.push_back(d);
-      std::int64_t stride = 1;
-      std::vector<std::int64_t> strides(o.shape.size());
-      for (std::size_t d = o.shape.size(); d-- > 0;) {
-        strides[d] = stride;
-        stride *= o.shape[d];
-      }
-      slots.insert(slots.end(), strides.begin(), strides.end());
-    }
-    params.clear();
-    for (std::int64_t &v : slots)
-      params.push_back(&v);
-    const Kernel &kernel = kernels[kernelOfStep[i]];
-    LaunchConfig config;
-    config.grid = {unsigned(step.grid[0]), unsigned(step.grid[1]),
-                   unsigned(step.grid[2])};
-    config.block = {unsigned(kernel.launchRecord()->consumerThreads), 1, 1};
-    Status st = kernel.launch(config, stream, params, &step);
+    for (auto [slot, storage] : p.addresses)
+      p.slots[slot] = std::int64_t(address[std::size_t(storage)]);
+    Status st = p.kernel->launch(p.config, stream, p.params, &step);
     if (!st)
       return Error{what + ": step " + std::to_string(i) + ": " +
                    st.error().message};

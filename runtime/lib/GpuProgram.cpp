@@ -2,6 +2,9 @@
 
 #include "tessera/Runtime/GpuProgram.h"
 
+#include "tessera/Runtime/Buffer.h"
+#include "tessera/Runtime/CompileCache.h"
+
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -16,15 +19,6 @@ using namespace tessera::runtime;
 const char *tessera::runtime::tesseraVersion() { return TESSERA_VERSION; }
 
 namespace {
-
-std::uint64_t fnv1a(const char *data, std::size_t size) {
-  std::uint64_t hash = 0xcbf29ce484222325ull;
-  for (std::size_t i = 0; i < size; ++i) {
-    hash ^= static_cast<unsigned char>(data[i]);
-    hash *= 0x100000001b3ull;
-  }
-  return hash;
-}
 
 class Writer {
 public:
@@ -118,24 +112,6 @@ private:
 
 constexpr std::size_t kHeaderBytes = 8 + 4 + 8 + 8;
 
-std::string dimsText(const std::vector<std::int64_t> &dims) {
-  std::string s = "[";
-  for (std::size_t i = 0; i < dims.size(); ++i)
-    s += (i ? ", " : "") + std::to_string(dims[i]);
-  return s + "]";
-}
-
-/// Elements of `dims`, or -1 for a negative dim or an overflow.
-std::int64_t elements(const std::vector<std::int64_t> &dims) {
-  std::int64_t n = 1;
-  for (std::int64_t d : dims) {
-    if (d < 0 || (d && n > std::numeric_limits<std::int64_t>::max() / d))
-      return -1;
-    n *= d;
-  }
-  return n;
-}
-
 } // namespace
 
 std::vector<char> GpuProgramImage::encode() const {
@@ -179,7 +155,7 @@ std::vector<char> GpuProgramImage::encode() const {
   file.bytes.insert(file.bytes.end(), kMagic, kMagic + 8);
   file.put<std::uint32_t>(kFormat);
   file.put<std::uint64_t>(w.bytes.size());
-  file.put<std::uint64_t>(fnv1a(w.bytes.data(), w.bytes.size()));
+  file.put<std::uint64_t>(checksumBytes(w.bytes.data(), w.bytes.size()));
   file.bytes.insert(file.bytes.end(), w.bytes.begin(), w.bytes.end());
   return file.bytes;
 }
@@ -216,7 +192,7 @@ GpuProgramImage::decode(const std::vector<char> &bytes,
                " bytes after the " + std::to_string(length) +
                " its header promises");
   const char *data = bytes.data() + kHeaderBytes;
-  if (fnv1a(data, length) != hash)
+  if (checksumBytes(data, length) != hash)
     return bad("is corrupted: its content does not match the hash in its "
                "header");
 
@@ -295,10 +271,10 @@ Status GpuProgramImage::verify() const {
   for (std::size_t i = 0; i < storages.size(); ++i) {
     const Storage &s = storages[i];
     std::string which = "buffer " + std::to_string(i);
-    std::int64_t n = elements(s.shape);
-    if (n < 0)
-      return bad(which + " has the shape " + dimsText(s.shape));
-    std::int64_t bytes = n * std::int64_t(byteSize(s.type));
+    auto n = elementCount(s.shape);
+    if (!n)
+      return bad(which + ": " + n.error().message);
+    std::int64_t bytes = *n * std::int64_t(byteSize(s.type));
     switch (s.kind) {
     case StorageKind::Argument:
       if (s.index < 0 || s.index >= std::int64_t(arguments.size()) ||
@@ -341,10 +317,12 @@ Status GpuProgramImage::verify() const {
       return bad(where + " names buffer " + std::to_string(o.storage) +
                  " of " + std::to_string(storages.size()));
     const Storage &s = storages[std::size_t(o.storage)];
-    if (elements(o.shape) != elements(s.shape))
+    auto n = elementCount(o.shape);
+    if (!n || *n != *elementCount(s.shape))
       return bad(where + " reads buffer " + std::to_string(o.storage) +
-                 " of shape " + dimsText(s.shape) + " as " +
-                 dimsText(o.shape) + ", which has another number of elements");
+                 ", " + describe(s.type, s.shape) + ", as " +
+                 describe(s.type, o.shape) +
+                 ", which has another number of elements");
     return Status::ok();
   };
   std::vector<bool> returned(storages.size(), false);

@@ -4,7 +4,9 @@ corrupted or foreign file, one of another format version, compiler
 release or chip is refused with a message that says which, on any
 machine (the checks come before the GPU is touched)."""
 
+import os
 import struct
+import sys
 
 import numpy as np
 import pytest
@@ -14,38 +16,10 @@ from tessera import op
 
 _cuda = pytest.importorskip("tessera._cuda")
 
-HEADER = 8 + 4 + 8 + 8
-
-
-def _fnv1a(data):
-    h = 0xcbf29ce484222325
-    for b in data:
-        h ^= b
-        h = (h * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
-    return h
-
-
-def _strings(payload, count):
-    """The first `count` length-prefixed strings of a payload, and where
-    the rest begins."""
-    out, at = [], 0
-    for _ in range(count):
-        (n,) = struct.unpack_from("<Q", payload, at)
-        out.append(payload[at + 8:at + 8 + n].decode())
-        at += 8 + n
-    return out, at
-
-
-def _reencode(data, version=None, chip=None):
-    """`data` with its compiler release or chip replaced, its header (length
-    and hash) made consistent again."""
-    payload = data[HEADER:]
-    (old_version, old_chip), rest = _strings(payload, 2)
-    fields = [version or old_version, chip or old_chip]
-    new = b"".join(struct.pack("<Q", len(f)) + f.encode() for f in fields)
-    payload = new + payload[rest:]
-    return (data[:12] + struct.pack("<QQ", len(payload), _fnv1a(payload)) +
-            payload)
+HERE = os.path.dirname(__file__)
+sys.path.insert(0, os.path.join(HERE, "gpu"))
+from host_programs import (HEADER_BYTES as HEADER, fnv1a as _fnv1a,  # noqa: E402
+                           program_strings as _strings, reencode)
 
 
 @pytest.fixture(scope="module")
@@ -115,7 +89,7 @@ def test_another_format_version_is_refused(program):
 
 
 def test_another_compiler_release_is_refused(program):
-    _refused(_reencode(program, version="0.0.1-other"),
+    _refused(reencode(program, version="0.0.1-other"),
              r"was compiled by Tessera 0\.0\.1-other; this runtime is Tessera")
 
 

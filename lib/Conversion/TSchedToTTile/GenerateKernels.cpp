@@ -487,18 +487,26 @@ struct TSchedGenerateKernelsPass
         b.getFunctionType(gen.signature(), {}));
     symbols.insert(kernel);
     gen.build(kernel);
-    kernel->setAttr("ttile.kernel", b.getUnitAttr());
-    kernel->setAttr("ttile.num_warps",
-                    b.getI32IntegerAttr(int32_t(gen.numWarps())));
     SmallVector<Attribute> views;
     for (ArrayRef<int64_t> v : gen.views())
       views.push_back(b.getDenseI64ArrayAttr(v));
+    record(group, kernel, gen.numWarps(), gen.gridSize(), gen.scheduleAttr(),
+           b.getArrayAttr(views));
+  }
+
+  /// Marks `kernel` a Tile IR kernel of `warps` warps and records on
+  /// `group` how it is launched.
+  static void record(tsched::GroupOp group, func::FuncOp kernel,
+                     int64_t warps, int64_t grid,
+                     tsched::ScheduleAttr schedule, ArrayAttr views) {
+    Builder b(group.getContext());
+    kernel->setAttr("ttile.kernel", b.getUnitAttr());
+    kernel->setAttr("ttile.num_warps", b.getI32IntegerAttr(int32_t(warps)));
     group->setAttr("tsched.kernel",
                    FlatSymbolRefAttr::get(kernel.getSymNameAttr()));
-    group->setAttr("tsched.grid", b.getDenseI64ArrayAttr({gen.gridSize()}));
-    group->setAttr(tsched::TSchedDialect::kScheduleAttrName,
-                   gen.scheduleAttr());
-    group->setAttr("tsched.views", b.getArrayAttr(views));
+    group->setAttr("tsched.grid", b.getDenseI64ArrayAttr({grid}));
+    group->setAttr(tsched::TSchedDialect::kScheduleAttrName, schedule);
+    group->setAttr("tsched.views", views);
   }
 
   void runOnOperation() override {
@@ -551,16 +559,8 @@ struct TSchedGenerateKernelsPass
           kernel.erase();
           return WalkResult::interrupt();
         }
-        kernel->setAttr("ttile.kernel", b.getUnitAttr());
-        kernel->setAttr("ttile.num_warps",
-                        b.getI32IntegerAttr(int32_t(gen.numWarps())));
-        group->setAttr("tsched.kernel",
-                       FlatSymbolRefAttr::get(kernel.getSymNameAttr()));
-        group->setAttr("tsched.grid",
-                       b.getDenseI64ArrayAttr({gen.gridSize()}));
-        group->setAttr(tsched::TSchedDialect::kScheduleAttrName,
-                       gen.scheduleAttr());
-        group->setAttr("tsched.views", b.getArrayAttr(views));
+        record(group, kernel, gen.numWarps(), gen.gridSize(),
+               gen.scheduleAttr(), b.getArrayAttr(views));
         return WalkResult::advance();
       });
       if (walk.wasInterrupted())

@@ -189,16 +189,9 @@ public:
     ArrayRef<int64_t> dims = bcast.getBroadcastDimensions();
     auto in = cast<RankedTensorType>(bcast.getX().getType()).getShape();
     auto out = cast<RankedTensorType>(bcast.getType()).getShape();
-    if (dims.size() != in.size() || !llvm::is_sorted(dims) ||
-        out.size() != full.size())
+    if (!llvm::is_sorted(dims) || out.size() != full.size())
       return std::nullopt;
-    SmallVector<int64_t> p(out.size(), 1);
-    for (auto [d, size] : llvm::zip(dims, in)) {
-      if (d < 0 || d >= int64_t(out.size()))
-        return std::nullopt;
-      p[d] = size;
-    }
-    return p;
+    return tsched::placedShape(in, dims, out.size());
   }
 
   /// Builds the body of `kernel`, whose signature takes memrefFor() of

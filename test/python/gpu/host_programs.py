@@ -14,6 +14,7 @@ runtime alone and compares.
 
 import json
 import os
+import struct
 import sys
 
 import numpy as np
@@ -74,18 +75,42 @@ def programs():
         yield f"fuzz{seed}", fn, args
 
 
-def _leaves(x):
-    if isinstance(x, (tuple, list)):
-        out = []
-        for v in x:
-            out += _leaves(v)
-        return out
-    if isinstance(x, dict):
-        out = []
-        for k in sorted(x):
-            out += _leaves(x[k])
-        return out
-    return [np.asarray(x)]
+def _leaves(tree):
+    import tessera as ts
+    return [np.asarray(a) for a in ts.tree.leaves(tree)]
+
+
+HEADER_BYTES = 8 + 4 + 8 + 8
+
+
+def fnv1a(data):
+    h = 0xcbf29ce484222325
+    for b in data:
+        h = ((h ^ b) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
+    return h
+
+
+def program_strings(payload, count):
+    """The first `count` length-prefixed strings of a program file's
+    payload (release, chip, name), and where the rest begins."""
+    out, at = [], 0
+    for _ in range(count):
+        (n,) = struct.unpack_from("<Q", payload, at)
+        out.append(payload[at + 8:at + 8 + n].decode())
+        at += 8 + n
+    return out, at
+
+
+def reencode(data, version=None, chip=None):
+    """A GPU program file with its Tessera release or chip replaced and
+    its header (length, hash) made consistent again."""
+    payload = data[HEADER_BYTES:]
+    (old_version, old_chip), rest = program_strings(payload, 2)
+    fields = [version or old_version, chip or old_chip]
+    new = b"".join(struct.pack("<Q", len(f)) + f.encode() for f in fields)
+    payload = new + payload[rest:]
+    return (data[:12] + struct.pack("<QQ", len(payload), fnv1a(payload)) +
+            payload)
 
 
 def precompile(chip, out_dir, limit=60):

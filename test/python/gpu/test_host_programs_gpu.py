@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import tessera as ts
+from host_programs import reencode
 
 DIR = os.environ.get("TESSERA_HOST_PROGRAMS")
 
@@ -56,25 +57,6 @@ def test_host_program(case):
         assert err <= 2e-4 * max(scale, 1.0), (case, j, err, scale)
 
 
-def _with_chip(data, chip):
-    """A program file with its chip replaced (header made consistent)."""
-    import struct
-    header = 28
-    payload = data[header:]
-    fields, at = [], 0
-    for _ in range(2):
-        (n,) = struct.unpack_from("<Q", payload, at)
-        fields.append(payload[at + 8:at + 8 + n])
-        at += 8 + n
-    fields[1] = chip.encode()
-    payload = b"".join(struct.pack("<Q", len(f)) + f for f in fields) + \
-        payload[at:]
-    h = 0xcbf29ce484222325
-    for b in payload:
-        h = ((h ^ b) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
-    return data[:12] + struct.pack("<QQ", len(payload), h) + payload
-
-
 def test_programs_check_their_chip_and_arguments():
     from tessera import _cuda
     case = next(c for c in _cases() if c.startswith("classifier"))
@@ -84,9 +66,9 @@ def test_programs_check_their_chip_and_arguments():
     with pytest.raises(ts.TesseraError,
                        match=r"was compiled for sm_100a only; the device is "
                              r"sm_90"):
-        _cuda.HostProgram.load(_with_chip(data, "sm_100a"))
+        _cuda.HostProgram.load(reencode(data, chip="sm_100a"))
     # An older chip's PTX runs on newer ones.
-    _cuda.HostProgram.load(_with_chip(data, "sm_80"))
+    _cuda.HostProgram.load(reencode(data, chip="sm_80"))
     program = _cuda.HostProgram.load(data)
     with open(os.path.join(d, "meta.json")) as f:
         meta = json.load(f)

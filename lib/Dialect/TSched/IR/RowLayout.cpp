@@ -45,6 +45,20 @@ RowClass mlir::tessera::tsched::classifyInLayout(ArrayRef<int64_t> shape,
   return RowClass::None;
 }
 
+std::optional<SmallVector<int64_t>>
+mlir::tessera::tsched::placedShape(ArrayRef<int64_t> in,
+                                   ArrayRef<int64_t> dims, size_t rank) {
+  if (dims.size() != in.size())
+    return std::nullopt;
+  SmallVector<int64_t> placed(rank, 1);
+  for (auto [d, size] : llvm::zip(dims, in)) {
+    if (d < 0 || d >= int64_t(rank))
+      return std::nullopt;
+    placed[d] = size;
+  }
+  return placed;
+}
+
 int64_t mlir::tessera::tsched::periodRows(ArrayRef<int64_t> shape) {
   if (shape.empty() || shape.back() == 0)
     return 1;

@@ -110,15 +110,9 @@ std::optional<ArrayRef<int64_t>> staticShape(Value v) {
 /// where it broadcasts. None if a dim is out of range.
 Class broadcastClass(ArrayRef<int64_t> in, ArrayRef<int64_t> dims,
                      ArrayRef<int64_t> out) {
-  if (dims.size() != in.size())
-    return Class::None;
-  SmallVector<int64_t> placed(out.size(), 1);
-  for (auto [d, size] : llvm::zip(dims, in)) {
-    if (d < 0 || d >= int64_t(out.size()))
-      return Class::None;
-    placed[d] = size;
-  }
-  return classifyInLayout(placed, out);
+  std::optional<SmallVector<int64_t>> placed =
+      placedShape(in, dims, out.size());
+  return placed ? classifyInLayout(*placed, out) : Class::None;
 }
 
 /// Whether a broadcast of `in` (its dims at `dims` of `out`) reads as a

@@ -116,6 +116,15 @@ private:
     return it == rootOf.end() ? nullptr : &storages[it->second];
   }
   Value newBuffer(MemRefType type, Location loc);
+  /// `src` under `type` (same memory, same storage); `src` itself if it
+  /// has that type.
+  Value view(Value src, MemRefType type, Location loc) {
+    if (src.getType() == type)
+      return src;
+    Value v = ViewOp::create(b, loc, type, src);
+    rootOf[v] = rootOf.lookup(src);
+    return v;
+  }
   LogicalResult finishResults(func::ReturnOp ret);
   void planWorkspace();
 
@@ -222,26 +231,17 @@ LogicalResult HostBuilder::convertOp(Operation *op) {
   // lazily) is left outside them unread.
   if (op->use_empty() && isMemoryEffectFree(op))
     return success();
-  if (auto group = dyn_cast<GroupOp>(op)) {
-    if (isViewGroup(group)) {
-      Value src = map.lookup(group.getInputs()[0]);
-      Value view = ViewOp::create(
-          b, loc, *deviceType(group.getResult(0).getType()), src);
-      rootOf[view] = rootOf.lookup(src);
-      map.map(group.getResult(0), view);
-      return success();
-    }
+  if (auto group = dyn_cast<GroupOp>(op); group && !isViewGroup(group))
     return launch(group);
-  }
-  if (isView(op)) {
-    Value src = map.lookup(op->getOperand(0));
+  if (isView(op) || isa<GroupOp>(op)) {
+    // A reshape, outside groups or as a layout group of its own.
+    Value in = isa<GroupOp>(op) ? cast<GroupOp>(op).getInputs()[0]
+                                : op->getOperand(0);
     FailureOr<MemRefType> type = deviceType(op->getResult(0).getType());
     if (failed(type))
       return op->emitError() << "has a result of dynamic shape; the GPU host "
                                 "program's shapes are static";
-    Value view = ViewOp::create(b, loc, *type, src);
-    rootOf[view] = rootOf.lookup(src);
-    map.map(op->getResult(0), view);
+    map.map(op->getResult(0), view(map.lookup(in), *type, loc));
     return success();
   }
   if (auto constant = dyn_cast<tg::ConstantOp>(op)) {
@@ -297,9 +297,7 @@ LogicalResult HostBuilder::launch(GroupOp group) {
       return group.emitOpError()
              << "reads argument " << i << " of type " << type << " as "
              << viewType << ", which has another number of elements";
-    Value view = ViewOp::create(b, loc, viewType, v);
-    rootOf[view] = rootOf.lookup(v);
-    return view;
+    return view(v, viewType, loc);
   };
   for (auto [i, input] : llvm::enumerate(group.getInputs())) {
     Value v = map.lookup(input);

@@ -47,6 +47,11 @@ private:
   std::string dir;
 };
 
+/// 64-bit FNV-1a of `size` bytes, continuing from `hash` (its start value
+/// by default).
+std::uint64_t checksumBytes(const char *data, std::size_t size,
+                            std::uint64_t hash = 0xcbf29ce484222325ull);
+
 /// 64-bit FNV-1a of a file's bytes; nullopt if it cannot be read.
 std::optional<std::uint64_t> checksumFile(const std::string &path,
                                           std::uint64_t *size = nullptr);

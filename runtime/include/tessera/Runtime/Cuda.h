@@ -34,6 +34,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -348,10 +349,21 @@ public:
 private:
   HostProgram(GpuProgramImage image, int device)
       : img(std::move(image)), deviceIndex(device) {}
+  /// A step as load() prepares it, so that run() only writes addresses:
+  /// a launch's memref descriptors (with an address slot for each of
+  /// `addresses`: slot, storage), its parameter pointers and its kernel;
+  /// a copy's byte count.
+  struct Prepared {
+    std::optional<Kernel> kernel;
+    LaunchConfig config;
+    std::vector<std::int64_t> slots;
+    std::vector<void *> params;
+    std::vector<std::pair<std::size_t, std::int32_t>> addresses;
+    std::size_t copyBytes = 0;
+  };
   GpuProgramImage img;
   int deviceIndex = 0;
-  std::vector<Kernel> kernels; // one a launch step, in step order
-  std::vector<std::size_t> kernelOfStep;
+  std::vector<Prepared> prepared; // one a step, in step order
   DeviceBuffer workspace;
   std::vector<DeviceBuffer> constants;
 };

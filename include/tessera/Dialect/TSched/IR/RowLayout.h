@@ -15,8 +15,10 @@
 
 #include "mlir/Support/LLVM.h"
 #include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/SmallVector.h"
 
 #include <cstdint>
+#include <optional>
 
 namespace mlir::tessera::tsched {
 
@@ -38,6 +40,14 @@ int64_t numElements(ArrayRef<int64_t> shape);
 /// table [S, D] of [B, H, S, D] scores), or None. In a layout of one
 /// element every value of one element is the full tile.
 RowClass classifyInLayout(ArrayRef<int64_t> shape, ArrayRef<int64_t> full);
+
+/// Where a broadcast puts its source of `in` (its dims at `dims` of a
+/// result of rank `rank`): `in`'s sizes at `dims`, 1 elsewhere. Nullopt if
+/// a dim is out of range or the counts differ. A broadcast whose dims
+/// increase reads its source's memory as this shape.
+std::optional<SmallVector<int64_t>> placedShape(ArrayRef<int64_t> in,
+                                                ArrayRef<int64_t> dims,
+                                                size_t rank);
 
 /// The rows of a value of `shape` as a [P, C] matrix: its elements over
 /// its last dim.
