@@ -162,6 +162,20 @@ FailureOr<Image> ImageBuilder::build(StringRef chip) {
           return failure();
         step.operands.push_back(*o);
       }
+      if (std::optional<ArrayAttr> scalars = launch.getScalars())
+        for (Attribute a : *scalars) {
+          Image::Scalar c;
+          if (auto f = dyn_cast<FloatAttr>(a)) {
+            c.type = rt::DType::f32;
+            c.bits = f.getValue().bitcastToAPInt().getZExtValue();
+          } else {
+            auto i = cast<IntegerAttr>(a);
+            bool wide = i.getType().isInteger(64);
+            c.type = wide ? rt::DType::i64 : rt::DType::i32;
+            c.bits = i.getValue().getZExtValue();
+          }
+          step.scalars.push_back(c);
+        }
       img.steps.push_back(std::move(step));
     } else if (auto copy = dyn_cast<memref::CopyOp>(op)) {
       Image::Step step;

@@ -73,6 +73,7 @@ void mlir::tessera::buildGPUPipeline(OpPassManager &pm,
     return;
   TSchedGenerateKernelsOptions kernels;
   kernels.multiprocessors = options.multiprocessors;
+  kernels.chip = options.chip;
   pm.addPass(createTSchedGenerateKernels(kernels));
   if (stopAfter == GPUStage::Kernels)
     return;

@@ -111,6 +111,10 @@ Result<std::shared_ptr<HostProgram>> HostProgram::load(GpuProgramImage image,
       }
       p.slots.insert(p.slots.end(), strides.begin(), strides.end());
     }
+    // Scalars take a slot each, their bits in its low bytes (where the
+    // kernel's 4- or 8-byte parameter reads them).
+    for (const GpuProgramImage::Scalar &c : step.scalars)
+      p.slots.push_back(std::int64_t(c.bits));
     if (std::int64_t(p.slots.size()) != record->parameterSlots)
       return Error{what + ": kernel '" + step.kernel + "' takes " +
                    std::to_string(record->parameterSlots) +

@@ -148,6 +148,11 @@ std::vector<char> GpuProgramImage::encode() const {
     w.put<std::uint32_t>(std::uint32_t(s.operands.size()));
     for (const Operand &o : s.operands)
       w.put(o);
+    w.put<std::uint32_t>(std::uint32_t(s.scalars.size()));
+    for (const Scalar &c : s.scalars) {
+      w.put(std::string(runtime::name(c.type)));
+      w.put<std::uint64_t>(c.bits);
+    }
   }
   w.put(ptx);
 
@@ -235,7 +240,7 @@ GpuProgramImage::decode(const std::vector<char> &bytes,
     for (auto &b : c)
       b = r.get<char>();
   }
-  img.steps.resize(r.count(1 + 8 + 24 + 4, "steps"));
+  img.steps.resize(r.count(1 + 8 + 24 + 4 + 4, "steps"));
   for (Step &s : img.steps) {
     auto kind = r.get<std::uint8_t>();
     if (kind > std::uint8_t(Step::Kind::Copy))
@@ -247,6 +252,18 @@ GpuProgramImage::decode(const std::vector<char> &bytes,
     s.operands.resize(r.count(8, "operands"));
     for (Operand &o : s.operands)
       o = r.getOperand();
+    s.scalars.resize(r.count(8 + 8, "scalars"));
+    for (Scalar &c : s.scalars) {
+      std::string type = r.getString();
+      c.bits = r.get<std::uint64_t>();
+      if (!r.error.empty())
+        break;
+      std::optional<DType> t = parseDType(type);
+      if (!t)
+        r.fail("has a scalar of unknown type '" + type + "'");
+      else
+        c.type = *t;
+    }
   }
   img.ptx = r.getString();
   if (r.error.empty() && !r.done())
@@ -352,7 +369,20 @@ Status GpuProgramImage::verify() const {
         if (g < 1 || g > std::numeric_limits<std::int32_t>::max())
           return bad(where + " launches " + s.kernel + " on a grid of " +
                      std::to_string(g) + " programs");
+      for (std::size_t j = 0; j < s.scalars.size(); ++j) {
+        const Scalar &c = s.scalars[j];
+        bool narrow = c.type == DType::f32 || c.type == DType::i32;
+        if (!narrow && c.type != DType::i64)
+          return bad(where + " scalar " + std::to_string(j) + " is " +
+                     runtime::name(c.type) +
+                     "; kernels take f32, i32 or i64 scalars");
+        if (narrow && (c.bits >> 32) != 0)
+          return bad(where + " scalar " + std::to_string(j) + " is " +
+                     runtime::name(c.type) + " with bits beyond its 32");
+      }
     } else {
+      if (!s.scalars.empty())
+        return bad(where + " is a copy with scalar parameters");
       if (s.operands.size() != 2)
         return bad(where + " copies " + std::to_string(s.operands.size()) +
                    " buffers; a copy has a source and a destination");

@@ -368,3 +368,56 @@ def test_host_program_of_a_classifier_step():
     binary = lowered.as_text("gpu_binary")
     for m in LAUNCH.finditer(text):
         assert f".entry {m.group(1)}(" in binary.replace("\\0A", "\n")
+
+
+def _op_names(text):
+    return re.findall(r"\b(?:ttile|arith|math|memref|scf|tensor)\.[a-z_]+",
+                      text)
+
+
+@pytest.mark.parametrize("dtype,shape,causal", [
+    ("bfloat16", (2, 4, 200, 64), True),
+    ("float16", (3, 128, 128), False),
+])
+def test_attention_groups_launch_the_built_in_stdlib_kernels(dtype, shape,
+                                                             causal):
+    """The kernels compiled into the compiler are the tile-DSL kernels as
+    they trace today (the build table is not stale), and the host program
+    launches the forward once and the backward's two kernels on the
+    forward's saved log-sum-exp."""
+    import ml_dtypes
+    from tessera.stdlib._library import Entry
+    dt = getattr(ml_dtypes, dtype) if dtype == "bfloat16" else np.float16
+    q = np.zeros(shape, dt)
+    w = np.zeros(shape, np.float32)
+
+    def loss(q, k, v, w):
+        o = op.attention(q, k, v, causal=causal)
+        return op.reduce_sum(op.cast(o, ts.f32) * w)
+
+    lowered = ts.jit(ts.grad(loss, argnums=(0, 1, 2))).lower(q, q, q, w)
+    kernels = lowered.as_text("gpu_kernels")
+    short = "bf16" if dtype == "bfloat16" else "f16"
+    d = shape[-1]
+    for name in ("flash_attention_fwd", "flash_attention_bwd_dq",
+                 "flash_attention_bwd_dkdv"):
+        sym = f"{name}_{short}_d{d}{'_causal' if causal else ''}"
+        at = kernels.index(f"func.func @{sym}(")
+        body = kernels[at:kernels.index("\n  }\n", at)]
+        traced = Entry(name, short, d, causal, True).ir()
+        assert _op_names(body) == _op_names(traced), name
+    host = lowered.as_text("gpu_host")
+    launches = re.findall(r"tsched\.launch @(\w+) grid \[(\d+), (\d+)\]",
+                          host)
+    attention = [x for x in launches if x[0].startswith("flash")]
+    bh, s = int(np.prod(shape[:-2])), shape[-2]
+    assert [x[0].split("_" + short)[0] for x in attention] == [
+        "flash_attention_fwd", "flash_attention_bwd_dq",
+        "flash_attention_bwd_dkdv"]
+    assert all(int(x[2]) == bh for x in attention)
+    # 128-query blocks for the forward and dQ, 128-key blocks for dK/dV.
+    assert [int(x[1]) for x in attention] == [-(-s // 128)] * 3
+    scales = re.findall(r"scalars \[([-+.e0-9]+) : f32\]", host)
+    assert len(scales) == 3
+    np.testing.assert_allclose([float(x) for x in scales],
+                               np.float32(1 / np.sqrt(d)), rtol=1e-6)

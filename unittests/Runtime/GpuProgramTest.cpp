@@ -29,6 +29,8 @@ Image sample() {
   launch.kernel = "f_row0";
   launch.grid = {2, 1, 1};
   launch.operands = {{0, {4, 8}}, {3, {3}}, {1, {4, 8}}};
+  // 0.125f and -3 (as i32): the bits the kernel's parameters read.
+  launch.scalars = {{DType::f32, 0x3e000000u}, {DType::i32, 0xfffffffdu}};
   Image::Step copy;
   copy.kind = Image::Step::Kind::Copy;
   copy.operands = {{1, {32}}, {2, {32}}};
@@ -53,6 +55,11 @@ TEST(GpuProgram, RoundTrips) {
   EXPECT_EQ(back->steps[0].grid[0], 2);
   EXPECT_EQ(back->steps[1].kind, Image::Step::Kind::Copy);
   EXPECT_EQ(back->constants[0].size(), 6u);
+  ASSERT_EQ(back->steps[0].scalars.size(), 2u);
+  EXPECT_EQ(back->steps[0].scalars[0].type, DType::f32);
+  EXPECT_EQ(back->steps[0].scalars[0].bits, 0x3e000000u);
+  EXPECT_EQ(back->steps[0].scalars[1].type, DType::i32);
+  EXPECT_EQ(back->steps[0].scalars[1].bits, 0xfffffffdu);
 }
 
 TEST(GpuProgram, EveryTruncationIsRefused) {
@@ -100,6 +107,25 @@ TEST(GpuProgram, ChecksItsBuffers) {
   img = sample();
   img.storages[2].type = DType::i32;
   EXPECT_NE(refusal(img).find("copies f32 into i32"), std::string::npos)
+      << refusal(img);
+
+  img = sample();
+  img.steps[0].scalars[0].type = DType::bf16;
+  EXPECT_NE(refusal(img).find("step 0 scalar 0 is bf16; kernels take f32, "
+                              "i32 or i64 scalars"),
+            std::string::npos)
+      << refusal(img);
+
+  img = sample();
+  img.steps[0].scalars[1].bits = 1ull << 40;
+  EXPECT_NE(refusal(img).find("is i32 with bits beyond its 32"),
+            std::string::npos)
+      << refusal(img);
+
+  img = sample();
+  img.steps[1].scalars = {{DType::f32, 0}};
+  EXPECT_NE(refusal(img).find("is a copy with scalar parameters"),
+            std::string::npos)
       << refusal(img);
 
   img = sample();

@@ -73,7 +73,7 @@ def ExpandSmallFloats : Pass<"tessera-expand-small-floats"> {
 }
 
 def TSchedGenerateKernels : Pass<"tessera-gpu-generate-kernels", "ModuleOp"> {
-  let summary = "Generate a Tile IR kernel for each row and contraction group";
+  let summary = "Generate the Tile IR kernels of GPU fusion groups";
   let description = [{
     Schedule IR -> Tile IR for the groups whose kernel is generated rather
     than taken from the standard library: each `tsched.group row [R, C]`
@@ -140,18 +140,40 @@ def TSchedGenerateKernels : Pass<"tessera-gpu-generate-kernels", "ModuleOp"> {
     }
     ```
 
+    **Attention groups** run the stdlib's flash-attention kernels
+    (FlashAttention-2; on sm_90a wgmma with a TMA producer warpgroup),
+    taken from a table of their Tile IR that the build traces from the
+    tile-DSL source (`python/tessera/stdlib/_library.py`), so no Python
+    runs here; each specialization (kernel, dtype, head dim, causal,
+    target family) is added to the module once, named like
+    `@flash_attention_fwd_bf16_d64_causal`. The group records its launch
+    list (`tsched.launches`, see `-tessera-gpu-host-program`), every
+    tensor read as `[BH, S, D]`: the forward writes the output and each
+    query's log-sum-exp, saved with the output (`tsched.saved`); the
+    backward launches the dQ kernel (which writes delta = rowsum(dO * O)
+    to a scratch buffer) and then the dK/dV kernel, reading the lse of
+    the forward whose output it differentiates, or running that forward
+    again into scratch buffers when no such forward exists. The scale is
+    the op's, else `1/sqrt(D)`. Attention the kernels do not take (not
+    bf16/f16, head dim other than 64 and 128, a policy) records
+    `tsched.no_kernel`.
+
     An op of a row group that has no Tile IR form is an error naming the
     op and its source line.
   }];
   let options = [
     Option<"multiprocessors", "multiprocessors", "int64_t", "132",
            "SMs of the target, for the GEMM tile choice (132 on an H100 "
-           "or H200)">
+           "or H200)">,
+    Option<"chip", "chip", "std::string", "\"sm_90a\"",
+           "The target chip: sm_90a takes the Hopper schedules of stdlib "
+           "kernels, other chips the mma.sync ones">
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::func::FuncDialect",
                            "::mlir::math::MathDialect",
                            "::mlir::memref::MemRefDialect",
+                           "::mlir::scf::SCFDialect",
                            "::mlir::tensor::TensorDialect",
                            "::mlir::tessera::ttile::TTileDialect"];
 }

@@ -7,7 +7,9 @@
 // operands differ broadcasts the smaller ones. This is what the Python
 // planner wrote as tile-DSL source; here it is built as IR.
 //
-// A contraction group's kernel is a GEMM (GemmKernel.cpp).
+// A contraction group's kernel is a GEMM (GemmKernel.cpp), a reduction
+// group's a deterministic reduction (ReductionKernel.cpp); an attention
+// group launches the stdlib's flash-attention kernels (AttentionKernel.cpp).
 //
 //===----------------------------------------------------------------------===//
 
@@ -513,11 +515,17 @@ struct TSchedGenerateKernelsPass
     ModuleOp module = getOperation();
     SymbolTable symbols(module);
     SmallVector<func::FuncOp> fns(module.getOps<func::FuncOp>());
+    mlir::tessera::group_kernels::AttentionLaunches attention(
+        module, symbols, chip == "sm_90a");
     for (func::FuncOp fn : fns) {
       if (fn->hasAttr("ttile.kernel"))
         continue;
       int64_t rowCount = 0, gemmCount = 0, reduceCount = 0;
       WalkResult walk = fn.walk([&](tsched::GroupOp group) {
+        if (group.getKind() == tsched::GroupKind::Attention)
+          return succeeded(attention.generate(group))
+                     ? WalkResult::advance()
+                     : WalkResult::interrupt();
         if (group.getKind() == tsched::GroupKind::Reduction) {
           reductionKernel(group, fn, module, symbols, reduceCount);
           return WalkResult::advance();

@@ -11,6 +11,7 @@
 #ifndef TESSERA_CONVERSION_TSCHEDTOTTILE_GROUPKERNEL_H
 #define TESSERA_CONVERSION_TSCHEDTOTTILE_GROUPKERNEL_H
 
+#include "StdlibKernels.h"
 #include "tessera/Conversion/Passes.h"
 #include "tessera/Dialect/TGraph/IR/TGraph.h"
 #include "tessera/Dialect/TSched/IR/GemmForm.h"
@@ -636,6 +637,28 @@ private:
   Value index(int64_t v, Location loc) {
     return arith::ConstantIndexOp::create(b, loc, v);
   }
+};
+
+/// Launches of the stdlib's flash-attention kernels for attention groups
+/// (AttentionKernel.cpp). Each specialization's kernel is added to the
+/// module once.
+class AttentionLaunches {
+public:
+  AttentionLaunches(ModuleOp module, SymbolTable &symbols, bool hopper);
+  /// Records the group's launches (`tsched.launches`, with `tsched.saved`
+  /// or `tsched.scratch`), or `tsched.no_kernel` saying why it has none;
+  /// fails only when a built-in kernel cannot be loaded.
+  LogicalResult generate(tsched::GroupOp group);
+
+private:
+  FailureOr<FlatSymbolRefAttr> kernel(const stdlib_kernels::Entry &e,
+                                      Location loc);
+
+  ModuleOp module;
+  SymbolTable &symbols;
+  bool hopper;
+  Builder b;
+  llvm::DenseMap<const stdlib_kernels::Entry *, FlatSymbolRefAttr> loaded;
 };
 
 } // namespace mlir::tessera::group_kernels

@@ -3,7 +3,8 @@
 // Three row groups in a chain, a column sum, a reshape and a constant:
 // - %a and %b are temporaries of the workspace (%b, read by the third
 //   launch, is live while %a is);
-// - the row kernels read %b's row [32, 1] through its [32] view;
+// - the row kernels read %b's row [32, 1] through its [32] view, made
+//   once;
 // - the constant is a private global;
 // - the results: %d's buffer is the caller's (memref.alloc), and so is %c's,
 //   returned through its reshape (a view); the argument and the value
@@ -18,9 +19,9 @@
 // CHECK: %[[B:.+]] = tsched.buffer offset 8192 : memref<32x1xf32>
 // CHECK: %[[BV:.+]] = tsched.view %[[B]] : memref<32x1xf32> to memref<32xf32>
 // CHECK: tsched.launch @chain_row1 grid [2] (%[[A]], %[[BV]]) : memref<32x64xf32>, memref<32xf32>
-// CHECK: %[[BV2:.+]] = tsched.view %[[B]] : memref<32x1xf32> to memref<32xf32>
+// CHECK-NOT: tsched.view
 // CHECK: %[[C:.+]] = memref.alloc() : memref<32x64xf32>
-// CHECK: tsched.launch @chain_row2 grid [2] (%[[X]], %[[BV2]], %[[C]]) : memref<32x64xf32>, memref<32xf32>, memref<32x64xf32>
+// CHECK: tsched.launch @chain_row2 grid [2] (%[[X]], %[[BV]], %[[C]]) : memref<32x64xf32>, memref<32xf32>, memref<32x64xf32>
 // CHECK: %[[D:.+]] = memref.alloc() : memref<64xf32>
 // CHECK: tsched.launch @chain_reduce0 grid [8] (%[[C]], %[[D]]) : memref<32x64xf32>, memref<64xf32>
 // CHECK: %[[CV:.+]] = tsched.view %[[C]] : memref<32x64xf32> to memref<2048xf32>
@@ -152,4 +153,99 @@ func.func @reuse(%x: tensor<32x64xf32>) -> tensor<32x64xf32> {
     tsched.yield %0 : tensor<32x64xf32>
   }
   return %d : tensor<32x64xf32>
+}
+
+// -----
+
+// A group's launch list (tsched.launches, as attention groups have): each
+// argument names an input, a result, a buffer saved with a result or an
+// input, or a scratch buffer, with the shape the kernel reads it as. The
+// saved buffer outlives its group until the last launch that reads it.
+// CHECK-LABEL: func.func @launch_list
+// CHECK-SAME: attributes {tsched.workspace = 512 : i64}
+// CHECK: %[[A:.+]] = tsched.buffer offset 0 : memref<32xf32>
+// CHECK: %[[S:.+]] = tsched.buffer offset 256 : memref<8x4xf32>
+// CHECK: %[[SV:.+]] = tsched.view %[[S]] : memref<8x4xf32> to memref<32xf32>
+// CHECK: tsched.launch @k2s grid [1, 2] (%arg0, %[[SV]]) scalars [2.500000e-01 : f32] : memref<32xf32>, memref<32xf32>
+// CHECK: tsched.launch @k2 grid [1] (%[[SV]], %[[A]]) : memref<32xf32>, memref<32xf32>
+// CHECK: %[[R:.+]] = memref.alloc() : memref<32xf32>
+// CHECK: tsched.launch @k2 grid [3] (%[[SV]], %[[R]]) : memref<32xf32>, memref<32xf32>
+func.func @k2(%a: memref<?xf32>, %b: memref<?xf32>) attributes {ttile.kernel} {
+  return
+}
+func.func @k2s(%a: memref<?xf32>, %b: memref<?xf32>, %s: f32) attributes {ttile.kernel} {
+  return
+}
+func.func @launch_list(%x: tensor<32xf32>) -> tensor<32xf32> {
+  %a = tsched.group single (%x) {tsched.saved = [memref<8x4xf32>], tsched.launches = [{kernel = @k2s, grid = array<i64: 1, 2>, args = [array<i64: 0, 0, 32>, array<i64: 2, 0, 32>], scalars = [0.25 : f32]}, {kernel = @k2, grid = array<i64: 1>, args = [array<i64: 2, 0, 32>, array<i64: 1, 0, 32>]}]} : (tensor<32xf32>) -> tensor<32xf32> {
+  ^bb0(%p: tensor<32xf32>):
+    %0 = tgraph.exp %p : tensor<32xf32>
+    tsched.yield %0 : tensor<32xf32>
+  }
+  %b = tsched.group single (%a) {tsched.launches = [{kernel = @k2, grid = array<i64: 3>, args = [array<i64: 3, 0, 32>, array<i64: 1, 0, 32>]}]} : (tensor<32xf32>) -> tensor<32xf32> {
+  ^bb0(%p: tensor<32xf32>):
+    %0 = tgraph.exp %p : tensor<32xf32>
+    tsched.yield %0 : tensor<32xf32>
+  }
+  return %b : tensor<32xf32>
+}
+
+// -----
+
+func.func @k2(%a: memref<?xf32>, %b: memref<?xf32>) attributes {ttile.kernel} {
+  return
+}
+func.func @unsaved(%x: tensor<32xf32>) -> tensor<32xf32> {
+  // expected-error @+1 {{'tsched.group' op launch 0 argument 0 reads the buffer saved with input 0, which the group that made it did not save}}
+  %a = tsched.group single (%x) {tsched.launches = [{kernel = @k2, grid = array<i64: 1>, args = [array<i64: 3, 0, 32>, array<i64: 1, 0, 32>]}]} : (tensor<32xf32>) -> tensor<32xf32> {
+  ^bb0(%p: tensor<32xf32>):
+    %0 = tgraph.exp %p : tensor<32xf32>
+    tsched.yield %0 : tensor<32xf32>
+  }
+  return %a : tensor<32xf32>
+}
+
+// -----
+
+func.func @k2(%a: memref<?xf32>, %b: memref<?xf32>) attributes {ttile.kernel} {
+  return
+}
+func.func @bad_kind(%x: tensor<32xf32>) -> tensor<32xf32> {
+  // expected-error @+1 {{'tsched.group' op launch 0 argument 1 is of kind 7; kinds are 0 input, 1 result, 2 saved with a result, 3 saved with an input, 4 scratch}}
+  %a = tsched.group single (%x) {tsched.launches = [{kernel = @k2, grid = array<i64: 1>, args = [array<i64: 0, 0, 32>, array<i64: 7, 0, 32>]}]} : (tensor<32xf32>) -> tensor<32xf32> {
+  ^bb0(%p: tensor<32xf32>):
+    %0 = tgraph.exp %p : tensor<32xf32>
+    tsched.yield %0 : tensor<32xf32>
+  }
+  return %a : tensor<32xf32>
+}
+
+// -----
+
+func.func @k2(%a: memref<?xf32>, %b: memref<?xf32>) attributes {ttile.kernel} {
+  return
+}
+func.func @bad_view(%x: tensor<32xf32>) -> tensor<32xf32> {
+  // expected-error @+1 {{'tsched.group' op launch 0 reads argument 1 of type 'memref<32xf32>' as 'memref<4x4xf32>', which has another number of elements}}
+  %a = tsched.group single (%x) {tsched.scratch = [memref<2xf32>], tsched.launches = [{kernel = @k2, grid = array<i64: 1>, args = [array<i64: 0, 0, 32>, array<i64: 1, 0, 4, 4>]}]} : (tensor<32xf32>) -> tensor<32xf32> {
+  ^bb0(%p: tensor<32xf32>):
+    %0 = tgraph.exp %p : tensor<32xf32>
+    tsched.yield %0 : tensor<32xf32>
+  }
+  return %a : tensor<32xf32>
+}
+
+// -----
+
+func.func @k2(%a: memref<?xf32>, %b: memref<?xf32>) attributes {ttile.kernel} {
+  return
+}
+func.func @missing_scratch(%x: tensor<32xf32>) -> tensor<32xf32> {
+  // expected-error @+1 {{'tsched.group' op launch 0 argument 1 names scratch buffer 2, which it does not have}}
+  %a = tsched.group single (%x) {tsched.scratch = [memref<2xf32>], tsched.launches = [{kernel = @k2, grid = array<i64: 1>, args = [array<i64: 0, 0, 32>, array<i64: 4, 2, 32>]}]} : (tensor<32xf32>) -> tensor<32xf32> {
+  ^bb0(%p: tensor<32xf32>):
+    %0 = tgraph.exp %p : tensor<32xf32>
+    tsched.yield %0 : tensor<32xf32>
+  }
+  return %a : tensor<32xf32>
 }

@@ -14,6 +14,16 @@ func.func @host(%x: memref<32xf32>) attributes {tsched.workspace = 384 : i64} {
   tsched.launch @k grid [2] (%x, %v) : memref<32xf32>, memref<32xf32>
   return
 }
+// Scalars follow the buffers; grids take up to three counts.
+// CHECK-LABEL: func.func @with_scalars
+// CHECK: tsched.launch @sk grid [2, 3] (%arg0) scalars [1.250000e-01 : f32, 7 : i32] : memref<32xf32>
+func.func @sk(%a: memref<?xf32>, %x: f32, %n: i32) attributes {ttile.kernel} {
+  return
+}
+func.func @with_scalars(%x: memref<32xf32>) {
+  tsched.launch @sk grid [2, 3] (%x) scalars [0.125 : f32, 7 : i32] : memref<32xf32>
+  return
+}
 
 // -----
 
@@ -64,8 +74,27 @@ func.func @k(%a: memref<?xf32>, %b: memref<?xf32>) attributes {ttile.kernel} {
   return
 }
 func.func @wrong_count(%x: memref<32xf32>) {
-  // expected-error @+1 {{'tsched.launch' op passes 1 buffers to @k, which takes 2}}
+  // expected-error @+1 {{'tsched.launch' op passes 1 buffers and 0 scalars to @k, which takes 2 parameters}}
   tsched.launch @k grid [1] (%x) : memref<32xf32>
+  return
+}
+
+// -----
+
+func.func @s(%a: memref<?xf32>, %x: f32, %n: i32) attributes {ttile.kernel} {
+  return
+}
+func.func @wrong_scalar_type(%x: memref<32xf32>) {
+  // expected-error @+1 {{'tsched.launch' op passes 2 : i32 as parameter 1 of @s, which takes 'f32'}}
+  tsched.launch @s grid [1] (%x) scalars [2 : i32, 3 : i32] : memref<32xf32>
+  return
+}
+
+// -----
+
+func.func @bad_scalar(%x: memref<32xf32>) {
+  // expected-error @+1 {{'tsched.launch' op scalar 0 is 1.000000e+00 : f16; a kernel takes f32, i32 or i64 numbers}}
+  tsched.launch @s grid [1] (%x) scalars [1.0 : f16] : memref<32xf32>
   return
 }
 

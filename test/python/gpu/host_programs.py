@@ -5,7 +5,9 @@ runtime's HostProgram on the GPU and compared with the CPU.
 Where the compiler is, `--precompile CHIP DIR` writes, for each program
 that the pipeline compiles whole (every group has a generated kernel), its
 program file, random inputs and the outputs the CPU path computes for
-them (`ts.jit` on the CPU, checked against NumPy and JAX elsewhere). On
+them (`ts.jit` on the CPU, checked against NumPy and JAX elsewhere); for
+the programs with flash attention (bf16 and f16), float64 NumPy
+references and a tolerance instead. On
 the GPU machine, test_host_programs_gpu.py loads each file with the
 runtime alone and compares.
 
@@ -73,6 +75,70 @@ def programs():
     for seed in range(0, 200, 3):
         fn, args = compile_fuzz.program(*compile_fuzz.load(seed, max_ops=50))
         yield f"fuzz{seed}", fn, args
+
+
+def _attention64(q, k, v, causal, scale):
+    """Attention in float64: (o, p), p the probabilities."""
+    s = np.einsum("...qd,...kd->...qk", q, k) * scale
+    if causal:
+        n = s.shape[-1]
+        s = np.where(np.tril(np.ones((n, n), bool)), s, -np.inf)
+    p = np.exp(s - s.max(-1, keepdims=True))
+    p /= p.sum(-1, keepdims=True)
+    return np.einsum("...qk,...kd->...qd", p, v), p
+
+
+def _attention_grads64(q, k, v, do, causal, scale):
+    """(dq, dk, dv) of attention in float64, from its definition."""
+    _, p = _attention64(q, k, v, causal, scale)
+    dv = np.einsum("...qk,...qd->...kd", p, do)
+    dp = np.einsum("...qd,...kd->...qk", do, v)
+    ds = p * (dp - (dp * p).sum(-1, keepdims=True))
+    return (np.einsum("...qk,...kd->...qd", ds, k) * scale,
+            np.einsum("...qk,...qd->...kd", ds, q) * scale, dv)
+
+
+def attention_programs():
+    """(name, function, arguments, references, tolerance): programs with
+    flash attention (bf16 and f16), their float64 references computed
+    from the definition on the same rounded inputs, and the error allowed
+    relative to each output's largest magnitude."""
+    import ml_dtypes
+    import tessera as ts
+    from tessera import op
+
+    rng = np.random.default_rng(5)
+    cases = [  # shape, dtype, causal, scale, backward
+        ((2, 4, 128, 64), ml_dtypes.bfloat16, True, None, True),
+        ((1, 3, 200, 128), ml_dtypes.bfloat16, False, None, True),
+        ((4, 96, 64), np.float16, True, 0.2, True),
+        ((1, 2, 300, 64), np.float16, False, None, False),
+        ((1, 1, 64, 128), ml_dtypes.bfloat16, True, 0.05, False),
+    ]
+    for shape, dtype, causal, scale, backward in cases:
+        q, k, v = (rng.standard_normal(shape).astype(dtype) for _ in range(3))
+        q64, k64, v64 = (a.astype(np.float64) for a in (q, k, v))
+        s = 1 / np.sqrt(shape[-1]) if scale is None else scale
+        tol = 2e-2 if dtype is ml_dtypes.bfloat16 else 4e-3
+        name = (f"attention_{np.dtype(dtype).name}_"
+                f"{'x'.join(map(str, shape))}"
+                f"{'_causal' if causal else ''}")
+        o64, _ = _attention64(q64, k64, v64, causal, s)
+        if not backward:
+            yield (name, lambda q, k, v, c=causal, sc=scale:
+                   op.attention(q, k, v, causal=c, scale=sc),
+                   (q, k, v), [o64], tol)
+            continue
+        w = rng.standard_normal(shape).astype(np.float32)
+
+        def loss(q, k, v, w, c=causal, sc=scale):
+            o = op.attention(q, k, v, causal=c, scale=sc)
+            return op.reduce_sum(op.cast(o, ts.f32) * w)
+
+        do = w.astype(dtype).astype(np.float64)
+        grads = _attention_grads64(q64, k64, v64, do, causal, s)
+        yield (name + "_grad", ts.value_and_grad(loss, argnums=(0, 1, 2)),
+               (q, k, v, w), [np.array((o64 * w).sum()), *grads], tol)
 
 
 def _leaves(tree):
@@ -144,6 +210,27 @@ def precompile(chip, out_dir, limit=60):
         with open(os.path.join(d, "meta.json"), "w") as f:
             json.dump(dict(inputs=[DTYPES[a.dtype] for a in flat],
                            outputs=[DTYPES[w.dtype] for w in want]), f)
+        cases.append(name)
+    for name, fn, args, refs, tol in attention_programs():
+        lowered = ts.jit(fn).lower(*args)
+        data = lowered._module.compile_gpu(lowered.name, chip)
+        d = os.path.join(out_dir, name)
+        os.makedirs(d, exist_ok=True)
+        with open(os.path.join(d, "program.tgpu"), "wb") as f:
+            f.write(data)
+        names = []
+        for i, a in enumerate(args):
+            t = {"bfloat16": "bf16", "float16": "f16",
+                 "float32": "f32"}[a.dtype.name]
+            names.append(t)
+            np.save(os.path.join(d, f"in{i}.npy"),
+                    a.view(np.uint16) if t == "bf16" else a)
+        for i, r in enumerate(refs):
+            np.save(os.path.join(d, f"want{i}.npy"), np.asarray(r))
+        outputs = ["f32"] + [names[0]] * 3 if len(refs) == 4 \
+            else [names[0]]
+        with open(os.path.join(d, "meta.json"), "w") as f:
+            json.dump(dict(inputs=names, outputs=outputs, tolerance=tol), f)
         cases.append(name)
     with open(os.path.join(out_dir, "cases.json"), "w") as f:
         json.dump(cases, f)

@@ -157,6 +157,16 @@ LogicalResult LaunchOp::verify() {
     return emitOpError() << "grid must be 1 to 3 counts of programs from 1 "
                             "to 2^31 - 1, got ["
                          << llvm::make_range(grid.begin(), grid.end()) << "]";
+  if (std::optional<ArrayAttr> scalars = getScalars())
+    for (auto [i, a] : llvm::enumerate(*scalars)) {
+      auto typed = dyn_cast<TypedAttr>(a);
+      Type t = typed ? typed.getType() : Type();
+      bool ok = (isa<FloatAttr>(a) && t.isF32()) ||
+                (isa<IntegerAttr>(a) && (t.isInteger(32) || t.isInteger(64)));
+      if (!ok)
+        return emitOpError() << "scalar " << i << " is " << a
+                             << "; a kernel takes f32, i32 or i64 numbers";
+    }
   return success();
 }
 
@@ -201,10 +211,24 @@ LaunchOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
     return emitOpError() << "names " << getKernel() << ", a '"
                          << callee->getName() << "', not a kernel";
   ArrayRef<Type> params = fn.getArgumentTypes();
-  if (params.size() != getArgs().size())
-    return emitOpError() << "passes " << getArgs().size()
-                         << " buffers to " << getKernel() << ", which takes "
-                         << params.size();
+  ArrayRef<Attribute> scalars;
+  if (std::optional<ArrayAttr> s = getScalars())
+    scalars = s->getValue();
+  if (params.size() != getArgs().size() + scalars.size())
+    return emitOpError() << "passes " << getArgs().size() << " buffers and "
+                         << scalars.size() << " scalars to " << getKernel()
+                         << ", which takes " << params.size()
+                         << " parameters";
+  for (auto [i, a] : llvm::enumerate(scalars)) {
+    Type param = params[getArgs().size() + i];
+    // A kernel already lowered to LLVM types keeps its numbers' types.
+    if (isa<MemRefType>(param) ||
+        (param.isIntOrFloat() && cast<TypedAttr>(a).getType() != param))
+      return emitOpError() << "passes " << a << " as parameter "
+                           << getArgs().size() + i << " of " << getKernel()
+                           << ", which takes " << param;
+  }
+  params = params.take_front(getArgs().size());
   for (auto [i, pair] : llvm::enumerate(llvm::zip(params, getArgs()))) {
     auto param = dyn_cast<MemRefType>(std::get<0>(pair));
     if (!param)

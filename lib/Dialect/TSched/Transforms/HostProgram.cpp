@@ -109,6 +109,7 @@ private:
 
   LogicalResult convertOp(Operation *op);
   LogicalResult launch(GroupOp group);
+  LogicalResult launchAll(GroupOp group, ArrayAttr launchList);
   memref::GlobalOp global(tg::ConstantOp op);
   /// Storage of the buffer a (view of a) memref `v` lives in.
   Storage *storageOf(Value v) {
@@ -121,8 +122,11 @@ private:
   Value view(Value src, MemRefType type, Location loc) {
     if (src.getType() == type)
       return src;
-    Value v = ViewOp::create(b, loc, type, src);
-    rootOf[v] = rootOf.lookup(src);
+    Value &v = views[{src, type}];
+    if (!v) {
+      v = ViewOp::create(b, loc, type, src);
+      rootOf[v] = rootOf.lookup(src);
+    }
     return v;
   }
   LogicalResult finishResults(func::ReturnOp ret);
@@ -136,9 +140,14 @@ private:
   IRMapping map;
   /// Each host value's storage (views share their source's).
   DenseMap<Value, unsigned> rootOf;
+  /// The views made so far, reused by later launches.
+  DenseMap<std::pair<Value, Type>, Value> views;
   /// Workspace buffers returned as results: the memref.alloc that replaced
   /// each (the old value is only a key).
   DenseMap<Value, Value> promoted;
+  /// The buffer a group saved with each of its results (`tsched.saved`),
+  /// keyed by the result (a Graph IR value).
+  DenseMap<Value, Value> saved;
   SmallVector<Storage> storages;
   int64_t launches = 0;
   int64_t globals = 0;
@@ -263,6 +272,8 @@ LogicalResult HostBuilder::convertOp(Operation *op) {
 
 LogicalResult HostBuilder::launch(GroupOp group) {
   Location loc = group.getLoc();
+  if (auto list = group->getAttrOfType<ArrayAttr>("tsched.launches"))
+    return launchAll(group, list);
   auto kernel = group->getAttrOfType<FlatSymbolRefAttr>("tsched.kernel");
   auto grid = group->getAttrOfType<DenseI64ArrayAttr>("tsched.grid");
   auto views = group->getAttrOfType<ArrayAttr>("tsched.views");
@@ -327,8 +338,145 @@ LogicalResult HostBuilder::launch(GroupOp group) {
   }
   // An empty grid (no rows) computes nothing.
   if (llvm::all_of(grid.asArrayRef(), [](int64_t g) { return g > 0; }))
-    LaunchOp::create(b, loc, SymbolRefAttr::get(kernel.getAttr()), grid, args);
+    LaunchOp::create(b, loc, SymbolRefAttr::get(kernel.getAttr()), grid, args,
+                     ArrayAttr());
   ++launches;
+  return success();
+}
+
+LogicalResult HostBuilder::launchAll(GroupOp group, ArrayAttr launchList) {
+  Location loc = group.getLoc();
+  SmallVector<Value> inputs, results, scratch;
+  for (auto [i, input] : llvm::enumerate(group.getInputs())) {
+    Value v = map.lookup(input);
+    if (!v)
+      return group.emitOpError() << "reads input " << i
+                                 << ", which the host program has not made";
+    inputs.push_back(v);
+  }
+  for (auto [i, result] : llvm::enumerate(group.getResults())) {
+    FailureOr<MemRefType> type = deviceType(result.getType());
+    if (failed(type))
+      return group.emitOpError() << "result " << i << " is "
+                                 << result.getType()
+                                 << "; a tensor of static shape is expected";
+    results.push_back(newBuffer(*type, loc));
+    map.map(result, results.back());
+  }
+  // A type for each entry, or a unit where there is none.
+  auto buffers = [&](StringRef name, size_t count,
+                     SmallVectorImpl<Value> &into) -> LogicalResult {
+    auto list = group->getAttrOfType<ArrayAttr>(name);
+    if (!list)
+      return success();
+    if (count != size_t(-1) && list.size() != count)
+      return group.emitOpError()
+             << "has " << list.size() << " " << name << " entries for its "
+             << count << " results";
+    for (Attribute a : list) {
+      if (isa<UnitAttr>(a)) {
+        into.push_back(Value());
+        continue;
+      }
+      auto t = dyn_cast<TypeAttr>(a);
+      auto m = t ? dyn_cast<MemRefType>(t.getValue()) : MemRefType();
+      if (!m || !m.hasStaticShape() || !m.getLayout().isIdentity())
+        return group.emitOpError()
+               << name << " entry " << a
+               << " is not a contiguous memref type of static shape";
+      into.push_back(newBuffer(m, loc));
+    }
+    return success();
+  };
+  SmallVector<Value> savedHere;
+  if (failed(buffers("tsched.saved", group.getNumResults(), savedHere)) ||
+      failed(buffers("tsched.scratch", size_t(-1), scratch)))
+    return failure();
+  for (auto [result, buffer] : llvm::zip(group.getResults(), savedHere))
+    if (buffer)
+      saved[result] = buffer;
+
+  for (size_t n = 0; n < launchList.size(); ++n) {
+    auto dict = dyn_cast<DictionaryAttr>(launchList[n]);
+    auto kernel = dict ? dict.getAs<FlatSymbolRefAttr>("kernel")
+                       : FlatSymbolRefAttr();
+    auto grid = dict ? dict.getAs<DenseI64ArrayAttr>("grid")
+                     : DenseI64ArrayAttr();
+    auto refs = dict ? dict.getAs<ArrayAttr>("args") : ArrayAttr();
+    auto scalars = dict ? dict.getAs<ArrayAttr>("scalars") : ArrayAttr();
+    if (!kernel || !grid || !refs)
+      return group.emitOpError()
+             << "tsched.launches entry " << n
+             << " is not {kernel = @symbol, grid = array<i64>, args = [...]}";
+    SmallVector<Value> args;
+    for (size_t i = 0; i < refs.size(); ++i) {
+      auto r = dyn_cast<DenseI64ArrayAttr>(refs[i]);
+      if (!r || r.size() < 2)
+        return group.emitOpError()
+               << "launch " << n << " argument " << i
+               << " is not array<i64: kind, index, dims...>";
+      int64_t kind = r[0], index = r[1];
+      ArrayRef<int64_t> dims = r.asArrayRef().drop_front(2);
+      auto pick = [&](ArrayRef<Value> from, StringRef what) -> Value {
+        if (index < 0 || size_t(index) >= from.size() || !from[index]) {
+          group.emitOpError() << "launch " << n << " argument " << i
+                              << " names " << what << " " << index
+                              << ", which it does not have";
+          return Value();
+        }
+        return from[index];
+      };
+      Value v;
+      switch (kind) {
+      case 0:
+        v = pick(inputs, "input");
+        break;
+      case 1:
+        v = pick(results, "result");
+        break;
+      case 2:
+        v = pick(savedHere, "a buffer saved with result");
+        break;
+      case 3: {
+        if (index < 0 || size_t(index) >= inputs.size())
+          return group.emitOpError() << "launch " << n << " argument " << i
+                                     << " names input " << index
+                                     << ", which it does not have";
+        v = saved.lookup(group.getInputs()[index]);
+        if (!v)
+          return group.emitOpError()
+                 << "launch " << n << " argument " << i
+                 << " reads the buffer saved with input " << index
+                 << ", which the group that made it did not save";
+        break;
+      }
+      case 4:
+        v = pick(scratch, "scratch buffer");
+        break;
+      default:
+        return group.emitOpError()
+               << "launch " << n << " argument " << i << " is of kind "
+               << kind << "; kinds are 0 input, 1 result, 2 saved with a "
+               << "result, 3 saved with an input, 4 scratch";
+      }
+      if (!v)
+        return failure();
+      if (Storage *s = storageOf(v))
+        s->last = launches;
+      auto type = cast<MemRefType>(v.getType());
+      auto viewType = MemRefType::get(dims, type.getElementType());
+      if (viewType.getNumElements() != type.getNumElements())
+        return group.emitOpError()
+               << "launch " << n << " reads argument " << i << " of type "
+               << type << " as " << viewType
+               << ", which has another number of elements";
+      args.push_back(view(v, viewType, loc));
+    }
+    if (llvm::all_of(grid.asArrayRef(), [](int64_t g) { return g > 0; }))
+      LaunchOp::create(b, loc, SymbolRefAttr::get(kernel.getAttr()), grid,
+                       args, scalars);
+    ++launches;
+  }
   return success();
 }
 

@@ -33,7 +33,7 @@ namespace tessera::runtime {
 const char *tesseraVersion();
 
 struct GpuProgramImage {
-  static constexpr std::uint32_t kFormat = 1;
+  static constexpr std::uint32_t kFormat = 2;
   static constexpr char kMagic[9] = "TSGPUPRG";
 
   /// Where a buffer's memory comes from.
@@ -59,6 +59,12 @@ struct GpuProgramImage {
     std::int32_t storage = 0;
     std::vector<std::int64_t> shape;
   };
+  /// A number a launch passes after its buffers, in the kernel's type
+  /// (f32, i32 or i64): the value's bits, zero-extended to 8 bytes.
+  struct Scalar {
+    DType type = DType::f32;
+    std::uint64_t bits = 0;
+  };
   struct Step {
     enum class Kind : std::uint8_t { Launch = 0, Copy = 1 };
     Kind kind = Kind::Launch;
@@ -67,6 +73,8 @@ struct GpuProgramImage {
     std::array<std::int64_t, 3> grid = {1, 1, 1};
     /// Launch: the kernel's buffers in parameter order. Copy: from, to.
     std::vector<Operand> operands;
+    /// Launch: the kernel's scalar parameters, which follow its buffers.
+    std::vector<Scalar> scalars;
   };
 
   /// The Tessera release that compiled it (tesseraVersion()).

@@ -145,21 +145,28 @@ def TSched_LaunchOp : TSched_Op<"launch", [
     DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
   let summary = "One launch of a generated kernel on the host program's stream";
   let description = [{
-    Runs `kernel` with `grid` programs along x on the buffers `args`, in
-    the order of its parameters (the group's inputs, then its outputs).
-    Launches run one after another on the stream of the call: a launch
-    sees everything earlier ones wrote. `kernel` names a Tile IR kernel
-    (`func.func` with `ttile.kernel`), a `gpu.func` of a `gpu.module`, or
-    a kernel of a `gpu.binary` once compiled.
+    Runs `kernel` with `grid` programs (x, y, z) on the buffers `args`, in
+    the order of its parameters (a generated kernel's: the group's inputs,
+    then its outputs), then the numbers `scalars` (f32, i32 or i64
+    attributes), its remaining parameters. Launches run one after another
+    on the stream of the call: a launch sees everything earlier ones
+    wrote. `kernel` names a Tile IR kernel (`func.func` with
+    `ttile.kernel`), a `gpu.func` of a `gpu.module`, or a kernel of a
+    `gpu.binary` once compiled. A kernel's memref parameters may leave
+    dims dynamic; the buffers' ranks and element types must match.
 
     ```mlir
     tsched.launch @f_row0 grid [8] (%x, %y) : memref<128x10xf32>, memref<128x10xf32>
+    tsched.launch @flash_attention_fwd grid [16, 8] (%q, %k, %v, %o, %lse)
+        scalars [1.250000e-01 : f32] : memref<8x2048x64xbf16>, ...
     ```
   }];
   let arguments = (ins SymbolRefAttr:$kernel, DenseI64ArrayAttr:$grid,
-                       Variadic<AnyStaticShapeMemRef>:$args);
+                       Variadic<AnyStaticShapeMemRef>:$args,
+                       OptionalAttr<ArrayAttr>:$scalars);
   let assemblyFormat = [{
-    $kernel `grid` $grid ` ` `(` $args `)` attr-dict (`:` type($args)^)?
+    $kernel `grid` $grid ` ` `(` $args `)` (`scalars` $scalars^)? attr-dict
+    (`:` type($args)^)?
   }];
   let hasVerifier = 1;
 }

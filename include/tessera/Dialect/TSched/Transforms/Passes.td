@@ -159,6 +159,17 @@ def TSchedGPUHostProgram : Pass<"tessera-gpu-host-program", "::mlir::ModuleOp"> 
     - each group with a generated kernel becomes a `tsched.launch` of it on
       its inputs' and results' buffers, each viewed (`tsched.view`) as the
       group's `tsched.views` says the kernel reads it;
+    - a group with a launch list (`tsched.launches`, as attention groups
+      have) becomes those launches in order. Each entry is `{kernel =
+      @k, grid = array<i64: x[, y[, z]]>, args = [...], scalars = [...]}`;
+      each argument is `array<i64: kind, index, dims...>`, the buffer
+      read as `dims`: kind 0 the group's input `index`, 1 its result
+      `index`, 2 the buffer it saves with result `index`, 3 the buffer
+      the group that made input `index` saved with it, 4 its scratch
+      buffer `index`. `tsched.saved` (a memref type or unit per result)
+      and `tsched.scratch` (memref types) give those buffers: temporaries
+      of the workspace like results, a saved one live until the last
+      launch that reads it;
     - a reshape, outside groups or as a `layout` group of its own
       (`tgraph.reshape`, or a broadcast that only adds dims of one), is a
       `tsched.view` of its source: no copy, no launch;
