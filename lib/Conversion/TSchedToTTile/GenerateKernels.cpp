@@ -178,23 +178,32 @@ LogicalResult RowKernel::lower(Operation *op) {
   };
   if (auto c = dyn_cast<tg::ConstantOp>(op)) {
     auto value = dyn_cast<DenseElementsAttr>(c.getValue());
-    if (!value || value.getNumElements() != 1)
+    if (!value || !value.isSplat())
       return unsupported(op);
+    // One element: a scalar; one value over a tensor: a splat of its
+    // class (as predicted).
+    Class cls = Class::Scalar;
+    if (value.getNumElements() != 1) {
+      std::optional<Class> c = classify(value.getType().getShape());
+      if (!c)
+        return unsupported(op);
+      cls = *c == Class::Periodic ? Class::Full : *c;
+    }
     Type elt = value.getElementType();
     if (elt.isInteger(1))
-      return result(splat(Class::Scalar, elt,
+      return result(splat(cls, elt,
                           value.getSplatValue<APInt>().getBoolValue(), loc),
-                    Class::Scalar);
+                    cls);
     if (isa<FloatType>(elt))
       return result(
-          splat(Class::Scalar, f32,
-                value.getSplatValue<APFloat>().convertToDouble(), loc),
-          Class::Scalar);
+          splat(cls, f32, value.getSplatValue<APFloat>().convertToDouble(),
+                loc),
+          cls);
     if (elt.isInteger(32) || elt.isInteger(64))
       return result(
-          splat(Class::Scalar, elt,
+          splat(cls, elt,
                 double(value.getSplatValue<APInt>().getSExtValue()), loc),
-          Class::Scalar);
+          cls);
     return unsupported(op);
   }
   auto resultType = cast<RankedTensorType>(op->getResult(0).getType());
@@ -484,11 +493,51 @@ struct TSchedGenerateKernelsPass
       return;
     }
     b.setInsertionPointToEnd(module.getBody());
-    auto kernel = func::FuncOp::create(
-        b, group.getLoc(), kernelName(fn.getName(), "reduce", count++),
-        b.getFunctionType(gen.signature(), {}));
-    symbols.insert(kernel);
-    gen.build(kernel);
+    auto make = [&](mlir::tessera::group_kernels::ReductionKernel &k) {
+      auto kernel = func::FuncOp::create(
+          b, group.getLoc(), kernelName(fn.getName(), "reduce", count++),
+          b.getFunctionType(k.signature(), {}));
+      symbols.insert(kernel);
+      k.build(kernel);
+      kernel->setAttr("ttile.kernel", b.getUnitAttr());
+      kernel->setAttr("ttile.num_warps",
+                      b.getI32IntegerAttr(int32_t(k.numWarps())));
+      return kernel;
+    };
+    if (auto split = gen.splitRows()) {
+      // Two launches: the partials into a scratch buffer, then the rows.
+      auto &[first, second] = *split;
+      func::FuncOp k1 = make(first), k2 = make(second);
+      SmallVector<int64_t> partialsView = first.views()[1];
+      auto ref = [&](int64_t kind, ArrayRef<int64_t> dims) {
+        SmallVector<int64_t> r = {kind, 0};
+        r.append(dims.begin(), dims.end());
+        return b.getDenseI64ArrayAttr(r);
+      };
+      auto launch = [&](func::FuncOp k,
+                        mlir::tessera::group_kernels::ReductionKernel &g,
+                        int64_t inKind, int64_t outKind) {
+        SmallVector<SmallVector<int64_t>> v = g.views();
+        NamedAttrList fields;
+        fields.append("kernel", FlatSymbolRefAttr::get(k.getSymNameAttr()));
+        fields.append("grid", b.getDenseI64ArrayAttr({g.gridSize()}));
+        fields.append("args", b.getArrayAttr({ref(inKind, v[0]),
+                                              ref(outKind, v[1])}));
+        std::string schedule;
+        llvm::raw_string_ostream os(schedule);
+        os << g.scheduleAttr();
+        fields.append("schedule", b.getStringAttr(schedule));
+        return b.getDictionaryAttr(fields);
+      };
+      group->setAttr("tsched.launches",
+                     b.getArrayAttr({launch(k1, first, 0, 4),
+                                     launch(k2, second, 4, 1)}));
+      group->setAttr("tsched.scratch",
+                     b.getArrayAttr({TypeAttr::get(MemRefType::get(
+                         partialsView, b.getF32Type()))}));
+      return;
+    }
+    func::FuncOp kernel = make(gen);
     SmallVector<Attribute> views;
     for (ArrayRef<int64_t> v : gen.views())
       views.push_back(b.getDenseI64ArrayAttr(v));
@@ -517,11 +566,16 @@ struct TSchedGenerateKernelsPass
     SmallVector<func::FuncOp> fns(module.getOps<func::FuncOp>());
     mlir::tessera::group_kernels::AttentionLaunches attention(
         module, symbols, chip == "sm_90a");
+    mlir::tessera::group_kernels::LayoutKernels layouts(module, symbols);
     for (func::FuncOp fn : fns) {
       if (fn->hasAttr("ttile.kernel"))
         continue;
       int64_t rowCount = 0, gemmCount = 0, reduceCount = 0;
       WalkResult walk = fn.walk([&](tsched::GroupOp group) {
+        if (group.getKind() == tsched::GroupKind::Layout)
+          return succeeded(layouts.generate(group, fn.getName()))
+                     ? WalkResult::advance()
+                     : WalkResult::interrupt();
         if (group.getKind() == tsched::GroupKind::Attention)
           return succeeded(attention.generate(group))
                      ? WalkResult::advance()

@@ -288,8 +288,14 @@ public:
       Class cls;
       if (&op == gemmOp) {
         cls = Class::Full;
-      } else if (isa<tg::ConstantOp>(op)) {
+      } else if (isa<tg::ConstantOp>(op) && type.getNumElements() == 1) {
         cls = Class::Scalar;
+      } else if (isa<tg::ConstantOp>(op)) {
+        // One value over a tensor: a splat of the class its shape has.
+        std::optional<Class> c = classify(type.getShape());
+        if (!c)
+          return unsupported(&op);
+        cls = *c == Class::Periodic ? Class::Full : *c;
       } else if (isa<tg::IotaOp>(op)) {
         std::optional<Class> c = classify(type.getShape());
         if (!(c == Class::Full || c == Class::Col || c == Class::Periodic))
@@ -623,8 +629,17 @@ public:
   int64_t numWarps() const { return warps; }
   tsched::ScheduleAttr scheduleAttr() const;
   void build(func::FuncOp kernel);
+  /// After analyze(): a reduction of fewer rows than SMs, each long
+  /// (C == 1), as two kernels: the f32 partials of each row's `splits`
+  /// chunks ([P * splits, R / splits] -> [P * splits]), then each row's
+  /// partials reduced ([P, splits] -> [P], dividing a mean by R). None
+  /// when one kernel fills the chip or no chunk size divides R.
+  std::optional<std::pair<ReductionKernel, ReductionKernel>> splitRows() const;
+  int64_t rows() const { return p; }
 
 private:
+  void chooseTile();
+
   tsched::GroupOp group;
   OpBuilder b;
   int64_t sms;
@@ -632,6 +647,8 @@ private:
   tt::ReduceKind kind = tt::ReduceKind::sum;
   bool mean = false;
   int64_t p = 1, r = 1, c = 1;
+  /// What a mean divides by (R, or the first stage's R of a split).
+  int64_t divisor = 1;
   int64_t bm = 1, bn = 1, warps = 4;
   Type inElt, outElt;
   Value index(int64_t v, Location loc) {
@@ -659,6 +676,24 @@ private:
   bool hopper;
   Builder b;
   llvm::DenseMap<const stdlib_kernels::Entry *, FlatSymbolRefAttr> loaded;
+};
+
+/// Copy kernels of layout groups (LayoutKernel.cpp): transposes that keep
+/// the last dim, slices, concats and pads.
+class LayoutKernels {
+public:
+  LayoutKernels(ModuleOp module, SymbolTable &symbols)
+      : module(module), symbols(symbols) {}
+  /// Records the group's launches (`tsched.launches`), or
+  /// `tsched.no_kernel` saying why it has none; a reshape or broadcast
+  /// (a view of the host program) is left as it is. Kernels are named
+  /// after `fn`.
+  LogicalResult generate(tsched::GroupOp group, StringRef fn);
+
+private:
+  ModuleOp module;
+  SymbolTable &symbols;
+  int64_t count = 0;
 };
 
 } // namespace mlir::tessera::group_kernels

@@ -8,7 +8,10 @@
 // f32 [BM, BN] tiles along the reduced run with the next tile's load
 // issued one step ahead, then reducing the tile. One program computes each
 // output element from start to end, in an order fixed by the shape:
-// results are the same bits at every run, with no atomics.
+// results are the same bits at every run, with no atomics. A reduction of
+// few long rows (a loss over everything) runs in two launches: partial
+// results of fixed chunks of each row, then the reduction of each row's
+// partials, again in a fixed order.
 //
 //===----------------------------------------------------------------------===//
 
@@ -75,6 +78,12 @@ std::optional<std::string> ReductionKernel::analyze() {
   p = tsched::numElements(shape.take_front(d.front()));
   r = tsched::numElements(shape.slice(d.front(), d.size()));
   c = tsched::numElements(shape.drop_front(d.back() + 1));
+  divisor = r;
+  chooseTile();
+  return std::nullopt;
+}
+
+void ReductionKernel::chooseTile() {
   auto pow2 = [](int64_t v) {
     return int64_t(llvm::PowerOf2Ceil(uint64_t(std::max<int64_t>(v, 1))));
   };
@@ -93,7 +102,35 @@ std::optional<std::string> ReductionKernel::analyze() {
       bm /= 2;
   }
   warps = bm * bn >= 4096 ? 8 : 4;
-  return std::nullopt;
+}
+
+std::optional<std::pair<ReductionKernel, ReductionKernel>>
+ReductionKernel::splitRows() const {
+  // Worth it when whole rows leave most of the chip idle: fewer rows than
+  // SMs, each long. The row's chunks must tile it exactly (a view).
+  if (c != 1 || p >= sms || r < (int64_t(1) << 16))
+    return std::nullopt;
+  int64_t target = std::max<int64_t>(2, 4 * sms / p), splits = 0;
+  for (int64_t s = std::min(target, r / 1024); s >= 2; --s)
+    if (r % s == 0) {
+      splits = s;
+      break;
+    }
+  if (!splits)
+    return std::nullopt;
+  ReductionKernel first = *this, second = *this;
+  Type f32 = Float32Type::get(inElt.getContext());
+  first.p = p * splits;
+  first.r = r / splits;
+  first.outElt = f32;
+  first.mean = false;
+  first.chooseTile();
+  second.p = p;
+  second.r = splits;
+  second.inElt = f32;
+  second.divisor = r;
+  second.chooseTile();
+  return std::make_pair(first, second);
 }
 
 SmallVector<SmallVector<int64_t>> ReductionKernel::views() const {
@@ -215,7 +252,7 @@ void ReductionKernel::build(func::FuncOp kernel) {
       b, loc, keptType, tt::ReduceKindAttr::get(b.getContext(), kind),
       loop.getResult(0), b.getI32IntegerAttr(int32_t(reduceDim)));
   if (mean)
-    red = arith::DivFOp::create(b, loc, red, splatF(keptType, double(r)),
+    red = arith::DivFOp::create(b, loc, red, splatF(keptType, double(divisor)),
                                 arith::FastMathFlags::afn);
   if (outElt != f32)
     red = tt::CastOp::create(b, loc, tile({kept}, outElt), red,

@@ -72,6 +72,45 @@ def programs():
         (rng.standard_normal((100, 36)) * 0.1).astype(np.float32),
         rng.standard_normal((48, 64)).astype(np.float32),
         rng.standard_normal((48, 36)).astype(np.float32))
+    # Layout changes: transposes that keep the last dim, slices (with
+    # steps and offsets), concats along any dim, pads with a value, and
+    # ranks 1 to 4 (awkward sizes on purpose).
+    def layouts(x, y, z):
+        t = op.transpose(x, (2, 0, 1, 3))
+        s = op.slice(x, (1, 0, 3, 2), (3, 5, 17, 9), (1, 2, 3, 1))
+        c = op.concat([y, op.exp(y), y[:, :3]], axis=1)
+        c0 = op.concat([y, y * 2.0], axis=0)
+        p = op.pad(z, [3], [5], value=-1.5)
+        p2 = op.pad(y, [1, 0], [0, 2], value=0.25)
+        return t, s, c, c0, p, p2
+
+    yield "layout_changes", layouts, (
+        rng.standard_normal((3, 5, 17, 9)).astype(np.float32),
+        rng.standard_normal((6, 7)).astype(np.float32),
+        rng.standard_normal(11).astype(np.float32))
+
+    # Reductions of few long rows run as two launches (partials, then
+    # rows): a mean and a max over everything, sums of three rows of
+    # 140000 (125 chunks of 1120).
+    def long_rows(x, y):
+        return op.reduce_mean(x), op.reduce_max(x), op.reduce_sum(y, axis=1)
+
+    yield "long_row_reductions", long_rows, (
+        rng.standard_normal((384, 1024)).astype(np.float32),
+        rng.standard_normal((3, 140000)).astype(np.float32))
+
+    # A whole f32 transformer block step (attention decomposed: softmax
+    # rows and batched products; RoPE as slices, concats and pads; the
+    # head transposes), on the CPU's float32 reference.
+    from tessera import nn
+    block_p = nn.transformer_block_init(nn.rng(3), 64, 4, 96)
+    block_x = (rng.standard_normal((2, 24, 64)) * 0.5).astype(np.float32)
+
+    def block_loss(p, x):
+        y = nn.transformer_block(p, x, 4)
+        return op.reduce_mean(y * y)
+
+    yield "block_step_f32", ts.value_and_grad(block_loss), (block_p, block_x)
     for seed in range(0, 200, 3):
         fn, args = compile_fuzz.program(*compile_fuzz.load(seed, max_ops=50))
         yield f"fuzz{seed}", fn, args

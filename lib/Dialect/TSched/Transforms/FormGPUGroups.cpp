@@ -400,7 +400,8 @@ private:
     g.open = false;
   }
 
-  /// A constant of one element (a literal of the kernel), or a tensor the
+  /// A constant of one element or one value (a literal of the kernel), or
+  /// a tensor the
   /// kernel computes from its indices (iota, full): copied into each group
   /// that reads it instead of being read from memory.
   static bool isGenerated(Value v) {
@@ -409,8 +410,12 @@ private:
     if (!def || !t || !t.hasStaticShape() || def->getNumOperands())
       return false;
     StringRef name = def->getName().getStringRef();
-    if (name == "tgraph.constant")
-      return t.getNumElements() == 1;
+    if (name == "tgraph.constant") {
+      // One value everywhere: a literal of the kernel, not a tensor read
+      // from memory.
+      auto value = def->getAttrOfType<DenseElementsAttr>("value");
+      return t.getNumElements() == 1 || (value && value.isSplat());
+    }
     return name == "tgraph.iota" || name == "tgraph.full";
   }
 

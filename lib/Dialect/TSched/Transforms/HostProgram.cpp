@@ -286,7 +286,7 @@ LogicalResult HostBuilder::launch(GroupOp group) {
       diag << ": " << why.getValue();
     else
       diag << " (-tessera-gpu-generate-kernels generates them for row, "
-              "contraction and reduction groups)";
+              "contraction, reduction, attention and layout groups)";
     return diag;
   }
   size_t count = group.getInputs().size() + group.getNumResults();
