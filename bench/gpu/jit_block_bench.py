@@ -4,7 +4,9 @@ at their best, on the same card in the same run: torch eager,
 torch.compile in each mode (default, reduce-overhead with CUDA graphs,
 max-autotune-no-cudagraphs) and jax.jit with cuDNN attention and with
 XLA's attention. Each line gives the peer's time over Tessera's; the
-best peer is named at the end.
+best peer is named at the end. The same step compiled by the C++ pipeline
+(--tessera-gpu-pipeline, a GPU program file run by the runtime's
+HostProgram) is timed in the same run, with its cold compile time.
 
 The block is tessera.nn.transformer_block: layernorm, q/k/v projections,
 rotary embeddings, causal attention, output projection, residual,
@@ -107,6 +109,26 @@ def precompile(chip, out, batch, seq):
         prog(*flat)
     print(f"block step: {len(prog.steps)} steps, planned and compiled in "
           f"{time.perf_counter() - t0:.0f} s")
+    # The same step through the C++ pipeline (--tessera-gpu-pipeline): a
+    # GPU program file the runtime runs alone. Cold compile: no compile
+    # cache is involved.
+    import tessera as ts
+    from tessera import nn, op
+
+    def loss(p, x):
+        y = nn.transformer_block(p, x, HEADS)
+        return op.reduce_mean(op.cast(y, "f32") * op.cast(y, "f32"))
+
+    t0 = time.perf_counter()
+    lowered = ts.jit(ts.value_and_grad(loss)).lower(p, x)
+    data = lowered._module.compile_gpu(lowered.name, chip)
+    seconds = time.perf_counter() - t0
+    with open(os.path.join(out, "program.tgpu"), "wb") as f:
+        f.write(data)
+    with open(os.path.join(out, "program.json"), "w") as f:
+        json.dump({"compile_s": seconds}, f)
+    print(f"block step (C++ pipeline): compiled in {seconds:.1f} s, "
+          f"{len(data)} bytes")
 
 
 def torch_block(torch, p, x):
@@ -235,6 +257,30 @@ def run(saved, reps, profile=False):
           + (f"; recording failed: {prog.record_failure}"
              if prog.record_failure else ""), flush=True)
 
+    # The same step compiled by the C++ pipeline, run by the runtime's
+    # HostProgram (no Python between launches).
+    cpp_ms, cpp = None, None
+    cpp_path = os.path.join(saved, "program.tgpu")
+    if os.path.exists(cpp_path):
+        from tessera import _cuda
+        cpp = _cuda.HostProgram.load_file(cpp_path)
+        bufs = [_cuda.Buffer.from_host(
+            np.ascontiguousarray(a).view(np.uint16), "bf16")
+            for a in values.values()]
+
+        def cpp_step():
+            return cpp.run(bufs)
+
+        cpp_ms, c_out = timed(cpp_step, reps)
+        with open(os.path.join(saved, "program.json")) as f:
+            compile_s = json.load(f)["compile_s"]
+        print(f"{'tessera C++ pipeline':<30}{cpp_ms:>9.2f}"
+              f"{flops / cpp_ms / 1e9:>9.0f}"
+              f"{float(c_out[0].to_host().reshape(())):>12.5f}{'':>14}",
+              flush=True)
+        print(f"# C++ pipeline: {cpp.launches} launches; compiled cold in "
+              f"{compile_s:.1f} s", flush=True)
+
     def report(label, ms, value):
         print(f"{label:<30}{ms:>9.2f}{flops / ms / 1e9:>9.0f}{value:>12.5f}"
               f"{ms / t_ms:>14.2f}", flush=True)
@@ -314,6 +360,9 @@ def run(saved, reps, profile=False):
     best = min(peers, key=peers.get)
     print(f"# best peer: {best}, {peers[best]:.2f} ms; Tessera at "
           f"{peers[best] / t_ms:.2f}x of it", flush=True)
+    if cpp_ms is not None:
+        print(f"# C++ pipeline at {peers[best] / cpp_ms:.2f}x of the best "
+              f"peer", flush=True)
     compiled_step = compiled_steps.get("max-autotune-no-cudagraphs") or \
         compiled_steps.get("default")
     if profile:
@@ -325,6 +374,15 @@ def run(saved, reps, profile=False):
         _sync(out)
         print(f"# tessera jit: {host:.3f} ms of host time to queue a step")
         _kernel_profile(torch, "tessera jit", lambda: prog(*dev_args))
+        if cpp is not None:
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            for _ in range(3):
+                cpp_step()
+            host = (time.perf_counter() - t0) / 3 * 1e3
+            print(f"# tessera C++ pipeline: {host:.3f} ms of host time to "
+                  f"queue a step")
+            _kernel_profile(torch, "tessera C++ pipeline", cpp_step)
         for mode, fn in compiled_steps.items():
             if mode != "reduce-overhead":  # (graph replays hide kernels)
                 _kernel_profile(torch, f"torch.compile {mode}", fn)

@@ -158,6 +158,18 @@ def TSchedGenerateKernels : Pass<"tessera-gpu-generate-kernels", "ModuleOp"> {
     bf16/f16, head dim other than 64 and 128, a policy) records
     `tsched.no_kernel`.
 
+    **Layout groups** (a transpose keeping the last dim, a slice, a
+    concat, a pad, a broadcast written out) get copy kernels, one a piece
+    of the output (a pad: the input and the value around it), each
+    copying `[BM, BN]` tiles between rank-reducing subviews of the input
+    and the output; they record a launch list. A reshape, or a broadcast
+    that only adds dims of one, is left to the host program as a view.
+
+    **Reduction groups** of fewer rows than `multiprocessors` over rows of
+    at least 65536 elements run as two kernels of a launch list: f32
+    partials of fixed chunks of each row into a scratch buffer, then the
+    rows of partials.
+
     An op of a row group that has no Tile IR form is an error naming the
     op and its source line.
   }];
