@@ -629,11 +629,13 @@ public:
   int64_t numWarps() const { return warps; }
   tsched::ScheduleAttr scheduleAttr() const;
   void build(func::FuncOp kernel);
-  /// After analyze(): a reduction of fewer rows than SMs, each long
-  /// (C == 1), as two kernels: the f32 partials of each row's `splits`
-  /// chunks ([P * splits, R / splits] -> [P * splits]), then each row's
-  /// partials reduced ([P, splits] -> [P], dividing a mean by R). None
-  /// when one kernel fills the chip or no chunk size divides R.
+  /// After analyze(): a reduction whose programs (one per output when
+  /// C == 1, per 128 columns of a batch otherwise) are fewer than the SMs,
+  /// over a long run R, as two kernels: the f32 partials of `splits`
+  /// chunks of the run (the input read as P * splits batches of R /
+  /// splits), then the partials reduced (splits rows a batch, a mean
+  /// divided by R). None when one kernel fills the chip or no chunk size
+  /// divides R.
   std::optional<std::pair<ReductionKernel, ReductionKernel>> splitRows() const;
   int64_t rows() const { return p; }
 

@@ -8,9 +8,10 @@
 // f32 [BM, BN] tiles along the reduced run with the next tile's load
 // issued one step ahead, then reducing the tile. One program computes each
 // output element from start to end, in an order fixed by the shape:
-// results are the same bits at every run, with no atomics. A reduction of
-// few long rows (a loss over everything) runs in two launches: partial
-// results of fixed chunks of each row, then the reduction of each row's
+// results are the same bits at every run, with no atomics. A reduction
+// whose outputs leave the chip idle over long runs (a loss over
+// everything, a bias gradient over all tokens) runs in two launches:
+// partial results of fixed chunks of the run, then the reduction of the
 // partials, again in a fixed order.
 //
 //===----------------------------------------------------------------------===//
@@ -106,12 +107,15 @@ void ReductionKernel::chooseTile() {
 
 std::optional<std::pair<ReductionKernel, ReductionKernel>>
 ReductionKernel::splitRows() const {
-  // Worth it when whole rows leave most of the chip idle: fewer rows than
-  // SMs, each long. The row's chunks must tile it exactly (a view).
-  if (c != 1 || p >= sms || r < (int64_t(1) << 16))
+  // Worth it when one program per output (C == 1) or per column block of
+  // 128 leaves most of the chip idle, each with a long run to reduce. The
+  // chunks must tile the reduced run exactly (a view).
+  int64_t work = c == 1 ? p : p * int64_t(llvm::divideCeil(c, 128));
+  int64_t minChunk = c == 1 ? 1024 : 64;
+  if (work >= sms || r < (c == 1 ? (int64_t(1) << 16) : 4096))
     return std::nullopt;
-  int64_t target = std::max<int64_t>(2, 4 * sms / p), splits = 0;
-  for (int64_t s = std::min(target, r / 1024); s >= 2; --s)
+  int64_t target = std::max<int64_t>(2, 4 * sms / work), splits = 0;
+  for (int64_t s = std::min(target, r / minChunk); s >= 2; --s)
     if (r % s == 0) {
       splits = s;
       break;

@@ -92,12 +92,18 @@ def programs():
     # Reductions of few long rows run as two launches (partials, then
     # rows): a mean and a max over everything, sums of three rows of
     # 140000 (125 chunks of 1120).
-    def long_rows(x, y):
-        return op.reduce_mean(x), op.reduce_max(x), op.reduce_sum(y, axis=1)
+    # Column sums over many rows split the same way: a bias gradient over
+    # 8192 tokens of 300 columns (128 chunks), a mean over the middle dim
+    # of [3, 5000, 40] (50 chunks of 100).
+    def long_rows(x, y, g, m):
+        return (op.reduce_mean(x), op.reduce_max(x), op.reduce_sum(y, axis=1),
+                op.reduce_sum(g, axis=0), op.reduce_mean(m, axis=1))
 
     yield "long_row_reductions", long_rows, (
         rng.standard_normal((384, 1024)).astype(np.float32),
-        rng.standard_normal((3, 140000)).astype(np.float32))
+        rng.standard_normal((3, 140000)).astype(np.float32),
+        rng.standard_normal((8192, 300)).astype(np.float32),
+        rng.standard_normal((3, 5000, 40)).astype(np.float32))
 
     # A whole f32 transformer block step (attention decomposed: softmax
     # rows and batched products; RoPE as slices, concats and pads; the
