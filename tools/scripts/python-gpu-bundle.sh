@@ -8,7 +8,7 @@
 #   tools/scripts/python-gpu-bundle.sh PYTHON CHIP [OUT]
 #   (there) PYTHONPATH=OUT LD_LIBRARY_PATH=OUT TESSERA_KERNEL_CACHE=OUT/kcache \
 #           TESSERA_GENERATED_KERNELS=OUT/generated TESSERA_HOST_PROGRAMS=OUT/hostprog \
-#           python3 -m pytest test/python/gpu
+#           TESSERA_BLOCK_PROGRAMS=OUT/blocks python3 -m pytest test/python/gpu
 # PYTHON is an interpreter of the target's Python version (with nanobind).
 set -euo pipefail
 python=${1:?usage: python-gpu-bundle.sh PYTHON CHIP [OUT]}
@@ -49,8 +49,12 @@ PYTHONPATH=build/python TESSERA_RUN=build/bin/tessera-run \
   "$chip" "$out/generated"
 PYTHONPATH=build/python build/venv/bin/python \
   test/python/gpu/host_programs.py --precompile "$chip" "$out/hostprog"
-# The transformer-block training step of bench/gpu/jit_block_bench.py.
-TESSERA_KERNEL_CACHE=$PWD/$out/kcache PYTHONPATH=build/python \
-  build/venv/bin/python bench/gpu/jit_block_bench.py --precompile "$chip" \
-  "$out/block"
+# The transformer-block training step of bench/gpu/jit_block_bench.py
+# (the Python planner's plan and the C++ pipeline's program file), at
+# batch 1 and 8; test_block_program_gpu.py checks the program files.
+for batch in 1 8; do
+  TESSERA_KERNEL_CACHE=$PWD/$out/kcache PYTHONPATH=build/python \
+    build/venv/bin/python bench/gpu/jit_block_bench.py --precompile "$chip" \
+    "$out/blocks/b$batch" --batch $batch
+done
 echo "$out: $(du -sh "$out" | cut -f1)"
