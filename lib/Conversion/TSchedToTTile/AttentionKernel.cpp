@@ -33,16 +33,6 @@ using namespace mlir::tessera::group_kernels;
 
 namespace {
 
-/// The kinds of a launch argument's reference (see TSchedOps.td,
-/// tsched.group).
-enum RefKind : int64_t {
-  kInput = 0,
-  kResult = 1,
-  kSavedWithResult = 2,
-  kSavedWithInput = 3,
-  kScratch = 4,
-};
-
 /// A PTX identifier for a specialization.
 std::string specializationName(const stdlib_kernels::Entry &e) {
   return (Twine(e.kernel) + "_" + e.dtype + "_d" + Twine(e.headDim) +
@@ -141,16 +131,14 @@ LogicalResult AttentionLaunches::generate(tsched::GroupOp group) {
                     dtype + ", head dim " + Twine(d));
 
   SmallVector<int64_t> rows = {bh, seq, d}, stats = {bh, seq};
-  auto ref = [&](RefKind kind, int64_t index, ArrayRef<int64_t> dims) {
-    SmallVector<int64_t> r = {kind, index};
-    r.append(dims.begin(), dims.end());
-    return b.getDenseI64ArrayAttr(r);
+  auto ref = [&](LaunchArg kind, int64_t index, ArrayRef<int64_t> dims) {
+    return launchArg(b, kind, index, dims);
   };
   auto in = [&](int64_t operand, ArrayRef<int64_t> dims) {
-    return ref(kInput, inputOf[operand], dims);
+    return ref(LaunchArg::Input, inputOf[operand], dims);
   };
   auto out = [&](int64_t result) {
-    return ref(kResult, resultOf[result], rows);
+    return ref(LaunchArg::Result, resultOf[result], rows);
   };
   auto scaleF32 = b.getF32FloatAttr(float(scale));
   SmallVector<Attribute> launches;
@@ -178,7 +166,7 @@ LogicalResult AttentionLaunches::generate(tsched::GroupOp group) {
     saved[resultOf[0]] = TypeAttr::get(MemRefType::get(stats, f32));
     if (failed(launch(*fwd, fwd->blockM,
                       {in(0, rows), in(1, rows), in(2, rows), out(0),
-                       ref(kSavedWithResult, resultOf[0], stats)})))
+                       ref(LaunchArg::SavedWithResult, resultOf[0], stats)})))
       return failure();
     group->setAttr("tsched.saved", b.getArrayAttr(saved));
   } else {
@@ -202,20 +190,20 @@ LogicalResult AttentionLaunches::generate(tsched::GroupOp group) {
           sameInput(0) && sameInput(1) && sameInput(2) &&
           pop->hasAttr("causal") == causal &&
           pop->getAttr("scale") == op->getAttr("scale"))
-        lse = ref(kSavedWithInput, inputOf[3], stats);
+        lse = ref(LaunchArg::SavedWithInput, inputOf[3], stats);
     }
     if (!lse) {
       // The forward again, into temporaries: o' (unused) and the lse.
       scratch.push_back(
           TypeAttr::get(MemRefType::get(rows, q.getElementType())));
       scratch.push_back(TypeAttr::get(MemRefType::get(stats, f32)));
-      lse = ref(kScratch, 1, stats);
+      lse = ref(LaunchArg::Scratch, 1, stats);
       if (failed(launch(*fwd, fwd->blockM,
                         {in(0, rows), in(1, rows), in(2, rows),
-                         ref(kScratch, 0, rows), lse})))
+                         ref(LaunchArg::Scratch, 0, rows), lse})))
         return failure();
     }
-    Attribute delta = ref(kScratch, int64_t(scratch.size()), stats);
+    Attribute delta = ref(LaunchArg::Scratch, int64_t(scratch.size()), stats);
     scratch.push_back(TypeAttr::get(MemRefType::get(stats, f32)));
     if (failed(launch(*dq, dq->blockM,
                       {in(0, rows), in(1, rows), in(2, rows), in(3, rows),

@@ -509,20 +509,17 @@ struct TSchedGenerateKernelsPass
       auto &[first, second] = *split;
       func::FuncOp k1 = make(first), k2 = make(second);
       SmallVector<int64_t> partialsView = first.views()[1];
-      auto ref = [&](int64_t kind, ArrayRef<int64_t> dims) {
-        SmallVector<int64_t> r = {kind, 0};
-        r.append(dims.begin(), dims.end());
-        return b.getDenseI64ArrayAttr(r);
-      };
+      using mlir::tessera::group_kernels::LaunchArg;
       auto launch = [&](func::FuncOp k,
                         mlir::tessera::group_kernels::ReductionKernel &g,
-                        int64_t inKind, int64_t outKind) {
+                        LaunchArg inKind, LaunchArg outKind) {
         SmallVector<SmallVector<int64_t>> v = g.views();
         NamedAttrList fields;
         fields.append("kernel", FlatSymbolRefAttr::get(k.getSymNameAttr()));
         fields.append("grid", b.getDenseI64ArrayAttr({g.gridSize()}));
-        fields.append("args", b.getArrayAttr({ref(inKind, v[0]),
-                                              ref(outKind, v[1])}));
+        fields.append("args", b.getArrayAttr(
+                                  {launchArg(b, inKind, 0, v[0]),
+                                   launchArg(b, outKind, 0, v[1])}));
         std::string schedule;
         llvm::raw_string_ostream os(schedule);
         os << g.scheduleAttr();
@@ -530,8 +527,11 @@ struct TSchedGenerateKernelsPass
         return b.getDictionaryAttr(fields);
       };
       group->setAttr("tsched.launches",
-                     b.getArrayAttr({launch(k1, first, 0, 4),
-                                     launch(k2, second, 4, 1)}));
+                     b.getArrayAttr(
+                         {launch(k1, first, LaunchArg::Input,
+                                 LaunchArg::Scratch),
+                          launch(k2, second, LaunchArg::Scratch,
+                                 LaunchArg::Result)}));
       group->setAttr("tsched.scratch",
                      b.getArrayAttr({TypeAttr::get(MemRefType::get(
                          partialsView, b.getF32Type()))}));

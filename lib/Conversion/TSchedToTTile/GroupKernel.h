@@ -658,6 +658,27 @@ private:
   }
 };
 
+/// What a launch-list argument reads (`tsched.launches`, see
+/// -tessera-gpu-host-program): the group's input or result `index`, the
+/// buffer saved with its result `index`, the buffer saved with its input
+/// `index` by the group that made it, or its scratch buffer `index`.
+enum class LaunchArg : int64_t {
+  Input = 0,
+  Result = 1,
+  SavedWithResult = 2,
+  SavedWithInput = 3,
+  Scratch = 4,
+};
+
+/// A launch-list argument: `array<i64: kind, index, dims...>`, the buffer
+/// read under the shape `dims`.
+inline DenseI64ArrayAttr launchArg(Builder &b, LaunchArg kind, int64_t index,
+                                   ArrayRef<int64_t> dims) {
+  SmallVector<int64_t> r = {int64_t(kind), index};
+  r.append(dims.begin(), dims.end());
+  return b.getDenseI64ArrayAttr(r);
+}
+
 /// Launches of the stdlib's flash-attention kernels for attention groups
 /// (AttentionKernel.cpp). Each specialization's kernel is added to the
 /// module once.

@@ -217,11 +217,6 @@ LogicalResult LayoutKernels::generate(tsched::GroupOp group, StringRef fn) {
     return MemRefType::get(
         atLeast2(cast<RankedTensorType>(v.getType()).getShape()), elt);
   };
-  auto ref = [&](int64_t kind, int64_t index, ArrayRef<int64_t> dims) {
-    SmallVector<int64_t> r = {kind, index};
-    r.append(dims.begin(), dims.end());
-    return b.getDenseI64ArrayAttr(r);
-  };
   SmallVector<Attribute> launches;
   for (const Piece &raw : *pieces) {
     // Rank >= 2: leading dims of one in front of the output and of the
@@ -357,8 +352,9 @@ LogicalResult LayoutKernels::generate(tsched::GroupOp group, StringRef fn) {
 
     SmallVector<Attribute> args;
     if (p.input >= 0)
-      args.push_back(ref(0, inputOf[p.input], inType.getShape()));
-    args.push_back(ref(1, 0, outShape));
+      args.push_back(launchArg(b, LaunchArg::Input, inputOf[p.input],
+                               inType.getShape()));
+    args.push_back(launchArg(b, LaunchArg::Result, 0, outShape));
     NamedAttrList fields;
     fields.append("kernel", FlatSymbolRefAttr::get(kernel.getSymNameAttr()));
     fields.append("grid", b.getDenseI64ArrayAttr({programs}));
