@@ -3,6 +3,7 @@
 #include "tessera/Pipelines/Pipelines.h"
 
 #include "tessera/Conversion/Passes.h"
+#include "tessera/Dialect/TGraph/Transforms/Passes.h"
 #include "tessera/Dialect/TSched/Transforms/Passes.h"
 #include "tessera/Dialect/TTile/Transforms/Passes.h"
 
@@ -66,6 +67,18 @@ void mlir::tessera::buildGPUPipeline(OpPassManager &pm,
                                      const GPUPipelineOptions &options,
                                      GPUStage stopAfter) {
   buildCPUPipeline(pm, CPUStage::GraphOptimized, /*keepGpuAttention=*/true);
+  if (!options.dims.empty()) {
+    // The host program takes static shapes: symbols get their sizes once
+    // the callees have joined their callers, then shapes and folds again.
+    tgraph::TGraphBindDimsOptions bind;
+    bind.dims.assign(options.dims.begin(), options.dims.end());
+    pm.addPass(tgraph::createTGraphBindDims(bind));
+    pm.addPass(tgraph::createTGraphInferShapes());
+    OpPassManager &fn = pm.nest<func::FuncOp>();
+    fn.addPass(tgraph::createTGraphFoldEmpty());
+    fn.addPass(createCanonicalizerPass());
+    fn.addPass(createCSEPass());
+  }
   tsched::TSchedFormGPUGroupsOptions groups;
   groups.maxRow = options.maxRow;
   pm.addNestedPass<func::FuncOp>(tsched::createTSchedFormGPUGroups(groups));

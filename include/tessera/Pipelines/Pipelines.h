@@ -98,6 +98,10 @@ struct GPUPipelineOptions : public PassPipelineOptions<GPUPipelineOptions> {
   Option<int> optLevel{*this, "opt-level",
                        llvm::cl::desc("LLVM optimization level"),
                        llvm::cl::init(3)};
+  ListOption<std::string> dims{
+      *this, "dims",
+      llvm::cl::desc("Sizes of the symbolic dims, NAME=SIZE (e.g. B=32,S=128): "
+                     "the host program takes static shapes")};
 };
 
 /// Where buildGPUPipeline() may stop.

@@ -162,7 +162,8 @@ LogicalResult HostBuilder::run() {
     if (failed(m))
       return fn.emitError() << "argument " << i << " is " << t
                             << "; the GPU host program takes tensors of "
-                               "static shape";
+                               "static shape (give symbolic dims sizes: "
+                               "the pipeline's dims=NAME=SIZE)";
     inputs.push_back(*m);
   }
   for (auto [i, t] : llvm::enumerate(type.getResults())) {

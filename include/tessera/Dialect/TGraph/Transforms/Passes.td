@@ -196,4 +196,37 @@ def TGraphWidenI4 : Pass<"tessera-tgraph-widen-i4", "ModuleOp"> {
   }];
 }
 
+def TGraphBindDims : Pass<"tessera-tgraph-bind-dims", "ModuleOp"> {
+  let summary = "Give symbolic dims fixed sizes";
+  let description = [{
+    Specializes a module for given sizes of its symbolic dims, as back ends
+    that need static shapes (the GPU host program) take it: every type and
+    `#tgraph.dims` attribute in the module has the bound symbols replaced
+    by their sizes, so a dim whose expression is then a number becomes a
+    static dim and a tensor with no symbolic dim left loses its
+    `#tgraph.dims` encoding. `tgraph.dim` and `tgraph.dim_size` of the
+    now-static dims fold to constants, and the run-time shape checks they
+    fed are decided: a check that holds is dropped, one that fails is an
+    error carrying the check's message. A symbol means the same in every
+    function of the module (front ends trace a loss, its gradient and the
+    step that calls both with the same names).
+
+    ```mlir
+    // -tessera-tgraph-bind-dims="dims=B=8"
+    func.func @f(%x: tensor<?x64xf32, #tgraph.dims<[B, 64]>>)
+        -> tensor<?xf32, #tgraph.dims<["2*B"]>>
+    // becomes
+    func.func @f(%x: tensor<8x64xf32>) -> tensor<16xf32>
+    ```
+
+    Errors: a binding not written `NAME=SIZE` with a size >= 0, a name that
+    no dim of the module uses, a dim expression that becomes negative.
+  }];
+  let options = [
+    ListOption<"dims", "dims", "std::string",
+               "Sizes of symbolic dims, NAME=SIZE (e.g. B=32,S=128)">,
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect"];
+}
+
 #endif // TESSERA_TGRAPH_PASSES
