@@ -5,93 +5,30 @@
 // AdamW on Fashion-MNIST), written against Tessera's C++ API: the loss is
 // traced from a C++ lambda, its gradient is a Graph IR transformation, and
 // the training step (forward, backward and the AdamW update) is one
-// compiled function.
+// compiled function, for the CPU or an NVIDIA GPU (--device cuda: the
+// parameters stay on the device; each batch size is compiled on first use
+// and kept in the compile cache). --export-gpu writes the GPU programs for
+// fashion_mnist_runtime, which trains with the runtime alone.
 //
-//   fashion_mnist [--epochs N] [--data DIR]
+//   fashion_mnist [--epochs N] [--data DIR] [--device cpu|cuda|cuda:K]
+//   fashion_mnist --export-gpu DIR [--chip sm_90a]
 //
 //===----------------------------------------------------------------------===//
 
+#include "fashion_mnist_data.h"
+
 #include "tessera/Tessera.h"
 
-#include <zlib.h>
-
-#include <chrono>
-#include <cmath>
-#include <cstdio>
-#include <cstring>
-#include <numeric>
-#include <random>
-#include <string>
+#include <filesystem>
 
 using namespace tessera;
+using namespace fashion_mnist;
 namespace rt = tessera::runtime;
 
 namespace {
 
-//===-- Data
-//---------------------------------------------------------------===//
-
-/// A gzip-compressed IDX file: its dims and bytes (uint8 elements).
-struct Idx {
-  std::vector<int64_t> dims;
-  std::vector<uint8_t> data;
-};
-
-Result<Idx> readIdx(const std::string &path) {
-  gzFile f = gzopen(path.c_str(), "rb");
-  if (!f)
-    return Error{path + ": cannot open (install the Debian package "
-                        "dataset-fashion-mnist)"};
-  std::vector<uint8_t> bytes;
-  uint8_t chunk[1 << 16];
-  int n;
-  while ((n = gzread(f, chunk, sizeof chunk)) > 0)
-    bytes.insert(bytes.end(), chunk, chunk + n);
-  gzclose(f);
-  if (bytes.size() < 4 || bytes[0] || bytes[1] || bytes[2] != 0x08)
-    return Error{path + ": not an IDX file of uint8 elements"};
-  Idx idx;
-  size_t offset = 4 + 4 * size_t(bytes[3]), count = 1;
-  for (int i = 0; i < bytes[3]; ++i) {
-    const uint8_t *p = &bytes[4 + 4 * i];
-    idx.dims.push_back(int64_t(p[0]) << 24 | p[1] << 16 | p[2] << 8 | p[3]);
-    count *= size_t(idx.dims.back());
-  }
-  if (bytes.size() != offset + count)
-    return Error{path + ": the dims need " + std::to_string(count) +
-                 " bytes of data"};
-  idx.data.assign(bytes.begin() + offset, bytes.end());
-  return idx;
-}
-
-/// Images as standardized f32 rows [N, 784] and labels as i32 [N].
-struct Split {
-  std::vector<float> x;
-  std::vector<int32_t> y;
-  int64_t n = 0;
-};
-
-Result<Split> loadSplit(const std::string &dir, const std::string &prefix) {
-  auto images = readIdx(dir + "/" + prefix + "-images-idx3-ubyte.gz");
-  if (!images)
-    return images.error();
-  auto labels = readIdx(dir + "/" + prefix + "-labels-idx1-ubyte.gz");
-  if (!labels)
-    return labels.error();
-  Split s;
-  s.n = images->dims[0];
-  // Mean and standard deviation of the training pixels (0.2860, 0.3530).
-  const float mean = 0.2860f, stddev = 0.3530f;
-  for (uint8_t v : images->data)
-    s.x.push_back((float(v) / 255.0f - mean) / stddev);
-  s.y.assign(labels->data.begin(), labels->data.end());
-  return s;
-}
-
 //===-- Model
 //--------------------------------------------------------------===//
-
-const std::vector<int64_t> kSizes = {784, 512, 256, 10};
 
 /// The MLP's logits; params are w0, b0, w1, b1, w2, b2.
 Tensor mlp(Tensor x, const std::vector<Tensor> &params) {
@@ -117,7 +54,7 @@ std::vector<TensorSpec> paramSpecs(const std::string &prefix) {
 
 struct Program {
   Module module;
-  std::string step, predict;
+  std::string step, predict, logits;
 };
 
 /// train_step(x, y, lr, t, params..., m..., v...) ->
@@ -189,40 +126,91 @@ Result<std::unique_ptr<Program>> build() {
   if (!predict)
     return predict.error();
   p->predict = predict->name;
+  // The GPU back end generates no argmax kernel yet: on the GPU the test
+  // set's logits are computed and the host takes their argmax.
+  auto logits = m.trace("logits", predictInputs, [](std::vector<Tensor> a) {
+    std::vector<Tensor> params(a.begin() + 1, a.end());
+    return std::vector{mlp(a[0], params)};
+  });
+  if (!logits)
+    return logits.error();
+  p->logits = logits->name;
   return p;
 }
 
 //===-- Training
 //-----------------------------------------------------------===//
 
-rt::HostBuffer scalar(float v) {
-  rt::HostBuffer b = *rt::HostBuffer::allocate(DType::f32, {});
-  *b.as<float>() = v;
-  return b;
-}
-
-int fail(const std::string &message) {
-  std::fprintf(stderr, "error: %s\n", message.c_str());
-  return 1;
-}
-
 } // namespace
+
+/// Writes the GPU programs a runtime-only trainer needs
+/// (fashion_mnist_runtime): the step for batches of 128 and for the last
+/// batch of an epoch, and the logits of the test set. No GPU is needed.
+int exportGpu(const Program &program, const std::string &dir,
+              const std::string &chip, int64_t trainSize, int64_t testSize) {
+  std::filesystem::create_directories(dir);
+  struct Entry {
+    std::string fn;
+    int64_t batch;
+  };
+  std::vector<Entry> entries = {{program.step, 128},
+                                {program.logits, testSize}};
+  if (trainSize % 128)
+    entries.push_back({program.step, trainSize % 128});
+  for (const Entry &e : entries) {
+    GPUCompileOptions options;
+    options.entry = e.fn;
+    options.chip = chip;
+    options.dims = {{"B", e.batch}};
+    auto image = program.module.compileGPU(options);
+    if (!image)
+      return fail(image.error().message);
+    std::string path =
+        dir + "/" + e.fn + "_B" + std::to_string(e.batch) + ".tgpu";
+    if (rt::Status st = image->save(path); !st)
+      return fail(st.error().message);
+    std::printf("wrote %s\n", path.c_str());
+  }
+  return 0;
+}
 
 int main(int argc, char **argv) {
   int epochs = 10;
-  std::string dir = "/usr/share/datasets/fashion-mnist";
+  std::string dir = "/usr/share/datasets/fashion-mnist", device = "cpu",
+              exportDir, chip = "sm_90a";
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--epochs" && i + 1 < argc)
       epochs = std::atoi(argv[++i]);
     else if (a == "--data" && i + 1 < argc)
       dir = argv[++i];
+    else if (a == "--device" && i + 1 < argc)
+      device = argv[++i];
+    else if (a == "--export-gpu" && i + 1 < argc)
+      exportDir = argv[++i];
+    else if (a == "--chip" && i + 1 < argc)
+      chip = argv[++i];
     else
       return fail("unknown argument '" + a +
-                  "' (expected --epochs N or --data DIR)");
+                  "' (expected --epochs N, --data DIR, --device cpu|cuda|"
+                  "cuda:K, --export-gpu DIR or --chip sm_XX)");
   }
   if (epochs < 1)
     return fail("--epochs must be >= 1");
+  Target target = Target::cpu();
+  if (device.rfind("cuda", 0) == 0) {
+    int index = 0;
+    if (device.size() > 4 &&
+        (device[4] != ':' ||
+         device.find_first_not_of("0123456789", 5) != std::string::npos ||
+         device.size() == 5))
+      return fail("--device " + device + ": expected cpu, cuda or cuda:K");
+    if (device.size() > 5)
+      index = std::atoi(device.c_str() + 5);
+    target = Target::cuda(index);
+  } else if (device != "cpu") {
+    return fail("--device " + device + ": expected cpu, cuda or cuda:K");
+  }
   auto train = loadSplit(dir, "train");
   auto test = loadSplit(dir, "t10k");
   if (!train || !test)
@@ -231,9 +219,15 @@ int main(int argc, char **argv) {
   auto program = build();
   if (!program)
     return fail(program.error().message);
-  auto exe = (*program)->module.compile({Module::defaultCacheDirectory()});
+  if (!exportDir.empty())
+    return exportGpu(**program, exportDir, chip, train->n, test->n);
+  auto exe = (*program)->module.compile({Module::defaultCacheDirectory(),
+                                         target});
   if (!exe)
     return fail(exe.error().message);
+  if (target.kind == Target::Kind::CUDA)
+    return trainOnGpu(**exe, (*program)->step, (*program)->logits, *train,
+                      *test, epochs);
   auto step = (*exe)->function((*program)->step);
   auto predict = (*exe)->function((*program)->predict);
   if (!step || !predict)
@@ -241,25 +235,11 @@ int main(int argc, char **argv) {
 
   // Parameters (He-normal weights, zero biases) and AdamW moments.
   std::mt19937_64 gen(0);
-  std::vector<rt::HostBuffer> state;
-  for (int group = 0; group < 3; ++group)
-    for (size_t i = 0; i + 1 < kSizes.size(); ++i) {
-      auto w = *rt::HostBuffer::zeros(DType::f32, {kSizes[i], kSizes[i + 1]});
-      auto b = *rt::HostBuffer::zeros(DType::f32, {kSizes[i + 1]});
-      if (group == 0) {
-        std::normal_distribution<float> normal(
-            0.0f, std::sqrt(2.0f / float(kSizes[i])));
-        for (int64_t k = 0; k < w.numElements(); ++k)
-          w.as<float>()[k] = normal(gen);
-      }
-      state.push_back(w);
-      state.push_back(b);
-    }
+  std::vector<rt::HostBuffer> state = initialState(gen);
 
   const int64_t batch = 128, n = train->n;
   const int64_t stepsPerEpoch = (n + batch - 1) / batch;
-  const double baseLr = 1e-3, warmup = 200,
-               total = double(epochs * stepsPerEpoch);
+  const double total = double(epochs * stepsPerEpoch);
   std::vector<int64_t> order(n);
   std::iota(order.begin(), order.end(), 0);
   int64_t t = 0;
@@ -278,11 +258,7 @@ int main(int argc, char **argv) {
                     784 * sizeof(float));
         y.as<int32_t>()[r] = train->y[k];
       }
-      // Linear warmup, then cosine decay.
-      double lr = t < warmup ? baseLr * double(t + 1) / warmup
-                             : baseLr * 0.5 *
-                                   (1 + std::cos(M_PI * (double(t) - warmup) /
-                                                 (total - warmup)));
+      double lr = learningRate(t, total);
       std::vector<rt::HostBuffer> args = {x, y, scalar(float(lr)),
                                           scalar(float(t + 1))};
       args.insert(args.end(), state.begin(), state.end());

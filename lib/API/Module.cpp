@@ -9,10 +9,13 @@
 #include "tessera/Execution/GPUCompiler.h"
 #include "tessera/Pipelines/Pipelines.h"
 #include "tessera/Runtime/CompileCache.h"
+#include "tessera/Runtime/Cuda.h"
 
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Pass/PassManager.h"
 #include "llvm/Support/raw_ostream.h"
+
+#include <mutex>
 
 using namespace mlir;
 
@@ -222,10 +225,91 @@ Result<std::string> Module::lower(Stage stage) const {
   return text;
 }
 
+std::string Target::str() const {
+  return kind == Kind::CPU ? std::string("cpu")
+                           : "cuda:" + std::to_string(device);
+}
+
+namespace {
+/// What a GPU executable compiles from: a snapshot of the module (so later
+/// changes to it, or its end, do not reach the executable), used by one
+/// compile at a time.
+struct GpuSource {
+  detail::ModuleState state;
+  std::mutex mutex;
+};
+
+/// The chip to generate PTX for on a device of compute capability
+/// major.minor: Hopper's own instructions on 9.0, else sm_80 PTX, which the
+/// driver compiles for any later chip.
+std::optional<std::string> chipFor(int major, int minor) {
+  if (major == 9 && minor == 0)
+    return std::string("sm_90a");
+  if (major >= 8)
+    return std::string("sm_80");
+  return std::nullopt;
+}
+} // namespace
+
+static Result<std::shared_ptr<runtime::Executable>>
+compileForCuda(detail::ModuleState &state, const CompileOptions &options) {
+  int device = options.target.device;
+  auto info = runtime::cuda::deviceInfo(device);
+  if (!info)
+    return Error{"cannot compile for " + options.target.str() + ": " +
+                 info.error().message};
+  std::optional<std::string> chip = chipFor(info->major, info->minor);
+  if (!chip)
+    return Error{"cannot compile for " + options.target.str() + " (" +
+                 info->describe() +
+                 "): Tessera's GPU back end needs compute capability 8.0 "
+                 "or newer"};
+  state.clearDiagnostics();
+  auto signatures = mlir::tessera::publicSignatures(state.getModule());
+  if (failed(signatures))
+    return Error{state.takeDiagnostics("compilation failed")};
+  auto source = std::make_shared<GpuSource>();
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  state.getModule()->print(os,
+                           mlir::OpPrintingFlags().enableDebugInfo(true, false));
+  if (!source->state.loadModule(text))
+    return Error{source->state.takeDiagnostics(
+        "the module does not read back from its own text")};
+  int64_t multiprocessors = info->multiprocessors;
+  std::string cacheDirectory =
+      options.cacheDirectory.empty() ? std::string()
+                                     : options.cacheDirectory + "/gpu";
+  runtime::Executable::GpuCompiler compile =
+      [source, chip = *chip, multiprocessors, cacheDirectory](
+          const std::string &name, const std::map<std::string, int64_t> &dims)
+      -> Result<runtime::GpuProgramImage> {
+    std::lock_guard<std::mutex> lock(source->mutex);
+    mlir::tessera::GPUCompileOptions gpu;
+    gpu.entry = name;
+    gpu.chip = chip;
+    gpu.multiprocessors = multiprocessors;
+    gpu.dims = dims;
+    gpu.cacheDirectory = cacheDirectory;
+    source->state.clearDiagnostics();
+    auto image = mlir::tessera::compileForGPU(source->state.getModule(), gpu);
+    if (failed(image))
+      return Error{source->state.takeDiagnostics(
+          "the GPU pipeline failed on @" + name)};
+    return std::move(*image);
+  };
+  return runtime::Executable::forCuda(
+      device, std::move(*signatures), {}, std::move(compile), source,
+      "module compiled for " + options.target.str() + " (" + info->name +
+          ", " + *chip + ")");
+}
+
 Result<std::shared_ptr<runtime::Executable>>
 Module::compile(const CompileOptions &options) const {
   if (Status s = ready(*state, tracing()); !s)
     return s.error();
+  if (options.target.kind == Target::Kind::CUDA)
+    return compileForCuda(*state, options);
   mlir::tessera::CPUCompileOptions cpu;
   cpu.cacheDirectory = options.cacheDirectory;
   state->clearDiagnostics();
@@ -243,6 +327,7 @@ Module::compileGPU(const GPUCompileOptions &options) const {
   gpu.entry = options.entry;
   gpu.chip = options.chip;
   gpu.multiprocessors = options.multiprocessors;
+  gpu.dims = options.dims;
   state->clearDiagnostics();
   auto image = mlir::tessera::compileForGPU(state->getModule(), gpu);
   if (failed(image))

@@ -10,6 +10,7 @@
 #include "tessera/Shape/DimExpr.h"
 
 #include "mlir/IR/SymbolTable.h"
+#include "mlir/Parser/Parser.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
@@ -99,6 +100,14 @@ ModuleState::ModuleState()
 }
 
 ModuleState::~ModuleState() = default;
+
+bool ModuleState::loadModule(llvm::StringRef text) {
+  OwningOpRef<ModuleOp> parsed = parseSourceString<ModuleOp>(text, &context);
+  if (!parsed)
+    return false;
+  module = std::move(parsed);
+  return true;
+}
 
 //===----------------------------------------------------------------------===//
 // Values

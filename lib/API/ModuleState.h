@@ -32,6 +32,9 @@ public:
   ~ModuleState();
 
   mlir::MLIRContext *getContext() { return &context; }
+  /// Replaces the module by the one `text` holds (a snapshot of another
+  /// module's IR, with its locations): false when it does not parse.
+  bool loadModule(llvm::StringRef text);
   mlir::ModuleOp getModule() { return *module; }
   mlir::OpBuilder &builder() { return b; }
 

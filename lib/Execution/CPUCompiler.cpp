@@ -548,13 +548,18 @@ LogicalResult link(ModuleOp module, ArrayRef<std::string> objects,
   return success();
 }
 
-/// The compiler binary this code was linked into (its path, size and
-/// modification time): a rebuilt compiler, whose passes may emit different
-/// code under the same version number, does not reuse old entries.
-std::string compilerBuild() {
+std::mutex memoryCacheMutex;
+std::unordered_map<std::string, std::weak_ptr<rt::Executable>> memoryCache;
+
+} // namespace
+
+// The compiler binary this code was linked into (its path, size and
+// modification time): a rebuilt compiler, whose passes may emit different
+// code under the same version number, does not reuse old entries.
+std::string mlir::tessera::compilerBuild() {
   static const std::string build = [] {
     Dl_info info;
-    if (!dladdr(reinterpret_cast<void *>(&compilerBuild), &info) ||
+    if (!dladdr(reinterpret_cast<void *>(&mlir::tessera::compilerBuild), &info) ||
         !info.dli_fname)
       return std::string("unknown build");
     llvm::sys::fs::file_status status;
@@ -567,11 +572,6 @@ std::string compilerBuild() {
   }();
   return build;
 }
-
-std::mutex memoryCacheMutex;
-std::unordered_map<std::string, std::weak_ptr<rt::Executable>> memoryCache;
-
-} // namespace
 
 /// The cache key of a prepared module under `options` for this host and
 /// compiler build.
@@ -604,19 +604,24 @@ struct Prepared {
   std::string manifest;
 };
 
+/// Expands the autodiff declarations of `module`: the functions they create
+/// are part of the interface.
+LogicalResult expandAutodiff(ModuleOp module) {
+  if (llvm::none_of(module.getBody()->getOperations(), [](Operation &op) {
+        return isa<tgraph::AdjointOp, tgraph::JvpOp, tgraph::HvpOp>(op);
+      }))
+    return success();
+  PassManager pm(module.getContext());
+  // Composites expand (for their derivatives) once shapes are inferred.
+  pm.addPass(tgraph::createTGraphInferShapes());
+  pm.addPass(tgraph::createTGraphAutodiff());
+  return pm.run(module);
+}
+
 FailureOr<Prepared> prepare(ModuleOp module) {
   Prepared p{module.clone(), ""};
-  // Functions that autodiff declarations create are part of the interface.
-  if (llvm::any_of(p.module->getBody()->getOperations(), [](Operation &op) {
-        return isa<tgraph::AdjointOp, tgraph::JvpOp, tgraph::HvpOp>(op);
-      })) {
-    PassManager pm(module.getContext());
-    // Composites expand (for their derivatives) once shapes are inferred.
-    pm.addPass(tgraph::createTGraphInferShapes());
-    pm.addPass(tgraph::createTGraphAutodiff());
-    if (failed(pm.run(*p.module)))
-      return failure();
-  }
+  if (failed(expandAutodiff(*p.module)))
+    return failure();
   auto manifest = buildManifest(*p.module);
   if (failed(manifest))
     return failure();
@@ -810,4 +815,12 @@ LogicalResult mlir::tessera::compileToLibrary(ModuleOp module,
     return module.emitError("cannot write ") << path << ": " << ec.message();
   }
   return success();
+}
+
+FailureOr<std::vector<rt::FunctionSignature>>
+mlir::tessera::publicSignatures(ModuleOp module) {
+  OwningOpRef<ModuleOp> copy = module.clone();
+  if (failed(expandAutodiff(*copy)))
+    return failure();
+  return buildManifest(*copy);
 }

@@ -2,6 +2,9 @@
 
 #include "tessera/Execution/GPUCompiler.h"
 
+#include "tessera/Execution/CPUCompiler.h"
+#include "tessera/Shape/DimExpr.h"
+
 #include "tessera/Dialect/TGraph/IR/TypeInference.h"
 #include "tessera/Dialect/TSched/IR/TSched.h"
 #include "tessera/Pipelines/Pipelines.h"
@@ -11,6 +14,13 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Pass/PassManager.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Process.h"
+#include "llvm/Support/SHA256.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <set>
 
 using namespace mlir;
 using namespace mlir::tessera;
@@ -250,14 +260,128 @@ mlir::tessera::gpuProgramImage(ModuleOp compiled, StringRef entry,
 FailureOr<rt::GpuProgramImage>
 mlir::tessera::compileForGPU(ModuleOp module,
                              const GPUCompileOptions &options) {
+  // The entry's signature as written (symbolic dims and all).
+  auto signatures = publicSignatures(module);
+  if (failed(signatures))
+    return failure();
+  const rt::FunctionSignature *signature = nullptr;
+  std::string names;
+  for (const rt::FunctionSignature &s : *signatures) {
+    names += (names.empty() ? "@" : ", @") + s.name;
+    if (options.entry.empty() ? !signature : s.name == options.entry) {
+      if (signature)
+        return module.emitError()
+               << "has more than one public function (" << names
+               << "); name the one to compile for the GPU";
+      signature = &s;
+    }
+  }
+  if (!signature)
+    return module.emitError()
+           << "has no public function"
+           << (options.entry.empty() ? std::string()
+                                     : " @" + options.entry + " (it has " +
+                                           (names.empty() ? "none" : names) +
+                                           ")");
+  // Every symbol of the signature needs a size, and only those have one.
+  std::set<std::string> symbols;
+  for (const auto *specs : {&signature->arguments, &signature->results})
+    for (const rt::TensorSpec &t : *specs)
+      for (const std::string &d : t.dims) {
+        std::string error;
+        if (auto e = ::tessera::shape::parseDimExpr(d, error))
+          e->collectSymbols(symbols);
+      }
+  for (const std::string &s : symbols)
+    if (!options.dims.count(s))
+      return module.emitError()
+             << "@" << signature->name << " " << signature->describe()
+             << " has the symbolic dim " << s
+             << ", which needs a size for the GPU (the host program takes "
+                "static shapes)";
+  for (const auto &[s, size] : options.dims)
+    if (!symbols.count(s))
+      return module.emitError()
+             << "a size is given for " << s << ", which is not a dim of @"
+             << signature->name << " " << signature->describe();
+
+  // The cache: the key covers everything the program depends on.
+  std::string cached;
+  if (!options.cacheDirectory.empty()) {
+    llvm::SHA256 digest;
+    auto add = [&](StringRef part) {
+      digest.update(part);
+      digest.update(StringRef("\0", 1));
+    };
+    add("tessera-gpu");
+    add(rt::tesseraVersion());
+    add(compilerBuild());
+    add(options.chip);
+    add(options.features);
+    add(std::to_string(options.multiprocessors));
+    add(signature->name);
+    for (const auto &[s, size] : options.dims)
+      add(s + "=" + std::to_string(size));
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    module->print(os, OpPrintingFlags().enableDebugInfo(true, false));
+    add(text);
+    cached = options.cacheDirectory + "/" +
+             llvm::toHex(digest.final(), /*LowerCase=*/true) + ".tgpu";
+    if (llvm::sys::fs::exists(cached)) {
+      auto image = rt::GpuProgramImage::load(cached);
+      if (image && image->name == signature->name && image->dims == options.dims)
+        return std::move(*image);
+      // A damaged or foreign entry is compiled again and replaced.
+      llvm::errs() << "tessera: replacing the GPU program cache entry "
+                   << cached << ": "
+                   << (image ? std::string("it holds another function")
+                             : image.error().message)
+                   << "\n";
+    }
+  }
+
+  // The entry alone is compiled: the other public functions become
+  // private, so those it does not call go away when callees are inlined.
   OwningOpRef<ModuleOp> copy = module.clone();
+  for (auto fn : copy->getOps<func::FuncOp>())
+    if (fn.isPublic() && fn.getName() != signature->name && !fn.isExternal())
+      fn.setPrivate();
   PassManager pm(module.getContext());
   GPUPipelineOptions pipeline;
   pipeline.chip = options.chip;
   pipeline.features = options.features;
   pipeline.multiprocessors = options.multiprocessors;
+  for (const auto &[s, size] : options.dims)
+    pipeline.dims.push_back(s + "=" + std::to_string(size));
   buildGPUPipeline(pm, pipeline);
   if (failed(pm.run(*copy)))
     return failure();
-  return gpuProgramImage(*copy, options.entry, options.chip);
+  auto image = gpuProgramImage(*copy, signature->name, options.chip);
+  if (failed(image))
+    return failure();
+  image->signature = *signature;
+  image->dims = options.dims;
+  if (rt::Status st = image->checkSignature(); !st)
+    return module.emitError() << "compiles @" << signature->name
+                              << " into a program that disagrees with "
+                              << st.error().message;
+  if (!cached.empty()) {
+    // Written under a temporary name and renamed: a reader never sees half
+    // a file. A cache that cannot be written only costs the next compile.
+    if (std::error_code ec =
+            llvm::sys::fs::create_directories(options.cacheDirectory)) {
+      llvm::errs() << "tessera: cannot create the cache directory "
+                   << options.cacheDirectory << ": " << ec.message() << "\n";
+    } else {
+      std::string temporary =
+          cached + ".tmp" + std::to_string(llvm::sys::Process::getProcessId());
+      if (rt::Status st = image->save(temporary); !st)
+        llvm::errs() << "tessera: " << st.error().message << "\n";
+      else if (std::error_code ec = llvm::sys::fs::rename(temporary, cached))
+        llvm::errs() << "tessera: cannot store " << cached << ": "
+                     << ec.message() << "\n";
+    }
+  }
+  return image;
 }

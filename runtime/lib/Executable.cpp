@@ -16,6 +16,7 @@
 #include <cstring>
 #include <fstream>
 #include <optional>
+#include <mutex>
 #include <set>
 #include <unistd.h>
 
@@ -159,6 +160,64 @@ Executable::lookup(const std::string &name) const {
 //===----------------------------------------------------------------------===//
 
 namespace tessera::runtime::detail {
+/// The GPU programs of an executable's functions, by function and by the
+/// sizes of its symbolic dims, loaded on one device; runs are serialized
+/// (a program's temporaries live in its one workspace) and queued on one
+/// stream.
+struct GpuFunctions {
+  int device = 0;
+  std::optional<cuda::Stream> stream;
+  Executable::GpuCompiler compile;
+  std::string description;
+  std::mutex mutex;
+  std::map<std::string, std::map<std::map<std::string, int64_t>,
+                                 std::shared_ptr<cuda::HostProgram>>>
+      programs;
+
+  /// The program of `sig` for `sizes` (compiled on first use); the caller
+  /// holds `mutex`.
+  Result<std::shared_ptr<cuda::HostProgram>>
+  program(const FunctionSignature &sig,
+          const std::map<std::string, int64_t> &sizes);
+};
+
+namespace {
+std::string describeSizes(const std::map<std::string, int64_t> &sizes) {
+  if (sizes.empty())
+    return "no symbolic dims";
+  std::string out;
+  for (const auto &[name, size] : sizes)
+    out += (out.empty() ? "" : ", ") + name + " = " + std::to_string(size);
+  return out;
+}
+} // namespace
+
+Result<std::shared_ptr<cuda::HostProgram>>
+GpuFunctions::program(const FunctionSignature &sig,
+                      const std::map<std::string, int64_t> &sizes) {
+  auto &bySizes = programs[sig.name];
+  auto it = bySizes.find(sizes);
+  if (it != bySizes.end())
+    return it->second;
+  if (!compile) {
+    std::string have;
+    for (const auto &entry : bySizes)
+      have += (have.empty() ? "" : "; ") + describeSizes(entry.first);
+    return Error{description + ": @" + sig.name + " has no GPU program for " +
+                 describeSizes(sizes) + " (it has programs for " +
+                 (have.empty() ? std::string("none") : have) +
+                 "); compile one for these sizes"};
+  }
+  auto image = compile(sig.name, sizes);
+  if (!image)
+    return image.error();
+  auto loaded = cuda::HostProgram::load(std::move(*image), device);
+  if (!loaded)
+    return loaded.error();
+  bySizes[sizes] = *loaded;
+  return *loaded;
+}
+
 struct CallPlan {
   FunctionSignature signature;
   Executable::PackedFunction entry;
@@ -177,6 +236,8 @@ struct CallPlan {
   size_t resultWords = 0;
   /// Whether any argument is state (written in place by the call).
   bool hasState = false;
+  /// The programs of a GPU function (null on the CPU).
+  std::shared_ptr<GpuFunctions> gpu;
 };
 } // namespace tessera::runtime::detail
 
@@ -194,12 +255,15 @@ Result<Function> Executable::function(const std::string &name) const {
     return Error{description + " has no function @" + name +
                  (names.empty() ? "" : " (it has " + names + ")")};
   }
-  auto entry = lookup(name);
-  if (!entry)
-    return entry.error();
   auto plan = std::make_shared<CallPlan>();
   plan->signature = *signature;
-  plan->entry = *entry;
+  plan->gpu = gpu;
+  if (!gpu) {
+    auto entry = lookup(name);
+    if (!entry)
+      return entry.error();
+    plan->entry = *entry;
+  }
   for (const TensorSpec &spec : signature->arguments)
     plan->hasState |= spec.isState;
   for (const TensorSpec &a : signature->arguments) {
@@ -278,8 +342,14 @@ std::string where(size_t argument, size_t dim) {
 /// Checks `arguments` against `plan`; on success fills `sizes` (if given)
 /// with the symbols' sizes. The common case (fixed dims and plain symbols)
 /// builds no strings: messages are made only for errors.
+const void *address(const HostBuffer &b) { return b.data(); }
+const void *address(const cuda::DeviceBuffer &b) {
+  return reinterpret_cast<const void *>(std::uintptr_t(b.pointer()));
+}
+
+template <typename Buffer>
 std::optional<Error> checkArguments(const CallPlan &plan,
-                                    const std::vector<HostBuffer> &arguments,
+                                    const std::vector<Buffer> &arguments,
                                     std::map<std::string, int64_t> *sizes) {
   const FunctionSignature &sig = plan.signature;
   auto fn = [&] { return "@" + sig.name; };
@@ -301,14 +371,14 @@ std::optional<Error> checkArguments(const CallPlan &plan,
   std::vector<Pending> pending;
   for (size_t i = 0; i < arguments.size(); ++i) {
     const TensorSpec &spec = sig.arguments[i];
-    const HostBuffer &a = arguments[i];
+    const Buffer &a = arguments[i];
     auto expected = [&] {
       return spec.isKey ? std::string("a key (i32[2])") : spec.describe();
     };
-    if (a.dtype() != spec.dtype || a.rank() != int64_t(spec.dims.size()))
+    if (a.dtype() != spec.dtype || a.shape().size() != spec.dims.size())
       return Error{fn() + " argument " + std::to_string(i) + " must be " +
                    expected() + " but is " + a.describe()};
-    if (a.numElements() && !a.data())
+    if (a.numElements() && !address(a))
       return Error{fn() + " argument " + std::to_string(i) + " (" +
                    a.describe() + ") has no data"};
     for (size_t d = 0; d < spec.dims.size(); ++d) {
@@ -348,8 +418,8 @@ std::optional<Error> checkArguments(const CallPlan &plan,
     for (size_t j = i + 1; j < arguments.size(); ++j)
       if ((sig.arguments[i].isState || sig.arguments[j].isState) &&
           arguments[i].numElements() && arguments[j].numElements()) {
-        auto *a = static_cast<const char *>(arguments[i].data());
-        auto *b = static_cast<const char *>(arguments[j].data());
+        auto *a = static_cast<const char *>(address(arguments[i]));
+        auto *b = static_cast<const char *>(address(arguments[j]));
         if (a < b + arguments[j].byteSize() && b < a + arguments[i].byteSize())
           return Error{fn() + " arguments " + std::to_string(i) + " and " +
                        std::to_string(j) +
@@ -408,6 +478,68 @@ std::optional<Error> checkArguments(const CallPlan &plan,
 }
 } // namespace
 
+namespace {
+/// Runs a GPU function on device buffers; the caller holds gpu.mutex.
+Result<std::vector<cuda::DeviceBuffer>>
+runGpu(const CallPlan &plan, const std::vector<cuda::DeviceBuffer> &arguments,
+       const std::map<std::string, int64_t> &sizes) {
+  detail::GpuFunctions &gpu = *plan.gpu;
+  auto program = gpu.program(plan.signature, sizes);
+  if (!program)
+    return program.error();
+  auto out = (*program)->run(*gpu.stream, arguments);
+  if (!out)
+    return Error{"@" + plan.signature.name + ": " + out.error().message};
+  return out;
+}
+
+Result<std::vector<HostBuffer>>
+callGpuWithHostBuffers(const CallPlan &plan,
+                       const std::vector<HostBuffer> &arguments) {
+  std::map<std::string, int64_t> sizes;
+  if (std::optional<Error> error = checkArguments(plan, arguments, &sizes))
+    return *error;
+  detail::GpuFunctions &gpu = *plan.gpu;
+  std::lock_guard<std::mutex> lock(gpu.mutex);
+  std::vector<cuda::DeviceBuffer> onDevice;
+  for (const HostBuffer &a : arguments) {
+    auto d = cuda::DeviceBuffer::fromHost(a, gpu.device, &*gpu.stream);
+    if (!d)
+      return d.error();
+    onDevice.push_back(std::move(*d));
+  }
+  auto results = runGpu(plan, onDevice, sizes);
+  if (!results)
+    return results.error();
+  std::vector<HostBuffer> out;
+  for (const cuda::DeviceBuffer &r : *results) {
+    auto h = r.toHost(&*gpu.stream);
+    if (!h)
+      return h.error();
+    out.push_back(std::move(*h));
+  }
+  return out;
+}
+} // namespace
+
+Result<std::vector<cuda::DeviceBuffer>>
+Function::call(const std::vector<cuda::DeviceBuffer> &arguments) const {
+  if (!plan->gpu)
+    return Error{"@" + plan->signature.name + " of " + executable->path() +
+                 " runs on the CPU: call it with host buffers"};
+  std::map<std::string, int64_t> sizes;
+  if (std::optional<Error> error = checkArguments(*plan, arguments, &sizes))
+    return *error;
+  for (size_t i = 0; i < arguments.size(); ++i)
+    if (arguments[i].device() != plan->gpu->device)
+      return Error{"@" + plan->signature.name + " argument " +
+                   std::to_string(i) + " is " + arguments[i].describe() +
+                   ", but the function runs on cuda:" +
+                   std::to_string(plan->gpu->device)};
+  std::lock_guard<std::mutex> lock(plan->gpu->mutex);
+  return runGpu(*plan, arguments, sizes);
+}
+
 Result<std::map<std::string, int64_t>>
 Function::bind(const std::vector<HostBuffer> &arguments) const {
   std::map<std::string, int64_t> sizes;
@@ -437,6 +569,8 @@ void appendDescriptor(std::vector<int64_t> &words, const HostBuffer &b) {
 
 Result<std::vector<HostBuffer>>
 Function::call(const std::vector<HostBuffer> &arguments) const {
+  if (plan->gpu)
+    return callGpuWithHostBuffers(*plan, arguments);
   if (std::optional<Error> error = checkArguments(*plan, arguments, nullptr))
     return *error;
   const FunctionSignature &sig = plan->signature;
@@ -521,4 +655,87 @@ Function::call(const std::vector<HostBuffer> &arguments) const {
     if (taken.insert(p).second)
       allocator.deallocate(p);
   return out;
+}
+
+//===----------------------------------------------------------------------===//
+// GPU executables
+//===----------------------------------------------------------------------===//
+
+Result<std::shared_ptr<Executable>>
+Executable::forCuda(int device, std::vector<FunctionSignature> signatures,
+                    std::vector<GpuProgramImage> programs, GpuCompiler compile,
+                    std::shared_ptr<void> owner, std::string description) {
+  if (!cuda::available())
+    return Error{description + ": cannot run on cuda:" +
+                 std::to_string(device) + ": " + cuda::unavailableReason()};
+  if (device < 0 || device >= cuda::deviceCount())
+    return Error{description + ": there is no cuda:" + std::to_string(device) +
+                 " (this machine has " + std::to_string(cuda::deviceCount()) +
+                 " GPU" + (cuda::deviceCount() == 1 ? "" : "s") + ")"};
+  auto gpu = std::make_shared<detail::GpuFunctions>();
+  gpu->device = device;
+  auto stream = cuda::Stream::create(device);
+  if (!stream)
+    return stream.error();
+  gpu->stream.emplace(std::move(*stream));
+  gpu->compile = std::move(compile);
+  gpu->description = description;
+  // Programs without a signature of their own name one of `signatures`;
+  // a signature missing from `signatures` comes from its programs.
+  for (GpuProgramImage &image : programs) {
+    if (image.signature.name.empty())
+      return Error{description + ": the GPU program of @" + image.name +
+                   " does not record its signature (compiled by an older "
+                   "Tessera); compile it again"};
+    auto same = std::find_if(
+        signatures.begin(), signatures.end(),
+        [&](const FunctionSignature &s) { return s.name == image.name; });
+    if (same == signatures.end())
+      signatures.push_back(image.signature);
+    else if (same->describe() != image.signature.describe())
+      return Error{description + ": GPU programs of @" + image.name +
+                   " disagree on its signature: " + same->describe() +
+                   " and " + image.signature.describe()};
+    auto &slot = gpu->programs[image.name][image.dims];
+    if (slot)
+      return Error{description + ": two GPU programs of @" + image.name +
+                   " are compiled for " + detail::describeSizes(image.dims)};
+    auto loaded = cuda::HostProgram::load(std::move(image), device);
+    if (!loaded)
+      return loaded.error();
+    slot = *loaded;
+  }
+  std::shared_ptr<Executable> executable(
+      new Executable(nullptr, nullptr, std::move(owner),
+                     std::move(description)));
+  executable->manifest = std::move(signatures);
+  executable->gpu = std::move(gpu);
+  return executable;
+}
+
+Result<std::shared_ptr<Executable>>
+Executable::loadGpuPrograms(const std::vector<std::string> &paths,
+                            int device) {
+  if (paths.empty())
+    return Error{"no GPU program files to load"};
+  std::vector<GpuProgramImage> images;
+  for (const std::string &path : paths) {
+    auto image = GpuProgramImage::load(path);
+    if (!image)
+      return image.error();
+    images.push_back(std::move(*image));
+  }
+  std::string description = paths.size() == 1
+                                ? paths[0]
+                                : paths[0] + " and " +
+                                      std::to_string(paths.size() - 1) +
+                                      " more GPU programs";
+  return forCuda(device, {}, std::move(images), nullptr, nullptr,
+                 std::move(description));
+}
+
+int Executable::cudaDevice() const { return gpu ? gpu->device : -1; }
+
+cuda::Stream *Executable::stream() const {
+  return gpu ? &*gpu->stream : nullptr;
 }

@@ -5,6 +5,8 @@
 #include "tessera/Runtime/Buffer.h"
 #include "tessera/Runtime/CompileCache.h"
 
+#include "DimEval.h"
+
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -119,6 +121,13 @@ std::vector<char> GpuProgramImage::encode() const {
   w.put(compilerVersion);
   w.put(chip);
   w.put(name);
+  w.put(signature.name.empty() ? std::string()
+                               : printManifest({signature}));
+  w.put<std::uint32_t>(std::uint32_t(dims.size()));
+  for (const auto &[symbol, size] : dims) {
+    w.put(symbol);
+    w.put<std::int64_t>(size);
+  }
   w.put<std::int64_t>(workspaceBytes);
   w.put<std::uint32_t>(std::uint32_t(storages.size()));
   for (const Storage &s : storages) {
@@ -206,6 +215,22 @@ GpuProgramImage::decode(const std::vector<char> &bytes,
   img.compilerVersion = r.getString();
   img.chip = r.getString();
   img.name = r.getString();
+  std::string manifest = r.getString();
+  std::size_t symbolCount = r.count(8 + 8, "dim sizes");
+  for (std::size_t i = 0; i < symbolCount && r.error.empty(); ++i) {
+    std::string symbol = r.getString();
+    img.dims[symbol] = r.get<std::int64_t>();
+  }
+  if (r.error.empty() && !manifest.empty()) {
+    auto parsed = parseManifest(manifest);
+    if (!parsed)
+      r.fail("has a bad signature: " + parsed.error().message);
+    else if (parsed->size() != 1)
+      r.fail("has " + std::to_string(parsed->size()) +
+             " signatures; a program is one function");
+    else
+      img.signature = std::move(parsed->front());
+  }
   img.workspaceBytes = r.get<std::int64_t>();
   img.storages.resize(r.count(1 + 8 + 8 + 8 + 4, "buffers"));
   for (Storage &s : img.storages) {
@@ -392,6 +417,59 @@ Status GpuProgramImage::verify() const {
         return bad(where + " copies " + runtime::name(from.type) +
                    " into " + runtime::name(to.type));
     }
+  }
+  return checkSignature();
+}
+
+Status GpuProgramImage::checkSignature() const {
+  if (signature.name.empty())
+    return Status::ok();
+  auto bad = [&](const std::string &why) {
+    return Status(Error{"its signature " + signature.describe() + " " + why});
+  };
+  if (signature.name != name)
+    return bad("is not that of its function @" + name);
+  for (const auto &[symbol, size] : dims)
+    if (size < 0)
+      return bad("is compiled for " + symbol + " = " + std::to_string(size));
+  auto check = [&](const TensorSpec &spec, DType type,
+                   const std::vector<std::int64_t> &shape,
+                   const std::string &what) -> Status {
+    std::vector<std::int64_t> expected;
+    for (const std::string &d : spec.dims) {
+      std::string error;
+      auto e = detail::DimEval::parse(d, error);
+      std::optional<std::int64_t> v = e ? e->evaluate(dims) : std::nullopt;
+      if (!v)
+        return bad("has a dim '" + d + "' of " + what +
+                   " that its sizes do not fix");
+      expected.push_back(*v);
+    }
+    if (spec.dtype != type || expected != shape)
+      return bad("says " + what + " is " + describe(spec.dtype, expected) +
+                 " for its sizes, but the program has " +
+                 describe(type, shape));
+    return Status::ok();
+  };
+  if (signature.arguments.size() != arguments.size() ||
+      signature.results.size() != results.size())
+    return bad("has " + std::to_string(signature.arguments.size()) +
+               " arguments and " + std::to_string(signature.results.size()) +
+               " results; the program " + std::to_string(arguments.size()) +
+               " and " + std::to_string(results.size()));
+  for (std::size_t i = 0; i < arguments.size(); ++i) {
+    const Storage &s = storages[std::size_t(arguments[i])];
+    if (Status st = check(signature.arguments[i], s.type, s.shape,
+                          "argument " + std::to_string(i));
+        !st)
+      return st;
+  }
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    DType type = storages[std::size_t(results[i].storage)].type;
+    if (Status st = check(signature.results[i], type, results[i].shape,
+                          "result " + std::to_string(i));
+        !st)
+      return st;
   }
   return Status::ok();
 }

@@ -44,12 +44,16 @@ def _refused(data, match):
 def test_the_file_holds_the_program(program):
     assert program[:8] == b"TSGPUPRG"
     (version,) = struct.unpack_from("<I", program, 8)
-    assert version == 2
+    assert version == 3
     (length, digest) = struct.unpack_from("<QQ", program, 12)
     assert length == len(program) - HEADER
     assert digest == _fnv1a(program[HEADER:])
-    (release, chip, name), _ = _strings(program[HEADER:], 3)
+    (release, chip, name, signature), at = _strings(program[HEADER:], 4)
     assert chip == "sm_90a" and name == "grad_loss" and release
+    # The function's signature as the runtime checks calls against it, and
+    # no symbolic dims to size (the traced shapes are static).
+    assert "function grad_loss 4 2\narg f32 2 20 10\n" in signature
+    assert struct.unpack_from("<I", program, HEADER + at) == (0,)
     assert b".entry grad_loss_gemm0(" in program
     assert b".entry grad_loss_reduce0(" in program
 
@@ -84,7 +88,7 @@ def test_extra_bytes_are_refused(program):
 
 def test_another_format_version_is_refused(program):
     data = program[:8] + struct.pack("<I", 7) + program[12:]
-    _refused(data, "has format version 7; this runtime .* reads version 2 "
+    _refused(data, "has format version 7; this runtime .* reads version 3 "
                    r"\(compile it again\)")
 
 

@@ -528,3 +528,74 @@ TEST(API, FloorDivisionRoundsTowardMinusInfinity) {
     EXPECT_EQ((*out)[1].as<double>()[i], std::floor(a[i] / 2.0));
   }
 }
+
+namespace {
+
+/// relu(x @ w) with x [B, 64] and w [64, 32], in f32 (the GPU's types).
+Result<Function> traceLayer(Module &m, const std::string &name) {
+  return m.trace(
+      name, {{{"B", 64}, DType::f32, "x"}, {{64, 32}, DType::f32, "w"}},
+      [](std::vector<Tensor> a) {
+        return std::vector{op::relu(op::matmul(a[0], a[1]))};
+      });
+}
+
+TEST(API, GpuProgramsAreCompiledForTheSizesOfSymbolicDims) {
+  Module m;
+  ASSERT_TRUE(bool(traceLayer(m, "layer")));
+  ASSERT_TRUE(bool(traceLayer(m, "other")));
+  GPUCompileOptions options;
+  options.entry = "layer";
+  options.dims = {{"B", 24}};
+  auto image = m.compileGPU(options);
+  ASSERT_TRUE(bool(image)) << image.error().message;
+  EXPECT_EQ(image->name, "layer");
+  EXPECT_EQ(image->signature.describe(), "@layer(f32[B, 64], f32[64, 32]) -> "
+                                         "(f32[B, 32])");
+  EXPECT_EQ(image->dims, (std::map<std::string, int64_t>{{"B", 24}}));
+  ASSERT_EQ(image->results.size(), 1u);
+  EXPECT_EQ(image->results[0].shape, (std::vector<int64_t>{24, 32}));
+  // It reads back whole: the signature agrees with the program's shapes.
+  EXPECT_TRUE(bool(rt::GpuProgramImage::decode(image->encode(), "t")));
+
+  // Errors name what is missing or extra.
+  options.dims.clear();
+  auto unsized = m.compileGPU(options);
+  ASSERT_FALSE(unsized);
+  EXPECT_NE(unsized.error().message.find(
+                "has the symbolic dim B, which needs a size for the GPU"),
+            std::string::npos)
+      << unsized.error().message;
+  options.dims = {{"B", 24}, {"S", 3}};
+  auto extra = m.compileGPU(options);
+  ASSERT_FALSE(extra);
+  EXPECT_NE(extra.error().message.find("a size is given for S, which is not "
+                                       "a dim of @layer"),
+            std::string::npos)
+      << extra.error().message;
+  options.entry = "missing";
+  auto missing = m.compileGPU(options);
+  ASSERT_FALSE(missing);
+  EXPECT_NE(missing.error().message.find("has no public function @missing "
+                                         "(it has @layer, @other)"),
+            std::string::npos)
+      << missing.error().message;
+}
+
+TEST(API, CompilingForACudaDeviceSaysWhyItCannot) {
+  Module m;
+  ASSERT_TRUE(bool(traceLayer(m, "layer")));
+  EXPECT_EQ(Target::cuda(1).str(), "cuda:1");
+  EXPECT_EQ(Target::cpu().str(), "cpu");
+  if (rt::cuda::available())
+    GTEST_SKIP() << "this machine has a GPU";
+  CompileOptions options;
+  options.target = Target::cuda(0);
+  auto exe = m.compile(options);
+  ASSERT_FALSE(exe);
+  EXPECT_NE(exe.error().message.find("cannot compile for cuda:0: "),
+            std::string::npos)
+      << exe.error().message;
+}
+
+} // namespace

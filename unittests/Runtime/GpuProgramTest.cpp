@@ -1,6 +1,10 @@
 //===- GpuProgramTest.cpp - GPU program files and their checks ------------===//
 
+#include "tessera/Runtime/Cuda.h"
+#include "tessera/Runtime/Executable.h"
 #include "tessera/Runtime/GpuProgram.h"
+
+#include <cstdio>
 
 #include <gtest/gtest.h>
 
@@ -143,6 +147,100 @@ TEST(GpuProgram, RefusesAnotherRelease) {
   EXPECT_NE(r.error().message.find("was compiled by Tessera 0.0.0-elsewhere"),
             std::string::npos)
       << r.error().message;
+}
+
+/// sample() as compiled from @f(f32[B, 8]) -> (f32["8*B"]) for B = 4.
+Image withSignature() {
+  Image img = sample();
+  img.signature.name = "f";
+  img.signature.arguments = {{DType::f32, {"B", "8"}}};
+  img.signature.results = {{DType::f32, {"8*B"}}};
+  img.dims = {{"B", 4}};
+  return img;
+}
+
+TEST(GpuProgram, RecordsItsSignatureAndSizes) {
+  Image img = withSignature();
+  auto back = Image::decode(img.encode(), "t");
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(back->signature.describe(), "@f(f32[B, 8]) -> (f32[8*B])");
+  ASSERT_EQ(back->dims.size(), 1u);
+  EXPECT_EQ(back->dims.at("B"), 4);
+  EXPECT_EQ(back->encode(), img.encode());
+}
+
+TEST(GpuProgram, ChecksItsSignatureAgainstItsShapes) {
+  // Sizes that give other shapes than the program's.
+  Image img = withSignature();
+  img.dims["B"] = 5;
+  EXPECT_NE(refusal(img).find("says argument 0 is f32[5, 8] for its sizes, "
+                              "but the program has f32[4, 8]"),
+            std::string::npos)
+      << refusal(img);
+  // A symbol without a size.
+  img = withSignature();
+  img.dims.clear();
+  EXPECT_NE(refusal(img).find("has a dim 'B' of argument 0 that its sizes do "
+                              "not fix"),
+            std::string::npos)
+      << refusal(img);
+  // Another dtype, another count, another function.
+  img = withSignature();
+  img.signature.results[0].dtype = DType::f16;
+  EXPECT_NE(refusal(img).find("says result 0 is f16[32]"), std::string::npos)
+      << refusal(img);
+  img = withSignature();
+  img.signature.arguments.push_back({DType::f32, {"B"}});
+  EXPECT_NE(refusal(img).find("has 2 arguments and 1 results; the program 1 "
+                              "and 1"),
+            std::string::npos)
+      << refusal(img);
+  img = withSignature();
+  img.signature.name = "g";
+  EXPECT_NE(refusal(img).find("is not that of its function @f"),
+            std::string::npos)
+      << refusal(img);
+  // decode() checks the same.
+  img = withSignature();
+  img.dims["B"] = 5;
+  auto r = Image::decode(img.encode(), "t");
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("for its sizes"), std::string::npos);
+}
+
+TEST(GpuProgram, ExecutablesSayWhyTheyCannotRun) {
+  // Without a usable GPU (CI has none) an executable of GPU programs is
+  // refused at once with the reason; with one, a program without its
+  // signature is refused before it is loaded.
+  std::vector<Image> programs = {sample()};
+  auto exe = Executable::forCuda(0, {}, programs, nullptr, nullptr, "test");
+  ASSERT_FALSE(exe);
+  if (!cuda::available())
+    EXPECT_NE(exe.error().message.find("test: cannot run on cuda:0: " +
+                                       cuda::unavailableReason()),
+              std::string::npos)
+        << exe.error().message;
+  else
+    EXPECT_NE(exe.error().message.find("does not record its signature"),
+              std::string::npos)
+        << exe.error().message;
+  auto none = Executable::loadGpuPrograms({});
+  ASSERT_FALSE(none);
+  EXPECT_EQ(none.error().message, "no GPU program files to load");
+  // A damaged file is refused by name before any device is touched.
+  std::string path = ::testing::TempDir() + "/damaged.tgpu";
+  std::vector<char> bytes = withSignature().encode();
+  bytes.back() ^= 1;
+  FILE *f = std::fopen(path.c_str(), "wb");
+  ASSERT_TRUE(f);
+  std::fwrite(bytes.data(), 1, bytes.size(), f);
+  std::fclose(f);
+  auto damaged = Executable::loadGpuPrograms({path});
+  ASSERT_FALSE(damaged);
+  EXPECT_NE(damaged.error().message.find(path + ": is corrupted"),
+            std::string::npos)
+      << damaged.error().message;
+  std::remove(path.c_str());
 }
 
 } // namespace

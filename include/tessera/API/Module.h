@@ -28,6 +28,7 @@
 #include "tessera/Runtime/GpuProgram.h"
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 
@@ -46,10 +47,27 @@ struct Function {
   size_t capturePosition() const { return captureAt.value_or(inputs.size()); }
 };
 
+/// Where Module::compile() makes a module's functions run.
+struct Target {
+  enum class Kind { CPU, CUDA };
+  Kind kind = Kind::CPU;
+  /// CUDA: the device's index.
+  int device = 0;
+
+  /// This machine's CPU (OpenMP threads).
+  static Target cpu() { return {}; }
+  /// NVIDIA GPU `device` (compute capability 8.0 or newer).
+  static Target cuda(int device = 0) { return {Kind::CUDA, device}; }
+  /// "cpu" or "cuda:0".
+  std::string str() const;
+};
+
 struct CompileOptions {
   /// Where compiled libraries are kept across processes; empty: only in
   /// this process. Module::defaultCacheDirectory() is the usual choice.
+  /// GPU programs are kept there too, one file per function and sizes.
   std::string cacheDirectory;
+  Target target;
 };
 
 /// How Module::compileGPU() compiles.
@@ -60,6 +78,9 @@ struct GPUCompileOptions {
   std::string chip = "sm_90a";
   /// SMs of the target card (the GEMM tile choice).
   int64_t multiprocessors = 132;
+  /// Sizes of the function's symbolic dims: a GPU program is compiled for
+  /// static shapes (every symbol of the signature needs one).
+  std::map<std::string, int64_t> dims;
 };
 
 /// The stages Module::lower() can show.
@@ -286,7 +307,10 @@ public:
   /// (tgraph::isGpuFlashAttention) instead of expanding them.
   Result<GraphListing> listGraph(const std::string &name,
                                  bool gpuAttention = false) const;
-  /// Compiles every public function for this CPU.
+  /// Compiles every public function for `options.target`. On the CPU they
+  /// take any sizes of their symbolic dims; on a GPU, each function is
+  /// compiled for the sizes of its first call with them (and kept in the
+  /// cache directory), as the GPU's host program takes static shapes.
   Result<std::shared_ptr<runtime::Executable>>
   compile(const CompileOptions &options = {}) const;
   /// Compiles one public function for NVIDIA GPUs (--tessera-gpu-pipeline)

@@ -49,6 +49,16 @@ LogicalResult compileToLibrary(ModuleOp module,
                                const CPUCompileOptions &options,
                                StringRef path);
 
+/// The compiler build this code is part of (its library's path, size and
+/// modification time), for the keys of compiled code kept on disk.
+std::string compilerBuild();
+
+/// The signatures of the public functions of `module` (left unchanged), as
+/// the runtime checks calls against them: dtypes and symbolic dims of
+/// their arguments and results, with autodiff declarations expanded.
+FailureOr<std::vector<::tessera::runtime::FunctionSignature>>
+publicSignatures(ModuleOp module);
+
 } // namespace mlir::tessera
 
 #endif // TESSERA_EXECUTION_CPUCOMPILER_H

@@ -15,6 +15,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Support/LLVM.h"
 
+#include <map>
 #include <string>
 
 namespace mlir::tessera {
@@ -26,6 +27,13 @@ struct GPUCompileOptions {
   std::string features = "+ptx80";
   /// SMs of the target card (the GEMM tile choice).
   int64_t multiprocessors = 132;
+  /// Sizes of the entry's symbolic dims (the host program takes static
+  /// shapes); the image records them with the entry's symbolic signature.
+  std::map<std::string, int64_t> dims;
+  /// Where GPU programs are kept across processes (`<key>.tgpu`, keyed by
+  /// the IR, the entry, its sizes, the chip and the compiler build); empty:
+  /// nowhere. A damaged file there is replaced.
+  std::string cacheDirectory;
 };
 
 /// Compiles `entry` of `module` (left unchanged). Errors are reported as

@@ -14,6 +14,8 @@
 #define TESSERA_RUNTIME_EXECUTABLE_H
 
 #include "tessera/Runtime/Buffer.h"
+#include "tessera/Runtime/Cuda.h"
+#include "tessera/Runtime/GpuProgram.h"
 #include "tessera/Runtime/Result.h"
 #include "tessera/Runtime/Signature.h"
 
@@ -26,6 +28,10 @@
 namespace tessera::runtime {
 
 class Function;
+namespace detail {
+struct CallPlan;
+struct GpuFunctions;
+} // namespace detail
 
 class Executable : public std::enable_shared_from_this<Executable> {
 public:
@@ -44,6 +50,24 @@ public:
   static Result<std::shared_ptr<Executable>>
   fromResolver(SymbolResolver resolve, std::shared_ptr<void> owner,
                std::string description);
+  /// Compiles function `name` into a GPU program for the sizes `dims`
+  /// gives its symbolic dims.
+  using GpuCompiler = std::function<Result<GpuProgramImage>(
+      const std::string &name, const std::map<std::string, int64_t> &dims)>;
+  /// Functions that run on CUDA device `device` as GPU programs
+  /// (GpuProgram.h): those of `signatures`, run by the programs of
+  /// `programs` for the sizes each was compiled for and, for other sizes,
+  /// by what `compile` (which may be empty) gives on first use. `owner`
+  /// lives as long as the executable.
+  static Result<std::shared_ptr<Executable>>
+  forCuda(int device, std::vector<FunctionSignature> signatures,
+          std::vector<GpuProgramImage> programs, GpuCompiler compile,
+          std::shared_ptr<void> owner, std::string description);
+  /// GPU program files compiled ahead of time (Module::compileGPU, saved):
+  /// each is one function for one set of sizes; files of one function
+  /// cover the sizes they were compiled for. Needs no compiler.
+  static Result<std::shared_ptr<Executable>>
+  loadGpuPrograms(const std::vector<std::string> &paths, int device = 0);
   ~Executable();
   Executable(const Executable &) = delete;
   Executable &operator=(const Executable &) = delete;
@@ -57,6 +81,11 @@ public:
 
   /// The library path, or the description given to fromResolver().
   const std::string &path() const { return description; }
+  /// The CUDA device the functions run on; -1 when they run on the CPU.
+  int cudaDevice() const;
+  /// The stream GPU functions are queued on, in call order (null for the
+  /// CPU): results of a call on device buffers are ready on it.
+  cuda::Stream *stream() const;
 
 private:
   Executable(void *handle, SymbolResolver resolve, std::shared_ptr<void> owner,
@@ -71,13 +100,11 @@ private:
   std::shared_ptr<void> owner;
   std::string description;
   std::vector<FunctionSignature> manifest;
+  std::shared_ptr<detail::GpuFunctions> gpu;
 };
 
-namespace detail {
-struct CallPlan;
-} // namespace detail
-
-/// One compiled function, callable with host buffers. Arguments are checked
+/// One compiled function, callable with host buffers (and, on a GPU, with
+/// device buffers). Arguments are checked
 /// against the signature (count, dtype, rank, static dims, and one size per
 /// symbol across all arguments) before any compiled code runs; errors name
 /// the argument, what was expected and what was found. Compiled code never
@@ -86,9 +113,17 @@ struct CallPlan;
 class Function {
 public:
   const FunctionSignature &signature() const;
-  /// Runs the function. Results own their memory.
+  /// Runs the function. Results own their memory. A GPU function copies
+  /// the arguments to its device and the results back, and waits for them.
   Result<std::vector<HostBuffer>>
   call(const std::vector<HostBuffer> &arguments) const;
+  /// Runs a GPU function on device buffers (of its executable's device):
+  /// queued on the executable's stream(), in call order, so results can be
+  /// passed to the next call at once; DeviceBuffer::toHost(stream()) waits
+  /// for them. The first call for new sizes of the symbolic dims compiles
+  /// (or fails when the executable cannot compile).
+  Result<std::vector<cuda::DeviceBuffer>>
+  call(const std::vector<cuda::DeviceBuffer> &arguments) const;
   /// The sizes of the symbolic dims `arguments` bind, or why they cannot
   /// be passed.
   Result<std::map<std::string, int64_t>>

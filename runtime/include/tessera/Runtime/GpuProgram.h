@@ -21,9 +21,11 @@
 
 #include "tessera/Runtime/DType.h"
 #include "tessera/Runtime/Result.h"
+#include "tessera/Runtime/Signature.h"
 
 #include <array>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -33,7 +35,7 @@ namespace tessera::runtime {
 const char *tesseraVersion();
 
 struct GpuProgramImage {
-  static constexpr std::uint32_t kFormat = 2;
+  static constexpr std::uint32_t kFormat = 3;
   static constexpr char kMagic[9] = "TSGPUPRG";
 
   /// Where a buffer's memory comes from.
@@ -83,6 +85,12 @@ struct GpuProgramImage {
   std::string chip;
   /// The function it was compiled from.
   std::string name;
+  /// That function's signature as written, symbolic dims included (empty
+  /// name: not recorded), and the sizes its symbols were compiled for: the
+  /// arguments' and results' static shapes are the signature's dims under
+  /// these sizes (verify() checks it).
+  FunctionSignature signature;
+  std::map<std::string, std::int64_t> dims;
   std::int64_t workspaceBytes = 0;
   std::vector<Storage> storages;
   /// The storage of each argument, in order (dtype and shape checked at
@@ -103,6 +111,9 @@ struct GpuProgramImage {
   /// Checks the fields' consistency (indices in range, views of as many
   /// elements as their storage, constants of their storage's size).
   Status verify() const;
+  /// Part of verify(): the signature (when recorded) gives the arguments'
+  /// and results' dtypes and shapes under `dims`.
+  Status checkSignature() const;
 
   Status save(const std::string &path) const;
   static Result<GpuProgramImage> load(const std::string &path);
