@@ -295,15 +295,14 @@ mlir::tessera::compileForGPU(ModuleOp module,
   for (const std::string &s : symbols)
     if (!options.dims.count(s))
       return module.emitError()
-             << "@" << signature->name << " " << signature->describe()
-             << " has the symbolic dim " << s
+             << signature->describe() << " has the symbolic dim " << s
              << ", which needs a size for the GPU (the host program takes "
                 "static shapes)";
   for (const auto &[s, size] : options.dims)
     if (!symbols.count(s))
       return module.emitError()
-             << "a size is given for " << s << ", which is not a dim of @"
-             << signature->name << " " << signature->describe();
+             << "a size is given for " << s << ", which is not a dim of "
+             << signature->describe();
 
   // The cache: the key covers everything the program depends on.
   std::string cached;

@@ -228,3 +228,61 @@ def test_truncated_or_foreign_libraries_are_refused(tmp_path, model):
     tessera_run(lib, *[a for p in inputs(tmp_path) for a in ("--input", p)],
                 "--out-dir", tmp_path, "--quiet")
     check_outputs(tmp_path, x, w, v)
+
+
+def test_gpu_programs_from_the_command_line(tmp_path, model):
+    """--emit-gpu-program needs no GPU; running one (or --device cuda) checks
+    against float64 on a machine with a GPU and names why not elsewhere."""
+    source, (x, w, v) = model
+    program = tmp_path / "layer.tgpu"
+    tessera_run(source, "--emit-gpu-program", program, "--dims", "B=5")
+    data = program.read_bytes()
+    assert data[:8] == b"TSGPUPRG"
+    # The symbolic signature is recorded with the size it was compiled for.
+    assert b"function layer 3 2\narg f32 2 B 8\n" in data
+    truncated = tmp_path / "truncated.tgpu"
+    truncated.write_bytes(data[:len(data) // 2])
+    cases = [
+        ([source, "--device", "gpu"], "--device expects cpu, cuda or cuda:K, got 'gpu'"),
+        ([source, "--device", "cuda:x"], "--device expects cpu, cuda or cuda:K, got 'cuda:x'"),
+        ([source, "--device", "cuda", "--jit"], "--jit is for the CPU; --device cuda runs on a GPU"),
+        ([source, "--device", "cuda", "--num-threads", "2"],
+         "--num-threads is for the CPU; --device cuda runs on a GPU"),
+        ([program, "--device", "cpu"], "is a GPU program: it runs with --device cuda"),
+        ([program, "--emit-gpu-program", tmp_path / "again.tgpu"],
+         "--emit-gpu-program needs an .mlir input"),
+        ([source, "--emit-gpu-program", tmp_path / "x.tgpu"],
+         "has the symbolic dim B, which needs a size for the GPU"),
+        ([source, "--emit-gpu-program", tmp_path / "x.tgpu", "--dims", "B=5,Q=1"],
+         "a size is given for Q, which is not a dim of @layer("),
+        ([truncated], "is truncated: its header promises"),
+    ]
+    for args, message in cases:
+        proc = tessera_run(*args, check=False)
+        assert proc.returncode == 1, (args, proc.stderr)
+        assert message in proc.stderr, (args, proc.stderr)
+    assert not (tmp_path / "x.tgpu").exists()
+
+    runs = [[program, *[a for p in inputs(tmp_path) for a in ("--input", p)]],
+            [source, "--device", "cuda", *[a for p in inputs(tmp_path) for a in ("--input", p)]]]
+    for i, args in enumerate(runs):
+        out = tmp_path / f"out{i}"
+        proc = tessera_run(*args, "--out-dir", out, check=False)
+        if proc.returncode == 1 and "CUDA" in proc.stderr and "not" in proc.stderr:
+            # No GPU here: the reason, and nothing written.
+            assert "cannot run on cuda:0" in proc.stderr or \
+                "--device cuda: CUDA is not available" in proc.stderr, proc.stderr
+            assert not out.exists()
+            continue
+        assert proc.returncode == 0, proc.stderr
+        t, s = reference(x, w, v)
+        np.testing.assert_allclose(np.load(out / "out0.npy"), t, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(np.load(out / "out1.npy"), s, rtol=1e-5, atol=1e-5)
+    # A batch size the program was not compiled for is refused by name.
+    np.save(tmp_path / "x3.npy", x[:3])
+    np.save(tmp_path / "v6.npy", v[:6])
+    proc = tessera_run(program, "--input", tmp_path / "x3.npy", "--input", inputs(tmp_path)[1],
+                       "--input", tmp_path / "v6.npy", check=False)
+    assert proc.returncode != 0
+    assert ("has no GPU program for B = 3 (it has programs for B = 5)" in proc.stderr
+            or "cannot run on cuda:0" in proc.stderr), proc.stderr

@@ -6,6 +6,9 @@
 //               [--num-threads T] [--jit] [--cache-dir DIR | --no-cache]
 //   tessera-run model.mlir --emit-library model.so
 //   tessera-run model.so [--fn NAME] ...
+//   tessera-run model.mlir --device cuda[:K] [--fn NAME] ...
+//   tessera-run model.mlir --emit-gpu-program f.tgpu --dims B=32 [--chip C]
+//   tessera-run f.tgpu [--device cuda:K] ...
 //
 // Compiles the function with the CPU pipeline (through the compile cache)
 // and calls it through the runtime, or, given a library compiled ahead of
@@ -16,9 +19,17 @@
 // call. Outputs are written as out0.npy, out1.npy, ... (state as
 // arg<i>.npy); --bench times repeated calls.
 //
+// With --device cuda the function runs on an NVIDIA GPU: it is compiled with
+// the GPU pipeline for the sizes its arguments give its symbolic dims (kept
+// in the compile cache), its arguments are copied to the device and its
+// results back; --bench times calls on device-resident arguments.
+// --emit-gpu-program compiles a GPU program file ahead of time (no GPU
+// needed), which `tessera-run f.tgpu` runs with the runtime alone.
+//
 //===----------------------------------------------------------------------===//
 
 #include "tessera/Execution/CPUCompiler.h"
+#include "tessera/Execution/GPUCompiler.h"
 #include "tessera/Execution/GradCheck.h"
 #include "tessera/Runtime/Runtime.h"
 #include "tessera/Shape/DimExpr.h"
@@ -29,6 +40,7 @@
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
 #include "mlir/InitAllPasses.h"
+#include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "mlir/Parser/Parser.h"
 #include "llvm/ADT/APFloat.h"
 #include "llvm/Support/CommandLine.h"
@@ -42,6 +54,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <mutex>
 #include <set>
 
 using namespace mlir;
@@ -126,6 +139,20 @@ static llvm::cl::opt<int>
 static llvm::cl::opt<bool>
     quiet("quiet", llvm::cl::desc("Do not print a summary of each result"),
           llvm::cl::cat(runCategory));
+static llvm::cl::opt<std::string>
+    device("device", llvm::cl::init("cpu"),
+           llvm::cl::desc("Where the function runs: cpu, cuda or cuda:K "
+                          "(a .tgpu input runs on cuda:0 by default)"),
+           llvm::cl::cat(runCategory));
+static llvm::cl::opt<std::string> emitGpuProgram(
+    "emit-gpu-program",
+    llvm::cl::desc("Compile the function for the GPU, for the sizes --dims "
+                   "gives its symbolic dims, into this program file and exit"),
+    llvm::cl::cat(runCategory));
+static llvm::cl::opt<std::string>
+    chip("chip",
+         llvm::cl::desc("With --emit-gpu-program: the chip (default sm_90a)"),
+         llvm::cl::init("sm_90a"), llvm::cl::cat(runCategory));
 static llvm::cl::opt<unsigned>
     bench("bench", llvm::cl::init(0),
           llvm::cl::desc("Time N calls; print median, min, max and "
@@ -309,6 +336,8 @@ static DialectRegistry fullRegistry() {
   mlir::registerAllDialects(registry);
   mlir::registerAllExtensions(registry);
   mlir::tessera::registerAllDialects(registry);
+  // The GPU pipeline serializes its kernels through LLVM IR.
+  mlir::registerAllToLLVMIRTranslations(registry);
   return registry;
 }
 
@@ -390,13 +419,163 @@ static int runGradCheck() {
   return result->passed ? 0 : 1;
 }
 
+/// --device: -1 for the CPU, else the CUDA device's index.
+static std::optional<int> parseDevice(StringRef text) {
+  if (text == "cpu")
+    return -1;
+  if (text == "cuda")
+    return 0;
+  int index;
+  if (text.consume_front("cuda:") && !text.getAsInteger(10, index) &&
+      index >= 0)
+    return index;
+  fail("--device expects cpu, cuda or cuda:K, got '" + device + "'");
+  return std::nullopt;
+}
+
+/// The function to run: --fn, else the only public one (or the first).
+static std::string pickFunction(
+    const std::vector<rt::FunctionSignature> &signatures) {
+  if (!fnName.empty())
+    return fnName;
+  return signatures.empty() ? std::string() : signatures.front().name;
+}
+
+/// The module of a GPU executable and the context it lives in.
+struct GpuSource {
+  MLIRContext context{fullRegistry()};
+  OwningOpRef<ModuleOp> module;
+  std::mutex mutex;
+};
+
+/// Parses the .mlir input for the GPU; null on an error (reported).
+static std::shared_ptr<GpuSource> parseForGpu() {
+  auto source = std::make_shared<GpuSource>();
+  source->context.loadAllAvailableDialects();
+  source->module = parseSourceFile<ModuleOp>(inputFile, &source->context);
+  if (!source->module)
+    return nullptr;
+  return source;
+}
+
+/// --emit-gpu-program: the function compiled for --dims, written out.
+static int emitGpu() {
+  auto source = parseForGpu();
+  if (!source)
+    return 1;
+  auto signatures = mlir::tessera::publicSignatures(*source->module);
+  if (failed(signatures))
+    return 1;
+  auto sizes = parseDims(dims);
+  if (!sizes)
+    return 1;
+  mlir::tessera::GPUCompileOptions options;
+  options.entry = pickFunction(*signatures);
+  options.chip = chip;
+  for (const auto &entry : *sizes)
+    options.dims[entry.getKey().str()] = entry.getValue();
+  auto image = mlir::tessera::compileForGPU(*source->module, options);
+  if (failed(image))
+    return 1;
+  if (rt::Status st = image->save(emitGpuProgram); !st)
+    return fail(st.error().message);
+  return 0;
+}
+
+/// The .mlir input as an executable on CUDA device `index`: each function
+/// compiled for the sizes of its first call with them.
+static rt::Result<std::shared_ptr<rt::Executable>> compileForCuda(int index) {
+  auto info = rt::cuda::deviceInfo(index);
+  if (!info)
+    return rt::Error{"--device " + device + ": " + info.error().message};
+  std::string target = info->major == 9 && info->minor == 0 ? "sm_90a"
+                       : info->major >= 8                   ? "sm_80"
+                                                            : "";
+  if (target.empty())
+    return rt::Error{"--device " + device + " (" + info->describe() +
+                     "): the GPU back end needs compute capability 8.0 or "
+                     "newer"};
+  auto source = parseForGpu();
+  if (!source)
+    return rt::Error{"the input does not parse"};
+  auto signatures = mlir::tessera::publicSignatures(*source->module);
+  if (failed(signatures))
+    return rt::Error{"the input's functions have no runtime signature"};
+  std::string cache;
+  if (!noCache)
+    cache = (cacheDir.empty() ? rt::CompileCache::defaultDirectory()
+                              : std::string(cacheDir)) +
+            "/gpu";
+  int64_t multiprocessors = info->multiprocessors;
+  auto compile = [source, target, multiprocessors, cache](
+                     const std::string &name,
+                     const std::map<std::string, int64_t> &sizes)
+      -> rt::Result<rt::GpuProgramImage> {
+    std::lock_guard<std::mutex> lock(source->mutex);
+    mlir::tessera::GPUCompileOptions options;
+    options.entry = name;
+    options.chip = target;
+    options.multiprocessors = multiprocessors;
+    options.dims = sizes;
+    options.cacheDirectory = cache;
+    // The pipeline's diagnostics went to stderr already.
+    auto image = mlir::tessera::compileForGPU(*source->module, options);
+    if (failed(image))
+      return rt::Error{"the GPU pipeline failed on @" + name};
+    return std::move(*image);
+  };
+  return rt::Executable::forCuda(index, std::move(*signatures), {},
+                                 std::move(compile), source,
+                                 inputFile + " on " + device);
+}
+
+/// Times --bench calls of a GPU function on device-resident arguments,
+/// each call waited for.
+static int benchGpu(const rt::Executable &executable,
+                    const rt::Function &function,
+                    const std::vector<rt::HostBuffer> &args) {
+  rt::cuda::Stream &stream = *executable.stream();
+  std::vector<rt::cuda::DeviceBuffer> onDevice;
+  for (const rt::HostBuffer &a : args) {
+    auto d = rt::cuda::DeviceBuffer::fromHost(a, executable.cudaDevice(),
+                                              &stream);
+    if (!d)
+      return fail(d.error().message);
+    onDevice.push_back(std::move(*d));
+  }
+  std::vector<double> ms;
+  for (unsigned i = 0; i < bench; ++i) {
+    auto start = std::chrono::steady_clock::now();
+    auto r = function.call(onDevice);
+    if (!r) {
+      fail(r.error().message);
+      return 2;
+    }
+    if (rt::Status st = stream.synchronize(); !st)
+      return fail(st.error().message);
+    r->clear();
+    auto stop = std::chrono::steady_clock::now();
+    ms.push_back(
+        std::chrono::duration<double, std::milli>(stop - start).count());
+  }
+  std::sort(ms.begin(), ms.end());
+  double iqr = ms[(ms.size() * 3) / 4] - ms[ms.size() / 4];
+  llvm::outs() << llvm::format("@%s on %s: %u calls, median %.4f ms, min "
+                               "%.4f ms, max %.4f ms, interquartile range "
+                               "%.4f ms\n",
+                               function.signature().name.c_str(),
+                               device.c_str(), bench.getValue(),
+                               ms[ms.size() / 2], ms.front(), ms.back(), iqr);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   mlir::registerAllPasses();
   mlir::tessera::registerAllPasses();
   llvm::cl::HideUnrelatedOptions(runCategory);
   llvm::cl::ParseCommandLineOptions(argc, argv,
-                                    "Run a Graph IR function on the CPU\n");
+                                    "Run a Graph IR function on the CPU or an NVIDIA GPU\n");
   if (threads.getNumOccurrences())
     if (rt::Status s = rt::Device::host().setThreadCount(threads); !s)
       return fail("--num-threads: " + s.error().message);
@@ -404,13 +583,52 @@ int main(int argc, char **argv) {
     return fail("--calls expects a number of calls >= 1, got " +
                 llvm::Twine(calls.getValue()));
 
+  bool gpuFile = StringRef(inputFile).ends_with(".tgpu");
+  if (gpuFile && !device.getNumOccurrences())
+    device = "cuda";
+  std::optional<int> cudaIndex = parseDevice(device);
+  if (!cudaIndex)
+    return 1;
+  bool onGpu = *cudaIndex >= 0;
+  if (!emitGpuProgram.empty()) {
+    if (gpuFile || StringRef(inputFile).ends_with(".so"))
+      return fail("--emit-gpu-program needs an .mlir input, got " + inputFile);
+    return emitGpu();
+  }
+  if (gpuFile && !onGpu)
+    return fail(inputFile + " is a GPU program: it runs with --device cuda");
+  if (onGpu) {
+    // What only the CPU path does.
+    for (auto [given, flag] :
+         {std::pair(!emitLibrary.empty(), "--emit-library"),
+          std::pair(bool(jit), "--jit"),
+          std::pair(!passPipeline.empty(), "--pass-pipeline"),
+          std::pair(bool(checkGrads), "--check-grads"),
+          std::pair(bool(memoryStats), "--memory-stats"),
+          std::pair(threads.getNumOccurrences() > 0, "--num-threads"),
+          std::pair(StringRef(inputFile).ends_with(".so"), "a .so input")})
+      if (given)
+        return fail(llvm::Twine(flag) + " is for the CPU; --device " +
+                    device + " runs on a GPU");
+  }
+
   if (checkGrads)
     return runGradCheck();
 
   auto compileStart = std::chrono::steady_clock::now();
   bool cached = false;
   std::shared_ptr<rt::Executable> executable;
-  if (StringRef(inputFile).ends_with(".so")) {
+  if (gpuFile) {
+    auto loaded = rt::Executable::loadGpuPrograms({inputFile}, *cudaIndex);
+    if (!loaded)
+      return fail(loaded.error().message);
+    executable = *loaded;
+  } else if (onGpu) {
+    auto compiled = compileForCuda(*cudaIndex);
+    if (!compiled)
+      return fail(compiled.error().message);
+    executable = *compiled;
+  } else if (StringRef(inputFile).ends_with(".so")) {
     if (!emitLibrary.empty())
       return fail("--emit-library needs an .mlir input, got " + inputFile);
     auto loaded = rt::Executable::load(inputFile);
@@ -481,6 +699,8 @@ int main(int argc, char **argv) {
             !s)
           return fail(s.error().message);
   }
+  if (bench > 0 && onGpu)
+    return benchGpu(*executable, *function, *args);
   if (bench > 0) {
     // Each timed call includes checking the arguments and freeing the
     // results (back to the runtime's cache), not copying them.
