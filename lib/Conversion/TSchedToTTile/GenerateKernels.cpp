@@ -342,6 +342,54 @@ LogicalResult RowKernel::lower(Operation *op) {
                                   splat(Class::Row, f32, double(cols), loc));
     return result(red, Class::Row);
   }
+  if (isa<tg::ArgmaxOp, tg::ArgminOp>(op)) {
+    // The first index of the row's extreme, a NaN counting as the extreme
+    // (as the CPU and NumPy): the first NaN's column if the row has one,
+    // else the first column equal to the row's max (min). Column indices
+    // are f32 (exact up to 2^24; rows are at most max-row long).
+    bool isMax = isa<tg::ArgmaxOp>(op);
+    Tile src = tiles.lookup(op->getOperand(0));
+    Type inElt = getElementTypeOrSelf(op->getOperand(0).getType());
+    if (src.cls != Class::Full || !isa<FloatType>(inElt))
+      return unsupported(op);
+    double inf = std::numeric_limits<double>::infinity();
+    auto i32Tile = RankedTensorType::get({bm, bn}, b.getI32Type());
+    Value col = arith::SIToFPOp::create(
+        b, loc, tileType(Class::Full, f32),
+        tt::IotaOp::create(b, loc, i32Tile, b.getI32IntegerAttr(1)));
+    Value none = splat(Class::Full, f32, double(cols), loc);
+    auto firstWhere = [&](Value where) {
+      if (colMask)
+        where = arith::AndIOp::create(b, loc, where, colMask);
+      Value idx = arith::SelectOp::create(b, loc, where, col, none);
+      return tt::ReduceOp::create(
+          b, loc, tileType(Class::Row, f32),
+          tt::ReduceKindAttr::get(b.getContext(), tt::ReduceKind::min), idx,
+          b.getI32IntegerAttr(1));
+    };
+    Value x = src.value;
+    Value firstNan = firstWhere(
+        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNO, x, x));
+    if (colMask)
+      x = arith::SelectOp::create(
+          b, loc, colMask, x,
+          splat(Class::Full, f32, isMax ? -inf : inf, loc));
+    Value extreme = tt::ReduceOp::create(
+        b, loc, tileType(Class::Row, f32),
+        tt::ReduceKindAttr::get(b.getContext(), isMax ? tt::ReduceKind::max
+                                                      : tt::ReduceKind::min),
+        x, b.getI32IntegerAttr(1));
+    Value firstExtreme = firstWhere(arith::CmpFOp::create(
+        b, loc, arith::CmpFPredicate::OEQ, x,
+        expand(Tile{extreme, Class::Row}, Class::Full, loc)));
+    Value hasNan =
+        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, firstNan,
+                              splat(Class::Row, f32, double(cols), loc));
+    Value index =
+        arith::SelectOp::create(b, loc, hasNan, firstNan, firstExtreme);
+    return result(castTo(tileType(Class::Row, resultElt), index, loc),
+                  Class::Row);
+  }
   if (auto cmp = dyn_cast<tg::CompareOp>(op)) {
     auto [vals, cls] = operands(op, op->getOperands());
     Type operandElt = getElementTypeOrSelf(vals[0].getType());

@@ -312,7 +312,7 @@ public:
         std::optional<Class> c = classify(type.getShape());
         cls = !c || *c == Class::Periodic ? Class::Full : *c;
       } else if (isa<tg::ReduceSumOp, tg::ReduceMeanOp, tg::ReduceMaxOp,
-                     tg::ReduceMinOp>(op)) {
+                     tg::ReduceMinOp, tg::ArgmaxOp, tg::ArgminOp>(op)) {
         cls = Class::Row;
       } else {
         SmallVector<Tile> ts;

@@ -84,6 +84,7 @@ def _programs():
         rng.standard_normal((5, 5000)).astype(np.float32))
     yield from _contractions(rng)
     yield from _reductions(rng)
+    yield from _arg_reductions(rng)
     for seed in range(0, 60, 3):
         fn, args = compile_fuzz.program(*compile_fuzz.load(seed, max_ops=40))
         yield f"fuzz{seed}", ts.jit(fn).lower(*args)
@@ -271,6 +272,40 @@ def _shape_dtype(t):
     parts = t.split("x")
     dims = [int(p) for p in parts[:-1]]
     return dims, parts[-1]
+
+
+def _arg_reductions(rng):
+    """argmax and argmin over the last dim in row kernels: ties (the first
+    index wins), NaNs (the first NaN wins), rows of -inf, rows whose length
+    is not a power of two (masked columns), 16-bit inputs, i32 results."""
+    import ml_dtypes
+    import tessera as ts
+    from tessera import op
+
+    def ties(x):
+        return op.argmax(op.floor(x * 2.0), axis=-1)
+
+    def nans(x):
+        return op.argmax(op.log(x), axis=-1)
+
+    def minus_inf(x):
+        return op.argmax(op.log(op.relu(x - 1.0)), axis=-1)
+
+    def smallest(x):
+        return op.argmin(op.floor(x * 3.0), axis=-1).astype(np.int32)
+
+    def both(x):
+        return (op.argmax(x, axis=-1), op.argmin(op.log(x + 0.5), axis=-1),
+                op.reduce_max(x, axis=-1))
+
+    cases = [("argmax_ties", ties, (64, 37), np.float32),
+             ("argmax_nan", nans, (33, 300), np.float32),
+             ("argmax_minus_inf", minus_inf, (16, 10), np.float32),
+             ("argmin_ties_bf16", smallest, (5, 7, 129), ml_dtypes.bfloat16),
+             ("argmax_argmin_f16", both, (48, 1000), np.float16)]
+    for name, fn, shape, dtype in cases:
+        x = rng.standard_normal(shape).astype(dtype)
+        yield name, ts.jit(fn).lower(x)
 
 
 def _random(shape, dtype, rng):

@@ -62,13 +62,29 @@ bool isElementwise(Operation *op) {
 bool isRowReduction(Operation *op) {
   static const llvm::StringSet<> names = {
       "tgraph.reduce_sum", "tgraph.reduce_mean", "tgraph.reduce_max",
-      "tgraph.reduce_min"};
+      "tgraph.reduce_min", "tgraph.argmax",      "tgraph.argmin"};
   return names.contains(op->getName().getStringRef());
 }
 
+/// The one dim a reduction reduces (`dims` of one entry, or the `dim` of
+/// argmax and argmin, which also need a float operand: the row kernel
+/// computes their indices in f32).
+std::optional<int64_t> reducedDim(Operation *op) {
+  if (auto dims = op->getAttrOfType<DenseI64ArrayAttr>("dims"))
+    return dims.size() == 1 ? std::optional<int64_t>(dims[0]) : std::nullopt;
+  auto dim = op->getAttrOfType<IntegerAttr>("dim");
+  if (!dim || !isa<FloatType>(getElementTypeOrSelf(op->getOperand(0))))
+    return std::nullopt;
+  return dim.getInt();
+}
+
+/// Reductions a reduction group computes (argmax and argmin only in row
+/// groups: over their last dim).
 bool isReduction(Operation *op) {
-  return isRowReduction(op) ||
-         op->getName().getStringRef() == "tgraph.reduce_prod";
+  StringRef name = op->getName().getStringRef();
+  return (isRowReduction(op) && name != "tgraph.argmax" &&
+          name != "tgraph.argmin") ||
+         name == "tgraph.reduce_prod";
 }
 
 /// Contractions a generated GEMM computes (others are library `single`
@@ -258,9 +274,9 @@ private:
       return Class::None;
     if (isRowReduction(op)) {
       Value x = op->getOperand(0);
-      auto dims = op->getAttrOfType<DenseI64ArrayAttr>("dims");
-      if (classIn(x, g) != Class::Full || !dims || dims.size() != 1 ||
-          dims[0] != int64_t(g.full.size()) - 1 || g.full.back() > maxRow)
+      if (classIn(x, g) != Class::Full ||
+          reducedDim(op) != int64_t(g.full.size()) - 1 ||
+          g.full.back() > maxRow)
         return Class::None;
       return Class::Row;
     }
@@ -380,9 +396,8 @@ private:
     }
     if (isRowReduction(op)) {
       std::optional<ArrayRef<int64_t>> in = staticShape(op->getOperand(0));
-      auto dims = op->getAttrOfType<DenseI64ArrayAttr>("dims");
-      if (in && !in->empty() && dims && dims.size() == 1 &&
-          dims[0] == int64_t(in->size()) - 1 && in->back() <= maxRow) {
+      if (in && !in->empty() && reducedDim(op) == int64_t(in->size()) - 1 &&
+          in->back() <= maxRow) {
         Group &g = newGroup(GroupKind::Row, *in);
         return add(g, op, Class::Row);
       }
