@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import os
 import re
 
 import numpy as np
@@ -357,11 +358,26 @@ class jit:
                                "function must be hashable") from None
 
     def _compile_gpu(self, args):
+        if _gpu_pipeline() == "compiler":
+            return self._compile_gpu_program(args)
         from ._gpu_graph import GpuProgram
         ctx, fn, out_tree = self._trace(args, concrete=True)
         listing = ctx.module.list_graph(fn.name, gpu_attention=True)
         entry = _Entry()
         entry.fn = GpuProgram(listing, self._device)
+        entry.out_tree = out_tree
+        entry.module = ctx.module
+        entry.name = fn.name
+        entry.params = list(ctx.param_order)
+        entry.post = None
+        return entry
+
+    def _compile_gpu_program(self, args):
+        """The C++ GPU pipeline's program for ``args``
+        (``Module.compile_gpu``), loaded on the device."""
+        ctx, fn, out_tree = self._trace(args, concrete=True)
+        entry = _Entry()
+        entry.fn = _CompiledGpuProgram(ctx.module, fn.name, self._device)
         entry.out_tree = out_tree
         entry.module = ctx.module
         entry.name = fn.name
@@ -481,3 +497,57 @@ class jit:
         array([1.])
         """
         self._cache.clear()
+
+
+def _gpu_pipeline():
+    """Which path ``jit(device="cuda")`` takes: the launch planner
+    (``_gpu_graph``, the default while the compiler's pipeline is checked
+    against it on every GPU test) or ``TESSERA_GPU_PIPELINE=compiler``, the
+    C++ GPU pipeline (``--tessera-gpu-pipeline``) and the runtime's host
+    program."""
+    value = os.environ.get("TESSERA_GPU_PIPELINE", "planner")
+    if value not in ("planner", "compiler"):
+        raise TesseraError(f"TESSERA_GPU_PIPELINE must be 'planner' or "
+                           f"'compiler', got {value!r}")
+    return value
+
+
+class _CompiledGpuProgram:
+    """A function compiled by the C++ GPU pipeline and loaded as the
+    runtime's host program on one device: called with NumPy arrays or
+    device tensors of the traced shapes and dtypes, it queues the program
+    on Tessera's stream and returns one device tensor per result."""
+
+    def __init__(self, module, name, device):
+        from . import _cuda
+        from . import cuda
+        self._device = cuda.device(device)
+        index = self._device.index
+        info = _cuda.device_info(index)
+        major, minor = info["capability"]
+        if major < 8:
+            raise TesseraError(
+                f"{info['description']}: the GPU pipeline needs compute "
+                f"capability 8.0 or newer")
+        chip = "sm_90a" if (major, minor) == (9, 0) else "sm_80"
+        data = module.compile_gpu(name, chip, info["multiprocessors"])
+        self._program = _cuda.HostProgram.load(data, index, f"@{name}")
+        self._buffer = _cuda.Buffer
+
+    def __call__(self, *arrays):
+        from . import cuda
+        buffers = []
+        for a in arrays:
+            if isinstance(a, cuda.DeviceTensor):
+                if a._buf is None or not a._contiguous():
+                    a = cuda.to_device(a.numpy(), self._device)
+                buffers.append(a._buf)
+            else:
+                buffers.append(cuda.to_device(np.asarray(a),
+                                              self._device)._buf)
+        return [cuda.DeviceTensor(b) for b in self._program.run(buffers)]
+
+    @property
+    def launches(self):
+        """Kernel launches a call queues."""
+        return self._program.launches

@@ -156,3 +156,27 @@ def test_long_rows_are_cut_into_equal_segments():
     assert LongRows(0, 1, 600, 1 << 21, "max", 1.0).parts_for(528) == 1
     assert LongRows(0, 1, 0, 20000, "sum", 1.0).parts_for(528) == 1
     assert LongRows(0, 1, 1, 40961, "sum", 1.0).parts_for(528) == 1  # prime
+
+
+def test_the_compiler_pipeline_is_chosen_by_name(monkeypatch):
+    """TESSERA_GPU_PIPELINE picks the path of jit(device="cuda"): a bad
+    value is refused by name; 'compiler' compiles through the C++ GPU
+    pipeline (here, without a GPU, it says why it cannot load)."""
+    from tessera._jit import _gpu_pipeline
+    f = ts.jit(lambda x: op.relu(x) * 2.0, device="cuda")
+    x = np.ones((4, 8), np.float32)
+    monkeypatch.delenv("TESSERA_GPU_PIPELINE", raising=False)
+    assert _gpu_pipeline() == "planner"
+    monkeypatch.setenv("TESSERA_GPU_PIPELINE", "fast")
+    with pytest.raises(ts.TesseraError,
+                       match="TESSERA_GPU_PIPELINE must be 'planner' or "
+                             "'compiler', got 'fast'"):
+        _gpu_pipeline()
+    monkeypatch.setenv("TESSERA_GPU_PIPELINE", "compiler")
+    assert _gpu_pipeline() == "compiler"
+    if ts.cuda.is_available():
+        out = f(x)
+        np.testing.assert_array_equal(out.numpy(), np.full((4, 8), 2.0))
+    else:
+        with pytest.raises(ts.TesseraError, match="CUDA"):
+            f(x)
