@@ -11,7 +11,7 @@
 // fashion_mnist_runtime, which trains with the runtime alone.
 //
 //   fashion_mnist [--epochs N] [--data DIR] [--device cpu|cuda|cuda:K]
-//   fashion_mnist --export-gpu DIR [--chip sm_90a]
+//   fashion_mnist --export-gpu DIR [--chip sm_90a,sm_80] [--cubin]
 //
 //===----------------------------------------------------------------------===//
 
@@ -144,10 +144,13 @@ Result<std::unique_ptr<Program>> build() {
 } // namespace
 
 /// Writes the GPU programs a runtime-only trainer needs
-/// (fashion_mnist_runtime): the step for batches of 128 and for the last
-/// batch of an epoch, and the logits of the test set. No GPU is needed.
+/// (fashion_mnist_runtime) as one bundle, DIR/fashion_mnist.tgpu: the step
+/// for batches of 128 and for the last batch of an epoch, and the logits
+/// of the test set, for each of `chips` (comma-separated), with cubins
+/// when `cubin`. No GPU is needed.
 int exportGpu(const Program &program, const std::string &dir,
-              const std::string &chip, int64_t trainSize, int64_t testSize) {
+              const std::string &chips, bool cubin, int64_t trainSize,
+              int64_t testSize) {
   std::filesystem::create_directories(dir);
   struct Entry {
     std::string fn;
@@ -157,20 +160,28 @@ int exportGpu(const Program &program, const std::string &dir,
                                 {program.logits, testSize}};
   if (trainSize % 128)
     entries.push_back({program.step, trainSize % 128});
-  for (const Entry &e : entries) {
-    GPUCompileOptions options;
-    options.entry = e.fn;
-    options.chip = chip;
-    options.dims = {{"B", e.batch}};
-    auto image = program.module.compileGPU(options);
-    if (!image)
-      return fail(image.error().message);
-    std::string path =
-        dir + "/" + e.fn + "_B" + std::to_string(e.batch) + ".tgpu";
-    if (rt::Status st = image->save(path); !st)
-      return fail(st.error().message);
-    std::printf("wrote %s\n", path.c_str());
+  rt::GpuBundle bundle;
+  for (size_t at = 0; at <= chips.size();) {
+    size_t end = std::min(chips.find(',', at), chips.size());
+    std::string chip = chips.substr(at, end - at);
+    at = end + 1;
+    for (const Entry &e : entries) {
+      GPUCompileOptions options;
+      options.entry = e.fn;
+      options.chip = chip;
+      options.cubin = cubin;
+      options.dims = {{"B", e.batch}};
+      auto image = program.module.compileGPU(options);
+      if (!image)
+        return fail(image.error().message);
+      bundle.programs.push_back(std::move(*image));
+    }
   }
+  std::string path = dir + "/fashion_mnist.tgpu";
+  if (rt::Status st = bundle.save(path); !st)
+    return fail(st.error().message);
+  std::printf("wrote %s (%zu programs)\n", path.c_str(),
+              bundle.programs.size());
   return 0;
 }
 
@@ -178,6 +189,7 @@ int main(int argc, char **argv) {
   int epochs = 10;
   std::string dir = "/usr/share/datasets/fashion-mnist", device = "cpu",
               exportDir, chip = "sm_90a";
+  bool cubin = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--epochs" && i + 1 < argc)
@@ -190,10 +202,13 @@ int main(int argc, char **argv) {
       exportDir = argv[++i];
     else if (a == "--chip" && i + 1 < argc)
       chip = argv[++i];
+    else if (a == "--cubin")
+      cubin = true;
     else
       return fail("unknown argument '" + a +
                   "' (expected --epochs N, --data DIR, --device cpu|cuda|"
-                  "cuda:K, --export-gpu DIR or --chip sm_XX)");
+                  "cuda:K, --export-gpu DIR, --chip sm_XX[,sm_YY] or "
+                  "--cubin)");
   }
   if (epochs < 1)
     return fail("--epochs must be >= 1");
@@ -220,7 +235,7 @@ int main(int argc, char **argv) {
   if (!program)
     return fail(program.error().message);
   if (!exportDir.empty())
-    return exportGpu(**program, exportDir, chip, train->n, test->n);
+    return exportGpu(**program, exportDir, chip, cubin, train->n, test->n);
   auto exe = (*program)->module.compile({Module::defaultCacheDirectory(),
                                          target});
   if (!exe)

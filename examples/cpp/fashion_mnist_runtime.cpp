@@ -1,11 +1,13 @@
 //===- fashion_mnist_runtime.cpp - Train on a GPU with the runtime alone --===//
 //
 // A deployment of the Fashion-MNIST classifier: the GPU programs that
-// `fashion_mnist --export-gpu DIR` wrote (the training step for each batch
-// size and the logits of the test set, each one file with its kernels' PTX, its host program
-// and its signature) are loaded by the runtime and run, with no compiler
-// and no Python in the process. Files are checked whole (format, Tessera
-// version, chip, content hash) before anything of them is used.
+// `fashion_mnist --export-gpu DIR` wrote (one bundle holding, for each
+// chip, the training step for each batch size and the logits of the test
+// set, each with its kernels' PTX or cubin, its host program and its
+// signature) are loaded by the runtime and run, with no compiler and no
+// Python in the process: the newest chip the device runs is taken. Files
+// are checked whole (format, Tessera version, chip, content hashes) before
+// anything of them is used.
 //
 //   fashion_mnist_runtime PROGRAM_DIR [--epochs N] [--data DIR] [--device K]
 //

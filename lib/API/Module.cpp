@@ -328,6 +328,7 @@ Module::compileGPU(const GPUCompileOptions &options) const {
   gpu.chip = options.chip;
   gpu.multiprocessors = options.multiprocessors;
   gpu.dims = options.dims;
+  gpu.cubin = options.cubin;
   state->clearDiagnostics();
   auto image = mlir::tessera::compileForGPU(state->getModule(), gpu);
   if (failed(image))

@@ -15,7 +15,10 @@
 #include "mlir/Pass/PassManager.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Program.h"
 #include "llvm/Support/Process.h"
 #include "llvm/Support/SHA256.h"
 #include "llvm/Support/raw_ostream.h"
@@ -186,6 +189,20 @@ FailureOr<Image> ImageBuilder::build(StringRef chip) {
           }
           step.scalars.push_back(c);
         }
+      if (Attribute schedule = launch->getAttr("tsched.schedule")) {
+        if (auto text = dyn_cast<StringAttr>(schedule)) {
+          step.schedule = text.getValue().str();
+        } else {
+          // #tsched.schedule<"block(16, 64).warps(4)">: the chain.
+          std::string printed;
+          llvm::raw_string_ostream os(printed);
+          schedule.print(os);
+          size_t open = printed.find('"'), close = printed.rfind('"');
+          step.schedule = open < close
+                              ? printed.substr(open + 1, close - open - 1)
+                              : printed;
+        }
+      }
       img.steps.push_back(std::move(step));
     } else if (auto copy = dyn_cast<memref::CopyOp>(op)) {
       Image::Step step;
@@ -237,6 +254,70 @@ FailureOr<Image> ImageBuilder::build(StringRef chip) {
 
 } // namespace
 
+namespace {
+/// ptxas of the CUDA toolkit: $CUDA_ROOT/bin, /usr/local/cuda/bin, PATH.
+std::optional<std::string> findPtxas() {
+  for (const char *root :
+       {static_cast<const char *>(std::getenv("CUDA_ROOT")),
+        static_cast<const char *>("/usr/local/cuda")})
+    if (root) {
+      std::string path = std::string(root) + "/bin/ptxas";
+      if (llvm::sys::fs::can_execute(path))
+        return path;
+    }
+  if (llvm::ErrorOr<std::string> found = llvm::sys::findProgramByName("ptxas"))
+    return *found;
+  return std::nullopt;
+}
+
+/// The PTX compiled for `chip` by ptxas, or why not.
+FailureOr<std::vector<char>> compileCubin(ModuleOp module, StringRef ptx,
+                                          StringRef chip) {
+  std::optional<std::string> ptxas = findPtxas();
+  if (!ptxas)
+    return module.emitError()
+           << "a cubin needs ptxas of the CUDA toolkit, which is not in "
+              "$CUDA_ROOT/bin, /usr/local/cuda/bin or on the PATH";
+  SmallString<128> in, out, err;
+  llvm::scope_exit cleanup([&] {
+    for (const SmallString<128> &p : {in, out, err})
+      if (!p.empty())
+        llvm::sys::fs::remove(p);
+  });
+  if (llvm::sys::fs::createTemporaryFile("tessera", "ptx", in) ||
+      llvm::sys::fs::createTemporaryFile("tessera", "cubin", out) ||
+      llvm::sys::fs::createTemporaryFile("tessera", "log", err))
+    return module.emitError() << "cannot create temporary files for ptxas";
+  {
+    std::error_code ec;
+    llvm::raw_fd_ostream os(in, ec);
+    if (ec)
+      return module.emitError() << "cannot write " << in << ": "
+                                << ec.message();
+    os << ptx;
+  }
+  std::string arch = ("-arch=" + chip).str();
+  SmallVector<StringRef> argv = {*ptxas, arch, in, "-o", out};
+  std::optional<StringRef> redirects[] = {std::nullopt, err, err};
+  std::string message;
+  int rc = llvm::sys::ExecuteAndWait(*ptxas, argv, std::nullopt, redirects,
+                                     /*SecondsToWait=*/0, /*MemoryLimit=*/0,
+                                     &message);
+  if (rc != 0) {
+    auto log = llvm::MemoryBuffer::getFile(err);
+    return module.emitError()
+           << "ptxas " << arch << " failed"
+           << (message.empty() ? "" : ": " + message) << "\n"
+           << (log ? (*log)->getBuffer() : StringRef());
+  }
+  auto cubin = llvm::MemoryBuffer::getFile(out, /*IsText=*/false);
+  if (!cubin)
+    return module.emitError() << "cannot read the cubin ptxas wrote";
+  StringRef bytes = (*cubin)->getBuffer();
+  return std::vector<char>(bytes.begin(), bytes.end());
+}
+} // namespace
+
 FailureOr<rt::GpuProgramImage>
 mlir::tessera::gpuProgramImage(ModuleOp compiled, StringRef entry,
                                StringRef chip) {
@@ -260,6 +341,22 @@ mlir::tessera::gpuProgramImage(ModuleOp compiled, StringRef entry,
 FailureOr<rt::GpuProgramImage>
 mlir::tessera::compileForGPU(ModuleOp module,
                              const GPUCompileOptions &options) {
+  // The chip: sm_<major><minor>, "a" for the arch-specific instructions,
+  // 8.0 or newer (the kernels use cp.async, bf16 and ldmatrix).
+  {
+    StringRef c = options.chip;
+    StringRef digits = c.drop_front(3).take_while(llvm::isDigit);
+    StringRef rest = c.drop_front(3 + digits.size());
+    unsigned number = 0;
+    if (!c.starts_with("sm_") || digits.size() < 2 || digits.size() > 3 ||
+        !(rest.empty() || rest == "a") || digits.getAsInteger(10, number) ||
+        number < 80)
+      return module.emitError()
+             << "the chip '" << c
+             << "' is not sm_<major><minor> (with 'a' for arch-specific "
+                "code) of compute capability 8.0 or newer, such as sm_80, "
+                "sm_90a or sm_100a";
+  }
   // The entry's signature as written (symbolic dims and all).
   auto signatures = publicSignatures(module);
   if (failed(signatures))
@@ -318,6 +415,7 @@ mlir::tessera::compileForGPU(ModuleOp module,
     add(options.chip);
     add(options.features);
     add(std::to_string(options.multiprocessors));
+    add(options.cubin ? "cubin" : "ptx");
     add(signature->name);
     for (const auto &[s, size] : options.dims)
       add(s + "=" + std::to_string(size));
@@ -346,6 +444,11 @@ mlir::tessera::compileForGPU(ModuleOp module,
   for (auto fn : copy->getOps<func::FuncOp>())
     if (fn.isPublic() && fn.getName() != signature->name && !fn.isExternal())
       fn.setPrivate();
+  std::string graph;
+  {
+    llvm::raw_string_ostream os(graph);
+    copy->print(os);
+  }
   PassManager pm(module.getContext());
   GPUPipelineOptions pipeline;
   pipeline.chip = options.chip;
@@ -361,6 +464,13 @@ mlir::tessera::compileForGPU(ModuleOp module,
     return failure();
   image->signature = *signature;
   image->dims = options.dims;
+  image->graph = std::move(graph);
+  if (options.cubin && !image->ptx.empty()) {
+    auto cubin = compileCubin(module, image->ptx, options.chip);
+    if (failed(cubin))
+      return failure();
+    image->cubin = std::move(*cubin);
+  }
   if (rt::Status st = image->checkSignature(); !st)
     return module.emitError() << "compiles @" << signature->name
                               << " into a program that disagrees with "

@@ -20,38 +20,6 @@ using namespace tessera::runtime;
 using namespace tessera::runtime::cuda;
 using namespace tessera::runtime::cuda::detail;
 
-namespace {
-
-/// The compute capability `chip` needs ("sm_90a": exactly 9.0; "sm_80":
-/// 8.0 or newer, since the driver compiles PTX for newer chips).
-bool chipRuns(const std::string &chip, int major, int minor,
-              std::string &why) {
-  std::string digits;
-  std::size_t i = chip.rfind('_');
-  for (std::size_t j = i == std::string::npos ? 0 : i + 1; j < chip.size();
-       ++j)
-    if (chip[j] >= '0' && chip[j] <= '9')
-      digits += chip[j];
-  if (digits.size() < 2) {
-    why = "names the chip '" + chip + "', which is not sm_<major><minor>";
-    return false;
-  }
-  int wantMajor = std::stoi(digits.substr(0, digits.size() - 1));
-  int wantMinor = digits.back() - '0';
-  bool archSpecific = !chip.empty() && chip.back() == 'a';
-  bool ok = archSpecific
-                ? (major == wantMajor && minor == wantMinor)
-                : (major > wantMajor ||
-                   (major == wantMajor && minor >= wantMinor));
-  if (!ok)
-    why = "was compiled for " + chip + (archSpecific ? " only" : " or newer") +
-          "; the device is sm_" + std::to_string(major) +
-          std::to_string(minor);
-  return ok;
-}
-
-} // namespace
-
 Result<std::shared_ptr<HostProgram>> HostProgram::load(GpuProgramImage image,
                                                        int device) {
   std::string what = "GPU program '" + image.name + "'";
@@ -69,7 +37,11 @@ Result<std::shared_ptr<HostProgram>> HostProgram::load(GpuProgramImage image,
   // A program of views and copies alone has no kernels to load.
   std::optional<Module> module;
   if (launches) {
-    auto loaded = Module::loadPtx(image.ptx, device);
+    // The cubin where the device runs its code (no JIT), else the PTX.
+    auto loaded = !image.cubin.empty() &&
+                          cubinRuns(image.chip, info->major, info->minor)
+                      ? Module::loadImage(image.cubin, device)
+                      : Module::loadPtx(image.ptx, device);
     if (!loaded)
       return Error{what + ": " + loaded.error().message};
     module = std::move(*loaded);

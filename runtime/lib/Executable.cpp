@@ -718,19 +718,30 @@ Executable::loadGpuPrograms(const std::vector<std::string> &paths,
                             int device) {
   if (paths.empty())
     return Error{"no GPU program files to load"};
-  std::vector<GpuProgramImage> images;
+  std::vector<GpuProgramImage> all;
   for (const std::string &path : paths) {
-    auto image = GpuProgramImage::load(path);
-    if (!image)
-      return image.error();
-    images.push_back(std::move(*image));
+    auto bundle = GpuBundle::load(path);
+    if (!bundle)
+      return bundle.error();
+    for (GpuProgramImage &image : bundle->programs)
+      all.push_back(std::move(image));
   }
+  if (!cuda::available())
+    return Error{paths[0] + ": cannot run on cuda:" + std::to_string(device) +
+                 ": " + cuda::unavailableReason()};
+  auto info = cuda::deviceInfo(device);
+  if (!info)
+    return info.error();
+  GpuBundle bundle{std::move(all)};
+  auto images = std::move(bundle).forDevice(info->major, info->minor, paths[0]);
+  if (!images)
+    return Error{images.error().message + " (" + info->describe() + ")"};
   std::string description = paths.size() == 1
                                 ? paths[0]
                                 : paths[0] + " and " +
                                       std::to_string(paths.size() - 1) +
                                       " more GPU programs";
-  return forCuda(device, {}, std::move(images), nullptr, nullptr,
+  return forCuda(device, {}, std::move(*images), nullptr, nullptr,
                  std::move(description));
 }
 

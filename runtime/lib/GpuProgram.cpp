@@ -8,6 +8,9 @@
 #include "DimEval.h"
 
 #include <cstring>
+#include <map>
+#include <optional>
+#include <tuple>
 #include <fstream>
 #include <iterator>
 #include <limits>
@@ -162,8 +165,11 @@ std::vector<char> GpuProgramImage::encode() const {
       w.put(std::string(runtime::name(c.type)));
       w.put<std::uint64_t>(c.bits);
     }
+    w.put(s.schedule);
   }
   w.put(ptx);
+  w.put(std::string(cubin.begin(), cubin.end()));
+  w.put(graph);
 
   Writer file;
   file.bytes.insert(file.bytes.end(), kMagic, kMagic + 8);
@@ -265,7 +271,7 @@ GpuProgramImage::decode(const std::vector<char> &bytes,
     for (auto &b : c)
       b = r.get<char>();
   }
-  img.steps.resize(r.count(1 + 8 + 24 + 4 + 4, "steps"));
+  img.steps.resize(r.count(1 + 8 + 24 + 4 + 4 + 8, "steps"));
   for (Step &s : img.steps) {
     auto kind = r.get<std::uint8_t>();
     if (kind > std::uint8_t(Step::Kind::Copy))
@@ -289,8 +295,12 @@ GpuProgramImage::decode(const std::vector<char> &bytes,
       else
         c.type = *t;
     }
+    s.schedule = r.getString();
   }
   img.ptx = r.getString();
+  std::string cubin = r.getString();
+  img.cubin.assign(cubin.begin(), cubin.end());
+  img.graph = r.getString();
   if (r.error.empty() && !r.done())
     r.fail("has " + std::to_string(r.remaining()) +
            " bytes after its last field");
@@ -493,4 +503,223 @@ Result<GpuProgramImage> GpuProgramImage::load(const std::string &path) {
   if (in.bad())
     return Error{"cannot read the GPU program " + path};
   return decode(bytes, path);
+}
+
+//===----------------------------------------------------------------------===//
+// Chips
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// (major, minor, arch-specific) of "sm_90a"; nullopt if not sm_<digits>.
+std::optional<std::tuple<int, int, bool>> parseChip(const std::string &chip) {
+  if (chip.rfind("sm_", 0) != 0)
+    return std::nullopt;
+  std::string digits;
+  std::size_t j = 3;
+  for (; j < chip.size() && chip[j] >= '0' && chip[j] <= '9'; ++j)
+    digits += chip[j];
+  std::string rest = chip.substr(j);
+  if (digits.size() < 2 || digits.size() > 3 || !(rest.empty() || rest == "a"))
+    return std::nullopt;
+  return std::make_tuple(std::stoi(digits.substr(0, digits.size() - 1)),
+                         digits.back() - '0', rest == "a");
+}
+} // namespace
+
+bool tessera::runtime::chipRuns(const std::string &chip, int major, int minor,
+                                std::string &why) {
+  auto parsed = parseChip(chip);
+  if (!parsed) {
+    why = "names the chip '" + chip + "', which is not sm_<major><minor>";
+    return false;
+  }
+  auto [wantMajor, wantMinor, archSpecific] = *parsed;
+  bool ok = archSpecific ? (major == wantMajor && minor == wantMinor)
+                         : (major > wantMajor ||
+                            (major == wantMajor && minor >= wantMinor));
+  if (!ok)
+    why = "was compiled for " + chip + (archSpecific ? " only" : " or newer") +
+          "; the device is sm_" + std::to_string(major) +
+          std::to_string(minor);
+  return ok;
+}
+
+bool tessera::runtime::cubinRuns(const std::string &chip, int major,
+                                 int minor) {
+  auto parsed = parseChip(chip);
+  if (!parsed)
+    return false;
+  auto [wantMajor, wantMinor, archSpecific] = *parsed;
+  return archSpecific ? (major == wantMajor && minor == wantMinor)
+                      : (major == wantMajor && minor >= wantMinor);
+}
+
+//===----------------------------------------------------------------------===//
+// Bundles
+//===----------------------------------------------------------------------===//
+
+std::vector<char> GpuBundle::encode() const {
+  Writer w;
+  w.put<std::uint32_t>(std::uint32_t(programs.size()));
+  for (const GpuProgramImage &p : programs) {
+    std::vector<char> bytes = p.encode();
+    w.put<std::uint64_t>(bytes.size());
+    w.bytes.insert(w.bytes.end(), bytes.begin(), bytes.end());
+  }
+  Writer file;
+  file.bytes.insert(file.bytes.end(), kMagic, kMagic + 8);
+  file.put<std::uint32_t>(kFormat);
+  file.put<std::uint64_t>(w.bytes.size());
+  file.put<std::uint64_t>(checksumBytes(w.bytes.data(), w.bytes.size()));
+  file.bytes.insert(file.bytes.end(), w.bytes.begin(), w.bytes.end());
+  return file.bytes;
+}
+
+Result<GpuBundle> GpuBundle::decode(const std::vector<char> &bytes,
+                                    const std::string &what) {
+  auto bad = [&](const std::string &why) {
+    return Error{"GPU bundle " + what + ": " + why};
+  };
+  if (bytes.size() >= 8 &&
+      std::memcmp(bytes.data(), GpuProgramImage::kMagic, 8) == 0) {
+    auto one = GpuProgramImage::decode(bytes, what);
+    if (!one)
+      return one.error();
+    GpuBundle bundle;
+    bundle.programs.push_back(std::move(*one));
+    return bundle;
+  }
+  if (bytes.size() < 8 || std::memcmp(bytes.data(), kMagic, 8) != 0)
+    return bad("is neither a Tessera GPU bundle nor a GPU program (it "
+               "starts with neither \"" +
+               std::string(kMagic) + "\" nor \"" +
+               std::string(GpuProgramImage::kMagic) + "\")");
+  if (bytes.size() < kHeaderBytes)
+    return bad("is truncated: " + std::to_string(bytes.size()) +
+               " bytes, fewer than its " + std::to_string(kHeaderBytes) +
+               "-byte header");
+  std::uint32_t format;
+  std::uint64_t length, hash;
+  std::memcpy(&format, bytes.data() + 8, 4);
+  std::memcpy(&length, bytes.data() + 12, 8);
+  std::memcpy(&hash, bytes.data() + 20, 8);
+  if (format != kFormat)
+    return bad("has format version " + std::to_string(format) +
+               "; this runtime (Tessera " + tesseraVersion() +
+               ") reads version " + std::to_string(kFormat));
+  std::uint64_t payload = bytes.size() - kHeaderBytes;
+  if (payload != length)
+    return bad(payload < length
+                   ? "is truncated: its header promises " +
+                         std::to_string(length) + " bytes after it, the " +
+                         "file has " + std::to_string(payload)
+                   : "has " + std::to_string(payload - length) +
+                         " bytes after the " + std::to_string(length) +
+                         " its header promises");
+  const char *data = bytes.data() + kHeaderBytes;
+  if (checksumBytes(data, length) != hash)
+    return bad("is corrupted: its content does not match the hash in its "
+               "header");
+  Reader r(data, length);
+  GpuBundle bundle;
+  std::size_t count = r.count(8 + kHeaderBytes, "programs");
+  for (std::size_t i = 0; i < count && r.error.empty(); ++i) {
+    auto n = r.get<std::uint64_t>();
+    if (r.error.empty() && n > r.remaining())
+      r.fail("has a program of " + std::to_string(n) + " bytes, more than the " +
+             std::to_string(r.remaining()) + " left");
+    if (!r.error.empty())
+      break;
+    std::vector<char> one(static_cast<std::size_t>(n));
+    for (char &c : one)
+      c = r.get<char>();
+    auto image = GpuProgramImage::decode(
+        one, what + " (program " + std::to_string(i) + ")");
+    if (!image)
+      return image.error();
+    bundle.programs.push_back(std::move(*image));
+  }
+  if (r.error.empty() && !r.done())
+    r.fail("has " + std::to_string(r.remaining()) +
+           " bytes after its last program");
+  if (!r.error.empty())
+    return bad(r.error);
+  return bundle;
+}
+
+Status GpuBundle::save(const std::string &path) const {
+  std::vector<char> bytes = encode();
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), std::streamsize(bytes.size()));
+  out.close();
+  if (!out)
+    return Error{"cannot write the GPU bundle " + path};
+  return Status::ok();
+}
+
+Result<GpuBundle> GpuBundle::load(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    return Error{"cannot open the GPU bundle " + path};
+  std::vector<char> bytes((std::istreambuf_iterator<char>(in)),
+                          std::istreambuf_iterator<char>());
+  if (in.bad())
+    return Error{"cannot read the GPU bundle " + path};
+  return decode(bytes, path);
+}
+
+Result<std::vector<GpuProgramImage>>
+GpuBundle::forDevice(int major, int minor, const std::string &what) && {
+  auto sizes = [](const std::map<std::string, std::int64_t> &dims) {
+    if (dims.empty())
+      return std::string("no symbolic dims");
+    std::string out;
+    for (const auto &[name, size] : dims)
+      out += (out.empty() ? "" : ", ") + name + " = " + std::to_string(size);
+    return out;
+  };
+  // Newer chips first; an arch-specific chip before the plain one.
+  auto rank = [](const std::string &chip) {
+    int digits = 0;
+    for (char c : chip)
+      if (c >= '0' && c <= '9')
+        digits = digits * 10 + (c - '0');
+    return 2 * digits + (!chip.empty() && chip.back() == 'a');
+  };
+  struct Choice {
+    std::size_t index;
+    std::string why; // why the first program does not run
+  };
+  std::map<std::pair<std::string, std::map<std::string, std::int64_t>>,
+           Choice>
+      best;
+  const std::size_t none = programs.size();
+  for (std::size_t i = 0; i < programs.size(); ++i) {
+    const GpuProgramImage &p = programs[i];
+    std::string why;
+    bool runs = chipRuns(p.chip, major, minor, why);
+    auto key = std::make_pair(p.name, p.dims);
+    auto it = best.find(key);
+    if (it == best.end()) {
+      best[key] = {runs ? i : none, why};
+      continue;
+    }
+    for (std::size_t j = 0; j < i; ++j)
+      if (programs[j].name == p.name && programs[j].dims == p.dims &&
+          programs[j].chip == p.chip)
+        return Error{what + ": two GPU programs of @" + p.name + " for " +
+                     sizes(p.dims) + " are compiled for " + p.chip};
+    std::size_t &chosen = it->second.index;
+    if (runs && (chosen == none || rank(p.chip) > rank(programs[chosen].chip)))
+      chosen = i;
+  }
+  std::vector<GpuProgramImage> out;
+  for (auto &[key, choice] : best) {
+    if (choice.index == none)
+      return Error{what + ": no GPU program of @" + key.first + " for " +
+                   sizes(key.second) + " runs on sm_" + std::to_string(major) +
+                   std::to_string(minor) + ": it " + choice.why};
+    out.push_back(std::move(programs[choice.index]));
+  }
+  return out;
 }

@@ -240,6 +240,22 @@ def test_gpu_programs_from_the_command_line(tmp_path, model):
     assert data[:8] == b"TSGPUPRG"
     # The symbolic signature is recorded with the size it was compiled for.
     assert b"function layer 3 2\narg f32 2 B 8\n" in data
+    # Several chips make one bundle; with ptxas, each program carries its
+    # cubin too.
+    bundle = tmp_path / "layer-chips.tgpu"
+    ptxas = shutil.which("ptxas") or ("/usr/local/cuda/bin/ptxas"
+                                      if os.path.exists("/usr/local/cuda/bin/ptxas") else None)
+    tessera_run(source, "--emit-gpu-program", bundle, "--dims", "B=5", "--chip", "sm_90a,sm_80",
+                *(["--cubin"] if ptxas else []))
+    packed = bundle.read_bytes()
+    assert packed[:8] == b"TSGPUBND"
+    assert packed.count(b"TSGPUPRG") == 2
+    if ptxas:
+        assert packed.count(b"\x7fELF") == 2
+    proc = tessera_run(source, "--emit-gpu-program", tmp_path / "x.tgpu", "--dims", "B=5",
+                       "--chip", "sm_75", check=False)
+    assert proc.returncode == 1
+    assert "the chip 'sm_75' is not sm_<major><minor>" in proc.stderr, proc.stderr
     truncated = tmp_path / "truncated.tgpu"
     truncated.write_bytes(data[:len(data) // 2])
     cases = [

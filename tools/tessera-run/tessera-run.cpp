@@ -7,7 +7,8 @@
 //   tessera-run model.mlir --emit-library model.so
 //   tessera-run model.so [--fn NAME] ...
 //   tessera-run model.mlir --device cuda[:K] [--fn NAME] ...
-//   tessera-run model.mlir --emit-gpu-program f.tgpu --dims B=32 [--chip C]
+//   tessera-run model.mlir --emit-gpu-program f.tgpu --dims B=32
+//               [--chip sm_90a,sm_80] [--cubin]
 //   tessera-run f.tgpu [--device cuda:K] ...
 //
 // Compiles the function with the CPU pipeline (through the compile cache)
@@ -149,10 +150,17 @@ static llvm::cl::opt<std::string> emitGpuProgram(
     llvm::cl::desc("Compile the function for the GPU, for the sizes --dims "
                    "gives its symbolic dims, into this program file and exit"),
     llvm::cl::cat(runCategory));
-static llvm::cl::opt<std::string>
-    chip("chip",
-         llvm::cl::desc("With --emit-gpu-program: the chip (default sm_90a)"),
-         llvm::cl::init("sm_90a"), llvm::cl::cat(runCategory));
+static llvm::cl::opt<std::string> chip(
+    "chip",
+    llvm::cl::desc("With --emit-gpu-program: the chips, comma-separated "
+                   "(default sm_90a); several make one bundle file whose "
+                   "loader takes the newest the device runs"),
+    llvm::cl::init("sm_90a"), llvm::cl::cat(runCategory));
+static llvm::cl::opt<bool> cubin(
+    "cubin",
+    llvm::cl::desc("With --emit-gpu-program: also compile each chip's PTX "
+                   "into a cubin with ptxas (no JIT when loaded)"),
+    llvm::cl::cat(runCategory));
 static llvm::cl::opt<unsigned>
     bench("bench", llvm::cl::init(0),
           llvm::cl::desc("Time N calls; print median, min, max and "
@@ -469,15 +477,27 @@ static int emitGpu() {
   auto sizes = parseDims(dims);
   if (!sizes)
     return 1;
-  mlir::tessera::GPUCompileOptions options;
-  options.entry = pickFunction(*signatures);
-  options.chip = chip;
-  for (const auto &entry : *sizes)
-    options.dims[entry.getKey().str()] = entry.getValue();
-  auto image = mlir::tessera::compileForGPU(*source->module, options);
-  if (failed(image))
-    return 1;
-  if (rt::Status st = image->save(emitGpuProgram); !st)
+  SmallVector<StringRef> chips;
+  StringRef(chip).split(chips, ',', -1, /*KeepEmpty=*/false);
+  if (chips.empty())
+    return fail("--chip expects one or more chips such as sm_90a,sm_80");
+  rt::GpuBundle bundle;
+  for (StringRef c : chips) {
+    mlir::tessera::GPUCompileOptions options;
+    options.entry = pickFunction(*signatures);
+    options.chip = c.trim().str();
+    options.cubin = cubin;
+    for (const auto &entry : *sizes)
+      options.dims[entry.getKey().str()] = entry.getValue();
+    auto image = mlir::tessera::compileForGPU(*source->module, options);
+    if (failed(image))
+      return 1;
+    bundle.programs.push_back(std::move(*image));
+  }
+  rt::Status st = bundle.programs.size() == 1
+                      ? bundle.programs[0].save(emitGpuProgram)
+                      : bundle.save(emitGpuProgram);
+  if (!st)
     return fail(st.error().message);
   return 0;
 }

@@ -243,4 +243,117 @@ TEST(GpuProgram, ExecutablesSayWhyTheyCannotRun) {
   std::remove(path.c_str());
 }
 
+TEST(GpuProgram, KeepsSchedulesGraphAndCubin) {
+  Image img = withSignature();
+  img.steps[0].schedule = "block(16, 64).warps(4)";
+  img.graph = "func.func @f(...)";
+  img.cubin = {'\x7f', 'E', 'L', 'F', '\0', '\x01'};
+  auto back = Image::decode(img.encode(), "t");
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(back->steps[0].schedule, "block(16, 64).warps(4)");
+  EXPECT_EQ(back->steps[1].schedule, "");
+  EXPECT_EQ(back->graph, "func.func @f(...)");
+  EXPECT_EQ(back->cubin, img.cubin);
+}
+
+TEST(GpuProgram, ChipsAndWhatRunsThem) {
+  std::string why;
+  // PTX: its chip and every later one; "a" chips: exactly their own.
+  EXPECT_TRUE(chipRuns("sm_80", 8, 0, why));
+  EXPECT_TRUE(chipRuns("sm_80", 9, 0, why));
+  EXPECT_TRUE(chipRuns("sm_80", 10, 0, why));
+  EXPECT_FALSE(chipRuns("sm_86", 8, 0, why));
+  EXPECT_TRUE(chipRuns("sm_90a", 9, 0, why));
+  EXPECT_FALSE(chipRuns("sm_90a", 10, 0, why));
+  EXPECT_EQ(why, "was compiled for sm_90a only; the device is sm_100");
+  EXPECT_TRUE(chipRuns("sm_100a", 10, 0, why));
+  EXPECT_FALSE(chipRuns("gfx90a", 9, 0, why));
+  EXPECT_EQ(why, "names the chip 'gfx90a', which is not sm_<major><minor>");
+  // Cubins: the same major version only.
+  EXPECT_TRUE(cubinRuns("sm_80", 8, 9));
+  EXPECT_FALSE(cubinRuns("sm_80", 9, 0));
+  EXPECT_TRUE(cubinRuns("sm_90a", 9, 0));
+  EXPECT_FALSE(cubinRuns("sm_86", 8, 0));
+}
+
+/// withSignature() compiled for `chip` and `b` rows.
+Image forChip(const std::string &chip, int64_t b = 4) {
+  Image img = withSignature();
+  img.chip = chip;
+  if (b != 4) {
+    img.storages[0].shape = {b, 8};
+    img.storages[1].shape = {8 * b};
+    img.storages[2].shape = {b, 8};
+    img.workspaceBytes = 256 + 32 * b;
+    img.steps[0].operands = {{0, {b, 8}}, {3, {3}}, {1, {b, 8}}};
+    img.steps[1].operands = {{1, {8 * b}}, {2, {8 * b}}};
+    img.results = {{2, {8 * b}}};
+    img.dims = {{"B", b}};
+  }
+  return img;
+}
+
+TEST(GpuProgram, BundlesRoundTripAndAreCheckedWhole) {
+  GpuBundle bundle;
+  bundle.programs = {forChip("sm_80"), forChip("sm_90a"), forChip("sm_80", 2)};
+  std::vector<char> bytes = bundle.encode();
+  ASSERT_EQ(std::string(bytes.data(), 8), "TSGPUBND");
+  auto back = GpuBundle::decode(bytes, "b");
+  ASSERT_TRUE(back) << back.error().message;
+  ASSERT_EQ(back->programs.size(), 3u);
+  EXPECT_EQ(back->programs[1].chip, "sm_90a");
+  EXPECT_EQ(back->programs[2].dims.at("B"), 2);
+  // A single program reads as a bundle of one.
+  auto one = GpuBundle::decode(forChip("sm_80").encode(), "p");
+  ASSERT_TRUE(one) << one.error().message;
+  EXPECT_EQ(one->programs.size(), 1u);
+  // Every truncation, a flipped byte anywhere in the payload, and other
+  // files are refused, by name.
+  for (std::size_t n = 0; n < bytes.size(); n += 97) {
+    std::vector<char> cut(bytes.begin(), bytes.begin() + long(n));
+    auto r = GpuBundle::decode(cut, "b");
+    ASSERT_FALSE(r) << n;
+    EXPECT_NE(r.error().message.find(n < 8 ? "is neither" : "truncated"),
+              std::string::npos)
+        << n << ": " << r.error().message;
+  }
+  for (std::size_t at = 28; at < bytes.size(); at += 131) {
+    std::vector<char> flipped = bytes;
+    flipped[at] ^= 0x20;
+    auto r = GpuBundle::decode(flipped, "b");
+    ASSERT_FALSE(r) << at;
+    EXPECT_NE(r.error().message.find("GPU bundle b: is corrupted"),
+              std::string::npos)
+        << at << ": " << r.error().message;
+  }
+  auto other = GpuBundle::decode({'E', 'L', 'F', 0, 0, 0, 0, 0, 0}, "x");
+  ASSERT_FALSE(other);
+  EXPECT_NE(other.error().message.find("is neither a Tessera GPU bundle"),
+            std::string::npos);
+}
+
+TEST(GpuProgram, BundlesGiveEachDeviceItsNewestChip) {
+  auto chips = [](GpuBundle bundle, int major, int minor) {
+    auto picked = std::move(bundle).forDevice(major, minor, "b");
+    if (!picked)
+      return "error: " + picked.error().message;
+    std::string out;
+    for (const Image &p : *picked)
+      out += (out.empty() ? "" : " ") + p.chip + "/B" +
+             std::to_string(p.dims.at("B"));
+    return out;
+  };
+  GpuBundle bundle;
+  bundle.programs = {forChip("sm_80"), forChip("sm_90a"), forChip("sm_80", 2)};
+  EXPECT_EQ(chips(bundle, 9, 0), "sm_80/B2 sm_90a/B4");
+  EXPECT_EQ(chips(bundle, 8, 9), "sm_80/B2 sm_80/B4");
+  EXPECT_EQ(chips(bundle, 10, 0), "sm_80/B2 sm_80/B4");
+  EXPECT_EQ(chips(bundle, 7, 5),
+            "error: b: no GPU program of @f for B = 2 runs on sm_75: it was "
+            "compiled for sm_80 or newer; the device is sm_75");
+  bundle.programs.push_back(forChip("sm_90a"));
+  EXPECT_EQ(chips(bundle, 9, 0), "error: b: two GPU programs of @f for B = 4 "
+                                 "are compiled for sm_90a");
+}
+
 } // namespace

@@ -81,6 +81,9 @@ struct GPUCompileOptions {
   /// Sizes of the function's symbolic dims: a GPU program is compiled for
   /// static shapes (every symbol of the signature needs one).
   std::map<std::string, int64_t> dims;
+  /// Also compile a cubin for `chip` with ptxas of the CUDA toolkit (a
+  /// program shipped to machines that should not JIT its PTX at load).
+  bool cubin = false;
 };
 
 /// The stages Module::lower() can show.

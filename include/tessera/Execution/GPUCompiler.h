@@ -34,6 +34,11 @@ struct GPUCompileOptions {
   /// the IR, the entry, its sizes, the chip and the compiler build); empty:
   /// nowhere. A damaged file there is replaced.
   std::string cacheDirectory;
+  /// Also compile the PTX into a cubin for `chip` with ptxas (from
+  /// $CUDA_ROOT/bin, /usr/local/cuda/bin or the PATH), which the runtime
+  /// loads without the driver's JIT: for programs shipped to other
+  /// machines. An error when ptxas is not found or refuses the PTX.
+  bool cubin = false;
 };
 
 /// Compiles `entry` of `module` (left unchanged). Errors are reported as

@@ -15,15 +15,16 @@
 // CHECK-SAME: attributes {tsched.workspace = 8448 : i64}
 // CHECK: %[[K:.+]] = memref.get_global @chain_constant0 : memref<64xf32>
 // CHECK: %[[A:.+]] = tsched.buffer offset 0 : memref<32x64xf32>
-// CHECK: tsched.launch @chain_row0 grid [2] (%[[X]], %[[K]], %[[A]]) : memref<32x64xf32>, memref<64xf32>, memref<32x64xf32>
+// CHECK: tsched.launch @chain_row0 grid [2] (%[[X]], %[[K]], %[[A]])
+// CHECK-SAME: {tsched.schedule = #tsched.schedule<"block(16, 64).warps(4)">} : memref<32x64xf32>, memref<64xf32>, memref<32x64xf32>
 // CHECK: %[[B:.+]] = tsched.buffer offset 8192 : memref<32x1xf32>
 // CHECK: %[[BV:.+]] = tsched.view %[[B]] : memref<32x1xf32> to memref<32xf32>
-// CHECK: tsched.launch @chain_row1 grid [2] (%[[A]], %[[BV]]) : memref<32x64xf32>, memref<32xf32>
+// CHECK: tsched.launch @chain_row1 grid [2] (%[[A]], %[[BV]]){{.*}} : memref<32x64xf32>, memref<32xf32>
 // CHECK-NOT: tsched.view
 // CHECK: %[[C:.+]] = memref.alloc() : memref<32x64xf32>
-// CHECK: tsched.launch @chain_row2 grid [2] (%[[X]], %[[BV]], %[[C]]) : memref<32x64xf32>, memref<32xf32>, memref<32x64xf32>
+// CHECK: tsched.launch @chain_row2 grid [2] (%[[X]], %[[BV]], %[[C]]){{.*}} : memref<32x64xf32>, memref<32xf32>, memref<32x64xf32>
 // CHECK: %[[D:.+]] = memref.alloc() : memref<64xf32>
-// CHECK: tsched.launch @chain_reduce0 grid [8] (%[[C]], %[[D]]) : memref<32x64xf32>, memref<64xf32>
+// CHECK: tsched.launch @chain_reduce0 grid [8] (%[[C]], %[[D]]){{.*}} : memref<32x64xf32>, memref<64xf32>
 // CHECK: %[[CV:.+]] = tsched.view %[[C]] : memref<32x64xf32> to memref<2048xf32>
 // CHECK: %[[XC:.+]] = memref.alloc() : memref<32x64xf32>
 // CHECK: memref.copy %[[X]], %[[XC]]
@@ -169,9 +170,9 @@ func.func @reuse(%x: tensor<32x64xf32>) -> tensor<32x64xf32> {
 // CHECK: %[[S:.+]] = tsched.buffer offset 256 : memref<8x4xf32>
 // CHECK: %[[SV:.+]] = tsched.view %[[S]] : memref<8x4xf32> to memref<32xf32>
 // CHECK: tsched.launch @k2s grid [1, 2] (%arg0, %[[SV]]) scalars [2.500000e-01 : f32] : memref<32xf32>, memref<32xf32>
-// CHECK: tsched.launch @k2 grid [1] (%[[SV]], %[[A]]) : memref<32xf32>, memref<32xf32>
+// CHECK: tsched.launch @k2 grid [1] (%[[SV]], %[[A]]){{.*}} : memref<32xf32>, memref<32xf32>
 // CHECK: %[[R:.+]] = memref.alloc() : memref<32xf32>
-// CHECK: tsched.launch @k2 grid [3] (%[[SV]], %[[R]]) : memref<32xf32>, memref<32xf32>
+// CHECK: tsched.launch @k2 grid [3] (%[[SV]], %[[R]]){{.*}} : memref<32xf32>, memref<32xf32>
 func.func @k2(%a: memref<?xf32>, %b: memref<?xf32>) attributes {ttile.kernel} {
   return
 }

@@ -338,9 +338,13 @@ LogicalResult HostBuilder::launch(GroupOp group) {
     args.push_back(*a);
   }
   // An empty grid (no rows) computes nothing.
-  if (llvm::all_of(grid.asArrayRef(), [](int64_t g) { return g > 0; }))
-    LaunchOp::create(b, loc, SymbolRefAttr::get(kernel.getAttr()), grid, args,
-                     ArrayAttr());
+  if (llvm::all_of(grid.asArrayRef(), [](int64_t g) { return g > 0; })) {
+    auto launch = LaunchOp::create(b, loc, SymbolRefAttr::get(kernel.getAttr()),
+                                   grid, args, ArrayAttr());
+    // The schedule the kernel was generated with, for the program file.
+    if (Attribute schedule = group->getAttr("tsched.schedule"))
+      launch->setAttr("tsched.schedule", schedule);
+  }
   ++launches;
   return success();
 }
@@ -473,9 +477,12 @@ LogicalResult HostBuilder::launchAll(GroupOp group, ArrayAttr launchList) {
                << ", which has another number of elements";
       args.push_back(view(v, viewType, loc));
     }
-    if (llvm::all_of(grid.asArrayRef(), [](int64_t g) { return g > 0; }))
-      LaunchOp::create(b, loc, SymbolRefAttr::get(kernel.getAttr()), grid,
-                       args, scalars);
+    if (llvm::all_of(grid.asArrayRef(), [](int64_t g) { return g > 0; })) {
+      auto launch = LaunchOp::create(
+          b, loc, SymbolRefAttr::get(kernel.getAttr()), grid, args, scalars);
+      if (auto schedule = dict.getAs<StringAttr>("schedule"))
+        launch->setAttr("tsched.schedule", schedule);
+    }
     ++launches;
   }
   return success();

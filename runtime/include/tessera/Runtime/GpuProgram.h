@@ -35,7 +35,7 @@ namespace tessera::runtime {
 const char *tesseraVersion();
 
 struct GpuProgramImage {
-  static constexpr std::uint32_t kFormat = 3;
+  static constexpr std::uint32_t kFormat = 4;
   static constexpr char kMagic[9] = "TSGPUPRG";
 
   /// Where a buffer's memory comes from.
@@ -77,6 +77,9 @@ struct GpuProgramImage {
     std::vector<Operand> operands;
     /// Launch: the kernel's scalar parameters, which follow its buffers.
     std::vector<Scalar> scalars;
+    /// Launch: the schedule its kernel was generated with
+    /// ("block(128, 128).warps(8).stages(2)"; empty if not recorded).
+    std::string schedule;
   };
 
   /// The Tessera release that compiled it (tesseraVersion()).
@@ -103,6 +106,11 @@ struct GpuProgramImage {
   std::vector<Step> steps;
   /// The kernels' module (PTX text).
   std::string ptx;
+  /// The same module compiled for `chip` by ptxas (empty: none), loaded
+  /// instead of the PTX on devices that run its code (no JIT at load).
+  std::vector<char> cubin;
+  /// The Graph IR the program was compiled from (the module's text).
+  std::string graph;
 
   std::vector<char> encode() const;
   /// Decodes and checks `bytes` (`what` names them in errors: a path).
@@ -117,6 +125,40 @@ struct GpuProgramImage {
 
   Status save(const std::string &path) const;
   static Result<GpuProgramImage> load(const std::string &path);
+};
+
+/// Whether code compiled for `chip` ("sm_90a", "sm_80") runs on a device
+/// of compute capability major.minor: an "a" chip on exactly that one,
+/// PTX of others on it and every later one; if not, `why` says so.
+bool chipRuns(const std::string &chip, int major, int minor,
+              std::string &why);
+/// Whether a cubin (SASS) for `chip` runs there: the same major version
+/// and a minor at least the chip's ("a" chips: exactly).
+bool cubinRuns(const std::string &chip, int major, int minor);
+
+/// Several GPU programs in one file (a deployment: functions, sizes and
+/// chips), each a whole program file with its own header and hash:
+///   8 bytes "TSGPUBND", u32 format, u64 payload bytes, u64 FNV-1a 64 of
+///   the payload; payload: u32 count, then per program u64 bytes and the
+///   program file.
+struct GpuBundle {
+  static constexpr std::uint32_t kFormat = 1;
+  static constexpr char kMagic[9] = "TSGPUBND";
+
+  std::vector<GpuProgramImage> programs;
+
+  std::vector<char> encode() const;
+  static Result<GpuBundle> decode(const std::vector<char> &bytes,
+                                  const std::string &what);
+  Status save(const std::string &path) const;
+  /// A bundle file, or a single program file as a bundle of one.
+  static Result<GpuBundle> load(const std::string &path);
+  /// For each function and sizes, the program for the newest chip a device
+  /// of compute capability major.minor runs ("sm_90a" on 9.0 before
+  /// "sm_90" before "sm_80"); an error naming the function and sizes when
+  /// none runs, or when two are for the same chip. `what` names the source.
+  Result<std::vector<GpuProgramImage>>
+  forDevice(int major, int minor, const std::string &what) &&;
 };
 
 } // namespace tessera::runtime
