@@ -604,9 +604,9 @@ struct Prepared {
   std::string manifest;
 };
 
-/// Expands the autodiff declarations of `module`: the functions they create
-/// are part of the interface.
-LogicalResult expandAutodiff(ModuleOp module) {
+} // namespace
+
+LogicalResult mlir::tessera::expandAutodiff(ModuleOp module) {
   if (llvm::none_of(module.getBody()->getOperations(), [](Operation &op) {
         return isa<tgraph::AdjointOp, tgraph::JvpOp, tgraph::HvpOp>(op);
       }))
@@ -618,6 +618,7 @@ LogicalResult expandAutodiff(ModuleOp module) {
   return pm.run(module);
 }
 
+namespace {
 FailureOr<Prepared> prepare(ModuleOp module) {
   Prepared p{module.clone(), ""};
   if (failed(expandAutodiff(*p.module)))

@@ -345,10 +345,12 @@ mlir::tessera::compileForGPU(ModuleOp module,
   // 8.0 or newer (the kernels use cp.async, bf16 and ldmatrix).
   {
     StringRef c = options.chip;
-    StringRef digits = c.drop_front(3).take_while(llvm::isDigit);
-    StringRef rest = c.drop_front(3 + digits.size());
+    bool sm = c.starts_with("sm_");
+    StringRef digits =
+        sm ? c.drop_front(3).take_while(llvm::isDigit) : StringRef();
+    StringRef rest = sm ? c.drop_front(3 + digits.size()) : c;
     unsigned number = 0;
-    if (!c.starts_with("sm_") || digits.size() < 2 || digits.size() > 3 ||
+    if (!sm || digits.size() < 2 || digits.size() > 3 ||
         !(rest.empty() || rest == "a") || digits.getAsInteger(10, number) ||
         number < 80)
       return module.emitError()
@@ -357,21 +359,27 @@ mlir::tessera::compileForGPU(ModuleOp module,
                 "code) of compute capability 8.0 or newer, such as sm_80, "
                 "sm_90a or sm_100a";
   }
+  // The functions autodiff declarations create are functions of their
+  // own: expanded first, so that one can be the entry.
+  OwningOpRef<ModuleOp> copy = module.clone();
+  if (failed(expandAutodiff(*copy)))
+    return failure();
   // The entry's signature as written (symbolic dims and all).
-  auto signatures = publicSignatures(module);
+  auto signatures = publicSignatures(*copy);
   if (failed(signatures))
     return failure();
   const rt::FunctionSignature *signature = nullptr;
   std::string names;
-  for (const rt::FunctionSignature &s : *signatures) {
+  for (const rt::FunctionSignature &s : *signatures)
     names += (names.empty() ? "@" : ", @") + s.name;
-    if (options.entry.empty() ? !signature : s.name == options.entry) {
-      if (signature)
-        return module.emitError()
-               << "has more than one public function (" << names
-               << "); name the one to compile for the GPU";
-      signature = &s;
-    }
+  for (const rt::FunctionSignature &s : *signatures) {
+    if (!options.entry.empty() && s.name != options.entry)
+      continue;
+    if (signature)
+      return module.emitError()
+             << "has more than one public function (" << names
+             << "); name the one to compile for the GPU";
+    signature = &s;
   }
   if (!signature)
     return module.emitError()
@@ -440,7 +448,6 @@ mlir::tessera::compileForGPU(ModuleOp module,
 
   // The entry alone is compiled: the other public functions become
   // private, so those it does not call go away when callees are inlined.
-  OwningOpRef<ModuleOp> copy = module.clone();
   for (auto fn : copy->getOps<func::FuncOp>())
     if (fn.isPublic() && fn.getName() != signature->name && !fn.isExternal())
       fn.setPrivate();
@@ -471,7 +478,7 @@ mlir::tessera::compileForGPU(ModuleOp module,
       return failure();
     image->cubin = std::move(*cubin);
   }
-  if (rt::Status st = image->checkSignature(); !st)
+  if (rt::Status st = image->verify(); !st)
     return module.emitError() << "compiles @" << signature->name
                               << " into a program that disagrees with "
                               << st.error().message;
@@ -483,13 +490,25 @@ mlir::tessera::compileForGPU(ModuleOp module,
       llvm::errs() << "tessera: cannot create the cache directory "
                    << options.cacheDirectory << ": " << ec.message() << "\n";
     } else {
-      std::string temporary =
-          cached + ".tmp" + std::to_string(llvm::sys::Process::getProcessId());
-      if (rt::Status st = image->save(temporary); !st)
-        llvm::errs() << "tessera: " << st.error().message << "\n";
-      else if (std::error_code ec = llvm::sys::fs::rename(temporary, cached))
+      // A name of its own for each writer (threads and processes).
+      int fd = -1;
+      SmallString<128> temporary;
+      if (std::error_code ec = llvm::sys::fs::createUniqueFile(
+              cached + ".tmp-%%%%%%%%", fd, temporary)) {
         llvm::errs() << "tessera: cannot store " << cached << ": "
                      << ec.message() << "\n";
+      } else {
+        llvm::sys::Process::SafelyCloseFileDescriptor(fd);
+        if (rt::Status st = image->save(temporary.str().str()); !st) {
+          llvm::errs() << "tessera: " << st.error().message << "\n";
+          llvm::sys::fs::remove(temporary);
+        } else if (std::error_code ec =
+                       llvm::sys::fs::rename(temporary, cached)) {
+          llvm::errs() << "tessera: cannot store " << cached << ": "
+                       << ec.message() << "\n";
+          llvm::sys::fs::remove(temporary);
+        }
+      }
     }
   }
   return image;

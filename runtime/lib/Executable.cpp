@@ -146,6 +146,10 @@ Executable::~Executable() {
 
 Result<Executable::PackedFunction>
 Executable::lookup(const std::string &name) const {
+  if (gpu || !resolve)
+    return Error{description + ": @" + name + " runs on cuda:" +
+                 std::to_string(cudaDevice()) +
+                 "; it has no packed host entry (call it through function())"};
   // The compiler emits a packed wrapper `_mlir__mlir_ciface_tessera.<name>`
   // for the C interface of every public function.
   void *address =
@@ -173,6 +177,16 @@ struct GpuFunctions {
   std::map<std::string, std::map<std::map<std::string, int64_t>,
                                  std::shared_ptr<cuda::HostProgram>>>
       programs;
+  /// Sizes whose compile failed, with why (not compiled again).
+  std::map<std::string, std::map<std::map<std::string, int64_t>, Error>>
+      failed;
+
+  /// Work queued on the stream may still use the programs' kernels and
+  /// workspaces: it finishes before they are released.
+  ~GpuFunctions() {
+    if (stream)
+      (void)stream->synchronize();
+  }
 
   /// The program of `sig` for `sizes` (compiled on first use); the caller
   /// holds `mutex`.
@@ -199,6 +213,9 @@ GpuFunctions::program(const FunctionSignature &sig,
   auto it = bySizes.find(sizes);
   if (it != bySizes.end())
     return it->second;
+  auto known = failed[sig.name].find(sizes);
+  if (known != failed[sig.name].end())
+    return known->second;
   if (!compile) {
     std::string have;
     for (const auto &entry : bySizes)
@@ -209,11 +226,15 @@ GpuFunctions::program(const FunctionSignature &sig,
                  "); compile one for these sizes"};
   }
   auto image = compile(sig.name, sizes);
-  if (!image)
+  if (!image) {
+    failed[sig.name].emplace(sizes, image.error());
     return image.error();
+  }
   auto loaded = cuda::HostProgram::load(std::move(*image), device);
-  if (!loaded)
+  if (!loaded) {
+    failed[sig.name].emplace(sizes, loaded.error());
     return loaded.error();
+  }
   bySizes[sizes] = *loaded;
   return *loaded;
 }

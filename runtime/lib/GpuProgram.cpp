@@ -688,7 +688,7 @@ GpuBundle::forDevice(int major, int minor, const std::string &what) && {
   };
   struct Choice {
     std::size_t index;
-    std::string why; // why the first program does not run
+    std::string chips; // the chips of its programs, for the error
   };
   std::map<std::pair<std::string, std::map<std::string, std::int64_t>>,
            Choice>
@@ -701,9 +701,10 @@ GpuBundle::forDevice(int major, int minor, const std::string &what) && {
     auto key = std::make_pair(p.name, p.dims);
     auto it = best.find(key);
     if (it == best.end()) {
-      best[key] = {runs ? i : none, why};
+      best[key] = {runs ? i : none, p.chip};
       continue;
     }
+    it->second.chips += ", " + p.chip;
     for (std::size_t j = 0; j < i; ++j)
       if (programs[j].name == p.name && programs[j].dims == p.dims &&
           programs[j].chip == p.chip)
@@ -718,7 +719,8 @@ GpuBundle::forDevice(int major, int minor, const std::string &what) && {
     if (choice.index == none)
       return Error{what + ": no GPU program of @" + key.first + " for " +
                    sizes(key.second) + " runs on sm_" + std::to_string(major) +
-                   std::to_string(minor) + ": it " + choice.why};
+                   std::to_string(minor) + " (its programs are for " +
+                   choice.chips + ")"};
     out.push_back(std::move(programs[choice.index]));
   }
   return out;

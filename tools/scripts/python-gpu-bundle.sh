@@ -9,6 +9,8 @@
 #   (there) PYTHONPATH=OUT LD_LIBRARY_PATH=OUT TESSERA_KERNEL_CACHE=OUT/kcache \
 #           TESSERA_GENERATED_KERNELS=OUT/generated TESSERA_HOST_PROGRAMS=OUT/hostprog \
 #           TESSERA_BLOCK_PROGRAMS=OUT/blocks python3 -m pytest test/python/gpu
+#   (there, the C++ trainer) OUT/cpp/tessera-example-fashion-mnist-runtime \
+#           OUT/cpp --data DIR
 # PYTHON is an interpreter of the target's Python version (with nanobind).
 set -euo pipefail
 python=${1:?usage: python-gpu-bundle.sh PYTHON CHIP [OUT]}
@@ -57,4 +59,14 @@ for batch in 1 8; do
     build/venv/bin/python bench/gpu/jit_block_bench.py --precompile "$chip" \
     "$out/blocks/b$batch" --batch $batch
 done
+# The C++ deployment: the runtime-only Fashion-MNIST trainer and the bundle
+# of its programs (CHIP and sm_80, with cubins); there it runs as
+#   OUT/cpp/tessera-example-fashion-mnist-runtime OUT/cpp --data DIR
+ninja -C build tessera-example-fashion-mnist tessera-example-fashion-mnist-runtime
+mkdir -p "$out/cpp"
+cp build/bin/tessera-example-fashion-mnist-runtime "$out/cpp/"
+chips=$chip
+[ "$chip" = sm_80 ] || chips="$chip,sm_80"
+build/bin/tessera-example-fashion-mnist --export-gpu "$out/cpp" \
+  --chip "$chips" --cubin
 echo "$out: $(du -sh "$out" | cut -f1)"

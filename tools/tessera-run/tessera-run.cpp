@@ -481,6 +481,10 @@ static int emitGpu() {
   StringRef(chip).split(chips, ',', -1, /*KeepEmpty=*/false);
   if (chips.empty())
     return fail("--chip expects one or more chips such as sm_90a,sm_80");
+  for (auto [i, c] : llvm::enumerate(chips))
+    for (size_t j = 0; j < i; ++j)
+      if (chips[j].trim() == c.trim())
+        return fail("--chip names " + c.trim() + " twice");
   rt::GpuBundle bundle;
   for (StringRef c : chips) {
     mlir::tessera::GPUCompileOptions options;

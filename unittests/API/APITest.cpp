@@ -573,6 +573,16 @@ TEST(API, GpuProgramsAreCompiledForTheSizesOfSymbolicDims) {
                                        "a dim of @layer"),
             std::string::npos)
       << extra.error().message;
+  // Without an entry, a module of two public functions is ambiguous.
+  options.entry.clear();
+  options.dims = {{"B", 24}};
+  auto ambiguous = m.compileGPU(options);
+  ASSERT_FALSE(ambiguous);
+  EXPECT_NE(ambiguous.error().message.find(
+                "has more than one public function (@layer, @other); name "
+                "the one to compile for the GPU"),
+            std::string::npos)
+      << ambiguous.error().message;
   options.entry = "missing";
   auto missing = m.compileGPU(options);
   ASSERT_FALSE(missing);
@@ -580,6 +590,30 @@ TEST(API, GpuProgramsAreCompiledForTheSizesOfSymbolicDims) {
                                          "(it has @layer, @other)"),
             std::string::npos)
       << missing.error().message;
+}
+
+TEST(API, AGradientFunctionCompilesForTheGpuByItself) {
+  // A function that an autodiff declaration makes (not traced) is an
+  // entry like any other.
+  Module m;
+  auto layer = m.trace(
+      "loss", {{{"B", 64}, DType::f32, "x"}, {{64, 32}, DType::f32, "w"}},
+      [](std::vector<Tensor> a) {
+        return std::vector{
+            op::reduce_sum(op::relu(op::matmul(a[0], a[1])))};
+      });
+  ASSERT_TRUE(bool(layer)) << layer.error().message;
+  auto grad = m.grad(*layer, {1}, /*isPublic=*/true);
+  ASSERT_TRUE(bool(grad)) << grad.error().message;
+  GPUCompileOptions options;
+  options.entry = grad->name;
+  options.dims = {{"B", 16}};
+  auto image = m.compileGPU(options);
+  ASSERT_TRUE(bool(image)) << image.error().message;
+  EXPECT_EQ(image->name, grad->name);
+  ASSERT_EQ(image->results.size(), 1u);
+  EXPECT_EQ(image->results[0].shape, (std::vector<int64_t>{64, 32}));
+  EXPECT_FALSE(image->graph.empty());
 }
 
 TEST(API, CompilingForACudaDeviceSaysWhyItCannot) {

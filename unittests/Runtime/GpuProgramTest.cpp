@@ -349,8 +349,8 @@ TEST(GpuProgram, BundlesGiveEachDeviceItsNewestChip) {
   EXPECT_EQ(chips(bundle, 8, 9), "sm_80/B2 sm_80/B4");
   EXPECT_EQ(chips(bundle, 10, 0), "sm_80/B2 sm_80/B4");
   EXPECT_EQ(chips(bundle, 7, 5),
-            "error: b: no GPU program of @f for B = 2 runs on sm_75: it was "
-            "compiled for sm_80 or newer; the device is sm_75");
+            "error: b: no GPU program of @f for B = 2 runs on sm_75 (its "
+            "programs are for sm_80)");
   bundle.programs.push_back(forChip("sm_90a"));
   EXPECT_EQ(chips(bundle, 9, 0), "error: b: two GPU programs of @f for B = 4 "
                                  "are compiled for sm_90a");

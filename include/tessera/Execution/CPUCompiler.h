@@ -53,6 +53,10 @@ LogicalResult compileToLibrary(ModuleOp module,
 /// modification time), for the keys of compiled code kept on disk.
 std::string compilerBuild();
 
+/// Expands the autodiff declarations (`tgraph.adjoint`, `jvp`, `hvp`) of
+/// `module` into the functions they declare, which are public.
+LogicalResult expandAutodiff(ModuleOp module);
+
 /// The signatures of the public functions of `module` (left unchanged), as
 /// the runtime checks calls against them: dtypes and symbolic dims of
 /// their arguments and results, with autodiff declarations expanded.

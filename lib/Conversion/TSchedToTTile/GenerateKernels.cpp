@@ -350,7 +350,8 @@ LogicalResult RowKernel::lower(Operation *op) {
     bool isMax = isa<tg::ArgmaxOp>(op);
     Tile src = tiles.lookup(op->getOperand(0));
     Type inElt = getElementTypeOrSelf(op->getOperand(0).getType());
-    if (src.cls != Class::Full || !isa<FloatType>(inElt))
+    if (src.cls != Class::Full || !isa<FloatType>(inElt) ||
+        inElt.getIntOrFloatBitWidth() > 32)
       return unsupported(op);
     double inf = std::numeric_limits<double>::infinity();
     auto i32Tile = RankedTensorType::get({bm, bn}, b.getI32Type());

@@ -67,13 +67,15 @@ bool isRowReduction(Operation *op) {
 }
 
 /// The one dim a reduction reduces (`dims` of one entry, or the `dim` of
-/// argmax and argmin, which also need a float operand: the row kernel
-/// computes their indices in f32).
+/// argmax and argmin, which also need a float operand of at most 32 bits:
+/// the row kernel compares values and computes indices in f32).
 std::optional<int64_t> reducedDim(Operation *op) {
   if (auto dims = op->getAttrOfType<DenseI64ArrayAttr>("dims"))
     return dims.size() == 1 ? std::optional<int64_t>(dims[0]) : std::nullopt;
   auto dim = op->getAttrOfType<IntegerAttr>("dim");
-  if (!dim || !isa<FloatType>(getElementTypeOrSelf(op->getOperand(0))))
+  // f32 and narrower floats read into f32 exactly; f64 would not.
+  Type element = getElementTypeOrSelf(op->getOperand(0));
+  if (!dim || !isa<FloatType>(element) || element.getIntOrFloatBitWidth() > 32)
     return std::nullopt;
   return dim.getInt();
 }
