@@ -264,15 +264,7 @@ int main(int argc, char **argv) {
     std::shuffle(order.begin(), order.end(), gen);
     double lossSum = 0;
     for (int64_t s = 0; s < stepsPerEpoch; ++s, ++t) {
-      int64_t rows = std::min(batch, n - s * batch);
-      auto x = *rt::HostBuffer::allocate(DType::f32, {rows, 784});
-      auto y = *rt::HostBuffer::allocate(DType::i32, {rows});
-      for (int64_t r = 0; r < rows; ++r) {
-        int64_t k = order[s * batch + r];
-        std::memcpy(x.as<float>() + r * 784, &train->x[k * 784],
-                    784 * sizeof(float));
-        y.as<int32_t>()[r] = train->y[k];
-      }
+      auto [x, y] = makeBatch(*train, order, s * batch, batch);
       double lr = learningRate(t, total);
       std::vector<rt::HostBuffer> args = {x, y, scalar(float(lr)),
                                           scalar(float(t + 1))};

@@ -105,6 +105,22 @@ inline int fail(const std::string &message) {
 }
 
 
+/// Images and labels of `order[first, first + batch)` (fewer at the end).
+inline std::pair<rt::HostBuffer, rt::HostBuffer>
+makeBatch(const Split &split, const std::vector<int64_t> &order,
+          int64_t first, int64_t batch) {
+  int64_t rows = std::min(batch, split.n - first);
+  auto x = *rt::HostBuffer::allocate(DType::f32, {rows, 784});
+  auto y = *rt::HostBuffer::allocate(DType::i32, {rows});
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t k = order[size_t(first + r)];
+    std::memcpy(x.as<float>() + r * 784, &split.x[size_t(k * 784)],
+                784 * sizeof(float));
+    y.as<int32_t>()[r] = split.y[size_t(k)];
+  }
+  return {x, y};
+}
+
 /// Linear warmup over 200 steps, then cosine decay to 0 at the last step.
 inline double learningRate(int64_t t, double total) {
   const double base = 1e-3, warmup = 200;
@@ -177,15 +193,7 @@ inline int trainOnGpu(const rt::Executable &exe, const std::string &stepName,
     std::shuffle(order.begin(), order.end(), gen);
     std::vector<rt::cuda::DeviceBuffer> losses;
     for (int64_t s = 0; s < stepsPerEpoch; ++s, ++t) {
-      int64_t rows = std::min(batch, n - s * batch);
-      auto x = *rt::HostBuffer::allocate(DType::f32, {rows, 784});
-      auto y = *rt::HostBuffer::allocate(DType::i32, {rows});
-      for (int64_t r = 0; r < rows; ++r) {
-        int64_t k = order[s * batch + r];
-        std::memcpy(x.as<float>() + r * 784, &train.x[k * 784],
-                    784 * sizeof(float));
-        y.as<int32_t>()[r] = train.y[k];
-      }
+      auto [x, y] = makeBatch(train, order, s * batch, batch);
       std::vector<rt::cuda::DeviceBuffer> args;
       for (const rt::HostBuffer &h :
            {x, y, scalar(float(learningRate(t, total))), scalar(float(t + 1))}) {

@@ -239,16 +239,6 @@ struct GpuSource {
   std::mutex mutex;
 };
 
-/// The chip to generate PTX for on a device of compute capability
-/// major.minor: Hopper's own instructions on 9.0, else sm_80 PTX, which the
-/// driver compiles for any later chip.
-std::optional<std::string> chipFor(int major, int minor) {
-  if (major == 9 && minor == 0)
-    return std::string("sm_90a");
-  if (major >= 8)
-    return std::string("sm_80");
-  return std::nullopt;
-}
 } // namespace
 
 static Result<std::shared_ptr<runtime::Executable>>
@@ -258,7 +248,8 @@ compileForCuda(detail::ModuleState &state, const CompileOptions &options) {
   if (!info)
     return Error{"cannot compile for " + options.target.str() + ": " +
                  info.error().message};
-  std::optional<std::string> chip = chipFor(info->major, info->minor);
+  std::optional<std::string> chip =
+      runtime::chipForDevice(info->major, info->minor);
   if (!chip)
     return Error{"cannot compile for " + options.target.str() + " (" +
                  info->describe() +

@@ -343,22 +343,13 @@ mlir::tessera::compileForGPU(ModuleOp module,
                              const GPUCompileOptions &options) {
   // The chip: sm_<major><minor>, "a" for the arch-specific instructions,
   // 8.0 or newer (the kernels use cp.async, bf16 and ldmatrix).
-  {
-    StringRef c = options.chip;
-    bool sm = c.starts_with("sm_");
-    StringRef digits =
-        sm ? c.drop_front(3).take_while(llvm::isDigit) : StringRef();
-    StringRef rest = sm ? c.drop_front(3 + digits.size()) : c;
-    unsigned number = 0;
-    if (!sm || digits.size() < 2 || digits.size() > 3 ||
-        !(rest.empty() || rest == "a") || digits.getAsInteger(10, number) ||
-        number < 80)
-      return module.emitError()
-             << "the chip '" << c
-             << "' is not sm_<major><minor> (with 'a' for arch-specific "
-                "code) of compute capability 8.0 or newer, such as sm_80, "
-                "sm_90a or sm_100a";
-  }
+  if (std::optional<rt::ChipVersion> v = rt::parseChip(options.chip);
+      !v || v->major < 8)
+    return module.emitError()
+           << "the chip '" << options.chip
+           << "' is not sm_<major><minor> (with 'a' for arch-specific "
+              "code) of compute capability 8.0 or newer, such as sm_80, "
+              "sm_90a or sm_100a";
   // The functions autodiff declarations create are functions of their
   // own: expanded first, so that one can be the entry.
   OwningOpRef<ModuleOp> copy = module.clone();

@@ -359,25 +359,17 @@ class jit:
 
     def _compile_gpu(self, args):
         if _gpu_pipeline() == "compiler":
-            return self._compile_gpu_program(args)
-        from ._gpu_graph import GpuProgram
-        ctx, fn, out_tree = self._trace(args, concrete=True)
-        listing = ctx.module.list_graph(fn.name, gpu_attention=True)
-        entry = _Entry()
-        entry.fn = GpuProgram(listing, self._device)
-        entry.out_tree = out_tree
-        entry.module = ctx.module
-        entry.name = fn.name
-        entry.params = list(ctx.param_order)
-        entry.post = None
-        return entry
-
-    def _compile_gpu_program(self, args):
-        """The C++ GPU pipeline's program for ``args``
-        (``Module.compile_gpu``), loaded on the device."""
+            # The C++ GPU pipeline's program, loaded on the device.
+            make = lambda ctx, fn: _CompiledGpuProgram(  # noqa: E731
+                ctx.module, fn.name, self._device)
+        else:
+            from ._gpu_graph import GpuProgram
+            make = lambda ctx, fn: GpuProgram(  # noqa: E731
+                ctx.module.list_graph(fn.name, gpu_attention=True),
+                self._device)
         ctx, fn, out_tree = self._trace(args, concrete=True)
         entry = _Entry()
-        entry.fn = _CompiledGpuProgram(ctx.module, fn.name, self._device)
+        entry.fn = make(ctx, fn)
         entry.out_tree = out_tree
         entry.module = ctx.module
         entry.name = fn.name

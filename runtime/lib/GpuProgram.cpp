@@ -10,7 +10,6 @@
 #include <cstring>
 #include <map>
 #include <optional>
-#include <tuple>
 #include <fstream>
 #include <iterator>
 #include <limits>
@@ -116,6 +115,28 @@ private:
 };
 
 constexpr std::size_t kHeaderBytes = 8 + 4 + 8 + 8;
+
+/// Writes `bytes` to `path`; `what` names the file kind in the error.
+Status writeFile(const std::vector<char> &bytes, const std::string &path,
+                 const char *what) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), std::streamsize(bytes.size()));
+  out.close();
+  if (!out)
+    return Error{std::string("cannot write the ") + what + " " + path};
+  return Status::ok();
+}
+
+Result<std::vector<char>> readFile(const std::string &path, const char *what) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    return Error{std::string("cannot open the ") + what + " " + path};
+  std::vector<char> bytes((std::istreambuf_iterator<char>(in)),
+                          std::istreambuf_iterator<char>());
+  if (in.bad())
+    return Error{std::string("cannot read the ") + what + " " + path};
+  return bytes;
+}
 
 } // namespace
 
@@ -485,33 +506,22 @@ Status GpuProgramImage::checkSignature() const {
 }
 
 Status GpuProgramImage::save(const std::string &path) const {
-  std::vector<char> bytes = encode();
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(bytes.data(), std::streamsize(bytes.size()));
-  out.close();
-  if (!out)
-    return Error{"cannot write the GPU program " + path};
-  return Status::ok();
+  return writeFile(encode(), path, "GPU program");
 }
 
 Result<GpuProgramImage> GpuProgramImage::load(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    return Error{"cannot open the GPU program " + path};
-  std::vector<char> bytes((std::istreambuf_iterator<char>(in)),
-                          std::istreambuf_iterator<char>());
-  if (in.bad())
-    return Error{"cannot read the GPU program " + path};
-  return decode(bytes, path);
+  auto bytes = readFile(path, "GPU program");
+  if (!bytes)
+    return bytes.error();
+  return decode(*bytes, path);
 }
 
 //===----------------------------------------------------------------------===//
 // Chips
 //===----------------------------------------------------------------------===//
 
-namespace {
-/// (major, minor, arch-specific) of "sm_90a"; nullopt if not sm_<digits>.
-std::optional<std::tuple<int, int, bool>> parseChip(const std::string &chip) {
+std::optional<ChipVersion>
+tessera::runtime::parseChip(const std::string &chip) {
   if (chip.rfind("sm_", 0) != 0)
     return std::nullopt;
   std::string digits;
@@ -521,10 +531,18 @@ std::optional<std::tuple<int, int, bool>> parseChip(const std::string &chip) {
   std::string rest = chip.substr(j);
   if (digits.size() < 2 || digits.size() > 3 || !(rest.empty() || rest == "a"))
     return std::nullopt;
-  return std::make_tuple(std::stoi(digits.substr(0, digits.size() - 1)),
-                         digits.back() - '0', rest == "a");
+  return ChipVersion{std::stoi(digits.substr(0, digits.size() - 1)),
+                     digits.back() - '0', rest == "a"};
 }
-} // namespace
+
+std::optional<std::string> tessera::runtime::chipForDevice(int major,
+                                                           int minor) {
+  if (major == 9 && minor == 0)
+    return std::string("sm_90a");
+  if (major >= 8)
+    return std::string("sm_80");
+  return std::nullopt;
+}
 
 bool tessera::runtime::chipRuns(const std::string &chip, int major, int minor,
                                 std::string &why) {
@@ -648,24 +666,14 @@ Result<GpuBundle> GpuBundle::decode(const std::vector<char> &bytes,
 }
 
 Status GpuBundle::save(const std::string &path) const {
-  std::vector<char> bytes = encode();
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(bytes.data(), std::streamsize(bytes.size()));
-  out.close();
-  if (!out)
-    return Error{"cannot write the GPU bundle " + path};
-  return Status::ok();
+  return writeFile(encode(), path, "GPU bundle");
 }
 
 Result<GpuBundle> GpuBundle::load(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    return Error{"cannot open the GPU bundle " + path};
-  std::vector<char> bytes((std::istreambuf_iterator<char>(in)),
-                          std::istreambuf_iterator<char>());
-  if (in.bad())
-    return Error{"cannot read the GPU bundle " + path};
-  return decode(bytes, path);
+  auto bytes = readFile(path, "GPU bundle");
+  if (!bytes)
+    return bytes.error();
+  return decode(*bytes, path);
 }
 
 Result<std::vector<GpuProgramImage>>
@@ -680,11 +688,8 @@ GpuBundle::forDevice(int major, int minor, const std::string &what) && {
   };
   // Newer chips first; an arch-specific chip before the plain one.
   auto rank = [](const std::string &chip) {
-    int digits = 0;
-    for (char c : chip)
-      if (c >= '0' && c <= '9')
-        digits = digits * 10 + (c - '0');
-    return 2 * digits + (!chip.empty() && chip.back() == 'a');
+    std::optional<ChipVersion> v = parseChip(chip);
+    return v ? 2 * (10 * v->major + v->minor) + v->archSpecific : -1;
   };
   struct Choice {
     std::size_t index;

@@ -512,9 +512,8 @@ static rt::Result<std::shared_ptr<rt::Executable>> compileForCuda(int index) {
   auto info = rt::cuda::deviceInfo(index);
   if (!info)
     return rt::Error{"--device " + device + ": " + info.error().message};
-  std::string target = info->major == 9 && info->minor == 0 ? "sm_90a"
-                       : info->major >= 8                   ? "sm_80"
-                                                            : "";
+  std::string target =
+      rt::chipForDevice(info->major, info->minor).value_or("");
   if (target.empty())
     return rt::Error{"--device " + device + " (" + info->describe() +
                      "): the GPU back end needs compute capability 8.0 or "

@@ -26,6 +26,7 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -126,6 +127,18 @@ struct GpuProgramImage {
   Status save(const std::string &path) const;
   static Result<GpuProgramImage> load(const std::string &path);
 };
+
+/// A chip's compute capability ("sm_90a": 9, 0, arch-specific).
+struct ChipVersion {
+  int major = 0, minor = 0;
+  bool archSpecific = false;
+};
+/// `chip` as sm_<major><minor>[a]; nullopt for any other spelling.
+std::optional<ChipVersion> parseChip(const std::string &chip);
+/// The chip Tessera generates code for on a device of compute capability
+/// major.minor: Hopper's own instructions on 9.0, else sm_80 PTX (which
+/// the driver compiles for every later chip); nullopt before 8.0.
+std::optional<std::string> chipForDevice(int major, int minor);
 
 /// Whether code compiled for `chip` ("sm_90a", "sm_80") runs on a device
 /// of compute capability major.minor: an "a" chip on exactly that one,
