@@ -121,7 +121,7 @@ def precompile(chip, out, batch, seq):
 
     t0 = time.perf_counter()
     lowered = ts.jit(ts.value_and_grad(loss)).lower(p, x)
-    data = lowered._module.compile_gpu(lowered.name, chip)
+    data = lowered.compile_gpu(chip)
     seconds = time.perf_counter() - t0
     with open(os.path.join(out, "program.tgpu"), "wb") as f:
         f.write(data)
@@ -278,12 +278,62 @@ def run(saved, reps, profile=False):
               f"{flops / cpp_ms / 1e9:>9.0f}"
               f"{float(c_out[0].to_host().reshape(())):>12.5f}{'':>14}",
               flush=True)
+        # The same program launched step by step (replay off at load).
+        os.environ["TESSERA_CUDA_GRAPHS"] = "0"
+        stepped = _cuda.HostProgram.load_file(cpp_path)
+        del os.environ["TESSERA_CUDA_GRAPHS"]
+        st_ms, st_out = timed(lambda: stepped.run(bufs), reps)
+        print(f"{'  (launched step by step)':<30}{st_ms:>9.2f}"
+              f"{flops / st_ms / 1e9:>9.0f}"
+              f"{float(st_out[0].to_host().reshape(())):>12.5f}{'':>14}",
+              flush=True)
         print(f"# C++ pipeline: {cpp.launches} launches; compiled cold in "
-              f"{compile_s:.1f} s", flush=True)
+              f"{compile_s:.1f} s; "
+              + (f"{cpp.graph_runs} runs replayed as a CUDA graph"
+                 if cpp.graph_failure is None
+                 else f"not replayed: {cpp.graph_failure}"), flush=True)
+        # Host time of a run alone: the call, with the queue drained
+        # before each (so that no launch waits for room in it).
+        for label, program in (("replayed", cpp), ("step by step", stepped)):
+            host = []
+            for _ in range(20):
+                _cuda.synchronize(0)
+                t0 = time.perf_counter()
+                out = program.run(bufs)
+                host.append(time.perf_counter() - t0)
+            _cuda.synchronize(0)
+            del out
+            print(f"# C++ pipeline, {label}: {np.median(host) * 1e6:.0f} us "
+                  f"of host time a run (median of 20)", flush=True)
+
+        # The call ts.jit(device="cuda") makes on a cache hit, on device
+        # tensors: tessera._gpu_program.GpuProgram (argument buffers,
+        # HostProgram.run, result tensors). The hit's key and output tree
+        # (tessera._jit, which needs the compiler to import) come on top:
+        # bench/jit_dispatch_bench.py times them where the compiler is.
+        from tessera._gpu_program import GpuProgram as CompiledProgram
+        gp = CompiledProgram.load(cpp_path)
+        dts = [ts.cuda.DeviceTensor(b) for b in bufs]
+        gp(*dts)
+        host = []
+        for _ in range(50):
+            _cuda.synchronize(0)
+            t0 = time.perf_counter()
+            out = gp(*dts)
+            host.append(time.perf_counter() - t0)
+        _cuda.synchronize(0)
+        del out
+        print(f"# GpuProgram call on device tensors (a ts.jit hit without "
+              f"its key): {np.median(host) * 1e6:.0f} us of host time "
+              f"(median of 50)", flush=True)
+
+    # Ratios against the C++ pipeline's step where it was built, else the
+    # planner's.
+    base_ms = cpp_ms if cpp_ms is not None else t_ms
 
     def report(label, ms, value):
         print(f"{label:<30}{ms:>9.2f}{flops / ms / 1e9:>9.0f}{value:>12.5f}"
-              f"{ms / t_ms:>14.2f}", flush=True)
+              f"{ms / base_ms:>14.2f}", flush=True)
 
     # PyTorch: the same parameters and input, as leaf tensors.
     def to_torch(a):

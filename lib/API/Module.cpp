@@ -320,6 +320,7 @@ Module::compileGPU(const GPUCompileOptions &options) const {
   gpu.multiprocessors = options.multiprocessors;
   gpu.dims = options.dims;
   gpu.cubin = options.cubin;
+  gpu.cacheDirectory = options.cacheDirectory;
   state->clearDiagnostics();
   auto image = mlir::tessera::compileForGPU(state->getModule(), gpu);
   if (failed(image))

@@ -152,6 +152,18 @@ NB_MODULE(_cuda, m) {
           },
           nb::arg("dtype"), nb::arg("shape"), nb::arg("device") = 0)
       .def_static(
+          "borrow",
+          [](std::uint64_t pointer, const std::string &dtype,
+             std::vector<int64_t> shape, int device) {
+            return Buffer{take(cu::DeviceBuffer::borrow(
+                parseDType(dtype), std::move(shape), device, pointer))};
+          },
+          nb::arg("pointer"), nb::arg("dtype"), nb::arg("shape"),
+          nb::arg("device") = 0,
+          "A dense array at `pointer` that Tessera does not own (another "
+          "library's tensor): the caller keeps the memory alive until the "
+          "work queued on it has run.")
+      .def_static(
           "zeros",
           [](const std::string &dtype, std::vector<int64_t> shape, int device) {
             return Buffer{take(cu::DeviceBuffer::zeros(parseDType(dtype),
@@ -406,9 +418,25 @@ NB_MODULE(_cuda, m) {
                        n += s.kind == rt::GpuProgramImage::Step::Kind::Launch;
                      return n;
                    })
-      .def_prop_ro("workspace_bytes", [](const LoadedProgram &p) {
-        return p.program->image().workspaceBytes;
-      });
+      .def_prop_ro("workspace_bytes",
+                   [](const LoadedProgram &p) {
+                     return p.program->image().workspaceBytes;
+                   })
+      .def_prop_ro(
+          "graph_runs",
+          [](const LoadedProgram &p) { return p.program->graphRuns(); },
+          "Runs queued as one CUDA graph (every run after the first, unless "
+          "graph_failure says why not).")
+      .def_prop_ro(
+          "graph_failure",
+          [](const LoadedProgram &p) -> std::optional<std::string> {
+            const std::string &why = p.program->graphFailure();
+            if (why.empty())
+              return std::nullopt;
+            return why;
+          },
+          "Why runs are launched step by step instead of as a graph (None "
+          "while they are replayed).");
 
   nb::class_<TimingEvent>(m, "Event", "A point in Tessera's stream.")
       .def(

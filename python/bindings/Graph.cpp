@@ -355,11 +355,13 @@ void bindGraph(nb::module_ &m) {
       .def(
           "compile_gpu",
           [](const Module &self, const std::string &entry,
-             const std::string &chip, int64_t multiprocessors) {
+             const std::string &chip, int64_t multiprocessors,
+             const std::string &cacheDirectory) {
             GPUCompileOptions options;
             options.entry = entry;
             options.chip = chip;
             options.multiprocessors = multiprocessors;
+            options.cacheDirectory = cacheDirectory;
             Result<runtime::GpuProgramImage> r = [&] {
               nb::gil_scoped_release release;
               return self.compileGPU(options);
@@ -368,10 +370,12 @@ void bindGraph(nb::module_ &m) {
             return nb::bytes(bytes.data(), bytes.size());
           },
           nb::arg("entry") = "", nb::arg("chip") = "sm_90a",
-          nb::arg("multiprocessors") = 132,
+          nb::arg("multiprocessors") = 132, nb::arg("cache_dir") = "",
           "Compiles a public function for NVIDIA GPUs into a GPU program "
           "file's bytes (the host program and its kernels' PTX), which "
-          "tessera._cuda.HostProgram runs without the compiler.")
+          "tessera._cuda.HostProgram runs without the compiler; with "
+          "cache_dir, a program compiled earlier for the same IR, entry, "
+          "chip, SM count and compiler build is read from there.")
       .def_static("default_cache_dir", &Module::defaultCacheDirectory);
 }
 

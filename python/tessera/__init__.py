@@ -37,6 +37,7 @@ from ._dtypes import (DType, Policy, accum, as_dtype, bf16, bfloat16, bool_,
 from . import cuda
 from . import tile
 from .cuda import DeviceTensor, device, from_dlpack, synchronize, to_device
+from ._gpu_program import GpuProgram
 from ._kernel import KTile, cdiv, kernel, kernel_cache
 from ._schedule import Schedule, ScheduleBuilder, block
 
@@ -55,7 +56,8 @@ else:
     _compiler_all = []
 
 __all__ = [
-    "DType", "DeviceTensor", "KTile", "Policy", "Schedule", "ScheduleBuilder",
+    "DType", "DeviceTensor", "GpuProgram", "KTile", "Policy", "Schedule",
+    "ScheduleBuilder",
     "TesseraError", "accum", "as_dtype", "bf16", "bfloat16", "block",
     "bool_", "cdiv", "cuda",
     "device", "f16", "f32", "f64", "f8e4m3", "f8e5m2", "float16", "float32",

@@ -18,6 +18,7 @@ from ._dtypes import as_dtype
 from ._tracing import (Context, TesseraError, Tracer, current_context,
                        is_weak, tensor_of, weak_default)
 from ._types import TensorType
+from ._gpu_program import GpuProgram
 from .random import Key
 from .state import KVCache
 
@@ -27,6 +28,10 @@ _NAME_CHARS = re.compile(r"[^A-Za-z0-9_.$-]")
 def _arg_name(text: str) -> str:
     name = _NAME_CHARS.sub("_", text) or "arg"
     return name if not name[0].isdigit() else "a" + name
+
+
+# dtype (NumPy's or Tessera's) -> Tessera dtype name, for call keys.
+_DTYPE_NAMES = {}
 
 
 def _is_array(x) -> bool:
@@ -131,6 +136,22 @@ class Lowered:
     @property
     def graph(self) -> str:
         return self.as_text("graph")
+
+    def compile_gpu(self, chip="sm_90a", multiprocessors=132,
+                    cache_dir="") -> bytes:
+        """This signature compiled by the C++ GPU pipeline for ``chip``
+        (``"sm_90a"``, or ``"sm_80"`` PTX for any chip of compute
+        capability 8.0 or newer) and a card of ``multiprocessors`` SMs: a
+        GPU program file's bytes, which ``tessera.GpuProgram`` runs on a
+        machine with only the runtime. Needs no GPU.
+
+        >>> lowered = ts.jit(lambda x: op.tanh(x) * 2.0).lower(
+        ...     np.ones((4, 8), np.float32))
+        >>> lowered.compile_gpu("sm_80")[:8]
+        b'TSGPUPRG'
+        """
+        return self._module.compile_gpu(self.name, chip, multiprocessors,
+                                        cache_dir)
 
     def __str__(self):
         return self.graph
@@ -312,56 +333,77 @@ class jit:
     # -- the GPU ----------------------------------------------------------
 
     def _call_gpu(self, args):
-        key, arrays, specs = self._gpu_key(args)
-        entry = self._cache.get(key)
+        key, arrays = self._gpu_key(args)
+        try:
+            entry = self._cache.get(key)
+        except TypeError:
+            raise TesseraError("static (non-array) arguments of a jit "
+                               "function must be hashable") from None
         if entry is None:
-            entry = self._compile_gpu(specs)
+            entry = self._compile_gpu(self._gpu_specs(args, arrays))
             self._cache[key] = entry
         if entry.params:
             arrays = arrays + [p.value for p in entry.params]
         return _tree.unflatten(entry.out_tree, entry.fn(*arrays))
 
     def _gpu_key(self, args):
-        """(key, array leaves, args with arrays replaced by uninitialized
-        NumPy stand-ins of their shape and dtype, for tracing)."""
+        """(key, array leaves): the key holds each argument's structure and
+        each leaf's dtype name and shape (static leaves as themselves);
+        arrays of other libraries become NumPy arrays or, on a CUDA device,
+        device tensors (through DLPack). The hot path of every call."""
         from . import cuda as _cuda
-        key, arrays, specs = [], [], []
+        device_tensor = _cuda.DeviceTensor
+        names = _DTYPE_NAMES
+        key, arrays = [], []
         for a in args:
             leaves, td = _tree.flatten(a)
             key.append(td)
+            for leaf in leaves:
+                t = type(leaf)
+                if t is not np.ndarray and t is not device_tensor:
+                    if t is Key or t is KVCache:
+                        raise TesseraError(
+                            f"{self._name}: random keys and KV caches are "
+                            f"not supported by jit(device='cuda') yet")
+                    if not _is_array(leaf):
+                        key.append(("static", t, leaf))
+                        continue
+                    dev = getattr(leaf, "__dlpack_device__", None)
+                    leaf = (_cuda.from_dlpack(leaf) if dev is not None
+                            and dev()[0] == 2 else np.asarray(leaf))
+                name = names.get(leaf.dtype)
+                if name is None:
+                    name = names[leaf.dtype] = as_dtype(leaf.dtype).name
+                key.append((name, tuple(leaf.shape)))
+                arrays.append(leaf)
+        return tuple(key), arrays
+
+    def _gpu_specs(self, args, arrays):
+        """``args`` with each array leaf replaced by an uninitialized NumPy
+        stand-in of its shape and dtype (never paged in: tracing reads only
+        the shape and dtype), in the order of ``arrays``."""
+        it = iter(arrays)
+        specs = []
+        for a in args:
+            leaves, td = _tree.flatten(a)
             stand = []
             for leaf in leaves:
-                if type(leaf) in (Key, KVCache):
-                    raise TesseraError(
-                        f"{self._name}: random keys and KV caches are not "
-                        f"supported by jit(device='cuda') yet")
-                if isinstance(leaf, np.ndarray) or _is_array(leaf):
-                    if not isinstance(leaf, (np.ndarray, _cuda.DeviceTensor)):
-                        dev = getattr(leaf, "__dlpack_device__", None)
-                        leaf = (_cuda.from_dlpack(leaf) if dev is not None
-                                and dev()[0] == 2 else np.asarray(leaf))
-                    dt = as_dtype(leaf.dtype)
-                    shape = tuple(leaf.shape)
-                    key.append((dt.name, shape))
-                    arrays.append(leaf)
-                    # Untouched (never paged in): tracing reads only
-                    # the shape and dtype.
-                    stand.append(np.empty(shape, dt.numpy))
+                if type(leaf) is np.ndarray or _is_array(leaf):
+                    x = next(it)
+                    stand.append(np.empty(tuple(x.shape),
+                                          as_dtype(x.dtype).numpy))
                 else:
-                    key.append(("static", type(leaf), leaf))
                     stand.append(leaf)
             specs.append(_tree.unflatten(td, stand))
-        try:
-            return tuple(key), arrays, specs
-        except TypeError:
-            raise TesseraError("static (non-array) arguments of a jit "
-                               "function must be hashable") from None
+        return specs
 
     def _compile_gpu(self, args):
         if _gpu_pipeline() == "compiler":
             # The C++ GPU pipeline's program, loaded on the device.
-            make = lambda ctx, fn: _CompiledGpuProgram(  # noqa: E731
-                ctx.module, fn.name, self._device)
+            make = lambda ctx, fn: _compile_for_device(  # noqa: E731
+                ctx.module, fn.name, self._device,
+                os.path.join(self._cache_dir, "gpu")
+                if self._cache_dir else "")
         else:
             from ._gpu_graph import GpuProgram
             make = lambda ctx, fn: GpuProgram(  # noqa: E731
@@ -393,8 +435,8 @@ class jit:
                                f"ts.jit(..., device='cuda')")
         if kwargs:
             args = self._positional(args, kwargs)
-        _, _, specs = self._gpu_key(args)
-        return self._compile_gpu(specs).fn
+        _, arrays = self._gpu_key(args)
+        return self._compile_gpu(self._gpu_specs(args, arrays)).fn
 
     def _trace(self, args, public=True, concrete=False):
         """Traces into a new Context; returns (ctx, Function, out_tree)."""
@@ -504,42 +546,19 @@ def _gpu_pipeline():
     return value
 
 
-class _CompiledGpuProgram:
-    """A function compiled by the C++ GPU pipeline and loaded as the
-    runtime's host program on one device: called with NumPy arrays or
-    device tensors of the traced shapes and dtypes, it queues the program
-    on Tessera's stream and returns one device tensor per result."""
-
-    def __init__(self, module, name, device):
-        from . import _cuda
-        from . import cuda
-        self._device = cuda.device(device)
-        index = self._device.index
-        info = _cuda.device_info(index)
-        major, minor = info["capability"]
-        if major < 8:
-            raise TesseraError(
-                f"{info['description']}: the GPU pipeline needs compute "
-                f"capability 8.0 or newer")
-        chip = "sm_90a" if (major, minor) == (9, 0) else "sm_80"
-        data = module.compile_gpu(name, chip, info["multiprocessors"])
-        self._program = _cuda.HostProgram.load(data, index, f"@{name}")
-        self._buffer = _cuda.Buffer
-
-    def __call__(self, *arrays):
-        from . import cuda
-        buffers = []
-        for a in arrays:
-            if isinstance(a, cuda.DeviceTensor):
-                if a._buf is None or not a._contiguous():
-                    a = cuda.to_device(a.numpy(), self._device)
-                buffers.append(a._buf)
-            else:
-                buffers.append(cuda.to_device(np.asarray(a),
-                                              self._device)._buf)
-        return [cuda.DeviceTensor(b) for b in self._program.run(buffers)]
-
-    @property
-    def launches(self):
-        """Kernel launches a call queues."""
-        return self._program.launches
+def _compile_for_device(module, name, device, cache_dir=""):
+    """``name`` of ``module`` compiled by the C++ GPU pipeline for the CUDA
+    device ``device`` (PTX for ``sm_90a`` on compute capability 9.0,
+    ``sm_80`` on other chips of 8.0 or newer) and loaded there."""
+    from . import _cuda
+    from . import cuda
+    index = cuda.device(device).index
+    info = _cuda.device_info(index)
+    major, minor = info["capability"]
+    if major < 8:
+        raise TesseraError(
+            f"{info['description']}: the GPU pipeline needs compute "
+            f"capability 8.0 or newer")
+    chip = "sm_90a" if (major, minor) == (9, 0) else "sm_80"
+    data = module.compile_gpu(name, chip, info["multiprocessors"], cache_dir)
+    return GpuProgram(data, device, f"@{name}")

@@ -32,6 +32,7 @@ import numpy as np
 from . import _gpu_replay as _replay
 from ._dtypes import DType, as_dtype
 from ._errors import TesseraError
+from . import tree as _tree
 
 __all__ = ["Device", "DeviceTensor", "device", "empty", "from_dlpack",
            "is_available", "synchronize", "to_device", "zeros"]
@@ -171,6 +172,9 @@ def synchronize(dev=None):
     _cuda().synchronize(d.index)
 
 
+_DTYPE_OF = {}    # a buffer's dtype name -> DType
+
+
 @functools.lru_cache(maxsize=4096)
 def _row_major(shape):
     strides, s = [], 1
@@ -180,6 +184,7 @@ def _row_major(shape):
     return tuple(reversed(strides))
 
 
+@_tree._register_leaf_type
 class DeviceTensor:
     """A dense row-major tensor in GPU memory.
 
@@ -212,7 +217,11 @@ class DeviceTensor:
                  strides=None, device_index=0, owner=None):
         if buf is not None:
             self._buf = buf
-            self._dtype = as_dtype(buf.dtype)
+            name = buf.dtype
+            dtype = _DTYPE_OF.get(name)
+            if dtype is None:
+                dtype = _DTYPE_OF[name] = as_dtype(name)
+            self._dtype = dtype
             self._ptr = buf.pointer
             self._shape = tuple(buf.shape)
             self._strides = _row_major(self._shape)

@@ -98,6 +98,41 @@ const Driver &detail::driver() {
             dlsym(lib, "cuTensorMapEncodeTiled"));
     d->launchKernelEx = reinterpret_cast<decltype(d->launchKernelEx)>(
         dlsym(lib, "cuLaunchKernelEx"));
+    // CUDA graphs: all or none.
+    {
+      Driver g;
+      bool all = true;
+      auto optional = [&](auto &fn, const char *symbol) {
+        fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(
+            dlsym(lib, symbol));
+        all &= fn != nullptr;
+      };
+      optional(g.graphCreate, "cuGraphCreate");
+      optional(g.graphDestroy, "cuGraphDestroy");
+      optional(g.graphAddKernelNode, "cuGraphAddKernelNode_v2");
+      optional(g.graphAddMemcpyNode, "cuGraphAddMemcpyNode");
+      optional(g.graphKernelNodeSetAttribute,
+               "cuGraphKernelNodeSetAttribute");
+      optional(g.graphInstantiate, "cuGraphInstantiateWithFlags");
+      optional(g.graphExecDestroy, "cuGraphExecDestroy");
+      optional(g.graphLaunch, "cuGraphLaunch");
+      optional(g.graphExecKernelNodeSetParams,
+               "cuGraphExecKernelNodeSetParams_v2");
+      optional(g.graphExecMemcpyNodeSetParams,
+               "cuGraphExecMemcpyNodeSetParams");
+      if (all) {
+        d->graphCreate = g.graphCreate;
+        d->graphDestroy = g.graphDestroy;
+        d->graphAddKernelNode = g.graphAddKernelNode;
+        d->graphAddMemcpyNode = g.graphAddMemcpyNode;
+        d->graphKernelNodeSetAttribute = g.graphKernelNodeSetAttribute;
+        d->graphInstantiate = g.graphInstantiate;
+        d->graphExecDestroy = g.graphExecDestroy;
+        d->graphLaunch = g.graphLaunch;
+        d->graphExecKernelNodeSetParams = g.graphExecKernelNodeSetParams;
+        d->graphExecMemcpyNodeSetParams = g.graphExecMemcpyNodeSetParams;
+      }
+    }
     if (missing) {
       d->failure = "the CUDA driver lacks " + missingName +
                    " (a driver for CUDA 12.8 or newer is needed)";
@@ -475,6 +510,21 @@ Result<DeviceBuffer> DeviceBuffer::reshaped(std::vector<int64_t> shape) const {
   return DeviceBuffer(type, std::move(shape), deviceIndex, block, address);
 }
 
+Result<DeviceBuffer> DeviceBuffer::borrow(DType type,
+                                          std::vector<int64_t> shape,
+                                          int device, std::uint64_t address) {
+  auto count = elementCount(shape);
+  if (!count)
+    return count.error();
+  if (device < 0 || device >= deviceCount())
+    return Error{"cannot borrow memory on cuda:" + std::to_string(device) +
+                 ": " + std::to_string(deviceCount()) + " devices"};
+  if (address == 0 && *count > 0)
+    return Error{"cannot borrow " + ::tessera::runtime::describe(type, shape) +
+                 " at address 0"};
+  return DeviceBuffer(type, std::move(shape), device, nullptr, address);
+}
+
 Result<DeviceBuffer> DeviceBuffer::allocate(DType type,
                                             std::vector<int64_t> shape,
                                             int device, Stream *stream) {
@@ -668,8 +718,14 @@ unsigned Kernel::extraThreads() const {
   return record ? unsigned(record->producerThreads) : 0;
 }
 
-Status Kernel::launch(const LaunchConfig &config, Stream &stream,
-                      std::vector<void *> args, const void *site) const {
+static std::string dims3(const std::array<unsigned, 3> &a) {
+  return "(" + std::to_string(a[0]) + ", " + std::to_string(a[1]) + ", " +
+         std::to_string(a[2]) + ")";
+}
+
+Status Kernel::resolve(const LaunchConfig &config, Stream &stream,
+                       std::vector<void *> &args, const void *site,
+                       Resolved &out) const {
   if (stream.device() != deviceIndex)
     return Error{"kernel '" + kernelName +
                  "' is loaded on cuda:" + std::to_string(deviceIndex) +
@@ -680,13 +736,10 @@ Status Kernel::launch(const LaunchConfig &config, Stream &stream,
   for (unsigned v : config.block)
     if (v == 0)
       return Error{"kernel '" + kernelName + "': a block dim is 0"};
-  auto str = [](const std::array<unsigned, 3> &a) {
-    return "(" + std::to_string(a[0]) + ", " + std::to_string(a[1]) + ", " +
-           std::to_string(a[2]) + ")";
-  };
-  TESSERA_ENTER(deviceIndex);
-  LaunchConfig launch = config;
-  unsigned cluster = 1;
+  out.function = function;
+  out.grid = config.grid;
+  out.block = config.block;
+  out.cluster = 1;
   if (record) {
     // The block of the kernel's warps, or the whole block.
     std::array<unsigned, 3> warps = {unsigned(record->consumerThreads), 1, 1};
@@ -699,60 +752,74 @@ Status Kernel::launch(const LaunchConfig &config, Stream &stream,
                         ? "; the launch adds its producer's " +
                               std::to_string(record->producerThreads)
                         : std::string()) +
-                   "), got " + str(config.block)};
-    launch.block = whole;
-    cluster = unsigned(record->cluster);
+                   "), got " + dims3(config.block)};
+    out.block = whole;
+    out.cluster = unsigned(record->cluster);
   }
+  if (out.cluster > 1 && out.grid[0] % out.cluster)
+    return Error{"kernel '" + kernelName + "' runs in clusters of " +
+                 std::to_string(out.cluster) +
+                 " programs along grid dim 0, whose size must be a "
+                 "multiple of it; got grid " +
+                 dims3(out.grid)};
   if (tma) {
+    TESSERA_ENTER(deviceIndex);
     Status st =
         tma->prepare(kernelName, config, args,
                      static_cast<CUstream>(stream.handle()), site, deviceIndex);
     if (!st)
       return st;
   }
-  unsigned shared = std::max(config.sharedBytes, dynamicShared);
-  std::string what = "cannot launch kernel '" + kernelName + "' with grid " +
-                     str(launch.grid) + ", block " + str(launch.block) +
-                     " and " + std::to_string(shared) +
-                     " bytes of shared memory";
-  if (cluster > 1) {
-    if (launch.grid[0] % cluster)
-      return Error{"kernel '" + kernelName + "' runs in clusters of " +
-                   std::to_string(cluster) +
-                   " programs along grid dim 0, whose size must be a "
-                   "multiple of it; got grid " +
-                   str(launch.grid)};
+  out.shared = std::max(config.sharedBytes, dynamicShared);
+  return Status::ok();
+}
+
+std::string Kernel::describeLaunch(const Resolved &r) const {
+  return "cannot launch kernel '" + kernelName + "' with grid " +
+         dims3(r.grid) + ", block " + dims3(r.block) + " and " +
+         std::to_string(r.shared) + " bytes of shared memory" +
+         (r.cluster > 1 ? " in clusters of " + std::to_string(r.cluster)
+                        : std::string());
+}
+
+Status Kernel::launch(const LaunchConfig &config, Stream &stream,
+                      std::vector<void *> args, const void *site) const {
+  Resolved r;
+  if (Status st = resolve(config, stream, args, site, r); !st)
+    return st;
+  TESSERA_ENTER(deviceIndex);
+  CUresult result;
+  if (r.cluster > 1) {
     if (!driver().launchKernelEx)
       return Error{"kernel '" + kernelName +
                    "' runs in clusters: the CUDA driver lacks "
                    "cuLaunchKernelEx"};
     CUlaunchAttribute attr = {};
     attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-    attr.value.clusterDim.x = cluster;
+    attr.value.clusterDim.x = r.cluster;
     attr.value.clusterDim.y = 1;
     attr.value.clusterDim.z = 1;
     CUlaunchConfig cfg = {};
-    cfg.gridDimX = launch.grid[0];
-    cfg.gridDimY = launch.grid[1];
-    cfg.gridDimZ = launch.grid[2];
-    cfg.blockDimX = launch.block[0];
-    cfg.blockDimY = launch.block[1];
-    cfg.blockDimZ = launch.block[2];
-    cfg.sharedMemBytes = shared;
+    cfg.gridDimX = r.grid[0];
+    cfg.gridDimY = r.grid[1];
+    cfg.gridDimZ = r.grid[2];
+    cfg.blockDimX = r.block[0];
+    cfg.blockDimY = r.block[1];
+    cfg.blockDimZ = r.block[2];
+    cfg.sharedMemBytes = r.shared;
     cfg.hStream = static_cast<CUstream>(stream.handle());
     cfg.attrs = &attr;
     cfg.numAttrs = 1;
-    TESSERA_CU(driver().launchKernelEx(&cfg, static_cast<CUfunction>(function),
-                                       args.data(), nullptr),
-               what + " in clusters of " + std::to_string(cluster));
-    return Status::ok();
+    result = driver().launchKernelEx(&cfg, static_cast<CUfunction>(function),
+                                     args.data(), nullptr);
+  } else {
+    result = driver().launchKernel(
+        static_cast<CUfunction>(function), r.grid[0], r.grid[1], r.grid[2],
+        r.block[0], r.block[1], r.block[2], r.shared,
+        static_cast<CUstream>(stream.handle()), args.data(), nullptr);
   }
-  TESSERA_CU(driver().launchKernel(
-                 static_cast<CUfunction>(function), launch.grid[0],
-                 launch.grid[1], launch.grid[2], launch.block[0],
-                 launch.block[1], launch.block[2], shared,
-                 static_cast<CUstream>(stream.handle()), args.data(), nullptr),
-             what);
+  if (result != CUDA_SUCCESS)
+    return cudaError(describeLaunch(r), result);
   return Status::ok();
 }
 

@@ -57,6 +57,22 @@ struct Driver {
   decltype(&::cuLaunchKernelEx) launchKernelEx = nullptr;
   /// Optional (CUDA 12 drivers): without it, TMA kernels copy with cp.async.
   decltype(&::cuTensorMapEncodeTiled) tensorMapEncodeTiled = nullptr;
+  /// Optional: CUDA graphs, for replayed host programs (null where any
+  /// one is missing).
+  decltype(&::cuGraphCreate) graphCreate = nullptr;
+  decltype(&::cuGraphDestroy) graphDestroy = nullptr;
+  decltype(&::cuGraphAddKernelNode) graphAddKernelNode = nullptr;
+  decltype(&::cuGraphAddMemcpyNode) graphAddMemcpyNode = nullptr;
+  decltype(&::cuGraphKernelNodeSetAttribute) graphKernelNodeSetAttribute =
+      nullptr;
+  decltype(&::cuGraphInstantiate) graphInstantiate = nullptr;
+  decltype(&::cuGraphExecDestroy) graphExecDestroy = nullptr;
+  decltype(&::cuGraphLaunch) graphLaunch = nullptr;
+  decltype(&::cuGraphExecKernelNodeSetParams) graphExecKernelNodeSetParams =
+      nullptr;
+  decltype(&::cuGraphExecMemcpyNodeSetParams) graphExecMemcpyNodeSetParams =
+      nullptr;
+  bool hasGraphs() const { return graphExecMemcpyNodeSetParams != nullptr; }
 
   std::string failure; // why the driver cannot be used
   int devices = 0;

@@ -5,7 +5,9 @@
 // workspace allocated once) and run with the caller's buffers. Kernels take
 // each buffer as a memref descriptor (allocated and aligned pointers,
 // offset, sizes, strides: 3 + 2 * rank 8-byte slots) under the shape the
-// step names; each launch step is its own TMA launch site.
+// step names; each launch step is its own TMA launch site. From the
+// second run on, the steps are queued as one CUDA graph whose nodes are
+// rewritten only where a run's buffers differ from the last run's.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,6 +15,7 @@
 
 #include "CudaDriver.h"
 
+#include <cstdlib>
 #include <cstring>
 #include <optional>
 
@@ -48,6 +51,14 @@ Result<std::shared_ptr<HostProgram>> HostProgram::load(GpuProgramImage image,
   }
   std::shared_ptr<HostProgram> program(
       new HostProgram(std::move(image), device));
+  if (const char *env = std::getenv("TESSERA_CUDA_GRAPHS");
+      env && std::string(env) == "0") {
+    program->graphsWanted = false;
+    program->graphWhy = "turned off by TESSERA_CUDA_GRAPHS=0";
+  } else if (!driver().hasGraphs()) {
+    program->graphsWanted = false;
+    program->graphWhy = "the CUDA driver lacks the graph API";
+  }
   const GpuProgramImage &img = program->img;
   // One Kernel a launch step (each keeps its own TMA tensor maps), with
   // its memref descriptors (pointer, pointer, offset 0, sizes, row-major
@@ -56,6 +67,11 @@ Result<std::shared_ptr<HostProgram>> HostProgram::load(GpuProgramImage image,
   for (std::size_t i = 0; i < img.steps.size(); ++i) {
     const GpuProgramImage::Step &step = img.steps[i];
     Prepared &p = program->prepared[i];
+    for (const auto &o : step.operands) {
+      auto kind = img.storages[std::size_t(o.storage)].kind;
+      p.variable |= kind == GpuProgramImage::StorageKind::Argument ||
+                    kind == GpuProgramImage::StorageKind::Result;
+    }
     if (step.kind == GpuProgramImage::Step::Kind::Copy) {
       const auto &storage = img.storages[std::size_t(step.operands[0].storage)];
       p.copyBytes = std::size_t(*elementCount(storage.shape)) *
@@ -125,10 +141,197 @@ Result<std::shared_ptr<HostProgram>> HostProgram::load(GpuProgramImage image,
   return program;
 }
 
+/// The steps as a CUDA graph: a chain of kernel and copy nodes in step
+/// order, instantiated once, with the buffer addresses (and TMA table
+/// address) each node was last given.
+struct HostProgram::Graph {
+  CUgraph graph = nullptr;
+  CUgraphExec exec = nullptr;
+  std::vector<CUgraphNode> nodes;             // a step's node, or null
+  std::vector<std::vector<std::uint64_t>> values; // what each node holds
+  int device = 0;
+  ~Graph() {
+    const Driver &d = driver();
+    if (!exec && !graph)
+      return;
+    // An executable graph still running is freed when it completes.
+    if (!enter(device))
+      return;
+    if (exec)
+      d.graphExecDestroy(exec);
+    if (graph)
+      d.graphDestroy(graph);
+  }
+};
+
+HostProgram::HostProgram(GpuProgramImage image, int device)
+    : img(std::move(image)), deviceIndex(device) {}
+
 HostProgram::~HostProgram() {
+  graph.reset();
   for (std::size_t i = 0; i < prepared.size(); ++i)
     if (prepared[i].kernel)
       prepared[i].kernel->forgetSite(&img.steps[i]);
+}
+
+Status HostProgram::launchSteps(Stream &stream,
+                                const std::vector<std::uint64_t> &address) {
+  std::string what = "GPU program '" + img.name + "'";
+  TESSERA_ENTER(deviceIndex);
+  for (std::size_t i = 0; i < img.steps.size(); ++i) {
+    const GpuProgramImage::Step &step = img.steps[i];
+    Prepared &p = prepared[i];
+    if (!p.kernel) {
+      const auto &from = step.operands[0], &to = step.operands[1];
+      if (p.copyBytes)
+        TESSERA_CU(driver().memcpyDtoDAsync(
+                       CUdeviceptr(address[std::size_t(to.storage)]),
+                       CUdeviceptr(address[std::size_t(from.storage)]),
+                       p.copyBytes, static_cast<CUstream>(stream.handle())),
+                   what + ": step " + std::to_string(i) + " (a copy)");
+      continue;
+    }
+    for (auto [slot, storage] : p.addresses)
+      p.slots[slot] = std::int64_t(address[std::size_t(storage)]);
+    Status st = p.kernel->launch(p.config, stream, p.params, &step);
+    if (!st)
+      return Error{what + ": step " + std::to_string(i) + ": " +
+                   st.error().message};
+  }
+  return Status::ok();
+}
+
+Status HostProgram::launchGraph(Stream &stream,
+                                const std::vector<std::uint64_t> &address,
+                                bool &replayed) {
+  replayed = false;
+  std::string what = "GPU program '" + img.name + "'";
+  const Driver &d = driver();
+  TESSERA_ENTER(deviceIndex);
+  CUcontext context = d.contexts[std::size_t(deviceIndex)];
+  std::unique_ptr<Graph> fresh;
+  Graph *g = graph.get();
+  bool building = g == nullptr;
+  if (building) {
+    fresh = std::make_unique<Graph>();
+    g = fresh.get();
+    g->device = deviceIndex;
+    g->nodes.assign(img.steps.size(), nullptr);
+    g->values.resize(img.steps.size());
+    CUresult r = d.graphCreate(&g->graph, 0);
+    if (r != CUDA_SUCCESS) {
+      graphWhy = cudaError("cannot create a CUDA graph", r).message;
+      return Status::ok();
+    }
+  }
+  // A failed graph call leaves the program to launch its steps one by one.
+  auto give_up = [&](const std::string &call, CUresult r) {
+    graphWhy = cudaError(call, r).message;
+    graph.reset();
+    return Status::ok();
+  };
+  CUgraphNode last = nullptr;
+  std::vector<std::uint64_t> values;
+  for (std::size_t i = 0; i < img.steps.size(); ++i) {
+    const GpuProgramImage::Step &step = img.steps[i];
+    Prepared &p = prepared[i];
+    // A node of the workspace and constants alone keeps what it was built
+    // with (its TMA table, made from the same addresses, too).
+    if (!building && !p.variable)
+      continue;
+    values.clear();
+    if (!p.kernel) {
+      if (!p.copyBytes)
+        continue;
+      std::uint64_t from = address[std::size_t(step.operands[0].storage)];
+      std::uint64_t to = address[std::size_t(step.operands[1].storage)];
+      values = {from, to};
+      if (!building && values == g->values[i])
+        continue;
+      CUDA_MEMCPY3D copy = {};
+      copy.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+      copy.srcDevice = CUdeviceptr(from);
+      copy.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+      copy.dstDevice = CUdeviceptr(to);
+      copy.WidthInBytes = p.copyBytes;
+      copy.Height = 1;
+      copy.Depth = 1;
+      CUresult r;
+      if (building) {
+        r = d.graphAddMemcpyNode(&g->nodes[i], g->graph, last ? &last : nullptr,
+                                 last ? 1 : 0, &copy, context);
+        last = g->nodes[i];
+      } else {
+        r = d.graphExecMemcpyNodeSetParams(g->exec, g->nodes[i], &copy,
+                                           context);
+      }
+      if (r != CUDA_SUCCESS)
+        return give_up("step " + std::to_string(i) + " (a copy) as a graph "
+                       "node", r);
+      g->values[i] = values;
+      continue;
+    }
+    for (auto [slot, storage] : p.addresses) {
+      p.slots[slot] = std::int64_t(address[std::size_t(storage)]);
+      values.push_back(address[std::size_t(storage)]);
+    }
+    std::vector<void *> args = p.params;
+    Kernel::Resolved launch;
+    if (Status st = p.kernel->resolve(p.config, stream, args, &step, launch);
+        !st)
+      return Error{what + ": step " + std::to_string(i) + ": " +
+                   st.error().message};
+    if (args.size() > p.params.size()) // the TMA table's address
+      values.push_back(*static_cast<const std::uint64_t *>(args.back()));
+    if (!building && values == g->values[i])
+      continue;
+    CUDA_KERNEL_NODE_PARAMS node = {};
+    node.func = static_cast<CUfunction>(launch.function);
+    node.gridDimX = launch.grid[0];
+    node.gridDimY = launch.grid[1];
+    node.gridDimZ = launch.grid[2];
+    node.blockDimX = launch.block[0];
+    node.blockDimY = launch.block[1];
+    node.blockDimZ = launch.block[2];
+    node.sharedMemBytes = launch.shared;
+    node.kernelParams = args.data();
+    CUresult r;
+    if (building) {
+      r = d.graphAddKernelNode(&g->nodes[i], g->graph, last ? &last : nullptr,
+                               last ? 1 : 0, &node);
+      last = g->nodes[i];
+      if (r == CUDA_SUCCESS && launch.cluster > 1) {
+        CUlaunchAttributeValue cluster = {};
+        cluster.clusterDim.x = launch.cluster;
+        cluster.clusterDim.y = 1;
+        cluster.clusterDim.z = 1;
+        r = d.graphKernelNodeSetAttribute(
+            g->nodes[i], CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, &cluster);
+      }
+    } else {
+      r = d.graphExecKernelNodeSetParams(g->exec, g->nodes[i], &node);
+    }
+    if (r != CUDA_SUCCESS)
+      return give_up(p.kernel->describeLaunch(launch) + " as a graph node", r);
+    g->values[i] = values;
+  }
+  if (building) {
+    if (!last) { // nothing to launch: views alone
+      replayed = true;
+      return Status::ok();
+    }
+    if (CUresult r = d.graphInstantiate(&g->exec, g->graph, 0);
+        r != CUDA_SUCCESS)
+      return give_up("cannot instantiate the CUDA graph of " + what, r);
+    graph = std::move(fresh);
+    g = graph.get();
+  }
+  if (CUresult r =
+          d.graphLaunch(g->exec, static_cast<CUstream>(stream.handle()));
+      r != CUDA_SUCCESS)
+    return give_up("cannot launch the CUDA graph of " + what, r);
+  replayed = true;
+  return Status::ok();
 }
 
 Result<std::vector<DeviceBuffer>>
@@ -177,27 +380,20 @@ HostProgram::run(Stream &stream, const std::vector<DeviceBuffer> &args) {
     }
     }
   }
-  TESSERA_ENTER(deviceIndex);
-  for (std::size_t i = 0; i < img.steps.size(); ++i) {
-    const GpuProgramImage::Step &step = img.steps[i];
-    Prepared &p = prepared[i];
-    if (!p.kernel) {
-      const auto &from = step.operands[0], &to = step.operands[1];
-      if (p.copyBytes)
-        TESSERA_CU(driver().memcpyDtoDAsync(
-                       CUdeviceptr(address[std::size_t(to.storage)]),
-                       CUdeviceptr(address[std::size_t(from.storage)]),
-                       p.copyBytes, static_cast<CUstream>(stream.handle())),
-                   what + ": step " + std::to_string(i) + " (a copy)");
-      continue;
-    }
-    for (auto [slot, storage] : p.addresses)
-      p.slots[slot] = std::int64_t(address[std::size_t(storage)]);
-    Status st = p.kernel->launch(p.config, stream, p.params, &step);
+  bool replayed = false;
+  if (graphsWanted && runCount > 0) {
+    Status st = launchGraph(stream, address, replayed);
     if (!st)
-      return Error{what + ": step " + std::to_string(i) + ": " +
-                   st.error().message};
+      return st.error();
+    if (!replayed)
+      graphsWanted = false; // graphWhy says why
   }
+  if (replayed) {
+    ++graphRunCount;
+  } else if (Status st = launchSteps(stream, address); !st) {
+    return st.error();
+  }
+  ++runCount;
   std::vector<DeviceBuffer> results;
   for (const auto &r : img.results) {
     const auto &s = img.storages[std::size_t(r.storage)];

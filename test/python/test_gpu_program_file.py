@@ -33,7 +33,7 @@ def program():
             rng.standard_normal((8, 20)).astype(np.float32),
             rng.integers(0, 10, 8).astype(np.int32))
     lowered = ts.jit(ts.grad(loss, argnums=(0, 1))).lower(*args)
-    return lowered._module.compile_gpu(lowered.name, "sm_90a")
+    return lowered.compile_gpu("sm_90a")
 
 
 def _refused(data, match):
@@ -108,3 +108,29 @@ def test_a_consistent_but_invalid_program_is_refused(program):
 
 def test_not_a_program(program):
     _refused(b"\x7fELF" + program[4:], "is not a Tessera GPU program")
+
+
+def test_gpu_programs_check_the_file_before_the_device(program, tmp_path):
+    """ts.GpuProgram (what ts.jit(device="cuda") runs) refuses a damaged
+    file by what is wrong with it, and a good one by what the machine
+    lacks when it has no GPU."""
+    with pytest.raises(ts.TesseraError, match="truncated|bytes"):
+        ts.GpuProgram(program[:100])
+    path = tmp_path / "step.tgpu"
+    path.write_bytes(b"\x7fELF" + program[4:])
+    with pytest.raises(ts.TesseraError, match="is not a Tessera GPU program"):
+        ts.GpuProgram.load(str(path))
+    if not ts.cuda.is_available():
+        with pytest.raises(ts.TesseraError, match="CUDA"):
+            ts.GpuProgram(program)
+
+
+def test_borrowed_memory_needs_a_device_and_an_address():
+    if ts.cuda.is_available():
+        with pytest.raises(ts.TesseraError, match="at address 0"):
+            _cuda.Buffer.borrow(0, "f32", [4])
+        with pytest.raises(ts.TesseraError, match="cuda:99"):
+            _cuda.Buffer.borrow(1 << 20, "f32", [4], 99)
+    else:
+        with pytest.raises(ts.TesseraError, match="cuda:0: 0 devices"):
+            _cuda.Buffer.borrow(1 << 20, "f32", [4])

@@ -84,6 +84,11 @@ struct GPUCompileOptions {
   /// Also compile a cubin for `chip` with ptxas of the CUDA toolkit (a
   /// program shipped to machines that should not JIT its PTX at load).
   bool cubin = false;
+  /// Where programs are kept across processes (`<key>.tgpu`; the key
+  /// covers the IR, the entry, the sizes, the chip, the SM count and the
+  /// compiler build); empty: nowhere. Module::compile's CUDA target keeps
+  /// them in `<its cache directory>/gpu`.
+  std::string cacheDirectory;
 };
 
 /// The stages Module::lower() can show.

@@ -10,7 +10,8 @@
 // output, so rows may be strided (a transpose of leading dims, a slice
 // with steps); the last dim must stay last with step 1, which keeps each
 // row's elements consecutive. Tiles past a slab's edge are masked by the
-// subview's sizes.
+// subview's sizes. A broadcast along the slab's rows reads the one row of
+// the input's slab and repeats it down the tile.
 //
 //===----------------------------------------------------------------------===//
 
@@ -119,10 +120,8 @@ FailureOr<SmallVector<Piece, 4>> piecesOf(Operation *op, std::string &why) {
     for (auto [d, k] : llvm::enumerate(bc.getBroadcastDimensions()))
       if (in.getDimSize(d) == out.getDimSize(k))
         p.perm[k] = int64_t(d);
-    if (rank < 2 || p.perm[rank - 2] < 0) {
-      why = "a broadcast along the rows of its last two dims";
-      return failure();
-    }
+    // (A broadcast along the second-last dim reads one row per slab and
+    // repeats it down the tile.)
     pieces.push_back(p);
   } else {
     why = "no copy kernel for '" + op->getName().getStringRef().str() + "'";
@@ -297,9 +296,11 @@ LogicalResult LayoutKernels::generate(tsched::GroupOp group, StringRef fn) {
       t = arith::DivSIOp::create(kb, loc, t, index(p.size[k]));
     }
     auto tile = RankedTensorType::get({bm, bn}, elt);
+    // The input's slab is one row where the output's rows broadcast it.
+    bool rowBroadcast = p.input >= 0 && p.perm[n - 2] < 0;
     auto slab = [&](Value mem, MemRefType type, ArrayRef<int64_t> offset,
-                    ArrayRef<int64_t> step, ArrayRef<int64_t> perm)
-        -> Value {
+                    ArrayRef<int64_t> step, ArrayRef<int64_t> perm,
+                    ArrayRef<int64_t> shape) -> Value {
       // Output dim k reads input dim perm[k] (none: -1); the slab keeps
       // the last two.
       int64_t r = type.getRank();
@@ -327,22 +328,33 @@ LogicalResult LayoutKernels::generate(tsched::GroupOp group, StringRef fn) {
         strides[d] = kb.getIndexAttr(step[d]);
       }
       auto reduced = memref::SubViewOp::inferRankReducedResultType(
-          {rows, cols}, type, offsets, sizes, strides);
+          shape, type, offsets, sizes, strides);
       return memref::SubViewOp::create(kb, loc, cast<MemRefType>(reduced),
                                        mem, offsets, sizes, strides);
     };
     SmallVector<int64_t> identity = llvm::to_vector(llvm::seq<int64_t>(0, n));
     SmallVector<int64_t> ones(n, 1);
     Value outSlab = slab(entry->getArguments().back(), outMem, p.outOffset,
-                         ones, identity);
+                         ones, identity, {rows, cols});
     Value at[2] = {arith::MulIOp::create(kb, loc, rb, index(bm)),
                    arith::MulIOp::create(kb, loc, cb, index(bn))};
     Value value;
     if (p.input >= 0) {
-      Value inSlab = slab(entry->getArgument(0), inType, p.inOffset,
-                          p.inStep, p.perm);
-      value = tt::LoadOp::create(kb, loc, tile, inSlab, ValueRange(at),
-                                 Value(), TypedAttr(), /*multicast=*/nullptr);
+      if (rowBroadcast) {
+        Value inRow = slab(entry->getArgument(0), inType, p.inOffset,
+                           p.inStep, p.perm, {cols});
+        Value row = tt::LoadOp::create(
+            kb, loc, RankedTensorType::get({bn}, elt), inRow,
+            ValueRange{at[1]}, Value(), TypedAttr(), /*multicast=*/nullptr);
+        value = tt::BroadcastOp::create(kb, loc, tile, row,
+                                        kb.getDenseI64ArrayAttr({1}));
+      } else {
+        Value inSlab = slab(entry->getArgument(0), inType, p.inOffset,
+                            p.inStep, p.perm, {rows, cols});
+        value = tt::LoadOp::create(kb, loc, tile, inSlab, ValueRange(at),
+                                   Value(), TypedAttr(),
+                                   /*multicast=*/nullptr);
+      }
     } else {
       value = arith::ConstantOp::create(
           kb, loc, DenseElementsAttr::get(tile, padValue));

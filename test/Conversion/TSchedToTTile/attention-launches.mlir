@@ -83,7 +83,7 @@ func.func @grad_alone(%x: tensor<3x128x128xf16>, %o: tensor<3x128x128xf16>, %do:
 // CHECK-LABEL: func.func @f32_attention
 // CHECK: tsched.no_kernel = "flash attention takes bf16 or f16 operands of one static shape [..., S, 64 or 128], rank 3 or 4, at most 65535 batch x heads, and no policy but accum = f32"
 func.func @f32_attention(%q: tensor<2x16x64xf32>) -> tensor<2x16x64xf32> {
-  // expected-error @+1 {{'tsched.group' op of kind 'attention' has no generated kernel: flash attention takes bf16 or f16 operands}}
+  // expected-error @+1 {{'tsched.group' op of kind 'attention' ('tgraph.attention') has no generated kernel: flash attention takes bf16 or f16 operands}}
   %o = tsched.group attention (%q) : (tensor<2x16x64xf32>) -> tensor<2x16x64xf32> {
   ^bb0(%a: tensor<2x16x64xf32>):
     %0 = tgraph.attention %a, %a, %a : (tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<2x16x64xf32>) -> tensor<2x16x64xf32>

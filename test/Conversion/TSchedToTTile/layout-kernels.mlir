@@ -20,6 +20,11 @@
 // A transpose that moves the last dim has no copy kernel yet.
 // CHECK-LABEL: func.func @swap_last
 // CHECK: tsched.no_kernel = "a layout change that moves the last dim or steps along it"
+// A broadcast along the rows of the last two dims ([37, 1, 24] to
+// [37, 5, 24]): a program per slab reads the slab's one input row and
+// repeats it down its tile.
+// CHECK-LABEL: func.func @rows
+// CHECK: tsched.launches = [{args = [array<i64: 0, 0, 37, 1, 24>, array<i64: 1, 0, 37, 5, 24>], grid = array<i64: 37>, kernel = @rows_layout7, schedule = "block(8, 32).warps(4)"}]
 // CHECK-LABEL: func.func @heads_layout0(%arg0: memref<2x6x4x32xbf16>, %arg1: memref<2x4x6x32xbf16>) attributes {ttile.kernel, ttile.num_warps = 4 : i32}
 // CHECK: %[[OUT:.+]] = memref.subview %arg1[%{{.+}}, %{{.+}}, 0, 0] [1, 1, 6, 32] [1, 1, 1, 1] : memref<2x4x6x32xbf16> to memref<6x32xbf16, strided<[32, 1], offset: ?>>
 // CHECK: %[[IN:.+]] = memref.subview %arg0[%{{.+}}, 0, %{{.+}}, 0] [1, 6, 1, 32] [1, 1, 1, 1] : memref<2x6x4x32xbf16> to memref<6x32xbf16, strided<[128, 1], offset: ?>>
@@ -28,6 +33,12 @@
 // CHECK-LABEL: func.func @pad_layout2(%arg0: memref<1x19xf32>)
 // CHECK: memref.subview %arg0[0, 0] [1, 3] [1, 1]
 // CHECK: arith.constant dense<-1.500000e+00> : tensor<1x16xf32>
+// CHECK-LABEL: func.func @rows_layout7(%arg0: memref<37x1x24xf32>, %arg1: memref<37x5x24xf32>)
+// CHECK: %[[OUT:.+]] = memref.subview %arg1[%{{.+}}, 0, 0] [1, 5, 24] [1, 1, 1] : memref<37x5x24xf32> to memref<5x24xf32, strided<[24, 1], offset: ?>>
+// CHECK: %[[IN:.+]] = memref.subview %arg0[%{{.+}}, 0, 0] [1, 1, 24] [1, 1, 1] : memref<37x1x24xf32> to memref<24xf32, strided<[1], offset: ?>>
+// CHECK: %[[ROW:.+]] = ttile.load %[[IN]][%{{.+}}] : memref<24xf32, strided<[1], offset: ?>> -> tensor<32xf32>
+// CHECK: %[[T:.+]] = ttile.broadcast %[[ROW]] {dims = array<i64: 1>} : tensor<32xf32> -> tensor<8x32xf32>
+// CHECK: ttile.store %[[T]], %[[OUT]]
 func.func @heads(%x: tensor<2x6x4x32xbf16>) -> tensor<2x4x6x32xbf16> {
   %t = tsched.group layout (%x) : (tensor<2x6x4x32xbf16>) -> tensor<2x4x6x32xbf16> {
   ^bb0(%a: tensor<2x6x4x32xbf16>):
@@ -67,4 +78,12 @@ func.func @swap_last(%x: tensor<4x8xf32>) -> tensor<8x4xf32> {
     tsched.yield %0 : tensor<8x4xf32>
   }
   return %a : tensor<8x4xf32>
+}
+func.func @rows(%x: tensor<37x1x24xf32>) -> tensor<37x5x24xf32> {
+  %t = tsched.group layout (%x) : (tensor<37x1x24xf32>) -> tensor<37x5x24xf32> {
+  ^bb0(%a: tensor<37x1x24xf32>):
+    %0 = tgraph.broadcast_in_dim %a {broadcast_dimensions = array<i64: 0, 1, 2>} : (tensor<37x1x24xf32>) -> tensor<37x5x24xf32>
+    tsched.yield %0 : tensor<37x5x24xf32>
+  }
+  return %t : tensor<37x5x24xf32>
 }

@@ -97,7 +97,7 @@ func.func @unit_dim(%x: tensor<16xi32>) -> tensor<16x1xi32> {
 // A transpose of the last two dims has no copy kernel yet: the group says
 // why, and the host program stops at it.
 func.func @transpose(%x: tensor<4x8xf32>) -> tensor<8x4xf32> {
-  // expected-error @+1 {{'tsched.group' op of kind 'layout' has no generated kernel: a layout change that moves the last dim or steps along it}}
+  // expected-error @+1 {{'tsched.group' op of kind 'layout' ('tgraph.transpose') has no generated kernel: a layout change that moves the last dim or steps along it}}
   %a = tsched.group layout (%x) : (tensor<4x8xf32>) -> tensor<8x4xf32> {
   ^bb0(%p: tensor<4x8xf32>):
     %0 = tgraph.transpose %p {permutation = array<i64: 1, 0>} : tensor<4x8xf32> -> tensor<8x4xf32>
@@ -109,7 +109,7 @@ func.func @transpose(%x: tensor<4x8xf32>) -> tensor<8x4xf32> {
 // -----
 
 func.func @int_sum(%x: tensor<4x8xi32>) -> tensor<8xi32> {
-  // expected-error @+1 {{'tsched.group' op of kind 'reduction' has no generated kernel: it reduces tensor<4x8xi32>, not f32, f16 or bf16}}
+  // expected-error @+1 {{'tsched.group' op of kind 'reduction' ('tgraph.reduce_sum') has no generated kernel: it reduces tensor<4x8xi32>, not f32, f16 or bf16}}
   %a = tsched.group reduction (%x) : (tensor<4x8xi32>) -> tensor<8xi32> {
   ^bb0(%p: tensor<4x8xi32>):
     %0 = tgraph.reduce_sum %p {dims = array<i64: 0>} : tensor<4x8xi32> -> tensor<8xi32>

@@ -236,7 +236,7 @@ def precompile(chip, out_dir, limit=60):
             continue
         lowered = ts.jit(fn).lower(*args)
         try:
-            data = lowered._module.compile_gpu(lowered.name, chip)
+            data = lowered.compile_gpu(chip)
         except ts.TesseraError as e:
             if "has no generated kernel" in str(e):
                 continue  # a group of a kind the pipeline cannot run yet
@@ -258,7 +258,7 @@ def precompile(chip, out_dir, limit=60):
         cases.append(name)
     for name, fn, args, refs, tol in attention_programs():
         lowered = ts.jit(fn).lower(*args)
-        data = lowered._module.compile_gpu(lowered.name, chip)
+        data = lowered.compile_gpu(chip)
         d = os.path.join(out_dir, name)
         os.makedirs(d, exist_ok=True)
         with open(os.path.join(d, "program.tgpu"), "wb") as f:

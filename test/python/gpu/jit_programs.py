@@ -1,9 +1,10 @@
 """Functions the GPU tests run through ts.jit(device="cuda").
 
 `python jit_programs.py --precompile CHIP DIR` traces each one, saves its
-GPU program (DIR/<name>.json) and inputs (DIR/<name>.npz), and compiles
-its kernels into the kernel cache (TESSERA_KERNEL_CACHE), for GPU machines
-without the compiler: test_jit_gpu.py loads them there.
+inputs (DIR/<name>.npz), the Python planner's plan (DIR/<name>.json, its
+kernels compiled into the kernel cache, TESSERA_KERNEL_CACHE) and the C++
+pipeline's GPU program (DIR/<name>.tgpu), for GPU machines without the
+compiler: test_jit_gpu.py loads them there.
 """
 
 import sys
@@ -147,7 +148,12 @@ def precompile(chip, out_dir):
                    for a in flat])
         with compile_only(chip):
             prog(*flat)
-        print(f"{name}: {len(prog.steps)} steps")
+        lowered = fn.lower(*args)
+        data = lowered.compile_gpu(chip)
+        with open(os.path.join(out_dir, f"{name}.tgpu"), "wb") as f:
+            f.write(data)
+        print(f"{name}: {len(prog.steps)} steps; C++ pipeline "
+              f"{len(data)} bytes")
 
 
 if __name__ == "__main__":

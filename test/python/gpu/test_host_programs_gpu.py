@@ -3,7 +3,7 @@ GPU program file that `host_programs.py --precompile` wrote (set
 TESSERA_HOST_PROGRAMS to its folder) is loaded with
 tessera._cuda.HostProgram, run on its inputs and compared with the
 outputs the CPU computed (float64 NumPy references for attention); a
-second run gives the same bits."""
+run replayed as a CUDA graph gives the same bits."""
 
 import json
 import os
@@ -39,7 +39,17 @@ def test_host_program(case):
         np.ascontiguousarray(np.load(os.path.join(d, f"in{i}.npy"))), t)
         for i, t in enumerate(meta["inputs"])]
     first = [o.to_host() for o in program.run(args)]
+    # The second run builds the program's CUDA graph on other buffers
+    # (zeros, kept alive so that their addresses stay taken); the third
+    # replays it on the arguments, whose addresses every node that reads
+    # or writes them must have been given again.
+    others = [_cuda.Buffer.zeros(t, list(a.shape))
+              for a, t in zip(args, meta["inputs"])]
+    program.run(others)
     again = [o.to_host() for o in program.run(args)]
+    if program.launches:
+        assert program.graph_failure is None, program.graph_failure
+        assert program.graph_runs == 2
     assert len(first) == len(meta["outputs"])
     tol = meta.get("tolerance", 2e-4)
     for j, (got, rerun) in enumerate(zip(first, again)):
@@ -92,3 +102,28 @@ def test_programs_check_their_chip_and_arguments():
         program.run(wrong)
     # Nothing was lost: the program still runs.
     assert len(program.run(args)) == 5
+
+
+def test_replay_can_be_turned_off(monkeypatch):
+    """TESSERA_CUDA_GRAPHS=0 (read at load) launches every run step by
+    step, with the same bits as the replayed runs."""
+    from tessera import _cuda
+    case = next(c for c in _cases() if c.startswith("classifier"))
+    d = os.path.join(DIR, case)
+    with open(os.path.join(d, "meta.json")) as f:
+        meta = json.load(f)
+    args = [_cuda.Buffer.from_host(
+        np.ascontiguousarray(np.load(os.path.join(d, f"in{i}.npy"))), t)
+        for i, t in enumerate(meta["inputs"])]
+    path = os.path.join(d, "program.tgpu")
+    replayed = _cuda.HostProgram.load_file(path)
+    want = [[o.to_host() for o in replayed.run(args)] for _ in range(3)][-1]
+    assert replayed.graph_runs == 2
+    monkeypatch.setenv("TESSERA_CUDA_GRAPHS", "0")
+    stepped = _cuda.HostProgram.load_file(path)
+    for _ in range(3):
+        got = [o.to_host() for o in stepped.run(args)]
+    assert stepped.graph_runs == 0
+    assert "TESSERA_CUDA_GRAPHS=0" in stepped.graph_failure
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)

@@ -2,7 +2,9 @@
 
 The programs come from jit_programs.py: traced here when the compiler is
 installed, or loaded from TESSERA_GPU_PROGRAMS (saved by
-`jit_programs.py --precompile`) on a machine with only the runtime.
+`jit_programs.py --precompile`) on a machine with only the runtime. Each
+program runs on both paths: the Python planner's plan and the C++ GPU
+pipeline's program (run by the runtime's host program).
 """
 
 import os
@@ -20,16 +22,29 @@ if not ts.cuda.is_available():
 F64 = torch.float64
 
 
-def _program(name):
+PIPELINES = ["planner", "compiler"]
+
+
+def _program(name, pipeline="planner"):
+    from tessera._gpu_program import GpuProgram as CompiledProgram
     saved = os.environ.get("TESSERA_GPU_PROGRAMS")
     if saved:
-        prog = GpuProgram.load(os.path.join(saved, f"{name}.json"))
+        if pipeline == "planner":
+            prog = GpuProgram.load(os.path.join(saved, f"{name}.json"))
+        else:
+            prog = CompiledProgram.load(os.path.join(saved, f"{name}.tgpu"))
         data = np.load(os.path.join(saved, f"{name}.npz"))
         arrays = [data[f"arr_{i}"] for i in range(len(data.files))]
         return prog, arrays
     import jit_programs
     fn, args = jit_programs.cases()[name]
-    return fn.gpu_program(*args), jit_programs.flat_arrays(args)
+    if pipeline == "planner":
+        prog = fn.gpu_program(*args)
+    else:
+        from tessera._jit import _compile_for_device
+        lowered = fn.lower(*args)
+        prog = _compile_for_device(lowered._module, lowered.name, "cuda")
+    return prog, jit_programs.flat_arrays(args)
 
 
 def _t(a):
@@ -52,8 +67,9 @@ def _close(got, want, tol, what):
     assert err < tol, f"{what}: relative error {err:.3g} >= {tol}"
 
 
-def test_mlp_value_and_grad():
-    prog, arrays = _program("mlp_grad")
+@pytest.mark.parametrize("pipeline", PIPELINES)
+def test_mlp_value_and_grad(pipeline):
+    prog, arrays = _program("mlp_grad", pipeline)
     outs = [o.numpy() for o in prog(*arrays)]
     w1, b1, w2, x, y = (_t(a) for a in arrays)
     h = torch.nn.functional.gelu(x @ w1 + b1, approximate="tanh")
@@ -112,8 +128,9 @@ def _check_block(outs, arrays):
         _close(got, g, 2e-4, f"grad {i}")
 
 
-def test_transformer_block_value_and_grad():
-    prog, arrays = _program("block_grad")
+@pytest.mark.parametrize("pipeline", PIPELINES)
+def test_transformer_block_value_and_grad(pipeline):
+    prog, arrays = _program("block_grad", pipeline)
     _check_block([o.numpy() for o in prog(*arrays)], arrays)
 
 
@@ -136,6 +153,30 @@ def test_later_calls_replay_the_recorded_launches():
         np.testing.assert_array_equal(a.numpy(), b.numpy())
 
 
+def test_compiled_programs_replay_as_a_cuda_graph():
+    """From the second call on, the C++ pipeline's program runs as one CUDA
+    graph; calls on other buffers (device tensors, PyTorch tensors through
+    DLPack, other values) rewrite its nodes' addresses, and earlier
+    results stay as they were."""
+    prog, arrays = _program("block_grad", "compiler")
+    first = prog(*arrays)
+    assert prog.graph_runs == 0
+    second = prog(*arrays)
+    assert prog.graph_failure is None, prog.graph_failure
+    assert prog.graph_runs == 1
+    other = [a * 0.5 for a in arrays]
+    third = prog(*[ts.cuda.to_device(a) for a in other])
+    _check_block([o.numpy() for o in third], other)
+    fourth = prog(*[torch.tensor(a, device="cuda") for a in arrays])
+    _check_block([o.numpy() for o in fourth], arrays)
+    _check_block([o.numpy() for o in second], arrays)
+    assert prog.graph_runs == 3
+    for a, b in zip(first, second):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+    for a, b in zip(first, fourth):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+
+
 def test_a_recording_spoiled_by_host_work_is_not_replayed():
     prog, arrays = _program("block_grad")
     prog(*arrays)
@@ -155,10 +196,12 @@ def test_a_recording_spoiled_by_host_work_is_not_replayed():
     assert prog.record_failure is None and prog.launches_replayed > 10
 
 
-def test_bf16_attention_gradients_on_flash_attention():
-    prog, arrays = _program("attention_grad")
-    assert {"Attention", "AttentionGrad"} <= {type(s).__name__
-                                              for s in prog.steps}
+@pytest.mark.parametrize("pipeline", PIPELINES)
+def test_bf16_attention_gradients_on_flash_attention(pipeline):
+    prog, arrays = _program("attention_grad", pipeline)
+    if pipeline == "planner":
+        assert {"Attention", "AttentionGrad"} <= {type(s).__name__
+                                                  for s in prog.steps}
     arrays = _bf16_arrays(arrays)
     outs = [o.numpy().astype(np.float64) for o in prog(*arrays)]
     q, k, v = (_t(a.astype(np.float64)) for a in arrays[:3])
@@ -172,8 +215,9 @@ def test_bf16_attention_gradients_on_flash_attention():
         _close(got, t.grad, 2e-2, f"d{name}")
 
 
-def test_layout_copies_match_numpy():
-    prog, (x, y) = _program("layouts")
+@pytest.mark.parametrize("pipeline", PIPELINES)
+def test_layout_copies_match_numpy(pipeline):
+    prog, (x, y) = _program("layouts", pipeline)
     t, half, padded, wide = (o.numpy() for o in prog(x, y))
     np.testing.assert_array_equal(t, np.transpose(x, (1, 0, 2)))
     np.testing.assert_array_equal(
@@ -183,18 +227,21 @@ def test_layout_copies_match_numpy():
     np.testing.assert_array_equal(wide, np.broadcast_to(y, x.shape) * 2.0)
 
 
-def test_reductions_of_a_whole_tensor():
-    prog, (x,) = _program("whole_reductions")
-    assert any(type(s).__name__ == "LongRows" and s.parts_for(528) > 1
-               for s in prog.steps)
+@pytest.mark.parametrize("pipeline", PIPELINES)
+def test_reductions_of_a_whole_tensor(pipeline):
+    prog, (x,) = _program("whole_reductions", pipeline)
+    if pipeline == "planner":
+        assert any(type(s).__name__ == "LongRows" and s.parts_for(528) > 1
+                   for s in prog.steps)
     mean, top = (float(o.numpy()) for o in prog(x))
     x64 = x.astype(np.float64)
     assert abs(mean - np.mean(x64 * x64)) < 1e-5 * np.mean(x64 * x64)
     assert top == np.max(x)
 
 
-def test_bf16_mlp_forward():
-    prog, arrays = _program("bf16_mlp")
+@pytest.mark.parametrize("pipeline", PIPELINES)
+def test_bf16_mlp_forward(pipeline):
+    prog, arrays = _program("bf16_mlp", pipeline)
     arrays = _bf16_arrays(arrays)
     out = prog(*arrays)[0]
     got = out.numpy().astype(np.float64)
@@ -204,10 +251,11 @@ def test_bf16_mlp_forward():
     assert err < 2e-2, err
 
 
-def test_bf16_batched_products():
+@pytest.mark.parametrize("pipeline", PIPELINES)
+def test_bf16_batched_products(pipeline):
     """Each product against float64 (the stdlib's batched GEMM, autotuned
     on the first call; test_stdlib_gpu checks each of its schedules)."""
-    prog, arrays = _program("bf16_batched")
+    prog, arrays = _program("bf16_batched", pipeline)
     arrays = _bf16_arrays(arrays)
     x, y, w, v = (a.astype(np.float64) for a in arrays)
     s = x @ np.swapaxes(y, -1, -2)
@@ -220,8 +268,9 @@ def test_bf16_batched_products():
         assert err < 1e-2, f"{what}: relative error {err:.3g}"
 
 
-def test_row_and_column_broadcasts():
-    prog, (x, b) = _program("broadcasts")
+@pytest.mark.parametrize("pipeline", PIPELINES)
+def test_row_and_column_broadcasts(pipeline):
+    prog, (x, b) = _program("broadcasts", pipeline)
     rows, cols = (o.numpy() for o in prog(x, b))
     x64, b64 = x.astype(np.float64), b.astype(np.float64)
     np.testing.assert_allclose(rows, np.broadcast_to(x64, (48, 36)) * 2.0,
@@ -230,10 +279,11 @@ def test_row_and_column_broadcasts():
                                rtol=1e-6)
 
 
-def test_programs_on_empty_tensors():
+@pytest.mark.parametrize("pipeline", PIPELINES)
+def test_programs_on_empty_tensors(pipeline):
     """NumPy's results for tensors with no elements: sums of nothing are 0,
     means NaN, logsumexp -inf, and ops on empty tensors give empty ones."""
-    prog, arrays = _program("empty_dims")
+    prog, arrays = _program("empty_dims", pipeline)
     outs = [np.asarray(o.numpy()) for o in prog(*arrays)]
     shapes = [o.shape for o in outs]
     assert shapes == [(32,), (0, 32), (0, 32), (), (8, 16), (8,), (4, 32)], \

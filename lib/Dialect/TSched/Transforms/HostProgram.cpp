@@ -21,6 +21,7 @@
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/MathExtras.h"
 
@@ -279,15 +280,25 @@ LogicalResult HostBuilder::launch(GroupOp group) {
   auto grid = group->getAttrOfType<DenseI64ArrayAttr>("tsched.grid");
   auto views = group->getAttrOfType<ArrayAttr>("tsched.views");
   if (!kernel || !grid || !views) {
+    // Named by its ops: what the user wrote, at the line that wrote it.
+    llvm::SetVector<StringRef> names;
+    for (Operation &op : group.getBodyBlock().without_terminator())
+      names.insert(op.getName().getStringRef());
+    std::string ops;
+    for (StringRef name : names.getArrayRef().take_front(3))
+      ops += (ops.empty() ? "'" : ", '") + name.str() + "'";
+    if (names.size() > 3)
+      ops += " and " + std::to_string(names.size() - 3) + " more";
     InFlightDiagnostic diag =
         group.emitOpError()
-        << "of kind '" << stringifyGroupKind(group.getKind())
-        << "' has no generated kernel";
+        << "of kind '" << stringifyGroupKind(group.getKind()) << "' (" << ops
+        << ") has no generated kernel: ";
     if (auto why = group->getAttrOfType<StringAttr>("tsched.no_kernel"))
-      diag << ": " << why.getValue();
+      diag << why.getValue();
     else
-      diag << " (-tessera-gpu-generate-kernels generates them for row, "
-              "contraction, reduction, attention and layout groups)";
+      diag << "no GPU lowering for it yet (-tessera-gpu-generate-kernels "
+              "generates them for row, contraction, reduction, attention "
+              "and layout groups)";
     return diag;
   }
   size_t count = group.getInputs().size() + group.getNumResults();

@@ -117,6 +117,11 @@ public:
   /// A device copy of `host` (queued on `stream`; synchronous without one).
   static Result<DeviceBuffer> fromHost(const HostBuffer &host, int device = 0,
                                        Stream *stream = nullptr);
+  /// Memory at `address` on `device` that the runtime does not own (a
+  /// tensor of another library, through DLPack): the caller keeps it
+  /// alive until the work queued on it has run.
+  static Result<DeviceBuffer> borrow(DType type, std::vector<int64_t> shape,
+                                     int device, std::uint64_t address);
   /// A host copy; waits for `stream` (or the device) to finish the copy.
   Result<HostBuffer> toHost(Stream *stream = nullptr) const;
   /// Copies `host` (same dtype and shape) into this buffer.
@@ -210,6 +215,19 @@ private:
   friend class Module;
   friend class LaunchSequence;
   friend class HostProgram;
+  /// A launch checked and made ready: the function, the whole block, the
+  /// shared bytes and the cluster size; `args` then ends with the TMA
+  /// table's address where the kernel takes one.
+  struct Resolved {
+    void *function = nullptr;
+    std::array<unsigned, 3> grid = {1, 1, 1}, block = {1, 1, 1};
+    unsigned shared = 0, cluster = 1;
+  };
+  Status resolve(const LaunchConfig &config, Stream &stream,
+                 std::vector<void *> &args, const void *site,
+                 Resolved &out) const;
+  /// "cannot launch kernel ..." with the resolved launch's shape.
+  std::string describeLaunch(const Resolved &r) const;
   /// Drops the tensor maps kept for `site`.
   void forgetSite(const void *site) const;
   Kernel(std::shared_ptr<void> module, void *function, std::string name,
@@ -346,9 +364,25 @@ public:
   const GpuProgramImage &image() const { return img; }
   int device() const { return deviceIndex; }
 
+  /// Replay. The first run launches the steps one by one; later runs
+  /// queue them as one CUDA graph, built from the steps at the second run
+  /// and launched with one driver call; a run on other buffers than the
+  /// last rewrites the parameters of just the launches and copies that
+  /// touch them. TESSERA_CUDA_GRAPHS=0 (read at load) turns replay off.
+  /// Runs queued as a graph so far.
+  std::uint64_t graphRuns() const { return graphRunCount; }
+  /// Why runs are not replayed (empty while they are, or may be).
+  const std::string &graphFailure() const { return graphWhy; }
+
 private:
-  HostProgram(GpuProgramImage image, int device)
-      : img(std::move(image)), deviceIndex(device) {}
+  HostProgram(GpuProgramImage image, int device);
+  struct Graph;
+  /// Queues the steps one launch at a time.
+  Status launchSteps(Stream &stream, const std::vector<std::uint64_t> &address);
+  /// Queues the steps as the graph (building it at the first call);
+  /// false in `replayed` where it cannot, with graphWhy saying why.
+  Status launchGraph(Stream &stream, const std::vector<std::uint64_t> &address,
+                     bool &replayed);
   /// A step as load() prepares it, so that run() only writes addresses:
   /// a launch's memref descriptors (with an address slot for each of
   /// `addresses`: slot, storage), its parameter pointers and its kernel;
@@ -360,12 +394,19 @@ private:
     std::vector<void *> params;
     std::vector<std::pair<std::size_t, std::int32_t>> addresses;
     std::size_t copyBytes = 0;
+    /// Reads or writes an argument or a result, whose addresses change
+    /// from run to run (the others: the workspace, constants).
+    bool variable = false;
   };
   GpuProgramImage img;
   int deviceIndex = 0;
   std::vector<Prepared> prepared; // one a step, in step order
   DeviceBuffer workspace;
   std::vector<DeviceBuffer> constants;
+  bool graphsWanted = true;
+  std::uint64_t runCount = 0, graphRunCount = 0;
+  std::string graphWhy;
+  std::unique_ptr<Graph> graph;
 };
 
 } // namespace tessera::runtime::cuda

@@ -1,0 +1,101 @@
+"""A GPU program compiled by the C++ GPU pipeline (``Module.compile_gpu``'s
+bytes, a ``.tgpu`` file) loaded on a CUDA device: what ``ts.jit(...,
+device="cuda")`` calls. It needs only the runtime (``tessera._cuda``), not
+the compiler."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._errors import TesseraError
+
+
+def _device_index(device):
+    """The index of a CUDA device ("cuda", "cuda:K", K or a Device)."""
+    index = device
+    if not isinstance(device, (str, int)):
+        index = getattr(device, "index", device)  # a tessera.cuda.Device
+    if isinstance(index, str):
+        name, _, k = index.partition(":")
+        if name != "cuda" or (k and not k.isdigit()):
+            raise TesseraError(f"a GPU program runs on 'cuda' or 'cuda:K', "
+                               f"got {device!r}")
+        index = int(k or 0)
+    if not isinstance(index, int) or index < 0:
+        raise TesseraError(f"a GPU program runs on 'cuda' or 'cuda:K', got "
+                           f"{device!r}")
+    return index
+
+
+class GpuProgram:
+    """A compiled GPU program loaded as the runtime's host program on one
+    device: called with NumPy arrays or device tensors (or CUDA tensors of
+    other libraries, through DLPack) of the compiled shapes and dtypes, it
+    queues the program on Tessera's stream and returns one device tensor
+    per result. From the second call on, a call is one CUDA graph launch.
+
+    >>> prog = GpuProgram(open("step.tgpu", "rb").read())  # doctest: +SKIP
+    >>> loss, *grads = prog(*arrays)                        # doctest: +SKIP
+    """
+
+    def __init__(self, data, device="cuda", name="<bytes>"):
+        from . import _cuda
+        from . import cuda
+        self.program_bytes = bytes(data)
+        # The file is checked whole before the device is touched.
+        index = _device_index(device)
+        self._program = _cuda.HostProgram.load(self.program_bytes, index, name)
+        self._device = cuda.device(f"cuda:{index}")
+
+    @classmethod
+    def load(cls, path, device="cuda"):
+        """The program file at ``path``."""
+        with open(path, "rb") as f:
+            return cls(f.read(), device, path)
+
+    def __call__(self, *arrays):
+        from . import _cuda
+        from . import cuda
+        device_tensor = cuda.DeviceTensor
+        buffers = []
+        for a in arrays:
+            if type(a) is device_tensor and a._buf is not None:
+                buffers.append(a._buf)  # (the hot path: owned buffers)
+                continue
+            dev = getattr(a, "__dlpack_device__", None)
+            if (not isinstance(a, (np.ndarray, device_tensor))
+                    and dev is not None and dev()[0] == 2):
+                a = cuda.from_dlpack(a)  # a CUDA tensor of another library
+            if isinstance(a, device_tensor):
+                if a._buf is not None:
+                    buffers.append(a._buf)
+                    continue
+                if not a._contiguous():
+                    raise TesseraError(
+                        f"argument {len(buffers)}: {a!r} has strides "
+                        f"{a._strides}; the program reads dense row-major "
+                        f"arrays (make it contiguous first)")
+                # Memory of another library (DLPack): borrowed for the call.
+                buffers.append(_cuda.Buffer.borrow(
+                    a._ptr, a._dtype.name, list(a._shape), a._device))
+            else:
+                buffers.append(cuda.to_device(np.asarray(a),
+                                              self._device)._buf)
+        return [device_tensor(b) for b in self._program.run(buffers)]
+
+    @property
+    def launches(self):
+        """Kernel launches a call queues."""
+        return self._program.launches
+
+    @property
+    def graph_runs(self):
+        """Calls queued as one CUDA graph (every call after the first,
+        unless ``graph_failure`` says why not)."""
+        return self._program.graph_runs
+
+    @property
+    def graph_failure(self):
+        """Why calls are launched step by step instead of as a graph
+        (None while they are replayed)."""
+        return self._program.graph_failure
