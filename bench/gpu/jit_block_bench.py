@@ -1,27 +1,26 @@
 """One training step (loss and all parameter gradients) of a pre-norm
-transformer block, bf16, through ts.jit(device="cuda") beside its peers
-at their best, on the same card in the same run: torch eager,
-torch.compile in each mode (default, reduce-overhead with CUDA graphs,
-max-autotune-no-cudagraphs) and jax.jit with cuDNN attention and with
-XLA's attention. Each line gives the peer's time over Tessera's; the
-best peer is named at the end. The same step compiled by the C++ pipeline
-(--tessera-gpu-pipeline, a GPU program file run by the runtime's
-HostProgram) is timed in the same run, with its cold compile time.
+transformer block, bf16, as ts.jit(device="cuda") compiles it (the C++ GPU
+pipeline, --tessera-gpu-pipeline: a GPU program file run by the runtime's
+HostProgram, replayed as a CUDA graph) beside its peers at their best, on
+the same card in the same run: torch eager, torch.compile in each mode
+(default, reduce-overhead with CUDA graphs, max-autotune-no-cudagraphs)
+and jax.jit with cuDNN attention and with XLA's attention. Each line gives
+the peer's time over Tessera's; the best peer is named at the end, with
+the step's cold compile time and the host time of a run.
 
 The block is tessera.nn.transformer_block: layernorm, q/k/v projections,
 rotary embeddings, causal attention, output projection, residual,
 layernorm, GELU (tanh) MLP, residual; the loss is mean(y^2). d 1024, 16
 heads, FFN 4096, sequence 2048, batch 1 (change with --batch/--seq).
 
-The GPU machine has no compiler, so the plan and its kernels are made
-here first:
+The GPU machine has no compiler, so the program is compiled here first:
 
-    PYTHONPATH=build/python TESSERA_KERNEL_CACHE=<cache> \\
-        python bench/gpu/jit_block_bench.py --precompile sm_90a <dir>
+    PYTHONPATH=build/python python bench/gpu/jit_block_bench.py \
+        --precompile sm_90a <dir> [--batch B]
 
-then, on the GPU machine (tessera._cuda and the kernel cache):
+then, on the GPU machine (tessera._cuda):
 
-    TESSERA_KERNEL_CACHE=<cache> python3 bench/gpu/jit_block_bench.py <dir>
+    python3 bench/gpu/jit_block_bench.py [--profile] <dir>
 """
 
 import argparse
@@ -36,17 +35,6 @@ import numpy as np
 D, HEADS, FFN = 1024, 16, 4096
 # JAX takes memory as it needs it, beside PyTorch and Tessera.
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
-
-
-def tessera_step():
-    import tessera as ts
-    from tessera import nn, op
-
-    def loss(p, x):
-        y = nn.transformer_block(p, x, HEADS)
-        return op.reduce_mean(op.cast(y, "f32") * op.cast(y, "f32"))
-
-    return ts.jit(ts.value_and_grad(loss), device="cuda")
 
 
 def shapes(batch, seq):
@@ -90,45 +78,27 @@ def nested(flat):
 
 
 def precompile(chip, out, batch, seq):
-    from tessera import tree
-    from tessera._kernel import compile_only
+    import tessera as ts
+    from tessera import nn, op
     os.makedirs(out, exist_ok=True)
     values = arrays(batch, seq)
     p, x = nested(values)
-    leaves, _ = tree.flatten([p, x])
-    flat = [np.asarray(a) for a in leaves]
-    # The order the plan takes its arrays in is the sorted names' order.
-    assert all(a is b for a, b in zip(leaves, values.values())), \
-        "tessera.tree flattens dicts in sorted key order"
-    t0 = time.perf_counter()
-    prog = tessera_step().gpu_program(p, x)
-    prog.save(os.path.join(out, "block.json"))
     with open(os.path.join(out, "block_shape.json"), "w") as f:
         json.dump({"batch": batch, "seq": seq}, f)
-    with compile_only(chip):
-        prog(*flat)
-    print(f"block step: {len(prog.steps)} steps, planned and compiled in "
-          f"{time.perf_counter() - t0:.0f} s")
-    # The same step through the C++ pipeline (--tessera-gpu-pipeline): a
-    # GPU program file the runtime runs alone. Cold compile: no compile
-    # cache is involved.
-    import tessera as ts
-    from tessera import nn, op
 
     def loss(p, x):
         y = nn.transformer_block(p, x, HEADS)
         return op.reduce_mean(op.cast(y, "f32") * op.cast(y, "f32"))
 
+    # Cold compile: no compile cache is involved.
     t0 = time.perf_counter()
-    lowered = ts.jit(ts.value_and_grad(loss)).lower(p, x)
-    data = lowered.compile_gpu(chip)
+    data = ts.jit(ts.value_and_grad(loss)).lower(p, x).compile_gpu(chip)
     seconds = time.perf_counter() - t0
     with open(os.path.join(out, "program.tgpu"), "wb") as f:
         f.write(data)
     with open(os.path.join(out, "program.json"), "w") as f:
         json.dump({"compile_s": seconds}, f)
-    print(f"block step (C++ pipeline): compiled in {seconds:.1f} s, "
-          f"{len(data)} bytes")
+    print(f"block step: compiled in {seconds:.1f} s, {len(data)} bytes")
 
 
 def torch_block(torch, p, x):
@@ -213,11 +183,12 @@ def jax_step(values, attention):
 def run(saved, reps, profile=False):
     import torch
     import tessera as ts
-    from tessera._gpu_graph import GpuProgram
     with open(os.path.join(saved, "block_shape.json")) as f:
         shape = json.load(f)
     batch, seq = shape["batch"], shape["seq"]
-    prog = GpuProgram.load(os.path.join(saved, "block.json"))
+    path = os.path.join(saved, "program.tgpu")
+    # What ts.jit(device="cuda") runs for this step, on device tensors.
+    prog = ts.GpuProgram.load(path)
     values = arrays(batch, seq)
     dev_args = [ts.to_device(a) for a in values.values()]
     name = torch.cuda.get_device_name()
@@ -241,99 +212,48 @@ def run(saved, reps, profile=False):
     flops = _step_flops(batch, seq)
     print(f"{'':<30}{'ms':>9}{'TFLOP/s':>9}{'loss':>12}{'peer/tessera':>14}",
           flush=True)
-    t_ms, out = timed(lambda: prog(*dev_args), reps)
-    loss = float(np.asarray(out[0].numpy()).reshape(()))
+
+    def step():
+        return prog(*dev_args)
+
+    t_ms, out = timed(step, reps)
     print(f"{'tessera jit':<30}{t_ms:>9.2f}{flops / t_ms / 1e9:>9.0f}"
-          f"{loss:>12.5f}{'':>14}", flush=True)
-    # The same plan with every launch issued from Python (no replay of the
-    # recorded launch sequence).
-    slow = GpuProgram.load(os.path.join(saved, "block.json"))
-    slow.replay = False
-    s_ms, s_out = timed(lambda: slow(*dev_args), reps)
-    print(f"{'  (no replay)':<30}{s_ms:>9.2f}{flops / s_ms / 1e9:>9.0f}"
+          f"{float(np.asarray(out[0].numpy()).reshape(())):>12.5f}"
+          f"{'':>14}", flush=True)
+    # The same program launched step by step (replay off at load).
+    os.environ["TESSERA_CUDA_GRAPHS"] = "0"
+    stepped = ts.GpuProgram.load(path)
+    del os.environ["TESSERA_CUDA_GRAPHS"]
+    s_ms, s_out = timed(lambda: stepped(*dev_args), reps)
+    print(f"{'  (launched step by step)':<30}{s_ms:>9.2f}"
+          f"{flops / s_ms / 1e9:>9.0f}"
           f"{float(np.asarray(s_out[0].numpy()).reshape(())):>12.5f}"
           f"{'':>14}", flush=True)
-    print(f"# {prog.launches_replayed} launches replayed"
-          + (f"; recording failed: {prog.record_failure}"
-             if prog.record_failure else ""), flush=True)
-
-    # The same step compiled by the C++ pipeline, run by the runtime's
-    # HostProgram (no Python between launches).
-    cpp_ms, cpp = None, None
-    cpp_path = os.path.join(saved, "program.tgpu")
-    if os.path.exists(cpp_path):
-        from tessera import _cuda
-        cpp = _cuda.HostProgram.load_file(cpp_path)
-        bufs = [_cuda.Buffer.from_host(
-            np.ascontiguousarray(a).view(np.uint16), "bf16")
-            for a in values.values()]
-
-        def cpp_step():
-            return cpp.run(bufs)
-
-        cpp_ms, c_out = timed(cpp_step, reps)
-        with open(os.path.join(saved, "program.json")) as f:
-            compile_s = json.load(f)["compile_s"]
-        print(f"{'tessera C++ pipeline':<30}{cpp_ms:>9.2f}"
-              f"{flops / cpp_ms / 1e9:>9.0f}"
-              f"{float(c_out[0].to_host().reshape(())):>12.5f}{'':>14}",
-              flush=True)
-        # The same program launched step by step (replay off at load).
-        os.environ["TESSERA_CUDA_GRAPHS"] = "0"
-        stepped = _cuda.HostProgram.load_file(cpp_path)
-        del os.environ["TESSERA_CUDA_GRAPHS"]
-        st_ms, st_out = timed(lambda: stepped.run(bufs), reps)
-        print(f"{'  (launched step by step)':<30}{st_ms:>9.2f}"
-              f"{flops / st_ms / 1e9:>9.0f}"
-              f"{float(st_out[0].to_host().reshape(())):>12.5f}{'':>14}",
-              flush=True)
-        print(f"# C++ pipeline: {cpp.launches} launches; compiled cold in "
-              f"{compile_s:.1f} s; "
-              + (f"{cpp.graph_runs} runs replayed as a CUDA graph"
-                 if cpp.graph_failure is None
-                 else f"not replayed: {cpp.graph_failure}"), flush=True)
-        # Host time of a run alone: the call, with the queue drained
-        # before each (so that no launch waits for room in it).
-        for label, program in (("replayed", cpp), ("step by step", stepped)):
-            host = []
-            for _ in range(20):
-                _cuda.synchronize(0)
-                t0 = time.perf_counter()
-                out = program.run(bufs)
-                host.append(time.perf_counter() - t0)
-            _cuda.synchronize(0)
-            del out
-            print(f"# C++ pipeline, {label}: {np.median(host) * 1e6:.0f} us "
-                  f"of host time a run (median of 20)", flush=True)
-
-        # The call ts.jit(device="cuda") makes on a cache hit, on device
-        # tensors: tessera._gpu_program.GpuProgram (argument buffers,
-        # HostProgram.run, result tensors). The hit's key and output tree
-        # (tessera._jit, which needs the compiler to import) come on top:
-        # bench/jit_dispatch_bench.py times them where the compiler is.
-        from tessera._gpu_program import GpuProgram as CompiledProgram
-        gp = CompiledProgram.load(cpp_path)
-        dts = [ts.cuda.DeviceTensor(b) for b in bufs]
-        gp(*dts)
+    with open(os.path.join(saved, "program.json")) as f:
+        compile_s = json.load(f)["compile_s"]
+    print(f"# {prog.launches} launches; compiled cold in {compile_s:.1f} s; "
+          + (f"{prog.graph_runs} runs replayed as a CUDA graph"
+             if prog.graph_failure is None
+             else f"not replayed: {prog.graph_failure}"), flush=True)
+    # Host time of a call alone (argument buffers, HostProgram.run, result
+    # tensors), the queue drained before each so that no launch waits for
+    # room in it. A ts.jit hit adds its key and output tree:
+    # bench/jit_dispatch_bench.py times them where the compiler is.
+    for label, program in (("replayed", prog), ("step by step", stepped)):
         host = []
         for _ in range(50):
-            _cuda.synchronize(0)
+            ts.synchronize()
             t0 = time.perf_counter()
-            out = gp(*dts)
+            out = program(*dev_args)
             host.append(time.perf_counter() - t0)
-        _cuda.synchronize(0)
+        ts.synchronize()
         del out
-        print(f"# GpuProgram call on device tensors (a ts.jit hit without "
-              f"its key): {np.median(host) * 1e6:.0f} us of host time "
-              f"(median of 50)", flush=True)
-
-    # Ratios against the C++ pipeline's step where it was built, else the
-    # planner's.
-    base_ms = cpp_ms if cpp_ms is not None else t_ms
+        print(f"# host time of a call, {label}: "
+              f"{np.median(host) * 1e6:.0f} us (median of 50)", flush=True)
 
     def report(label, ms, value):
         print(f"{label:<30}{ms:>9.2f}{flops / ms / 1e9:>9.0f}{value:>12.5f}"
-              f"{ms / base_ms:>14.2f}", flush=True)
+              f"{ms / t_ms:>14.2f}", flush=True)
 
     # PyTorch: the same parameters and input, as leaf tensors.
     def to_torch(a):
@@ -410,29 +330,10 @@ def run(saved, reps, profile=False):
     best = min(peers, key=peers.get)
     print(f"# best peer: {best}, {peers[best]:.2f} ms; Tessera at "
           f"{peers[best] / t_ms:.2f}x of it", flush=True)
-    if cpp_ms is not None:
-        print(f"# C++ pipeline at {peers[best] / cpp_ms:.2f}x of the best "
-              f"peer", flush=True)
     compiled_step = compiled_steps.get("max-autotune-no-cudagraphs") or \
         compiled_steps.get("default")
     if profile:
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        for _ in range(3):
-            out = prog(*dev_args)
-        host = (time.perf_counter() - t0) / 3 * 1e3
-        _sync(out)
-        print(f"# tessera jit: {host:.3f} ms of host time to queue a step")
-        _kernel_profile(torch, "tessera jit", lambda: prog(*dev_args))
-        if cpp is not None:
-            torch.cuda.synchronize()
-            t0 = time.perf_counter()
-            for _ in range(3):
-                cpp_step()
-            host = (time.perf_counter() - t0) / 3 * 1e3
-            print(f"# tessera C++ pipeline: {host:.3f} ms of host time to "
-                  f"queue a step")
-            _kernel_profile(torch, "tessera C++ pipeline", cpp_step)
+        _kernel_profile(torch, "tessera jit", step)
         for mode, fn in compiled_steps.items():
             if mode != "reduce-overhead":  # (graph replays hide kernels)
                 _kernel_profile(torch, f"torch.compile {mode}", fn)

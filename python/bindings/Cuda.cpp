@@ -418,6 +418,16 @@ NB_MODULE(_cuda, m) {
                        n += s.kind == rt::GpuProgramImage::Step::Kind::Launch;
                      return n;
                    })
+      .def_prop_ro(
+          "kernels",
+          [](const LoadedProgram &p) {
+            std::vector<std::string> names;
+            for (const auto &s : p.program->image().steps)
+              if (s.kind == rt::GpuProgramImage::Step::Kind::Launch)
+                names.push_back(s.kernel);
+            return names;
+          },
+          "The kernel of each launch, in launch order.")
       .def_prop_ro("workspace_bytes",
                    [](const LoadedProgram &p) {
                      return p.program->image().workspaceBytes;

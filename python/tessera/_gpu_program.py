@@ -89,6 +89,11 @@ class GpuProgram:
         return self._program.launches
 
     @property
+    def kernels(self):
+        """The kernel of each launch, in launch order."""
+        return self._program.kernels
+
+    @property
     def graph_runs(self):
         """Calls queued as one CUDA graph (every call after the first,
         unless ``graph_failure`` says why not)."""

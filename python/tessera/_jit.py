@@ -1,7 +1,7 @@
-"""``ts.jit``: trace once per signature, then either compile through the CPU
+"""``ts.jit``: trace once per signature, then compile through the CPU
 pipeline and call the compiled code with NumPy arrays, or, with
-``device="cuda"``, hand the optimized Graph IR to the GPU launch planner
-(``_gpu_graph.GpuProgram``) and run its kernels on device tensors."""
+``device="cuda"``, compile through the C++ GPU pipeline and run the GPU
+program (``tessera.GpuProgram``) on device tensors."""
 
 from __future__ import annotations
 
@@ -398,20 +398,14 @@ class jit:
         return specs
 
     def _compile_gpu(self, args):
-        if _gpu_pipeline() == "compiler":
-            # The C++ GPU pipeline's program, loaded on the device.
-            make = lambda ctx, fn: _compile_for_device(  # noqa: E731
-                ctx.module, fn.name, self._device,
-                os.path.join(self._cache_dir, "gpu")
-                if self._cache_dir else "")
-        else:
-            from ._gpu_graph import GpuProgram
-            make = lambda ctx, fn: GpuProgram(  # noqa: E731
-                ctx.module.list_graph(fn.name, gpu_attention=True),
-                self._device)
+        """Traces ``args`` and compiles the function through the C++ GPU
+        pipeline (``--tessera-gpu-pipeline``) for the jit's device, loaded
+        there as a ``tessera.GpuProgram``."""
         ctx, fn, out_tree = self._trace(args, concrete=True)
         entry = _Entry()
-        entry.fn = make(ctx, fn)
+        entry.fn = _compile_for_device(
+            ctx.module, fn.name, self._device,
+            os.path.join(self._cache_dir, "gpu") if self._cache_dir else "")
         entry.out_tree = out_tree
         entry.module = ctx.module
         entry.name = fn.name
@@ -420,15 +414,16 @@ class jit:
         return entry
 
     def gpu_program(self, *args, **kwargs):
-        """The GPU launch plan (``tessera._gpu_graph.GpuProgram``) this
-        ``device="cuda"`` function runs for ``args`` (planned without a
-        GPU): ``.save(path)`` keeps it for a machine with only the runtime
-        and the kernel cache.
+        """The compiled GPU program (a ``tessera.GpuProgram``, loaded on
+        the jit's device) this ``device="cuda"`` function runs for
+        ``args``: its ``program_bytes`` are a GPU program file that a
+        machine with only the runtime loads. To compile without a GPU,
+        use ``lower(*args).compile_gpu(chip)``.
 
-        >>> f = ts.jit(lambda x: op.softmax(x) * 2.0, device="cuda")
-        >>> plan = f.gpu_program(np.ones((4, 8), np.float32))
-        >>> len(plan.steps) >= 1
-        True
+        >>> if ts.cuda.is_available():  # needs a CUDA device
+        ...     f = ts.jit(lambda x: op.softmax(x) * 2.0, device="cuda")
+        ...     prog = f.gpu_program(np.ones((4, 8), np.float32))
+        ...     assert prog.launches >= 1
         """
         if self._device is None:
             raise TesseraError(f"{self._name} is compiled for the CPU; use "
@@ -531,19 +526,6 @@ class jit:
         array([1.])
         """
         self._cache.clear()
-
-
-def _gpu_pipeline():
-    """Which path ``jit(device="cuda")`` takes: the launch planner
-    (``_gpu_graph``, the default while the compiler's pipeline is checked
-    against it on every GPU test) or ``TESSERA_GPU_PIPELINE=compiler``, the
-    C++ GPU pipeline (``--tessera-gpu-pipeline``) and the runtime's host
-    program."""
-    value = os.environ.get("TESSERA_GPU_PIPELINE", "planner")
-    if value not in ("planner", "compiler"):
-        raise TesseraError(f"TESSERA_GPU_PIPELINE must be 'planner' or "
-                           f"'compiler', got {value!r}")
-    return value
 
 
 def _compile_for_device(module, name, device, cache_dir=""):

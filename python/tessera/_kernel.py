@@ -36,7 +36,6 @@ import threading
 
 import numpy as np
 
-from . import _gpu_replay as _replay
 from . import _kernel_ast
 from . import tile as _tile
 from ._dtypes import DType, PolicyDType
@@ -734,9 +733,6 @@ def _run(compiled, grid, schedule, params, values, tensors, device):
     packed, offsets = _pack(params, values, tensors)
     block = (32 * compiled.num_warps, 1, 1)
     fn.launch(g, block, 0, packed, offsets)
-    recorder = _replay.current.recorder
-    if recorder is not None:
-        recorder.launch(fn, g, block, packed, offsets, params, tensors)
 
 
 @functools.lru_cache(maxsize=None)

@@ -29,7 +29,6 @@ import math
 
 import numpy as np
 
-from . import _gpu_replay as _replay
 from ._dtypes import DType, as_dtype
 from ._errors import TesseraError
 from . import tree as _tree
@@ -168,7 +167,6 @@ def synchronize(dev=None):
     ...     ts.synchronize()
     """
     d = device(dev or "cuda")
-    _replay.spoil("a synchronization")
     _cuda().synchronize(d.index)
 
 
@@ -392,7 +390,6 @@ class DeviceTensor:
                 return self._owner.numpy().reshape(self._shape)
             raise TesseraError("numpy() of a tensor imported through DLPack: "
                                "convert it in the framework it came from")
-        _replay.spoil("a copy to the host")
         host = self._buf.to_host()
         if self._dtype.numpy is not None and host.dtype != self._dtype.numpy:
             host = host.view(self._dtype.numpy)
@@ -408,7 +405,6 @@ class DeviceTensor:
                                "by the framework it came from")
         # A DLPack capsule of the buffer, once Tessera's queued work on it
         # has finished (the consumer reads on its own stream).
-        _replay.spoil("a DLPack export")
         return self._buf.dlpack()
 
     def __dlpack_device__(self):
@@ -451,7 +447,6 @@ def to_device(array, dev="cuda", dtype=None) -> DeviceTensor:
     if d.type != "cuda":
         raise TesseraError("to_device copies to a CUDA device")
     a, dt = _host_array(array, dtype)
-    _replay.spoil("a copy from the host")
     return DeviceTensor(_cuda().Buffer.from_host(a, dt.name, d.index))
 
 
@@ -473,10 +468,6 @@ def _allocate(shape, dtype, device, zeroed):
     make = _cuda().Buffer.zeros if zeroed else _cuda().Buffer.empty
     t = DeviceTensor(make(as_dtype(dtype).name, [int(s) for s in shape],
                           d.index))
-    # A GPU program recording its launches replays this allocation.
-    recorder = _replay.current.recorder
-    if recorder is not None:
-        recorder.allocated(t, zeroed=zeroed)
     return t
 
 
@@ -543,7 +534,6 @@ def from_dlpack(tensor, dtype=None) -> DeviceTensor:
     ...     x = ts.from_dlpack(t)
     ...     assert x.shape == (4,) and x.pointer == t.data_ptr()
     """
-    _replay.spoil("a DLPack import")
     try:
         ptr, shape, strides, name, dev = _cuda().dlpack_info(tensor)
     except TypeError:

@@ -8,7 +8,8 @@
 #   tools/scripts/python-gpu-bundle.sh PYTHON CHIP [OUT]
 #   (there) PYTHONPATH=OUT LD_LIBRARY_PATH=OUT TESSERA_KERNEL_CACHE=OUT/kcache \
 #           TESSERA_GENERATED_KERNELS=OUT/generated TESSERA_HOST_PROGRAMS=OUT/hostprog \
-#           TESSERA_BLOCK_PROGRAMS=OUT/blocks python3 -m pytest test/python/gpu
+#           TESSERA_BLOCK_PROGRAMS=OUT/blocks TESSERA_GPU_PROGRAMS=OUT/programs \
+#           python3 -m pytest test/python/gpu
 #   (there, the C++ trainer) OUT/cpp/tessera-example-fashion-mnist-runtime \
 #           OUT/cpp --data DIR
 # PYTHON is an interpreter of the target's Python version (with nanobind).
@@ -42,7 +43,8 @@ for script in test/python/gpu/kernels.py test/python/gpu/test_stdlib_gpu.py \
   TESSERA_KERNEL_CACHE=$PWD/$out/kcache PYTHONPATH=build/python \
     build/venv/bin/python $script --precompile "$chip"
 done
-TESSERA_KERNEL_CACHE=$PWD/$out/kcache PYTHONPATH=build/python \
+# The GPU programs of the ts.jit(device="cuda") tests.
+PYTHONPATH=build/python \
   build/venv/bin/python test/python/gpu/jit_programs.py --precompile "$chip" \
   "$out/programs"
 # The row kernels the compiler generates, with the CPU's outputs for them.
@@ -52,10 +54,10 @@ PYTHONPATH=build/python TESSERA_RUN=build/bin/tessera-run \
 PYTHONPATH=build/python build/venv/bin/python \
   test/python/gpu/host_programs.py --precompile "$chip" "$out/hostprog"
 # The transformer-block training step of bench/gpu/jit_block_bench.py
-# (the Python planner's plan and the C++ pipeline's program file), at
-# batch 1 and 8; test_block_program_gpu.py checks the program files.
+# (the C++ pipeline's program file), at batch 1 and 8;
+# test_block_program_gpu.py checks the program files.
 for batch in 1 8; do
-  TESSERA_KERNEL_CACHE=$PWD/$out/kcache PYTHONPATH=build/python \
+  PYTHONPATH=build/python \
     build/venv/bin/python bench/gpu/jit_block_bench.py --precompile "$chip" \
     "$out/blocks/b$batch" --batch $batch
 done

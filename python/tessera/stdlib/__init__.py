@@ -28,7 +28,7 @@ from __future__ import annotations
 from . import _kernels  # noqa: F401 (the kernels, for tests and benches)
 from ._attention import flash_attention_2, flash_attention_2_backward
 from ._common import StdlibOp
-# Internals the GPU tests, benches and the jit planner reach through here.
+# Internals the GPU tests and benches reach through here.
 from ._common import _multiprocessors, _tuned  # noqa: F401
 from ._gemm import _BATCHED_BASE, _BATCHED_SPACE, _gemm_kernel  # noqa: F401
 from ._gemm import gemm

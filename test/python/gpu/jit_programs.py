@@ -1,10 +1,9 @@
 """Functions the GPU tests run through ts.jit(device="cuda").
 
-`python jit_programs.py --precompile CHIP DIR` traces each one, saves its
-inputs (DIR/<name>.npz), the Python planner's plan (DIR/<name>.json, its
-kernels compiled into the kernel cache, TESSERA_KERNEL_CACHE) and the C++
-pipeline's GPU program (DIR/<name>.tgpu), for GPU machines without the
-compiler: test_jit_gpu.py loads them there.
+`python jit_programs.py --precompile CHIP DIR` compiles each one through
+the C++ GPU pipeline and saves its GPU program (DIR/<name>.tgpu) and its
+inputs (DIR/<name>.npz), for GPU machines without the compiler:
+test_jit_gpu.py loads them there.
 """
 
 import sys
@@ -137,23 +136,16 @@ def flat_arrays(args):
 
 def precompile(chip, out_dir):
     import os
-    from tessera._kernel import compile_only
     os.makedirs(out_dir, exist_ok=True)
     for name, (fn, args) in cases().items():
-        prog = fn.gpu_program(*args)
-        prog.save(os.path.join(out_dir, f"{name}.json"))
         flat = flat_arrays(args)
         np.savez(os.path.join(out_dir, f"{name}.npz"),
                  *[a.view(np.uint16) if a.dtype.name == "bfloat16" else a
                    for a in flat])
-        with compile_only(chip):
-            prog(*flat)
-        lowered = fn.lower(*args)
-        data = lowered.compile_gpu(chip)
+        data = fn.lower(*args).compile_gpu(chip)
         with open(os.path.join(out_dir, f"{name}.tgpu"), "wb") as f:
             f.write(data)
-        print(f"{name}: {len(prog.steps)} steps; C++ pipeline "
-              f"{len(data)} bytes")
+        print(f"{name}: {len(data)} bytes")
 
 
 if __name__ == "__main__":
