@@ -165,6 +165,10 @@ def as_dtype(x) -> DType:
     """
     if isinstance(x, DType):
         return x
+    if isinstance(x, np.dtype):
+        d = _BY_NUMPY.get(x)
+        if d is not None:
+            return d
     if isinstance(x, PolicyDType):
         return x.dtype
     if isinstance(x, str) and x in _BY_NAME:

@@ -11,17 +11,21 @@ from ._errors import TesseraError
 
 
 def _device_index(device):
-    """The index of a CUDA device ("cuda", "cuda:K", K or a Device)."""
-    index = device
-    if not isinstance(device, (str, int)):
-        index = getattr(device, "index", device)  # a tessera.cuda.Device
-    if isinstance(index, str):
-        name, _, k = index.partition(":")
-        if name != "cuda" or (k and not k.isdigit()):
-            raise TesseraError(f"a GPU program runs on 'cuda' or 'cuda:K', "
-                               f"got {device!r}")
-        index = int(k or 0)
-    if not isinstance(index, int) or index < 0:
+    """The index of a CUDA device ("cuda", "cuda:K", K or a Device), without
+    looking for it: a program file is checked before the device."""
+    from . import cuda
+    if isinstance(device, cuda.Device):
+        device = str(device)
+    if isinstance(device, int) and not isinstance(device, bool) \
+            and device >= 0:
+        return device
+    kind = index = None
+    if isinstance(device, str):
+        try:
+            kind, index = cuda._parse_device(device)
+        except TesseraError:
+            pass
+    if kind != "cuda":
         raise TesseraError(f"a GPU program runs on 'cuda' or 'cuda:K', got "
                            f"{device!r}")
     return index

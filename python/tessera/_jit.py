@@ -30,10 +30,6 @@ def _arg_name(text: str) -> str:
     return name if not name[0].isdigit() else "a" + name
 
 
-# dtype (NumPy's or Tessera's) -> Tessera dtype name, for call keys.
-_DTYPE_NAMES = {}
-
-
 def _is_array(x) -> bool:
     return isinstance(x, (np.ndarray, np.generic)) or (
         not isinstance(x, (bool, int, float, complex, str, bytes, type(None)))
@@ -353,7 +349,6 @@ class jit:
         device tensors (through DLPack). The hot path of every call."""
         from . import cuda as _cuda
         device_tensor = _cuda.DeviceTensor
-        names = _DTYPE_NAMES
         key, arrays = [], []
         for a in args:
             leaves, td = _tree.flatten(a)
@@ -371,10 +366,7 @@ class jit:
                     dev = getattr(leaf, "__dlpack_device__", None)
                     leaf = (_cuda.from_dlpack(leaf) if dev is not None
                             and dev()[0] == 2 else np.asarray(leaf))
-                name = names.get(leaf.dtype)
-                if name is None:
-                    name = names[leaf.dtype] = as_dtype(leaf.dtype).name
-                key.append((name, tuple(leaf.shape)))
+                key.append((as_dtype(leaf.dtype).name, tuple(leaf.shape)))
                 arrays.append(leaf)
         return tuple(key), arrays
 

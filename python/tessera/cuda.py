@@ -117,21 +117,29 @@ def device(spec="cuda") -> Device:
                        f"{spec!r}")
 
 
+def _parse_device(spec):
+    """("cpu", 0) or ("cuda", N) for a device name, without looking for
+    the device."""
+    if spec == "cpu":
+        return "cpu", 0
+    kind, _, index = spec.partition(":")
+    if kind != "cuda" or (index and not index.isdigit()):
+        raise TesseraError(f"a device is 'cpu', 'cuda' or 'cuda:N', got "
+                           f"{spec!r}")
+    return "cuda", int(index or 0)
+
+
 @functools.lru_cache(maxsize=64)
 def _device_of(spec):
     if not isinstance(spec, str):
         raise TesseraError(f"a device is 'cpu', 'cuda' or 'cuda:N', got "
                            f"{spec!r}")
-    if spec == "cpu":
+    kind, i = _parse_device(spec)
+    if kind == "cpu":
         return Device("cpu")
-    kind, _, index = spec.partition(":")
-    if kind != "cuda" or (index and not index.isdigit()):
-        raise TesseraError(f"a device is 'cpu', 'cuda' or 'cuda:N', got "
-                           f"{spec!r}")
     c = _cuda()
     if not c.available():
         raise TesseraError(f"no CUDA device: {c.unavailable_reason()}")
-    i = int(index or 0)
     if i >= c.device_count():
         raise TesseraError(f"{spec}: this machine has {c.device_count()} CUDA "
                            f"device(s)")
@@ -168,9 +176,6 @@ def synchronize(dev=None):
     """
     d = device(dev or "cuda")
     _cuda().synchronize(d.index)
-
-
-_DTYPE_OF = {}    # a buffer's dtype name -> DType
 
 
 @functools.lru_cache(maxsize=4096)
@@ -215,11 +220,7 @@ class DeviceTensor:
                  strides=None, device_index=0, owner=None):
         if buf is not None:
             self._buf = buf
-            name = buf.dtype
-            dtype = _DTYPE_OF.get(name)
-            if dtype is None:
-                dtype = _DTYPE_OF[name] = as_dtype(name)
-            self._dtype = dtype
+            self._dtype = as_dtype(buf.dtype)
             self._ptr = buf.pointer
             self._shape = tuple(buf.shape)
             self._strides = _row_major(self._shape)

@@ -13,6 +13,7 @@
 
 #include <cuda.h>
 
+#include <array>
 #include <string>
 #include <vector>
 
@@ -85,6 +86,29 @@ const Driver &driver();
 /// A Tessera error for a failed driver call: `what`, then the driver's
 /// name and text of `r`.
 Error cudaError(const std::string &what, CUresult r);
+
+/// The grid, block and dynamic shared memory of a launch, written into
+/// a driver launch struct (CUlaunchConfig, CUDA_KERNEL_NODE_PARAMS).
+template <class LaunchParams>
+void setLaunchShape(LaunchParams &p, const std::array<unsigned, 3> &grid,
+                    const std::array<unsigned, 3> &block, unsigned shared) {
+  p.gridDimX = grid[0];
+  p.gridDimY = grid[1];
+  p.gridDimZ = grid[2];
+  p.blockDimX = block[0];
+  p.blockDimY = block[1];
+  p.blockDimZ = block[2];
+  p.sharedMemBytes = shared;
+}
+
+/// The launch attribute value of clusters of `size` programs along x.
+inline CUlaunchAttributeValue clusterDimension(unsigned size) {
+  CUlaunchAttributeValue v = {};
+  v.clusterDim.x = size;
+  v.clusterDim.y = 1;
+  v.clusterDim.z = 1;
+  return v;
+}
 
 /// Makes `device`'s primary context current on this thread.
 Status enter(int device);

@@ -15,6 +15,7 @@
 
 #include "CudaDriver.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <optional>
@@ -115,6 +116,10 @@ Result<std::shared_ptr<HostProgram>> HostProgram::load(GpuProgramImage image,
     p.config.block = {unsigned(record->consumerThreads), 1, 1};
     p.kernel = *kernel;
   }
+  // A program of views alone queues nothing: there is nothing to replay.
+  if (std::none_of(program->prepared.begin(), program->prepared.end(),
+                   [](const Prepared &p) { return p.kernel || p.copyBytes; }))
+    program->graphsWanted = false;
   Stream *noStream = nullptr;
   for (const GpuProgramImage::Storage &s : img.storages) {
     if (s.kind != GpuProgramImage::StorageKind::Constant)
@@ -176,7 +181,9 @@ HostProgram::~HostProgram() {
 
 Status HostProgram::launchSteps(Stream &stream,
                                 const std::vector<std::uint64_t> &address) {
-  std::string what = "GPU program '" + img.name + "'";
+  auto stepWhat = [&](std::size_t i) {
+    return "GPU program '" + img.name + "': step " + std::to_string(i);
+  };
   TESSERA_ENTER(deviceIndex);
   for (std::size_t i = 0; i < img.steps.size(); ++i) {
     const GpuProgramImage::Step &step = img.steps[i];
@@ -188,15 +195,14 @@ Status HostProgram::launchSteps(Stream &stream,
                        CUdeviceptr(address[std::size_t(to.storage)]),
                        CUdeviceptr(address[std::size_t(from.storage)]),
                        p.copyBytes, static_cast<CUstream>(stream.handle())),
-                   what + ": step " + std::to_string(i) + " (a copy)");
+                   stepWhat(i) + " (a copy)");
       continue;
     }
     for (auto [slot, storage] : p.addresses)
       p.slots[slot] = std::int64_t(address[std::size_t(storage)]);
     Status st = p.kernel->launch(p.config, stream, p.params, &step);
     if (!st)
-      return Error{what + ": step " + std::to_string(i) + ": " +
-                   st.error().message};
+      return Error{stepWhat(i) + ": " + st.error().message};
   }
   return Status::ok();
 }
@@ -205,7 +211,7 @@ Status HostProgram::launchGraph(Stream &stream,
                                 const std::vector<std::uint64_t> &address,
                                 bool &replayed) {
   replayed = false;
-  std::string what = "GPU program '" + img.name + "'";
+  auto what = [&] { return "GPU program '" + img.name + "'"; };
   const Driver &d = driver();
   TESSERA_ENTER(deviceIndex);
   CUcontext context = d.contexts[std::size_t(deviceIndex)];
@@ -279,7 +285,7 @@ Status HostProgram::launchGraph(Stream &stream,
     Kernel::Resolved launch;
     if (Status st = p.kernel->resolve(p.config, stream, args, &step, launch);
         !st)
-      return Error{what + ": step " + std::to_string(i) + ": " +
+      return Error{what() + ": step " + std::to_string(i) + ": " +
                    st.error().message};
     if (args.size() > p.params.size()) // the TMA table's address
       values.push_back(*static_cast<const std::uint64_t *>(args.back()));
@@ -287,13 +293,7 @@ Status HostProgram::launchGraph(Stream &stream,
       continue;
     CUDA_KERNEL_NODE_PARAMS node = {};
     node.func = static_cast<CUfunction>(launch.function);
-    node.gridDimX = launch.grid[0];
-    node.gridDimY = launch.grid[1];
-    node.gridDimZ = launch.grid[2];
-    node.blockDimX = launch.block[0];
-    node.blockDimY = launch.block[1];
-    node.blockDimZ = launch.block[2];
-    node.sharedMemBytes = launch.shared;
+    setLaunchShape(node, launch.grid, launch.block, launch.shared);
     node.kernelParams = args.data();
     CUresult r;
     if (building) {
@@ -301,10 +301,7 @@ Status HostProgram::launchGraph(Stream &stream,
                                last ? 1 : 0, &node);
       last = g->nodes[i];
       if (r == CUDA_SUCCESS && launch.cluster > 1) {
-        CUlaunchAttributeValue cluster = {};
-        cluster.clusterDim.x = launch.cluster;
-        cluster.clusterDim.y = 1;
-        cluster.clusterDim.z = 1;
+        CUlaunchAttributeValue cluster = clusterDimension(launch.cluster);
         r = d.graphKernelNodeSetAttribute(
             g->nodes[i], CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, &cluster);
       }
@@ -316,43 +313,40 @@ Status HostProgram::launchGraph(Stream &stream,
     g->values[i] = values;
   }
   if (building) {
-    if (!last) { // nothing to launch: views alone
-      replayed = true;
-      return Status::ok();
-    }
     if (CUresult r = d.graphInstantiate(&g->exec, g->graph, 0);
         r != CUDA_SUCCESS)
-      return give_up("cannot instantiate the CUDA graph of " + what, r);
+      return give_up("cannot instantiate the CUDA graph of " + what(), r);
     graph = std::move(fresh);
     g = graph.get();
   }
   if (CUresult r =
           d.graphLaunch(g->exec, static_cast<CUstream>(stream.handle()));
       r != CUDA_SUCCESS)
-    return give_up("cannot launch the CUDA graph of " + what, r);
+    return give_up("cannot launch the CUDA graph of " + what(), r);
   replayed = true;
   return Status::ok();
 }
 
 Result<std::vector<DeviceBuffer>>
 HostProgram::run(Stream &stream, const std::vector<DeviceBuffer> &args) {
-  std::string what = "GPU program '" + img.name + "'";
+  // (Error text is made only on failure: run() is the hot path.)
+  auto what = [&] { return "GPU program '" + img.name + "'"; };
   if (stream.device() != deviceIndex)
-    return Error{what + " is loaded on cuda:" + std::to_string(deviceIndex) +
+    return Error{what() + " is loaded on cuda:" + std::to_string(deviceIndex) +
                  ", the stream is on cuda:" + std::to_string(stream.device())};
   if (args.size() != img.arguments.size())
-    return Error{what + " takes " + std::to_string(img.arguments.size()) +
+    return Error{what() + " takes " + std::to_string(img.arguments.size()) +
                  " arguments, got " + std::to_string(args.size())};
   std::vector<std::uint64_t> address(img.storages.size(), 0);
   for (std::size_t i = 0; i < args.size(); ++i) {
     const auto &want = img.storages[std::size_t(img.arguments[i])];
     const DeviceBuffer &a = args[i];
     if (a.device() != deviceIndex)
-      return Error{what + ": argument " + std::to_string(i) + " is " +
+      return Error{what() + ": argument " + std::to_string(i) + " is " +
                    a.describe() + "; the program runs on cuda:" +
                    std::to_string(deviceIndex)};
     if (a.dtype() != want.type || a.shape() != want.shape)
-      return Error{what + ": argument " + std::to_string(i) +
+      return Error{what() + ": argument " + std::to_string(i) +
                    " must be " + describe(want.type, want.shape) +
                    ", got " + describe(a.dtype(), a.shape())};
     address[std::size_t(img.arguments[i])] = a.pointer();
@@ -398,7 +392,7 @@ HostProgram::run(Stream &stream, const std::vector<DeviceBuffer> &args) {
   for (const auto &r : img.results) {
     const auto &s = img.storages[std::size_t(r.storage)];
     if (s.kind != GpuProgramImage::StorageKind::Result)
-      return Error{what + ": a result is buffer " + std::to_string(r.storage) +
+      return Error{what() + ": a result is buffer " + std::to_string(r.storage) +
                    ", which the program does not allocate for the caller"};
     auto view = owned[std::size_t(r.storage)].reshaped(r.shape);
     if (!view)
