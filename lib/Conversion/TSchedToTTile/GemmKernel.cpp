@@ -16,41 +16,68 @@ using namespace mlir::tessera;
 namespace mlir::tessera::group_kernels {
 
 GemmSchedule chooseGemmSchedule(const tsched::GemmForm &form, int64_t sms,
-                                bool plain) {
+                                bool plain, bool maysplit) {
   struct Candidate {
     GemmSchedule s;
     double efficiency;
   };
+  // Throughput relative to the best tile, as measured on an H200 (a
+  // 64x128 tile of 4 warps reaches about half of a 128x256 tile's).
   SmallVector<Candidate> candidates;
-  if (form.operandType.isF32())
+  // A multiprocessor's product rate (FLOP/s), the card's memory bandwidth
+  // (bytes/s) and a launch in a replayed program (s): the H200's, which
+  // weigh a split's extra traffic against the waves it saves.
+  double smRate, bandwidth = 3.5e12, launch = 2e-6;
+  if (form.operandType.isF32()) {
     candidates = {{{64, 64, 16, 4, 2}, 1.0},
                   {{128, 64, 16, 8, 2}, 1.0},
                   {{32, 64, 16, 4, 2}, 0.8}};
-  else
+    smRate = 0.4e12;
+  } else {
     candidates = {{{128, 256, 64, 8, 4}, 1.0},
-                  {{128, 128, 64, 8, 4}, 0.9},
-                  {{64, 128, 64, 4, 4}, 0.75}};
-  const Candidate *best = nullptr;
-  double bestCost = 0;
+                  {{128, 128, 64, 8, 4}, 0.85},
+                  {{64, 128, 64, 4, 4}, 0.5}};
+    smRate = 6e12;
+  }
+  int64_t rows = form.flat() ? form.z * form.m : form.m;
+  int64_t batches = form.flat() ? 1 : form.z;
+  auto seconds = [&](const Candidate &c, int64_t splits) {
+    int64_t tiles = batches * llvm::divideCeil(rows, c.s.bm) *
+                    llvm::divideCeil(form.n, c.s.bn);
+    double waves =
+        double(llvm::divideCeil(std::max<int64_t>(tiles * splits, 1), sms));
+    double chunk = double(llvm::divideCeil(form.k, splits));
+    double t = waves * 2.0 * double(c.s.bm * c.s.bn) * chunk /
+               (smRate * c.efficiency);
+    if (splits > 1)
+      t += 2.0 * 4.0 * double(splits * rows * form.n) / bandwidth + launch;
+    return t;
+  };
+  GemmSchedule best{};
+  double bestTime = 0;
+  bool found = false;
   for (const Candidate &c : candidates) {
-    if (c.s.bm * c.s.bn > 128 * 128 && !plain)
-      continue;
-    int64_t tiles =
-        form.flat() ? llvm::divideCeil(form.z * form.m, c.s.bm) *
-                          llvm::divideCeil(form.n, c.s.bn)
-                    : form.z * llvm::divideCeil(form.m, c.s.bm) *
-                          llvm::divideCeil(form.n, c.s.bn);
-    double waves = double(llvm::divideCeil(std::max<int64_t>(tiles, 1), sms));
-    double cost = waves * double(c.s.bm * c.s.bn) / c.efficiency;
-    if (!best || cost < bestCost) {
-      best = &c;
-      bestCost = cost;
+    for (int64_t splits = 1; splits <= 16; splits *= 2) {
+      if (splits > 1) {
+        // Equal chunks of whole K steps, each at least 1024 long.
+        if (!maysplit || rows * form.n == 0 ||
+            form.k % (splits * c.s.bk) != 0 || form.k / splits < 1024)
+          break;
+      } else if (c.s.bm * c.s.bn > 128 * 128 && !plain) {
+        // The partials kernel of a split is plain whatever the epilogue.
+        continue;
+      }
+      double t = seconds(c, splits);
+      if (!found || t < bestTime) {
+        best = c.s;
+        best.splits = splits;
+        bestTime = t;
+        found = true;
+      }
     }
   }
-  return best->s;
+  return best;
 }
-
-
 
 /// The flat batch index of an operand whose batch dims are
 /// `operandBatch` (ones broadcast) for the result's flat batch index `z`.
@@ -100,27 +127,31 @@ Value RowKernel::batchSlice(Value memref, Value z, Location loc) {
                                    strides);
 }
 
-LogicalResult RowKernel::buildGemm(func::FuncOp kernel) {
+LogicalResult RowKernel::buildGemm(func::FuncOp kernel, GemmPart part) {
   const tsched::GemmForm &g = *gemm;
-  Block &body = group.getBodyBlock();
   Location loc = gemmOp->getLoc();
   Block *entry = kernel.addEntryBlock();
   b.setInsertionPointToStart(entry);
+  // The second kernel of a split takes the partials first.
+  unsigned shift = part == GemmPart::Sum ? 1 : 0;
   auto argOf = [&](Value v) {
-    return entry->getArgument(cast<BlockArgument>(v).getArgNumber());
+    return entry->getArgument(cast<BlockArgument>(v).getArgNumber() + shift);
   };
   bool batched = !g.flat();
+  assert((part == GemmPart::Whole || !batched) && "only flat GEMMs split");
   int64_t m = batched ? g.m : g.z * g.m;
   int64_t tilesM = llvm::divideCeil(m, bm), tilesN = llvm::divideCeil(g.n, bn);
   int64_t perBatch = tilesM * tilesN;
-  // Each program takes output tile program_id, then every num_programs-th.
+  // Each program takes output tile program_id, then every num_programs-th;
+  // the first kernel of a split has a tile for each K chunk.
   Value pid = tt::ProgramIdOp::create(b, loc, b.getIndexType(),
                                       b.getI32IntegerAttr(0));
   Value programs = tt::NumProgramsOp::create(b, loc, b.getIndexType(),
                                              b.getI32IntegerAttr(0));
-  auto tilesLoop = tt::RangeOp::create(b, loc, TypeRange(), pid,
-                                       index(tileCount()), programs,
-                                       ValueRange(), b.getI32IntegerAttr(1));
+  auto tilesLoop = tt::RangeOp::create(
+      b, loc, TypeRange(), pid,
+      index(gemmGrid(part == GemmPart::Partials)), programs, ValueRange(),
+      b.getI32IntegerAttr(1));
   Block *tileBody = b.createBlock(&tilesLoop.getBody(), {},
                                   {b.getIndexType()}, {loc});
   b.setInsertionPointToStart(tileBody);
@@ -131,6 +162,12 @@ LogicalResult RowKernel::buildGemm(func::FuncOp kernel) {
     t = arith::SubIOp::create(b, loc, t,
                               arith::MulIOp::create(b, loc, z,
                                                     index(perBatch)));
+  }
+  // The K chunk of the first kernel of a split.
+  Value chunk;
+  if (part == GemmPart::Partials) {
+    chunk = arith::DivSIOp::create(b, loc, t, index(perBatch));
+    t = arith::RemSIOp::create(b, loc, t, index(perBatch));
   }
   // Tiles in groups of 8 row blocks (column by column within a group):
   // tiles that run together share A's and B's blocks in L2.
@@ -153,6 +190,21 @@ LogicalResult RowKernel::buildGemm(func::FuncOp kernel) {
                             rowStart))
                       : rowStart;
 
+  auto accType = RankedTensorType::get({bm, bn}, f32);
+  if (part == GemmPart::Sum) {
+    // The chunks' products of this tile, added in chunk order.
+    Value partials = entry->getArgument(0);
+    Value acc;
+    for (int64_t c = 0; c < splits; ++c) {
+      Value p = tt::LoadOp::create(b, loc, accType,
+                                   batchSlice(partials, index(c), loc),
+                                   ValueRange{rowStart, colStart}, Value(),
+                                   nullptr, nullptr);
+      acc = acc ? Value(arith::AddFOp::create(b, loc, acc, p)) : p;
+    }
+    tiles[gemmOp->getResult(0)] = Tile{acc, Class::Full};
+    return buildEpilogue(entry, shift, z, batched, loc, tilesLoop);
+  }
   Value aMem = argOf(gemmOp->getOperand(0));
   Value bMem = argOf(gemmOp->getOperand(1));
   if (batched) {
@@ -160,12 +212,17 @@ LogicalResult RowKernel::buildGemm(func::FuncOp kernel) {
     bMem = batchSlice(bMem, batchIndex(z, g.bBatch, loc), loc);
   }
   // The K loop: acc += op(A tile) @ op(B tile), the loads `stages - 1`
-  // steps ahead.
-  auto accType = RankedTensorType::get({bm, bn}, f32);
+  // steps ahead; over one chunk in the first kernel of a split.
+  int64_t kLength = part == GemmPart::Partials ? g.k / splits : g.k;
+  Value kBase = part == GemmPart::Partials
+                    ? Value(arith::MulIOp::create(b, loc, chunk,
+                                                  index(kLength)))
+                    : Value();
   Value zeros = arith::ConstantOp::create(
       b, loc, DenseElementsAttr::get(accType, b.getF32FloatAttr(0)));
   auto kLoop = tt::RangeOp::create(b, loc, TypeRange{accType}, index(0),
-                                   index(g.k), index(bk), ValueRange{zeros},
+                                   index(kLength), index(bk),
+                                   ValueRange{zeros},
                                    b.getI32IntegerAttr(int32_t(stages)));
   Block *kBody = b.createBlock(&kLoop.getBody(), {},
                                {b.getIndexType(), accType}, {loc, loc});
@@ -173,6 +230,8 @@ LogicalResult RowKernel::buildGemm(func::FuncOp kernel) {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(kBody);
     Value kk = kBody->getArgument(0);
+    if (kBase)
+      kk = arith::AddIOp::create(b, loc, kBase, kk);
     Type elt = g.operandType;
     auto loadTile = [&](Value mem, Value r, Value c, int64_t rs, int64_t cs,
                         bool transposed) -> Value {
@@ -200,8 +259,27 @@ LogicalResult RowKernel::buildGemm(func::FuncOp kernel) {
     tt::YieldOp::create(b, loc, ValueRange{acc});
   }
   b.setInsertionPointAfter(kLoop);
+  if (part == GemmPart::Partials) {
+    // The chunk's product, unrounded, at [chunk, rows, cols].
+    tt::StoreOp::create(b, loc, kLoop.getResult(0),
+                        batchSlice(entry->getArgument(2), chunk, loc),
+                        ValueRange{rowStart, colStart}, Value());
+    tt::YieldOp::create(b, loc);
+    b.setInsertionPointAfter(tilesLoop);
+    func::ReturnOp::create(b, loc);
+    return success();
+  }
   tiles[gemmOp->getResult(0)] = Tile{kLoop.getResult(0), Class::Full};
+  return buildEpilogue(entry, shift, z, batched, loc, tilesLoop);
+}
 
+LogicalResult RowKernel::buildEpilogue(Block *entry, unsigned shift, Value z,
+                                       bool batched, Location loc,
+                                       Operation *tilesLoop) {
+  Block &body = group.getBodyBlock();
+  auto argOf = [&](Value v) {
+    return entry->getArgument(cast<BlockArgument>(v).getArgNumber() + shift);
+  };
   // The epilogue's other inputs, read at the tile (a batched GEMM reads
   // full tiles and rows of batch z).
   auto viewFor = [&](Value arg, Class cls) {
@@ -224,8 +302,8 @@ LogicalResult RowKernel::buildGemm(func::FuncOp kernel) {
       return failure();
   auto yield = cast<tsched::YieldOp>(body.getTerminator());
   for (auto [value, arg] :
-       llvm::zip(yield.getValues(),
-                 entry->getArguments().drop_front(body.getNumArguments()))) {
+       llvm::zip(yield.getValues(), entry->getArguments().drop_front(
+                                        body.getNumArguments() + shift))) {
     Tile tv = tiles.lookup(value);
     Type elt = cast<RankedTensorType>(value.getType()).getElementType();
     store(tv, viewFor(arg, tv.cls), elt, loc);

@@ -515,6 +515,7 @@ LogicalResult RowKernel::lower(Operation *op) {
 namespace {
 
 using mlir::tessera::group_kernels::RowKernel;
+using mlir::tessera::group_kernels::launchArg;
 
 /// A PTX identifier: letters, digits and '_'.
 std::string kernelName(StringRef fn, StringRef kind, int64_t n) {
@@ -569,10 +570,7 @@ struct TSchedGenerateKernelsPass
         fields.append("args", b.getArrayAttr(
                                   {launchArg(b, inKind, 0, v[0]),
                                    launchArg(b, outKind, 0, v[1])}));
-        std::string schedule;
-        llvm::raw_string_ostream os(schedule);
-        os << g.scheduleAttr();
-        fields.append("schedule", b.getStringAttr(schedule));
+        fields.append("schedule", b.getStringAttr(g.scheduleAttr().str()));
         return b.getDictionaryAttr(fields);
       };
       group->setAttr("tsched.launches",
@@ -592,6 +590,87 @@ struct TSchedGenerateKernelsPass
       views.push_back(b.getDenseI64ArrayAttr(v));
     record(group, kernel, gen.numWarps(), gen.gridSize(), gen.scheduleAttr(),
            b.getArrayAttr(views));
+  }
+
+  /// The two kernels of a GEMM whose K is split (RowKernel::kSplits):
+  /// the chunks' products into a scratch buffer of f32 partials, then
+  /// their sum and the epilogue, recorded as the group's launches.
+  LogicalResult splitGemm(tsched::GroupOp group, RowKernel &gen,
+                          func::FuncOp fn, SymbolTable &symbols,
+                          int64_t &count) {
+    using mlir::tessera::group_kernels::LaunchArg;
+    OpBuilder b(group.getContext());
+    ModuleOp module = getOperation();
+    b.setInsertionPointToEnd(module.getBody());
+    Block &body = group.getBodyBlock();
+    auto [aInput, bInput] = gen.gemmInputs();
+    SmallVector<int64_t> partials = gen.partialsView();
+    auto partialsType =
+        MemRefType::get(SmallVector<int64_t>(3, ShapedType::kDynamic),
+                        b.getF32Type());
+    auto make = [&](StringRef kind, ArrayRef<Type> args) {
+      auto kernel = func::FuncOp::create(
+          b, group.getLoc(), kernelName(fn.getName(), kind, count),
+          b.getFunctionType(args, {}));
+      symbols.insert(kernel);
+      return kernel;
+    };
+    auto launch = [&](func::FuncOp k, int64_t grid,
+                      ArrayRef<Attribute> args) {
+      kernelAttrs(k, gen.numWarps());
+      NamedAttrList fields;
+      fields.append("kernel", FlatSymbolRefAttr::get(k.getSymNameAttr()));
+      fields.append("grid", b.getDenseI64ArrayAttr({grid}));
+      fields.append("args", b.getArrayAttr(args));
+      fields.append("schedule", b.getStringAttr(gen.scheduleAttr().str()));
+      return b.getDictionaryAttr(fields);
+    };
+    // The first: (A, B, partials).
+    Value aArg = body.getArgument(aInput), bArg = body.getArgument(bInput);
+    func::FuncOp first = make(
+        "gemm", {gen.memrefFor(aArg), gen.memrefFor(bArg), partialsType});
+    if (failed(gen.buildPartials(first))) {
+      first.erase();
+      return failure();
+    }
+    Attribute firstLaunch = launch(
+        first, gen.gemmGrid(/*partials=*/true),
+        {launchArg(b, LaunchArg::Input, aInput, gen.viewOf(aArg)),
+         launchArg(b, LaunchArg::Input, bInput, gen.viewOf(bArg)),
+         launchArg(b, LaunchArg::Scratch, 0, partials)});
+    // The second: (partials, inputs..., outputs...).
+    SmallVector<Type> args = {partialsType};
+    SmallVector<Attribute> refs = {
+        launchArg(b, LaunchArg::Scratch, 0, partials)};
+    for (BlockArgument v : body.getArguments()) {
+      args.push_back(gen.memrefFor(v));
+      refs.push_back(
+          launchArg(b, LaunchArg::Input, v.getArgNumber(), gen.viewOf(v)));
+    }
+    for (auto [i, v] : llvm::enumerate(body.getTerminator()->getOperands())) {
+      args.push_back(gen.memrefFor(v));
+      refs.push_back(
+          launchArg(b, LaunchArg::Result, int64_t(i), gen.viewOf(v)));
+    }
+    func::FuncOp second = make("gemm_sum", args);
+    ++count;
+    if (failed(gen.buildSum(second))) {
+      second.erase();
+      return failure();
+    }
+    Attribute secondLaunch = launch(second, gen.gemmGrid(false), refs);
+    group->setAttr("tsched.launches",
+                   b.getArrayAttr({firstLaunch, secondLaunch}));
+    group->setAttr("tsched.scratch",
+                   b.getArrayAttr({TypeAttr::get(
+                       MemRefType::get(partials, b.getF32Type()))}));
+    return success();
+  }
+
+  static void kernelAttrs(func::FuncOp kernel, int64_t warps) {
+    Builder b(kernel.getContext());
+    kernel->setAttr("ttile.kernel", b.getUnitAttr());
+    kernel->setAttr("ttile.num_warps", b.getI32IntegerAttr(int32_t(warps)));
   }
 
   /// Marks `kernel` a Tile IR kernel of `warps` warps and records on
@@ -660,6 +739,11 @@ struct TSchedGenerateKernelsPass
           views.push_back(b.getDenseI64ArrayAttr(gen.viewOf(v)));
         }
         b.setInsertionPointToEnd(module.getBody());
+        if (!row && gen.kSplits() > 1) {
+          if (failed(splitGemm(group, gen, fn, symbols, gemmCount)))
+            return WalkResult::interrupt();
+          return WalkResult::advance();
+        }
         std::string name =
             kernelName(fn.getName(), row ? "row" : "gemm",
                        row ? rowCount++ : gemmCount++);

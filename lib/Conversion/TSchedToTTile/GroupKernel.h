@@ -41,9 +41,10 @@ struct Tile {
 };
 
 /// A GEMM's schedule: the output tile, the K step, warps and the loads'
-/// pipeline stages.
+/// pipeline stages; `splits` > 1 splits K (see chooseGemmSchedule).
 struct GemmSchedule {
   int64_t bm, bn, bk, warps, stages;
+  int64_t splits = 1;
 };
 
 /// The tiles a GEMM of `form` is built with: of the candidates for its
@@ -53,8 +54,16 @@ struct GemmSchedule {
 /// smaller tiles. A 128x256 tile keeps 128 f32 accumulators a thread: with
 /// an epilogue beyond the final cast its temporaries spill (ptxas,
 /// sm_90a), so it is only a candidate for plain products.
+///
+/// With `maysplit`, a product of few output tiles and a long K may also
+/// split K in `splits` equal chunks: one launch writes each chunk's f32
+/// product of each tile (a plain product, so any tile), a second adds the
+/// chunks in order and runs the epilogue. The split is chosen when its
+/// time (the programs' waves, plus writing and reading the partials and
+/// one more launch) is below the unsplit kernel's. The order of the sums
+/// is fixed by the schedule, so results are the same bits at every run.
 GemmSchedule chooseGemmSchedule(const tsched::GemmForm &form, int64_t sms,
-                                bool plain);
+                                bool plain, bool maysplit = false);
 
 class RowKernel {
 public:
@@ -72,10 +81,13 @@ public:
       bool plain = llvm::all_of(body.without_terminator(), [&](Operation &op) {
         return &op == gemmOp || isa<tg::CastOp>(op);
       });
-      GemmSchedule s = chooseGemmSchedule(*gemm, sms, plain);
+      auto user = gemmOp->getAttrOfType<tsched::ScheduleAttr>(
+          tsched::TSchedDialect::kScheduleAttrName);
+      // A product with a schedule of its own is built as it says, whole.
+      GemmSchedule s = chooseGemmSchedule(*gemm, sms, plain,
+                                          /*maysplit=*/!user && gemm->flat());
       // The parts of the product's own schedule replace the chosen ones.
-      if (auto user = gemmOp->getAttrOfType<tsched::ScheduleAttr>(
-              tsched::TSchedDialect::kScheduleAttrName)) {
+      if (user) {
         if (!user.getBlock().empty()) {
           s.bm = user.getBlock()[0];
           s.bn = user.getBlock()[1];
@@ -92,11 +104,47 @@ public:
       bk = s.bk;
       warps = s.warps;
       stages = s.stages;
+      splits = s.splits;
       return;
     }
     bn = int64_t(llvm::PowerOf2Ceil(uint64_t(std::max<int64_t>(cols, 1))));
     bm = std::max<int64_t>(1, std::min<int64_t>(16, 4096 / bn));
     warps = bm * bn >= 4096 ? 8 : 4;
+  }
+
+  /// K chunks of a split GEMM (1: one kernel). A split GEMM is built as
+  /// two kernels: buildPartials() then buildSum().
+  int64_t kSplits() const { return splits; }
+  /// The rows of a flat GEMM's result (Z * M).
+  int64_t gemmRows() const { return gemm->z * gemm->m; }
+  /// The partials of a split GEMM: [splits, Z * M, N] f32.
+  SmallVector<int64_t> partialsView() const {
+    return {splits, gemmRows(), gemm->n};
+  }
+  /// The group inputs the GEMM reads as its A and B.
+  std::pair<unsigned, unsigned> gemmInputs() const {
+    return {cast<BlockArgument>(gemmOp->getOperand(0)).getArgNumber(),
+            cast<BlockArgument>(gemmOp->getOperand(1)).getArgNumber()};
+  }
+  /// The first kernel of a split GEMM, taking (A, B, partials): program
+  /// p computes output tile p % tiles over K chunk p / tiles.
+  LogicalResult buildPartials(func::FuncOp kernel) {
+    return buildGemm(kernel, GemmPart::Partials);
+  }
+  /// The second kernel of a split GEMM, taking (partials, the group's
+  /// inputs..., its outputs...): each program adds the chunks of its tile
+  /// in order, then runs the epilogue. Its tile is sumTile(); call after
+  /// buildPartials().
+  LogicalResult buildSum(func::FuncOp kernel) {
+    bm = sumRows;
+    bn = sumCols;
+    warps = 4;
+    summing = true;
+    return buildGemm(kernel, GemmPart::Sum);
+  }
+  /// Programs of the kernel built last (or to be built).
+  int64_t gemmGrid(bool partials) const {
+    return partials ? tileCount() * splits : tileCount();
   }
 
   int64_t blockRows() const { return bm; }
@@ -137,7 +185,7 @@ public:
   /// The kernel's schedule, as the group records it.
   tsched::ScheduleAttr scheduleAttr() {
     MLIRContext *ctx = group.getContext();
-    if (gemm)
+    if (gemm && !summing)
       return tsched::ScheduleAttr::get(ctx, {bm, bn}, bk, {}, 0, 0, warps,
                                        stages);
     return tsched::ScheduleAttr::get(ctx, {bm, bn}, 0, {}, 0, 0, warps, 0);
@@ -420,6 +468,13 @@ private:
   tsched::GroupOp group;
   OpBuilder b;
   int64_t rows, cols, bm = 1, bn = 1, warps = 4, bk = 0, stages = 1;
+  int64_t splits = 1;
+  /// The tile of a split GEMM's second kernel: 256 programs for a
+  /// [1024, 1024] result, each reading a [32, 128] f32 tile a chunk.
+  static constexpr int64_t sumRows = 32, sumCols = 128;
+  /// Whether the kernel being built is a split GEMM's second one.
+  bool summing = false;
+  enum class GemmPart { Whole, Partials, Sum };
   SmallVector<int64_t> full;
   Type f32;
   /// The tile's first row and column (within its batch, for a batched
@@ -441,7 +496,13 @@ private:
     return g.z * llvm::divideCeil(g.m, bm) * llvm::divideCeil(g.n, bn);
   }
 
-  LogicalResult buildGemm(func::FuncOp kernel);
+  LogicalResult buildGemm(func::FuncOp kernel,
+                          GemmPart part = GemmPart::Whole);
+  /// The epilogue on the GEMM's tile (in `tiles`) and the stores, closing
+  /// the tiles loop; `shift` kernel arguments come before the group's.
+  LogicalResult buildEpilogue(Block *entry, unsigned shift, Value z,
+                              bool batched, Location loc,
+                              Operation *tilesLoop);
   Value batchIndex(Value z, ArrayRef<int64_t> operandBatch, Location loc);
   Value batchSlice(Value memref, Value z, Location loc);
   DenseMap<Value, Tile> tiles;

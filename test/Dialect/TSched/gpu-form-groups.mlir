@@ -72,7 +72,7 @@ func.func @norm_softmax_matmul_gelu(%x: tensor<32x100xf32>, %s: tensor<100xf32>,
 // CHECK: tgraph.matmul
 // CHECK: tgraph.add
 // CHECK: tgraph.add
-// CHECK: tgraph.relu
+// CHECK: tgraph.tanh
 // CHECK: tsched.yield
 // CHECK: %[[D:.+]] = tsched.group contraction [4, 4] (%[[E]], %arg1, %[[C]])
 // CHECK: tgraph.matmul
@@ -87,7 +87,7 @@ func.func @epilogue_and_fan_out(%x: tensor<4x4xf32>, %w: tensor<4x4xf32>,
   %m = tgraph.matmul %e, %w : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
   %mb = tgraph.add %m, %b : (tensor<4x4xf32>, tensor<4xf32>) -> tensor<4x4xf32>
   %mr = tgraph.add %mb, %r : tensor<4x4xf32>
-  %a = tgraph.relu %mr : tensor<4x4xf32>
+  %a = tgraph.tanh %mr : tensor<4x4xf32>
   %m2 = tgraph.matmul %e, %w : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
   %d = tgraph.add %m2, %a : tensor<4x4xf32>
   %l = tgraph.neg %e : tensor<4x4xf32>
@@ -288,4 +288,57 @@ func.func @periodic(%x: tensor<2x4x32x8xf32>, %t: tensor<32x8xf32>, %u: tensor<4
   %c = tgraph.broadcast_in_dim %v {broadcast_dimensions = array<i64: 2, 3>} : tensor<12x8xf32> -> tensor<2x4x12x8xf32>
   %s = tgraph.mul %w, %c : tensor<2x4x12x8xf32>
   return %z, %s : tensor<2x4x32x8xf32>, tensor<2x4x12x8xf32>
+}
+
+// -----
+
+// A cheap unary op is computed again by each group that reads it instead
+// of being written out: the square of u, which the epilogue uses and the
+// later group reads, leaves the first group as u (which the later group
+// reads anyway), not as u^2.
+// CHECK-LABEL: func.func @recomputed_square
+// CHECK: %[[G:.+]]:2 = tsched.group contraction [8, 16] (%arg0, %arg1) : (tensor<8x32xbf16>, tensor<32x16xbf16>) -> (tensor<8x16xbf16>, tensor<8x16xbf16>)
+// CHECK: %[[U:.+]] = tgraph.matmul
+// CHECK: %[[SQ:.+]] = tgraph.square %[[U]]
+// CHECK: tgraph.mul %[[SQ]], %[[U]]
+// CHECK: tsched.yield %[[U]], %{{.+}} : tensor<8x16xbf16>, tensor<8x16xbf16>
+// CHECK: tsched.group contraction [8, 16] (%[[G]]#1, %arg2, %[[G]]#0) : (tensor<8x16xbf16>, tensor<16x16xbf16>, tensor<8x16xbf16>) -> tensor<8x16xf32>
+// CHECK: ^bb0(%{{.+}}: tensor<8x16xbf16>, %{{.+}}: tensor<16x16xbf16>, %[[U2:.+]]: tensor<8x16xbf16>):
+// CHECK: %[[P:.+]] = tgraph.matmul
+// CHECK: %[[SQ2:.+]] = tgraph.square %[[U2]]
+// CHECK: %[[M:.+]] = tgraph.mul %[[SQ2]], %[[P]]
+// CHECK: tgraph.cast %[[M]] : tensor<8x16xbf16> -> tensor<8x16xf32>
+func.func @recomputed_square(%x: tensor<8x32xbf16>, %w: tensor<32x16xbf16>,
+    %w2: tensor<16x16xbf16>) -> tensor<8x16xf32> {
+  %u = tgraph.matmul %x, %w : (tensor<8x32xbf16>, tensor<32x16xbf16>) -> tensor<8x16xbf16>
+  %sq = tgraph.square %u : tensor<8x16xbf16>
+  %t = tgraph.mul %sq, %u : tensor<8x16xbf16>
+  %y = tgraph.tanh %t : tensor<8x16xbf16>
+  %p = tgraph.matmul %y, %w2 : (tensor<8x16xbf16>, tensor<16x16xbf16>) -> tensor<8x16xbf16>
+  %b = tgraph.mul %sq, %p : tensor<8x16xbf16>
+  %f = tgraph.cast %b : tensor<8x16xbf16> -> tensor<8x16xf32>
+  return %f : tensor<8x16xf32>
+}
+
+// -----
+
+// Read only inside its operand's group, a recomputed op adds no output;
+// a cast that narrows is not recomputed (its reader would read more
+// bytes), so the group writes it.
+// CHECK-LABEL: func.func @recomputed_inside
+// CHECK: %[[G:.+]]:2 = tsched.group row [4, 8] (%arg0) : (tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xbf16>)
+// CHECK: tgraph.neg
+// CHECK: tgraph.add
+// CHECK: tgraph.cast
+// CHECK: tsched.yield
+// CHECK: tsched.group contraction [4, 4] (%[[G]]#1, %arg1)
+// CHECK: return
+func.func @recomputed_inside(%x: tensor<4x8xf32>, %w: tensor<8x4xbf16>)
+    -> (tensor<4x8xf32>, tensor<4x4xbf16>) {
+  %e = tgraph.exp %x : tensor<4x8xf32>
+  %n = tgraph.neg %e : tensor<4x8xf32>
+  %s = tgraph.add %n, %e : tensor<4x8xf32>
+  %c = tgraph.cast %s : tensor<4x8xf32> -> tensor<4x8xbf16>
+  %m = tgraph.matmul %c, %w : (tensor<4x8xbf16>, tensor<8x4xbf16>) -> tensor<4x4xbf16>
+  return %s, %m : tensor<4x8xf32>, tensor<4x4xbf16>
 }

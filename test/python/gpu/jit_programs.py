@@ -81,6 +81,16 @@ def empty_dims(x, w, a, b, c):
             op.concat([c, h], axis=0) * 2.0 + 1.0)
 
 
+def split_k(x, w, b, y, z):
+    """Products of few output tiles over a long K (6144), which split K
+    into chunks summed by a second kernel: one with a bias and GELU
+    epilogue (odd M and N), a transposed left operand (a weight gradient's
+    form), and f32 operands."""
+    h = op.gelu(op.matmul(x, w) + b, approximate=True)
+    g = op.matmul(y, y, transpose_lhs=True)
+    return h, g, op.matmul(z, z, transpose_lhs=True) * 0.5
+
+
 def cases():
     """name -> (jit function, arguments as the function takes them)."""
     rng = np.random.default_rng(0)
@@ -121,6 +131,11 @@ def cases():
                           r(72, 136, dtype=bf), r(6, 136, 40, dtype=bf))),
         "empty_dims": (ts.jit(empty_dims, device="cuda"),
                        (r(0, 64), r(64, 32), r(8, 0), r(0, 16), r(4, 32))),
+        "split_k": (ts.jit(split_k, device="cuda"),
+                    (r(200, 6144, dtype=bf), r(6144, 328, scale=0.05,
+                                               dtype=bf),
+                     r(328, scale=0.1, dtype=bf), r(6144, 200, dtype=bf),
+                     r(8192, 96, scale=0.1))),
         "bf16_mlp": (ts.jit(bf16_mlp, device="cuda"),
                      (r(256, 512, dtype=bf), r(512, 1024, scale=0.05,
                                                dtype=bf),

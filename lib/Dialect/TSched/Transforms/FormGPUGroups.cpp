@@ -58,6 +58,24 @@ bool isElementwise(Operation *op) {
   return names.contains(op->getName().getStringRef());
 }
 
+/// A unary op that costs a reader less to compute again from its operand
+/// than to read from memory: square, neg, abs, relu, and casts between
+/// floats that do not narrow (its operand is no larger than its result).
+bool isCheapUnary(Operation *op) {
+  static const llvm::StringSet<> names = {"tgraph.square", "tgraph.neg",
+                                          "tgraph.abs", "tgraph.relu",
+                                          "tgraph.cast"};
+  if (op->getNumOperands() != 1 || op->getNumResults() != 1 ||
+      !names.contains(op->getName().getStringRef()))
+    return false;
+  Type from = getElementTypeOrSelf(op->getOperand(0));
+  Type to = getElementTypeOrSelf(op->getResult(0));
+  if (op->getName().getStringRef() == "tgraph.cast")
+    return isa<FloatType>(from) && isa<FloatType>(to) &&
+           from.getIntOrFloatBitWidth() <= to.getIntOrFloatBitWidth();
+  return isa<FloatType>(to);
+}
+
 /// Reductions a row kernel computes along its rows.
 bool isRowReduction(Operation *op) {
   static const llvm::StringSet<> names = {
@@ -202,12 +220,46 @@ private:
   std::deque<Group> groups;
   DenseMap<Operation *, Group *> groupOf;
   /// Broadcasts that the groups reading them compute themselves, reading
-  /// the source as a row, column or scalar.
+  /// the source as a row, column or scalar; and cheap unary ops that they
+  /// compute again from their operand (recomputed()).
   llvm::SetVector<Operation *> lazy;
 
   Group *producerGroup(Value v) {
     Operation *def = v.getDefiningOp();
     return def ? groupOf.lookup(def) : nullptr;
+  }
+
+  /// The group a reader of `v` reads: `v`'s, or for a recomputed unary op
+  /// (see recomputed()) its operand's.
+  Group *readGroup(Value v) {
+    if (Group *g = producerGroup(v))
+      return g;
+    Operation *def = v.getDefiningOp();
+    if (def && lazy.contains(def) && isCheapUnary(def))
+      return producerGroup(def->getOperand(0));
+    return nullptr;
+  }
+
+  /// Whether the cheap unary op `op` is computed by each group that reads
+  /// it, from its operand, instead of being written by one and read by
+  /// the others: its readers are all elementwise ops of static shapes (so
+  /// all in generated kernels), its operand has its shape (so it reads as
+  /// the same class) and is not itself recomputed. A value kept only for
+  /// the backward pass (the u^2 of a GELU) is then not written out: the
+  /// backward's group reads u, which it reads anyway.
+  bool recomputed(Operation *op) {
+    if (!isCheapUnary(op) || op->use_empty() ||
+        staticShape(op->getResult(0)) != staticShape(op->getOperand(0)) ||
+        !staticShape(op->getResult(0)))
+      return false;
+    if (Operation *def = op->getOperand(0).getDefiningOp();
+        def && lazy.contains(def))
+      return false;
+    return llvm::all_of(op->getUsers(), [&](Operation *user) {
+      return isElementwise(user) && user->getNumResults() == 1 &&
+             staticShape(user->getResult(0)) &&
+             user->getBlock() == op->getBlock();
+    });
   }
 
   /// The class of `v` in `g` (nullopt: not usable there).
@@ -308,7 +360,7 @@ private:
   void add(Group &g, Operation *op, Class cls) {
     // Producers of its other operands are read outside their groups now.
     for (Value v : op->getOperands())
-      if (Group *h = producerGroup(v); h && h != &g)
+      if (Group *h = readGroup(v); h && h != &g)
         h->open = false;
     g.ops.push_back(op);
     groupOf[op] = &g;
@@ -324,13 +376,17 @@ private:
         isGenerated(op->getResult(0)) || isView(op)) {
       // Not in a group: every group it reads is read outside.
       for (Value v : op->getOperands())
-        if (Group *h = producerGroup(v))
+        if (Group *h = readGroup(v))
           h->open = false;
+      return;
+    }
+    if (recomputed(op)) {
+      lazy.insert(op);
       return;
     }
     // Join the open group of an operand, in operand order.
     for (Value v : op->getOperands()) {
-      Group *g = producerGroup(v);
+      Group *g = readGroup(v);
       if (!g || !g->open)
         continue;
       Class cls = joinClass(op, *g);
@@ -451,7 +507,7 @@ private:
   static bool replicableIn(Operation *op, const Group &g) {
     if (!computesInRegisters(g))
       return false;
-    if (g.kind == GroupKind::Row)
+    if (g.kind == GroupKind::Row || isCheapUnary(op))
       return true;
     std::optional<ArrayRef<int64_t>> in = staticShape(op->getOperand(0));
     auto dims = op->getAttrOfType<DenseI64ArrayAttr>("broadcast_dimensions");
@@ -495,11 +551,20 @@ private:
         }
         inputs.insert(v);
       }
+    // Read outside: by an op of another group, or by a recomputed op that
+    // one reads.
+    auto outside = [&](Operation *user) {
+      if (g.contains(user))
+        return false;
+      if (lazy.contains(user) && isCheapUnary(user))
+        return llvm::any_of(user->getUsers(),
+                            [&](Operation *u) { return !g.contains(u); });
+      return true;
+    };
     SmallVector<Value> outputs;
     for (Operation *op : g.ops)
       for (Value r : op->getResults())
-        if (llvm::any_of(r.getUsers(),
-                         [&](Operation *user) { return !g.contains(user); }))
+        if (llvm::any_of(r.getUsers(), outside))
           outputs.push_back(r);
     Operation *last = g.ops.back();
     b.setInsertionPoint(last);
@@ -547,8 +612,15 @@ private:
         return !g.contains(use.getOwner()) &&
                use.getOwner()->getParentOp() != group;
       });
-    for (Operation *op : llvm::reverse(g.ops))
+    for (Operation *op : llvm::reverse(g.ops)) {
+      // A recomputed op that only this group read (its readers are gone).
+      for (Operation *user : llvm::make_early_inc_range(op->getUsers()))
+        if (lazy.contains(user) && user->use_empty()) {
+          lazy.remove(user);
+          user->erase();
+        }
       op->erase();
+    }
   }
 };
 

@@ -110,6 +110,12 @@ def TSchedFormGPUGroups : Pass<"tessera-gpu-form-groups",
       a multiple of 16: rotary tables `[S, D]` of `[B, H, S, D]`), which a
       row kernel reads at its row modulo the period; a GEMM's epilogue
       reads it written out.
+    - A cheap unary op (`square`, `neg`, `abs`, `relu`, a float `cast`
+      that does not narrow) whose readers are all elementwise ops of
+      static shape is computed again by each group that reads it, from
+      its operand of the same shape, instead of being written out: a
+      reader reads no more bytes, and the operand is often read anyway
+      (the `u^2` a GELU's forward and backward share).
     - A matrix product the GPU runs as a GEMM (`matmul`, `batch_matmul`,
       a `dot_general` that is a batched matrix product: see
       `GemmForm.h`) opens a `contraction` group on its `[..., M, N]`
