@@ -213,10 +213,10 @@ def run(saved, reps, profile=False):
     print(f"{'':<30}{'ms':>9}{'TFLOP/s':>9}{'loss':>12}{'peer/tessera':>14}",
           flush=True)
 
-    def step():
+    def tessera_step():
         return prog(*dev_args)
 
-    t_ms, out = timed(step, reps)
+    t_ms, out = timed(tessera_step, reps)
     print(f"{'tessera jit':<30}{t_ms:>9.2f}{flops / t_ms / 1e9:>9.0f}"
           f"{float(np.asarray(out[0].numpy()).reshape(())):>12.5f}"
           f"{'':>14}", flush=True)
@@ -333,7 +333,7 @@ def run(saved, reps, profile=False):
     compiled_step = compiled_steps.get("max-autotune-no-cudagraphs") or \
         compiled_steps.get("default")
     if profile:
-        _kernel_profile(torch, "tessera jit", step)
+        _kernel_profile(torch, "tessera jit", tessera_step)
         for mode, fn in compiled_steps.items():
             if mode != "reduce-overhead":  # (graph replays hide kernels)
                 _kernel_profile(torch, f"torch.compile {mode}", fn)

@@ -438,6 +438,16 @@ NB_MODULE(_cuda, m) {
           "Runs queued as one CUDA graph (every run after the first, unless "
           "graph_failure says why not).")
       .def_prop_ro(
+          "graphs_built",
+          [](const LoadedProgram &p) { return p.program->graphsBuilt(); },
+          "CUDA graphs built so far: one per set of argument and result "
+          "buffers, for the last few sets.")
+      .def_prop_ro(
+          "graph_rewrites",
+          [](const LoadedProgram &p) { return p.program->graphRewrites(); },
+          "Runs on a set of buffers no kept graph had, which rewrote the "
+          "nodes of the least recently used one.")
+      .def_prop_ro(
           "graph_failure",
           [](const LoadedProgram &p) -> std::optional<std::string> {
             const std::string &why = p.program->graphFailure();

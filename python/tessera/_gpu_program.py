@@ -104,6 +104,19 @@ class GpuProgram:
         return self._program.graph_runs
 
     @property
+    def graphs_built(self):
+        """CUDA graphs built so far: one for each set of argument and result
+        buffers seen, up to a few kept (calls on a kept set launch its
+        graph as it is)."""
+        return self._program.graphs_built
+
+    @property
+    def graph_rewrites(self):
+        """Calls on buffers no kept graph had, past the graphs kept: each
+        rewrote the nodes of the least recently used graph."""
+        return self._program.graph_rewrites
+
+    @property
     def graph_failure(self):
         """Why calls are launched step by step instead of as a graph
         (None while they are replayed)."""

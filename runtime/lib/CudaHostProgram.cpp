@@ -6,8 +6,9 @@
 // each buffer as a memref descriptor (allocated and aligned pointers,
 // offset, sizes, strides: 3 + 2 * rank 8-byte slots) under the shape the
 // step names; each launch step is its own TMA launch site. From the
-// second run on, the steps are queued as one CUDA graph whose nodes are
-// rewritten only where a run's buffers differ from the last run's.
+// second run on, the steps are queued as one CUDA graph: one kept for each
+// of the last few sets of argument and result buffers, launched as it is
+// on a set seen before.
 //
 //===----------------------------------------------------------------------===//
 
@@ -154,6 +155,10 @@ struct HostProgram::Graph {
   CUgraphExec exec = nullptr;
   std::vector<CUgraphNode> nodes;             // a step's node, or null
   std::vector<std::vector<std::uint64_t>> values; // what each node holds
+  /// The argument and result addresses its nodes hold, in storage order.
+  std::vector<std::uint64_t> key;
+  /// Its TMA sites: graphSites[step * kGraphsKept + slot].
+  std::size_t slot = 0;
   int device = 0;
   ~Graph() {
     const Driver &d = driver();
@@ -173,10 +178,13 @@ HostProgram::HostProgram(GpuProgramImage image, int device)
     : img(std::move(image)), deviceIndex(device) {}
 
 HostProgram::~HostProgram() {
-  graph.reset();
+  graphs.clear();
   for (std::size_t i = 0; i < prepared.size(); ++i)
-    if (prepared[i].kernel)
+    if (prepared[i].kernel) {
       prepared[i].kernel->forgetSite(&img.steps[i]);
+      for (std::size_t k = 0; k < kGraphsKept && !graphSites.empty(); ++k)
+        prepared[i].kernel->forgetSite(&graphSites[i * kGraphsKept + k]);
+    }
 }
 
 Status HostProgram::launchSteps(Stream &stream,
@@ -215,13 +223,48 @@ Status HostProgram::launchGraph(Stream &stream,
   const Driver &d = driver();
   TESSERA_ENTER(deviceIndex);
   CUcontext context = d.contexts[std::size_t(deviceIndex)];
+  // A failed graph call leaves the program to launch its steps one by one.
+  auto give_up = [&](const std::string &call, CUresult r) {
+    graphWhy = cudaError(call, r).message;
+    graphs.clear();
+    return Status::ok();
+  };
+  auto launchAs = [&](Graph &g) {
+    if (CUresult r =
+            d.graphLaunch(g.exec, static_cast<CUstream>(stream.handle()));
+        r != CUDA_SUCCESS)
+      return give_up("cannot launch the CUDA graph of " + what(), r);
+    replayed = true;
+    return Status::ok();
+  };
+  std::vector<std::uint64_t> key;
+  for (std::size_t i = 0; i < img.storages.size(); ++i)
+    if (img.storages[i].kind == GpuProgramImage::StorageKind::Argument ||
+        img.storages[i].kind == GpuProgramImage::StorageKind::Result)
+      key.push_back(address[i]);
+  // The same buffers as a kept graph's: its nodes hold them already (and
+  // its tensor-map tables, which only its own rewrites replace).
+  for (auto it = graphs.begin(); it != graphs.end(); ++it)
+    if ((*it)->key == key) {
+      std::rotate(graphs.begin(), it, std::next(it));
+      return launchAs(*graphs.front());
+    }
+  if (graphSites.empty())
+    graphSites.assign(img.steps.size() * kGraphsKept, 0);
   std::unique_ptr<Graph> fresh;
-  Graph *g = graph.get();
-  bool building = g == nullptr;
+  Graph *g = nullptr;
+  bool building = graphs.size() < kGraphsKept;
   if (building) {
     fresh = std::make_unique<Graph>();
     g = fresh.get();
     g->device = deviceIndex;
+    // The slot no kept graph has.
+    for (std::size_t k = 0; k < kGraphsKept; ++k)
+      if (std::none_of(graphs.begin(), graphs.end(),
+                       [&](const auto &h) { return h->slot == k; })) {
+        g->slot = k;
+        break;
+      }
     g->nodes.assign(img.steps.size(), nullptr);
     g->values.resize(img.steps.size());
     CUresult r = d.graphCreate(&g->graph, 0);
@@ -229,13 +272,10 @@ Status HostProgram::launchGraph(Stream &stream,
       graphWhy = cudaError("cannot create a CUDA graph", r).message;
       return Status::ok();
     }
+  } else {
+    // The least recently used graph takes these buffers.
+    g = graphs.back().get();
   }
-  // A failed graph call leaves the program to launch its steps one by one.
-  auto give_up = [&](const std::string &call, CUresult r) {
-    graphWhy = cudaError(call, r).message;
-    graph.reset();
-    return Status::ok();
-  };
   CUgraphNode last = nullptr;
   std::vector<std::uint64_t> values;
   for (std::size_t i = 0; i < img.steps.size(); ++i) {
@@ -283,7 +323,9 @@ Status HostProgram::launchGraph(Stream &stream,
     }
     std::vector<void *> args = p.params;
     Kernel::Resolved launch;
-    if (Status st = p.kernel->resolve(p.config, stream, args, &step, launch);
+    if (Status st = p.kernel->resolve(p.config, stream, args,
+                                      &graphSites[i * kGraphsKept + g->slot],
+                                      launch);
         !st)
       return Error{what() + ": step " + std::to_string(i) + ": " +
                    st.error().message};
@@ -312,19 +354,18 @@ Status HostProgram::launchGraph(Stream &stream,
       return give_up(p.kernel->describeLaunch(launch) + " as a graph node", r);
     g->values[i] = values;
   }
+  g->key = std::move(key);
   if (building) {
     if (CUresult r = d.graphInstantiate(&g->exec, g->graph, 0);
         r != CUDA_SUCCESS)
       return give_up("cannot instantiate the CUDA graph of " + what(), r);
-    graph = std::move(fresh);
-    g = graph.get();
+    graphs.insert(graphs.begin(), std::move(fresh));
+    ++graphBuildCount;
+  } else {
+    std::rotate(graphs.begin(), std::prev(graphs.end()), graphs.end());
+    ++graphRewriteCount;
   }
-  if (CUresult r =
-          d.graphLaunch(g->exec, static_cast<CUstream>(stream.handle()));
-      r != CUDA_SUCCESS)
-    return give_up("cannot launch the CUDA graph of " + what(), r);
-  replayed = true;
-  return Status::ok();
+  return launchAs(*graphs.front());
 }
 
 Result<std::vector<DeviceBuffer>>
@@ -351,7 +392,24 @@ HostProgram::run(Stream &stream, const std::vector<DeviceBuffer> &args) {
                    ", got " + describe(a.dtype(), a.shape())};
     address[std::size_t(img.arguments[i])] = a.pointer();
   }
-  std::vector<DeviceBuffer> owned(img.storages.size());
+  // The results of an earlier run that the caller no longer holds, at the
+  // addresses a kept graph has; else new buffers (kept for later runs
+  // while fewer than kResultSetsKept sets are).
+  std::vector<DeviceBuffer> owned;
+  for (const ResultSet &set : resultSets)
+    if (set.stream == stream.handle() &&
+        std::all_of(img.storages.begin(), img.storages.end(),
+                    [&, i = std::size_t(0)](const auto &s) mutable {
+                      const DeviceBuffer &b = set.buffers[i++];
+                      return s.kind != GpuProgramImage::StorageKind::Result ||
+                             b.soleOwner() || b.byteSize() == 0;
+                    })) {
+      owned = set.buffers;
+      break;
+    }
+  bool reused = !owned.empty();
+  if (!reused)
+    owned.resize(img.storages.size());
   for (std::size_t i = 0; i < img.storages.size(); ++i) {
     const auto &s = img.storages[i];
     switch (s.kind) {
@@ -364,16 +422,20 @@ HostProgram::run(Stream &stream, const std::vector<DeviceBuffer> &args) {
       address[i] = constants[std::size_t(s.index)].pointer();
       break;
     case GpuProgramImage::StorageKind::Result: {
-      auto buffer = DeviceBuffer::allocate(s.type, s.shape, deviceIndex,
-                                           &stream);
-      if (!buffer)
-        return buffer.error();
-      address[i] = buffer->pointer();
-      owned[i] = std::move(*buffer);
+      if (!reused) {
+        auto buffer = DeviceBuffer::allocate(s.type, s.shape, deviceIndex,
+                                             &stream);
+        if (!buffer)
+          return buffer.error();
+        owned[i] = std::move(*buffer);
+      }
+      address[i] = owned[i].pointer();
       break;
     }
     }
   }
+  if (!reused && resultSets.size() < kResultSetsKept)
+    resultSets.push_back(ResultSet{owned, stream.handle()});
   bool replayed = false;
   if (graphsWanted && runCount > 0) {
     Status st = launchGraph(stream, address, replayed);

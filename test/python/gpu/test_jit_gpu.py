@@ -141,6 +141,36 @@ def test_compiled_programs_replay_as_a_cuda_graph():
         np.testing.assert_array_equal(a.numpy(), b.numpy())
 
 
+def test_a_graph_is_kept_for_each_set_of_buffers():
+    """Calls alternating between two sets of argument buffers (and the
+    result buffers the allocator hands back) launch a graph kept for each,
+    without rewriting nodes; past the graphs kept, the least recently used
+    one is rewritten; every call's results are its own inputs'."""
+    prog, arrays = _program("block_grad")
+    sets = [[ts.cuda.to_device(a * s) for a in arrays]
+            for s in (1.0, 0.5, 0.25, 2.0, 1.5, 0.75)]
+    scaled = [[a * s for a in arrays]
+              for s in (1.0, 0.5, 0.25, 2.0, 1.5, 0.75)]
+    prog(*sets[0])
+    for _ in range(3):
+        for k in (0, 1):
+            outs = prog(*sets[k])
+            _check_block([o.numpy() for o in outs], scaled[k])
+            del outs
+    assert prog.graph_failure is None, prog.graph_failure
+    built = prog.graphs_built
+    assert 2 <= built <= 4, built
+    assert prog.graph_rewrites == 0
+    # More sets than graphs kept: rewrites, then the first set again.
+    for k in range(6):
+        outs = prog(*sets[k])
+        _check_block([o.numpy() for o in outs], scaled[k])
+    assert prog.graphs_built == 4
+    assert prog.graph_rewrites >= 1
+    outs = prog(*sets[0])
+    _check_block([o.numpy() for o in outs], scaled[0])
+
+
 def test_bf16_attention_gradients_on_flash_attention():
     prog, arrays = _program("attention_grad")
     assert any(k.startswith("flash_attention_fwd") for k in prog.kernels)
@@ -204,6 +234,30 @@ def test_bf16_batched_products():
         assert got.shape == ref.shape, what
         err = np.max(np.abs(got - ref)) / np.max(np.abs(ref))
         assert err < 1e-2, f"{what}: relative error {err:.3g}"
+
+
+def test_split_k_products():
+    """Products whose K is split in chunks (f32 partials, then their sum
+    and the epilogue) against float64, and the same bits at a second
+    run: the chunks are added in a fixed order."""
+    prog, arrays = _program("split_k")
+    arrays = _bf16_arrays(arrays)
+    x, w, b, y, z = (a.astype(np.float64) for a in arrays)
+    u = x @ w + b
+    gelu = 0.5 * u * (1 + np.tanh(0.7978845608028654 *
+                                  (u + 0.044715 * u ** 3)))
+    want = [gelu, y.T @ y, 0.5 * (z.T @ z)]
+    first = [o.numpy() for o in prog(*arrays)]
+    tols = (2e-2, 1e-2, 1e-5)
+    for got, ref, tol, what in zip(first, want, tols,
+                                   ("gelu(x @ w + b)", "y^T y", "z^T z")):
+        got = np.asarray(got).astype(np.float64)
+        assert got.shape == ref.shape, what
+        err = np.max(np.abs(got - ref)) / np.max(np.abs(ref))
+        assert err < tol, f"{what}: relative error {err:.3g}"
+    again = [o.numpy() for o in prog(*arrays)]
+    for a, b2 in zip(first, again):
+        assert np.asarray(a).tobytes() == np.asarray(b2).tobytes()
 
 
 def test_row_and_column_broadcasts():

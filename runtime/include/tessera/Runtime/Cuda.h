@@ -136,6 +136,9 @@ public:
   int device() const { return deviceIndex; }
   /// The CUdeviceptr, as kernels take it.
   std::uint64_t pointer() const { return address; }
+  /// Whether this is the only copy sharing its memory (false for an empty
+  /// or borrowed buffer).
+  bool soleOwner() const { return block && block.use_count() == 1; }
   /// "f32[4, 64] on cuda:0".
   std::string describe() const;
 
@@ -365,12 +368,21 @@ public:
   int device() const { return deviceIndex; }
 
   /// Replay. The first run launches the steps one by one; later runs
-  /// queue them as one CUDA graph, built from the steps at the second run
-  /// and launched with one driver call; a run on other buffers than the
-  /// last rewrites the parameters of just the launches and copies that
-  /// touch them. TESSERA_CUDA_GRAPHS=0 (read at load) turns replay off.
+  /// queue them as one CUDA graph launched with one driver call. A graph
+  /// is kept for each of the last kGraphsKept sets of argument and result
+  /// buffers (results from a caching allocator come back at a few
+  /// addresses): a run on a set seen before launches its graph as it is;
+  /// on a new set, a new graph is built, or past kGraphsKept the least
+  /// recently used one has the parameters of just the launches and copies
+  /// that touch the buffers rewritten. TESSERA_CUDA_GRAPHS=0 (read at
+  /// load) turns replay off.
+  static constexpr std::size_t kGraphsKept = 4;
   /// Runs queued as a graph so far.
   std::uint64_t graphRuns() const { return graphRunCount; }
+  /// Graphs built so far (at most kGraphsKept, unless one failed), and
+  /// runs that rewrote a kept graph's nodes.
+  std::uint64_t graphsBuilt() const { return graphBuildCount; }
+  std::uint64_t graphRewrites() const { return graphRewriteCount; }
   /// Why runs are not replayed (empty while they are, or may be).
   const std::string &graphFailure() const { return graphWhy; }
 
@@ -404,9 +416,26 @@ private:
   DeviceBuffer workspace;
   std::vector<DeviceBuffer> constants;
   bool graphsWanted = true;
-  std::uint64_t runCount = 0, graphRunCount = 0;
+  std::uint64_t runCount = 0, graphRunCount = 0, graphBuildCount = 0,
+                graphRewriteCount = 0;
   std::string graphWhy;
-  std::unique_ptr<Graph> graph;
+  /// The kept graphs, most recently used first.
+  std::vector<std::unique_ptr<Graph>> graphs;
+  /// Result buffers of earlier runs (a buffer per storage, empty but for
+  /// results), reused by a run on the same stream once the caller holds
+  /// none of them: a caller that keeps one step's results while computing
+  /// the next alternates between two sets, whose graphs are kept.
+  struct ResultSet {
+    std::vector<DeviceBuffer> buffers;
+    void *stream = nullptr;
+  };
+  static constexpr std::size_t kResultSetsKept = 2;
+  std::vector<ResultSet> resultSets;
+  /// The TMA launch sites of the graphs: one per step and graph slot, so
+  /// that a kept graph's tensor-map tables are rewritten only when that
+  /// graph's nodes are (steps.size() * kGraphsKept bytes; their addresses
+  /// are the sites).
+  std::vector<char> graphSites;
 };
 
 } // namespace tessera::runtime::cuda
