@@ -117,6 +117,12 @@ NB_MODULE(_cuda, m) {
   m.def("unavailable_reason", &cu::unavailableReason);
   m.def("device_count", &cu::deviceCount);
   m.def(
+      "chip_for_device",
+      [](int major, int minor) { return rt::chipForDevice(major, minor); },
+      nb::arg("major"), nb::arg("minor"),
+      "The chip a device of compute capability major.minor runs programs "
+      "compiled for (as the C++ API picks it), or None below 8.0.");
+  m.def(
       "device_info",
       [](int device) {
         cu::DeviceInfo info = take(cu::deviceInfo(device));

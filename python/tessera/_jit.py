@@ -528,11 +528,10 @@ def _compile_for_device(module, name, device, cache_dir=""):
     from . import cuda
     index = cuda.device(device).index
     info = _cuda.device_info(index)
-    major, minor = info["capability"]
-    if major < 8:
+    chip = _cuda.chip_for_device(*info["capability"])
+    if chip is None:
         raise TesseraError(
             f"{info['description']}: the GPU pipeline needs compute "
             f"capability 8.0 or newer")
-    chip = "sm_90a" if (major, minor) == (9, 0) else "sm_80"
     data = module.compile_gpu(name, chip, info["multiprocessors"], cache_dir)
     return GpuProgram(data, device, f"@{name}")

@@ -134,3 +134,13 @@ def test_borrowed_memory_needs_a_device_and_an_address():
     else:
         with pytest.raises(ts.TesseraError, match="cuda:0: 0 devices"):
             _cuda.Buffer.borrow(1 << 20, "f32", [4])
+
+
+@pytest.mark.parametrize("capability,chip", [
+    ((9, 0), "sm_90a"), ((8, 0), "sm_80"), ((8, 9), "sm_80"),
+    ((10, 0), "sm_80"), ((12, 0), "sm_80"), ((7, 5), None), ((6, 1), None)])
+def test_the_chip_a_device_runs(capability, chip):
+    """sm_90a only on compute capability 9.0 (its wgmma and TMA code runs
+    on no other chip); portable sm_80 PTX on 8.0 and newer; nothing
+    below."""
+    assert _cuda.chip_for_device(*capability) == chip
