@@ -395,15 +395,20 @@ HostProgram::run(Stream &stream, const std::vector<DeviceBuffer> &args) {
   // The results of an earlier run that the caller no longer holds, at the
   // addresses a kept graph has; else new buffers (kept for later runs
   // while fewer than kResultSetsKept sets are).
+  auto released = [&](const ResultSet &set) {
+    if (set.stream != stream.handle())
+      return false;
+    for (std::size_t i = 0; i < img.storages.size(); ++i) {
+      const DeviceBuffer &b = set.buffers[i];
+      if (img.storages[i].kind == GpuProgramImage::StorageKind::Result &&
+          !b.soleOwner() && b.byteSize() != 0)
+        return false;
+    }
+    return true;
+  };
   std::vector<DeviceBuffer> owned;
   for (const ResultSet &set : resultSets)
-    if (set.stream == stream.handle() &&
-        std::all_of(img.storages.begin(), img.storages.end(),
-                    [&, i = std::size_t(0)](const auto &s) mutable {
-                      const DeviceBuffer &b = set.buffers[i++];
-                      return s.kind != GpuProgramImage::StorageKind::Result ||
-                             b.soleOwner() || b.byteSize() == 0;
-                    })) {
+    if (released(set)) {
       owned = set.buffers;
       break;
     }

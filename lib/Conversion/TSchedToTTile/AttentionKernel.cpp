@@ -147,14 +147,9 @@ LogicalResult AttentionLaunches::generate(tsched::GroupOp group) {
     FailureOr<FlatSymbolRefAttr> k = kernel(e, group.getLoc());
     if (failed(k))
       return failure();
-    NamedAttrList fields;
-    fields.append("kernel", *k);
-    fields.append("grid", b.getDenseI64ArrayAttr(
-                              {int64_t(llvm::divideCeil(seq, programs)), bh}));
-    fields.append("args", b.getArrayAttr(args));
-    fields.append("scalars", b.getArrayAttr({scaleF32}));
-    fields.append("schedule", b.getStringAttr(e.schedule));
-    launches.push_back(b.getDictionaryAttr(fields));
+    launches.push_back(launchEntry(
+        b, *k, {int64_t(llvm::divideCeil(seq, programs)), bh}, args,
+        e.schedule, {scaleF32}));
     return success();
   };
   Type f32 = b.getF32Type();

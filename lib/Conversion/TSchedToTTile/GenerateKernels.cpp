@@ -516,6 +516,8 @@ namespace {
 
 using mlir::tessera::group_kernels::RowKernel;
 using mlir::tessera::group_kernels::launchArg;
+using mlir::tessera::group_kernels::launchEntry;
+using mlir::tessera::group_kernels::markKernel;
 
 /// A PTX identifier: letters, digits and '_'.
 std::string kernelName(StringRef fn, StringRef kind, int64_t n) {
@@ -549,9 +551,7 @@ struct TSchedGenerateKernelsPass
           b.getFunctionType(k.signature(), {}));
       symbols.insert(kernel);
       k.build(kernel);
-      kernel->setAttr("ttile.kernel", b.getUnitAttr());
-      kernel->setAttr("ttile.num_warps",
-                      b.getI32IntegerAttr(int32_t(k.numWarps())));
+      markKernel(kernel, k.numWarps());
       return kernel;
     };
     if (auto split = gen.splitRows()) {
@@ -564,14 +564,11 @@ struct TSchedGenerateKernelsPass
                         mlir::tessera::group_kernels::ReductionKernel &g,
                         LaunchArg inKind, LaunchArg outKind) {
         SmallVector<SmallVector<int64_t>> v = g.views();
-        NamedAttrList fields;
-        fields.append("kernel", FlatSymbolRefAttr::get(k.getSymNameAttr()));
-        fields.append("grid", b.getDenseI64ArrayAttr({g.gridSize()}));
-        fields.append("args", b.getArrayAttr(
-                                  {launchArg(b, inKind, 0, v[0]),
-                                   launchArg(b, outKind, 0, v[1])}));
-        fields.append("schedule", b.getStringAttr(g.scheduleAttr().str()));
-        return b.getDictionaryAttr(fields);
+        return launchEntry(b, FlatSymbolRefAttr::get(k.getSymNameAttr()),
+                           {g.gridSize()},
+                           {launchArg(b, inKind, 0, v[0]),
+                            launchArg(b, outKind, 0, v[1])},
+                           g.scheduleAttr().str());
       };
       group->setAttr("tsched.launches",
                      b.getArrayAttr(
@@ -616,14 +613,10 @@ struct TSchedGenerateKernelsPass
       return kernel;
     };
     auto launch = [&](func::FuncOp k, int64_t grid,
-                      ArrayRef<Attribute> args) {
-      kernelAttrs(k, gen.numWarps());
-      NamedAttrList fields;
-      fields.append("kernel", FlatSymbolRefAttr::get(k.getSymNameAttr()));
-      fields.append("grid", b.getDenseI64ArrayAttr({grid}));
-      fields.append("args", b.getArrayAttr(args));
-      fields.append("schedule", b.getStringAttr(gen.scheduleAttr().str()));
-      return b.getDictionaryAttr(fields);
+                      ArrayRef<Attribute> args) -> Attribute {
+      markKernel(k, gen.numWarps());
+      return launchEntry(b, FlatSymbolRefAttr::get(k.getSymNameAttr()),
+                         {grid}, args, gen.scheduleAttr().str());
     };
     // The first: (A, B, partials).
     Value aArg = body.getArgument(aInput), bArg = body.getArgument(bInput);
@@ -667,20 +660,13 @@ struct TSchedGenerateKernelsPass
     return success();
   }
 
-  static void kernelAttrs(func::FuncOp kernel, int64_t warps) {
-    Builder b(kernel.getContext());
-    kernel->setAttr("ttile.kernel", b.getUnitAttr());
-    kernel->setAttr("ttile.num_warps", b.getI32IntegerAttr(int32_t(warps)));
-  }
-
   /// Marks `kernel` a Tile IR kernel of `warps` warps and records on
   /// `group` how it is launched.
   static void record(tsched::GroupOp group, func::FuncOp kernel,
                      int64_t warps, int64_t grid,
                      tsched::ScheduleAttr schedule, ArrayAttr views) {
     Builder b(group.getContext());
-    kernel->setAttr("ttile.kernel", b.getUnitAttr());
-    kernel->setAttr("ttile.num_warps", b.getI32IntegerAttr(int32_t(warps)));
+    markKernel(kernel, warps);
     group->setAttr("tsched.kernel",
                    FlatSymbolRefAttr::get(kernel.getSymNameAttr()));
     group->setAttr("tsched.grid", b.getDenseI64ArrayAttr({grid}));

@@ -740,6 +740,30 @@ inline DenseI64ArrayAttr launchArg(Builder &b, LaunchArg kind, int64_t index,
   return b.getDenseI64ArrayAttr(r);
 }
 
+/// A launch-list entry (`tsched.launches`): `kernel` on `grid` programs
+/// with `args` (launchArg()s), the `schedule` it was built with, and
+/// scalar parameters after the buffers.
+inline DictionaryAttr launchEntry(Builder &b, FlatSymbolRefAttr kernel,
+                                  ArrayRef<int64_t> grid,
+                                  ArrayRef<Attribute> args, StringRef schedule,
+                                  ArrayRef<Attribute> scalars = {}) {
+  NamedAttrList fields;
+  fields.append("kernel", kernel);
+  fields.append("grid", b.getDenseI64ArrayAttr(grid));
+  fields.append("args", b.getArrayAttr(args));
+  if (!scalars.empty())
+    fields.append("scalars", b.getArrayAttr(scalars));
+  fields.append("schedule", b.getStringAttr(schedule));
+  return b.getDictionaryAttr(fields);
+}
+
+/// Marks `kernel` a Tile IR kernel of `warps` warps.
+inline void markKernel(func::FuncOp kernel, int64_t warps) {
+  Builder b(kernel.getContext());
+  kernel->setAttr("ttile.kernel", b.getUnitAttr());
+  kernel->setAttr("ttile.num_warps", b.getI32IntegerAttr(int32_t(warps)));
+}
+
 /// Launches of the stdlib's flash-attention kernels for attention groups
 /// (AttentionKernel.cpp). Each specialization's kernel is added to the
 /// module once.

@@ -367,14 +367,11 @@ LogicalResult LayoutKernels::generate(tsched::GroupOp group, StringRef fn) {
       args.push_back(launchArg(b, LaunchArg::Input, inputOf[p.input],
                                inType.getShape()));
     args.push_back(launchArg(b, LaunchArg::Result, 0, outShape));
-    NamedAttrList fields;
-    fields.append("kernel", FlatSymbolRefAttr::get(kernel.getSymNameAttr()));
-    fields.append("grid", b.getDenseI64ArrayAttr({programs}));
-    fields.append("args", b.getArrayAttr(args));
-    fields.append("schedule",
-                  b.getStringAttr("block(" + Twine(bm) + ", " + Twine(bn) +
-                                  ").warps(" + Twine(warps) + ")"));
-    launches.push_back(b.getDictionaryAttr(fields));
+    launches.push_back(launchEntry(
+        b, FlatSymbolRefAttr::get(kernel.getSymNameAttr()), {programs}, args,
+        ("block(" + Twine(bm) + ", " + Twine(bn) + ").warps(" + Twine(warps) +
+         ")")
+            .str()));
   }
   group->setAttr("tsched.launches", b.getArrayAttr(launches));
   return success();

@@ -229,15 +229,18 @@ private:
     return def ? groupOf.lookup(def) : nullptr;
   }
 
+  /// Whether `op` was taken as recomputed (see recomputed()).
+  bool isRecomputed(Operation *op) const {
+    return op && lazy.contains(op) && isCheapUnary(op);
+  }
+
   /// The group a reader of `v` reads: `v`'s, or for a recomputed unary op
-  /// (see recomputed()) its operand's.
+  /// its operand's.
   Group *readGroup(Value v) {
     if (Group *g = producerGroup(v))
       return g;
     Operation *def = v.getDefiningOp();
-    if (def && lazy.contains(def) && isCheapUnary(def))
-      return producerGroup(def->getOperand(0));
-    return nullptr;
+    return isRecomputed(def) ? producerGroup(def->getOperand(0)) : nullptr;
   }
 
   /// Whether the cheap unary op `op` is computed by each group that reads
@@ -556,7 +559,7 @@ private:
     auto outside = [&](Operation *user) {
       if (g.contains(user))
         return false;
-      if (lazy.contains(user) && isCheapUnary(user))
+      if (isRecomputed(user))
         return llvm::any_of(user->getUsers(),
                             [&](Operation *u) { return !g.contains(u); });
       return true;
