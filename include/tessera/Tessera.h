@@ -10,6 +10,7 @@
 #define TESSERA_TESSERA_H
 
 #include "tessera/API/Module.h"
+#include "tessera/API/NN.h"
 #include "tessera/API/Ops.h"
 #include "tessera/API/Tensor.h"
 #include "tessera/Runtime/Buffer.h"

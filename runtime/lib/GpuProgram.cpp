@@ -7,8 +7,10 @@
 
 #include "DimEval.h"
 
+#include <cstdio>
 #include <cstring>
 #include <map>
+#include <sstream>
 #include <optional>
 #include <fstream>
 #include <iterator>
@@ -503,6 +505,77 @@ Status GpuProgramImage::checkSignature() const {
       return st;
   }
   return Status::ok();
+}
+
+std::string GpuProgramImage::listing() const {
+  std::ostringstream os;
+  auto dims = [](const std::vector<std::int64_t> &shape) {
+    std::string out = "[";
+    for (std::size_t i = 0; i < shape.size(); ++i)
+      out += (i ? ", " : "") + std::to_string(shape[i]);
+    return out + "]";
+  };
+  auto sum = [](const char *data, std::size_t size) {
+    char hex[17];
+    std::snprintf(hex, sizeof hex, "%016llx",
+                  (unsigned long long)checksumBytes(data, size));
+    return std::to_string(size) + " bytes, fnv1a " + hex;
+  };
+  auto operand = [&](const Operand &o) {
+    return "s" + std::to_string(o.storage) + dims(o.shape);
+  };
+  os << "# program " << name << " for " << chip << ", Tessera "
+     << compilerVersion << "\n";
+  if (!signature.name.empty())
+    os << "# signature " << signature.describe() << "\n";
+  os << " chip " << chip << "\n";
+  os << " dims";
+  for (const auto &[dim, size] : this->dims)
+    os << " " << dim << "=" << size;
+  os << "\n workspace " << workspaceBytes << " bytes\n";
+  static const char *kKinds[] = {"argument", "workspace", "result",
+                                 "constant"};
+  for (std::size_t i = 0; i < storages.size(); ++i) {
+    const Storage &st = storages[i];
+    os << " storage s" << i << ": " << kKinds[int(st.kind) & 3];
+    if (st.kind == StorageKind::Workspace)
+      os << " +" << st.offset;
+    else if (st.kind != StorageKind::Result)
+      os << " " << st.index;
+    os << " " << tessera::runtime::name(st.type) << dims(st.shape) << "\n";
+  }
+  for (std::size_t i = 0; i < arguments.size(); ++i)
+    os << " argument " << i << ": s" << arguments[i] << "\n";
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    const Step &step = steps[i];
+    os << " step " << i << ": ";
+    if (step.kind == Step::Kind::Copy) {
+      os << "copy";
+    } else {
+      os << "launch " << step.kernel << " grid " << dims({step.grid[0],
+                                                           step.grid[1],
+                                                           step.grid[2]});
+    }
+    for (const Operand &o : step.operands)
+      os << " " << operand(o);
+    for (const Scalar &sc : step.scalars) {
+      char bits[24];
+      std::snprintf(bits, sizeof bits, "0x%llx", (unsigned long long)sc.bits);
+      os << " " << tessera::runtime::name(sc.type) << ":" << bits;
+    }
+    if (!step.schedule.empty())
+      os << " schedule " << step.schedule;
+    os << "\n";
+  }
+  for (std::size_t i = 0; i < results.size(); ++i)
+    os << " result " << i << ": " << operand(results[i]) << "\n";
+  for (std::size_t i = 0; i < constants.size(); ++i)
+    os << " constant " << i << ": "
+       << sum(constants[i].data(), constants[i].size()) << "\n";
+  os << " ptx " << sum(ptx.data(), ptx.size()) << "\n";
+  os << " cubin " << sum(cubin.data(), cubin.size()) << "\n";
+  os << "# graph " << sum(graph.data(), graph.size()) << "\n";
+  return os.str();
 }
 
 Status GpuProgramImage::save(const std::string &path) const {

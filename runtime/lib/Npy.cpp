@@ -55,7 +55,12 @@ Result<HostBuffer> HostBuffer::loadNpy(const std::string &path,
   try {
     loaded.emplace(xt::detail::load_npy_file(stream));
   } catch (const std::exception &e) {
-    return Error{path + " is not a valid .npy file: " + e.what()};
+    std::string why = e.what();
+    if (why.find("typestring") != std::string::npos)
+      why += " (expected a NumPy number dtype; bfloat16 and 8-bit floats "
+             "are read as their bit patterns: save a.view(np.uint16) or "
+             "a.view(np.uint8))";
+    return Error{path + " is not a valid .npy file: " + why};
   }
   xt::detail::npy_file &file = *loaded;
   if (!stream)

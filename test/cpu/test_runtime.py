@@ -256,9 +256,19 @@ def test_gpu_programs_from_the_command_line(tmp_path, model):
                        "--chip", "sm_75", check=False)
     assert proc.returncode == 1
     assert "the chip 'sm_75' is not sm_<major><minor>" in proc.stderr, proc.stderr
+    # --describe lists a program (and each program of a bundle) without a
+    # GPU: one launch per kernel of the layer, with the sizes for B = 5.
+    listed = tessera_run(program, "--describe").stdout
+    assert listed.startswith("# program layer for sm_90a"), listed
+    assert " storage s0: argument 0 f32[5, 8]\n" in listed, listed
+    assert " step 0: launch layer_" in listed, listed
+    listed = tessera_run(bundle, "--describe").stdout
+    assert "# program 2 of 2\n# program layer for sm_80" in listed, listed
     truncated = tmp_path / "truncated.tgpu"
     truncated.write_bytes(data[:len(data) // 2])
     cases = [
+        ([source, "--describe"], "--describe takes a GPU program file (.tgpu)"),
+        ([truncated, "--describe"], "is truncated: its header promises"),
         ([source, "--device", "gpu"], "--device expects cpu, cuda or cuda:K, got 'gpu'"),
         ([source, "--device", "cuda:x"], "--device expects cpu, cuda or cuda:K, got 'cuda:x'"),
         ([source, "--device", "cuda", "--jit"], "--jit is for the CPU; --device cuda runs on a GPU"),

@@ -54,12 +54,16 @@ PYTHONPATH=build/python TESSERA_RUN=build/bin/tessera-run \
 PYTHONPATH=build/python build/venv/bin/python \
   test/python/gpu/host_programs.py --precompile "$chip" "$out/hostprog"
 # The transformer-block training step of bench/gpu/jit_block_bench.py
-# (the C++ pipeline's program file), at batch 1 and 8;
+# (the C++ pipeline's program file), at batch 1 and 8, and the same step
+# written with the C++ API (examples/cpp/transformer_block.cpp);
 # test_block_program_gpu.py checks the program files.
+ninja -C build tessera-example-transformer-block
 for batch in 1 8; do
   PYTHONPATH=build/python \
     build/venv/bin/python bench/gpu/jit_block_bench.py --precompile "$chip" \
     "$out/blocks/b$batch" --batch $batch
+  build/bin/tessera-example-transformer-block --batch $batch --seq 2048 \
+    --chip "$chip" --emit-gpu "$out/blocks/b$batch/program_cpp.tgpu"
 done
 # The C++ deployment: the runtime-only Fashion-MNIST trainer and the bundle
 # of its programs (CHIP and sm_80, with cubins); there it runs as

@@ -10,6 +10,7 @@
 //   tessera-run model.mlir --emit-gpu-program f.tgpu --dims B=32
 //               [--chip sm_90a,sm_80] [--cubin]
 //   tessera-run f.tgpu [--device cuda:K] ...
+//   tessera-run f.tgpu --describe
 //
 // Compiles the function with the CPU pipeline (through the compile cache)
 // and calls it through the runtime, or, given a library compiled ahead of
@@ -149,6 +150,12 @@ static llvm::cl::opt<std::string> emitGpuProgram(
     "emit-gpu-program",
     llvm::cl::desc("Compile the function for the GPU, for the sizes --dims "
                    "gives its symbolic dims, into this program file and exit"),
+    llvm::cl::cat(runCategory));
+static llvm::cl::opt<bool> describeProgram(
+    "describe",
+    llvm::cl::desc("Print what a .tgpu program or bundle file holds (its "
+                   "buffers, launches, schedules and content hashes) and "
+                   "exit; needs no GPU"),
     llvm::cl::cat(runCategory));
 static llvm::cl::opt<std::string> chip(
     "chip",
@@ -607,6 +614,21 @@ int main(int argc, char **argv) {
                 llvm::Twine(calls.getValue()));
 
   bool gpuFile = StringRef(inputFile).ends_with(".tgpu");
+  if (describeProgram) {
+    if (!gpuFile)
+      return fail("--describe takes a GPU program file (.tgpu), got " +
+                  inputFile);
+    auto bundle = rt::GpuBundle::load(inputFile);
+    if (!bundle)
+      return fail(bundle.error().message);
+    std::size_t n = bundle->programs.size();
+    for (std::size_t i = 0; i < n; ++i) {
+      if (n > 1)
+        llvm::outs() << "# program " << i + 1 << " of " << n << "\n";
+      llvm::outs() << bundle->programs[i].listing();
+    }
+    return 0;
+  }
   if (gpuFile && !device.getNumOccurrences())
     device = "cuda";
   std::optional<int> cudaIndex = parseDevice(device);

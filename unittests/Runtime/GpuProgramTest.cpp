@@ -256,6 +256,40 @@ TEST(GpuProgram, KeepsSchedulesGraphAndCubin) {
   EXPECT_EQ(back->cubin, img.cubin);
 }
 
+TEST(GpuProgram, ListsWhatItRuns) {
+  Image img = sample();
+  img.steps[0].schedule = "block(16, 64).warps(4)";
+  std::string text = img.listing();
+  for (const char *line :
+       {"# program f for sm_90a, Tessera ", "\n chip sm_90a\n",
+        "\n workspace 512 bytes\n",
+        "\n storage s1: workspace +256 f32[32]\n",
+        "\n storage s3: constant 0 bf16[3]\n",
+        "\n step 0: launch f_row0 grid [2, 1, 1] s0[4, 8] s3[3] s1[4, 8] "
+        "f32:0x3e000000 i32:0xfffffffd schedule block(16, 64).warps(4)\n",
+        "\n step 1: copy s1[32] s2[32]\n", "\n result 0: s2[32]\n",
+        "\n constant 0: 6 bytes, fnv1a ", "\n ptx 13 bytes, fnv1a ",
+        "\n cubin 0 bytes, fnv1a cbf29ce484222325\n"})
+    EXPECT_NE(text.find(line), std::string::npos) << line << "\n" << text;
+  // What runs is listed on lines of its own, apart from names.
+  Image renamed = img;
+  renamed.name = "g";
+  renamed.graph = "func.func @g()";
+  auto running = [](const std::string &t) {
+    std::string out;
+    for (size_t at = 0; at < t.size();) {
+      size_t end = t.find('\n', at);
+      if (t[at] != '#')
+        out += t.substr(at, end - at + 1);
+      at = end + 1;
+    }
+    return out;
+  };
+  EXPECT_EQ(running(text), running(renamed.listing()));
+  renamed.steps[0].grid[0] = 3;
+  EXPECT_NE(running(text), running(renamed.listing()));
+}
+
 TEST(GpuProgram, ChipsAndWhatRunsThem) {
   std::string why;
   // PTX: its chip and every later one; "a" chips: exactly their own.

@@ -3,10 +3,13 @@
 DIR/program.tgpu; set TESSERA_BLOCK_PROGRAMS to a folder of such DIRs),
 run by the runtime's HostProgram alone: its loss and every parameter
 gradient against jax.jit of the same block in float32 on the same
-bf16-rounded values (XLA attention), and the same bits on a second run."""
+bf16-rounded values (XLA attention), and the same bits on a second run, in
+a second process, and from the same step written with the C++ API
+(program_cpp.tgpu, from examples/cpp/transformer_block.cpp)."""
 
 import json
 import os
+import subprocess
 import sys
 
 import numpy as np
@@ -65,3 +68,46 @@ def test_block_step_matches_jax_float32(case):
         # parts in a thousand of the largest gradient.
         err = np.abs(g - ref).max() / np.abs(ref).max()
         assert err < 2e-2, (name, err)
+
+
+def _run(path, values):
+    """The outputs of the program file at `path` on `values`, as host
+    arrays (bf16 as bit patterns)."""
+    from tessera import _cuda
+    program = _cuda.HostProgram.load_file(path)
+    args = [_cuda.Buffer.from_host(np.ascontiguousarray(v).view(np.uint16),
+                                   "bf16") for v in values.values()]
+    return [o.to_host() for o in program.run(args)]
+
+
+@pytest.mark.parametrize("case", _cases())
+def test_block_step_has_the_same_bits_from_cpp_and_in_another_process(
+        case, tmp_path):
+    import jit_block_bench as jb
+    d = os.path.join(DIR, case)
+    cpp = os.path.join(d, "program_cpp.tgpu")
+    if not os.path.exists(cpp):
+        pytest.skip("no program_cpp.tgpu (examples/cpp/transformer_block)")
+    with open(os.path.join(d, "block_shape.json")) as f:
+        shape = json.load(f)
+    values = jb.arrays(shape["batch"], shape["seq"])
+    python = _run(os.path.join(d, "program.tgpu"), values)
+    names = ["loss"] + [k for k in values if k != "x"]
+    for name, a, b in zip(names, python, _run(cpp, values)):
+        np.testing.assert_array_equal(a, b, err_msg=f"C++ step: {name}")
+
+    # A second process runs the Python step's file and saves its outputs.
+    script = (
+        "import sys, numpy as np\n"
+        f"sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r})\n"
+        f"sys.path.insert(0, {os.path.dirname(jb.__file__)!r})\n"
+        "import jit_block_bench as jb, test_block_program_gpu as t\n"
+        f"out = t._run({os.path.join(d, 'program.tgpu')!r}, "
+        f"jb.arrays({shape['batch']}, {shape['seq']}))\n"
+        f"np.savez({str(tmp_path / 'out.npz')!r}, *out)\n")
+    subprocess.run([sys.executable, "-c", script], check=True,
+                   env=dict(os.environ))
+    with np.load(tmp_path / "out.npz") as other:
+        for i, name in enumerate(names):
+            np.testing.assert_array_equal(python[i], other[f"arr_{i}"],
+                                          err_msg=f"second process: {name}")

@@ -126,6 +126,15 @@ struct GpuProgramImage {
 
   Status save(const std::string &path) const;
   static Result<GpuProgramImage> load(const std::string &path);
+
+  /// A listing of the program, one fact per line: the header (function,
+  /// chip, compiler, signature, dims), the workspace, every storage, step
+  /// (kernel, grid, operands, scalars, schedule) and result, and the size
+  /// and FNV-1a 64 of each constant, the PTX, the cubin and the Graph IR.
+  /// Lines that depend only on what runs start with a space; the others
+  /// (names, versions, the IR text) start with '#', so two programs that
+  /// run the same kernels on the same buffers list the same space lines.
+  std::string listing() const;
 };
 
 /// A chip's compute capability ("sm_90a": 9, 0, arch-specific).
