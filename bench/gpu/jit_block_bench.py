@@ -21,6 +21,13 @@ The GPU machine has no compiler, so the program is compiled here first:
 then, on the GPU machine (tessera._cuda):
 
     python3 bench/gpu/jit_block_bench.py [--profile] <dir>
+
+Autotuning: `--precompile CHIP DIR --variants` also writes the step with
+each candidate rank of its products' autotune spaces; on the GPU machine
+`--tune DIR` times them and writes DIR/tuning.txt; back here
+`--precompile CHIP DIR --tuning DIR/tuning.txt` adds program_tuned.tgpu,
+which the run times beside the estimate's program (and keeps the faster
+for the peers' ratios).
 """
 
 import argparse
@@ -77,7 +84,7 @@ def nested(flat):
     return p, flat["x"]
 
 
-def precompile(chip, out, batch, seq):
+def precompile(chip, out, batch, seq, variants=False, tuning=None):
     import tessera as ts
     from tessera import nn, op
     os.makedirs(out, exist_ok=True)
@@ -99,6 +106,32 @@ def precompile(chip, out, batch, seq):
     with open(os.path.join(out, "program.json"), "w") as f:
         json.dump({"compile_s": seconds}, f)
     print(f"block step: compiled in {seconds:.1f} s, {len(data)} bytes")
+    lowered = ts.jit(ts.value_and_grad(loss)).lower(p, x)
+    if variants:
+        # Autotuning: one program per candidate rank of the products'
+        # spaces, for --tune on the GPU machine.
+        for v in range(4):
+            with open(os.path.join(out, f"variant{v}.tgpu"), "wb") as f:
+                f.write(lowered.compile_gpu(chip, variant=v))
+        print("block step: 4 variants for autotuning")
+    if tuning:
+        with open(os.path.join(out, "program_tuned.tgpu"), "wb") as f:
+            f.write(lowered.compile_gpu(chip, tuning=tuning))
+        print(f"block step: compiled with the tuned schedules of {tuning}")
+
+
+def tune(saved):
+    """Times the variants --precompile --variants wrote and writes the
+    products' fastest schedules to DIR/tuning.txt (the GPU machine)."""
+    from tessera import _cuda
+    paths = sorted(os.path.join(saved, f) for f in os.listdir(saved)
+                   if f.startswith("variant") and f.endswith(".tgpu"))
+    if not paths:
+        sys.exit(f"{saved} has no variant*.tgpu (--precompile --variants)")
+    text = _cuda.tune_programs(paths)
+    with open(os.path.join(saved, "tuning.txt"), "w") as f:
+        f.write(text)
+    print(text, end="")
 
 
 def torch_block(torch, p, x):
@@ -220,6 +253,17 @@ def run(saved, reps, profile=False):
     print(f"{'tessera jit':<30}{t_ms:>9.2f}{flops / t_ms / 1e9:>9.0f}"
           f"{float(np.asarray(out[0].numpy()).reshape(())):>12.5f}"
           f"{'':>14}", flush=True)
+    tuned_path = os.path.join(saved, "program_tuned.tgpu")
+    if os.path.exists(tuned_path):
+        # The same step with the products' schedules tuned on this card.
+        tuned = ts.GpuProgram.load(tuned_path)
+        u_ms, u_out = timed(lambda: tuned(*dev_args), reps)
+        print(f"{'tessera jit, autotuned':<30}{u_ms:>9.2f}"
+              f"{flops / u_ms / 1e9:>9.0f}"
+              f"{float(np.asarray(u_out[0].numpy()).reshape(())):>12.5f}"
+              f"{u_ms / t_ms:>14.2f}", flush=True)
+        if u_ms < t_ms:
+            prog, t_ms = tuned, u_ms
     # The same program launched step by step (replay off at load).
     os.environ["TESSERA_CUDA_GRAPHS"] = "0"
     stepped = ts.GpuProgram.load(path)
@@ -400,10 +444,21 @@ def main():
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--profile", action="store_true",
                     help="also print each step's kernel time and top kernels")
+    ap.add_argument("--variants", action="store_true",
+                    help="with --precompile: also the autotuning variants")
+    ap.add_argument("--tuning", metavar="FILE",
+                    help="with --precompile: also the step compiled with "
+                         "these tuned schedules (program_tuned.tgpu)")
+    ap.add_argument("--tune", action="store_true",
+                    help="on the GPU: time DIR's variants, write "
+                         "DIR/tuning.txt")
     ap.add_argument("dir", nargs="?")
     a = ap.parse_args()
     if a.precompile:
-        precompile(a.precompile[0], a.precompile[1], a.batch, a.seq)
+        precompile(a.precompile[0], a.precompile[1], a.batch, a.seq,
+                   a.variants, a.tuning)
+    elif a.tune and a.dir:
+        tune(a.dir)
     elif a.dir:
         run(a.dir, a.reps, a.profile)
     else:

@@ -11,13 +11,16 @@
 //
 //   transformer_block [--batch B] [--seq S] [--dim D] [--heads H] [--ffn F]
 //                     [--dtype bf16|f32] [--inputs DIR] [--out DIR]
-//                     [--device cpu|cuda|cuda:K] [--steps N]
+//                     [--device cpu|cuda|cuda:K [--autotune]] [--steps N]
 //   transformer_block ... --emit-gpu FILE [--chip sm_90a] [--sms N] [--cubin]
 //
 // The parameters and x come from DIR/<name>.npy (attn.wq.npy, ..., x.npy)
 // or are drawn from a seeded generator (weights N(0, 1/fan_in), norm scales
 // near 1, small biases, x standard normal). --out writes loss.npy and
-// grad.<name>.npy; --steps times that many steps. --emit-gpu compiles the
+// grad.<name>.npy; --steps times that many steps. --autotune tunes the
+// products' schedules on the GPU at the first compile (Module::compile's
+// autotune: kept beside the compile cache, so a second run tunes nothing).
+// --emit-gpu compiles the
 // step for a GPU into a program file instead (no GPU needed), which
 // `tessera-run FILE` or the runtime alone runs.
 //
@@ -47,7 +50,7 @@ struct Options {
   DType dtype = DType::bf16;
   std::string inputs, out, device = "cpu", emitGpu, chip = "sm_90a";
   int64_t sms = 132, steps = 0;
-  bool cubin = false;
+  bool cubin = false, autotune = false;
 };
 
 /// step(params..., x) -> (loss, d loss / d params...), the parameters in
@@ -153,7 +156,8 @@ int main(int argc, char **argv) {
   const char *usage =
       "expected --batch B, --seq S, --dim D, --heads H, --ffn F (numbers), "
       "--dtype bf16|f32, --inputs DIR, --out DIR, --device cpu|cuda|cuda:K, "
-      "--steps N, --emit-gpu FILE, --chip sm_XX, --sms N or --cubin";
+      "--autotune, --steps N, --emit-gpu FILE, --chip sm_XX, --sms N or "
+      "--cubin";
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     bool hasValue = i + 1 < argc;
@@ -185,6 +189,8 @@ int main(int argc, char **argv) {
       o.chip = argv[++i];
     } else if (a == "--cubin") {
       o.cubin = true;
+    } else if (a == "--autotune") {
+      o.autotune = true;
     } else {
       return fail("unknown argument '" + a + "' (" + usage + ")");
     }
@@ -204,6 +210,8 @@ int main(int argc, char **argv) {
   } else if (o.device != "cpu") {
     return fail("--device " + o.device + ": expected cpu, cuda or cuda:K");
   }
+  if (o.autotune && target.kind != Target::Kind::CUDA)
+    return fail("--autotune tunes GPU schedules: it needs --device cuda");
 
   Module m;
   auto step = buildStep(m, o);
@@ -229,7 +237,7 @@ int main(int argc, char **argv) {
   auto args = arguments(o);
   if (!args)
     return fail(args.error().message);
-  auto exe = m.compile({Module::defaultCacheDirectory(), target});
+  auto exe = m.compile({Module::defaultCacheDirectory(), target, o.autotune});
   if (!exe)
     return fail(exe.error().message);
   auto fn = (*exe)->function(step->name);

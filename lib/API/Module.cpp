@@ -13,7 +13,11 @@
 
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Pass/PassManager.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
+
+#include <unistd.h>
 
 #include <mutex>
 
@@ -271,9 +275,25 @@ compileForCuda(detail::ModuleState &state, const CompileOptions &options) {
   std::string cacheDirectory =
       options.cacheDirectory.empty() ? std::string()
                                      : options.cacheDirectory + "/gpu";
+  // Tuned schedules live beside the cached programs (or, without a cache,
+  // in a file of this process).
+  std::string tuningFile;
+  if (options.autotune) {
+    if (!cacheDirectory.empty()) {
+      llvm::sys::fs::create_directories(cacheDirectory);
+      tuningFile = cacheDirectory + "/tuning.txt";
+    } else {
+      llvm::SmallString<128> path;
+      llvm::sys::path::system_temp_directory(true, path);
+      llvm::sys::path::append(path, "tessera-tuning-" +
+                                        std::to_string(::getpid()) + ".txt");
+      tuningFile = path.str().str();
+    }
+  }
   runtime::Executable::GpuCompiler compile =
-      [source, chip = *chip, multiprocessors, cacheDirectory](
-          const std::string &name, const std::map<std::string, int64_t> &dims)
+      [source, chip = *chip, multiprocessors, cacheDirectory, tuningFile,
+       device](const std::string &name,
+               const std::map<std::string, int64_t> &dims)
       -> Result<runtime::GpuProgramImage> {
     std::lock_guard<std::mutex> lock(source->mutex);
     mlir::tessera::GPUCompileOptions gpu;
@@ -282,8 +302,13 @@ compileForCuda(detail::ModuleState &state, const CompileOptions &options) {
     gpu.multiprocessors = multiprocessors;
     gpu.dims = dims;
     gpu.cacheDirectory = cacheDirectory;
+    gpu.tuningFile = tuningFile;
     source->state.clearDiagnostics();
-    auto image = mlir::tessera::compileForGPU(source->state.getModule(), gpu);
+    auto image =
+        tuningFile.empty()
+            ? mlir::tessera::compileForGPU(source->state.getModule(), gpu)
+            : mlir::tessera::compileTunedForGPU(source->state.getModule(),
+                                                gpu, device);
     if (failed(image))
       return Error{source->state.takeDiagnostics(
           "the GPU pipeline failed on @" + name)};
@@ -321,8 +346,16 @@ Module::compileGPU(const GPUCompileOptions &options) const {
   gpu.dims = options.dims;
   gpu.cubin = options.cubin;
   gpu.cacheDirectory = options.cacheDirectory;
+  gpu.variant = options.variant;
+  gpu.tuningFile = options.tuningFile;
+  if (options.autotuneDevice >= 0 && options.tuningFile.empty())
+    return Error{"autotuning keeps its choices in a file: set "
+                 "GPUCompileOptions::tuningFile"};
   state->clearDiagnostics();
-  auto image = mlir::tessera::compileForGPU(state->getModule(), gpu);
+  auto image = options.autotuneDevice >= 0
+                   ? mlir::tessera::compileTunedForGPU(
+                         state->getModule(), gpu, options.autotuneDevice)
+                   : mlir::tessera::compileForGPU(state->getModule(), gpu);
   if (failed(image))
     return Error{state->takeDiagnostics("the GPU pipeline failed")};
   return std::move(*image);

@@ -1,6 +1,9 @@
 //===- GPUCompiler.cpp - Graph IR to a runnable GPU program ---------------===//
 
 #include "tessera/Execution/GPUCompiler.h"
+#include "tessera/Conversion/Passes.h"
+#include "tessera/Runtime/Cuda.h"
+#include "tessera/Runtime/Tuning.h"
 
 #include "tessera/Execution/CPUCompiler.h"
 #include "tessera/Shape/DimExpr.h"
@@ -203,6 +206,8 @@ FailureOr<Image> ImageBuilder::build(StringRef chip) {
                               : printed;
         }
       }
+      if (auto key = launch->getAttrOfType<StringAttr>("tsched.tuning"))
+        step.tuning = key.getValue().str();
       img.steps.push_back(std::move(step));
     } else if (auto copy = dyn_cast<memref::CopyOp>(op)) {
       Image::Step step;
@@ -400,6 +405,15 @@ mlir::tessera::compileForGPU(ModuleOp module,
              << "a size is given for " << s << ", which is not a dim of "
              << signature->describe();
 
+  std::string tuningText;
+  if (!options.tuningFile.empty()) {
+    auto file = llvm::MemoryBuffer::getFile(options.tuningFile, true);
+    if (!file)
+      return module.emitError() << "cannot read the tuning file "
+                                << options.tuningFile << ": "
+                                << file.getError().message();
+    tuningText = (*file)->getBuffer().str();
+  }
   // The cache: the key covers everything the program depends on.
   std::string cached;
   if (!options.cacheDirectory.empty()) {
@@ -415,6 +429,8 @@ mlir::tessera::compileForGPU(ModuleOp module,
     add(options.features);
     add(std::to_string(options.multiprocessors));
     add(options.cubin ? "cubin" : "ptx");
+    add("variant " + std::to_string(options.variant));
+    add(tuningText);
     add(signature->name);
     for (const auto &[s, size] : options.dims)
       add(s + "=" + std::to_string(size));
@@ -452,6 +468,8 @@ mlir::tessera::compileForGPU(ModuleOp module,
   pipeline.chip = options.chip;
   pipeline.features = options.features;
   pipeline.multiprocessors = options.multiprocessors;
+  pipeline.variant = options.variant;
+  pipeline.tuning = options.tuningFile;
   for (const auto &[s, size] : options.dims)
     pipeline.dims.push_back(s + "=" + std::to_string(size));
   buildGPUPipeline(pm, pipeline);
@@ -503,4 +521,48 @@ mlir::tessera::compileForGPU(ModuleOp module,
     }
   }
   return image;
+}
+
+FailureOr<rt::GpuProgramImage>
+mlir::tessera::compileTunedForGPU(ModuleOp module,
+                                  const GPUCompileOptions &options, int device,
+                                  int reps, std::string *report) {
+  if (options.tuningFile.empty())
+    return module.emitError() << "autotuning needs a tuning file to keep its "
+                                 "choices in";
+  auto table = rt::TuningTable::load(options.tuningFile);
+  if (!table)
+    return module.emitError() << table.error().message;
+  auto image = compileForGPU(module, options);
+  if (failed(image))
+    return failure();
+  // Tuned already when the file knows every product of the program.
+  bool known = llvm::all_of(image->steps, [&](const rt::GpuProgramImage::Step &s) {
+    return s.tuning.empty() || table->entries.count(s.tuning);
+  });
+  if (known)
+    return image;
+  // One program per candidate rank of the products' spaces, timed on the
+  // device; the file gains each product's fastest schedule.
+  std::vector<rt::GpuProgramImage> variants;
+  for (int64_t v = 0; v < int64_t(kGemmAutotuneSpace); ++v) {
+    GPUCompileOptions each = options;
+    each.tuningFile.clear();
+    each.variant = v;
+    each.cubin = false;
+    auto compiled = compileForGPU(module, each);
+    if (failed(compiled))
+      return failure();
+    variants.push_back(std::move(*compiled));
+  }
+  auto tuned = rt::cuda::tunePrograms(variants, device, reps);
+  if (!tuned)
+    return module.emitError() << "autotuning @" << image->name << ": "
+                              << tuned.error().message;
+  if (report)
+    *report = tuned->str();
+  table->merge(*tuned);
+  if (rt::Status st = table->save(options.tuningFile); !st)
+    return module.emitError() << st.error().message;
+  return compileForGPU(module, options);
 }

@@ -87,6 +87,8 @@ void mlir::tessera::buildGPUPipeline(OpPassManager &pm,
   TSchedGenerateKernelsOptions kernels;
   kernels.multiprocessors = options.multiprocessors;
   kernels.chip = options.chip;
+  kernels.variant = options.variant;
+  kernels.tuning = options.tuning;
   pm.addPass(createTSchedGenerateKernels(kernels));
   if (stopAfter == GPUStage::Kernels)
     return;

@@ -123,6 +123,26 @@ NB_MODULE(_cuda, m) {
       "The chip a device of compute capability major.minor runs programs "
       "compiled for (as the C++ API picks it), or None below 8.0.");
   m.def(
+      "tune_programs",
+      [](const std::vector<std::string> &paths, int device, int reps) {
+        std::vector<rt::GpuProgramImage> programs;
+        for (const std::string &path : paths) {
+          auto bundle = take(rt::GpuBundle::load(path));
+          for (auto &p : bundle.programs)
+            programs.push_back(std::move(p));
+        }
+        rt::Result<rt::TuningTable> table = [&] {
+          nb::gil_scoped_release release;
+          return cu::tunePrograms(programs, device, reps);
+        }();
+        return take(std::move(table)).str();
+      },
+      nb::arg("paths"), nb::arg("device") = 0, nb::arg("reps") = 10,
+      "Autotuning: times the GPU program files `paths` (one function "
+      "compiled with each candidate rank of its products' autotune spaces, "
+      "compile_gpu(variant=N)) on `device` and returns the text of a "
+      "tuning file: each product's fastest schedule (compile_gpu(tuning=)).");
+  m.def(
       "device_info",
       [](int device) {
         cu::DeviceInfo info = take(cu::deviceInfo(device));

@@ -356,12 +356,16 @@ void bindGraph(nb::module_ &m) {
           "compile_gpu",
           [](const Module &self, const std::string &entry,
              const std::string &chip, int64_t multiprocessors,
-             const std::string &cacheDirectory) {
+             const std::string &cacheDirectory, int64_t variant,
+             const std::string &tuning, int autotuneDevice) {
             GPUCompileOptions options;
             options.entry = entry;
             options.chip = chip;
             options.multiprocessors = multiprocessors;
             options.cacheDirectory = cacheDirectory;
+            options.variant = variant;
+            options.tuningFile = tuning;
+            options.autotuneDevice = autotuneDevice;
             Result<runtime::GpuProgramImage> r = [&] {
               nb::gil_scoped_release release;
               return self.compileGPU(options);
@@ -371,11 +375,17 @@ void bindGraph(nb::module_ &m) {
           },
           nb::arg("entry") = "", nb::arg("chip") = "sm_90a",
           nb::arg("multiprocessors") = 132, nb::arg("cache_dir") = "",
+          nb::arg("variant") = -1, nb::arg("tuning") = "",
+          nb::arg("autotune_device") = -1,
           "Compiles a public function for NVIDIA GPUs into a GPU program "
           "file's bytes (the host program and its kernels' PTX), which "
           "tessera._cuda.HostProgram runs without the compiler; with "
           "cache_dir, a program compiled earlier for the same IR, entry, "
-          "chip, SM count and compiler build is read from there.")
+          "chip, SM count and compiler build is read from there. variant "
+          "builds each generated product with that candidate of its "
+          "autotune space; tuning names a file of tuned schedules, which "
+          "autotune_device (a CUDA device index) first completes by timing "
+          "the products missing from it there.")
       .def_static("default_cache_dir", &Module::defaultCacheDirectory);
 }
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 import inspect
 import os
+import tempfile
 import re
 
 import numpy as np
@@ -134,12 +135,18 @@ class Lowered:
         return self.as_text("graph")
 
     def compile_gpu(self, chip="sm_90a", multiprocessors=132,
-                    cache_dir="") -> bytes:
+                    cache_dir="", variant=-1, tuning="") -> bytes:
         """This signature compiled by the C++ GPU pipeline for ``chip``
         (``"sm_90a"``, or ``"sm_80"`` PTX for any chip of compute
         capability 8.0 or newer) and a card of ``multiprocessors`` SMs: a
         GPU program file's bytes, which ``tessera.GpuProgram`` runs on a
         machine with only the runtime. Needs no GPU.
+
+        Autotuning: ``variant=N`` builds each generated product with
+        candidate N of its autotune space (0 to 3), the programs
+        ``tessera-run FILE --tune T`` (or the runtime's ``tunePrograms``)
+        times on a GPU; ``tuning=T`` compiles with the tuned schedules
+        such a run keeps in the file ``T``.
 
         >>> lowered = ts.jit(lambda x: op.tanh(x) * 2.0).lower(
         ...     np.ones((4, 8), np.float32))
@@ -147,7 +154,7 @@ class Lowered:
         b'TSGPUPRG'
         """
         return self._module.compile_gpu(self.name, chip, multiprocessors,
-                                        cache_dir)
+                                        cache_dir, variant, tuning)
 
     def __str__(self):
         return self.graph
@@ -165,7 +172,10 @@ class jit:
     passed for such a parameter becomes an array of its dtype. Compiled
     code is also kept in the disk cache (``cache_dir``; ``""`` disables
     it) across processes. ``device="cuda"`` compiles for the GPU (concrete
-    shapes) and takes and returns device tensors.
+    shapes) and takes and returns device tensors; with ``autotune=True``
+    the schedules of its generated matrix products are timed on the device
+    at the first compile of each signature and the fastest kept (in
+    ``<cache_dir>/gpu/tuning.txt``, so later processes tune nothing).
 
     >>> @ts.jit
     ... def affine(x: ts.Tensor["B", 2, ts.f32], w, b):
@@ -184,14 +194,19 @@ class jit:
             return lambda f: cls(f, **kwargs)
         return super().__new__(cls)
 
-    def __init__(self, fun, *, cache_dir=None, name=None, device=None):
+    def __init__(self, fun, *, cache_dir=None, name=None, device=None,
+                 autotune=False):
         functools.update_wrapper(self, fun)
         self._device = None
+        self._autotune = bool(autotune)
         if device is not None and str(device) != "cpu":
             if not str(device).startswith("cuda"):
                 raise TesseraError(f"jit(device=...): 'cpu' or 'cuda[:N]', "
                                    f"got {device!r}")
             self._device = str(device)  # resolved at the first launch
+        if self._autotune and self._device is None:
+            raise TesseraError("jit(autotune=True) tunes GPU schedules: it "
+                               "needs device='cuda'")
         self.fun = fun
         self._name = _arg_name(name or getattr(fun, "__name__", "fn"))
         self._cache = {}
@@ -397,7 +412,8 @@ class jit:
         entry = _Entry()
         entry.fn = _compile_for_device(
             ctx.module, fn.name, self._device,
-            os.path.join(self._cache_dir, "gpu") if self._cache_dir else "")
+            os.path.join(self._cache_dir, "gpu") if self._cache_dir else "",
+            self._autotune)
         entry.out_tree = out_tree
         entry.module = ctx.module
         entry.name = fn.name
@@ -520,10 +536,12 @@ class jit:
         self._cache.clear()
 
 
-def _compile_for_device(module, name, device, cache_dir=""):
+def _compile_for_device(module, name, device, cache_dir="", autotune=False):
     """``name`` of ``module`` compiled by the C++ GPU pipeline for the CUDA
     device ``device`` (PTX for ``sm_90a`` on compute capability 9.0,
-    ``sm_80`` on other chips of 8.0 or newer) and loaded there."""
+    ``sm_80`` on other chips of 8.0 or newer) and loaded there; with
+    ``autotune``, its products' schedules tuned there first (kept in
+    ``cache_dir``'s tuning.txt, else a file of this process)."""
     from . import _cuda
     from . import cuda
     index = cuda.device(device).index
@@ -533,5 +551,13 @@ def _compile_for_device(module, name, device, cache_dir=""):
         raise TesseraError(
             f"{info['description']}: the GPU pipeline needs compute "
             f"capability 8.0 or newer")
-    data = module.compile_gpu(name, chip, info["multiprocessors"], cache_dir)
+    tuning = ""
+    if autotune:
+        folder = cache_dir or tempfile.gettempdir()
+        os.makedirs(folder, exist_ok=True)
+        tuning = os.path.join(folder, "tuning.txt" if cache_dir else
+                              f"tessera-tuning-{os.getpid()}.txt")
+    data = module.compile_gpu(name, chip, info["multiprocessors"], cache_dir,
+                              tuning=tuning,
+                              autotune_device=index if autotune else -1)
     return GpuProgram(data, device, f"@{name}")

@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <optional>
 
 using namespace tessera::runtime;
@@ -187,31 +188,38 @@ HostProgram::~HostProgram() {
     }
 }
 
-Status HostProgram::launchSteps(Stream &stream,
-                                const std::vector<std::uint64_t> &address) {
-  auto stepWhat = [&](std::size_t i) {
+Status HostProgram::launchStep(Stream &stream,
+                               const std::vector<std::uint64_t> &address,
+                               std::size_t i) {
+  auto stepWhat = [&] {
     return "GPU program '" + img.name + "': step " + std::to_string(i);
   };
   TESSERA_ENTER(deviceIndex);
-  for (std::size_t i = 0; i < img.steps.size(); ++i) {
-    const GpuProgramImage::Step &step = img.steps[i];
-    Prepared &p = prepared[i];
-    if (!p.kernel) {
-      const auto &from = step.operands[0], &to = step.operands[1];
-      if (p.copyBytes)
-        TESSERA_CU(driver().memcpyDtoDAsync(
-                       CUdeviceptr(address[std::size_t(to.storage)]),
-                       CUdeviceptr(address[std::size_t(from.storage)]),
-                       p.copyBytes, static_cast<CUstream>(stream.handle())),
-                   stepWhat(i) + " (a copy)");
-      continue;
-    }
-    for (auto [slot, storage] : p.addresses)
-      p.slots[slot] = std::int64_t(address[std::size_t(storage)]);
-    Status st = p.kernel->launch(p.config, stream, p.params, &step);
-    if (!st)
-      return Error{stepWhat(i) + ": " + st.error().message};
+  const GpuProgramImage::Step &step = img.steps[i];
+  Prepared &p = prepared[i];
+  if (!p.kernel) {
+    const auto &from = step.operands[0], &to = step.operands[1];
+    if (p.copyBytes)
+      TESSERA_CU(driver().memcpyDtoDAsync(
+                     CUdeviceptr(address[std::size_t(to.storage)]),
+                     CUdeviceptr(address[std::size_t(from.storage)]),
+                     p.copyBytes, static_cast<CUstream>(stream.handle())),
+                 stepWhat() + " (a copy)");
+    return Status::ok();
   }
+  for (auto [slot, storage] : p.addresses)
+    p.slots[slot] = std::int64_t(address[std::size_t(storage)]);
+  Status st = p.kernel->launch(p.config, stream, p.params, &step);
+  if (!st)
+    return Error{stepWhat() + ": " + st.error().message};
+  return Status::ok();
+}
+
+Status HostProgram::launchSteps(Stream &stream,
+                                const std::vector<std::uint64_t> &address) {
+  for (std::size_t i = 0; i < img.steps.size(); ++i)
+    if (Status st = launchStep(stream, address, i); !st)
+      return st;
   return Status::ok();
 }
 
@@ -370,6 +378,91 @@ Status HostProgram::launchGraph(Stream &stream,
 
 Result<std::vector<DeviceBuffer>>
 HostProgram::run(Stream &stream, const std::vector<DeviceBuffer> &args) {
+  std::vector<std::uint64_t> address;
+  std::vector<DeviceBuffer> owned;
+  if (Status st = bind(stream, args, address, owned); !st)
+    return st.error();
+  bool replayed = false;
+  if (graphsWanted && runCount > 0) {
+    Status st = launchGraph(stream, address, replayed);
+    if (!st)
+      return st.error();
+    if (!replayed)
+      graphsWanted = false; // graphWhy says why
+  }
+  if (replayed) {
+    ++graphRunCount;
+  } else if (Status st = launchSteps(stream, address); !st) {
+    return st.error();
+  }
+  ++runCount;
+  std::vector<DeviceBuffer> results;
+  for (const auto &r : img.results) {
+    const auto &s = img.storages[std::size_t(r.storage)];
+    if (s.kind != GpuProgramImage::StorageKind::Result)
+      return Error{"GPU program '" + img.name + "': a result is buffer " +
+                   std::to_string(r.storage) +
+                   ", which the program does not allocate for the caller"};
+    auto view = owned[std::size_t(r.storage)].reshaped(r.shape);
+    if (!view)
+      return view.error();
+    results.push_back(std::move(*view));
+  }
+  return results;
+}
+
+Result<std::vector<double>>
+HostProgram::timeSteps(Stream &stream, const std::vector<DeviceBuffer> &args,
+                       int reps) {
+  if (reps < 1)
+    return Error{"timeSteps needs at least one repetition, got " +
+                 std::to_string(reps)};
+  std::vector<std::uint64_t> address;
+  std::vector<DeviceBuffer> owned;
+  if (Status st = bind(stream, args, address, owned); !st)
+    return st.error();
+  const std::size_t n = img.steps.size();
+  std::vector<Event> marks;
+  for (std::size_t i = 0; i <= n; ++i) {
+    auto e = Event::create(deviceIndex);
+    if (!e)
+      return e.error();
+    marks.push_back(std::move(*e));
+  }
+  std::vector<std::vector<double>> samples(n);
+  // A first pass warms the caches and the kernels' first-launch work.
+  for (int rep = -1; rep < reps; ++rep) {
+    for (std::size_t i = 0; i < n; ++i) {
+      if (Status st = marks[i].record(stream); !st)
+        return st.error();
+      if (Status st = launchStep(stream, address, i); !st)
+        return st.error();
+    }
+    if (Status st = marks[n].record(stream); !st)
+      return st.error();
+    if (Status st = marks[n].synchronize(); !st)
+      return st.error();
+    if (rep < 0)
+      continue;
+    for (std::size_t i = 0; i < n; ++i) {
+      auto ms = Event::elapsedMs(marks[i], marks[i + 1]);
+      if (!ms)
+        return ms.error();
+      samples[i].push_back(double(*ms) * 1e-3);
+    }
+  }
+  std::vector<double> medians(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    std::vector<double> &v = samples[i];
+    std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+    medians[i] = v[v.size() / 2];
+  }
+  return medians;
+}
+
+Status HostProgram::bind(Stream &stream, const std::vector<DeviceBuffer> &args,
+                         std::vector<std::uint64_t> &address,
+                         std::vector<DeviceBuffer> &owned) {
   // (Error text is made only on failure: run() is the hot path.)
   auto what = [&] { return "GPU program '" + img.name + "'"; };
   if (stream.device() != deviceIndex)
@@ -378,7 +471,7 @@ HostProgram::run(Stream &stream, const std::vector<DeviceBuffer> &args) {
   if (args.size() != img.arguments.size())
     return Error{what() + " takes " + std::to_string(img.arguments.size()) +
                  " arguments, got " + std::to_string(args.size())};
-  std::vector<std::uint64_t> address(img.storages.size(), 0);
+  address.assign(img.storages.size(), 0);
   for (std::size_t i = 0; i < args.size(); ++i) {
     const auto &want = img.storages[std::size_t(img.arguments[i])];
     const DeviceBuffer &a = args[i];
@@ -406,7 +499,7 @@ HostProgram::run(Stream &stream, const std::vector<DeviceBuffer> &args) {
     }
     return true;
   };
-  std::vector<DeviceBuffer> owned;
+  owned.clear();
   for (const ResultSet &set : resultSets)
     if (released(set)) {
       owned = set.buffers;
@@ -441,30 +534,80 @@ HostProgram::run(Stream &stream, const std::vector<DeviceBuffer> &args) {
   }
   if (!reused && resultSets.size() < kResultSetsKept)
     resultSets.push_back(ResultSet{owned, stream.handle()});
-  bool replayed = false;
-  if (graphsWanted && runCount > 0) {
-    Status st = launchGraph(stream, address, replayed);
-    if (!st)
-      return st.error();
-    if (!replayed)
-      graphsWanted = false; // graphWhy says why
+  return Status::ok();
+}
+
+Result<TuningTable>
+tessera::runtime::cuda::tunePrograms(const std::vector<GpuProgramImage> &programs,
+                                     int device, int reps) {
+  if (programs.empty())
+    return Error{"autotuning needs at least one compiled program"};
+  const GpuProgramImage &first = programs.front();
+  for (const GpuProgramImage &p : programs)
+    if (p.name != first.name || p.arguments.size() != first.arguments.size())
+      return Error{"autotuning takes compiles of one function: got @" +
+                   first.name + " and @" + p.name};
+  auto stream = Stream::create(device);
+  if (!stream)
+    return stream.error();
+  // Arguments of random values (the products' time hardly depends on
+  // them, but zeros would let the tensor cores idle).
+  std::vector<DeviceBuffer> args;
+  std::uint64_t state = 0x9e3779b97f4a7c15ull;
+  auto next = [&] {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return std::uint32_t(state >> 33);
+  };
+  for (std::int32_t storage : first.arguments) {
+    const auto &s = first.storages[std::size_t(storage)];
+    auto host = HostBuffer::zeros(s.type, s.shape);
+    if (!host)
+      return host.error();
+    std::int64_t n = host->numElements();
+    if (s.type == DType::f32) {
+      for (std::int64_t i = 0; i < n; ++i)
+        host->as<float>()[i] = float(next()) / 2147483648.0f - 1.0f;
+    } else if (s.type == DType::bf16 || s.type == DType::f16) {
+      // Values of magnitude [0.5, 1) with random signs and mantissas.
+      std::uint16_t base = s.type == DType::bf16 ? 0x3f00 : 0x3800;
+      std::uint16_t mantissa = s.type == DType::bf16 ? 0x7f : 0x3ff;
+      for (std::int64_t i = 0; i < n; ++i) {
+        std::uint32_t r = next();
+        host->as<std::uint16_t>()[i] = std::uint16_t(
+            ((r >> 16) & 1) << 15 | base | (r & mantissa));
+      }
+    }
+    auto buffer = DeviceBuffer::fromHost(*host, device, &*stream);
+    if (!buffer)
+      return buffer.error();
+    args.push_back(std::move(*buffer));
   }
-  if (replayed) {
-    ++graphRunCount;
-  } else if (Status st = launchSteps(stream, address); !st) {
-    return st.error();
+  TuningTable best;
+  for (std::size_t v = 0; v < programs.size(); ++v) {
+    auto program = HostProgram::load(programs[v], device);
+    if (!program)
+      return program.error();
+    auto times = (*program)->timeSteps(*stream, args, reps);
+    if (!times)
+      return Error{"autotuning program " + std::to_string(v) + ": " +
+                   times.error().message};
+    // Each key's launches together; the schedule its first launch
+    // records (a split product's second launch has the sum's own tile).
+    std::map<std::string, TuningTable::Entry> found;
+    const auto &steps = (*program)->image().steps;
+    for (std::size_t i = 0; i < steps.size(); ++i) {
+      if (steps[i].tuning.empty())
+        continue;
+      auto [it, fresh] = found.try_emplace(steps[i].tuning);
+      if (fresh)
+        it->second.schedule = steps[i].schedule;
+      it->second.seconds += (*times)[i];
+    }
+    for (auto &[key, e] : found) {
+      auto it = best.entries.find(key);
+      if (it == best.entries.end() || e.seconds < it->second.seconds)
+        best.entries[key] = e;
+    }
   }
-  ++runCount;
-  std::vector<DeviceBuffer> results;
-  for (const auto &r : img.results) {
-    const auto &s = img.storages[std::size_t(r.storage)];
-    if (s.kind != GpuProgramImage::StorageKind::Result)
-      return Error{what() + ": a result is buffer " + std::to_string(r.storage) +
-                   ", which the program does not allocate for the caller"};
-    auto view = owned[std::size_t(r.storage)].reshaped(r.shape);
-    if (!view)
-      return view.error();
-    results.push_back(std::move(*view));
-  }
-  return results;
+  return best;
 }

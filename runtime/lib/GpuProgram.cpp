@@ -189,6 +189,7 @@ std::vector<char> GpuProgramImage::encode() const {
       w.put<std::uint64_t>(c.bits);
     }
     w.put(s.schedule);
+    w.put(s.tuning);
   }
   w.put(ptx);
   w.put(std::string(cubin.begin(), cubin.end()));
@@ -319,6 +320,7 @@ GpuProgramImage::decode(const std::vector<char> &bytes,
         c.type = *t;
     }
     s.schedule = r.getString();
+    s.tuning = r.getString();
   }
   img.ptx = r.getString();
   std::string cubin = r.getString();
@@ -565,6 +567,8 @@ std::string GpuProgramImage::listing() const {
     }
     if (!step.schedule.empty())
       os << " schedule " << step.schedule;
+    if (!step.tuning.empty())
+      os << " tuning " << step.tuning;
     os << "\n";
   }
   for (std::size_t i = 0; i < results.size(); ++i)

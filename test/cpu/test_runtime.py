@@ -264,9 +264,23 @@ def test_gpu_programs_from_the_command_line(tmp_path, model):
     assert " step 0: launch layer_" in listed, listed
     listed = tessera_run(bundle, "--describe").stdout
     assert "# program 2 of 2\n# program layer for sm_80" in listed, listed
+    # Autotuning variants make one bundle; --tuning reads its file.
+    variants = tmp_path / "variants.tgpu"
+    tessera_run(source, "--emit-gpu-program", variants, "--dims", "B=5", "--variants")
+    assert variants.read_bytes().count(b"TSGPUPRG") == 4
+    bad_tuning = tmp_path / "tuning.txt"
+    bad_tuning.write_text("gemm-12 block(64, 64)\n")
     truncated = tmp_path / "truncated.tgpu"
     truncated.write_bytes(data[:len(data) // 2])
     cases = [
+        ([source, "--emit-gpu-program", tmp_path / "x.tgpu", "--dims", "B=5", "--tuning", bad_tuning],
+         "tuning.txt:1: expected 'KEY SCHEDULE'"),
+        ([source, "--emit-gpu-program", tmp_path / "x.tgpu", "--dims", "B=5", "--variants",
+          "--chip", "sm_90a,sm_80"], "--variants compiles for one chip"),
+        ([source, "--emit-gpu-program", tmp_path / "x.tgpu", "--dims", "B=5", "--sms", "0"],
+         "--sms expects a number of SMs >= 1"),
+        ([source, "--tune", bad_tuning], "--tune takes a .tgpu bundle of --variants programs"),
+        ([variants, "--tune", bad_tuning, "--device", "cpu"], "--tune times programs on a GPU"),
         ([source, "--describe"], "--describe takes a GPU program file (.tgpu)"),
         ([truncated, "--describe"], "is truncated: its header promises"),
         ([source, "--device", "gpu"], "--device expects cpu, cuda or cuda:K, got 'gpu'"),

@@ -44,7 +44,7 @@ def _refused(data, match):
 def test_the_file_holds_the_program(program):
     assert program[:8] == b"TSGPUPRG"
     (version,) = struct.unpack_from("<I", program, 8)
-    assert version == 4
+    assert version == 5
     (length, digest) = struct.unpack_from("<QQ", program, 12)
     assert length == len(program) - HEADER
     assert digest == _fnv1a(program[HEADER:])
@@ -88,7 +88,7 @@ def test_extra_bytes_are_refused(program):
 
 def test_another_format_version_is_refused(program):
     data = program[:8] + struct.pack("<I", 7) + program[12:]
-    _refused(data, "has format version 7; this runtime .* reads version 4 "
+    _refused(data, "has format version 7; this runtime .* reads version 5 "
                    r"\(compile it again\)")
 
 

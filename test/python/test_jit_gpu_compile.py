@@ -99,3 +99,52 @@ def test_bad_device_and_argument_errors():
     with pytest.raises(ts.TesseraError, match=r"argument 0 must be f32\[4, 4\]"):
         prog(np.ones((4, 5), np.float32))
     np.testing.assert_allclose(f(x).numpy(), np.exp(x), rtol=1e-6)
+
+
+def _weight_grad():
+    """A weight gradient X^T dY, [1024, 1024] over 16384 tokens: the
+    estimate splits K in 4 (128x256 tiles); its autotune space has other
+    tiles and splits."""
+    import ml_dtypes
+    x = np.zeros((16384, 1024), ml_dtypes.bfloat16)
+    return ts.jit(lambda x, dy: op.matmul(x, dy, transpose_lhs=True)).lower(
+        x, x)
+
+
+def test_autotune_variants_and_tuning_files(tmp_path):
+    import re
+    lowered = _weight_grad()
+    default = lowered.compile_gpu("sm_90a")
+    assert b"block(128, 256).k(64).warps(8).stages(4).split(4)" in default
+    keys = set(re.findall(rb"gemm-[0-9a-f]{16}", default))
+    assert len(keys) == 1, keys
+    key = keys.pop().decode()
+    # Variant N builds candidate N of the space (the estimate's order).
+    second = lowered.compile_gpu("sm_90a", variant=1)
+    assert b"block(128, 128).k(64).warps(8).stages(4).split(2)" in second
+    assert key.encode() in second  # the key does not depend on the choice
+    # A tuning file's schedule for the key is built ...
+    tuned = tmp_path / "tuning.txt"
+    tuned.write_text(f"# tuned\n{key} "
+                     "block(128, 128).k(64).warps(8).stages(4).split(4)"
+                     "  # 90.0 us\n")
+    data = lowered.compile_gpu("sm_90a", tuning=str(tuned))
+    assert b"block(128, 128).k(64).warps(8).stages(4).split(4)" in data
+    # ... unless it is not in the product's space (a stale entry), or the
+    # file is about other products.
+    for text in [f"{key} block(16, 16).k(16).warps(4).stages(1)\n",
+                 "gemm-0123456789abcdef block(64, 128).k(64)\n"]:
+        tuned.write_text(text)
+        assert lowered.compile_gpu("sm_90a", tuning=str(tuned)) == default
+    # A malformed file names the line; a missing one is an error too.
+    tuned.write_text(f"{key} block(128, 128)\nnot a line\n")
+    with pytest.raises(ts.TesseraError, match=r"tuning.txt:2: expected "
+                       r"'KEY SCHEDULE'"):
+        lowered.compile_gpu("sm_90a", tuning=str(tuned))
+    with pytest.raises(ts.TesseraError, match="cannot read the tuning file"):
+        lowered.compile_gpu("sm_90a", tuning=str(tmp_path / "missing.txt"))
+
+
+def test_autotune_needs_a_gpu_device():
+    with pytest.raises(ts.TesseraError, match="needs device='cuda'"):
+        ts.jit(lambda x: x, autotune=True)

@@ -55,13 +55,14 @@ PYTHONPATH=build/python build/venv/bin/python \
   test/python/gpu/host_programs.py --precompile "$chip" "$out/hostprog"
 # The transformer-block training step of bench/gpu/jit_block_bench.py
 # (the C++ pipeline's program file), at batch 1 and 8, and the same step
-# written with the C++ API (examples/cpp/transformer_block.cpp);
-# test_block_program_gpu.py checks the program files.
+# written with the C++ API (examples/cpp/transformer_block.cpp), with the
+# autotuning variants; test_block_program_gpu.py checks the program files
+# and tunes the variants.
 ninja -C build tessera-example-transformer-block
 for batch in 1 8; do
   PYTHONPATH=build/python \
     build/venv/bin/python bench/gpu/jit_block_bench.py --precompile "$chip" \
-    "$out/blocks/b$batch" --batch $batch
+    "$out/blocks/b$batch" --batch $batch --variants
   build/bin/tessera-example-transformer-block --batch $batch --seq 2048 \
     --chip "$chip" --emit-gpu "$out/blocks/b$batch/program_cpp.tgpu"
 done

@@ -11,6 +11,10 @@
 //               [--chip sm_90a,sm_80] [--cubin]
 //   tessera-run f.tgpu [--device cuda:K] ...
 //   tessera-run f.tgpu --describe
+//   tessera-run model.mlir --emit-gpu-program v.tgpu --dims B=32 --variants
+//   tessera-run v.tgpu --tune tuning.txt [--device cuda:K]
+//   tessera-run model.mlir --emit-gpu-program f.tgpu --tuning tuning.txt
+//   tessera-run model.mlir --device cuda --autotune [--tuning tuning.txt]
 //
 // Compiles the function with the CPU pipeline (through the compile cache)
 // and calls it through the runtime, or, given a library compiled ahead of
@@ -30,10 +34,12 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "tessera/Conversion/Passes.h"
 #include "tessera/Execution/CPUCompiler.h"
 #include "tessera/Execution/GPUCompiler.h"
 #include "tessera/Execution/GradCheck.h"
 #include "tessera/Runtime/Runtime.h"
+#include "tessera/Runtime/Tuning.h"
 #include "tessera/Shape/DimExpr.h"
 
 #include "tessera/InitAll.h"
@@ -150,6 +156,40 @@ static llvm::cl::opt<std::string> emitGpuProgram(
     "emit-gpu-program",
     llvm::cl::desc("Compile the function for the GPU, for the sizes --dims "
                    "gives its symbolic dims, into this program file and exit"),
+    llvm::cl::cat(runCategory));
+static llvm::cl::opt<int64_t> variant(
+    "variant",
+    llvm::cl::desc("With --emit-gpu-program: build each generated product "
+                   "with candidate N of its autotune space (tsched.space)"),
+    llvm::cl::init(-1), llvm::cl::cat(runCategory));
+static llvm::cl::opt<bool> variants(
+    "variants",
+    llvm::cl::desc("With --emit-gpu-program: write one program for each "
+                   "candidate rank of the products' autotune spaces, as a "
+                   "bundle that `tessera-run FILE --tune T` times on a GPU"),
+    llvm::cl::cat(runCategory));
+static llvm::cl::opt<int64_t> sms(
+    "sms",
+    llvm::cl::desc("With --emit-gpu-program: SMs of the target card (the "
+                   "GEMM tile choice and the tuning keys; default 132, an "
+                   "H100 or H200)"),
+    llvm::cl::init(132), llvm::cl::cat(runCategory));
+static llvm::cl::opt<std::string> tuningFile(
+    "tuning",
+    llvm::cl::desc("A file of tuned schedules to compile with (what --tune "
+                   "and --autotune write)"),
+    llvm::cl::cat(runCategory));
+static llvm::cl::opt<std::string> tuneInto(
+    "tune",
+    llvm::cl::desc("For a .tgpu bundle of --variants: time its programs on "
+                   "the GPU and merge each product's fastest schedule into "
+                   "this tuning file"),
+    llvm::cl::cat(runCategory));
+static llvm::cl::opt<bool> autotune(
+    "autotune",
+    llvm::cl::desc("With --device cuda: tune the products' schedules on the "
+                   "device at the first compile (kept in --tuning, else "
+                   "<cache>/gpu/tuning.txt)"),
     llvm::cl::cat(runCategory));
 static llvm::cl::opt<bool> describeProgram(
     "describe",
@@ -492,19 +532,31 @@ static int emitGpu() {
     for (size_t j = 0; j < i; ++j)
       if (chips[j].trim() == c.trim())
         return fail("--chip names " + c.trim() + " twice");
+  if (variants && chips.size() != 1)
+    return fail("--variants compiles for one chip, got --chip " + chip);
+  if (variants && variant >= 0)
+    return fail("--variants writes every variant; leave out --variant");
+  if (sms < 1)
+    return fail("--sms expects a number of SMs >= 1, got " +
+                llvm::Twine(sms.getValue()));
   rt::GpuBundle bundle;
-  for (StringRef c : chips) {
-    mlir::tessera::GPUCompileOptions options;
-    options.entry = pickFunction(*signatures);
-    options.chip = c.trim().str();
-    options.cubin = cubin;
-    for (const auto &entry : *sizes)
-      options.dims[entry.getKey().str()] = entry.getValue();
-    auto image = mlir::tessera::compileForGPU(*source->module, options);
-    if (failed(image))
-      return 1;
-    bundle.programs.push_back(std::move(*image));
-  }
+  int64_t count = variants ? int64_t(mlir::tessera::kGemmAutotuneSpace) : 1;
+  for (StringRef c : chips)
+    for (int64_t v = 0; v < count; ++v) {
+      mlir::tessera::GPUCompileOptions options;
+      options.entry = pickFunction(*signatures);
+      options.chip = c.trim().str();
+      options.cubin = cubin;
+      options.multiprocessors = sms;
+      options.variant = variants ? v : variant;
+      options.tuningFile = tuningFile;
+      for (const auto &entry : *sizes)
+        options.dims[entry.getKey().str()] = entry.getValue();
+      auto image = mlir::tessera::compileForGPU(*source->module, options);
+      if (failed(image))
+        return 1;
+      bundle.programs.push_back(std::move(*image));
+    }
   rt::Status st = bundle.programs.size() == 1
                       ? bundle.programs[0].save(emitGpuProgram)
                       : bundle.save(emitGpuProgram);
@@ -537,9 +589,17 @@ static rt::Result<std::shared_ptr<rt::Executable>> compileForCuda(int index) {
                               : std::string(cacheDir)) +
             "/gpu";
   int64_t multiprocessors = info->multiprocessors;
-  auto compile = [source, target, multiprocessors, cache](
-                     const std::string &name,
-                     const std::map<std::string, int64_t> &sizes)
+  std::string tuning = tuningFile;
+  if (autotune && tuning.empty()) {
+    if (cache.empty())
+      return rt::Error{"--autotune keeps its choices in a file: give "
+                       "--tuning FILE (or leave the compile cache on)"};
+    llvm::sys::fs::create_directories(cache);
+    tuning = cache + "/tuning.txt";
+  }
+  auto compile = [source, target, multiprocessors, cache, tuning,
+                  index](const std::string &name,
+                         const std::map<std::string, int64_t> &sizes)
       -> rt::Result<rt::GpuProgramImage> {
     std::lock_guard<std::mutex> lock(source->mutex);
     mlir::tessera::GPUCompileOptions options;
@@ -548,8 +608,16 @@ static rt::Result<std::shared_ptr<rt::Executable>> compileForCuda(int index) {
     options.multiprocessors = multiprocessors;
     options.dims = sizes;
     options.cacheDirectory = cache;
+    options.tuningFile = tuning;
     // The pipeline's diagnostics went to stderr already.
-    auto image = mlir::tessera::compileForGPU(*source->module, options);
+    std::string report;
+    auto image =
+        autotune ? mlir::tessera::compileTunedForGPU(*source->module, options,
+                                                     index, 10, &report)
+                 : mlir::tessera::compileForGPU(*source->module, options);
+    if (!report.empty())
+      llvm::errs() << "tuned @" << name << " (kept in " << tuning
+                   << "):\n" << report;
     if (failed(image))
       return rt::Error{"the GPU pipeline failed on @" + name};
     return std::move(*image);
@@ -631,6 +699,32 @@ int main(int argc, char **argv) {
   }
   if (gpuFile && !device.getNumOccurrences())
     device = "cuda";
+  if (!tuneInto.empty()) {
+    if (!gpuFile)
+      return fail("--tune takes a .tgpu bundle of --variants programs, got " +
+                  inputFile);
+    auto index = parseDevice(device);
+    if (!index)
+      return 1;
+    if (*index < 0)
+      return fail("--tune times programs on a GPU: --device cuda[:K]");
+    auto bundle = rt::GpuBundle::load(inputFile);
+    if (!bundle)
+      return fail(bundle.error().message);
+    // The file it merges into is read first: a damaged one is reported
+    // before the GPU time is spent (and is not overwritten).
+    auto table = rt::TuningTable::load(tuneInto);
+    if (!table)
+      return fail(table.error().message);
+    auto tuned = rt::cuda::tunePrograms(bundle->programs, *index);
+    if (!tuned)
+      return fail(tuned.error().message);
+    table->merge(*tuned);
+    if (rt::Status st = table->save(tuneInto); !st)
+      return fail(st.error().message);
+    llvm::outs() << tuned->str();
+    return 0;
+  }
   std::optional<int> cudaIndex = parseDevice(device);
   if (!cudaIndex)
     return 1;

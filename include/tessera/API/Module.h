@@ -68,6 +68,12 @@ struct CompileOptions {
   /// GPU programs are kept there too, one file per function and sizes.
   std::string cacheDirectory;
   Target target;
+  /// On a CUDA target: tune the schedules of the generated products on
+  /// the device at a function's first compile for its sizes (one program
+  /// per candidate rank of their autotune spaces, timed there), keeping
+  /// the choices in `<cacheDirectory>/gpu/tuning.txt` (read again by later
+  /// compiles and processes, which then tune nothing more).
+  bool autotune = false;
 };
 
 /// How Module::compileGPU() compiles.
@@ -89,6 +95,15 @@ struct GPUCompileOptions {
   /// compiler build); empty: nowhere. Module::compile's CUDA target keeps
   /// them in `<its cache directory>/gpu`.
   std::string cacheDirectory;
+  /// Build each generated product with candidate `variant` of its autotune
+  /// space (the IR's `tsched.space`; -1: the cost model's choice): the
+  /// programs an autotuner times (runtime::cuda::tunePrograms).
+  int64_t variant = -1;
+  /// A file of tuned schedules (runtime::TuningTable) to build with.
+  std::string tuningFile;
+  /// >= 0: first tune the products missing from `tuningFile` (needed) on
+  /// that CUDA device, as Module::compile's autotune does.
+  int autotuneDevice = -1;
 };
 
 /// The stages Module::lower() can show.

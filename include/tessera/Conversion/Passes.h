@@ -22,6 +22,10 @@
 
 namespace mlir::tessera {
 
+/// Schedules in a generated GEMM's autotune space (tsched.space): the
+/// estimate's best few; an autotuner compiles one program per rank.
+inline constexpr size_t kGemmAutotuneSpace = 4;
+
 #define GEN_PASS_DECL
 #include "tessera/Conversion/Passes.h.inc"
 

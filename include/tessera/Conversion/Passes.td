@@ -179,7 +179,15 @@ def TSchedGenerateKernels : Pass<"tessera-gpu-generate-kernels", "ModuleOp"> {
            "or H200)">,
     Option<"chip", "chip", "std::string", "\"sm_90a\"",
            "The target chip: sm_90a takes the Hopper schedules of stdlib "
-           "kernels, other chips the mma.sync ones">
+           "kernels, other chips the mma.sync ones">,
+    Option<"variant", "variant", "int64_t", "-1",
+           "Build every tunable product with candidate N of its autotune "
+           "space (the last if it has fewer; -1: the estimate's choice): "
+           "the programs an autotuner times">,
+    Option<"tuning", "tuning", "std::string", "\"\"",
+           "A file of tuned schedules, one 'KEY SCHEDULE' a line "
+           "(tsched.tuning_key of a product, then its chain), used where "
+           "the key matches and the schedule is in the product's space">
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::func::FuncDialect",

@@ -39,12 +39,31 @@ struct GPUCompileOptions {
   /// loads without the driver's JIT: for programs shipped to other
   /// machines. An error when ptxas is not found or refuses the PTX.
   bool cubin = false;
+  /// Builds each tunable product with candidate `variant` of its autotune
+  /// space (-1: the cost model's choice); see tuneGpuPrograms.
+  int64_t variant = -1;
+  /// A file of tuned schedules (`KEY SCHEDULE` lines, as
+  /// runtime::TuningTable saves them) used where a product's key matches;
+  /// empty: none. Its contents are part of the cache key.
+  std::string tuningFile;
 };
 
 /// Compiles `entry` of `module` (left unchanged). Errors are reported as
 /// diagnostics on the module.
 FailureOr<::tessera::runtime::GpuProgramImage>
 compileForGPU(ModuleOp module, const GPUCompileOptions &options);
+
+/// compileForGPU with the products' schedules tuned on CUDA device
+/// `device`: when `options.tuningFile` (created if missing) lacks a
+/// product of the program, the function is compiled once for each
+/// candidate rank of the spaces, the programs are timed there
+/// (runtime::cuda::tunePrograms, `reps` runs), and the file gains each
+/// product's fastest schedule (`report`, if given, gets what was found)
+/// before the tuned program is compiled. A file that knows every product
+/// costs nothing more than compileForGPU.
+FailureOr<::tessera::runtime::GpuProgramImage>
+compileTunedForGPU(ModuleOp module, const GPUCompileOptions &options,
+                   int device, int reps = 10, std::string *report = nullptr);
 
 /// The image of a module that --tessera-gpu-pipeline has already run on
 /// (its host function `entry`, or the only one).

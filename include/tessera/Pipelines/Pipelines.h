@@ -98,6 +98,15 @@ struct GPUPipelineOptions : public PassPipelineOptions<GPUPipelineOptions> {
   Option<int> optLevel{*this, "opt-level",
                        llvm::cl::desc("LLVM optimization level"),
                        llvm::cl::init(3)};
+  Option<int64_t> variant{
+      *this, "variant",
+      llvm::cl::desc("Build each tunable product with candidate N of its "
+                     "autotune space (-1: the cost model's choice)"),
+      llvm::cl::init(-1)};
+  Option<std::string> tuning{
+      *this, "tuning",
+      llvm::cl::desc("A file of tuned schedules ('KEY SCHEDULE' lines)"),
+      llvm::cl::init("")};
   ListOption<std::string> dims{
       *this, "dims",
       llvm::cl::desc("Sizes of the symbolic dims, NAME=SIZE (e.g. B=32,S=128): "

@@ -17,6 +17,12 @@ namespace mlir::tessera::group_kernels {
 
 GemmSchedule chooseGemmSchedule(const tsched::GemmForm &form, int64_t sms,
                                 bool plain, bool maysplit) {
+  return gemmScheduleSpace(form, sms, plain, maysplit).front();
+}
+
+SmallVector<GemmSchedule> gemmScheduleSpace(const tsched::GemmForm &form,
+                                            int64_t sms, bool plain,
+                                            bool maysplit) {
   struct Candidate {
     GemmSchedule s;
     double efficiency;
@@ -53,9 +59,7 @@ GemmSchedule chooseGemmSchedule(const tsched::GemmForm &form, int64_t sms,
       t += 2.0 * 4.0 * double(splits * rows * form.n) / bandwidth + launch;
     return t;
   };
-  GemmSchedule best{};
-  double bestTime = 0;
-  bool found = false;
+  SmallVector<std::pair<double, GemmSchedule>> ranked;
   for (const Candidate &c : candidates) {
     for (int64_t splits = 1; splits <= 16; splits *= 2) {
       if (splits > 1) {
@@ -67,16 +71,26 @@ GemmSchedule chooseGemmSchedule(const tsched::GemmForm &form, int64_t sms,
         // The partials kernel of a split is plain whatever the epilogue.
         continue;
       }
-      double t = seconds(c, splits);
-      if (!found || t < bestTime) {
-        best = c.s;
-        best.splits = splits;
-        bestTime = t;
-        found = true;
-      }
+      GemmSchedule s = c.s;
+      s.splits = splits;
+      ranked.push_back({seconds(c, splits), s});
     }
   }
-  return best;
+  // Fastest first; equal estimates keep the candidates' order.
+  SmallVector<size_t> order(ranked.size());
+  for (size_t i = 0; i < order.size(); ++i)
+    order[i] = i;
+  llvm::sort(order, [&](size_t a, size_t b) {
+    return ranked[a].first < ranked[b].first ||
+           (ranked[a].first == ranked[b].first && a < b);
+  });
+  // The estimate is good enough to leave out the rest: an autotuner
+  // compiles one program for each candidate rank.
+  SmallVector<GemmSchedule> out;
+  for (size_t i : order)
+    if (out.size() < kGemmAutotuneSpace)
+      out.push_back(ranked[i].second);
+  return out;
 }
 
 /// The flat batch index of an operand whose batch dims are

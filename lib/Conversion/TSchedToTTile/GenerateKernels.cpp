@@ -15,6 +15,10 @@
 
 #include "GroupKernel.h"
 
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/xxhash.h"
+
 namespace mlir::tessera {
 #define GEN_PASS_DEF_TSCHEDGENERATEKERNELS
 #include "tessera/Conversion/Passes.h.inc"
@@ -612,11 +616,14 @@ struct TSchedGenerateKernelsPass
       symbols.insert(kernel);
       return kernel;
     };
+    StringRef tuning;
+    if (auto key = group->getAttrOfType<StringAttr>("tsched.tuning_key"))
+      tuning = key.getValue();
     auto launch = [&](func::FuncOp k, int64_t grid,
                       ArrayRef<Attribute> args) -> Attribute {
       markKernel(k, gen.numWarps());
       return launchEntry(b, FlatSymbolRefAttr::get(k.getSymNameAttr()),
-                         {grid}, args, gen.scheduleAttr().str());
+                         {grid}, args, gen.scheduleAttr().str(), {}, tuning);
     };
     // The first: (A, B, partials).
     Value aArg = body.getArgument(aInput), bArg = body.getArgument(bInput);
@@ -654,6 +661,11 @@ struct TSchedGenerateKernelsPass
     Attribute secondLaunch = launch(second, gen.gemmGrid(false), refs);
     group->setAttr("tsched.launches",
                    b.getArrayAttr({firstLaunch, secondLaunch}));
+    group->setAttr(tsched::TSchedDialect::kScheduleAttrName,
+                   tsched::ScheduleAttr::parseSchedule(
+                       gen.gemmSchedule().str(), b.getContext(),
+                       [&] { return group.emitOpError(); })
+                       .value_or(tsched::ScheduleAttr()));
     group->setAttr("tsched.scratch",
                    b.getArrayAttr({TypeAttr::get(
                        MemRefType::get(partials, b.getF32Type()))}));
@@ -674,8 +686,94 @@ struct TSchedGenerateKernelsPass
     group->setAttr("tsched.views", views);
   }
 
+  /// Tuned schedules by key (the `tuning` file), read once.
+  llvm::StringMap<std::string> tuned;
+
+  /// Reads the `tuning` file: one `KEY SCHEDULE` a line (the key of a
+  /// product, gemm-<16 hex digits>, and its schedule chain); '#' starts a
+  /// comment.
+  LogicalResult readTuning() {
+    if (tuning.empty())
+      return success();
+    ModuleOp module = getOperation();
+    // Errors name the file, not an op (the module is not at fault).
+    auto error = [&] { return mlir::emitError(UnknownLoc::get(&getContext())); };
+    auto file = llvm::MemoryBuffer::getFile(tuning, /*IsText=*/true);
+    if (!file)
+      return error() << "cannot read the tuning file " << tuning
+                                << ": " << file.getError().message();
+    SmallVector<StringRef> lines;
+    (*file)->getBuffer().split(lines, '\n');
+    for (size_t n = 0; n < lines.size(); ++n) {
+      StringRef line = lines[n].split('#').first.trim();
+      if (line.empty())
+        continue;
+      StringRef key = line.split(' ').first;
+      StringRef chain = line.split(' ').second.trim();
+      auto bad = [&]() {
+        return error()
+               << tuning << ":" << n + 1 << ": expected 'KEY SCHEDULE' (a "
+               << "product's key gemm-<16 hex digits> and its schedule "
+               << "chain), got '" << line << "'";
+      };
+      if (!key.starts_with("gemm-") || key.size() != 21 ||
+          key.drop_front(5).find_first_not_of("0123456789abcdef") !=
+              StringRef::npos ||
+          chain.empty())
+        return bad();
+      if (failed(tsched::ScheduleAttr::parseSchedule(
+              chain, module.getContext(), [&] {
+                return error()
+                       << tuning << ":" << n + 1 << ": the schedule of "
+                       << key << ": ";
+              })))
+        return failure();
+      tuned[key] = chain.str();
+    }
+    return success();
+  }
+
+  /// The key a product's tuned schedule is kept under: what the group
+  /// computes (its ops, types and attributes, printed without names or
+  /// locations) on `chip` with `multiprocessors` SMs.
+  std::string tuningKey(tsched::GroupOp group) {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    group->print(os, OpPrintingFlags().printGenericOpForm().useLocalScope());
+    os << "|" << chip << "|" << multiprocessors;
+    return llvm::formatv("gemm-{0:x-16}", llvm::xxh3_64bits(text)).str();
+  }
+
+  /// Records a product's autotune space and tuning key on its group and
+  /// picks its schedule: the tuned one if the `tuning` file has its key
+  /// (and the schedule is still in its space), else candidate `variant`
+  /// of the space (the last if there are fewer), else the estimate's.
+  LogicalResult tune(tsched::GroupOp group, RowKernel &gen) {
+    Builder b(group.getContext());
+    std::string key = tuningKey(group);
+    ArrayRef<group_kernels::GemmSchedule> space = gen.space();
+    SmallVector<Attribute> chains;
+    for (const group_kernels::GemmSchedule &s : space)
+      chains.push_back(b.getStringAttr(s.str()));
+    group->setAttr("tsched.space", b.getArrayAttr(chains));
+    group->setAttr("tsched.tuning_key", b.getStringAttr(key));
+    auto it = tuned.find(key);
+    if (it != tuned.end()) {
+      for (const group_kernels::GemmSchedule &s : space)
+        if (s.str() == it->second) {
+          gen.useSchedule(s);
+          return success();
+        }
+    }
+    if (variant >= 0)
+      gen.useSchedule(space[std::min<size_t>(variant, space.size() - 1)]);
+    return success();
+  }
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    if (failed(readTuning()))
+      return signalPassFailure();
     SymbolTable symbols(module);
     SmallVector<func::FuncOp> fns(module.getOps<func::FuncOp>());
     mlir::tessera::group_kernels::AttentionLaunches attention(
@@ -709,6 +807,8 @@ struct TSchedGenerateKernelsPass
                                  "not a GEMM the GPU generates";
           return WalkResult::interrupt();
         }
+        if (!gen.space().empty() && failed(tune(group, gen)))
+          return WalkResult::interrupt();
         if (failed(gen.checkSchedule()))
           return WalkResult::interrupt();
         gen.findFullShape();

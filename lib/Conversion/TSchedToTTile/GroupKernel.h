@@ -45,6 +45,18 @@ struct Tile {
 struct GemmSchedule {
   int64_t bm, bn, bk, warps, stages;
   int64_t splits = 1;
+
+  /// As a schedule chain: block(BM, BN).k(BK).warps(W).stages(S), then
+  /// .split(S) when K is split.
+  std::string str() const {
+    std::string s = "block(" + std::to_string(bm) + ", " + std::to_string(bn) +
+                    ").k(" + std::to_string(bk) + ").warps(" +
+                    std::to_string(warps) + ").stages(" +
+                    std::to_string(stages) + ")";
+    if (splits > 1)
+      s += ".split(" + std::to_string(splits) + ")";
+    return s;
+  }
 };
 
 /// The tiles a GEMM of `form` is built with: of the candidates for its
@@ -64,6 +76,12 @@ struct GemmSchedule {
 /// is fixed by the schedule, so results are the same bits at every run.
 GemmSchedule chooseGemmSchedule(const tsched::GemmForm &form, int64_t sms,
                                 bool plain, bool maysplit = false);
+/// The schedules chooseGemmSchedule weighs (each tile with each split it
+/// may take), fastest first by its estimate, the first few of
+/// them (kGemmAutotuneSpace): the autotune space of the product.
+SmallVector<GemmSchedule> gemmScheduleSpace(const tsched::GemmForm &form,
+                                            int64_t sms, bool plain,
+                                            bool maysplit);
 
 class RowKernel {
 public:
@@ -83,11 +101,16 @@ public:
       });
       auto user = gemmOp->getAttrOfType<tsched::ScheduleAttr>(
           tsched::TSchedDialect::kScheduleAttrName);
-      // A product with a schedule of its own is built as it says, whole.
-      GemmSchedule s = chooseGemmSchedule(*gemm, sms, plain,
-                                          /*maysplit=*/!user && gemm->flat());
+      // A product with a schedule of its own is built as it says (whole
+      // unless it says split); the others have a space to tune in.
+      if (!user)
+        candidates = gemmScheduleSpace(*gemm, sms, plain, gemm->flat());
+      GemmSchedule s = user ? chooseGemmSchedule(*gemm, sms, plain)
+                            : candidates.front();
       // The parts of the product's own schedule replace the chosen ones.
       if (user) {
+        if (user.getSplit())
+          s.splits = user.getSplit();
         if (!user.getBlock().empty()) {
           s.bm = user.getBlock()[0];
           s.bn = user.getBlock()[1];
@@ -99,12 +122,7 @@ public:
         if (user.getStages())
           s.stages = user.getStages();
       }
-      bm = s.bm;
-      bn = s.bn;
-      bk = s.bk;
-      warps = s.warps;
-      stages = s.stages;
-      splits = s.splits;
+      useSchedule(s);
       return;
     }
     bn = int64_t(llvm::PowerOf2Ceil(uint64_t(std::max<int64_t>(cols, 1))));
@@ -115,6 +133,22 @@ public:
   /// K chunks of a split GEMM (1: one kernel). A split GEMM is built as
   /// two kernels: buildPartials() then buildSum().
   int64_t kSplits() const { return splits; }
+  /// The schedules a GEMM without one of its own may take, the chosen one
+  /// first (empty for other groups).
+  ArrayRef<GemmSchedule> space() const { return candidates; }
+  /// Builds the GEMM with `s` instead (one of space(); before build()).
+  void useSchedule(const GemmSchedule &s) {
+    bm = s.bm;
+    bn = s.bn;
+    bk = s.bk;
+    warps = s.warps;
+    stages = s.stages;
+    splits = s.splits;
+    chosen = s;
+  }
+  /// The GEMM's schedule as chosen (with its split), whatever kernel is
+  /// built last.
+  GemmSchedule gemmSchedule() const { return chosen; }
   /// The rows of a flat GEMM's result (Z * M).
   int64_t gemmRows() const { return gemm->z * gemm->m; }
   /// The partials of a split GEMM: [splits, Z * M, N] f32.
@@ -163,6 +197,13 @@ public:
       return success();
     auto pow2 = [](int64_t v) { return v > 0 && llvm::isPowerOf2_64(v); };
     int64_t bytes = gemm->operandType.getIntOrFloatBitWidth() / 8;
+    if (splits > 1 && (!gemm->flat() || gemm->k % (splits * bk) != 0))
+      return gemmOp->emitOpError()
+             << "has the GPU schedule " << scheduleAttr().str()
+             << ", which splits K: only a product without batch dims whose "
+                "K ("
+             << gemm->k << ") is a multiple of split x k (" << splits * bk
+             << ") splits";
     if (pow2(bm) && pow2(bn) && pow2(bk) && bm >= 16 && bn >= 16 &&
         bk * bytes >= 16 && stages >= 1)
       return success();
@@ -187,8 +228,8 @@ public:
     MLIRContext *ctx = group.getContext();
     if (gemm && !summing)
       return tsched::ScheduleAttr::get(ctx, {bm, bn}, bk, {}, 0, 0, warps,
-                                       stages);
-    return tsched::ScheduleAttr::get(ctx, {bm, bn}, 0, {}, 0, 0, warps, 0);
+                                       stages, splits > 1 ? splits : 0);
+    return tsched::ScheduleAttr::get(ctx, {bm, bn}, 0, {}, 0, 0, warps, 0, 0);
   }
 
   /// The class of a value of `shape` read from memory (right-aligned
@@ -469,6 +510,8 @@ private:
   OpBuilder b;
   int64_t rows, cols, bm = 1, bn = 1, warps = 4, bk = 0, stages = 1;
   int64_t splits = 1;
+  SmallVector<GemmSchedule> candidates;
+  GemmSchedule chosen{};
   /// The tile of a split GEMM's second kernel: 256 programs for a
   /// [1024, 1024] result, each reading a [32, 128] f32 tile a chunk.
   static constexpr int64_t sumRows = 32, sumCols = 128;
@@ -746,7 +789,8 @@ inline DenseI64ArrayAttr launchArg(Builder &b, LaunchArg kind, int64_t index,
 inline DictionaryAttr launchEntry(Builder &b, FlatSymbolRefAttr kernel,
                                   ArrayRef<int64_t> grid,
                                   ArrayRef<Attribute> args, StringRef schedule,
-                                  ArrayRef<Attribute> scalars = {}) {
+                                  ArrayRef<Attribute> scalars = {},
+                                  StringRef tuning = {}) {
   NamedAttrList fields;
   fields.append("kernel", kernel);
   fields.append("grid", b.getDenseI64ArrayAttr(grid));
@@ -754,6 +798,10 @@ inline DictionaryAttr launchEntry(Builder &b, FlatSymbolRefAttr kernel,
   if (!scalars.empty())
     fields.append("scalars", b.getArrayAttr(scalars));
   fields.append("schedule", b.getStringAttr(schedule));
+  // The group's tuning key (autotuned products): the runtime's tuner
+  // times the launches of each key together.
+  if (!tuning.empty())
+    fields.append("tuning", b.getStringAttr(tuning));
   return b.getDictionaryAttr(fields);
 }
 

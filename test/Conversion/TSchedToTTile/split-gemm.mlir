@@ -7,8 +7,10 @@
 // of [32, 128] add the 4 chunks in order and round to bf16.
 // CHECK-LABEL: func.func @weight_grad
 // CHECK: %[[P:.+]] = tsched.buffer offset 0 : memref<4x1024x1024xf32>
-// CHECK: tsched.launch @weight_grad_gemm0 grid [128] (%arg0, %arg1, %[[P]]) {tsched.schedule = "block(128, 256).k(64).warps(8).stages(4)"} : memref<16384x1024xbf16>, memref<16384x1024xbf16>, memref<4x1024x1024xf32>
-// CHECK: tsched.launch @weight_grad_gemm_sum0 grid [256] (%[[P]], %arg0, %arg1, %{{.+}}) {tsched.schedule = "block(32, 128).warps(4)"}
+// Both launches carry the group's tuning key: an autotuner times them
+// together.
+// CHECK: tsched.launch @weight_grad_gemm0 grid [128] (%arg0, %arg1, %[[P]]) {tsched.schedule = "block(128, 256).k(64).warps(8).stages(4).split(4)", tsched.tuning = "[[KEY:gemm-[0-9a-f]+]]"} : memref<16384x1024xbf16>, memref<16384x1024xbf16>, memref<4x1024x1024xf32>
+// CHECK: tsched.launch @weight_grad_gemm_sum0 grid [256] (%[[P]], %arg0, %arg1, %{{.+}}) {tsched.schedule = "block(32, 128).warps(4)", tsched.tuning = "[[KEY]]"}
 // The bias of a product of few tiles: the sum kernel runs the epilogue.
 // CHECK-LABEL: func.func @with_epilogue
 // CHECK: tsched.launch @with_epilogue_gemm0 grid [128]

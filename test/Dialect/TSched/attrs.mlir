@@ -5,18 +5,23 @@
 // CHECK-LABEL: func.func @schedules
 // CHECK: tsched.schedule = #tsched.schedule<"block(128, 256).k(256).tile(8, 32).vector(16).threads(2)">
 // CHECK: tsched.schedule = #tsched.schedule<"k(64).vector(8)">
-// CHECK: tsched.schedule = #tsched.schedule<"block(128, 256).k(64).warps(8).stages(4)">
+// CHECK: tsched.schedule = #tsched.schedule<"block(128, 256).k(64).warps(8).stages(4).split(4)">
 func.func @schedules(%a: tensor<4x4xf32>) -> tensor<4x4xf32> {
   %0 = tgraph.matmul %a, %a {tsched.schedule = #tsched.schedule<"vector(16).block(128, 256).tile(8, 32).k(256).threads(2)">} : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
   %1 = tgraph.exp %0 {tsched.schedule = #tsched.schedule<" vector(8) . k(64) ">} : tensor<4x4xf32>
-  %2 = tgraph.matmul %1, %1 {tsched.schedule = #tsched.schedule<"stages(4).warps(8).block(128, 256).k(64)">} : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+  %2 = tgraph.matmul %1, %1 {tsched.schedule = #tsched.schedule<"split(4).stages(4).warps(8).block(128, 256).k(64)">} : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
   return %2 : tensor<4x4xf32>
 }
 
 // -----
 
-// expected-error @+1 {{unknown schedule part 'warp'; expected block, k, tile, vector, threads, warps or stages}}
+// expected-error @+1 {{unknown schedule part 'warp'; expected block, k, tile, vector, threads, warps, stages or split}}
 func.func private @f() attributes {s = #tsched.schedule<"block(64, 64).warp(4)">}
+
+// -----
+
+// expected-error @+1 {{split takes 1 to 64 chunks, but got 100}}
+func.func private @f() attributes {s = #tsched.schedule<"block(64, 64).split(100)">}
 
 // -----
 

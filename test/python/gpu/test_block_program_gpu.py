@@ -111,3 +111,28 @@ def test_block_step_has_the_same_bits_from_cpp_and_in_another_process(
         for i, name in enumerate(names):
             np.testing.assert_array_equal(python[i], other[f"arr_{i}"],
                                           err_msg=f"second process: {name}")
+
+
+@pytest.mark.parametrize("case", _cases())
+def test_autotuning_the_block_step(case):
+    """The runtime's tuner on the step's variants (--precompile
+    --variants): a schedule for every product of the step, one of that
+    product's candidates, with its time."""
+    import re
+    from tessera import _cuda
+    d = os.path.join(DIR, case)
+    paths = sorted(os.path.join(d, f) for f in os.listdir(d)
+                   if f.startswith("variant"))
+    if not paths:
+        pytest.skip("no variants (jit_block_bench.py --precompile --variants)")
+    text = _cuda.tune_programs(paths, reps=3)
+    with open(os.path.join(d, "program.tgpu"), "rb") as f:
+        keys = set(re.findall(rb"gemm-[0-9a-f]{16}", f.read()))
+    variants = [open(p, "rb").read() for p in paths]
+    lines = [line for line in text.splitlines() if line.startswith("gemm-")]
+    assert {line.split()[0].encode() for line in lines} == keys
+    for line in lines:
+        key, rest = line.split(" ", 1)
+        schedule, note = rest.split("  # ")
+        assert any(schedule.encode() in v for v in variants), line
+        assert note.endswith(" us") and float(note[:-3]) > 0, line

@@ -253,7 +253,7 @@ static FailureOr<ScheduleAttr>
 parseChain(StringRef text, MLIRContext *ctx,
            function_ref<InFlightDiagnostic()> emitError) {
   SmallVector<int64_t> block, tile;
-  int64_t k = 0, vector = 0, threads = 0, warps = 0, stages = 0;
+  int64_t k = 0, vector = 0, threads = 0, warps = 0, stages = 0, split = 0;
   llvm::StringSet<> seen;
   StringRef rest = text.trim();
   if (rest.empty())
@@ -294,18 +294,19 @@ parseChain(StringRef text, MLIRContext *ctx,
         return failure();
       (part == "block" ? block : tile) = args;
     } else if (part == "k" || part == "vector" || part == "threads" ||
-               part == "warps" || part == "stages") {
+               part == "warps" || part == "stages" || part == "split") {
       if (failed(want(1)))
         return failure();
       (part == "k"         ? k
        : part == "vector"  ? vector
        : part == "threads" ? threads
        : part == "warps"   ? warps
-                           : stages) = args[0];
+       : part == "stages"  ? stages
+                           : split) = args[0];
     } else {
       return emitError() << "unknown schedule part '" << part
                          << "'; expected block, k, tile, vector, threads, "
-                            "warps or stages";
+                            "warps, stages or split";
     }
     rest = rest.drop_front(close + 1).ltrim();
     if (rest.empty())
@@ -315,10 +316,10 @@ parseChain(StringRef text, MLIRContext *ctx,
                          << rest << "'";
   }
   if (failed(ScheduleAttr::verify(emitError, block, k, tile, vector, threads,
-                                  warps, stages)))
+                                  warps, stages, split)))
     return failure();
   return ScheduleAttr::get(ctx, block, k, tile, vector, threads, warps,
-                           stages);
+                           stages, split);
 }
 
 FailureOr<ScheduleAttr>
@@ -361,6 +362,8 @@ std::string ScheduleAttr::str() const {
     parts.push_back(one("warps", getWarps()));
   if (getStages())
     parts.push_back(one("stages", getStages()));
+  if (getSplit())
+    parts.push_back(one("split", getSplit()));
   return llvm::join(parts, ".");
 }
 
@@ -372,10 +375,12 @@ LogicalResult ScheduleAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                    ArrayRef<int64_t> block, int64_t k,
                                    ArrayRef<int64_t> tile, int64_t vector,
                                    int64_t threads, int64_t warps,
-                                   int64_t stages) {
+                                   int64_t stages, int64_t split) {
   if (block.empty() && !k && tile.empty() && !vector && !threads && !warps &&
-      !stages)
+      !stages && !split)
     return emitError() << "a schedule needs at least one part";
+  if (split < 0 || split > 64)
+    return emitError() << "split takes 1 to 64 chunks, but got " << split;
   for (int64_t v : block)
     if (v <= 0)
       return emitError() << "block sizes must be positive, but got " << v;

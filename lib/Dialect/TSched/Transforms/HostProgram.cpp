@@ -355,6 +355,8 @@ LogicalResult HostBuilder::launch(GroupOp group) {
     // The schedule the kernel was generated with, for the program file.
     if (Attribute schedule = group->getAttr("tsched.schedule"))
       launch->setAttr("tsched.schedule", schedule);
+    if (Attribute key = group->getAttr("tsched.tuning_key"))
+      launch->setAttr("tsched.tuning", key);
   }
   ++launches;
   return success();
@@ -493,6 +495,8 @@ LogicalResult HostBuilder::launchAll(GroupOp group, ArrayAttr launchList) {
           b, loc, SymbolRefAttr::get(kernel.getAttr()), grid, args, scalars);
       if (auto schedule = dict.getAs<StringAttr>("schedule"))
         launch->setAttr("tsched.schedule", schedule);
+      if (auto key = dict.getAs<StringAttr>("tuning"))
+        launch->setAttr("tsched.tuning", key);
     }
     ++launches;
   }

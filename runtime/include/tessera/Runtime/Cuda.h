@@ -27,6 +27,7 @@
 #include "tessera/Runtime/Buffer.h"
 #include "tessera/Runtime/DType.h"
 #include "tessera/Runtime/GpuProgram.h"
+#include "tessera/Runtime/Tuning.h"
 #include "tessera/Runtime/LaunchRecord.h"
 #include "tessera/Runtime/Result.h"
 
@@ -386,9 +387,25 @@ public:
   /// Why runs are not replayed (empty while they are, or may be).
   const std::string &graphFailure() const { return graphWhy; }
 
+  /// The time of each step on `args` (seconds, the median of `reps` runs
+  /// after one to warm up): the steps are queued one at a time with an
+  /// event between each two, and waited for. For autotuning and profiles;
+  /// the results are dropped.
+  Result<std::vector<double>> timeSteps(Stream &stream,
+                                        const std::vector<DeviceBuffer> &args,
+                                        int reps = 10);
+
 private:
   HostProgram(GpuProgramImage image, int device);
   struct Graph;
+  /// Checks `args` and gives every storage its address (arguments,
+  /// workspace, constants, and result buffers in `owned`).
+  Status bind(Stream &stream, const std::vector<DeviceBuffer> &args,
+              std::vector<std::uint64_t> &address,
+              std::vector<DeviceBuffer> &owned);
+  /// Queues step `i`.
+  Status launchStep(Stream &stream, const std::vector<std::uint64_t> &address,
+                    std::size_t i);
   /// Queues the steps one launch at a time.
   Status launchSteps(Stream &stream, const std::vector<std::uint64_t> &address);
   /// Queues the steps as the graph (building it at the first call);
@@ -437,6 +454,16 @@ private:
   /// are the sites).
   std::vector<char> graphSites;
 };
+
+/// Autotuning of a function's products: `programs` are its compiles with
+/// each candidate rank of the products' autotune spaces (the compiler's
+/// `variant` 0, 1, ...). Each is loaded on `device` and run on arguments
+/// of random values (integers 0), its steps timed (timeSteps, `reps`
+/// runs); for each tuning key, the schedule of the program whose launches
+/// of that key took least is kept, with that time. The programs must be
+/// of one function and signature.
+Result<TuningTable> tunePrograms(const std::vector<GpuProgramImage> &programs,
+                                 int device = 0, int reps = 10);
 
 } // namespace tessera::runtime::cuda
 

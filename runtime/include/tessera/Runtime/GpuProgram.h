@@ -36,7 +36,7 @@ namespace tessera::runtime {
 const char *tesseraVersion();
 
 struct GpuProgramImage {
-  static constexpr std::uint32_t kFormat = 4;
+  static constexpr std::uint32_t kFormat = 5;
   static constexpr char kMagic[9] = "TSGPUPRG";
 
   /// Where a buffer's memory comes from.
@@ -81,6 +81,10 @@ struct GpuProgramImage {
     /// Launch: the schedule its kernel was generated with
     /// ("block(128, 128).warps(8).stages(2)"; empty if not recorded).
     std::string schedule;
+    /// Launch: the tuning key of the product it computes (a part of), for
+    /// an autotuner: each schedule of a key's space is timed over all of
+    /// its launches (empty: not tunable).
+    std::string tuning;
   };
 
   /// The Tessera release that compiled it (tesseraVersion()).

@@ -34,7 +34,7 @@ def TSched_Dialect : Dialect {
 
 def TSched_ScheduleAttr : AttrDef<TSched_Dialect, "Schedule"> {
   let mnemonic = "schedule";
-  let summary = "block / k / tile / vector / threads / warps / stages of one op";
+  let summary = "block / k / tile / vector / threads / warps / stages / split of one op";
   let description = [{
     Each part is optional; what is left out takes the default for the op
     and the target. The chain is written as a string (MLIR tokens have no
@@ -54,6 +54,7 @@ def TSched_ScheduleAttr : AttrDef<TSched_Dialect, "Schedule"> {
     | `k(BK)` | the K step of a product's loop |
     | `warps(W)` | warps a program |
     | `stages(S)` | loads issued S - 1 steps of the K loop ahead |
+    | `split(S)` | a product's K in S equal chunks: f32 partials, then their sum in order and the epilogue |
 
     Each target ignores the parts it has no use for.
 
@@ -69,7 +70,8 @@ def TSched_ScheduleAttr : AttrDef<TSched_Dialect, "Schedule"> {
     DefaultValuedParameter<"int64_t", "0">:$vector,
     DefaultValuedParameter<"int64_t", "0">:$threads,
     DefaultValuedParameter<"int64_t", "0">:$warps,
-    DefaultValuedParameter<"int64_t", "0">:$stages
+    DefaultValuedParameter<"int64_t", "0">:$stages,
+    DefaultValuedParameter<"int64_t", "0">:$split
   );
   let hasCustomAssemblyFormat = 1;
   let genVerifyDecl = 1;
