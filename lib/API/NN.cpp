@@ -64,11 +64,12 @@ std::vector<TensorSpec> TransformerBlock::specs(int64_t d, int64_t ffn,
   return out;
 }
 
-TransformerBlock TransformerBlock::fromFlat(const std::vector<Tensor> &f) {
+TransformerBlock TransformerBlock::fromFlat(const std::vector<Tensor> &f,
+                                            SourceLoc loc) {
   TransformerBlock p;
   if (f.size() != names().size()) {
     if (!f.empty())
-      failAt(f[0], SourceLoc::current(),
+      failAt(f[0], loc,
              "TransformerBlock::fromFlat takes 12 tensors (attn.wk, ..., "
              "up.w), got " + std::to_string(f.size()));
     return p;

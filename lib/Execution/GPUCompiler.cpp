@@ -533,6 +533,10 @@ mlir::tessera::compileTunedForGPU(ModuleOp module,
   auto table = rt::TuningTable::load(options.tuningFile);
   if (!table)
     return module.emitError() << table.error().message;
+  // A first tuning starts the file (the compile below reads it).
+  if (!llvm::sys::fs::exists(options.tuningFile))
+    if (rt::Status st = table->save(options.tuningFile); !st)
+      return module.emitError() << st.error().message;
   auto image = compileForGPU(module, options);
   if (failed(image))
     return failure();

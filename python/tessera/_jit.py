@@ -135,7 +135,8 @@ class Lowered:
         return self.as_text("graph")
 
     def compile_gpu(self, chip="sm_90a", multiprocessors=132,
-                    cache_dir="", variant=-1, tuning="") -> bytes:
+                    cache_dir="", variant=-1, tuning="",
+                    autotune_device=-1) -> bytes:
         """This signature compiled by the C++ GPU pipeline for ``chip``
         (``"sm_90a"``, or ``"sm_80"`` PTX for any chip of compute
         capability 8.0 or newer) and a card of ``multiprocessors`` SMs: a
@@ -146,7 +147,9 @@ class Lowered:
         candidate N of its autotune space (0 to 3), the programs
         ``tessera-run FILE --tune T`` (or the runtime's ``tunePrograms``)
         times on a GPU; ``tuning=T`` compiles with the tuned schedules
-        such a run keeps in the file ``T``.
+        such a run keeps in the file ``T``; with ``autotune_device=K`` as
+        well (a CUDA device here), the products missing from ``T`` are
+        first timed on that device and added to it.
 
         >>> lowered = ts.jit(lambda x: op.tanh(x) * 2.0).lower(
         ...     np.ones((4, 8), np.float32))
@@ -154,7 +157,8 @@ class Lowered:
         b'TSGPUPRG'
         """
         return self._module.compile_gpu(self.name, chip, multiprocessors,
-                                        cache_dir, variant, tuning)
+                                        cache_dir, variant, tuning,
+                                        autotune_device)
 
     def __str__(self):
         return self.graph

@@ -540,8 +540,10 @@ Status HostProgram::bind(Stream &stream, const std::vector<DeviceBuffer> &args,
 Result<TuningTable>
 tessera::runtime::cuda::tunePrograms(const std::vector<GpuProgramImage> &programs,
                                      int device, int reps) {
-  if (programs.empty())
-    return Error{"autotuning needs at least one compiled program"};
+  if (programs.size() < 2)
+    return Error{"autotuning compares the variants of one function (compiled "
+                 "with variant 0, 1, ...), got " +
+                 std::to_string(programs.size()) + " program"};
   const GpuProgramImage &first = programs.front();
   for (const GpuProgramImage &p : programs)
     if (p.name != first.name || p.arguments.size() != first.arguments.size())

@@ -2,9 +2,12 @@
 
 #include "tessera/Runtime/Tuning.h"
 
+#include <atomic>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
+
+#include <unistd.h>
 
 using namespace tessera::runtime;
 
@@ -79,7 +82,11 @@ std::string TuningTable::str() const {
 }
 
 Status TuningTable::save(const std::string &path) const {
-  std::string tmp = path + ".tmp";
+  // A temporary name of this writer alone: writers in other processes or
+  // threads never interleave, and a reader sees a whole file.
+  static std::atomic<unsigned> serial{0};
+  std::string tmp = path + ".tmp-" + std::to_string(::getpid()) + "-" +
+                    std::to_string(serial++);
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     out << str();

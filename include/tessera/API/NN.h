@@ -59,8 +59,12 @@ struct TransformerBlock {
   /// and an MLP of `ffn`, each named `prefix` + its name.
   static std::vector<TensorSpec> specs(int64_t d, int64_t ffn, DType dtype,
                                        const std::string &prefix = "");
-  /// The parameters from tensors in names() order (12 of them).
-  static TransformerBlock fromFlat(const std::vector<Tensor> &flat);
+  /// The parameters from tensors in names() order (12 of them; another
+  /// count records an error at `loc` in their Module and gives invalid
+  /// parameters, as does an empty vector, which has no Module to record
+  /// in).
+  static TransformerBlock fromFlat(const std::vector<Tensor> &flat,
+                                   SourceLoc loc = SourceLoc::current());
   /// The parameters in names() order.
   std::vector<Tensor> flat() const;
 };

@@ -183,7 +183,8 @@ def TSchedGenerateKernels : Pass<"tessera-gpu-generate-kernels", "ModuleOp"> {
     Option<"variant", "variant", "int64_t", "-1",
            "Build every tunable product with candidate N of its autotune "
            "space (the last if it has fewer; -1: the estimate's choice): "
-           "the programs an autotuner times">,
+           "the programs an autotuner times; a tuning file does not change "
+           "them">,
     Option<"tuning", "tuning", "std::string", "\"\"",
            "A file of tuned schedules, one 'KEY SCHEDULE' a line "
            "(tsched.tuning_key of a product, then its chain), used where "

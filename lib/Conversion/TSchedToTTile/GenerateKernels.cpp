@@ -693,6 +693,7 @@ struct TSchedGenerateKernelsPass
   /// product, gemm-<16 hex digits>, and its schedule chain); '#' starts a
   /// comment.
   LogicalResult readTuning() {
+    tuned.clear();
     if (tuning.empty())
       return success();
     ModuleOp module = getOperation();
@@ -721,14 +722,15 @@ struct TSchedGenerateKernelsPass
               StringRef::npos ||
           chain.empty())
         return bad();
-      if (failed(tsched::ScheduleAttr::parseSchedule(
-              chain, module.getContext(), [&] {
-                return error()
-                       << tuning << ":" << n + 1 << ": the schedule of "
-                       << key << ": ";
-              })))
+      FailureOr<tsched::ScheduleAttr> parsed =
+          tsched::ScheduleAttr::parseSchedule(chain, module.getContext(), [&] {
+            return error() << tuning << ":" << n + 1 << ": the schedule of "
+                           << key << ": ";
+          });
+      if (failed(parsed))
         return failure();
-      tuned[key] = chain.str();
+      // As the compiler writes chains, so that any spelling matches.
+      tuned[key] = parsed->str();
     }
     return success();
   }
@@ -745,9 +747,9 @@ struct TSchedGenerateKernelsPass
   }
 
   /// Records a product's autotune space and tuning key on its group and
-  /// picks its schedule: the tuned one if the `tuning` file has its key
-  /// (and the schedule is still in its space), else candidate `variant`
-  /// of the space (the last if there are fewer), else the estimate's.
+  /// picks its schedule: candidate `variant` of the space (the last if
+  /// there are fewer), else the tuned one if the `tuning` file has its key
+  /// (and the schedule is still in its space), else the estimate's.
   LogicalResult tune(tsched::GroupOp group, RowKernel &gen) {
     Builder b(group.getContext());
     std::string key = tuningKey(group);
@@ -757,16 +759,18 @@ struct TSchedGenerateKernelsPass
       chains.push_back(b.getStringAttr(s.str()));
     group->setAttr("tsched.space", b.getArrayAttr(chains));
     group->setAttr("tsched.tuning_key", b.getStringAttr(key));
+    // A variant is what a tuner times: the tuning file does not change it.
+    if (variant >= 0) {
+      gen.useSchedule(space[std::min<size_t>(variant, space.size() - 1)]);
+      return success();
+    }
     auto it = tuned.find(key);
-    if (it != tuned.end()) {
+    if (it != tuned.end())
       for (const group_kernels::GemmSchedule &s : space)
         if (s.str() == it->second) {
           gen.useSchedule(s);
           return success();
         }
-    }
-    if (variant >= 0)
-      gen.useSchedule(space[std::min<size_t>(variant, space.size() - 1)]);
     return success();
   }
 

@@ -136,8 +136,10 @@ struct GpuProgramImage {
   /// (kernel, grid, operands, scalars, schedule) and result, and the size
   /// and FNV-1a 64 of each constant, the PTX, the cubin and the Graph IR.
   /// Lines that depend only on what runs start with a space; the others
-  /// (names, versions, the IR text) start with '#', so two programs that
-  /// run the same kernels on the same buffers list the same space lines.
+  /// (the function's name and signature, the release, the IR text) start
+  /// with '#', so two programs of one function name that run the same
+  /// kernels on the same buffers list the same space lines (kernel names
+  /// begin with the function's name).
   std::string listing() const;
 };
 
