@@ -19,6 +19,7 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/ScopeExit.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Program.h"
@@ -540,9 +541,16 @@ mlir::tessera::compileTunedForGPU(ModuleOp module,
   auto image = compileForGPU(module, options);
   if (failed(image))
     return failure();
-  // Tuned already when the file knows every product of the program.
+  // Tuned already when the file knows every product of the program and
+  // its choice was built (a schedule no longer in the product's space is
+  // stale: the product is tuned again). The first launch of a key records
+  // the product's whole schedule.
+  llvm::StringSet<> seen;
   bool known = llvm::all_of(image->steps, [&](const rt::GpuProgramImage::Step &s) {
-    return s.tuning.empty() || table->entries.count(s.tuning);
+    if (s.tuning.empty() || !seen.insert(s.tuning).second)
+      return true;
+    auto it = table->entries.find(s.tuning);
+    return it != table->entries.end() && it->second.schedule == s.schedule;
   });
   if (known)
     return image;

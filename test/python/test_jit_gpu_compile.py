@@ -175,3 +175,22 @@ def test_autotuning_starts_its_tuning_file(tmp_path):
     # A chain written another way still names the same schedule.
     assert b"block(128, 128).k(64).warps(8).stages(4).split(4)" in \
         lowered.compile_gpu("sm_90a", tuning=str(tuning))
+
+
+def test_a_tuning_file_that_knows_the_products_needs_no_gpu(tmp_path):
+    """With every product's choice in the file, autotuning compiles at
+    once (no device is touched, so this runs without a GPU); a choice that
+    left the product's space is stale and tuned again."""
+    if ts.cuda.is_available():
+        pytest.skip("checks the compile that needs no device")
+    lowered = _weight_grad()
+    key = re.search(r"gemm-[0-9a-f]{16}",
+                    lowered.compile_gpu("sm_90a").decode("latin-1")).group()
+    tuning = tmp_path / "tuning.txt"
+    tuning.write_text(
+        f"{key} block(128, 128).k(64).warps(8).stages(4).split(2)  # 90 us\n")
+    data = lowered.compile_gpu("sm_90a", tuning=str(tuning), autotune_device=0)
+    assert b"block(128, 128).k(64).warps(8).stages(4).split(2)" in data
+    tuning.write_text(f"{key} block(16, 16).k(16).warps(4).stages(1)\n")
+    with pytest.raises(ts.TesseraError, match="autotuning @"):
+        lowered.compile_gpu("sm_90a", tuning=str(tuning), autotune_device=0)

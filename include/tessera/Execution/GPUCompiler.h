@@ -54,13 +54,14 @@ FailureOr<::tessera::runtime::GpuProgramImage>
 compileForGPU(ModuleOp module, const GPUCompileOptions &options);
 
 /// compileForGPU with the products' schedules tuned on CUDA device
-/// `device`: when `options.tuningFile` (created if missing) lacks a
+/// `device`: when `options.tuningFile` (started if missing) lacks a
 /// product of the program, the function is compiled once for each
 /// candidate rank of the spaces, the programs are timed there
 /// (runtime::cuda::tunePrograms, `reps` runs), and the file gains each
 /// product's fastest schedule (`report`, if given, gets what was found)
 /// before the tuned program is compiled. A file that knows every product
-/// costs nothing more than compileForGPU.
+/// costs nothing more than compileForGPU (a product whose kept schedule
+/// has left its space is tuned again).
 FailureOr<::tessera::runtime::GpuProgramImage>
 compileTunedForGPU(ModuleOp module, const GPUCompileOptions &options,
                    int device, int reps = 10, std::string *report = nullptr);
