@@ -44,24 +44,24 @@ D, HEADS, FFN = 1024, 16, 4096
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
 
-def shapes(batch, seq):
+def shapes(batch, seq, d=D, ffn=FFN):
     """name -> shape of the block's parameters and input, in the order
     tessera.tree flattens them (sorted names)."""
-    return {"attn.wk": (D, D), "attn.wo": (D, D), "attn.wq": (D, D),
-            "attn.wv": (D, D), "down.b": (D,), "down.w": (FFN, D),
-            "ln1.bias": (D,), "ln1.scale": (D,), "ln2.bias": (D,),
-            "ln2.scale": (D,), "up.b": (FFN,), "up.w": (D, FFN),
-            "x": (batch, seq, D)}
+    return {"attn.wk": (d, d), "attn.wo": (d, d), "attn.wq": (d, d),
+            "attn.wv": (d, d), "down.b": (d,), "down.w": (ffn, d),
+            "ln1.bias": (d,), "ln1.scale": (d,), "ln2.bias": (d,),
+            "ln2.scale": (d,), "up.b": (ffn,), "up.w": (d, ffn),
+            "x": (batch, seq, d)}
 
 
-def arrays(batch, seq):
-    """Deterministic bf16 values (made where they are used: nothing but
-    the plan travels to the GPU machine): weights N(0, 1/fan_in), norm
-    scales near 1, small biases, a standard normal input."""
+def arrays(batch, seq, d=D, ffn=FFN, dtype="bf16", seed=0):
+    """Deterministic values (made where they are used: nothing but the
+    plan travels to the GPU machine), bf16 or f32: weights N(0, 1/fan_in),
+    norm scales near 1, small biases, a standard normal input."""
     import ml_dtypes
-    rng = np.random.default_rng(0)
+    rng = np.random.default_rng(seed)
     out = {}
-    for name, shape in shapes(batch, seq).items():
+    for name, shape in shapes(batch, seq, d, ffn).items():
         a = rng.standard_normal(shape)
         if name.endswith((".w", ".wq", ".wk", ".wv", ".wo")):
             a /= math.sqrt(shape[0])
@@ -69,7 +69,8 @@ def arrays(batch, seq):
             a = 1.0 + 0.1 * a
         elif name != "x":
             a *= 0.1
-        out[name] = a.astype(ml_dtypes.bfloat16)
+        out[name] = a.astype(ml_dtypes.bfloat16 if dtype == "bf16"
+                             else np.float32)
     return out
 
 
@@ -99,14 +100,14 @@ def precompile(chip, out, batch, seq, variants=False, tuning=None):
 
     # Cold compile: no compile cache is involved.
     t0 = time.perf_counter()
-    data = ts.jit(ts.value_and_grad(loss)).lower(p, x).compile_gpu(chip)
+    lowered = ts.jit(ts.value_and_grad(loss)).lower(p, x)
+    data = lowered.compile_gpu(chip)
     seconds = time.perf_counter() - t0
     with open(os.path.join(out, "program.tgpu"), "wb") as f:
         f.write(data)
     with open(os.path.join(out, "program.json"), "w") as f:
         json.dump({"compile_s": seconds}, f)
     print(f"block step: compiled in {seconds:.1f} s, {len(data)} bytes")
-    lowered = ts.jit(ts.value_and_grad(loss)).lower(p, x)
     if variants:
         # Autotuning: one program per candidate rank of the products'
         # spaces, for --tune on the GPU machine.

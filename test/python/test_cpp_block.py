@@ -21,9 +21,11 @@ sys.path.insert(0, os.path.join(HERE, "..", "..", "bench", "gpu"))
 
 def _tool(env, name):
     path = os.environ.get(env)
-    if not path:
-        build = os.environ.get("TESSERA_PYTHON_PATH", "")
-        path = os.path.join(build, "..", "bin", name)
+    if path:  # the build says where it is: it must be there
+        assert os.path.exists(path), f"{env}={path} does not exist"
+        return path
+    build = os.environ.get("TESSERA_PYTHON_PATH", "")
+    path = os.path.join(build, "..", "bin", name)
     if not os.path.exists(path):
         pytest.skip(f"needs {name} (set {env})")
     return path
@@ -40,29 +42,10 @@ def tessera_run():
     return _tool("TESSERA_RUN", "tessera-run")
 
 
+import jit_block_bench as jb  # noqa: E402
+
 NAMES = ["attn.wk", "attn.wo", "attn.wq", "attn.wv", "down.b", "down.w",
          "ln1.bias", "ln1.scale", "ln2.bias", "ln2.scale", "up.b", "up.w"]
-
-
-def _values(rng, batch, seq, d, ffn, dtype):
-    import ml_dtypes
-    shapes = {"attn.wk": (d, d), "attn.wo": (d, d), "attn.wq": (d, d),
-              "attn.wv": (d, d), "down.b": (d,), "down.w": (ffn, d),
-              "ln1.bias": (d,), "ln1.scale": (d,), "ln2.bias": (d,),
-              "ln2.scale": (d,), "up.b": (ffn,), "up.w": (d, ffn),
-              "x": (batch, seq, d)}
-    out = {}
-    for name, shape in shapes.items():
-        a = rng.standard_normal(shape)
-        if name.endswith((".w", ".wq", ".wk", ".wv", ".wo")):
-            a /= np.sqrt(shape[0])
-        elif name.endswith(".scale"):
-            a = 1.0 + 0.1 * a
-        elif name != "x":
-            a *= 0.1
-        out[name] = a.astype(ml_dtypes.bfloat16 if dtype == "bf16"
-                             else np.float32)
-    return out
 
 
 def _python_step(values, heads):
@@ -97,7 +80,7 @@ CASES = [(2, 16, 64, 2, 128, "bf16"), (1, 13, 48, 3, 80, "f32")]
 @pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c[5]}-s{c[1]}")
 def test_python_and_cpp_steps_give_the_same_bits(case, example, tmp_path):
     batch, seq, d, heads, ffn, dtype = case
-    values = _values(np.random.default_rng(7), batch, seq, d, ffn, dtype)
+    values = jb.arrays(batch, seq, d, ffn, dtype, seed=7)
     for name, a in values.items():  # bf16 as its bit patterns
         np.save(tmp_path / f"{name}.npy",
                 a.view(np.uint16) if a.dtype.itemsize == 2 else a)
@@ -117,7 +100,6 @@ def test_python_and_cpp_steps_give_the_same_bits(case, example, tmp_path):
 
     # Both against JAX in float32 on the same (rounded) values.
     jax = pytest.importorskip("jax")
-    import jit_block_bench as jb
     jb.HEADS = heads
     step, jp, jx = jb.jax_step({k: v.astype(np.float32)
                                 for k, v in values.items()}, "xla")
@@ -138,7 +120,7 @@ def test_python_and_cpp_steps_give_the_same_bits(case, example, tmp_path):
 def test_python_and_cpp_compile_the_same_gpu_program(example, tessera_run,
                                                      tmp_path):
     case = (2, 32, 128, 2, 256, "bf16")
-    values = _values(np.random.default_rng(3), *case[:3], case[4], case[5])
+    values = jb.arrays(*case[:3], case[4], case[5], seed=3)
     step, p = _python_step(values, case[3])
     py = tmp_path / "python.tgpu"
     py.write_bytes(step.lower(p, values["x"]).compile_gpu("sm_90a"))

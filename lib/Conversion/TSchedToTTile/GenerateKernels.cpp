@@ -662,10 +662,7 @@ struct TSchedGenerateKernelsPass
     group->setAttr("tsched.launches",
                    b.getArrayAttr({firstLaunch, secondLaunch}));
     group->setAttr(tsched::TSchedDialect::kScheduleAttrName,
-                   tsched::ScheduleAttr::parseSchedule(
-                       gen.gemmSchedule().str(), b.getContext(),
-                       [&] { return group.emitOpError(); })
-                       .value_or(tsched::ScheduleAttr()));
+                   gen.gemmSchedule().attr(b.getContext()));
     group->setAttr("tsched.scratch",
                    b.getArrayAttr({TypeAttr::get(
                        MemRefType::get(partials, b.getF32Type()))}));
@@ -756,7 +753,7 @@ struct TSchedGenerateKernelsPass
     ArrayRef<group_kernels::GemmSchedule> space = gen.space();
     SmallVector<Attribute> chains;
     for (const group_kernels::GemmSchedule &s : space)
-      chains.push_back(b.getStringAttr(s.str()));
+      chains.push_back(b.getStringAttr(s.attr(b.getContext()).str()));
     group->setAttr("tsched.space", b.getArrayAttr(chains));
     group->setAttr("tsched.tuning_key", b.getStringAttr(key));
     // A variant is what a tuner times: the tuning file does not change it.
@@ -767,7 +764,7 @@ struct TSchedGenerateKernelsPass
     auto it = tuned.find(key);
     if (it != tuned.end())
       for (const group_kernels::GemmSchedule &s : space)
-        if (s.str() == it->second) {
+        if (s.attr(b.getContext()).str() == it->second) {
           gen.useSchedule(s);
           return success();
         }

@@ -46,16 +46,10 @@ struct GemmSchedule {
   int64_t bm, bn, bk, warps, stages;
   int64_t splits = 1;
 
-  /// As a schedule chain: block(BM, BN).k(BK).warps(W).stages(S), then
-  /// .split(S) when K is split.
-  std::string str() const {
-    std::string s = "block(" + std::to_string(bm) + ", " + std::to_string(bn) +
-                    ").k(" + std::to_string(bk) + ").warps(" +
-                    std::to_string(warps) + ").stages(" +
-                    std::to_string(stages) + ")";
-    if (splits > 1)
-      s += ".split(" + std::to_string(splits) + ")";
-    return s;
+  /// As a schedule (split only when K is split).
+  tsched::ScheduleAttr attr(MLIRContext *ctx) const {
+    return tsched::ScheduleAttr::get(ctx, {bm, bn}, bk, {}, 0, 0, warps,
+                                     stages, splits > 1 ? splits : 0);
   }
 };
 
@@ -227,8 +221,7 @@ public:
   tsched::ScheduleAttr scheduleAttr() {
     MLIRContext *ctx = group.getContext();
     if (gemm && !summing)
-      return tsched::ScheduleAttr::get(ctx, {bm, bn}, bk, {}, 0, 0, warps,
-                                       stages, splits > 1 ? splits : 0);
+      return GemmSchedule{bm, bn, bk, warps, stages, splits}.attr(ctx);
     return tsched::ScheduleAttr::get(ctx, {bm, bn}, 0, {}, 0, 0, warps, 0, 0);
   }
 
