@@ -214,7 +214,7 @@ def jax_step(values, attention):
     return step, p, x
 
 
-def run(saved, reps, profile=False):
+def run(saved, reps, profile=False, top=14):
     import torch
     import tessera as ts
     with open(os.path.join(saved, "block_shape.json")) as f:
@@ -378,13 +378,13 @@ def run(saved, reps, profile=False):
     compiled_step = compiled_steps.get("max-autotune-no-cudagraphs") or \
         compiled_steps.get("default")
     if profile:
-        _kernel_profile(torch, "tessera jit", tessera_step)
+        _kernel_profile(torch, "tessera jit", tessera_step, top=top)
         for mode, fn in compiled_steps.items():
             if mode != "reduce-overhead":  # (graph replays hide kernels)
-                _kernel_profile(torch, f"torch.compile {mode}", fn)
+                _kernel_profile(torch, f"torch.compile {mode}", fn, top=top)
         for attention, fn in jax_steps.items():
             _kernel_profile(torch, f"jax.jit {attention}",
-                            lambda fn=fn: _block(fn()))
+                            lambda fn=fn: _block(fn()), top=top)
 
 
 def _kernel_profile(torch, label, fn, steps=5, top=14):
@@ -411,7 +411,7 @@ def _kernel_profile(torch, label, fn, steps=5, top=14):
     print(f"# {label}: {sum(r[1] for r in rows):.0f} kernels a step, "
           f"{total / 1e3:.3f} ms of kernel time a step")
     for us, n, key in rows[:top]:
-        print(f"#   {us:8.1f} us {n:5.1f}x  {key[:90]}")
+        print(f"#   {us:8.1f} us {n:5.1f}x  {key[:110]}")
 
 
 def _block(out):
@@ -445,6 +445,8 @@ def main():
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--profile", action="store_true",
                     help="also print each step's kernel time and top kernels")
+    ap.add_argument("--top", type=int, default=14, metavar="N",
+                    help="with --profile: how many kernels to list")
     ap.add_argument("--variants", action="store_true",
                     help="with --precompile: also the autotuning variants")
     ap.add_argument("--tuning", metavar="FILE",
@@ -461,7 +463,7 @@ def main():
     elif a.tune and a.dir:
         tune(a.dir)
     elif a.dir:
-        run(a.dir, a.reps, a.profile)
+        run(a.dir, a.reps, a.profile, a.top)
     else:
         sys.exit(__doc__)
 

@@ -585,6 +585,7 @@ tessera::runtime::cuda::tunePrograms(const std::vector<GpuProgramImage> &program
     args.push_back(std::move(*buffer));
   }
   TuningTable best;
+  std::map<std::string, std::vector<std::pair<std::string, double>>> tried;
   for (std::size_t v = 0; v < programs.size(); ++v) {
     auto program = HostProgram::load(programs[v], device);
     if (!program)
@@ -606,10 +607,13 @@ tessera::runtime::cuda::tunePrograms(const std::vector<GpuProgramImage> &program
       it->second.seconds += (*times)[i];
     }
     for (auto &[key, e] : found) {
+      tried[key].push_back({e.schedule, e.seconds});
       auto it = best.entries.find(key);
       if (it == best.entries.end() || e.seconds < it->second.seconds)
         best.entries[key] = e;
     }
   }
+  for (auto &[key, e] : best.entries)
+    e.tried = std::move(tried[key]);
   return best;
 }

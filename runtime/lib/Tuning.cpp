@@ -77,6 +77,11 @@ std::string TuningTable::str() const {
       os << "  # " << us << " us";
     }
     os << "\n";
+    for (const auto &[schedule, seconds] : e.tried) {
+      char us[32];
+      std::snprintf(us, sizeof us, "%.1f", seconds * 1e6);
+      os << "#   tried " << schedule << "  # " << us << " us\n";
+    }
   }
   return os.str();
 }

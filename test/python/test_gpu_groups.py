@@ -226,8 +226,15 @@ def compile_kernels(lowered, tmp_path, chips=("sm_90a", "sm_80")):
             assert bn >= int(c) and bn & (bn - 1) == 0
         else:
             # A program per output tile of [R, C] at least (batched
-            # products: of each batch).
-            assert grid >= -(-int(r) // bm) * -(-int(c) // bn)
+            # products: of each batch); a ping-pong GEMM's blocks hold two
+            # programs each, one block an SM at most (132 by default),
+            # each program looping over tiles.
+            tiles = -(-int(r) // bm) * -(-int(c) // bn)
+            if ".pingpong" in attrs:
+                assert grid <= 132 and 2 * grid >= min(tiles, 264), \
+                    (grid, tiles)
+            else:
+                assert grid >= tiles
             assert re.search(r"\.k\(\d+\)\.warps\(\d+\)\.stages\(\d+\)",
                              attrs)
         views = re.findall(r"array<i64: ([\d, ]+)>", attrs.split(

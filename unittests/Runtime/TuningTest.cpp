@@ -81,3 +81,25 @@ TEST(Tuning, SavesMergesAndLoads) {
 }
 
 } // namespace
+
+TEST(Tuning, ListsTheSchedulesTriedAsComments) {
+  TuningTable t;
+  TuningTable::Entry e;
+  e.schedule = "block(128, 128).k(64).warps(8).stages(4)";
+  e.seconds = 259.3e-6;
+  e.tried = {{"block(64, 128).k(64).warps(4).stages(3).pingpong", 301.5e-6},
+             {"block(128, 128).k(64).warps(8).stages(4)", 259.3e-6}};
+  t.entries[kKey] = e;
+  std::string text = t.str();
+  EXPECT_NE(text.find("#   tried block(64, 128).k(64).warps(4).stages(3)."
+                      "pingpong  # 301.5 us\n"),
+            std::string::npos)
+      << text;
+  // Read back, the file gives the chosen schedule and its time only.
+  auto back = TuningTable::parse(text, "tuning.txt");
+  ASSERT_TRUE(back) << back.error().message;
+  ASSERT_EQ(back->entries.size(), 1u);
+  EXPECT_EQ(back->entries.at(kKey).schedule, e.schedule);
+  EXPECT_NEAR(back->entries.at(kKey).seconds, 259.3e-6, 1e-12);
+  EXPECT_TRUE(back->entries.at(kKey).tried.empty());
+}

@@ -16,13 +16,13 @@ using namespace mlir::tessera;
 namespace mlir::tessera::group_kernels {
 
 GemmSchedule chooseGemmSchedule(const tsched::GemmForm &form, int64_t sms,
-                                bool plain, bool maysplit) {
-  return gemmScheduleSpace(form, sms, plain, maysplit).front();
+                                bool plain, bool maysplit, bool hopper) {
+  return gemmScheduleSpace(form, sms, plain, maysplit, hopper).front();
 }
 
 SmallVector<GemmSchedule> gemmScheduleSpace(const tsched::GemmForm &form,
                                             int64_t sms, bool plain,
-                                            bool maysplit) {
+                                            bool maysplit, bool hopper) {
   struct Candidate {
     GemmSchedule s;
     double efficiency;
@@ -43,6 +43,13 @@ SmallVector<GemmSchedule> gemmScheduleSpace(const tsched::GemmForm &form,
     candidates = {{{128, 256, 64, 8, 4}, 1.0},
                   {{128, 128, 64, 8, 4}, 0.85},
                   {{64, 128, 64, 4, 4}, 0.5}};
+    // Ping-pong (two programs of one warpgroup a block, taking turns on
+    // the tensor cores) for products with an epilogue to hide: on the
+    // H200 it ties the 128x128 tile on the block step's GELU and bias
+    // products and loses on the residual ones and on plain products
+    // (docs/PERFORMANCE.md), so it ranks after it, for the tuner.
+    if (hopper && !plain)
+      candidates.push_back({{64, 128, 64, 4, 4, 1, true}, 0.8});
     smRate = 6e12;
   }
   int64_t rows = form.flat() ? form.z * form.m : form.m;
@@ -50,8 +57,15 @@ SmallVector<GemmSchedule> gemmScheduleSpace(const tsched::GemmForm &form,
   auto seconds = [&](const Candidate &c, int64_t splits) {
     int64_t tiles = batches * llvm::divideCeil(rows, c.s.bm) *
                     llvm::divideCeil(form.n, c.s.bn);
+    // (A ping-pong block's two programs share its SM's tensor cores:
+    // each of min(sms, tiles / 2) blocks works through its tiles one
+    // after the other.)
+    int64_t slots =
+        c.s.pingpong ? std::max<int64_t>(
+                           1, std::min<int64_t>(sms, llvm::divideCeil(tiles, 2)))
+                     : sms;
     double waves =
-        double(llvm::divideCeil(std::max<int64_t>(tiles * splits, 1), sms));
+        double(llvm::divideCeil(std::max<int64_t>(tiles * splits, 1), slots));
     double chunk = double(llvm::divideCeil(form.k, splits));
     double t = waves * 2.0 * double(c.s.bm * c.s.bn) * chunk /
                (smRate * c.efficiency);
@@ -64,7 +78,7 @@ SmallVector<GemmSchedule> gemmScheduleSpace(const tsched::GemmForm &form,
     for (int64_t splits = 1; splits <= 16; splits *= 2) {
       if (splits > 1) {
         // Equal chunks of whole K steps, each at least 1024 long.
-        if (!maysplit || rows * form.n == 0 ||
+        if (c.s.pingpong || !maysplit || rows * form.n == 0 ||
             form.k % (splits * c.s.bk) != 0 || form.k / splits < 1024)
           break;
       } else if (c.s.bm * c.s.bn > 128 * 128 && !plain) {
@@ -162,14 +176,28 @@ LogicalResult RowKernel::buildGemm(func::FuncOp kernel, GemmPart part) {
                                       b.getI32IntegerAttr(0));
   Value programs = tt::NumProgramsOp::create(b, loc, b.getIndexType(),
                                              b.getI32IntegerAttr(0));
-  auto tilesLoop = tt::RangeOp::create(
-      b, loc, TypeRange(), pid,
-      index(gemmGrid(part == GemmPart::Partials)), programs, ValueRange(),
-      b.getI32IntegerAttr(1));
+  // The programs of a ping-pong block take turns, so each runs the tiles
+  // loop as often as the others: over the tiles rounded up to a whole
+  // number a block (program p of block q starts at 2q + p, the step is
+  // even), a program past the last tile computing nothing.
+  int64_t perBlock = programsPerBlock();
+  int64_t tileCountHere = gemmGrid(part == GemmPart::Partials);
+  int64_t loopTiles = llvm::alignTo(tileCountHere, perBlock);
+  auto tilesLoop = tt::RangeOp::create(b, loc, TypeRange(), pid,
+                                       index(loopTiles), programs,
+                                       ValueRange(), b.getI32IntegerAttr(1));
   Block *tileBody = b.createBlock(&tilesLoop.getBody(), {},
                                   {b.getIndexType()}, {loc});
   b.setInsertionPointToStart(tileBody);
   Value t = tileBody->getArgument(0);
+  Value valid;
+  if (loopTiles != tileCountHere) {
+    valid = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, t,
+                                  index(tileCountHere));
+    // (The tile's coordinates stay in range; its K loop and epilogue do
+    // not run.)
+    t = arith::MinSIOp::create(b, loc, t, index(tileCountHere - 1));
+  }
   Value z = index(0);
   if (batched) {
     z = arith::DivSIOp::create(b, loc, t, index(perBatch));
@@ -217,7 +245,7 @@ LogicalResult RowKernel::buildGemm(func::FuncOp kernel, GemmPart part) {
       acc = acc ? Value(arith::AddFOp::create(b, loc, acc, p)) : p;
     }
     tiles[gemmOp->getResult(0)] = Tile{acc, Class::Full};
-    return buildEpilogue(entry, shift, z, batched, loc, tilesLoop);
+    return buildEpilogue(entry, shift, z, batched, loc, tilesLoop, valid);
   }
   Value aMem = argOf(gemmOp->getOperand(0));
   Value bMem = argOf(gemmOp->getOperand(1));
@@ -234,9 +262,11 @@ LogicalResult RowKernel::buildGemm(func::FuncOp kernel, GemmPart part) {
                     : Value();
   Value zeros = arith::ConstantOp::create(
       b, loc, DenseElementsAttr::get(accType, b.getF32FloatAttr(0)));
-  auto kLoop = tt::RangeOp::create(b, loc, TypeRange{accType}, index(0),
-                                   index(kLength), index(bk),
-                                   ValueRange{zeros},
+  Value kEnd = index(kLength);
+  if (valid)
+    kEnd = arith::SelectOp::create(b, loc, valid, kEnd, index(0));
+  auto kLoop = tt::RangeOp::create(b, loc, TypeRange{accType}, index(0), kEnd,
+                                   index(bk), ValueRange{zeros},
                                    b.getI32IntegerAttr(int32_t(stages)));
   Block *kBody = b.createBlock(&kLoop.getBody(), {},
                                {b.getIndexType(), accType}, {loc, loc});
@@ -274,6 +304,7 @@ LogicalResult RowKernel::buildGemm(func::FuncOp kernel, GemmPart part) {
   }
   b.setInsertionPointAfter(kLoop);
   if (part == GemmPart::Partials) {
+    assert(!valid && "a split GEMM is not a ping-pong one");
     // The chunk's product, unrounded, at [chunk, rows, cols].
     tt::StoreOp::create(b, loc, kLoop.getResult(0),
                         batchSlice(entry->getArgument(2), chunk, loc),
@@ -284,13 +315,19 @@ LogicalResult RowKernel::buildGemm(func::FuncOp kernel, GemmPart part) {
     return success();
   }
   tiles[gemmOp->getResult(0)] = Tile{kLoop.getResult(0), Class::Full};
-  return buildEpilogue(entry, shift, z, batched, loc, tilesLoop);
+  return buildEpilogue(entry, shift, z, batched, loc, tilesLoop, valid);
 }
 
 LogicalResult RowKernel::buildEpilogue(Block *entry, unsigned shift, Value z,
                                        bool batched, Location loc,
-                                       Operation *tilesLoop) {
+                                       Operation *tilesLoop, Value valid) {
   Block &body = group.getBodyBlock();
+  // A tile past the last (`valid` false) stores nothing.
+  scf::IfOp only;
+  if (valid) {
+    only = scf::IfOp::create(b, loc, TypeRange{}, valid, false);
+    b.setInsertionPoint(only.thenBlock()->getTerminator());
+  }
   auto argOf = [&](Value v) {
     return entry->getArgument(cast<BlockArgument>(v).getArgNumber() + shift);
   };
@@ -322,6 +359,8 @@ LogicalResult RowKernel::buildEpilogue(Block *entry, unsigned shift, Value z,
     Type elt = cast<RankedTensorType>(value.getType()).getElementType();
     store(tv, viewFor(arg, tv.cls), elt, loc);
   }
+  if (only)
+    b.setInsertionPointAfter(only);
   tt::YieldOp::create(b, loc);
   b.setInsertionPointAfter(tilesLoop);
   func::ReturnOp::create(b, loc);

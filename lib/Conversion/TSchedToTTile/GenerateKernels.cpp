@@ -802,7 +802,8 @@ struct TSchedGenerateKernelsPass
             !group.getLayout())
           return WalkResult::advance();
         ArrayRef<int64_t> layout = *group.getLayout();
-        RowKernel gen(group, layout[0], layout[1], multiprocessors);
+        RowKernel gen(group, layout[0], layout[1], multiprocessors,
+                      chip == "sm_90a");
         if (gen.badContraction()) {
           group.emitOpError() << "is a contraction group whose first op is "
                                  "not a GEMM the GPU generates";
@@ -843,6 +844,9 @@ struct TSchedGenerateKernelsPass
         }
         record(group, kernel, gen.numWarps(), gen.gridSize(),
                gen.scheduleAttr(), b.getArrayAttr(views));
+        if (int64_t programs = gen.programsPerBlock(); programs > 1)
+          kernel->setAttr("ttile.programs_per_block",
+                          b.getI32IntegerAttr(int32_t(programs)));
         return WalkResult::advance();
       });
       if (walk.wasInterrupted())

@@ -41,17 +41,25 @@ struct Tile {
 };
 
 /// A GEMM's schedule: the output tile, the K step, warps and the loads'
-/// pipeline stages; `splits` > 1 splits K (see chooseGemmSchedule).
+/// pipeline stages; `splits` > 1 splits K (see chooseGemmSchedule);
+/// `pingpong` runs two programs a block, taking turns on the tensor cores.
 struct GemmSchedule {
   int64_t bm, bn, bk, warps, stages;
   int64_t splits = 1;
+  bool pingpong = false;
 
   /// As a schedule (split only when K is split).
   tsched::ScheduleAttr attr(MLIRContext *ctx) const {
     return tsched::ScheduleAttr::get(ctx, {bm, bn}, bk, {}, 0, 0, warps,
-                                     stages, splits > 1 ? splits : 0);
+                                     stages, splits > 1 ? splits : 0,
+                                     pingpong);
   }
 };
+
+/// Programs a block of a ping-pong GEMM. (Its producer warps keep the
+/// default 96 registers, the consumers 200: with fewer the producer's
+/// loops spill, ptxas, sm_90a.)
+constexpr int64_t kPingPongPrograms = 2;
 
 /// The tiles a GEMM of `form` is built with: of the candidates for its
 /// operand type (wide tiles on the tensor cores, narrower ones for small
@@ -61,6 +69,13 @@ struct GemmSchedule {
 /// an epilogue beyond the final cast its temporaries spill (ptxas,
 /// sm_90a), so it is only a candidate for plain products.
 ///
+/// On Hopper (`hopper`), a product with an epilogue beyond the final cast
+/// may also be built as a ping-pong GEMM (a candidate after the 128x128
+/// tile): two programs a block, one warpgroup each with a 64x128 tile of
+/// its own, on a persistent grid of one block an SM, the programs taking
+/// turns to run their K loops so that the tensor cores work through one's
+/// while the other runs its epilogue.
+///
 /// With `maysplit`, a product of few output tiles and a long K may also
 /// split K in `splits` equal chunks: one launch writes each chunk's f32
 /// product of each tile (a plain product, so any tile), a second adds the
@@ -69,19 +84,21 @@ struct GemmSchedule {
 /// one more launch) is below the unsplit kernel's. The order of the sums
 /// is fixed by the schedule, so results are the same bits at every run.
 GemmSchedule chooseGemmSchedule(const tsched::GemmForm &form, int64_t sms,
-                                bool plain, bool maysplit = false);
+                                bool plain, bool maysplit = false,
+                                bool hopper = false);
 /// The schedules chooseGemmSchedule weighs (each tile with each split it
 /// may take), fastest first by its estimate, the first few of
 /// them (kGemmAutotuneSpace): the autotune space of the product.
 SmallVector<GemmSchedule> gemmScheduleSpace(const tsched::GemmForm &form,
                                             int64_t sms, bool plain,
-                                            bool maysplit);
+                                            bool maysplit, bool hopper);
 
 class RowKernel {
 public:
   RowKernel(tsched::GroupOp group, int64_t rows, int64_t cols,
-            int64_t sms = 132)
-      : group(group), b(group.getContext()), rows(rows), cols(cols) {
+            int64_t sms = 132, bool hopper = false)
+      : group(group), b(group.getContext()), rows(rows), cols(cols), sms(sms),
+        hopper(hopper) {
     f32 = b.getF32Type();
     Block &body = group.getBodyBlock();
     if (group.getKind() == tsched::GroupKind::Contraction &&
@@ -98,7 +115,8 @@ public:
       // A product with a schedule of its own is built as it says (whole
       // unless it says split); the others have a space to tune in.
       if (!user)
-        candidates = gemmScheduleSpace(*gemm, sms, plain, gemm->flat());
+        candidates =
+            gemmScheduleSpace(*gemm, sms, plain, gemm->flat(), hopper);
       GemmSchedule s = user ? chooseGemmSchedule(*gemm, sms, plain)
                             : candidates.front();
       // The parts of the product's own schedule replace the chosen ones.
@@ -115,6 +133,7 @@ public:
           s.warps = user.getWarps();
         if (user.getStages())
           s.stages = user.getStages();
+        s.pingpong = user.getPingpong();
       }
       useSchedule(s);
       return;
@@ -138,7 +157,13 @@ public:
     warps = s.warps;
     stages = s.stages;
     splits = s.splits;
+    pingpong = s.pingpong;
     chosen = s;
+  }
+  /// Programs a block of the GEMM kernel (ttile.programs_per_block): 2 for
+  /// a ping-pong GEMM, else 1.
+  int64_t programsPerBlock() const {
+    return gemm && pingpong && !summing ? kPingPongPrograms : 1;
   }
   /// The GEMM's schedule as chosen (with its split), whatever kernel is
   /// built last.
@@ -198,6 +223,13 @@ public:
                 "K ("
              << gemm->k << ") is a multiple of split x k (" << splits * bk
              << ") splits";
+    if (pingpong && (!hopper || warps % 4 || splits > 1 || bytes != 2))
+      return gemmOp->emitOpError()
+             << "has the GPU schedule " << scheduleAttr().str()
+             << ", which is a ping-pong GEMM: it needs sm_90a (wgmma and "
+                "TMA), 16-bit operands (bf16, f16; got "
+             << gemm->operandType
+             << "), whole warpgroups (warps 4, 8 or 16) and no split";
     if (pow2(bm) && pow2(bn) && pow2(bk) && bm >= 16 && bn >= 16 &&
         bk * bytes >= 16 && stages >= 1)
       return success();
@@ -210,10 +242,16 @@ public:
            << " elements), stages at least 1";
   }
 
-  /// Programs along x: one per row block, or per GEMM output tile.
+  /// Programs along x: one per row block, or per GEMM output tile (a
+  /// ping-pong GEMM: blocks of two programs, one a multiprocessor at
+  /// most, each program looping over tiles).
   int64_t gridSize() const {
     if (!gemm)
       return llvm::divideCeil(rows, bm);
+    if (programsPerBlock() > 1)
+      return std::max<int64_t>(
+          1, std::min<int64_t>(
+                 sms, llvm::divideCeil(tileCount(), programsPerBlock())));
     return tileCount();
   }
 
@@ -221,8 +259,10 @@ public:
   tsched::ScheduleAttr scheduleAttr() {
     MLIRContext *ctx = group.getContext();
     if (gemm && !summing)
-      return GemmSchedule{bm, bn, bk, warps, stages, splits}.attr(ctx);
-    return tsched::ScheduleAttr::get(ctx, {bm, bn}, 0, {}, 0, 0, warps, 0, 0);
+      return GemmSchedule{bm, bn, bk, warps, stages, splits, pingpong}.attr(
+          ctx);
+    return tsched::ScheduleAttr::get(ctx, {bm, bn}, 0, {}, 0, 0, warps, 0, 0,
+                                     false);
   }
 
   /// The class of a value of `shape` read from memory (right-aligned
@@ -503,6 +543,9 @@ private:
   OpBuilder b;
   int64_t rows, cols, bm = 1, bn = 1, warps = 4, bk = 0, stages = 1;
   int64_t splits = 1;
+  int64_t sms;
+  bool hopper;
+  bool pingpong = false;
   SmallVector<GemmSchedule> candidates;
   GemmSchedule chosen{};
   /// The tile of a split GEMM's second kernel: 256 programs for a
@@ -538,7 +581,7 @@ private:
   /// the tiles loop; `shift` kernel arguments come before the group's.
   LogicalResult buildEpilogue(Block *entry, unsigned shift, Value z,
                               bool batched, Location loc,
-                              Operation *tilesLoop);
+                              Operation *tilesLoop, Value valid = Value());
   Value batchIndex(Value z, ArrayRef<int64_t> operandBatch, Location loc);
   Value batchSlice(Value memref, Value z, Location loc);
   DenseMap<Value, Tile> tiles;

@@ -156,7 +156,7 @@ int64_t ReductionKernel::gridSize() const {
 
 tsched::ScheduleAttr ReductionKernel::scheduleAttr() const {
   return tsched::ScheduleAttr::get(b.getContext(), {bm, bn}, 0, {}, 0, 0,
-                                   warps, 0, 0);
+                                   warps, 0, 0, false);
 }
 
 void ReductionKernel::build(func::FuncOp kernel) {

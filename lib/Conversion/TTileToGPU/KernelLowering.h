@@ -69,8 +69,9 @@ Value mapUsable(OpBuilder &b, Location loc, Value table, unsigned i,
                 unsigned count);
 
 /// Named barriers: 0 is every thread's, 1 the consumer warpgroups' of a
-/// kernel with a producer, 2 and up the ping-pong turns; warpgroup g alone
-/// meets at kFirstGroupBarrier + g.
+/// kernel with a producer (1 + p those of program p, with several
+/// programs a block), then the ping-pong turns; warpgroup g of the block
+/// alone meets at kFirstGroupBarrier + g.
 constexpr int32_t kFirstGroupBarrier = 8;
 
 /// Bytes of one shared tile, a multiple of 1024 (every buffer starts on a
@@ -91,7 +92,13 @@ public:
   KernelLowering(func::FuncOp src, gpu::GPUFuncOp dst, bool tma = false,
                  int64_t sharedLimit = 227 * 1024)
       : src(src), dst(dst), b(src.getContext()), numWarps(kernelNumWarps(src)),
-        useTma(tma), sharedLimit(sharedLimit) {}
+        useTma(tma), sharedLimit(sharedLimit) {
+    if (auto n = src->getAttrOfType<IntegerAttr>("ttile.programs_per_block"))
+      programs = n.getInt();
+    // Each program's shared memory is a window of its own.
+    if (programs > 1)
+      this->sharedLimit = (sharedLimit - 1024) / programs / 1024 * 1024;
+  }
 
   LogicalResult run() {
     Block &entry = dst.getBody().front();
@@ -104,6 +111,37 @@ public:
     Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
     lane = arith::RemUIOp::create(b, loc, tid, index(32));
     warp = arith::DivUIOp::create(b, loc, tid, index(32));
+    programIndex = index(0);
+    if (programs > 1) {
+      // Several programs a block (ttile.programs_per_block): consumer warp
+      // w is warp w % numWarps of program w / numWarps; producer warp j
+      // (after all consumers) is warp numWarps + j of program j, as in a
+      // kernel of one program a block.
+      Value consumers = index(numWarps * programs);
+      Value isConsumer = arith::CmpIOp::create(
+          b, loc, arith::CmpIPredicate::ult, warp, consumers);
+      Value producerWarp = arith::SubIOp::create(b, loc, warp, consumers);
+      programIndex = arith::SelectOp::create(
+          b, loc, isConsumer,
+          arith::DivUIOp::create(b, loc, warp, index(numWarps)),
+          arith::MinUIOp::create(b, loc, producerWarp, index(programs - 1)));
+      warp = arith::SelectOp::create(
+          b, loc, isConsumer,
+          arith::RemUIOp::create(b, loc, warp, index(numWarps)),
+          arith::AddIOp::create(b, loc, producerWarp, index(numWarps)));
+      if (!useTma || !planSpecialization())
+        return src.emitError()
+               << "ttile.programs_per_block = " << programs
+               << " needs a warp-specialized kernel (sm_90a, top-level "
+                  "ranges whose shared tiles TMA can copy) within "
+               << sharedLimit << " bytes of shared memory a program";
+      if (multicastCluster > 1)
+        return src.emitError() << "ttile.programs_per_block does not go "
+                                  "with multicast loads (ttile.cluster)";
+      LogicalResult status = runSpecialized();
+      placeScratch();
+      return status;
+    }
     if (useTma && planSpecialization()) {
       LogicalResult status = runSpecialized();
       placeScratch();
@@ -119,8 +157,14 @@ public:
   /// Dynamic shared memory the kernel needs at launch (0 for none): the
   /// shared tiles at their peak, then the scratch area.
   int64_t dynamicSharedBytes() const {
-    int64_t total = tileSharedBytes() + scratchBytes;
+    int64_t total = programs * windowBytes();
     return total ? total + 1024 : 0;
+  }
+  /// Of which each program's (one window a program, with
+  /// ttile.programs_per_block).
+  int64_t windowBytes() const {
+    int64_t total = tileSharedBytes() + scratchBytes;
+    return programs > 1 ? int64_t(llvm::alignTo(total, 1024)) : total;
   }
   /// Of which the shared tiles (and their stages and barriers).
   int64_t tileSharedBytes() const {
@@ -145,8 +189,15 @@ private:
   OpBuilder b;
   IRMapping map;
   DenseMap<Value, Regs> tiles;
+  /// The thread's lane, and its warp within its program (consumers), or
+  /// numWarps + j for producer warp j.
   Value lane, warp;
   int64_t numWarps;
+  /// Programs a block (ttile.programs_per_block), and this thread's: each
+  /// has numWarps consumer warps, a producer warp and a window of shared
+  /// memory of its own, and they take turns to run their wgmma loops.
+  int64_t programs = 1;
+  Value programIndex;
   /// Dynamic shared memory: the 1024-byte aligned base address, the bytes
   /// handed out (a stack: a loop gives back the buffers of the shared tiles
   /// it loads when it ends, so loops one after the other reuse them) and
@@ -157,6 +208,9 @@ private:
   /// The scratch area: its offset from the base (a constant set once the
   /// tiles' peak is known), its size, and the bytes of the current use.
   arith::ConstantIndexOp scratchOffset;
+  /// The distance between programs' windows (set once the kernel is
+  /// lowered).
+  arith::ConstantIndexOp windowStride;
   Value scratchBase;
   int64_t scratchBytes = 0;
   int64_t scratchUsed = 0;
@@ -164,6 +218,8 @@ private:
   void placeScratch() {
     if (scratchOffset)
       scratchOffset->setAttr("value", b.getIndexAttr(tileSharedBytes()));
+    if (windowStride)
+      windowStride->setAttr("value", b.getIndexAttr(windowBytes()));
   }
   /// Shared-tile loads of the range being lowered: this iteration's buffer.
   DenseMap<Operation *, Value> ringSlots;
@@ -225,6 +281,32 @@ private:
 
   Value index(int64_t v) {
     return arith::ConstantIndexOp::create(b, src.getLoc(), v);
+  }
+
+  /// program_id / num_programs along `dim`: the block's (along x, with
+  /// several programs a block, block * programs + this thread's).
+  Value programId(Location loc, int64_t dim) {
+    Value block = gpu::BlockIdOp::create(b, loc, gpu::Dimension(dim));
+    if (programs == 1 || dim != 0)
+      return block;
+    return arith::AddIOp::create(
+        b, loc, arith::MulIOp::create(b, loc, block, index(programs)),
+        programIndex);
+  }
+  Value numPrograms(Location loc, int64_t dim) {
+    Value grid = gpu::GridDimOp::create(b, loc, gpu::Dimension(dim));
+    if (programs == 1 || dim != 0)
+      return grid;
+    return arith::MulIOp::create(b, loc, grid, index(programs));
+  }
+  /// The warpgroup of this consumer thread among the block's.
+  Value blockWarpgroup(Location loc) {
+    Value own = arith::DivUIOp::create(b, loc, warp, index(4));
+    if (programs == 1)
+      return own;
+    return arith::AddIOp::create(
+        b, loc, arith::MulIOp::create(b, loc, programIndex, index(numWarps / 4)),
+        own);
   }
 
   FailureOr<Distribution> dist(Operation *op, Type type) {
@@ -453,14 +535,11 @@ private:
     if (auto store = dyn_cast<StoreOp>(op))
       return lowerStore(store);
     if (auto pid = dyn_cast<ProgramIdOp>(op)) {
-      map.map(pid.getResult(),
-              gpu::BlockIdOp::create(b, op->getLoc(),
-                                     gpu::Dimension(pid.getDim())));
+      map.map(pid.getResult(), programId(op->getLoc(), pid.getDim()));
       return success();
     }
     if (auto n = dyn_cast<NumProgramsOp>(op)) {
-      map.map(n.getResult(), gpu::GridDimOp::create(
-                                 b, op->getLoc(), gpu::Dimension(n.getDim())));
+      map.map(n.getResult(), numPrograms(op->getLoc(), n.getDim()));
       return success();
     }
     if (auto reduce = dyn_cast<ReduceOp>(op))
@@ -595,6 +674,23 @@ private:
   /// it, and the first takes back the last turn handed to it after it
   /// (every named barrier ends balanced).
   LogicalResult lowerKernelBody();
+  /// Whether `op` (a ring loop of a kernel of several programs a block)
+  /// runs in its program's turn, taken before it and handed on once its
+  /// products are issued.
+  bool wantsLoopTurn(Operation *op);
+  /// The turns' named barriers: the first, this thread's group (warpgroup,
+  /// or program), how many groups take turns and the threads of a
+  /// barrier; `step` groups after this thread's.
+  int32_t firstTurnBarrier() const;
+  Value turnGroup(Location loc);
+  int64_t turnGroups() const;
+  int64_t turnThreads() const;
+  Value turnBarrier(Location loc, int64_t step);
+  /// Runs `body` in turn group `group` only.
+  void inTurnGroup(Location loc, int64_t group, function_ref<void()> body);
+  /// Waits for this group's turn / hands it to the next group.
+  void waitTurn(Location loc);
+  void handTurn(Location loc);
   /// Waits for this warpgroup's turn (if not held).
   void takeTurn(Location loc);
   /// Hands the turn to the next warpgroup (if held).

@@ -5,7 +5,7 @@
 //
 // Ping-pong (a kernel marked `ttile.pingpong`, two warpgroups or more):
 // in a range whose body issues wgmma products, the warpgroups take turns
-// to issue them. Warpgroup g waits on named barrier kFirstTurnBarrier + g
+// to issue them. Warpgroup g waits on named barrier 2 + g
 // before its first product of a run of them and arrives on the next
 // warpgroup's barrier after the last one (before any wait, barrier or
 // other computation), so the tensor cores run one warpgroup's products
@@ -18,6 +18,14 @@
 // trip counts (the same for every warpgroup: ranges are uniform over the
 // block).
 //
+// A kernel of several programs a block (ttile.programs_per_block) takes
+// turns between its programs, a whole loop at a time: a program waits
+// for its turn before each ring loop that issues wgmma products and hands
+// it to the next program once the loop's last product is issued, so the
+// tensor cores run one program's K loop while the others run their
+// epilogues. The same barriers and hand-offs, one a program; the loops
+// around must run the same number of times in every program.
+//
 //===----------------------------------------------------------------------===//
 
 #include "KernelLowering.h"
@@ -29,11 +37,6 @@ using namespace mlir::tessera;
 using namespace mlir::tessera::ttile;
 using namespace mlir::tessera::ttile::detail;
 
-namespace {
-/// The first named barrier of the warpgroups' turns (0 is the block's, 1
-/// the consumers' of a warp-specialized kernel).
-constexpr int32_t kFirstTurnBarrier = 2;
-} // namespace
 
 LogicalResult KernelLowering::lowerLoop(Operation *op) {
   Location loc = op->getLoc();
@@ -83,6 +86,10 @@ LogicalResult KernelLowering::lowerLoop(Operation *op) {
   // last iteration only, where the last groups are waited for (ptxas
   // serializes every wgmma of a kernel when a path may read accumulators
   // while a group might run, as a zero-trip path joining the exit would).
+  // A program's turn for the whole loop (several programs a block).
+  bool loopTurn = wantsLoopTurn(op);
+  if (loopTurn)
+    waitTurn(loc);
   if (fed)
     startRun(*fed);
   bool alternate = wantsPingPong(op);
@@ -95,6 +102,8 @@ LogicalResult KernelLowering::lowerLoop(Operation *op) {
                                 /*withElseRegion=*/true);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(&guardIf.getElseRegion().front());
+    if (loopTurn)
+      handTurn(loc);
     NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
     scf::YieldOp::create(b, loc, inits);
   }
@@ -153,6 +162,10 @@ LogicalResult KernelLowering::lowerLoop(Operation *op) {
       }
       pos += count;
     }
+    // (Every product is issued: the next program's may go while this
+    // one's last run.)
+    if (loopTurn)
+      handTurn(loc);
     waitForWgmma(loc, 0, pending);
     if (fed)
       finishRun(*fed, /*lastSlot=*/true);
@@ -165,8 +178,11 @@ LogicalResult KernelLowering::lowerLoop(Operation *op) {
     NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
     scf::YieldOp::create(b, loc, results);
     results.assign(guardIf.getResults().begin(), guardIf.getResults().end());
-  } else if (!ring.empty()) {
-    NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
+  } else {
+    if (!ring.empty())
+      NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
+    if (loopTurn)
+      handTurn(loc);
   }
   if (guardIf)
     b.setInsertionPointAfter(guardIf);
@@ -204,10 +220,8 @@ LogicalResult KernelLowering::lowerIf(scf::IfOp op) {
   return bind(op, op.getResults(), lowered.getResults());
 }
 
-bool KernelLowering::wantsPingPong(Operation *op) {
-  if (pingPong || !src->hasAttr("ttile.pingpong") || numWarps < 8 ||
-      numWarps % 4 || !isa<RangeOp>(op))
-    return false;
+/// Whether `op`'s body issues a wgmma product.
+static bool issuesWgmma(Operation *op) {
   return llvm::any_of(op->getRegion(0).front().getOps<DotOp>(), [](DotOp dot) {
     auto mma =
         dyn_cast<MmaAttr>(cast<RankedTensorType>(dot.getType()).getEncoding());
@@ -215,31 +229,56 @@ bool KernelLowering::wantsPingPong(Operation *op) {
   });
 }
 
-/// Named barrier of the warpgroup `step` turns after this thread's
-/// (0: its own) among `groups`.
-static Value turnBarrier(OpBuilder &b, Location loc, Value warp, int64_t groups,
-                         int64_t step) {
-  Value group = arith::DivUIOp::create(
-      b, loc, warp, arith::ConstantIndexOp::create(b, loc, 4));
-  if (step)
-    group = arith::RemUIOp::create(
-        b, loc,
-        arith::AddIOp::create(b, loc, group,
-                              arith::ConstantIndexOp::create(b, loc, step)),
-        arith::ConstantIndexOp::create(b, loc, groups));
-  return arith::AddIOp::create(
-      b, loc, arith::IndexCastOp::create(b, loc, b.getI32Type(), group),
-      i32Constant(b, loc, kFirstTurnBarrier));
+bool KernelLowering::wantsPingPong(Operation *op) {
+  if (programs > 1 || pingPong || !src->hasAttr("ttile.pingpong") ||
+      numWarps < 8 || numWarps % 4 || !isa<RangeOp>(op))
+    return false;
+  return issuesWgmma(op);
 }
 
-/// Runs `body` in the warps of warpgroup `group` only.
-static void inGroup(OpBuilder &b, Location loc, Value warp, int64_t group,
-                    function_ref<void()> body) {
-  Value is = arith::CmpIOp::create(
-      b, loc, arith::CmpIPredicate::eq,
-      arith::DivUIOp::create(b, loc, warp,
-                             arith::ConstantIndexOp::create(b, loc, 4)),
-      arith::ConstantIndexOp::create(b, loc, group));
+bool KernelLowering::wantsLoopTurn(Operation *op) {
+  if (programs == 1 || !isa<RangeOp>(op))
+    return false;
+  bool fed = llvm::any_of(producerRings, [&](ProducerRing &r) {
+    return r.loop.getOperation() == op;
+  });
+  return fed && issuesWgmma(op);
+}
+
+int32_t KernelLowering::firstTurnBarrier() const {
+  // After the block's (0) and the consumers' (1, or 1 + p of program p).
+  return programs > 1 ? int32_t(1 + programs) : 2;
+}
+
+Value KernelLowering::turnGroup(Location loc) {
+  return programs > 1 ? programIndex
+                      : Value(arith::DivUIOp::create(b, loc, warp, index(4)));
+}
+
+int64_t KernelLowering::turnGroups() const {
+  return programs > 1 ? programs : numWarps / 4;
+}
+
+int64_t KernelLowering::turnThreads() const {
+  // A turn's barrier counts the group handing it on and the one taking it.
+  return programs > 1 ? 2 * 32 * numWarps : 256;
+}
+
+Value KernelLowering::turnBarrier(Location loc, int64_t step) {
+  Value group = turnGroup(loc);
+  if (step)
+    group = arith::RemUIOp::create(
+        b, loc, arith::AddIOp::create(b, loc, group, index(step)),
+        index(turnGroups()));
+  return arith::AddIOp::create(
+      b, loc, arith::IndexCastOp::create(b, loc, b.getI32Type(), group),
+      i32Constant(b, loc, firstTurnBarrier()));
+}
+
+void KernelLowering::inTurnGroup(Location loc, int64_t group,
+                                 function_ref<void()> body) {
+  Value is = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                   turnGroup(loc), index(group));
   under(b, loc, is, body);
 }
 
@@ -247,43 +286,53 @@ LogicalResult KernelLowering::lowerKernelBody() {
   Block &body = src.getBody().front();
   Location loc = src.getLoc();
   bool any = false;
-  body.walk([&](RangeOp r) { any = any || wantsPingPong(r); });
+  body.walk([&](RangeOp r) {
+    any = any || wantsPingPong(r) || wantsLoopTurn(r);
+  });
   // (Once for the kernel: a hand-off before each loop could reach the
   // first warpgroup's barrier while the last loop's final turn still waits
   // there, and complete it without the first warpgroup.)
-  int64_t groups = numWarps / 4;
+  int64_t groups = turnGroups();
   if (any)
-    inGroup(b, loc, warp, groups - 1, [&] {
+    inTurnGroup(loc, groups - 1, [&] {
       NVVM::BarrierArriveOp::create(b, loc,
-                                    i32Constant(b, loc, kFirstTurnBarrier),
-                                    i32Constant(b, loc, 256));
+                                    i32Constant(b, loc, firstTurnBarrier()),
+                                    i32Constant(b, loc, turnThreads()));
     });
   if (failed(lowerBlock(body)))
     return failure();
   if (any)
-    inGroup(b, loc, warp, 0, [&] {
+    inTurnGroup(loc, 0, [&] {
       NVVM::BarrierOp::create(
-          b, loc, Type(), i32Constant(b, loc, kFirstTurnBarrier),
-          i32Constant(b, loc, 256), NVVM::BarrierReductionAttr(), Value());
+          b, loc, Type(), i32Constant(b, loc, firstTurnBarrier()),
+          i32Constant(b, loc, turnThreads()), NVVM::BarrierReductionAttr(),
+          Value());
     });
   return success();
+}
+
+void KernelLowering::waitTurn(Location loc) {
+  NVVM::BarrierOp::create(b, loc, Type(), turnBarrier(loc, 0),
+                          i32Constant(b, loc, turnThreads()),
+                          NVVM::BarrierReductionAttr(), Value());
+}
+
+void KernelLowering::handTurn(Location loc) {
+  NVVM::BarrierArriveOp::create(b, loc, turnBarrier(loc, 1),
+                                i32Constant(b, loc, turnThreads()));
 }
 
 void KernelLowering::takeTurn(Location loc) {
   if (!pingPong || turnHeld)
     return;
-  NVVM::BarrierOp::create(
-      b, loc, Type(), turnBarrier(b, loc, warp, numWarps / 4, 0),
-      i32Constant(b, loc, 256), NVVM::BarrierReductionAttr(), Value());
+  waitTurn(loc);
   turnHeld = true;
 }
 
 void KernelLowering::passTurn(Location loc) {
   if (!turnHeld)
     return;
-  NVVM::BarrierArriveOp::create(b, loc,
-                                turnBarrier(b, loc, warp, numWarps / 4, 1),
-                                i32Constant(b, loc, 256));
+  handTurn(loc);
   turnHeld = false;
 }
 

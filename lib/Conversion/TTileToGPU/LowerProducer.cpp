@@ -254,12 +254,12 @@ Value KernelLowering::producerValue(Value v, IRMapping &pmap) {
   Operation *def = v.getDefiningOp();
   Location loc = def->getLoc();
   if (auto pid = dyn_cast<ProgramIdOp>(def)) {
-    Value id = gpu::BlockIdOp::create(b, loc, gpu::Dimension(pid.getDim()));
+    Value id = programId(loc, pid.getDim());
     pmap.map(v, id);
     return id;
   }
   if (auto n = dyn_cast<NumProgramsOp>(def)) {
-    Value dim = gpu::GridDimOp::create(b, loc, gpu::Dimension(n.getDim()));
+    Value dim = numPrograms(loc, n.getDim());
     pmap.map(v, dim);
     return dim;
   }
@@ -521,9 +521,9 @@ LogicalResult KernelLowering::runSpecialized() {
         b, loc, MemRefType::get({1}, b.getIndexType()));
     memref::StoreOp::create(b, loc, index(0), ring.counter, index(0));
   }
-  // The mbarriers, initialized by one thread before the roles split.
-  // A slot is given back by each consumer thread, or, in a multicast
-  // ring, by each consumer warp of the cluster.
+  // The mbarriers, initialized by one thread before the roles split (one
+  // a program, in its window). A slot is given back by each consumer
+  // thread, or, in a multicast ring, by each consumer warp of the cluster.
   under(
       b, loc,
       arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid, index(0)),
@@ -555,14 +555,15 @@ LogicalResult KernelLowering::runSpecialized() {
   // until the pool has what it asks for, so the consumers may grow by what
   // the producer gives back and no more. Only where they can grow (8 or
   // more consumer warps).
-  int64_t threads = 32 * numWarps;
+  int64_t threads = 32 * numWarps * programs;
   int64_t initial = 65536 / (threads + 128) / 8 * 8;
   auto given = src->getAttrOfType<IntegerAttr>("ttile.producer_registers");
   int64_t producerRegisters = given ? given.getInt() : kProducerRegisters;
   int64_t consumerRegisters = std::min<int64_t>(
       240,
       (initial * (threads + 128) - producerRegisters * 128) / threads / 8 * 8);
-  bool moveRegisters = numWarps >= 8 && consumerRegisters > initial &&
+  bool moveRegisters = numWarps * programs >= 8 &&
+                       consumerRegisters > initial &&
                        producerRegisters < initial;
   {
     OpBuilder::InsertionGuard guard(b);
@@ -604,16 +605,22 @@ LogicalResult KernelLowering::runSpecialized() {
   gpu::ReturnOp::create(b, loc);
 
   // The consumers synchronize among themselves: the producer's warps do
-  // not come to their barriers.
+  // not come to their barriers. (With several programs a block, each
+  // program's consumers among themselves: barrier 1 + its index.)
   SmallVector<gpu::BarrierOp> barriers;
   roles.getElseRegion().walk(
       [&](gpu::BarrierOp bar) { barriers.push_back(bar); });
   for (gpu::BarrierOp bar : barriers) {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPoint(bar);
-    NVVM::BarrierOp::create(b, bar.getLoc(), Type(),
-                            i32Constant(b, bar.getLoc(), 1),
-                            i32Constant(b, bar.getLoc(), 32 * numWarps),
+    Location bl = bar.getLoc();
+    Value id = i32Constant(b, bl, 1);
+    if (programs > 1)
+      id = arith::AddIOp::create(
+          b, bl, id, arith::IndexCastOp::create(b, bl, b.getI32Type(),
+                                                programIndex));
+    NVVM::BarrierOp::create(b, bl, Type(), id,
+                            i32Constant(b, bl, 32 * numWarps),
                             NVVM::BarrierReductionAttr(), Value());
     bar.erase();
   }
@@ -621,8 +628,10 @@ LogicalResult KernelLowering::runSpecialized() {
 }
 
 void KernelLowering::emitProducer(Location loc) {
-  Value oneWarp = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, warp,
-                                        index(numWarps));
+  // (Producer warp j serves program j.)
+  Value oneWarp = arith::CmpIOp::create(
+      b, loc, arith::CmpIPredicate::ult,
+      arith::SubIOp::create(b, loc, warp, index(numWarps)), index(programs));
   under(b, loc, oneWarp, [&] {
     unsigned count = unsigned(tmaMaps.size());
     SmallVector<Value> usable;
@@ -958,7 +967,7 @@ void KernelLowering::finishRun(ProducerRing &ring, bool lastSlot) {
     else
       slot += 1;
   }
-  record.consumerThreads = int32_t(32 * numWarps);
+  record.consumerThreads = int32_t(32 * numWarps * programs);
   record.parameterSlots = slot;
   record.dynamicSharedBytes = int32_t(dynamicSharedBytes());
   if (!specialized)

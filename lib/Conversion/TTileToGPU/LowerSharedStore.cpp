@@ -215,9 +215,8 @@ void KernelLowering::groupBarrier(Location loc) {
   NVVM::BarrierOp::create(
       b, loc, Type(),
       arith::AddIOp::create(b, loc,
-                            arith::IndexCastOp::create(
-                                b, loc, b.getI32Type(),
-                                arith::DivUIOp::create(b, loc, warp, index(4))),
+                            arith::IndexCastOp::create(b, loc, b.getI32Type(),
+                                                       blockWarpgroup(loc)),
                             i32Constant(b, loc, kFirstGroupBarrier)),
       i32Constant(b, loc, 128), NVVM::BarrierReductionAttr(), Value());
 }

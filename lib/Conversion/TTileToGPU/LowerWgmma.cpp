@@ -61,6 +61,14 @@ Value KernelLowering::dynamicSharedBase() {
   // Launches give 1024 more bytes than the buffers need; round up into them.
   dynamicBase = arith::AndIOp::create(
       b, loc, arith::AddIOp::create(b, loc, raw, index(1023)), index(~1023LL));
+  if (programs > 1) {
+    // This program's window (its stride set once the kernel is lowered).
+    b.setInsertionPointAfterValue(programIndex);
+    windowStride = arith::ConstantIndexOp::create(b, loc, 0);
+    dynamicBase = arith::AddIOp::create(
+        b, loc, dynamicBase,
+        arith::MulIOp::create(b, loc, programIndex, windowStride));
+  }
   return dynamicBase;
 }
 

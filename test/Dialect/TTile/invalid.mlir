@@ -213,6 +213,27 @@ func.func @k(%x: memref<?xf32>) attributes {ttile.kernel, ttile.num_warps = 8 : 
 
 // -----
 
+// expected-error @+1 {{ttile.programs_per_block is a kernel's 1, 2 or 3 programs of whole warpgroups (ttile.num_warps a multiple of 4, at most 16 warps a block), got 2 : i32 with ttile.num_warps = 2}}
+func.func @k(%x: memref<?xf32>) attributes {ttile.kernel, ttile.num_warps = 2 : i32, ttile.programs_per_block = 2 : i32} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{ttile.programs_per_block is a kernel's 1, 2 or 3 programs of whole warpgroups (ttile.num_warps a multiple of 4, at most 16 warps a block), got 4 : i32 with ttile.num_warps = 4}}
+func.func @k(%x: memref<?xf32>) attributes {ttile.kernel, ttile.num_warps = 4 : i32, ttile.programs_per_block = 4 : i32} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{ttile.programs_per_block takes turns between programs; it does not go with ttile.pingpong}}
+func.func @k(%x: memref<?xf32>) attributes {ttile.kernel, ttile.num_warps = 8 : i32, ttile.programs_per_block = 2 : i32, ttile.pingpong} {
+  return
+}
+
+// -----
+
 // expected-error @+1 {{ttile.cluster is a kernel's power of two from 1 to 8 (programs a cluster), got 3 : i32}}
 func.func @k(%x: memref<?xf32>) attributes {ttile.kernel, ttile.num_warps = 4 : i32, ttile.cluster = 3 : i32} {
   return

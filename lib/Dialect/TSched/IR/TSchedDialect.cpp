@@ -254,11 +254,29 @@ parseChain(StringRef text, MLIRContext *ctx,
            function_ref<InFlightDiagnostic()> emitError) {
   SmallVector<int64_t> block, tile;
   int64_t k = 0, vector = 0, threads = 0, warps = 0, stages = 0, split = 0;
+  bool pingpong = false;
   llvm::StringSet<> seen;
   StringRef rest = text.trim();
   if (rest.empty())
     return emitError() << "a schedule needs at least one part";
   while (true) {
+    // The one part without values.
+    StringRef word = rest.take_until([](char c) { return c == '.'; }).rtrim();
+    if (word == "pingpong") {
+      if (!seen.insert(word).second)
+        return emitError() << "schedule part 'pingpong' appears twice";
+      pingpong = true;
+      rest = rest.drop_front(rest.take_until([](char c) {
+                                   return c == '.';
+                                 }).size())
+                 .ltrim();
+      if (rest.empty())
+        break;
+      if (!rest.consume_front("."))
+        return emitError() << "expected '.' between schedule parts, but got '"
+                           << rest << "'";
+      continue;
+    }
     size_t open = rest.find('(');
     if (open == StringRef::npos)
       return emitError() << "expected '(' after schedule part '" << rest << "'";
@@ -306,7 +324,7 @@ parseChain(StringRef text, MLIRContext *ctx,
     } else {
       return emitError() << "unknown schedule part '" << part
                          << "'; expected block, k, tile, vector, threads, "
-                            "warps, stages or split";
+                            "warps, stages, split or pingpong";
     }
     rest = rest.drop_front(close + 1).ltrim();
     if (rest.empty())
@@ -316,10 +334,10 @@ parseChain(StringRef text, MLIRContext *ctx,
                          << rest << "'";
   }
   if (failed(ScheduleAttr::verify(emitError, block, k, tile, vector, threads,
-                                  warps, stages, split)))
+                                  warps, stages, split, pingpong)))
     return failure();
   return ScheduleAttr::get(ctx, block, k, tile, vector, threads, warps,
-                           stages, split);
+                           stages, split, pingpong);
 }
 
 FailureOr<ScheduleAttr>
@@ -364,6 +382,8 @@ std::string ScheduleAttr::str() const {
     parts.push_back(one("stages", getStages()));
   if (getSplit())
     parts.push_back(one("split", getSplit()));
+  if (getPingpong())
+    parts.push_back("pingpong");
   return llvm::join(parts, ".");
 }
 
@@ -375,10 +395,19 @@ LogicalResult ScheduleAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                    ArrayRef<int64_t> block, int64_t k,
                                    ArrayRef<int64_t> tile, int64_t vector,
                                    int64_t threads, int64_t warps,
-                                   int64_t stages, int64_t split) {
+                                   int64_t stages, int64_t split,
+                                   bool pingpong) {
   if (block.empty() && !k && tile.empty() && !vector && !threads && !warps &&
-      !stages && !split)
+      !stages && !split && !pingpong)
     return emitError() << "a schedule needs at least one part";
+  if (pingpong && split > 1)
+    return emitError() << "pingpong and split(" << split
+                       << ") do not go together (a split's partials have no "
+                          "epilogue to overlap)";
+  if (pingpong && warps && warps % 4)
+    return emitError() << "pingpong programs are whole warpgroups: warps "
+                          "must be 4, 8 or 16, but got "
+                       << warps;
   if (split < 0 || split > 64)
     return emitError() << "split takes 1 to 64 chunks, but got " << split;
   for (int64_t v : block)

@@ -238,6 +238,25 @@ LogicalResult TTileDialect::verifyOperationAttribute(Operation *op,
              << (warps ? std::to_string(warps.getInt()) : "none");
     return success();
   }
+  if (name == "ttile.programs_per_block") {
+    // Programs of whole warpgroups, their named barriers within the 16 of
+    // a block (LowerControlFlow.cpp).
+    auto v = dyn_cast<IntegerAttr>(attr.getValue());
+    auto warps = op->getAttrOfType<IntegerAttr>("ttile.num_warps");
+    int64_t n = v ? v.getInt() : 0;
+    int64_t w = warps ? warps.getInt() : 4;
+    if (!isa<func::FuncOp>(op) || n < 1 || n > 3 || w % 4 || n * w > 16)
+      return op->emitError()
+             << "ttile.programs_per_block is a kernel's 1, 2 or 3 programs "
+                "of whole warpgroups (ttile.num_warps a multiple of 4, at "
+                "most 16 warps a block), got "
+             << attr.getValue() << " with ttile.num_warps = " << w;
+    if (n > 1 && op->hasAttr("ttile.pingpong"))
+      return op->emitError() << "ttile.programs_per_block takes turns "
+                                "between programs; it does not go with "
+                                "ttile.pingpong";
+    return success();
+  }
   if (name == "ttile.producer_registers") {
     // What setmaxnreg leaves a producer warpgroup (the consumers get the
     // rest).

@@ -639,16 +639,18 @@ private:
       // loop's data keeps its load layout and what else the op reads is
       // converted, once when it is loop-invariant), else of the first
       // operand that is not cheap to recompute.
-      Attribute layout, loaded, cheapLayout;
-      bool product = false;
+      Attribute layout, loaded, cheapLayout, productLayout;
       for (Value v : op->getOperands()) {
         auto t = tileType(v);
         if (!t || !t.getEncoding())
           continue;
-        // (Never move a tensor-core accumulator to a loaded operand's
-        // layout: an epilogue's bias converts instead.)
-        product |= isa<MmaAttr, DotOperandAttr>(t.getEncoding()) ||
-                   isa_and_nonnull<DotOp>(v.getDefiningOp());
+        // (Never move a tensor-core accumulator to another operand's
+        // layout: an epilogue's bias or residual converts instead, which
+        // a load then reads in the accumulator's layout.)
+        if (!productLayout &&
+            (isa<MmaAttr, DotOperandAttr>(t.getEncoding()) ||
+             isa_and_nonnull<DotOp>(v.getDefiningOp())))
+          productLayout = t.getEncoding();
         if (!loaded && loadedIn(v, op->getBlock()))
           loaded = t.getEncoding();
         if (!isCheap(v)) {
@@ -658,7 +660,9 @@ private:
           cheapLayout = t.getEncoding();
         }
       }
-      if (loaded && !product)
+      if (productLayout)
+        layout = productLayout;
+      else if (loaded)
         layout = loaded;
       if (!layout)
         layout = cheapLayout;

@@ -22,6 +22,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 namespace tessera::runtime {
 
@@ -30,6 +31,9 @@ struct TuningTable {
     std::string schedule;
     /// The measured time of the key's launches (seconds; 0: not known).
     double seconds = 0;
+    /// Every schedule a tuner timed for the key and its time, in the
+    /// order timed (written as comments; not read back).
+    std::vector<std::pair<std::string, double>> tried = {};
   };
   std::map<std::string, Entry> entries;
 

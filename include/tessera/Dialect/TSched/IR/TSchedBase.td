@@ -34,7 +34,7 @@ def TSched_Dialect : Dialect {
 
 def TSched_ScheduleAttr : AttrDef<TSched_Dialect, "Schedule"> {
   let mnemonic = "schedule";
-  let summary = "block / k / tile / vector / threads / warps / stages / split of one op";
+  let summary = "block / k / tile / vector / threads / warps / stages / split / pingpong of one op";
   let description = [{
     Each part is optional; what is left out takes the default for the op
     and the target. The chain is written as a string (MLIR tokens have no
@@ -55,12 +55,14 @@ def TSched_ScheduleAttr : AttrDef<TSched_Dialect, "Schedule"> {
     | `warps(W)` | warps a program |
     | `stages(S)` | loads issued S - 1 steps of the K loop ahead |
     | `split(S)` | a product's K in S equal chunks: f32 partials, then their sum in order and the epilogue |
+    | `pingpong` | a product's programs two a block, `warps` warps each, taking turns on the tensor cores: one's K loop runs while the other's epilogue does |
 
     Each target ignores the parts it has no use for.
 
     ```mlir
     #tsched.schedule<"block(64, 512).k(128).vector(16)">
     #tsched.schedule<"block(128, 256).k(64).warps(8).stages(4)">
+    #tsched.schedule<"block(128, 128).k(64).warps(4).stages(3).pingpong">
     ```
   }];
   let parameters = (ins
@@ -71,7 +73,8 @@ def TSched_ScheduleAttr : AttrDef<TSched_Dialect, "Schedule"> {
     DefaultValuedParameter<"int64_t", "0">:$threads,
     DefaultValuedParameter<"int64_t", "0">:$warps,
     DefaultValuedParameter<"int64_t", "0">:$stages,
-    DefaultValuedParameter<"int64_t", "0">:$split
+    DefaultValuedParameter<"int64_t", "0">:$split,
+    DefaultValuedParameter<"bool", "false">:$pingpong
   );
   let hasCustomAssemblyFormat = 1;
   let genVerifyDecl = 1;
