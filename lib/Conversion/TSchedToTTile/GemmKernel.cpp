@@ -43,13 +43,6 @@ SmallVector<GemmSchedule> gemmScheduleSpace(const tsched::GemmForm &form,
     candidates = {{{128, 256, 64, 8, 4}, 1.0},
                   {{128, 128, 64, 8, 4}, 0.85},
                   {{64, 128, 64, 4, 4}, 0.5}};
-    // Ping-pong (two programs of one warpgroup a block, taking turns on
-    // the tensor cores) for products with an epilogue to hide: on the
-    // H200 it ties the 128x128 tile on the block step's GELU and bias
-    // products and loses on the residual ones and on plain products
-    // (docs/PERFORMANCE.md), so it ranks after it, for the tuner.
-    if (hopper && !plain)
-      candidates.push_back({{64, 128, 64, 4, 4, 1, true}, 0.8});
     smRate = 6e12;
   }
   int64_t rows = form.flat() ? form.z * form.m : form.m;
@@ -57,15 +50,8 @@ SmallVector<GemmSchedule> gemmScheduleSpace(const tsched::GemmForm &form,
   auto seconds = [&](const Candidate &c, int64_t splits) {
     int64_t tiles = batches * llvm::divideCeil(rows, c.s.bm) *
                     llvm::divideCeil(form.n, c.s.bn);
-    // (A ping-pong block's two programs share its SM's tensor cores:
-    // each of min(sms, tiles / 2) blocks works through its tiles one
-    // after the other.)
-    int64_t slots =
-        c.s.pingpong ? std::max<int64_t>(
-                           1, std::min<int64_t>(sms, llvm::divideCeil(tiles, 2)))
-                     : sms;
     double waves =
-        double(llvm::divideCeil(std::max<int64_t>(tiles * splits, 1), slots));
+        double(llvm::divideCeil(std::max<int64_t>(tiles * splits, 1), sms));
     double chunk = double(llvm::divideCeil(form.k, splits));
     double t = waves * 2.0 * double(c.s.bm * c.s.bn) * chunk /
                (smRate * c.efficiency);
@@ -78,7 +64,7 @@ SmallVector<GemmSchedule> gemmScheduleSpace(const tsched::GemmForm &form,
     for (int64_t splits = 1; splits <= 16; splits *= 2) {
       if (splits > 1) {
         // Equal chunks of whole K steps, each at least 1024 long.
-        if (c.s.pingpong || !maysplit || rows * form.n == 0 ||
+        if (!maysplit || rows * form.n == 0 ||
             form.k % (splits * c.s.bk) != 0 || form.k / splits < 1024)
           break;
       } else if (c.s.bm * c.s.bn > 128 * 128 && !plain) {
@@ -104,6 +90,17 @@ SmallVector<GemmSchedule> gemmScheduleSpace(const tsched::GemmForm &form,
   for (size_t i : order)
     if (out.size() < kGemmAutotuneSpace)
       out.push_back(ranked[i].second);
+  // The ping-pong GEMM (two programs of one warpgroup a block, taking
+  // turns on the tensor cores) for a product with an epilogue to hide,
+  // second: on the H200 it ties the 128x128 tile on the block step's GELU
+  // and bias products and loses on its residual and plain ones
+  // (docs/PERFORMANCE.md), so the estimate's choice stays first and the
+  // tuner decides.
+  if (hopper && !plain && !form.operandType.isF32()) {
+    out.insert(out.begin() + 1, kPingPongSchedule);
+    if (out.size() > kGemmAutotuneSpace)
+      out.pop_back();
+  }
   return out;
 }
 

@@ -60,6 +60,9 @@ struct GemmSchedule {
 /// default 96 registers, the consumers 200: with fewer the producer's
 /// loops spill, ptxas, sm_90a.)
 constexpr int64_t kPingPongPrograms = 2;
+/// The ping-pong GEMM's schedule (the parts a product's own `pingpong`
+/// schedule does not give come from it).
+constexpr GemmSchedule kPingPongSchedule{64, 128, 64, 4, 4, 1, true};
 
 /// The tiles a GEMM of `form` is built with: of the candidates for its
 /// operand type (wide tiles on the tensor cores, narrower ones for small
@@ -69,12 +72,12 @@ constexpr int64_t kPingPongPrograms = 2;
 /// an epilogue beyond the final cast its temporaries spill (ptxas,
 /// sm_90a), so it is only a candidate for plain products.
 ///
-/// On Hopper (`hopper`), a product with an epilogue beyond the final cast
-/// may also be built as a ping-pong GEMM (a candidate after the 128x128
-/// tile): two programs a block, one warpgroup each with a 64x128 tile of
-/// its own, on a persistent grid of one block an SM, the programs taking
-/// turns to run their K loops so that the tensor cores work through one's
-/// while the other runs its epilogue.
+/// On Hopper (`hopper`), a product of 16-bit operands with an epilogue
+/// beyond the final cast may also be built as a ping-pong GEMM (second in
+/// its space, never the estimate's choice): two programs a block, one
+/// warpgroup each with a 64x128 tile of its own, on a persistent grid of
+/// one block an SM, the programs taking turns to run their K loops so that
+/// the tensor cores work through one's while the other runs its epilogue.
 ///
 /// With `maysplit`, a product of few output tiles and a long K may also
 /// split K in `splits` equal chunks: one launch writes each chunk's f32
@@ -119,6 +122,10 @@ public:
             gemmScheduleSpace(*gemm, sms, plain, gemm->flat(), hopper);
       GemmSchedule s = user ? chooseGemmSchedule(*gemm, sms, plain)
                             : candidates.front();
+      // (A schedule of its own that asks for ping-pong starts from the
+      // ping-pong GEMM's.)
+      if (user && user.getPingpong())
+        s = kPingPongSchedule;
       // The parts of the product's own schedule replace the chosen ones.
       if (user) {
         if (user.getSplit())

@@ -373,10 +373,11 @@ LogicalResult KernelLowering::lowerStochasticCast(CastOp op) {
   auto grid = [&](gpu::Dimension dim) -> Value {
     return gpu::GridDimOp::create(b, loc, dim);
   };
+  // (Along x, the program's: several programs may share a block.)
   Value program = arith::AddIOp::create(
-      b, loc, block(gpu::Dimension::x),
+      b, loc, programId(loc, 0),
       arith::MulIOp::create(
-          b, loc, grid(gpu::Dimension::x),
+          b, loc, numPrograms(loc, 0),
           arith::AddIOp::create(
               b, loc, block(gpu::Dimension::y),
               arith::MulIOp::create(b, loc, grid(gpu::Dimension::y),

@@ -469,16 +469,17 @@ bool KernelLowering::planSpecialization() {
     // Multicast loads whose boxes split evenly over the cluster (others
     // are copied by each program: the same tile, only more traffic).
     auto cluster = src->getAttrOfType<IntegerAttr>("ttile.cluster");
-    int64_t programs = cluster ? cluster.getInt() : 1;
+    int64_t clusterSize = cluster ? cluster.getInt() : 1;
     for (auto [load, m] : llvm::zip(loads, ring.maps)) {
       auto t = cast<RankedTensorType>(load.getType());
       const TmaMap &tm = tmaMaps[m];
       int64_t boxes = t.getShape()[1] / tm.cols * (t.getShape()[0] / tm.rows);
-      bool cast = load.getMulticast() && programs > 1 && boxes % programs == 0;
+      bool cast = load.getMulticast() && clusterSize > 1 &&
+                  boxes % clusterSize == 0;
       ring.multicastLoads.push_back(cast);
       ring.multicast = ring.multicast || cast;
       if (cast)
-        multicastCluster = programs;
+        multicastCluster = clusterSize;
     }
     producerRings.push_back(std::move(ring));
   }

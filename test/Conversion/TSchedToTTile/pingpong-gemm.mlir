@@ -15,6 +15,10 @@
 // GEMM is in its autotune space, after the 128x128 tile of 8 warps.
 // CHECK-LABEL: func.func @tunable
 // CHECK: tsched.schedule = #tsched.schedule<"block(128, 128).k(64).warps(8).stages(4)">, tsched.space = ["block(128, 128).k(64).warps(8).stages(4)", "block(64, 128).k(64).warps(4).stages(4).pingpong", "block(64, 128).k(64).warps(4).stages(4)"]
+// A schedule of its own that only says `pingpong` takes the ping-pong
+// GEMM's tiles, warps and stages.
+// CHECK-LABEL: func.func @only_pingpong
+// CHECK: tsched.grid = array<i64: 132>, tsched.kernel = @only_pingpong_gemm0, tsched.schedule = #tsched.schedule<"block(64, 128).k(64).warps(4).stages(4).pingpong">
 // A plain product has no epilogue to hide: no ping-pong in its space.
 // CHECK-LABEL: func.func @plain
 // CHECK: tsched.schedule = #tsched.schedule<"block(128, 256).k(64).warps(8).stages(4)">
@@ -58,6 +62,17 @@ func.func @tunable(%x: tensor<4096x1024xbf16>, %w: tensor<1024x1024xbf16>,
   %0 = tsched.group contraction [4096, 1024] (%x, %w, %b) : (tensor<4096x1024xbf16>, tensor<1024x1024xbf16>, tensor<1024xbf16>) -> tensor<4096x1024xbf16> {
   ^bb0(%a: tensor<4096x1024xbf16>, %bw: tensor<1024x1024xbf16>, %bias: tensor<1024xbf16>):
     %m = tgraph.matmul %a, %bw : (tensor<4096x1024xbf16>, tensor<1024x1024xbf16>) -> tensor<4096x1024xbf16>
+    %s = tgraph.add %m, %bias : (tensor<4096x1024xbf16>, tensor<1024xbf16>) -> tensor<4096x1024xbf16>
+    tsched.yield %s : tensor<4096x1024xbf16>
+  }
+  return %0 : tensor<4096x1024xbf16>
+}
+
+func.func @only_pingpong(%x: tensor<4096x1024xbf16>, %w: tensor<1024x1024xbf16>,
+                         %b: tensor<1024xbf16>) -> tensor<4096x1024xbf16> {
+  %0 = tsched.group contraction [4096, 1024] (%x, %w, %b) : (tensor<4096x1024xbf16>, tensor<1024x1024xbf16>, tensor<1024xbf16>) -> tensor<4096x1024xbf16> {
+  ^bb0(%a: tensor<4096x1024xbf16>, %bw: tensor<1024x1024xbf16>, %bias: tensor<1024xbf16>):
+    %m = tgraph.matmul %a, %bw {tsched.schedule = #tsched.schedule<"pingpong">} : (tensor<4096x1024xbf16>, tensor<1024x1024xbf16>) -> tensor<4096x1024xbf16>
     %s = tgraph.add %m, %bias : (tensor<4096x1024xbf16>, tensor<1024xbf16>) -> tensor<4096x1024xbf16>
     tsched.yield %s : tensor<4096x1024xbf16>
   }
