@@ -16,8 +16,10 @@ using namespace mlir::tessera;
 namespace mlir::tessera::group_kernels {
 
 GemmSchedule chooseGemmSchedule(const tsched::GemmForm &form, int64_t sms,
-                                bool plain, bool maysplit, bool hopper) {
-  return gemmScheduleSpace(form, sms, plain, maysplit, hopper).front();
+                                bool plain, bool maysplit) {
+  // (Never a ping-pong GEMM: it is second in a space at most.)
+  return gemmScheduleSpace(form, sms, plain, maysplit, /*hopper=*/false)
+      .front();
 }
 
 SmallVector<GemmSchedule> gemmScheduleSpace(const tsched::GemmForm &form,
@@ -96,7 +98,7 @@ SmallVector<GemmSchedule> gemmScheduleSpace(const tsched::GemmForm &form,
   // and bias products and loses on its residual and plain ones
   // (docs/PERFORMANCE.md), so the estimate's choice stays first and the
   // tuner decides.
-  if (hopper && !plain && !form.operandType.isF32()) {
+  if (hopper && !plain && form.operandType.getIntOrFloatBitWidth() == 16) {
     out.insert(out.begin() + 1, kPingPongSchedule);
     if (out.size() > kGemmAutotuneSpace)
       out.pop_back();

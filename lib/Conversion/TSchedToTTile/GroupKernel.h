@@ -87,8 +87,7 @@ constexpr GemmSchedule kPingPongSchedule{64, 128, 64, 4, 4, 1, true};
 /// one more launch) is below the unsplit kernel's. The order of the sums
 /// is fixed by the schedule, so results are the same bits at every run.
 GemmSchedule chooseGemmSchedule(const tsched::GemmForm &form, int64_t sms,
-                                bool plain, bool maysplit = false,
-                                bool hopper = false);
+                                bool plain, bool maysplit = false);
 /// The schedules chooseGemmSchedule weighs (each tile with each split it
 /// may take), fastest first by its estimate, the first few of
 /// them (kGemmAutotuneSpace): the autotune space of the product.
