@@ -121,15 +121,15 @@ def test_autotune_variants_and_tuning_files(tmp_path):
     key = keys.pop().decode()
     # Variant N builds candidate N of the space (the estimate's order).
     second = lowered.compile_gpu("sm_90a", variant=1)
-    assert b"block(128, 128).k(64).warps(8).stages(4).split(2)" in second
+    assert b"block(128, 128).k(64).warps(8).stages(6).split(2)" in second
     assert key.encode() in second  # the key does not depend on the choice
     # A tuning file's schedule for the key is built ...
     tuned = tmp_path / "tuning.txt"
     tuned.write_text(f"# tuned\n{key} "
-                     "block(128, 128).k(64).warps(8).stages(4).split(4)"
+                     "block(128, 128).k(64).warps(8).stages(6).split(4)"
                      "  # 90.0 us\n")
     data = lowered.compile_gpu("sm_90a", tuning=str(tuned))
-    assert b"block(128, 128).k(64).warps(8).stages(4).split(4)" in data
+    assert b"block(128, 128).k(64).warps(8).stages(6).split(4)" in data
     # ... unless it is not in the product's space (a stale entry), or the
     # file is about other products.
     for text in [f"{key} block(16, 16).k(16).warps(4).stages(1)\n",
@@ -169,11 +169,11 @@ def test_autotuning_starts_its_tuning_file(tmp_path):
     # Variants ignore a tuning file: they are what a tuner compares.
     key = re.search(r"gemm-[0-9a-f]{16}",
                     lowered.compile_gpu("sm_90a").decode("latin-1")).group()
-    tuning.write_text(f"{key} block(128,128).k(64).warps(8).stages(4).split(4)\n")
+    tuning.write_text(f"{key} block(128,128).k(64).warps(8).stages(6).split(4)\n")
     assert (lowered.compile_gpu("sm_90a", variant=1, tuning=str(tuning))
             == lowered.compile_gpu("sm_90a", variant=1))
     # A chain written another way still names the same schedule.
-    assert b"block(128, 128).k(64).warps(8).stages(4).split(4)" in \
+    assert b"block(128, 128).k(64).warps(8).stages(6).split(4)" in \
         lowered.compile_gpu("sm_90a", tuning=str(tuning))
 
 
@@ -186,9 +186,9 @@ def test_a_tuning_file_that_knows_the_products_needs_no_gpu(tmp_path):
                     lowered.compile_gpu("sm_90a").decode("latin-1")).group()
     tuning = tmp_path / "tuning.txt"
     tuning.write_text(
-        f"{key} block(128, 128).k(64).warps(8).stages(4).split(2)  # 90 us\n")
+        f"{key} block(128, 128).k(64).warps(8).stages(6).split(2)  # 90 us\n")
     data = lowered.compile_gpu("sm_90a", tuning=str(tuning), autotune_device=0)
-    assert b"block(128, 128).k(64).warps(8).stages(4).split(2)" in data
+    assert b"block(128, 128).k(64).warps(8).stages(6).split(2)" in data
     tuning.write_text(f"{key} block(16, 16).k(16).warps(4).stages(1)\n")
     if ts.cuda.is_available():  # tuned again: the entry is replaced
         lowered.compile_gpu("sm_90a", tuning=str(tuning), autotune_device=0)

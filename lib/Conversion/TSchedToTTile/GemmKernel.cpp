@@ -24,7 +24,8 @@ GemmSchedule chooseGemmSchedule(const tsched::GemmForm &form, int64_t sms,
 
 SmallVector<GemmSchedule> gemmScheduleSpace(const tsched::GemmForm &form,
                                             int64_t sms, bool plain,
-                                            bool maysplit, bool hopper) {
+                                            bool maysplit, bool hopper,
+                                            int64_t stagedOutputs) {
   struct Candidate {
     GemmSchedule s;
     double efficiency;
@@ -92,6 +93,24 @@ SmallVector<GemmSchedule> gemmScheduleSpace(const tsched::GemmForm &form,
   for (size_t i : order)
     if (out.size() < kGemmAutotuneSpace)
       out.push_back(ranked[i].second);
+  // Deeper rings where shared memory allows (Hopper's TMA rings): the
+  // profile of the 128x128 tile with a GELU epilogue had its consumers
+  // waiting for loads a quarter of the time with four stages (Nsight
+  // Compute, H200). The lowering plans the ring and its mbarriers (1 KiB
+  // each, with the alignment slack) first, then the output buffers.
+  if (hopper && !form.operandType.isF32()) {
+    int64_t elt = form.operandType.getIntOrFloatBitWidth() / 8;
+    for (GemmSchedule &s : out) {
+      // A split's partials are f32 (no shared buffer); its sum has no ring.
+      int64_t outputs = s.splits > 1 ? 0 : stagedOutputs;
+      int64_t stage = (s.bm + s.bn) * s.bk * elt;
+      int64_t room = kHopperSharedBytes - 2 * 1024 - outputs * s.bm * s.bn * 2;
+      int64_t kSteps = llvm::divideCeil(
+          s.splits > 1 ? form.k / s.splits : form.k, s.bk);
+      int64_t fit = std::min({room / stage, kMaxGemmStages, kSteps});
+      s.stages = std::max(s.stages, fit);
+    }
+  }
   // The ping-pong GEMM (two programs of one warpgroup a block, taking
   // turns on the tensor cores) for a product with an epilogue to hide,
   // second: on the H200 it ties the 128x128 tile on the block step's GELU
@@ -267,6 +286,8 @@ LogicalResult RowKernel::buildGemm(func::FuncOp kernel, GemmPart part) {
   auto kLoop = tt::RangeOp::create(b, loc, TypeRange{accType}, index(0), kEnd,
                                    index(bk), ValueRange{zeros},
                                    b.getI32IntegerAttr(int32_t(stages)));
+  if (deepestRing)
+    kLoop->setAttr("ttile.deepest_ring", b.getUnitAttr());
   Block *kBody = b.createBlock(&kLoop.getBody(), {},
                                {b.getIndexType(), accType}, {loc, loc});
   {
@@ -314,7 +335,49 @@ LogicalResult RowKernel::buildGemm(func::FuncOp kernel, GemmPart part) {
     return success();
   }
   tiles[gemmOp->getResult(0)] = Tile{kLoop.getResult(0), Class::Full};
-  return buildEpilogue(entry, shift, z, batched, loc, tilesLoop, valid);
+  if (failed(buildEpilogue(entry, shift, z, batched, loc, tilesLoop, valid)))
+    return failure();
+  hoistEpilogueLoads(kLoop);
+  return success();
+}
+
+/// Moves the epilogue's loads of the tile (a bias, a residual) that do not
+/// depend on the K loop above it, with the index arithmetic they need: their
+/// latency then passes under the loop's products instead of after them.
+/// (The K loop writes no memory, and the tile's stores stay after its loads.
+/// A ping-pong GEMM's epilogue, under its `valid` test, keeps its loads.)
+void RowKernel::hoistEpilogueLoads(tt::RangeOp kLoop) {
+  Block *block = kLoop->getBlock();
+  SmallVector<tt::LoadOp> loads;
+  for (Operation *op = kLoop->getNextNode(); op; op = op->getNextNode())
+    if (auto load = dyn_cast<tt::LoadOp>(op))
+      loads.push_back(load);
+  for (tt::LoadOp load : loads) {
+    // The ops after the loop that the load's operands need, operands first.
+    llvm::SetVector<Operation *> slice;
+    bool movable = true;
+    std::function<void(Value)> visit = [&](Value v) {
+      Operation *def = v.getDefiningOp();
+      if (!movable || !def || def->getBlock() != block ||
+          def->isBeforeInBlock(kLoop) || slice.contains(def))
+        return;
+      if (def == kLoop.getOperation() || !isPure(def) ||
+          def->getNumRegions()) {
+        movable = false;
+        return;
+      }
+      for (Value o : def->getOperands())
+        visit(o);
+      slice.insert(def);
+    };
+    for (Value o : load->getOperands())
+      visit(o);
+    if (!movable)
+      continue;
+    for (Operation *def : slice)
+      def->moveBefore(kLoop);
+    load->moveBefore(kLoop);
+  }
 }
 
 LogicalResult RowKernel::buildEpilogue(Block *entry, unsigned shift, Value z,

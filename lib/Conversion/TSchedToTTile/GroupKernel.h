@@ -22,6 +22,8 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/StringExtras.h"
@@ -91,9 +93,24 @@ GemmSchedule chooseGemmSchedule(const tsched::GemmForm &form, int64_t sms,
 /// The schedules chooseGemmSchedule weighs (each tile with each split it
 /// may take), fastest first by its estimate, the first few of
 /// them (kGemmAutotuneSpace): the autotune space of the product.
+///
+/// On Hopper the K loop's operands come through a ring of shared tiles
+/// that TMA fills, and each 16-bit output tile leaves through a shared
+/// buffer of its own (`stagedOutputs` of them). A whole tile of the space
+/// takes the deepest ring (up to kMaxGemmStages) that fits in the block's
+/// shared memory beside those buffers, never fewer stages than its
+/// candidate's: a deeper ring keeps more loads in flight over L2's latency.
 SmallVector<GemmSchedule> gemmScheduleSpace(const tsched::GemmForm &form,
                                             int64_t sms, bool plain,
-                                            bool maysplit, bool hopper);
+                                            bool maysplit, bool hopper,
+                                            int64_t stagedOutputs = 0);
+
+/// The deepest ring a Hopper GEMM's space gives a tile (cuBLAS keeps six
+/// 128x128x64 stages in flight on the H100 and H200).
+constexpr int64_t kMaxGemmStages = 6;
+/// The dynamic shared memory of a Hopper block (227 KiB), as the Tile IR
+/// GPU lowering plans it.
+constexpr int64_t kHopperSharedBytes = 227 * 1024;
 
 class RowKernel {
 public:
@@ -116,9 +133,17 @@ public:
           tsched::TSchedDialect::kScheduleAttrName);
       // A product with a schedule of its own is built as it says (whole
       // unless it says split); the others have a space to tune in.
+      // The outputs that leave through shared buffers on Hopper: 16-bit
+      // tiles (see gemmScheduleSpace).
+      int64_t staged = llvm::count_if(group->getResultTypes(), [](Type t) {
+        auto r = dyn_cast<RankedTensorType>(t);
+        return r && r.getRank() >= 2 && isa<FloatType>(r.getElementType()) &&
+               r.getElementTypeBitWidth() == 16;
+      });
       if (!user)
-        candidates =
-            gemmScheduleSpace(*gemm, sms, plain, gemm->flat(), hopper);
+        candidates = gemmScheduleSpace(*gemm, sms, plain, gemm->flat(),
+                                       hopper, staged);
+      deepestRing = !user && hopper;
       GemmSchedule s = user ? chooseGemmSchedule(*gemm, sms, plain)
                             : candidates.front();
       // (A schedule of its own that asks for ping-pong starts from the
@@ -552,6 +577,9 @@ private:
   int64_t sms;
   bool hopper;
   bool pingpong = false;
+  /// The K loop's stages are the space's (the deepest ring that fits), not
+  /// a schedule of the product's own: the lowering may give some up.
+  bool deepestRing = false;
   SmallVector<GemmSchedule> candidates;
   GemmSchedule chosen{};
   /// The tile of a split GEMM's second kernel: 256 programs for a
@@ -585,6 +613,7 @@ private:
                           GemmPart part = GemmPart::Whole);
   /// The epilogue on the GEMM's tile (in `tiles`) and the stores, closing
   /// the tiles loop; `shift` kernel arguments come before the group's.
+  void hoistEpilogueLoads(tt::RangeOp kLoop);
   LogicalResult buildEpilogue(Block *entry, unsigned shift, Value z,
                               bool batched, Location loc,
                               Operation *tilesLoop, Value valid = Value());

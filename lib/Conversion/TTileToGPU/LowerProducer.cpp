@@ -397,8 +397,11 @@ bool KernelLowering::planSpecialization() {
 
   int64_t bytes = 1024;
   llvm::SmallPtrSet<Operation *, 8> inRings;
+  // A stage of each ring's loop (its loads' tiles).
+  SmallVector<int64_t> stageBytes;
   for (auto [f, chain] : llvm::zip(found, chains)) {
     auto &[loop, loads] = f;
+    stageBytes.push_back(0);
     for (LoadOp load : loads) {
       auto t = cast<RankedTensorType>(load.getType());
       auto shared = cast<SharedAttr>(t.getEncoding());
@@ -412,6 +415,7 @@ bool KernelLowering::planSpecialization() {
         if (!producerComputable(i, chain))
           return false;
       bytes += loop.getStages() * sharedTileBytes(t);
+      stageBytes.back() += sharedTileBytes(t);
       inRings.insert(load);
     }
     bytes += 1024; // the ring's mbarriers
@@ -428,8 +432,23 @@ bool KernelLowering::planSpecialization() {
     if (isa_and_nonnull<SharedAttr>(cvt.getType().getEncoding()))
       bytes += sharedTileBytes(cvt.getType());
   });
-  if (bytes > sharedLimit)
-    return false;
+  // Rings whose depth the GEMM generator chose as the deepest that fits
+  // (`ttile.deepest_ring`: it does not see the epilogue's other shared
+  // tiles) give up a stage at a time where they do not fit beside those,
+  // the widest stage first and two at least. A kernel's own stages are
+  // kept: one that does not fit is an error of the schedule.
+  while (bytes > sharedLimit) {
+    int64_t widest = -1;
+    for (auto [i, f] : llvm::enumerate(found))
+      if (f.first->hasAttr("ttile.deepest_ring") && f.first.getStages() > 2 &&
+          (widest < 0 || stageBytes[i] > stageBytes[widest]))
+        widest = int64_t(i);
+    if (widest < 0)
+      return false;
+    RangeOp loop = found[widest].first;
+    loop->setAttr("stages", b.getI32IntegerAttr(loop.getStages() - 1));
+    bytes -= stageBytes[widest];
+  }
   // Stores of 2-byte tiles inside loops (a persistent kernel's output
   // tiles) go through a shared buffer and TMA where it fits: the consumers
   // go on to the next tile while TMA copies the buffer out. (A store at the

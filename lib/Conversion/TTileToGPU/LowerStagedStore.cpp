@@ -6,8 +6,9 @@
 // reads (stmatrix for tensor-core fragments, else 16-byte runs where the
 // quad exchange gives them), fence it for the async proxy, and one thread
 // issues a TMA store of each box and commits them as one bulk group. The next
-// use of the buffer waits until TMA read it; the program waits for the last
-// copies before it ends. The consumers go on with the next tile while the
+// use of the buffer waits until TMA read it (not for the other outputs'
+// groups committed since); the program waits for the last copies before it
+// ends. The consumers go on with the next tile while the
 // copies run.
 //
 //===----------------------------------------------------------------------===//
@@ -55,8 +56,37 @@ LogicalResult KernelLowering::lowerStagedStore(StoreOp op,
       arith::AddIOp::create(b, loc, lane,
                             arith::MulIOp::create(b, loc, warp, index(32))),
       index(0));
-  // The buffer is free once TMA read the previous tile out of it.
+  // The buffer is free once TMA read the previous tile out of it. Where
+  // every staged store of the kernel is in this block and all of them go
+  // through TMA (each then commits one bulk group an iteration, in order),
+  // the groups of the other stores since this one's last may still run;
+  // else all must be read.
+  int64_t others = 0;
+  bool together = true;
+  for (auto &entry : stagedStores) {
+    if (entry.first == op.getOperation())
+      continue;
+    together = together && entry.first->getBlock() == op->getBlock();
+    ++others;
+  }
   under(b, loc, first, [&] {
+    if (!together || others == 0) {
+      NVVM::CpAsyncBulkWaitGroupOp::create(b, loc, 0, b.getUnitAttr());
+      return;
+    }
+    Value all;
+    for (auto &entry : stagedStores) {
+      Value usable = mapUsable(b, loc, tmaTable, entry.second.map,
+                               unsigned(tmaMaps.size()));
+      all = all ? arith::AndIOp::create(b, loc, all, usable).getResult()
+                : usable;
+    }
+    auto pick = scf::IfOp::create(b, loc, TypeRange{}, all, true);
+    OpBuilder::InsertionGuard inner(b);
+    b.setInsertionPointToStart(&pick.getThenRegion().front());
+    NVVM::CpAsyncBulkWaitGroupOp::create(b, loc, int32_t(others),
+                                         b.getUnitAttr());
+    b.setInsertionPointToStart(&pick.getElseRegion().front());
     NVVM::CpAsyncBulkWaitGroupOp::create(b, loc, 0, b.getUnitAttr());
   });
   gpu::BarrierOp::create(b, loc);

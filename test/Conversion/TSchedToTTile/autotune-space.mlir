@@ -1,7 +1,7 @@
 // RUN: tessera-opt %s --tessera-gpu-generate-kernels | FileCheck %s
 // RUN: tessera-opt %s --tessera-gpu-generate-kernels=variant=1 | FileCheck %s --check-prefix=VARIANT
 // RUN: tessera-opt %s --tessera-gpu-generate-kernels=variant=9 | FileCheck %s --check-prefix=LAST
-// RUN: tessera-opt %s --tessera-gpu-generate-kernels | grep -o 'gemm-[0-9a-f]*' | head -1 | sed 's/$/ block(128, 128).k(64).warps(8).stages(4).split(2)  # tuned/' > %t.tuning
+// RUN: tessera-opt %s --tessera-gpu-generate-kernels | grep -o 'gemm-[0-9a-f]*' | head -1 | sed 's/$/ block(128, 128).k(64).warps(8).stages(6).split(2)  # tuned/' > %t.tuning
 // RUN: tessera-opt %s --tessera-gpu-generate-kernels=tuning=%t.tuning | FileCheck %s --check-prefix=TUNED
 // RUN: echo 'gemm-0123 block(64, 64)' > %t.bad
 // RUN: not tessera-opt %s --tessera-gpu-generate-kernels=tuning=%t.bad 2>&1 | FileCheck %s --check-prefix=BAD
@@ -14,18 +14,21 @@
 // A weight gradient X^T dY ([1024, 1024], K 16384). Its autotune space is
 // the 4 best of the tiles and splits of K the estimate weighs, fastest
 // first; the estimate's choice (K in 4 chunks of 128x256 tiles) is built.
+// On sm_90a each tile takes the deepest TMA ring that fits in shared
+// memory, six stages at most: 128x256 stages are 48 KiB (four), 128x128
+// ones 32 KiB (six; a split's partials are f32, with no output buffer).
 // CHECK-LABEL: func.func @weight_grad
 // CHECK: tsched.group contraction
 // CHECK-SAME: tsched.schedule = #tsched.schedule<"block(128, 256).k(64).warps(8).stages(4).split(4)">
-// CHECK-SAME: tsched.space = ["block(128, 256).k(64).warps(8).stages(4).split(4)", "block(128, 128).k(64).warps(8).stages(4).split(2)", "block(128, 128).k(64).warps(8).stages(4).split(4)", "block(128, 256).k(64).warps(8).stages(4).split(8)"]
+// CHECK-SAME: tsched.space = ["block(128, 256).k(64).warps(8).stages(4).split(4)", "block(128, 128).k(64).warps(8).stages(6).split(2)", "block(128, 128).k(64).warps(8).stages(6).split(4)", "block(128, 256).k(64).warps(8).stages(4).split(8)"]
 // CHECK-SAME: tsched.tuning_key = "gemm-{{[0-9a-f]+}}"
 //
 // variant=N builds candidate N of each space: the programs an autotuner
 // times.
 // VARIANT: tsched.group contraction
-// VARIANT-SAME: grid = array<i64: 128>, kernel = @weight_grad_gemm0, schedule = "block(128, 128).k(64).warps(8).stages(4).split(2)"
+// VARIANT-SAME: grid = array<i64: 128>, kernel = @weight_grad_gemm0, schedule = "block(128, 128).k(64).warps(8).stages(6).split(2)"
 // VARIANT-SAME: grid = array<i64: 256>, kernel = @weight_grad_gemm_sum0
-// VARIANT-SAME: tsched.schedule = #tsched.schedule<"block(128, 128).k(64).warps(8).stages(4).split(2)">
+// VARIANT-SAME: tsched.schedule = #tsched.schedule<"block(128, 128).k(64).warps(8).stages(6).split(2)">
 //
 // A space of fewer candidates gives its last.
 // LAST: tsched.group contraction
@@ -34,7 +37,7 @@
 // A tuning file names a schedule for the product's key; a key the file
 // lacks (or a schedule outside the space) leaves the estimate's choice.
 // TUNED: tsched.group contraction
-// TUNED-SAME: tsched.schedule = #tsched.schedule<"block(128, 128).k(64).warps(8).stages(4).split(2)">
+// TUNED-SAME: tsched.schedule = #tsched.schedule<"block(128, 128).k(64).warps(8).stages(6).split(2)">
 //
 // BAD: .bad:1: expected 'KEY SCHEDULE' (a product's key gemm-<16 hex digits> and its schedule chain), got 'gemm-0123 block(64, 64)'
 // BAD2: .bad2:1: the schedule of gemm-0123456789abcdef: unknown schedule part 'stage'
@@ -46,4 +49,44 @@ func.func @weight_grad(%x: tensor<16384x1024xbf16>, %dy: tensor<16384x1024xbf16>
     tsched.yield %1 : tensor<1024x1024xbf16>
   }
   return %0 : tensor<1024x1024xbf16>
+}
+
+// Outputs of 16 bits leave through shared buffers of their own (32 KiB a
+// 128x128 tile): with two of them (a GELU and its input) the 128x128
+// tile's ring has five stages; with one, six. A ring never has more
+// stages than K has steps (4 here), nor fewer than the candidate's.
+// RUN: tessera-opt %s --tessera-gpu-generate-kernels | FileCheck %s --check-prefix=RING
+// RING-LABEL: func.func @two_outputs
+// RING: tsched.schedule = #tsched.schedule<"block(128, 128).k(64).warps(8).stages(5)">
+// RING-LABEL: func.func @one_output
+// RING: tsched.schedule = #tsched.schedule<"block(128, 128).k(64).warps(8).stages(6)">
+// RING-LABEL: func.func @short_k
+// RING: tsched.schedule = #tsched.schedule<"block(128, 128).k(64).warps(8).stages(4)">
+func.func @two_outputs(%x: tensor<4096x1024xbf16>, %w: tensor<1024x4096xbf16>, %b: tensor<4096xbf16>) -> (tensor<4096x4096xbf16>, tensor<4096x4096xbf16>) {
+  %0:2 = tsched.group contraction [4096, 4096] (%x, %w, %b) : (tensor<4096x1024xbf16>, tensor<1024x4096xbf16>, tensor<4096xbf16>) -> (tensor<4096x4096xbf16>, tensor<4096x4096xbf16>) {
+  ^bb0(%a: tensor<4096x1024xbf16>, %m: tensor<1024x4096xbf16>, %c: tensor<4096xbf16>):
+    %p = tgraph.matmul %a, %m : (tensor<4096x1024xbf16>, tensor<1024x4096xbf16>) -> tensor<4096x4096xbf16>
+    %q = tgraph.add %p, %c : (tensor<4096x4096xbf16>, tensor<4096xbf16>) -> tensor<4096x4096xbf16>
+    %t = tgraph.tanh %q : tensor<4096x4096xbf16>
+    tsched.yield %q, %t : tensor<4096x4096xbf16>, tensor<4096x4096xbf16>
+  }
+  return %0#0, %0#1 : tensor<4096x4096xbf16>, tensor<4096x4096xbf16>
+}
+func.func @one_output(%x: tensor<4096x1024xbf16>, %w: tensor<1024x4096xbf16>, %b: tensor<4096xbf16>) -> tensor<4096x4096xbf16> {
+  %0 = tsched.group contraction [4096, 4096] (%x, %w, %b) : (tensor<4096x1024xbf16>, tensor<1024x4096xbf16>, tensor<4096xbf16>) -> tensor<4096x4096xbf16> {
+  ^bb0(%a: tensor<4096x1024xbf16>, %m: tensor<1024x4096xbf16>, %c: tensor<4096xbf16>):
+    %p = tgraph.matmul %a, %m : (tensor<4096x1024xbf16>, tensor<1024x4096xbf16>) -> tensor<4096x4096xbf16>
+    %q = tgraph.add %p, %c : (tensor<4096x4096xbf16>, tensor<4096xbf16>) -> tensor<4096x4096xbf16>
+    tsched.yield %q : tensor<4096x4096xbf16>
+  }
+  return %0 : tensor<4096x4096xbf16>
+}
+func.func @short_k(%x: tensor<4096x256xbf16>, %w: tensor<256x4096xbf16>, %b: tensor<4096xbf16>) -> tensor<4096x4096xbf16> {
+  %0 = tsched.group contraction [4096, 4096] (%x, %w, %b) : (tensor<4096x256xbf16>, tensor<256x4096xbf16>, tensor<4096xbf16>) -> tensor<4096x4096xbf16> {
+  ^bb0(%a: tensor<4096x256xbf16>, %m: tensor<256x4096xbf16>, %c: tensor<4096xbf16>):
+    %p = tgraph.matmul %a, %m : (tensor<4096x256xbf16>, tensor<256x4096xbf16>) -> tensor<4096x4096xbf16>
+    %q = tgraph.add %p, %c : (tensor<4096x4096xbf16>, tensor<4096xbf16>) -> tensor<4096x4096xbf16>
+    tsched.yield %q : tensor<4096x4096xbf16>
+  }
+  return %0 : tensor<4096x4096xbf16>
 }

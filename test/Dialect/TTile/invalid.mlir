@@ -315,3 +315,10 @@ func.func @f(%s: tensor<64xf32>, %k0: index, %n: index) {
 func.func @k(%x: memref<?xf32>) attributes {ttile.kernel, ttile.num_warps = 16 : i32, ttile.programs_per_sm = 5 : i32} {
   return
 }
+
+// -----
+
+// expected-error @+1 {{ttile.deepest_ring is a unit attribute of a ttile.range, got 4 : i32 on func.func}}
+func.func @k(%x: memref<?xf32>) attributes {ttile.kernel, ttile.num_warps = 4 : i32, ttile.deepest_ring = 4 : i32} {
+  return
+}

@@ -257,6 +257,15 @@ LogicalResult TTileDialect::verifyOperationAttribute(Operation *op,
                                 "ttile.pingpong";
     return success();
   }
+  if (name == "ttile.deepest_ring") {
+    // A generated GEMM's K loop whose stages are the most that fit: the
+    // GPU lowering may give some up (LowerProducer.cpp).
+    if (!isa<RangeOp>(op) || !isa<UnitAttr>(attr.getValue()))
+      return op->emitError() << "ttile.deepest_ring is a unit attribute of "
+                                "a ttile.range, got "
+                             << attr.getValue() << " on " << op->getName();
+    return success();
+  }
   if (name == "ttile.producer_registers") {
     // What setmaxnreg leaves a producer warpgroup (the consumers get the
     // rest).
