@@ -470,7 +470,10 @@ mlir::tessera::compileForGPU(ModuleOp module,
   pipeline.features = options.features;
   pipeline.multiprocessors = options.multiprocessors;
   pipeline.variant = options.variant;
-  pipeline.tuning = options.tuningFile;
+  // The text the key hashed, not the file again (it may have changed
+  // since); an empty file tunes nothing.
+  pipeline.tuning = tuningText.empty() ? std::string() : options.tuningFile;
+  pipeline.tuningText = tuningText;
   for (const auto &[s, size] : options.dims)
     pipeline.dims.push_back(s + "=" + std::to_string(size));
   buildGPUPipeline(pm, pipeline);

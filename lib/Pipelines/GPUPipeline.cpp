@@ -89,6 +89,7 @@ void mlir::tessera::buildGPUPipeline(OpPassManager &pm,
   kernels.chip = options.chip;
   kernels.variant = options.variant;
   kernels.tuning = options.tuning;
+  kernels.tuningText = options.tuningText;
   pm.addPass(createTSchedGenerateKernels(kernels));
   if (stopAfter == GPUStage::Kernels)
     return;

@@ -188,7 +188,11 @@ def TSchedGenerateKernels : Pass<"tessera-gpu-generate-kernels", "ModuleOp"> {
     Option<"tuning", "tuning", "std::string", "\"\"",
            "A file of tuned schedules, one 'KEY SCHEDULE' a line "
            "(tsched.tuning_key of a product, then its chain), used where "
-           "the key matches and the schedule is in the product's space">
+           "the key matches and the schedule is in the product's space">,
+    Option<"tuningText", "tuning-text", "std::string", "\"\"",
+           "The text of the tuning file as the caller read it: parsed "
+           "instead of reading `tuning` again (which then only names it in "
+           "messages), so a program matches the text its cache key hashed">
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::func::FuncDialect",

@@ -107,6 +107,11 @@ struct GPUPipelineOptions : public PassPipelineOptions<GPUPipelineOptions> {
       *this, "tuning",
       llvm::cl::desc("A file of tuned schedules ('KEY SCHEDULE' lines)"),
       llvm::cl::init("")};
+  Option<std::string> tuningText{
+      *this, "tuning-text",
+      llvm::cl::desc("The tuning file's text as the caller read it (parsed "
+                     "instead of reading the file again)"),
+      llvm::cl::init("")};
   ListOption<std::string> dims{
       *this, "dims",
       llvm::cl::desc("Sizes of the symbolic dims, NAME=SIZE (e.g. B=32,S=128): "

@@ -686,22 +686,30 @@ struct TSchedGenerateKernelsPass
   /// Tuned schedules by key (the `tuning` file), read once.
   llvm::StringMap<std::string> tuned;
 
-  /// Reads the `tuning` file: one `KEY SCHEDULE` a line (the key of a
-  /// product, gemm-<16 hex digits>, and its schedule chain); '#' starts a
-  /// comment.
+  /// Reads the `tuning` file (or `tuningText`, its text as the caller read
+  /// it): one `KEY SCHEDULE` a line (the key of a product, gemm-<16 hex
+  /// digits>, and its schedule chain); '#' starts a comment.
   LogicalResult readTuning() {
     tuned.clear();
-    if (tuning.empty())
+    if (tuning.empty() && tuningText.empty())
       return success();
     ModuleOp module = getOperation();
     // Errors name the file, not an op (the module is not at fault).
     auto error = [&] { return mlir::emitError(UnknownLoc::get(&getContext())); };
-    auto file = llvm::MemoryBuffer::getFile(tuning, /*IsText=*/true);
-    if (!file)
-      return error() << "cannot read the tuning file " << tuning
-                                << ": " << file.getError().message();
+    std::string name = tuning.empty() ? std::string("the tuning text")
+                                      : std::string(tuning);
+    std::unique_ptr<llvm::MemoryBuffer> buffer;
+    StringRef text = tuningText;
+    if (text.empty()) {
+      auto file = llvm::MemoryBuffer::getFile(tuning, /*IsText=*/true);
+      if (!file)
+        return error() << "cannot read the tuning file " << tuning << ": "
+                       << file.getError().message();
+      buffer = std::move(*file);
+      text = buffer->getBuffer();
+    }
     SmallVector<StringRef> lines;
-    (*file)->getBuffer().split(lines, '\n');
+    text.split(lines, '\n');
     for (size_t n = 0; n < lines.size(); ++n) {
       StringRef line = lines[n].split('#').first.trim();
       if (line.empty())
@@ -710,7 +718,7 @@ struct TSchedGenerateKernelsPass
       StringRef chain = line.split(' ').second.trim();
       auto bad = [&]() {
         return error()
-               << tuning << ":" << n + 1 << ": expected 'KEY SCHEDULE' (a "
+               << name << ":" << n + 1 << ": expected 'KEY SCHEDULE' (a "
                << "product's key gemm-<16 hex digits> and its schedule "
                << "chain), got '" << line << "'";
       };
@@ -721,7 +729,7 @@ struct TSchedGenerateKernelsPass
         return bad();
       FailureOr<tsched::ScheduleAttr> parsed =
           tsched::ScheduleAttr::parseSchedule(chain, module.getContext(), [&] {
-            return error() << tuning << ":" << n + 1 << ": the schedule of "
+            return error() << name << ":" << n + 1 << ": the schedule of "
                            << key << ": ";
           });
       if (failed(parsed))

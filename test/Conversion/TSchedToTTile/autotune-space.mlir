@@ -3,6 +3,13 @@
 // RUN: tessera-opt %s --tessera-gpu-generate-kernels=variant=9 | FileCheck %s --check-prefix=LAST
 // RUN: tessera-opt %s --tessera-gpu-generate-kernels | grep -o 'gemm-[0-9a-f]*' | head -1 | sed 's/$/ block(128, 128).k(64).warps(8).stages(6).split(2)  # tuned/' > %t.tuning
 // RUN: tessera-opt %s --tessera-gpu-generate-kernels=tuning=%t.tuning | FileCheck %s --check-prefix=TUNED
+// The caller's copy of the file's text (tuning-text) is parsed instead of
+// the file, which then only names it: a compile matches the text its cache
+// key hashed even if the file changed since (here the file has a tuned
+// entry, the text none; and a missing file is not read).
+// RUN: tessera-opt %s --tessera-gpu-generate-kernels="tuning=%t.tuning tuning-text='gemm-0123456789abcdef block(64, 64).k(64).warps(4).stages(4)'" | FileCheck %s
+// RUN: tessera-opt %s --tessera-gpu-generate-kernels="tuning=%t.missing tuning-text='gemm-0123456789abcdef block(64, 64).k(64).warps(4).stages(4)'" | FileCheck %s
+// RUN: not tessera-opt %s --tessera-gpu-generate-kernels="tuning-text='gemm-0123 block(64, 64)'" 2>&1 | FileCheck %s --check-prefix=BADTEXT
 // RUN: echo 'gemm-0123 block(64, 64)' > %t.bad
 // RUN: not tessera-opt %s --tessera-gpu-generate-kernels=tuning=%t.bad 2>&1 | FileCheck %s --check-prefix=BAD
 // RUN: echo 'gemm-0123456789abcdef block(64, 64).stage(2)' > %t.bad2
@@ -39,6 +46,7 @@
 // TUNED: tsched.group contraction
 // TUNED-SAME: tsched.schedule = #tsched.schedule<"block(128, 128).k(64).warps(8).stages(6).split(2)">
 //
+// BADTEXT: the tuning text:1: expected 'KEY SCHEDULE' (a product's key gemm-<16 hex digits> and its schedule chain), got 'gemm-0123 block(64, 64)'
 // BAD: .bad:1: expected 'KEY SCHEDULE' (a product's key gemm-<16 hex digits> and its schedule chain), got 'gemm-0123 block(64, 64)'
 // BAD2: .bad2:1: the schedule of gemm-0123456789abcdef: unknown schedule part 'stage'
 // MISSING: cannot read the tuning file {{.*}}missing: No such file or directory
