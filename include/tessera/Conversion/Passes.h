@@ -25,6 +25,10 @@ namespace mlir::tessera {
 /// Schedules in a generated GEMM's autotune space (tsched.space): the
 /// estimate's best few; an autotuner compiles one program per rank.
 inline constexpr size_t kGemmAutotuneSpace = 4;
+/// The dynamic shared memory a Hopper block may use (227 KiB, with the
+/// opt-in): the TTile GPU lowering's limit and the GEMM generator's budget
+/// for its rings and output buffers.
+inline constexpr int64_t kHopperSharedBytes = 227 * 1024;
 
 #define GEN_PASS_DECL
 #include "tessera/Conversion/Passes.h.inc"

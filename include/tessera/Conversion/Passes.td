@@ -264,7 +264,7 @@ def ConvertTTileToGPU : Pass<"tessera-convert-ttile-to-gpu", "ModuleOp"> {
     Option<"tma", "tma", "bool", "false",
            "Fill shared-tile rings with TMA copies from a producer warpgroup "
            "(sm_90a)">,
-    Option<"sharedLimit", "shared-limit", "int64_t", "232448",
+    Option<"sharedLimit", "shared-limit", "int64_t", "::mlir::tessera::kHopperSharedBytes",
            "Shared memory a block may use, in bytes: the chip's opt-in "
            "limit (232448 on sm_90, 166912 on sm_80 and sm_87, 101376 on "
            "sm_86 and sm_89)">,

@@ -108,9 +108,6 @@ SmallVector<GemmSchedule> gemmScheduleSpace(const tsched::GemmForm &form,
 /// The deepest ring a Hopper GEMM's space gives a tile (cuBLAS keeps six
 /// 128x128x64 stages in flight on the H100 and H200).
 constexpr int64_t kMaxGemmStages = 6;
-/// The dynamic shared memory of a Hopper block (227 KiB), as the Tile IR
-/// GPU lowering plans it.
-constexpr int64_t kHopperSharedBytes = 227 * 1024;
 
 class RowKernel {
 public:

@@ -68,6 +68,11 @@ SmallVector<Value> tmaCoordinates(OpBuilder &b, Location loc, Value col,
 Value mapUsable(OpBuilder &b, Location loc, Value table, unsigned i,
                 unsigned count);
 
+/// The induction variable of a ttile.range or scf.for.
+Value inductionVar(Operation *loop);
+/// Lower bound, upper bound and step of a ttile.range or scf.for.
+std::array<Value, 3> loopBounds(Operation *loop);
+
 /// Named barriers: 0 is every thread's, 1 the consumer warpgroups' of a
 /// kernel with a producer (1 + p those of program p, with several
 /// programs a block), then the ping-pong turns; warpgroup g of the block
@@ -90,7 +95,7 @@ public:
   /// opt-in (Hopper: 227 KiB); TMA rings and staged stores are planned
   /// within it.
   KernelLowering(func::FuncOp src, gpu::GPUFuncOp dst, bool tma = false,
-                 int64_t sharedLimit = 227 * 1024)
+                 int64_t sharedLimit = kHopperSharedBytes)
       : src(src), dst(dst), b(src.getContext()), numWarps(kernelNumWarps(src)),
         useTma(tma), sharedLimit(sharedLimit) {
     if (auto n = src->getAttrOfType<IntegerAttr>("ttile.programs_per_block"))
@@ -181,7 +186,7 @@ private:
 
   /// Warp specialization (LowerProducer.cpp).
   bool useTma = false;
-  int64_t sharedLimit = 227 * 1024;
+  int64_t sharedLimit = kHopperSharedBytes;
   bool specialized = false;
   /// One TMA tensor map: a kernel argument of rank `rank` (2 to 5) read in
   /// boxes of `rows` x `cols` elements of its last two dims (`cols` one
