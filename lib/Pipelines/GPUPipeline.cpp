@@ -40,6 +40,9 @@ void mlir::tessera::buildTileToGPUPipeline(OpPassManager &pm,
   pm.addPass(createConvertTTileToGPU(lowering));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
+  // Each element's chain of values next to its use (ptxas keeps the
+  // order it is given): an epilogue's values die at their stores.
+  pm.addNestedPass<gpu::GPUModuleOp>(createSinkToUses());
   // fp8 conversions and arithmetic (LLVM has no fp8 types), rounded as on
   // the CPU; bf16 and f16 conversions stay the target's instructions.
   ExpandSmallFloatsOptions small;

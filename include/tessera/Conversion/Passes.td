@@ -203,6 +203,29 @@ def TSchedGenerateKernels : Pass<"tessera-gpu-generate-kernels", "ModuleOp"> {
                            "::mlir::tessera::ttile::TTileDialect"];
 }
 
+def SinkToUses : Pass<"tessera-gpu-sink-to-uses", "::mlir::gpu::GPUModuleOp"> {
+  let summary = "Move each pure op of a GPU kernel down to its first use";
+  let description = [{
+    The thread-level lowering emits a tile op as one op per element, so a
+    chain of tile ops (an epilogue: a bias, an activation, a conversion,
+    a store) comes out op by op: every element of the first op, then every
+    element of the second. All of a tile's intermediate values are then
+    live at once, and ptxas, which keeps the order it is given within a
+    block, spills them next to a 128x256 accumulator.
+
+    This pass moves every op without memory effects or regions (not
+    constants) to just before its first user in the same block, walking
+    each block from its end, so that each element's chain ends up next to
+    the store that consumes it and only a few values are live between the
+    accumulator and memory. Ops with memory effects (loads, stores,
+    barriers) keep their order; an op used in a region of a later op
+    moves down to that op, and one used in another block of its region,
+    or not at all, stays where it is. Moving within a block changes
+    neither the threads that run an op nor its value, so the results are
+    the same bits.
+  }];
+}
+
 def ConvertTTileToGPU : Pass<"tessera-convert-ttile-to-gpu", "ModuleOp"> {
   let summary = "Lower Tile IR kernels to GPU dialect kernels, thread by thread";
   let description = [{

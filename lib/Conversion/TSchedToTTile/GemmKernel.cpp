@@ -25,7 +25,8 @@ GemmSchedule chooseGemmSchedule(const tsched::GemmForm &form, int64_t sms,
 SmallVector<GemmSchedule> gemmScheduleSpace(const tsched::GemmForm &form,
                                             int64_t sms, bool plain,
                                             bool maysplit, bool hopper,
-                                            int64_t stagedOutputs) {
+                                            int64_t stagedOutputs,
+                                            bool wideEpilogue) {
   struct Candidate {
     GemmSchedule s;
     double efficiency;
@@ -70,8 +71,10 @@ SmallVector<GemmSchedule> gemmScheduleSpace(const tsched::GemmForm &form,
         if (!maysplit || rows * form.n == 0 ||
             form.k % (splits * c.s.bk) != 0 || form.k / splits < 1024)
           break;
-      } else if (c.s.bm * c.s.bn > 128 * 128 && !plain) {
-        // The partials kernel of a split is plain whatever the epilogue.
+      } else if (c.s.bm * c.s.bn > 128 * 128 && !plain && !wideEpilogue) {
+        // An epilogue that holds other tiles beside a 128x256 accumulator
+        // (a residual, an f32 output) spills; the partials kernel of a
+        // split is plain whatever the epilogue.
         continue;
       }
       GemmSchedule s = c.s;

@@ -100,10 +100,16 @@ GemmSchedule chooseGemmSchedule(const tsched::GemmForm &form, int64_t sms,
 /// takes the deepest ring (up to kMaxGemmStages) that fits in the block's
 /// shared memory beside those buffers, never fewer stages than its
 /// candidate's: a deeper ring keeps more loads in flight over L2's latency.
+///
+/// A 128x256 tile (128 accumulators a consumer thread) is in the space of
+/// a plain product and of one whose epilogue is `wideEpilogue`: it holds no
+/// tile of its own beside the accumulator (it reads vectors only, a bias,
+/// and writes 16-bit tiles), which fits the consumers' registers.
 SmallVector<GemmSchedule> gemmScheduleSpace(const tsched::GemmForm &form,
                                             int64_t sms, bool plain,
                                             bool maysplit, bool hopper,
-                                            int64_t stagedOutputs = 0);
+                                            int64_t stagedOutputs = 0,
+                                            bool wideEpilogue = false);
 
 /// The deepest ring a Hopper GEMM's space gives a tile (cuBLAS keeps six
 /// 128x128x64 stages in flight on the H100 and H200).
@@ -137,9 +143,22 @@ public:
         return r && r.getRank() >= 2 && isa<FloatType>(r.getElementType()) &&
                r.getElementTypeBitWidth() == 16;
       });
+      // An epilogue that reads no tile besides the product's operands and
+      // writes only 16-bit tiles.
+      bool wide =
+          llvm::all_of(body.getArguments(),
+                       [&](BlockArgument a) {
+                         auto t = dyn_cast<RankedTensorType>(a.getType());
+                         return !t || t.getRank() < 2 ||
+                                llvm::is_contained(gemmOp->getOperands(), a);
+                       }) &&
+          llvm::all_of(group->getResultTypes(), [](Type t) {
+            auto r = dyn_cast<RankedTensorType>(t);
+            return !r || r.getRank() < 2 || r.getElementTypeBitWidth() <= 16;
+          });
       if (!user)
         candidates = gemmScheduleSpace(*gemm, sms, plain, gemm->flat(),
-                                       hopper, staged);
+                                       hopper, staged, wide);
       deepestRing = !user && hopper;
       GemmSchedule s = user ? chooseGemmSchedule(*gemm, sms, plain)
                             : candidates.front();

@@ -306,8 +306,12 @@ LogicalResult KernelLowering::lowerStoreDirect(StoreOp op) {
                             llvm::Align(v * bytes));
   };
   // A whole tile inside the memref, aligned and without a mask (every
-  // thread the same: one uniform branch) stores without a test a vector.
-  std::optional<OpBuilder::InsertionGuard> slowPath;
+  // thread the same: a uniform branch) stores each vector without a test.
+  // The branch is taken for each vector, not once for the tile: a vector's
+  // values (an epilogue's chain, after -tessera-gpu-sink-to-uses) are then
+  // made just before their store and die there, instead of all the tile's
+  // values living until one branch that stores them all.
+  Value whole;
   if (v > 1 && mask.empty()) {
     SmallVector<Value> inside = {alignedAll};
     for (auto [i, size] : llvm::enumerate(acc.sizes)) {
@@ -317,19 +321,18 @@ LogicalResult KernelLowering::lowerStoreDirect(StoreOp op) {
       inside.push_back(lessThan(loc, first, size));
       inside.push_back(lessThan(loc, end, size));
     }
-    auto whole =
-        scf::IfOp::create(b, loc, TypeRange{}, allOf(loc, inside), true);
-    {
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(&whole.getThenRegion().front());
-      for (int64_t r = 0, n = d.numRegs(); r < n; r += v)
-        vectorStore(r, memCoords(loc, d, bases, op.getIndices(), r));
-    }
-    slowPath.emplace(b);
-    b.setInsertionPointToStart(&whole.getElseRegion().front());
+    whole = allOf(loc, inside);
   }
   for (int64_t r = 0, n = d.numRegs(); r < n; r += v) {
     SmallVector<Value> coords = memCoords(loc, d, bases, op.getIndices(), r);
+    // Restores the insertion point after this vector's branches.
+    OpBuilder::InsertionGuard afterVector(b);
+    if (whole) {
+      auto fast = scf::IfOp::create(b, loc, TypeRange{}, whole, true);
+      b.setInsertionPointToStart(&fast.getThenRegion().front());
+      vectorStore(r, coords);
+      b.setInsertionPointToStart(&fast.getElseRegion().front());
+    }
     SmallVector<Value> conds = {inBounds(loc, acc, coords, v - 1)};
     for (int64_t e = 0; e < v && !mask.empty(); ++e)
       conds.push_back(mask[r + e]);
@@ -339,7 +342,6 @@ LogicalResult KernelLowering::lowerStoreDirect(StoreOp op) {
     }
     conds.push_back(alignedAll);
     auto ifOp = scf::IfOp::create(b, loc, TypeRange{}, allOf(loc, conds), true);
-    OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(&ifOp.getThenRegion().front());
     vectorStore(r, coords);
     b.setInsertionPointToStart(&ifOp.getElseRegion().front());

@@ -64,12 +64,25 @@ func.func @weight_grad(%x: tensor<16384x1024xbf16>, %dy: tensor<16384x1024xbf16>
 // tile's ring has five stages; with one, six. A ring never has more
 // stages than K has steps (4 here), nor fewer than the candidate's.
 // RUN: tessera-opt %s --tessera-gpu-generate-kernels | FileCheck %s --check-prefix=RING
+// These epilogues hold no tile of their own (a bias, 16-bit outputs): the
+// 128x256 tile comes first; its 48 KiB stages stay at four.
 // RING-LABEL: func.func @two_outputs
-// RING: tsched.schedule = #tsched.schedule<"block(128, 128).k(64).warps(8).stages(5)">
+// RING: tsched.space = ["block(128, 256).k(64).warps(8).stages(4)", {{.*}}"block(128, 128).k(64).warps(8).stages(5)"
 // RING-LABEL: func.func @one_output
-// RING: tsched.schedule = #tsched.schedule<"block(128, 128).k(64).warps(8).stages(6)">
+// RING: tsched.space = ["block(128, 256).k(64).warps(8).stages(4)", {{.*}}"block(128, 128).k(64).warps(8).stages(6)"
 // RING-LABEL: func.func @short_k
-// RING: tsched.schedule = #tsched.schedule<"block(128, 128).k(64).warps(8).stages(4)">
+// RING: tsched.space = ["block(128, 256).k(64).warps(8).stages(4)", {{.*}}"block(128, 128).k(64).warps(8).stages(4)"
+//
+// An epilogue that reads a tile (a residual) or writes an f32 tile would
+// spill beside a 128x256 accumulator: its space has no 128x256 tile.
+// RING-LABEL: func.func @residual
+// RING: tsched.schedule = #tsched.schedule<"block(128, 128).k(64).warps(8).stages(6)">
+// RING-NOT: block(128, 256)
+// RING: tsched.yield
+// RING-LABEL: func.func @f32_output
+// RING: tsched.schedule = #tsched.schedule<"block(128, 128).k(64).warps(8).stages(6)">
+// RING-NOT: block(128, 256)
+// RING: tsched.yield
 func.func @two_outputs(%x: tensor<4096x1024xbf16>, %w: tensor<1024x4096xbf16>, %b: tensor<4096xbf16>) -> (tensor<4096x4096xbf16>, tensor<4096x4096xbf16>) {
   %0:2 = tsched.group contraction [4096, 4096] (%x, %w, %b) : (tensor<4096x1024xbf16>, tensor<1024x4096xbf16>, tensor<4096xbf16>) -> (tensor<4096x4096xbf16>, tensor<4096x4096xbf16>) {
   ^bb0(%a: tensor<4096x1024xbf16>, %m: tensor<1024x4096xbf16>, %c: tensor<4096xbf16>):
@@ -97,4 +110,23 @@ func.func @short_k(%x: tensor<4096x256xbf16>, %w: tensor<256x4096xbf16>, %b: ten
     tsched.yield %q : tensor<4096x4096xbf16>
   }
   return %0 : tensor<4096x4096xbf16>
+}
+func.func @residual(%x: tensor<4096x1024xbf16>, %w: tensor<1024x4096xbf16>, %r: tensor<4096x4096xbf16>) -> tensor<4096x4096xbf16> {
+  %0 = tsched.group contraction [4096, 4096] (%x, %w, %r) : (tensor<4096x1024xbf16>, tensor<1024x4096xbf16>, tensor<4096x4096xbf16>) -> tensor<4096x4096xbf16> {
+  ^bb0(%a: tensor<4096x1024xbf16>, %m: tensor<1024x4096xbf16>, %c: tensor<4096x4096xbf16>):
+    %p = tgraph.matmul %a, %m : (tensor<4096x1024xbf16>, tensor<1024x4096xbf16>) -> tensor<4096x4096xbf16>
+    %q = tgraph.add %p, %c : (tensor<4096x4096xbf16>, tensor<4096x4096xbf16>) -> tensor<4096x4096xbf16>
+    tsched.yield %q : tensor<4096x4096xbf16>
+  }
+  return %0 : tensor<4096x4096xbf16>
+}
+func.func @f32_output(%x: tensor<4096x1024xbf16>, %w: tensor<1024x4096xbf16>, %b: tensor<4096xbf16>) -> tensor<4096x4096xf32> {
+  %0 = tsched.group contraction [4096, 4096] (%x, %w, %b) : (tensor<4096x1024xbf16>, tensor<1024x4096xbf16>, tensor<4096xbf16>) -> tensor<4096x4096xf32> {
+  ^bb0(%a: tensor<4096x1024xbf16>, %m: tensor<1024x4096xbf16>, %c: tensor<4096xbf16>):
+    %p = tgraph.matmul %a, %m : (tensor<4096x1024xbf16>, tensor<1024x4096xbf16>) -> tensor<4096x4096xbf16>
+    %q = tgraph.add %p, %c : (tensor<4096x4096xbf16>, tensor<4096xbf16>) -> tensor<4096x4096xbf16>
+    %f = tgraph.cast %q : tensor<4096x4096xbf16> -> tensor<4096x4096xf32>
+    tsched.yield %f : tensor<4096x4096xf32>
+  }
+  return %0 : tensor<4096x4096xf32>
 }

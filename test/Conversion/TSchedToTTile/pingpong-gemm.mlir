@@ -12,12 +12,13 @@
 // CHECK: tsched.group contraction [640, 128]
 // CHECK-SAME: tsched.grid = array<i64: 3>, tsched.kernel = @epilogue_gemm0, tsched.schedule = #tsched.schedule<"block(128, 128).k(64).warps(4).stages(3).pingpong">
 // Without a schedule of its own the product may take one: the ping-pong
-// GEMM is in its autotune space, after the 128x128 tile of 8 warps. (The
-// tiles of one program a block take the deepest ring that fits beside
-// their output's shared buffer, six stages at most; the ping-pong GEMM
-// keeps four, two programs sharing the block's memory.)
+// GEMM is in its autotune space, after the estimate's choice (the 128x256
+// tile: the bias epilogue holds no tile of its own). (The tiles of one
+// program a block take the deepest ring that fits beside their output's
+// shared buffer, six stages at most; the ping-pong GEMM keeps four, two
+// programs sharing the block's memory.)
 // CHECK-LABEL: func.func @tunable
-// CHECK: tsched.schedule = #tsched.schedule<"block(128, 128).k(64).warps(8).stages(6)">, tsched.space = ["block(128, 128).k(64).warps(8).stages(6)", "block(64, 128).k(64).warps(4).stages(4).pingpong", "block(64, 128).k(64).warps(4).stages(6)"]
+// CHECK: tsched.schedule = #tsched.schedule<"block(128, 256).k(64).warps(8).stages(4)">, tsched.space = ["block(128, 256).k(64).warps(8).stages(4)", "block(64, 128).k(64).warps(4).stages(4).pingpong", "block(128, 128).k(64).warps(8).stages(6)", "block(64, 128).k(64).warps(4).stages(6)"]
 // A schedule of its own that only says `pingpong` takes the ping-pong
 // GEMM's tiles, warps and stages.
 // CHECK-LABEL: func.func @only_pingpong
