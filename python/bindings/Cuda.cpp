@@ -21,6 +21,7 @@
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/array.h>
 #include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
@@ -435,6 +436,18 @@ NB_MODULE(_cuda, m) {
           nb::arg("args"),
           "Queues a run on the arguments (Buffers of the program's dtypes "
           "and shapes); returns the result Buffers.")
+      .def_prop_ro(
+          "results",
+          [](const LoadedProgram &p) {
+            const rt::GpuProgramImage &img = p.program->image();
+            std::vector<std::pair<std::string, std::vector<std::int64_t>>> out;
+            for (const auto &r : img.results)
+              out.emplace_back(
+                  rt::name(img.storages[std::size_t(r.storage)].type),
+                  r.shape);
+            return out;
+          },
+          "(dtype name, shape) of each result a run returns, in order.")
       .def_prop_ro("name",
                    [](const LoadedProgram &p) { return p.program->image().name; })
       .def_prop_ro("launches",

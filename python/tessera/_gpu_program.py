@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._dtypes import as_dtype
 from ._errors import TesseraError
 
 
@@ -50,6 +51,13 @@ class GpuProgram:
         index = _device_index(device)
         self._program = _cuda.HostProgram.load(self.program_bytes, index, name)
         self._device = cuda.device(f"cuda:{index}")
+        # What each result is, known from the file: a call wraps the
+        # buffers it gets back without asking them.
+        self._results = [
+            (as_dtype(dtype), tuple(shape), cuda._row_major(tuple(shape)),
+             index) for dtype, shape in self._program.results]
+        self._run = self._program.run
+        self._device_tensor = cuda.DeviceTensor
 
     @classmethod
     def load(cls, path, device="cuda"):
@@ -58,14 +66,14 @@ class GpuProgram:
             return cls(f.read(), device, path)
 
     def __call__(self, *arrays):
-        from . import _cuda
-        from . import cuda
-        device_tensor = cuda.DeviceTensor
+        device_tensor = self._device_tensor
         buffers = []
         for a in arrays:
             if type(a) is device_tensor and a._buf is not None:
                 buffers.append(a._buf)  # (the hot path: owned buffers)
                 continue
+            from . import _cuda
+            from . import cuda
             dev = getattr(a, "__dlpack_device__", None)
             if (not isinstance(a, (np.ndarray, device_tensor))
                     and dev is not None and dev()[0] == 2):
@@ -85,7 +93,8 @@ class GpuProgram:
             else:
                 buffers.append(cuda.to_device(np.asarray(a),
                                               self._device)._buf)
-        return [device_tensor(b) for b in self._program.run(buffers)]
+        wrap = device_tensor._of_buffer
+        return [wrap(b, *r) for b, r in zip(self._run(buffers), self._results)]
 
     @property
     def launches(self):

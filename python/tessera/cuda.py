@@ -235,6 +235,21 @@ class DeviceTensor:
             self._device = device_index
             self._owner = owner
 
+    @classmethod
+    def _of_buffer(cls, buf, dtype, shape, strides, device):
+        """A tensor owning ``buf`` whose dtype, shape, row-major strides and
+        device the caller already knows (a GPU program's results: the
+        hot path of every call, without asking the buffer for each)."""
+        t = object.__new__(cls)
+        t._buf = buf
+        t._dtype = dtype
+        t._ptr = buf.pointer
+        t._shape = shape
+        t._strides = strides
+        t._device = device
+        t._owner = None
+        return t
+
     def _contiguous(self) -> bool:
         """Row-major (the strides of unit dims do not matter)."""
         if self._buf is not None:
