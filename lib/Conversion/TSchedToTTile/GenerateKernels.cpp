@@ -180,6 +180,17 @@ LogicalResult RowKernel::lower(Operation *op) {
     tiles[op->getResult(0)] = Tile{v, cls};
     return success();
   };
+  if (auto slice = dyn_cast<tg::SliceOp>(op)) {
+    // A window of a windowed input's columns (predictClasses() checked).
+    Value source = windowSource.lookup(slice.getX());
+    int64_t at = *slice.getStart().getDims().back().getConstant();
+    auto type = cast<RankedTensorType>(slice.getType());
+    tiles[slice.getResult()] = load(columnWindow(source, at, loc), Class::Full,
+                                    type.getElementType(), loc);
+    return success();
+  }
+  if (isa<tg::ConcatOp>(op))
+    return success(); // (its parts are stored into its windows)
   if (auto c = dyn_cast<tg::ConstantOp>(op)) {
     auto value = dyn_cast<DenseElementsAttr>(c.getValue());
     if (!value || !value.isSplat())

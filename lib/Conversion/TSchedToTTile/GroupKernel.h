@@ -186,7 +186,19 @@ public:
       return;
     }
     bn = int64_t(llvm::PowerOf2Ceil(uint64_t(std::max<int64_t>(cols, 1))));
-    bm = std::max<int64_t>(1, std::min<int64_t>(16, 4096 / bn));
+    // 4096 elements a program, in at most 16 rows where rows are reduced
+    // (each reduction runs across the block's rows); an elementwise group
+    // of narrow rows (a rotary embedding's 32 columns) takes up to 128, so
+    // that each thread moves 16-byte vectors.
+    bool reduces = llvm::any_of(body.without_terminator(), [](Operation &op) {
+      return isa<tg::ReduceSumOp, tg::ReduceMeanOp, tg::ReduceMaxOp,
+                 tg::ReduceMinOp, tg::ArgmaxOp, tg::ArgminOp>(op);
+    });
+    bm = std::max<int64_t>(
+        1, std::min<int64_t>({reduces ? tsched::kPeriodMultiple : 128,
+                              4096 / bn,
+                              int64_t(llvm::PowerOf2Ceil(
+                                  uint64_t(std::max<int64_t>(rows, 1))))}));
     warps = bm * bn >= 4096 ? 8 : 4;
   }
 
@@ -387,10 +399,14 @@ public:
       colMask = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, col,
                                       limit);
     }
-    // Inputs.
+    // Inputs (a windowed one is read by its slices).
     for (auto [arg, input] :
          llvm::zip(entry->getArguments().take_front(body.getNumArguments()),
                    body.getArguments())) {
+      if (windowed.contains(input)) {
+        windowSource[input] = arg;
+        continue;
+      }
       auto type = cast<RankedTensorType>(input.getType());
       tiles[input] = load(arg, predicted.lookup(input), type.getElementType(),
                           loc, tsched::periodRows(readShape(input)));
@@ -403,8 +419,17 @@ public:
     for (auto [value, arg] :
          llvm::zip(yield.getValues(),
                    entry->getArguments().drop_front(body.getNumArguments()))) {
-      Tile t = tiles.lookup(value);
       Type elt = cast<RankedTensorType>(value.getType()).getElementType();
+      if (auto concat = value.getDefiningOp<tg::ConcatOp>()) {
+        // Each part into its window of the result's columns.
+        int64_t at = 0;
+        for (Value part : concat.getInputs()) {
+          store(tiles.lookup(part), columnWindow(arg, at, loc), elt, loc);
+          at += cols;
+        }
+        continue;
+      }
+      Tile t = tiles.lookup(value);
       assert(t.cls == predicted.lookup(value) && "class as predicted");
       Class cls = outputClass(value);
       if (t.cls != cls)
@@ -422,8 +447,21 @@ public:
     Block &body = group.getBodyBlock();
     for (Value arg : body.getArguments()) {
       auto type = cast<RankedTensorType>(arg.getType());
+      // Read through windows of its columns (slices of its last dim, each
+      // a full tile of the layout).
+      if (!gemm && !arg.use_empty() &&
+          llvm::all_of(arg.getUsers(), [&](Operation *u) {
+            return isWindowOf(u, arg);
+          })) {
+        windowed.insert(arg);
+        predicted[arg] = Class::Full;
+        continue;
+      }
       std::optional<Class> cls = classify(readShape(arg));
-      if (gemm && cls == Class::Periodic)
+      // (A GEMM operand is read through the GEMM's view, whatever its
+      // shape says in the output's layout: a [K, N] weight of a [B, T, K]
+      // input with T == K reads as periodic there.)
+      if (gemm && cls == Class::Periodic && !isGemmOperand(arg))
         return group.emitOpError()
                << "input of type " << type << " repeats over the rows of "
                << "the layout [" << rows << ", " << cols << "]; a GEMM's "
@@ -483,6 +521,28 @@ public:
       } else if (isa<tg::ReduceSumOp, tg::ReduceMeanOp, tg::ReduceMaxOp,
                      tg::ReduceMinOp, tg::ArgmaxOp, tg::ArgminOp>(op)) {
         cls = Class::Row;
+      } else if (isa<tg::SliceOp>(op)) {
+        if (gemm || !windowed.contains(op.getOperand(0)))
+          return unsupported(&op);
+        cls = Class::Full;
+      } else if (auto concat = dyn_cast<tg::ConcatOp>(op)) {
+        // Full tiles side by side, written into the result's columns: the
+        // result is only yielded.
+        bool parts = !gemm && int64_t(concat.getDim()) == type.getRank() - 1 &&
+                     llvm::all_of(concat.getInputs(), [&](Value v) {
+                       return predicted.lookup(v) == Class::Full &&
+                              cast<RankedTensorType>(v.getType())
+                                      .getShape()
+                                      .back() == cols &&
+                              cast<RankedTensorType>(v.getType())
+                                      .getNumElements() == rows * cols;
+                     }) &&
+                     llvm::all_of(concat->getUsers(), [](Operation *u) {
+                       return isa<tsched::YieldOp>(u);
+                     });
+        if (!parts)
+          return unsupported(&op);
+        cls = Class::Full;
       } else {
         SmallVector<Tile> ts;
         for (Value v : op.getOperands())
@@ -491,6 +551,17 @@ public:
       }
       predicted[op.getResult(0)] = cls;
     }
+    // A periodic input repeats every multiple of kPeriodMultiple rows: a
+    // block of more rows must divide its period (it is read at the block's
+    // row modulo the period).
+    if (!gemm)
+      for (Value arg : body.getArguments())
+        if (predicted.lookup(arg) == Class::Periodic) {
+          int64_t period = tsched::periodRows(readShape(arg));
+          while (bm > tsched::kPeriodMultiple && period % bm)
+            bm /= 2;
+          warps = bm * bn >= 4096 ? 8 : 4;
+        }
     for (Value v : body.getTerminator()->getOperands()) {
       Class cls = outputClass(v);
       if (cls == Class::Col || cls == Class::Scalar)
@@ -542,6 +613,10 @@ public:
       return {isA ? g.za : g.zb, mat[0], mat[1]};
     }
     bool batched = gemm && !gemm->flat();
+    // A windowed input and a concat are read and written whole: [R, their
+    // own columns].
+    if (windowed.contains(v) || v.getDefiningOp<tg::ConcatOp>())
+      return {rows, cast<RankedTensorType>(v.getType()).getShape().back()};
     switch (isa<BlockArgument>(v) ? predicted.lookup(v) : outputClass(v)) {
     case Class::Full:
       if (batched)
@@ -637,6 +712,10 @@ private:
   Value batchSlice(Value memref, Value z, Location loc);
   DenseMap<Value, Tile> tiles;
   DenseMap<Value, Class> predicted;
+  /// Inputs read through windows of their columns (isWindowOf()), and the
+  /// kernel argument of each.
+  llvm::SmallPtrSet<Value, 4> windowed;
+  DenseMap<Value, Value> windowSource;
 
   Value index(int64_t v) {
     return arith::ConstantIndexOp::create(b, group.getLoc(), v);
@@ -717,6 +796,39 @@ private:
   /// product itself.
   Value divide(Location loc, Value l, Value r) {
     return arith::DivFOp::create(b, loc, l, r, arith::FastMathFlags::afn);
+  }
+
+  /// Whether `op` is a slice of `arg`'s last dim alone that a full tile
+  /// of the layout reads (a window of `cols` of its columns).
+  bool isWindowOf(Operation *op, Value arg) const {
+    auto slice = dyn_cast<tg::SliceOp>(op);
+    if (!slice || slice.getX() != arg)
+      return false;
+    auto in = cast<RankedTensorType>(arg.getType());
+    auto out = cast<RankedTensorType>(slice.getType());
+    if (!in.hasStaticShape() || !out.hasStaticShape() || in.getRank() < 1 ||
+        out.getShape().back() != cols ||
+        out.getNumElements() != rows * cols)
+      return false;
+    auto start = slice.getStart().getDims();
+    for (int64_t d = 0; d < in.getRank(); ++d) {
+      std::optional<int64_t> c = start[d].getConstant();
+      if (!c || slice.getStride()[d] != 1 ||
+          (d + 1 < in.getRank() && (*c != 0 || out.getDimSize(d) !=
+                                                   in.getDimSize(d))))
+        return false;
+    }
+    return true;
+  }
+
+  /// The [rows, cols] window of `memref` ([rows, C]) from column `at`.
+  Value columnWindow(Value memref, int64_t at, Location loc) {
+    SmallVector<OpFoldResult> offsets = {b.getIndexAttr(0),
+                                         b.getIndexAttr(at)};
+    SmallVector<OpFoldResult> sizes = {b.getIndexAttr(rows),
+                                       b.getIndexAttr(cols)};
+    SmallVector<OpFoldResult> strides = {b.getIndexAttr(1), b.getIndexAttr(1)};
+    return memref::SubViewOp::create(b, loc, memref, offsets, sizes, strides);
   }
 
   Value castTo(RankedTensorType type, Value v, Location loc) {

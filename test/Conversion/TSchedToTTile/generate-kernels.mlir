@@ -52,19 +52,19 @@ func.func @norm(%x: tensor<32x100xbf16>, %w: tensor<100xf32>) -> (tensor<32x100x
 // computed from the program's rows; the comparison of integers is signed.
 // CHECK-LABEL: func.func @masked
 // CHECK: tsched.grid = array<i64: 8>, tsched.kernel = @masked_row0, tsched.schedule = #tsched.schedule<"block(1, 4096).warps(8)">
-// CHECK: tsched.grid = array<i64: 8>, tsched.kernel = @masked_row1, tsched.schedule = #tsched.schedule<"block(16, 64).warps(4)">
+// CHECK: tsched.grid = array<i64: 2>, tsched.kernel = @masked_row1, tsched.schedule = #tsched.schedule<"block(64, 64).warps(8)">
 // CHECK-LABEL: func.func @masked_row0
 // CHECK-SAME: ttile.num_warps = 8
 // CHECK-NOT: arith.cmpi slt
 // CHECK: math.exp
 // CHECK-LABEL: func.func @masked_row1
-// CHECK: %[[ROWS:.+]] = ttile.iota {dim = 0 : i32} : tensor<16x64xi32>
+// CHECK: %[[ROWS:.+]] = ttile.iota {dim = 0 : i32} : tensor<64x64xi32>
 // CHECK: tensor.splat
 // CHECK: arith.addi %[[ROWS]]
 // CHECK: arith.divsi
 // CHECK: arith.remsi
 // CHECK: arith.extsi
-// CHECK: ttile.iota {dim = 1 : i32} : tensor<16x64xi32>
+// CHECK: ttile.iota {dim = 1 : i32} : tensor<64x64xi32>
 // CHECK: arith.cmpi sle
 // CHECK: arith.select
 func.func @masked(%x: tensor<8x4096xf32>, %s: tensor<2x64x64xf32>) -> (tensor<8x4096xf32>, tensor<2x64x64xf32>) {
@@ -205,15 +205,17 @@ func.func @not_a_gemm(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
 // -----
 
 // A periodic input (a [32, 8] table of the [256, 8] layout) is read as
-// [32, 8] at the block's row modulo 32, then used as a full tile.
+// [32, 8] at the block's row modulo 32, then used as a full tile. The
+// elementwise kernel's blocks of narrow rows (up to 128) divide the period:
+// 32 rows.
 // CHECK-LABEL: func.func @periodic
-// CHECK: tsched.views = [array<i64: 256, 8>, array<i64: 32, 8>, array<i64: 256, 8>]
+// CHECK: tsched.schedule = #tsched.schedule<"block(32, 8).warps(4)">, tsched.views = [array<i64: 256, 8>, array<i64: 32, 8>, array<i64: 256, 8>]
 // CHECK-LABEL: func.func @periodic_row0
 // CHECK-SAME: (%[[X:.+]]: memref<?x?xf32>, %[[T:.+]]: memref<?x?xf32>, %[[Y:.+]]: memref<?x?xf32>)
 // CHECK: %[[R:.+]] = arith.muli
-// CHECK: ttile.load %[[X]][%[[R]], %{{.+}}] : memref<?x?xf32> -> tensor<16x8xf32>
+// CHECK: ttile.load %[[X]][%[[R]], %{{.+}}] : memref<?x?xf32> -> tensor<32x8xf32>
 // CHECK: %[[M:.+]] = arith.remsi %[[R]], %c32
-// CHECK: %[[TT:.+]] = ttile.load %[[T]][%[[M]], %{{.+}}] : memref<?x?xf32> -> tensor<16x8xf32>
+// CHECK: %[[TT:.+]] = ttile.load %[[T]][%[[M]], %{{.+}}] : memref<?x?xf32> -> tensor<32x8xf32>
 // CHECK: arith.mulf %{{.+}}, %[[TT]]
 func.func @periodic(%x: tensor<2x4x32x8xf32>, %t: tensor<32x8xf32>) -> tensor<2x4x32x8xf32> {
   %0 = tsched.group row [256, 8] (%x, %t) : (tensor<2x4x32x8xf32>, tensor<32x8xf32>) -> tensor<2x4x32x8xf32> {
@@ -322,4 +324,21 @@ func.func @rows(%x: tensor<7x33x300xf32>) -> tensor<7xf32> {
     tsched.yield %s : tensor<7xf32>
   }
   return %0 : tensor<7xf32>
+}
+
+// -----
+
+// A weight whose shape reads as periodic in the product's layout ([16, 5]
+// of [3, 16, 5]: K equals the input's middle dim) is still the GEMM's B
+// operand, read through the GEMM's view.
+// CHECK-LABEL: func.func @weight_like_a_table
+// CHECK: tsched.kernel = @weight_like_a_table_gemm0
+// CHECK-SAME: tsched.views = [array<i64: 48, 16>, array<i64: 16, 5>, array<i64: 48, 5>]
+func.func @weight_like_a_table(%x: tensor<3x16x16xf32>, %w: tensor<16x5xf32>) -> tensor<3x16x5xf32> {
+  %0 = tsched.group contraction [48, 5] (%x, %w) : (tensor<3x16x16xf32>, tensor<16x5xf32>) -> tensor<3x16x5xf32> {
+  ^bb0(%a: tensor<3x16x16xf32>, %b: tensor<16x5xf32>):
+    %1 = tgraph.matmul %a, %b : (tensor<3x16x16xf32>, tensor<16x5xf32>) -> tensor<3x16x5xf32>
+    tsched.yield %1 : tensor<3x16x5xf32>
+  }
+  return %0 : tensor<3x16x5xf32>
 }

@@ -15,14 +15,14 @@
 // CHECK-SAME: attributes {tsched.workspace = 8448 : i64}
 // CHECK: %[[K:.+]] = memref.get_global @chain_constant0 : memref<64xf32>
 // CHECK: %[[A:.+]] = tsched.buffer offset 0 : memref<32x64xf32>
-// CHECK: tsched.launch @chain_row0 grid [2] (%[[X]], %[[K]], %[[A]])
-// CHECK-SAME: {tsched.schedule = #tsched.schedule<"block(16, 64).warps(4)">} : memref<32x64xf32>, memref<64xf32>, memref<32x64xf32>
+// CHECK: tsched.launch @chain_row0 grid [1] (%[[X]], %[[K]], %[[A]])
+// CHECK-SAME: {tsched.schedule = #tsched.schedule<"block(32, 64).warps(4)">} : memref<32x64xf32>, memref<64xf32>, memref<32x64xf32>
 // CHECK: %[[B:.+]] = tsched.buffer offset 8192 : memref<32x1xf32>
 // CHECK: %[[BV:.+]] = tsched.view %[[B]] : memref<32x1xf32> to memref<32xf32>
 // CHECK: tsched.launch @chain_row1 grid [2] (%[[A]], %[[BV]]){{.*}} : memref<32x64xf32>, memref<32xf32>
 // CHECK-NOT: tsched.view
 // CHECK: %[[C:.+]] = memref.alloc() : memref<32x64xf32>
-// CHECK: tsched.launch @chain_row2 grid [2] (%[[X]], %[[BV]], %[[C]]){{.*}} : memref<32x64xf32>, memref<32xf32>, memref<32x64xf32>
+// CHECK: tsched.launch @chain_row2 grid [1] (%[[X]], %[[BV]], %[[C]]){{.*}} : memref<32x64xf32>, memref<32xf32>, memref<32x64xf32>
 // CHECK: %[[D:.+]] = memref.alloc() : memref<64xf32>
 // CHECK: tsched.launch @chain_reduce0 grid [8] (%[[C]], %[[D]]){{.*}} : memref<32x64xf32>, memref<64xf32>
 // CHECK: %[[CV:.+]] = tsched.view %[[C]] : memref<32x64xf32> to memref<2048xf32>

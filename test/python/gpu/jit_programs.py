@@ -60,6 +60,26 @@ def layouts(x, y):
     return t, half, padded, wide * 2.0
 
 
+def column_windows(x, c, s, w):
+    """Windows of the last dim's columns that row kernels read in place: a
+    rotary embedding of half width 13 over the first 26 of 29 columns,
+    written as one concat, and a window that a product reads (written out
+    first)."""
+    n, t, _ = x.shape
+    a = op.slice(x, (0, 0, 0), (n, t, 13))
+    b = op.slice(x, (0, 0, 13), (n, t, 26))
+    r = op.concat([a * c - b * s, a * s + b * c], axis=2)
+    m = op.matmul(op.slice(x, (0, 0, 3), (n, t, 19)), w)
+    return r, m
+
+
+def column_windows_loss(x, c, s, w):
+    """Through the gradient: the windows' gradients are zero pads side by
+    side, summed (a concat on the GPU)."""
+    r, m = column_windows(x, c, s, w)
+    return op.reduce_sum(r * r) * 0.5 + op.reduce_sum(op.tanh(m))
+
+
 def whole_reductions(x):
     """Reductions of a whole tensor: one long row, cut into segments."""
     return op.reduce_mean(x * x), op.reduce_max(x)
@@ -121,6 +141,11 @@ def cases():
             (r(2, 4, 192, 64, scale=0.1),)),
         "layouts": (ts.jit(layouts, device="cuda"),
                     (r(37, 5, 24), r(37, 1, 24))),
+        "column_windows": (ts.jit(column_windows, device="cuda"),
+                           (r(3, 16, 29), r(16, 13), r(16, 13), r(16, 5))),
+        "column_windows_grad": (
+            ts.jit(ts.value_and_grad(column_windows_loss), device="cuda"),
+            (r(3, 16, 29), r(16, 13), r(16, 13), r(16, 5))),
         "whole_reductions": (ts.jit(whole_reductions, device="cuda"),
                              (r(300, 1001),)),
         "broadcasts": (ts.jit(broadcasts, device="cuda"),

@@ -199,6 +199,34 @@ def test_layout_copies_match_numpy():
     np.testing.assert_array_equal(wide, np.broadcast_to(y, x.shape) * 2.0)
 
 
+def _windows_torch(x, c, s, w):
+    a, b = x[:, :, 0:13], x[:, :, 13:26]
+    r = torch.cat([a * c - b * s, a * s + b * c], dim=2)
+    return r, x[:, :, 3:19] @ w
+
+
+def test_column_windows_match_torch():
+    prog, (x, c, s, w) = _program("column_windows")
+    r, m = (o.numpy() for o in prog(x, c, s, w))
+    want_r, want_m = _windows_torch(*map(_t, (x, c, s, w)))
+    _close(r, want_r, 1e-6, "rotated halves")
+    # (An f32 product may run on TF32 tensor cores.)
+    _close(m, want_m, 3e-3, "product of a window")
+
+
+def test_column_windows_gradient_matches_torch():
+    prog, (x, c, s, w) = _program("column_windows_grad")
+    loss, dx = (o.numpy() for o in prog(x, c, s, w))
+    tx, tc, ts_, tw = map(_t, (x, c, s, w))
+    r, m = _windows_torch(tx, tc, ts_, tw)
+    want = (r * r).sum() * 0.5 + torch.tanh(m).sum()
+    want.backward()
+    _close(loss, want, 3e-3, "loss")
+    _close(dx, tx.grad, 3e-3, "dx")
+    # The last three columns are in no window: their gradient is zero.
+    assert np.all(np.asarray(dx)[:, :, 26:] == 0)
+
+
 def test_reductions_of_a_whole_tensor():
     prog, (x,) = _program("whole_reductions")
     # Each long row is cut into segments: partials, then their sum.

@@ -12,10 +12,20 @@
 // a reduction), a column ([C]) or a scalar; values from outside are
 // classified by their shape, right-aligned as broadcasting reads them.
 //
+// Column windows: a slice of a tensor's last dim alone is read by the row
+// groups that use it straight from the tensor (a window of its columns, a
+// strided view), and a concat along the last dim of full values of one
+// row group is written by that group into the windows of its result: the
+// halves of a rotary embedding cost no copies. (A sum of two zero pads
+// that place two values side by side along the last dim, which is what
+// the gradient of such a slice looks like, is taken as their concat
+// first.)
+//
 //===----------------------------------------------------------------------===//
 
 #include "tessera/Dialect/TSched/Transforms/Passes.h"
 
+#include "tessera/Dialect/TGraph/IR/TGraph.h"
 #include "tessera/Dialect/TSched/IR/GemmForm.h"
 #include "tessera/Dialect/TSched/IR/RowLayout.h"
 
@@ -141,6 +151,99 @@ std::optional<ArrayRef<int64_t>> staticShape(Value v) {
   return t.getShape();
 }
 
+/// Whether `op` is a slice of its operand's last dim alone (every other
+/// dim whole, unit steps, static shapes): a window of the operand's
+/// columns, which a row kernel reads in place.
+bool isColumnWindow(Operation *op) {
+  auto slice = dyn_cast<mlir::tessera::tgraph::SliceOp>(op);
+  if (!slice)
+    return false;
+  std::optional<ArrayRef<int64_t>> in = staticShape(slice.getX());
+  std::optional<ArrayRef<int64_t>> out = staticShape(slice.getResult());
+  if (!in || !out || in->empty() || in->size() != out->size() ||
+      out->back() == 0)
+    return false;
+  auto start = slice.getStart().getDims();
+  size_t last = in->size() - 1;
+  for (size_t d = 0; d < in->size(); ++d) {
+    std::optional<int64_t> c = start[d].getConstant();
+    if (!c || slice.getStride()[d] != 1 ||
+        (d < last && (*c != 0 || (*out)[d] != (*in)[d])))
+      return false;
+  }
+  return true;
+}
+
+/// Whether `op` concatenates along the last dim.
+bool isColumnConcat(Operation *op) {
+  auto concat = dyn_cast<mlir::tessera::tgraph::ConcatOp>(op);
+  auto out = concat ? staticShape(concat.getResult()) : std::nullopt;
+  return out && !out->empty() && int64_t(concat.getDim()) == int64_t(out->size()) - 1;
+}
+
+/// `op` as [low, high) columns of its result if it is a zero pad of its
+/// operand's last dim alone (a value placed in a window of zeros).
+std::optional<std::pair<int64_t, int64_t>> columnPlacement(Operation *op) {
+  auto pad = dyn_cast_or_null<mlir::tessera::tgraph::PadOp>(op);
+  if (!pad)
+    return std::nullopt;
+  std::optional<ArrayRef<int64_t>> out = staticShape(pad.getResult());
+  if (!out || out->empty())
+    return std::nullopt;
+  auto value = dyn_cast<TypedAttr>(pad.getValue());
+  bool zero = false;
+  if (auto f = dyn_cast_or_null<FloatAttr>(value))
+    zero = f.getValue().isPosZero();
+  else if (auto i = dyn_cast_or_null<IntegerAttr>(value))
+    zero = i.getValue().isZero();
+  size_t last = out->size() - 1;
+  if (!zero || llvm::any_of(pad.getInterior(), [](int64_t i) { return i; }))
+    return std::nullopt;
+  for (size_t d = 0; d < last; ++d)
+    if (pad.getLow()[d] || pad.getHigh()[d])
+      return std::nullopt;
+  int64_t low = pad.getLow()[last], high = pad.getHigh()[last];
+  if (low < 0 || high < 0)
+    return std::nullopt;
+  return std::make_pair(low, (*out)[last] - high);
+}
+
+/// A sum of two zero pads along the last dim whose values lie side by
+/// side and fill it (what the gradient of two column windows of one
+/// tensor is) becomes their concat: one write instead of two pads and a
+/// sum. (The only difference: a -0 element stays -0 where the sum gave
+/// +0.)
+void padSumsToConcats(Block &block) {
+  for (Operation &op : llvm::make_early_inc_range(block)) {
+    auto add = dyn_cast<mlir::tessera::tgraph::AddOp>(op);
+    if (!add || add.getLhs().getType() != add.getResult().getType() ||
+        add.getRhs().getType() != add.getResult().getType())
+      continue;
+    Operation *l = add.getLhs().getDefiningOp();
+    Operation *r = add.getRhs().getDefiningOp();
+    auto lp = columnPlacement(l), rp = columnPlacement(r);
+    if (!lp || !rp)
+      continue;
+    if (lp->first > rp->first) {
+      std::swap(l, r);
+      std::swap(lp, rp);
+    }
+    int64_t width = cast<RankedTensorType>(add.getType()).getShape().back();
+    if (lp->first != 0 || lp->second != rp->first || rp->second != width ||
+        lp->first == lp->second || rp->first == rp->second)
+      continue;
+    OpBuilder b(add);
+    Value concat = mlir::tessera::tgraph::ConcatOp::create(
+        b, add.getLoc(), ValueRange{l->getOperand(0), r->getOperand(0)},
+        int64_t(cast<RankedTensorType>(add.getType()).getRank() - 1));
+    add.getResult().replaceAllUsesWith(concat);
+    add.erase();
+    for (Operation *pad : {l, r})
+      if (pad->use_empty())
+        pad->erase();
+  }
+}
+
 /// The class in `out`'s [R, C] layout of a broadcast of `in` (its dims at
 /// `dims` of `out`): the source read as a tensor of the result's rank, 1
 /// where it broadcasts. None if a dim is out of range.
@@ -180,6 +283,7 @@ public:
   GroupFormer(int64_t maxRow) : maxRow(maxRow) {}
 
   void run(Block &block) {
+    padSumsToConcats(block);
     for (Operation &op : block.without_terminator())
       visit(&op);
     // A broadcast that something other than a row or contraction kernel
@@ -220,8 +324,9 @@ private:
   std::deque<Group> groups;
   DenseMap<Operation *, Group *> groupOf;
   /// Broadcasts that the groups reading them compute themselves, reading
-  /// the source as a row, column or scalar; and cheap unary ops that they
-  /// compute again from their operand (recomputed()).
+  /// the source as a row, column or scalar; cheap unary ops that they
+  /// compute again from their operand (recomputed()); and column windows
+  /// that row groups read in place (isColumnWindow()).
   llvm::SetVector<Operation *> lazy;
 
   Group *producerGroup(Value v) {
@@ -329,6 +434,15 @@ private:
     }
     if (g.kind != GroupKind::Row)
       return Class::None;
+    if (isColumnConcat(op)) {
+      // Full values of the group side by side, written into the columns of
+      // the result (which nothing in the group reads: it closes).
+      for (Value v : op->getOperands())
+        if (classIn(v, g) != Class::Full ||
+            staticShape(v) != std::optional<ArrayRef<int64_t>>(g.full))
+          return Class::None;
+      return Class::Full;
+    }
     if (isRowReduction(op)) {
       Value x = op->getOperand(0);
       if (classIn(x, g) != Class::Full ||
@@ -387,14 +501,27 @@ private:
       lazy.insert(op);
       return;
     }
+    // A column window: read in place by the row groups that use it (its
+    // operand's group is read outside from here on); written out by a row
+    // kernel of its own for other readers.
+    if (isColumnWindow(op) && !isGenerated(op->getOperand(0))) {
+      if (Group *h = producerGroup(op->getOperand(0)))
+        h->open = false;
+      lazy.insert(op);
+      return;
+    }
     // Join the open group of an operand, in operand order.
     for (Value v : op->getOperands()) {
       Group *g = readGroup(v);
       if (!g || !g->open)
         continue;
       Class cls = joinClass(op, *g);
-      if (cls != Class::None)
-        return add(*g, op, cls);
+      if (cls != Class::None) {
+        add(*g, op, cls);
+        if (isColumnConcat(op))
+          g->open = false;
+        return;
+      }
     }
     std::optional<ArrayRef<int64_t>> shape =
         op->getNumResults() == 1 ? staticShape(op->getResult(0))
@@ -512,6 +639,8 @@ private:
       return false;
     if (g.kind == GroupKind::Row || isCheapUnary(op))
       return true;
+    if (isColumnWindow(op))
+      return false; // (a GEMM's epilogue reads whole rows)
     std::optional<ArrayRef<int64_t>> in = staticShape(op->getOperand(0));
     auto dims = op->getAttrOfType<DenseI64ArrayAttr>("broadcast_dimensions");
     if (!in || !dims)

@@ -116,6 +116,15 @@ def TSchedFormGPUGroups : Pass<"tessera-gpu-form-groups",
       its operand of the same shape, instead of being written out: a
       reader reads no more bytes, and the operand is often read anyway
       (the `u^2` a GELU's forward and backward share).
+    - A slice of the last dim alone (every other dim whole, unit steps) is
+      a window of its operand's columns: each row group that reads it
+      takes the operand as an input and reads the window in place (a GEMM
+      reads it written out, by a row kernel of its own). A `concat` along
+      the last dim of full values of one row group joins it, which writes
+      each part into its window of the result; the group then closes. A
+      sum of two zero pads of the last dim that place their operands side
+      by side, filling it (a window's gradient), is taken as their concat
+      first (a -0 element stays -0 where the sum gave +0).
     - A matrix product the GPU runs as a GEMM (`matmul`, `batch_matmul`,
       a `dot_general` that is a batched matrix product: see
       `GemmForm.h`) opens a `contraction` group on its `[..., M, N]`
