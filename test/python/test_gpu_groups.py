@@ -80,8 +80,9 @@ def check_groups(lowered):
                               if n not in GENERATED)
     for again in ("tgraph.broadcast_in_dim", "tgraph.square", "tgraph.neg",
                   "tgraph.abs", "tgraph.relu", "tgraph.cast",
-                  "tgraph.slice"):
-        # (A window of columns, too, is read by each row group using it.)
+                  "tgraph.slice", "tgraph.transpose"):
+        # (A window of columns, too, is read by each row group using it,
+        # and so is a transpose of leading dims that only windows read.)
         assert got[again] >= want[again], again
         got[again] = want[again]
     # A sum of two zero pads side by side along the last dim is their
@@ -106,7 +107,12 @@ def check_groups(lowered):
                 assert (n in GENERATED or short in ELEMENTWISE
                         or short == "broadcast_in_dim"
                         or short in ROW_REDUCTIONS
-                        or short in ("slice", "concat")), n
+                        or short in ("slice", "concat", "transpose")), n
+                if short == "transpose":
+                    # Of leading dims: the last dim stays last.
+                    perm = re.search(r"permutation = array<i64: ([^>]*)>",
+                                     rest).group(1).split(", ")
+                    assert int(perm[-1]) == len(perm) - 1, rest
                 if short == "slice":
                     # A window of the last dim's columns: every other dim
                     # starts at 0.

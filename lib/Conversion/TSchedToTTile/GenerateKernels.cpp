@@ -181,16 +181,25 @@ LogicalResult RowKernel::lower(Operation *op) {
     return success();
   };
   if (auto slice = dyn_cast<tg::SliceOp>(op)) {
-    // A window of a windowed input's columns (predictClasses() checked).
-    Value source = windowSource.lookup(slice.getX());
+    // A window of a windowed input's columns (predictClasses() checked),
+    // or of its transpose of leading dims.
     int64_t at = *slice.getStart().getDims().back().getConstant();
     auto type = cast<RankedTensorType>(slice.getType());
+    if (auto t = slice.getX().getDefiningOp<tg::TransposeOp>()) {
+      Value source = windowSource.lookup(t.getX());
+      tiles[slice.getResult()] =
+          load(permutedWindow(source, t.getType().getShape(),
+                              rowStridesOf(t, /*input=*/true), at, loc),
+               Class::Full, type.getElementType(), loc, 0, /*atOrigin=*/true);
+      return success();
+    }
+    Value source = windowSource.lookup(slice.getX());
     tiles[slice.getResult()] = load(columnWindow(source, at, loc), Class::Full,
                                     type.getElementType(), loc);
     return success();
   }
-  if (isa<tg::ConcatOp>(op))
-    return success(); // (its parts are stored into its windows)
+  if (isa<tg::ConcatOp, tg::TransposeOp>(op))
+    return success(); // (read through their windows, or stored into them)
   if (auto c = dyn_cast<tg::ConstantOp>(op)) {
     auto value = dyn_cast<DenseElementsAttr>(c.getValue());
     if (!value || !value.isSplat())

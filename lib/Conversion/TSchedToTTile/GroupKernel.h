@@ -429,6 +429,21 @@ public:
         }
         continue;
       }
+      if (auto t = value.getDefiningOp<tg::TransposeOp>()) {
+        // A concat written in the transpose's order of rows: each part
+        // into its window of the rows where the transpose puts them.
+        auto concat = t.getX().getDefiningOp<tg::ConcatOp>();
+        SmallVector<int64_t> strides = rowStridesOf(t, /*input=*/false);
+        int64_t at = 0;
+        for (Value part : concat.getInputs()) {
+          Tile p = tiles.lookup(part);
+          store(p, permutedWindow(arg, concat.getType().getShape(), strides, at,
+                                  loc),
+                elt, loc, /*atOrigin=*/true);
+          at += cols;
+        }
+        continue;
+      }
       Tile t = tiles.lookup(value);
       assert(t.cls == predicted.lookup(value) && "class as predicted");
       Class cls = outputClass(value);
@@ -449,12 +464,29 @@ public:
       auto type = cast<RankedTensorType>(arg.getType());
       // Read through windows of its columns (slices of its last dim, each
       // a full tile of the layout).
+      // Or through a transpose of its leading dims that only windows read
+      // (each tile's rows then a strided run of the input's rows).
+      auto windowsOnly = [&](Value v) {
+        return !v.use_empty() && llvm::all_of(v.getUsers(), [&](Operation *u) {
+          return isWindowOf(u, v);
+        });
+      };
+      auto transposedWindows = [&](Operation *u) {
+        auto t = dyn_cast<tg::TransposeOp>(u);
+        return t && t.getX() == arg && isRowTransposeOf(t) &&
+               windowsOnly(t.getResult());
+      };
       if (!gemm && !arg.use_empty() &&
           llvm::all_of(arg.getUsers(), [&](Operation *u) {
-            return isWindowOf(u, arg);
+            return isWindowOf(u, arg) || transposedWindows(u);
           })) {
         windowed.insert(arg);
         predicted[arg] = Class::Full;
+        // A block's rows lie in one index of the other leading dims of
+        // each transpose.
+        for (Operation *u : arg.getUsers())
+          if (auto t = dyn_cast<tg::TransposeOp>(u))
+            leadingRows.push_back(t.getType().getShape().drop_back().back());
         continue;
       }
       std::optional<Class> cls = classify(readShape(arg));
@@ -522,8 +554,25 @@ public:
                      tg::ReduceMinOp, tg::ArgmaxOp, tg::ArgminOp>(op)) {
         cls = Class::Row;
       } else if (isa<tg::SliceOp>(op)) {
-        if (gemm || !windowed.contains(op.getOperand(0)))
+        Value x = op.getOperand(0);
+        if (auto t = x.getDefiningOp<tg::TransposeOp>())
+          x = t.getX();
+        if (gemm || !windowed.contains(x))
           return unsupported(&op);
+        cls = Class::Full;
+      } else if (auto t = dyn_cast<tg::TransposeOp>(op)) {
+        // Of a windowed input (read by its windows), or of a concat (only
+        // yielded: written in its order of rows).
+        auto concat = t.getX().getDefiningOp<tg::ConcatOp>();
+        bool written = concat && llvm::all_of(t->getUsers(), [](Operation *u) {
+                         return isa<tsched::YieldOp>(u);
+                       });
+        if (gemm || !isRowTransposeOf(t) ||
+            !(windowed.contains(t.getX()) || written))
+          return unsupported(&op);
+        if (written)
+          leadingRows.push_back(
+              concat.getType().getShape().drop_back().back());
         cls = Class::Full;
       } else if (auto concat = dyn_cast<tg::ConcatOp>(op)) {
         // Full tiles side by side, written into the result's columns: the
@@ -538,7 +587,7 @@ public:
                                       .getNumElements() == rows * cols;
                      }) &&
                      llvm::all_of(concat->getUsers(), [](Operation *u) {
-                       return isa<tsched::YieldOp>(u);
+                       return isa<tsched::YieldOp, tg::TransposeOp>(u);
                      });
         if (!parts)
           return unsupported(&op);
@@ -554,6 +603,13 @@ public:
     // A periodic input repeats every multiple of kPeriodMultiple rows: a
     // block of more rows must divide its period (it is read at the block's
     // row modulo the period).
+    // Rows read or written in another order: a block's rows must lie in
+    // one index of the other leading dims.
+    for (int64_t n : leadingRows) {
+      while (bm > 1 && n % bm)
+        bm /= 2;
+      warps = bm * bn >= 4096 ? 8 : 4;
+    }
     if (!gemm)
       for (Value arg : body.getArguments())
         if (predicted.lookup(arg) == Class::Periodic) {
@@ -615,7 +671,8 @@ public:
     bool batched = gemm && !gemm->flat();
     // A windowed input and a concat are read and written whole: [R, their
     // own columns].
-    if (windowed.contains(v) || v.getDefiningOp<tg::ConcatOp>())
+    if (windowed.contains(v) || v.getDefiningOp<tg::ConcatOp>() ||
+        v.getDefiningOp<tg::TransposeOp>())
       return {rows, cast<RankedTensorType>(v.getType()).getShape().back()};
     switch (isa<BlockArgument>(v) ? predicted.lookup(v) : outputClass(v)) {
     case Class::Full:
@@ -716,6 +773,9 @@ private:
   /// kernel argument of each.
   llvm::SmallPtrSet<Value, 4> windowed;
   DenseMap<Value, Value> windowSource;
+  /// The last leading dim of each layout whose rows are read or written
+  /// in another order (a block's rows divide it).
+  SmallVector<int64_t> leadingRows;
 
   Value index(int64_t v) {
     return arith::ConstantIndexOp::create(b, group.getLoc(), v);
@@ -821,6 +881,62 @@ private:
     return true;
   }
 
+  /// Whether `t` moves leading dims only (the last dim stays last).
+  static bool isRowTransposeOf(tg::TransposeOp t) {
+    ArrayRef<int64_t> perm = t.getPermutation();
+    return perm.size() >= 2 && perm.back() == int64_t(perm.size()) - 1 &&
+           t.getX().getType().hasStaticShape();
+  }
+
+  /// The stride in elements of each leading dim of the layout's rows in
+  /// the row-major buffer on the other side of `t`: its operand's buffer
+  /// (`input`: the layout is `t`'s result) or its result's (the layout is
+  /// its operand).
+  static SmallVector<int64_t> rowStridesOf(tg::TransposeOp t, bool input) {
+    ArrayRef<int64_t> perm = t.getPermutation();
+    ArrayRef<int64_t> shape =
+        input ? t.getX().getType().getShape() : t.getType().getShape();
+    SmallVector<int64_t> strides(shape.size(), 1);
+    for (int64_t d = int64_t(shape.size()) - 2; d >= 0; --d)
+      strides[d] = strides[d + 1] * shape[d + 1];
+    SmallVector<int64_t> out(perm.size() - 1);
+    for (size_t j = 0; j + 1 < perm.size(); ++j) {
+      if (input)
+        out[j] = strides[perm[j]]; // layout dim j is the operand's perm[j]
+      else
+        out[perm[j]] = strides[j]; // the operand's dim perm[j] is result j
+    }
+    return out;
+  }
+
+  /// The block's [BM, cols] tile of a layout whose leading dims `shape`
+  /// (the last dim ignored) lie in `memref` (a buffer of as many
+  /// elements) at `strides`, from column `at`: rows of one index of the
+  /// other leading dims (a block divides the last one), read or written
+  /// at [0, 0].
+  Value permutedWindow(Value memref, ArrayRef<int64_t> shape,
+                       ArrayRef<int64_t> strides, int64_t at, Location loc) {
+    size_t k = strides.size();
+    Value rest = rowStart;
+    Value offset = index(at);
+    for (size_t m = k; m-- > 0;) {
+      Value i = arith::RemUIOp::create(b, loc, rest, index(shape[m]));
+      rest = arith::DivUIOp::create(b, loc, rest, index(shape[m]));
+      offset = arith::AddIOp::create(
+          b, loc, offset, arith::MulIOp::create(b, loc, i, index(strides[m])));
+    }
+    Type elt = cast<MemRefType>(memref.getType()).getElementType();
+    auto type = MemRefType::get(
+        {bm, cols}, elt,
+        StridedLayoutAttr::get(b.getContext(), ShapedType::kDynamic,
+                               {strides[k - 1], 1}));
+    return memref::ReinterpretCastOp::create(
+        b, loc, type, memref, OpFoldResult(offset),
+        ArrayRef<OpFoldResult>{b.getIndexAttr(bm), b.getIndexAttr(cols)},
+        ArrayRef<OpFoldResult>{b.getIndexAttr(strides[k - 1]),
+                               b.getIndexAttr(1)});
+  }
+
   /// The [rows, cols] window of `memref` ([rows, C]) from column `at`.
   Value columnWindow(Value memref, int64_t at, Location loc) {
     SmallVector<OpFoldResult> offsets = {b.getIndexAttr(0),
@@ -840,11 +956,13 @@ private:
   /// `period` rows at the block's row modulo the period (whole blocks: the
   /// period is a multiple of the block's rows), then a full tile.
   Tile load(Value memref, Class cls, Type elt, Location loc,
-            int64_t period = 0) {
+            int64_t period = 0, bool atOrigin = false) {
     SmallVector<Value> at;
     switch (cls) {
     case Class::Full:
-      at = {rowStart, colStart};
+      // (A permuted window starts at the block's tile.)
+      at = atOrigin ? SmallVector<Value>{index(0), index(0)}
+                    : SmallVector<Value>{rowStart, colStart};
       break;
     case Class::Periodic:
       at = {arith::RemSIOp::create(b, loc, rowStart, index(period)),
@@ -873,16 +991,18 @@ private:
     return {v, cls == Class::Periodic ? Class::Full : cls};
   }
 
-  void store(Tile t, Value memref, Type elt, Location loc) {
+  void store(Tile t, Value memref, Type elt, Location loc,
+             bool atOrigin = false) {
     Value v = t.value;
     Type stored = cast<MemRefType>(memref.getType()).getElementType();
     if (elt.isInteger(1))
       v = arith::ExtUIOp::create(b, loc, tileType(t.cls, stored), v);
     else if (stored != f32)
       v = castTo(tileType(t.cls, stored), v, loc);
-    SmallVector<Value> at = t.cls == Class::Full
-                                ? SmallVector<Value>{rowStart, colStart}
-                                : SmallVector<Value>{rowStart};
+    SmallVector<Value> at =
+        atOrigin ? SmallVector<Value>{index(0), index(0)}
+        : t.cls == Class::Full ? SmallVector<Value>{rowStart, colStart}
+                               : SmallVector<Value>{rowStart};
     tt::StoreOp::create(b, loc, v, memref, at, Value());
   }
 

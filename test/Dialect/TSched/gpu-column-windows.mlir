@@ -110,3 +110,68 @@ func.func @window_into_matmul(%x: tensor<8x48xf32>, %w: tensor<16x4xf32>) -> (te
   %r = tgraph.slice %x {limit = #tgraph.dims<[6, 48]>, start = #tgraph.dims<[2, 0]>, stride = array<i64: 1, 1>} : tensor<8x48xf32> -> tensor<4x48xf32>
   return %p, %r : tensor<8x4xf32>, tensor<4x48xf32>
 }
+
+// -----
+
+// Heads split off a [B, S, H * D] product and rotated: the transpose of
+// leading dims that only the windows read is read in place too (each tile
+// of 16 rows a strided run of the input's rows, H * D = 192 elements
+// apart), and the concat's transpose back is written in place: one row
+// kernel, no copy.
+// CHECK-LABEL: func.func @rope_of_heads
+// CHECK: %[[G:.+]] = tsched.group row [96, 32] (%arg0, %arg1, %arg2) : (tensor<2x16x3x64xbf16>, tensor<16x32xbf16>, tensor<16x32xbf16>) -> tensor<2x16x3x64xbf16> {
+// CHECK-NEXT: ^bb0(%[[X:.+]]: tensor<2x16x3x64xbf16>, %{{.+}}: tensor<16x32xbf16>, %{{.+}}: tensor<16x32xbf16>):
+// CHECK-NEXT: %[[T:.+]] = tgraph.transpose %[[X]] {permutation = array<i64: 0, 2, 1, 3>}
+// CHECK-DAG: tgraph.slice %[[T]] {{.*}}start = #tgraph.dims<[0, 0, 0, 0]>
+// CHECK-DAG: tgraph.slice %[[T]] {{.*}}start = #tgraph.dims<[0, 0, 0, 32]>
+// CHECK: %[[CAT:.+]] = tgraph.concat
+// CHECK-NEXT: %[[OUT:.+]] = tgraph.transpose %[[CAT]] {permutation = array<i64: 0, 2, 1, 3>}
+// CHECK-NEXT: tsched.yield %[[OUT]] : tensor<2x16x3x64xbf16>
+// CHECK-NOT: tsched.group
+// CHECK: return %[[G]]
+// KERNEL-LABEL: func.func @rope_of_heads
+// KERNEL: tsched.schedule = #tsched.schedule<"block(16, 32).warps(4)">, tsched.views = [array<i64: 96, 64>, array<i64: 16, 32>, array<i64: 16, 32>, array<i64: 96, 64>]
+// KERNEL-LABEL: func.func @rope_of_heads_row0(
+// KERNEL-SAME: %[[XM:[^:]+]]: memref<?x?xbf16>, %{{[^:]+}}: memref<?x?xbf16>, %{{[^:]+}}: memref<?x?xbf16>, %[[OM:[^:]+]]: memref<?x?xbf16>)
+// KERNEL: memref.reinterpret_cast %[[XM]] to offset: [%{{.+}}], sizes: [16, 32], strides: [192, 1] : memref<?x?xbf16> to memref<16x32xbf16, strided<[192, 1], offset: ?>>
+// KERNEL: memref.reinterpret_cast %[[XM]] to offset: [%{{.+}}], sizes: [16, 32], strides: [192, 1]
+// KERNEL: %[[O1:.+]] = memref.reinterpret_cast %[[OM]] to offset: [%{{.+}}], sizes: [16, 32], strides: [192, 1]
+// KERNEL: ttile.store %{{.+}}, %[[O1]][%c0{{.*}}, %c0{{.*}}]
+// KERNEL: %[[O2:.+]] = memref.reinterpret_cast %[[OM]] to offset: [%{{.+}}], sizes: [16, 32], strides: [192, 1]
+// KERNEL: ttile.store %{{.+}}, %[[O2]]
+func.func @rope_of_heads(%x: tensor<2x16x3x64xbf16>, %c: tensor<16x32xbf16>,
+                         %s: tensor<16x32xbf16>) -> tensor<2x16x3x64xbf16> {
+  %t = tgraph.transpose %x {permutation = array<i64: 0, 2, 1, 3>} : tensor<2x16x3x64xbf16> -> tensor<2x3x16x64xbf16>
+  %x1 = tgraph.slice %t {limit = #tgraph.dims<[2, 3, 16, 32]>, start = #tgraph.dims<[0, 0, 0, 0]>, stride = array<i64: 1, 1, 1, 1>} : tensor<2x3x16x64xbf16> -> tensor<2x3x16x32xbf16>
+  %x2 = tgraph.slice %t {limit = #tgraph.dims<[2, 3, 16, 64]>, start = #tgraph.dims<[0, 0, 0, 32]>, stride = array<i64: 1, 1, 1, 1>} : tensor<2x3x16x64xbf16> -> tensor<2x3x16x32xbf16>
+  %0 = tgraph.mul %x1, %c : (tensor<2x3x16x32xbf16>, tensor<16x32xbf16>) -> tensor<2x3x16x32xbf16>
+  %1 = tgraph.mul %x2, %s : (tensor<2x3x16x32xbf16>, tensor<16x32xbf16>) -> tensor<2x3x16x32xbf16>
+  %2 = tgraph.sub %0, %1 : tensor<2x3x16x32xbf16>
+  %3 = tgraph.mul %x1, %s : (tensor<2x3x16x32xbf16>, tensor<16x32xbf16>) -> tensor<2x3x16x32xbf16>
+  %4 = tgraph.mul %x2, %c : (tensor<2x3x16x32xbf16>, tensor<16x32xbf16>) -> tensor<2x3x16x32xbf16>
+  %5 = tgraph.add %3, %4 : tensor<2x3x16x32xbf16>
+  %6 = tgraph.concat %2, %5 {dim = 3 : i64} : (tensor<2x3x16x32xbf16>, tensor<2x3x16x32xbf16>) -> tensor<2x3x16x64xbf16>
+  %7 = tgraph.transpose %6 {permutation = array<i64: 0, 2, 1, 3>} : tensor<2x3x16x64xbf16> -> tensor<2x16x3x64xbf16>
+  return %7 : tensor<2x16x3x64xbf16>
+}
+
+// -----
+
+// A transpose that something other than a window reads stays a copy (a
+// layout kernel), and so does the transpose of a concat that has another
+// reader.
+// CHECK-LABEL: func.func @transposes_kept
+// CHECK: tsched.group layout (%arg0)
+// CHECK: tgraph.transpose
+// CHECK: tsched.group row [6, 8]
+// CHECK: tgraph.concat
+// CHECK: tsched.group layout
+// CHECK: tgraph.transpose
+func.func @transposes_kept(%x: tensor<2x3x8xf32>) -> (tensor<3x2x8xf32>, tensor<3x2x8xf32>, tensor<3x2x16xf32>, tensor<2x3x16xf32>) {
+  %t = tgraph.transpose %x {permutation = array<i64: 1, 0, 2>} : tensor<2x3x8xf32> -> tensor<3x2x8xf32>
+  %e = tgraph.exp %t : tensor<3x2x8xf32>
+  %a = tgraph.exp %x : tensor<2x3x8xf32>
+  %c = tgraph.concat %a, %x {dim = 2 : i64} : (tensor<2x3x8xf32>, tensor<2x3x8xf32>) -> tensor<2x3x16xf32>
+  %ct = tgraph.transpose %c {permutation = array<i64: 1, 0, 2>} : tensor<2x3x16xf32> -> tensor<3x2x16xf32>
+  return %t, %e, %ct, %c : tensor<3x2x8xf32>, tensor<3x2x8xf32>, tensor<3x2x16xf32>, tensor<2x3x16xf32>
+}

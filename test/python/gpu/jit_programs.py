@@ -70,14 +70,24 @@ def column_windows(x, c, s, w):
     b = op.slice(x, (0, 0, 13), (n, t, 26))
     r = op.concat([a * c - b * s, a * s + b * c], axis=2)
     m = op.matmul(op.slice(x, (0, 0, 3), (n, t, 19)), w)
-    return r, m
+    # The same on the rows in another order (a transpose of leading dims
+    # read in place, the result transposed back as it is written).
+    h = op.transpose(x, (1, 0, 2))
+    ha = op.slice(h, (0, 0, 0), (t, n, 13))
+    hb = op.slice(h, (0, 0, 13), (t, n, 26))
+    c3 = op.reshape(c, (t, 1, 13))
+    s3 = op.reshape(s, (t, 1, 13))
+    rt = op.transpose(op.concat([ha * c3 - hb * s3, ha * s3 + hb * c3],
+                                axis=2), (1, 0, 2))
+    return r, m, rt
 
 
 def column_windows_loss(x, c, s, w):
     """Through the gradient: the windows' gradients are zero pads side by
     side, summed (a concat on the GPU)."""
-    r, m = column_windows(x, c, s, w)
-    return op.reduce_sum(r * r) * 0.5 + op.reduce_sum(op.tanh(m))
+    r, m, rt = column_windows(x, c, s, w)
+    return (op.reduce_sum(r * r) * 0.5 + op.reduce_sum(op.tanh(m)) +
+            op.reduce_sum(rt * rt * rt))
 
 
 def whole_reductions(x):

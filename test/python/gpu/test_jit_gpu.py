@@ -202,14 +202,20 @@ def test_layout_copies_match_numpy():
 def _windows_torch(x, c, s, w):
     a, b = x[:, :, 0:13], x[:, :, 13:26]
     r = torch.cat([a * c - b * s, a * s + b * c], dim=2)
-    return r, x[:, :, 3:19] @ w
+    h = x.transpose(0, 1)
+    ha, hb = h[:, :, 0:13], h[:, :, 13:26]
+    c3, s3 = c.reshape(-1, 1, 13), s.reshape(-1, 1, 13)
+    rt = torch.cat([ha * c3 - hb * s3, ha * s3 + hb * c3],
+                   dim=2).transpose(0, 1)
+    return r, x[:, :, 3:19] @ w, rt
 
 
 def test_column_windows_match_torch():
     prog, (x, c, s, w) = _program("column_windows")
-    r, m = (o.numpy() for o in prog(x, c, s, w))
-    want_r, want_m = _windows_torch(*map(_t, (x, c, s, w)))
+    r, m, rt = (o.numpy() for o in prog(x, c, s, w))
+    want_r, want_m, want_rt = _windows_torch(*map(_t, (x, c, s, w)))
     _close(r, want_r, 1e-6, "rotated halves")
+    _close(rt, want_rt, 1e-6, "rotated halves of transposed rows")
     # (An f32 product may run on TF32 tensor cores.)
     _close(m, want_m, 3e-3, "product of a window")
 
@@ -218,8 +224,8 @@ def test_column_windows_gradient_matches_torch():
     prog, (x, c, s, w) = _program("column_windows_grad")
     loss, dx = (o.numpy() for o in prog(x, c, s, w))
     tx, tc, ts_, tw = map(_t, (x, c, s, w))
-    r, m = _windows_torch(tx, tc, ts_, tw)
-    want = (r * r).sum() * 0.5 + torch.tanh(m).sum()
+    r, m, rt = _windows_torch(tx, tc, ts_, tw)
+    want = (r * r).sum() * 0.5 + torch.tanh(m).sum() + (rt ** 3).sum()
     want.backward()
     _close(loss, want, 3e-3, "loss")
     _close(dx, tx.grad, 3e-3, "dx")

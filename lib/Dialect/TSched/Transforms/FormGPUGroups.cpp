@@ -174,6 +174,18 @@ bool isColumnWindow(Operation *op) {
   return true;
 }
 
+/// Whether `op` is a transpose of leading dims (the last dim stays last) of
+/// static shapes: its rows are another order of its operand's rows, which
+/// a row kernel reads or writes in place.
+bool isRowTranspose(Operation *op) {
+  auto t = dyn_cast<mlir::tessera::tgraph::TransposeOp>(op);
+  if (!t)
+    return false;
+  ArrayRef<int64_t> perm = t.getPermutation();
+  return staticShape(t.getX()) && staticShape(t.getResult()) &&
+         perm.size() >= 2 && perm.back() == int64_t(perm.size()) - 1;
+}
+
 /// Whether `op` concatenates along the last dim.
 bool isColumnConcat(Operation *op) {
   auto concat = dyn_cast<mlir::tessera::tgraph::ConcatOp>(op);
@@ -274,6 +286,9 @@ struct Group {
   /// The class of each value computed inside (row and contraction groups).
   DenseMap<Value, Class> classes;
   bool open = true;
+  /// A row group's concat whose one reader, a transpose of its leading
+  /// dims, may still join (the only op that may).
+  Operation *tail = nullptr;
 
   bool contains(Operation *op) const { return llvm::is_contained(ops, op); }
 };
@@ -296,8 +311,11 @@ public:
     llvm::SmallPtrSet<Operation *, 8> writtenOps;
     for (Operation *op : lazy)
       if (llvm::any_of(op->getUsers(), [&](Operation *u) {
+            // (A lazy reader, a window of a lazy transpose, takes it
+            // into whatever row kernel computes it.)
             Group *g = groupOf.lookup(u);
-            return !g || !replicableIn(op, *g) || isContraction(u);
+            return (!g && !lazy.contains(u)) ||
+                   (g && !replicableIn(op, *g)) || isContraction(u);
           })) {
         Group &g = newGroup(GroupKind::Row,
                             *staticShape(op->getResult(0)));
@@ -314,7 +332,8 @@ public:
     for (Group *g : written)
       materialize(b, *g);
     // (A written broadcast was erased with its group's ops.)
-    for (Operation *op : lazy)
+    // (Readers first: a lazy transpose is read by lazy windows.)
+    for (Operation *op : llvm::reverse(lazy))
       if (!writtenOps.contains(op) && op->use_empty())
         op->erase();
   }
@@ -385,6 +404,12 @@ private:
   Class joinClass(Operation *op, const Group &g) {
     if (!g.open || op->getNumResults() != 1)
       return Class::None;
+    if (g.tail)
+      return op->getNumOperands() == 1 &&
+                     op->getOperand(0) == g.tail->getResult(0) &&
+                     isRowTranspose(op)
+                 ? Class::Full
+                 : Class::None;
     Value result = op->getResult(0);
     std::optional<ArrayRef<int64_t>> shape = staticShape(result);
     if (!shape)
@@ -504,6 +529,17 @@ private:
     // A column window: read in place by the row groups that use it (its
     // operand's group is read outside from here on); written out by a row
     // kernel of its own for other readers.
+    // A transpose of leading dims that only windows read: they read it in
+    // place too, each row in its order.
+    if (isRowTranspose(op) && !isGenerated(op->getOperand(0)) &&
+        !op->use_empty() &&
+        llvm::all_of(op->getUsers(),
+                     [](Operation *u) { return isColumnWindow(u); })) {
+      if (Group *h = producerGroup(op->getOperand(0)))
+        h->open = false;
+      lazy.insert(op);
+      return;
+    }
     if (isColumnWindow(op) && !isGenerated(op->getOperand(0))) {
       if (Group *h = producerGroup(op->getOperand(0)))
         h->open = false;
@@ -518,8 +554,18 @@ private:
       Class cls = joinClass(op, *g);
       if (cls != Class::None) {
         add(*g, op, cls);
-        if (isColumnConcat(op))
+        if (isColumnConcat(op)) {
+          // Nothing in the group reads it; a transpose of leading dims
+          // that is its one reader may still join, writing the parts in
+          // its order of rows.
+          Value r = op->getResult(0);
+          if (r.hasOneUse() && isRowTranspose(*r.getUsers().begin()))
+            g->tail = op;
+          else
+            g->open = false;
+        } else if (g->tail) {
           g->open = false;
+        }
         return;
       }
     }
@@ -639,8 +685,8 @@ private:
       return false;
     if (g.kind == GroupKind::Row || isCheapUnary(op))
       return true;
-    if (isColumnWindow(op))
-      return false; // (a GEMM's epilogue reads whole rows)
+    if (isColumnWindow(op) || isRowTranspose(op))
+      return false; // (a GEMM's epilogue reads whole rows in order)
     std::optional<ArrayRef<int64_t>> in = staticShape(op->getOperand(0));
     auto dims = op->getAttrOfType<DenseI64ArrayAttr>("broadcast_dimensions");
     if (!in || !dims)
@@ -674,8 +720,16 @@ private:
           continue;
         if (isReplicated(v, g, op) && !llvm::is_contained(gemmOperands, v)) {
           if (!isGenerated(v)) {
+            // Through a chain of replicated ops (a window of a transpose)
+            // to what is read from memory.
             Value source = def->getOperand(0);
             Operation *sourceDef = source.getDefiningOp();
+            while (sourceDef && !g.contains(sourceDef) &&
+                   isReplicated(source, g, def) && !isGenerated(source)) {
+              def = sourceDef;
+              source = def->getOperand(0);
+              sourceDef = source.getDefiningOp();
+            }
             if (!(sourceDef && g.contains(sourceDef)) && !isGenerated(source))
               inputs.insert(source);
           }

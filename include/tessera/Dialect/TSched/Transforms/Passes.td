@@ -124,7 +124,11 @@ def TSchedFormGPUGroups : Pass<"tessera-gpu-form-groups",
       each part into its window of the result; the group then closes. A
       sum of two zero pads of the last dim that place their operands side
       by side, filling it (a window's gradient), is taken as their concat
-      first (a -0 element stays -0 where the sum gave +0).
+      first (a -0 element stays -0 where the sum gave +0). A transpose of
+      leading dims (the last dim stays) that only windows read is read in
+      place by their row groups, and one that is the only reader of such a
+      concat joins the concat's group, which writes its rows in that
+      order.
     - A matrix product the GPU runs as a GEMM (`matmul`, `batch_matmul`,
       a `dot_general` that is a batched matrix product: see
       `GemmForm.h`) opens a `contraction` group on its `[..., M, N]`
