@@ -571,24 +571,24 @@ public:
             !(windowed.contains(t.getX()) || written))
           return unsupported(&op);
         if (written)
-          leadingRows.push_back(
-              concat.getType().getShape().drop_back().back());
+          leadingRows.push_back(concat.getType().getShape().drop_back().back());
         cls = Class::Full;
       } else if (auto concat = dyn_cast<tg::ConcatOp>(op)) {
         // Full tiles side by side, written into the result's columns: the
         // result is only yielded.
-        bool parts = !gemm && int64_t(concat.getDim()) == type.getRank() - 1 &&
-                     llvm::all_of(concat.getInputs(), [&](Value v) {
-                       return predicted.lookup(v) == Class::Full &&
-                              cast<RankedTensorType>(v.getType())
-                                      .getShape()
-                                      .back() == cols &&
-                              cast<RankedTensorType>(v.getType())
-                                      .getNumElements() == rows * cols;
-                     }) &&
-                     llvm::all_of(concat->getUsers(), [](Operation *u) {
-                       return isa<tsched::YieldOp, tg::TransposeOp>(u);
-                     });
+        auto fullTile = [&](Value v) {
+          auto t = cast<RankedTensorType>(v.getType());
+          return predicted.lookup(v) == Class::Full &&
+                 t.getShape().back() == cols &&
+                 t.getNumElements() == rows * cols;
+        };
+        auto written = [](Operation *u) {
+          return isa<tsched::YieldOp, tg::TransposeOp>(u);
+        };
+        bool parts = !gemm &&
+                     int64_t(concat.getDim()) == type.getRank() - 1 &&
+                     llvm::all_of(concat.getInputs(), fullTile) &&
+                     llvm::all_of(concat->getUsers(), written);
         if (!parts)
           return unsupported(&op);
         cls = Class::Full;

@@ -19,7 +19,9 @@
 // halves of a rotary embedding cost no copies. (A sum of two zero pads
 // that place two values side by side along the last dim, which is what
 // the gradient of such a slice looks like, is taken as their concat
-// first.)
+// first.) A transpose of leading dims that only windows read is read in
+// place as well, and one that is the only reader of such a concat is
+// written in place: heads split off a product and put back cost none.
 //
 //===----------------------------------------------------------------------===//
 
@@ -190,7 +192,8 @@ bool isRowTranspose(Operation *op) {
 bool isColumnConcat(Operation *op) {
   auto concat = dyn_cast<mlir::tessera::tgraph::ConcatOp>(op);
   auto out = concat ? staticShape(concat.getResult()) : std::nullopt;
-  return out && !out->empty() && int64_t(concat.getDim()) == int64_t(out->size()) - 1;
+  return out && !out->empty() &&
+         int64_t(concat.getDim()) == int64_t(out->size()) - 1;
 }
 
 /// `op` as [low, high) columns of its result if it is a zero pad of its
@@ -345,7 +348,8 @@ private:
   /// Broadcasts that the groups reading them compute themselves, reading
   /// the source as a row, column or scalar; cheap unary ops that they
   /// compute again from their operand (recomputed()); and column windows
-  /// that row groups read in place (isColumnWindow()).
+  /// that row groups read in place (isColumnWindow()), with transposes of
+  /// leading dims that only windows read.
   llvm::SetVector<Operation *> lazy;
 
   Group *producerGroup(Value v) {
@@ -526,9 +530,6 @@ private:
       lazy.insert(op);
       return;
     }
-    // A column window: read in place by the row groups that use it (its
-    // operand's group is read outside from here on); written out by a row
-    // kernel of its own for other readers.
     // A transpose of leading dims that only windows read: they read it in
     // place too, each row in its order.
     if (isRowTranspose(op) && !isGenerated(op->getOperand(0)) &&
@@ -540,6 +541,9 @@ private:
       lazy.insert(op);
       return;
     }
+    // A column window: read in place by the row groups that use it (its
+    // operand's group is read outside from here on); written out by a row
+    // kernel of its own for other readers.
     if (isColumnWindow(op) && !isGenerated(op->getOperand(0))) {
       if (Group *h = producerGroup(op->getOperand(0)))
         h->open = false;
