@@ -654,7 +654,7 @@ struct TSchedGenerateKernelsPass
       return failure();
     }
     Attribute firstLaunch = launch(
-        first, gen.gemmGrid(/*partials=*/true),
+        first, gen.gemmLaunchGrid(gen.gemmGrid(/*partials=*/true)),
         {launchArg(b, LaunchArg::Input, aInput, gen.viewOf(aArg)),
          launchArg(b, LaunchArg::Input, bInput, gen.viewOf(bArg)),
          launchArg(b, LaunchArg::Scratch, 0, partials)});

@@ -255,9 +255,24 @@ public:
     summing = true;
     return buildGemm(kernel, GemmPart::Sum);
   }
-  /// Programs of the kernel built last (or to be built).
+  /// Tiles the kernel built last (or to be built) computes: its output
+  /// tiles, and those of each K chunk for the partials of a split.
   int64_t gemmGrid(bool partials) const {
     return partials ? tileCount() * splits : tileCount();
+  }
+  /// Blocks a GEMM kernel over `tiles` tiles is launched on. On Hopper, a
+  /// GEMM of 16-bit or narrower operands (wgmma consumers beside a TMA
+  /// producer warpgroup, the deepest ring that fits: one block an SM) runs
+  /// on a persistent grid of at most one block a multiprocessor, each
+  /// program looping over its tiles: the producer fills the ring for a
+  /// program's next tile while its consumers run the epilogue of the last,
+  /// where a block a tile started each tile with an empty ring. (NVIDIA
+  /// H200, [16384, 1024] x [1024, 4096] bf16: 2048 blocks of a 128x256
+  /// tile ran at 207 us; see docs/PERFORMANCE.md.)
+  int64_t gemmLaunchGrid(int64_t tiles) const {
+    if (hopper && gemm && !gemm->operandType.isF32())
+      return std::max<int64_t>(1, std::min(tiles, sms));
+    return tiles;
   }
 
   int64_t blockRows() const { return bm; }
@@ -302,9 +317,9 @@ public:
            << " elements), stages at least 1";
   }
 
-  /// Programs along x: one per row block, or per GEMM output tile (a
-  /// ping-pong GEMM: blocks of two programs, one a multiprocessor at
-  /// most, each program looping over tiles).
+  /// Programs along x: one per row block, or per GEMM output tile up to
+  /// gemmLaunchGrid's bound (a ping-pong GEMM: blocks of two programs, one
+  /// a multiprocessor at most, each program looping over tiles).
   int64_t gridSize() const {
     if (!gemm)
       return llvm::divideCeil(rows, bm);
@@ -312,7 +327,7 @@ public:
       return std::max<int64_t>(
           1, std::min<int64_t>(
                  sms, llvm::divideCeil(tileCount(), programsPerBlock())));
-    return tileCount();
+    return gemmLaunchGrid(tileCount());
   }
 
   /// The kernel's schedule, as the group records it.
