@@ -774,7 +774,8 @@ struct TSchedGenerateKernelsPass
   /// Records a product's autotune space and tuning key on its group and
   /// picks its schedule: candidate `variant` of the space (the last if
   /// there are fewer), else the tuned one if the `tuning` file has its key
-  /// (and the schedule is still in its space), else the estimate's.
+  /// (and the schedule is still in its space: a warning says so when it is
+  /// not), else the estimate's.
   LogicalResult tune(tsched::GroupOp group, RowKernel &gen) {
     Builder b(group.getContext());
     std::string key = tuningKey(group);
@@ -790,12 +791,26 @@ struct TSchedGenerateKernelsPass
       return success();
     }
     auto it = tuned.find(key);
-    if (it != tuned.end())
-      for (const group_kernels::GemmSchedule &s : space)
-        if (s.attr(b.getContext()).str() == it->second) {
-          gen.useSchedule(s);
-          return success();
-        }
+    if (it == tuned.end())
+      return success();
+    for (const group_kernels::GemmSchedule &s : space)
+      if (s.attr(b.getContext()).str() == it->second) {
+        gen.useSchedule(s);
+        return success();
+      }
+    // A file tuned against another space (another compiler version or
+    // card): its entry is not used, and the reader is told why.
+    std::string spaceText;
+    llvm::raw_string_ostream os(spaceText);
+    llvm::interleaveComma(chains, os, [&](Attribute a) {
+      os << cast<StringAttr>(a).getValue();
+    });
+    group.emitWarning()
+        << "the tuning file gives product " << key << " the schedule '"
+        << it->second << "', which is not in its autotune space ["
+        << spaceText << "] (a file tuned by another compiler version or "
+        << "for another card?); the estimate's '"
+        << gen.gemmSchedule().attr(b.getContext()).str() << "' is used";
     return success();
   }
 

@@ -18,6 +18,7 @@
 #include "tessera/Dialect/TSched/IR/GemmForm.h"
 #include "tessera/Dialect/TSched/IR/RowLayout.h"
 #include "tessera/Dialect/TSched/IR/TSched.h"
+#include "tessera/Dialect/TSched/Transforms/RowWindows.h"
 #include "tessera/Dialect/TTile/IR/TTile.h"
 
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -874,34 +875,19 @@ private:
     return arith::DivFOp::create(b, loc, l, r, arith::FastMathFlags::afn);
   }
 
-  /// Whether `op` is a slice of `arg`'s last dim alone that a full tile
-  /// of the layout reads (a window of `cols` of its columns).
+  /// Whether `op` is a window of `arg`'s columns (tsched::isColumnWindow)
+  /// that a full tile of the layout reads (`cols` of them).
   bool isWindowOf(Operation *op, Value arg) const {
-    auto slice = dyn_cast<tg::SliceOp>(op);
-    if (!slice || slice.getX() != arg)
+    if (!tsched::isColumnWindow(op) || op->getOperand(0) != arg)
       return false;
-    auto in = cast<RankedTensorType>(arg.getType());
-    auto out = cast<RankedTensorType>(slice.getType());
-    if (!in.hasStaticShape() || !out.hasStaticShape() || in.getRank() < 1 ||
-        out.getShape().back() != cols ||
-        out.getNumElements() != rows * cols)
-      return false;
-    auto start = slice.getStart().getDims();
-    for (int64_t d = 0; d < in.getRank(); ++d) {
-      std::optional<int64_t> c = start[d].getConstant();
-      if (!c || slice.getStride()[d] != 1 ||
-          (d + 1 < in.getRank() && (*c != 0 || out.getDimSize(d) !=
-                                                   in.getDimSize(d))))
-        return false;
-    }
-    return true;
+    auto out = cast<RankedTensorType>(op->getResult(0).getType());
+    return out.getShape().back() == cols &&
+           out.getNumElements() == rows * cols;
   }
 
-  /// Whether `t` moves leading dims only (the last dim stays last).
+  /// Whether `t` moves leading dims only (tsched::isRowTranspose).
   static bool isRowTransposeOf(tg::TransposeOp t) {
-    ArrayRef<int64_t> perm = t.getPermutation();
-    return perm.size() >= 2 && perm.back() == int64_t(perm.size()) - 1 &&
-           t.getX().getType().hasStaticShape();
+    return tsched::isRowTranspose(t);
   }
 
   /// The stride in elements of each leading dim of the layout's rows in

@@ -16,7 +16,9 @@
 // RUN: not tessera-opt %s --tessera-gpu-generate-kernels=tuning=%t.bad2 2>&1 | FileCheck %s --check-prefix=BAD2
 // RUN: not tessera-opt %s --tessera-gpu-generate-kernels=tuning=%t.missing 2>&1 | FileCheck %s --check-prefix=MISSING
 // RUN: echo 'gemm-0123456789abcdef block(64, 64).k(64).warps(4).stages(4)' > %t.other
-// RUN: tessera-opt %s --tessera-gpu-generate-kernels=tuning=%t.other | FileCheck %s
+// RUN: tessera-opt %s --tessera-gpu-generate-kernels=tuning=%t.other 2>&1 | FileCheck %s --check-prefix=OTHER
+// RUN: tessera-opt %s --tessera-gpu-generate-kernels | grep -o 'gemm-[0-9a-f]*' | head -1 | sed 's/$/ block(64, 64).k(64).warps(4).stages(4)/' > %t.stale
+// RUN: tessera-opt %s --tessera-gpu-generate-kernels=tuning=%t.stale 2>&1 | FileCheck %s --check-prefix=STALE
 
 // A weight gradient X^T dY ([1024, 1024], K 16384). Its autotune space is
 // the 4 best of the tiles and splits of K the estimate weighs, fastest
@@ -42,9 +44,17 @@
 // LAST-SAME: tsched.schedule = #tsched.schedule<"block(128, 256).k(64).warps(8).stages(4).split(8)">
 //
 // A tuning file names a schedule for the product's key; a key the file
-// lacks (or a schedule outside the space) leaves the estimate's choice.
+// lacks leaves the estimate's choice, without a word (the file may hold
+// other programs' products).
 // TUNED: tsched.group contraction
 // TUNED-SAME: tsched.schedule = #tsched.schedule<"block(128, 128).k(64).warps(8).stages(6).split(2)">
+// OTHER-NOT: warning
+// OTHER: tsched.schedule = #tsched.schedule<"block(128, 256).k(64).warps(8).stages(4).split(4)">
+//
+// A schedule for the product's key that is not in its space (a file tuned
+// by another compiler version) is not used either, with a warning.
+// STALE: warning: the tuning file gives product gemm-{{[0-9a-f]+}} the schedule 'block(64, 64).k(64).warps(4).stages(4)', which is not in its autotune space [block(128, 256).k(64).warps(8).stages(4).split(4), block(128, 128).k(64).warps(8).stages(6).split(2), block(128, 128).k(64).warps(8).stages(6).split(4), block(128, 256).k(64).warps(8).stages(4).split(8)] (a file tuned by another compiler version or for another card?); the estimate's 'block(128, 256).k(64).warps(8).stages(4).split(4)' is used
+// STALE: tsched.schedule = #tsched.schedule<"block(128, 256).k(64).warps(8).stages(4).split(4)">
 //
 // BADTEXT: the tuning text:1: expected 'KEY SCHEDULE' (a product's key gemm-<16 hex digits> and its schedule chain), got 'gemm-0123 block(64, 64)'
 // BAD: .bad:1: expected 'KEY SCHEDULE' (a product's key gemm-<16 hex digits> and its schedule chain), got 'gemm-0123 block(64, 64)'

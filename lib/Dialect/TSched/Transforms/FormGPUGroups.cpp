@@ -30,6 +30,7 @@
 #include "tessera/Dialect/TGraph/IR/TGraph.h"
 #include "tessera/Dialect/TSched/IR/GemmForm.h"
 #include "tessera/Dialect/TSched/IR/RowLayout.h"
+#include "tessera/Dialect/TSched/Transforms/RowWindows.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
@@ -151,41 +152,6 @@ std::optional<ArrayRef<int64_t>> staticShape(Value v) {
   if (!t || !t.hasStaticShape())
     return std::nullopt;
   return t.getShape();
-}
-
-/// Whether `op` is a slice of its operand's last dim alone (every other
-/// dim whole, unit steps, static shapes): a window of the operand's
-/// columns, which a row kernel reads in place.
-bool isColumnWindow(Operation *op) {
-  auto slice = dyn_cast<mlir::tessera::tgraph::SliceOp>(op);
-  if (!slice)
-    return false;
-  std::optional<ArrayRef<int64_t>> in = staticShape(slice.getX());
-  std::optional<ArrayRef<int64_t>> out = staticShape(slice.getResult());
-  if (!in || !out || in->empty() || in->size() != out->size() ||
-      out->back() == 0)
-    return false;
-  auto start = slice.getStart().getDims();
-  size_t last = in->size() - 1;
-  for (size_t d = 0; d < in->size(); ++d) {
-    std::optional<int64_t> c = start[d].getConstant();
-    if (!c || slice.getStride()[d] != 1 ||
-        (d < last && (*c != 0 || (*out)[d] != (*in)[d])))
-      return false;
-  }
-  return true;
-}
-
-/// Whether `op` is a transpose of leading dims (the last dim stays last) of
-/// static shapes: its rows are another order of its operand's rows, which
-/// a row kernel reads or writes in place.
-bool isRowTranspose(Operation *op) {
-  auto t = dyn_cast<mlir::tessera::tgraph::TransposeOp>(op);
-  if (!t)
-    return false;
-  ArrayRef<int64_t> perm = t.getPermutation();
-  return staticShape(t.getX()) && staticShape(t.getResult()) &&
-         perm.size() >= 2 && perm.back() == int64_t(perm.size()) - 1;
 }
 
 /// Whether `op` concatenates along the last dim.

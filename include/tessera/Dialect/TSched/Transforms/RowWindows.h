@@ -1,0 +1,56 @@
+//===- RowWindows.h - Graph IR views a row kernel reads in place -*- C++ -*-===//
+//
+// Forming GPU fusion groups (-tessera-gpu-form-groups) and generating their
+// kernels (-tessera-gpu-generate-kernels) agree on which Graph IR slices
+// and transposes a row kernel reads or writes in place instead of copying:
+// the tests are spelled here once, so a group the first pass forms around
+// such a view is one the second compiles.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TESSERA_DIALECT_TSCHED_TRANSFORMS_ROWWINDOWS_H
+#define TESSERA_DIALECT_TSCHED_TRANSFORMS_ROWWINDOWS_H
+
+#include "tessera/Dialect/TGraph/IR/TGraph.h"
+
+namespace mlir::tessera::tsched {
+
+/// Whether `op` is a slice of its operand's last dim alone (every other
+/// dim whole, unit steps, static shapes, at least one column): a window of
+/// the operand's columns, which a row kernel reads in place.
+inline bool isColumnWindow(Operation *op) {
+  auto slice = dyn_cast<tgraph::SliceOp>(op);
+  if (!slice)
+    return false;
+  auto in = dyn_cast<RankedTensorType>(slice.getX().getType());
+  auto out = dyn_cast<RankedTensorType>(slice.getResult().getType());
+  if (!in || !out || !in.hasStaticShape() || !out.hasStaticShape() ||
+      in.getRank() == 0 || in.getRank() != out.getRank() ||
+      out.getShape().back() == 0)
+    return false;
+  auto start = slice.getStart().getDims();
+  int64_t last = in.getRank() - 1;
+  for (int64_t d = 0; d <= last; ++d) {
+    std::optional<int64_t> c = start[d].getConstant();
+    if (!c || slice.getStride()[d] != 1 ||
+        (d < last && (*c != 0 || out.getDimSize(d) != in.getDimSize(d))))
+      return false;
+  }
+  return true;
+}
+
+/// Whether `op` is a transpose of leading dims (the last dim stays last)
+/// of static shapes: its rows are another order of its operand's rows,
+/// which a row kernel reads or writes in place.
+inline bool isRowTranspose(Operation *op) {
+  auto t = dyn_cast<tgraph::TransposeOp>(op);
+  if (!t)
+    return false;
+  ArrayRef<int64_t> perm = t.getPermutation();
+  return t.getX().getType().hasStaticShape() && perm.size() >= 2 &&
+         perm.back() == int64_t(perm.size()) - 1;
+}
+
+} // namespace mlir::tessera::tsched
+
+#endif // TESSERA_DIALECT_TSCHED_TRANSFORMS_ROWWINDOWS_H
