@@ -342,3 +342,47 @@ func.func @recomputed_inside(%x: tensor<4x8xf32>, %w: tensor<8x4xbf16>)
   %m = tgraph.matmul %c, %w : (tensor<4x8xbf16>, tensor<8x4xbf16>) -> tensor<4x4xbf16>
   return %s, %m : tensor<4x8xf32>, tensor<4x4xbf16>
 }
+
+// -----
+
+// A widening cast that a reduction along the last dim reads is computed
+// again by the row group the reduction is in: a residual sum's f32 copy,
+// which a layernorm's mean sums beside the bf16 value it also reads,
+// does not leave the product's group (one bf16 output, not two). Rows
+// longer than max-row put the reduction in a reduction group, which
+// computes nothing but its reduction: the product then writes the cast.
+// CHECK-LABEL: func.func @recomputed_for_mean
+// CHECK: %[[G:.+]] = tsched.group contraction [8, 128] (%arg0, %arg1, %arg2) : (tensor<8x32xbf16>, tensor<32x128xbf16>, tensor<8x128xbf16>) -> tensor<8x128xbf16>
+// CHECK: tsched.group row [8, 128] (%[[G]]) : (tensor<8x128xbf16>)
+// CHECK-NEXT: ^bb0(%[[H:.+]]: tensor<8x128xbf16>):
+// CHECK: %[[F:.+]] = tgraph.cast %[[H]] : tensor<8x128xbf16> -> tensor<8x128xf32>
+// CHECK: tgraph.reduce_sum %[[F]]
+// CHECK: tgraph.sub %[[H]]
+// SHORT-LABEL: func.func @recomputed_for_mean
+// SHORT: tsched.group contraction [8, 128] (%arg0, %arg1, %arg2) : (tensor<8x32xbf16>, tensor<32x128xbf16>, tensor<8x128xbf16>) -> (tensor<8x128xbf16>, tensor<8x128xf32>)
+// SHORT: tsched.group reduction
+// A reduction over more than the last dim (a loss) is in a reduction group
+// too: the cast stays in the product's epilogue.
+// CHECK-LABEL: func.func @cast_for_loss
+// CHECK: tsched.group contraction [8, 128] (%arg0, %arg1) : (tensor<8x32xbf16>, tensor<32x128xbf16>) -> tensor<8x128xf32>
+// CHECK: tgraph.cast
+// CHECK: tsched.group reduction
+func.func @recomputed_for_mean(%x: tensor<8x32xbf16>, %w: tensor<32x128xbf16>,
+    %r: tensor<8x128xbf16>) -> tensor<8x128xbf16> {
+  %p = tgraph.matmul %x, %w : (tensor<8x32xbf16>, tensor<32x128xbf16>) -> tensor<8x128xbf16>
+  %h = tgraph.add %r, %p : tensor<8x128xbf16>
+  %f = tgraph.cast %h : tensor<8x128xbf16> -> tensor<8x128xf32>
+  %s = tgraph.reduce_sum %f {dims = array<i64: 1>, keepdims} : tensor<8x128xf32> -> tensor<8x1xf32>
+  %n = tgraph.constant dense<1.280000e+02> : tensor<f32>
+  %m = tgraph.div %s, %n : (tensor<8x1xf32>, tensor<f32>) -> tensor<8x1xf32>
+  %mb = tgraph.cast %m : tensor<8x1xf32> -> tensor<8x1xbf16>
+  %c = tgraph.sub %h, %mb : (tensor<8x128xbf16>, tensor<8x1xbf16>) -> tensor<8x128xbf16>
+  return %c : tensor<8x128xbf16>
+}
+
+func.func @cast_for_loss(%x: tensor<8x32xbf16>, %w: tensor<32x128xbf16>) -> tensor<f32> {
+  %p = tgraph.matmul %x, %w : (tensor<8x32xbf16>, tensor<32x128xbf16>) -> tensor<8x128xbf16>
+  %f = tgraph.cast %p : tensor<8x128xbf16> -> tensor<8x128xf32>
+  %s = tgraph.reduce_sum %f {dims = array<i64: 0, 1>} : tensor<8x128xf32> -> tensor<f32>
+  return %s : tensor<f32>
+}

@@ -341,9 +341,12 @@ private:
   /// it, from its operand, instead of being written by one and read by
   /// the others: its readers are all elementwise ops of static shapes (so
   /// all in generated kernels), its operand has its shape (so it reads as
-  /// the same class) and is not itself recomputed. A value kept only for
-  /// the backward pass (the u^2 of a GELU) is then not written out: the
-  /// backward's group reads u, which it reads anyway.
+  /// the same class) and is not itself recomputed; or reductions along the
+  /// last dim (row groups' too). A value kept only for the backward pass
+  /// (the u^2 of a GELU) is then not written out: the backward's group
+  /// reads u, which it reads anyway; nor is the f32 copy of a product's
+  /// bf16 output that a layernorm's mean sums, beside the bf16 one the
+  /// same layernorm reads.
   bool recomputed(Operation *op) {
     if (!isCheapUnary(op) || op->use_empty() ||
         staticShape(op->getResult(0)) != staticShape(op->getOperand(0)) ||
@@ -353,9 +356,18 @@ private:
         def && lazy.contains(def))
       return false;
     return llvm::all_of(op->getUsers(), [&](Operation *user) {
+      if (user->getBlock() != op->getBlock())
+        return false;
+      if (isRowReduction(user)) {
+        // A reduction along the last dim is always in a row group (see
+        // visit()), whose kernel computes `op` on the rows it reads.
+        std::optional<ArrayRef<int64_t>> in = staticShape(user->getOperand(0));
+        return in && !in->empty() &&
+               reducedDim(user) == int64_t(in->size()) - 1 &&
+               in->back() <= maxRow;
+      }
       return isElementwise(user) && user->getNumResults() == 1 &&
-             staticShape(user->getResult(0)) &&
-             user->getBlock() == op->getBlock();
+             staticShape(user->getResult(0));
     });
   }
 
