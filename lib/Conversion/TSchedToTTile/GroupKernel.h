@@ -18,7 +18,7 @@
 #include "tessera/Dialect/TSched/IR/GemmForm.h"
 #include "tessera/Dialect/TSched/IR/RowLayout.h"
 #include "tessera/Dialect/TSched/IR/TSched.h"
-#include "tessera/Dialect/TSched/Transforms/RowWindows.h"
+#include "tessera/Dialect/TSched/Transforms/RowOps.h"
 #include "tessera/Dialect/TTile/IR/TTile.h"
 
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -193,8 +193,7 @@ public:
     // of narrow rows (a rotary embedding's 32 columns) takes up to 128, so
     // that each thread moves 16-byte vectors.
     bool reduces = llvm::any_of(body.without_terminator(), [](Operation &op) {
-      return isa<tg::ReduceSumOp, tg::ReduceMeanOp, tg::ReduceMaxOp,
-                 tg::ReduceMinOp, tg::ArgmaxOp, tg::ArgminOp>(op);
+      return tsched::isRowReduction(&op);
     });
     bm = std::max<int64_t>(
         1, std::min<int64_t>({reduces ? tsched::kPeriodMultiple : 128,
@@ -567,8 +566,7 @@ public:
         // A full tile, or a row, column or scalar that it stays.
         std::optional<Class> c = classify(type.getShape());
         cls = !c || *c == Class::Periodic ? Class::Full : *c;
-      } else if (isa<tg::ReduceSumOp, tg::ReduceMeanOp, tg::ReduceMaxOp,
-                     tg::ReduceMinOp, tg::ArgmaxOp, tg::ArgminOp>(op)) {
+      } else if (tsched::isRowReduction(&op)) {
         cls = Class::Row;
       } else if (isa<tg::SliceOp>(op)) {
         Value x = op.getOperand(0);

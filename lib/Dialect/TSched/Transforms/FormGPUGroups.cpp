@@ -30,7 +30,7 @@
 #include "tessera/Dialect/TGraph/IR/TGraph.h"
 #include "tessera/Dialect/TSched/IR/GemmForm.h"
 #include "tessera/Dialect/TSched/IR/RowLayout.h"
-#include "tessera/Dialect/TSched/Transforms/RowWindows.h"
+#include "tessera/Dialect/TSched/Transforms/RowOps.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
@@ -87,14 +87,6 @@ bool isCheapUnary(Operation *op) {
     return isa<FloatType>(from) && isa<FloatType>(to) &&
            from.getIntOrFloatBitWidth() <= to.getIntOrFloatBitWidth();
   return isa<FloatType>(to);
-}
-
-/// Reductions a row kernel computes along its rows.
-bool isRowReduction(Operation *op) {
-  static const llvm::StringSet<> names = {
-      "tgraph.reduce_sum", "tgraph.reduce_mean", "tgraph.reduce_max",
-      "tgraph.reduce_min", "tgraph.argmax",      "tgraph.argmin"};
-  return names.contains(op->getName().getStringRef());
 }
 
 /// The one dim a reduction reduces (`dims` of one entry, or the `dim` of

@@ -1,19 +1,28 @@
-//===- RowWindows.h - Graph IR views a row kernel reads in place -*- C++ -*-===//
+//===- RowOps.h - Graph IR ops a row kernel takes in special ways -*- C++ -*-===//
 //
 // Forming GPU fusion groups (-tessera-gpu-form-groups) and generating their
-// kernels (-tessera-gpu-generate-kernels) agree on which Graph IR slices
-// and transposes a row kernel reads or writes in place instead of copying:
-// the tests are spelled here once, so a group the first pass forms around
-// such a view is one the second compiles.
+// kernels (-tessera-gpu-generate-kernels) agree on which Graph IR ops a row
+// kernel computes across its rows (reductions) and which slices and
+// transposes it reads or writes in place instead of copying: the tests are
+// spelled here once, so a group the first pass forms around such an op is
+// one the second compiles.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef TESSERA_DIALECT_TSCHED_TRANSFORMS_ROWWINDOWS_H
-#define TESSERA_DIALECT_TSCHED_TRANSFORMS_ROWWINDOWS_H
+#ifndef TESSERA_DIALECT_TSCHED_TRANSFORMS_ROWOPS_H
+#define TESSERA_DIALECT_TSCHED_TRANSFORMS_ROWOPS_H
 
 #include "tessera/Dialect/TGraph/IR/TGraph.h"
 
 namespace mlir::tessera::tsched {
+
+/// Whether `op` is a reduction a row kernel can compute along its rows
+/// (when it reduces the last dim): a sum, mean, max or min, or an argmax
+/// or argmin.
+inline bool isRowReduction(Operation *op) {
+  return isa<tgraph::ReduceSumOp, tgraph::ReduceMeanOp, tgraph::ReduceMaxOp,
+             tgraph::ReduceMinOp, tgraph::ArgmaxOp, tgraph::ArgminOp>(op);
+}
 
 /// Whether `op` is a slice of its operand's last dim alone (every other
 /// dim whole, unit steps, static shapes, at least one column): a window of
@@ -53,4 +62,4 @@ inline bool isRowTranspose(Operation *op) {
 
 } // namespace mlir::tessera::tsched
 
-#endif // TESSERA_DIALECT_TSCHED_TRANSFORMS_ROWWINDOWS_H
+#endif // TESSERA_DIALECT_TSCHED_TRANSFORMS_ROWOPS_H
