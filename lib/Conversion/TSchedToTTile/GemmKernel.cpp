@@ -49,6 +49,22 @@ SmallVector<GemmSchedule> gemmScheduleSpace(const tsched::GemmForm &form,
                   {{64, 128, 64, 4, 4}, 0.5}};
     smRate = 6e12;
   }
+  // On Hopper a whole tile's 16-bit outputs leave through shared buffers
+  // beside the ring (TMA stores); where two or more of them do not fit
+  // beside the candidate's ring they are stored from registers, and the
+  // tile loses what a smaller one with its outputs staged gains: the
+  // 128x256 tile of the block step's up projection (its GELU and its
+  // input) took 312 us against 269 for 128x128 with five stages, and
+  // the same product alone 294 against 269 (H200, same call).
+  if (hopper && !form.operandType.isF32() && stagedOutputs >= 2) {
+    int64_t elt = form.operandType.getIntOrFloatBitWidth() / 8;
+    for (Candidate &c : candidates) {
+      int64_t ring = c.s.stages * (c.s.bm + c.s.bn) * c.s.bk * elt;
+      int64_t buffers = stagedOutputs * c.s.bm * c.s.bn * 2;
+      if (ring + buffers > kHopperSharedBytes - 2 * 1024)
+        c.efficiency *= 0.8;
+    }
+  }
   int64_t rows = form.flat() ? form.z * form.m : form.m;
   int64_t batches = form.flat() ? 1 : form.z;
   auto seconds = [&](const Candidate &c, int64_t splits) {
@@ -121,11 +137,30 @@ SmallVector<GemmSchedule> gemmScheduleSpace(const tsched::GemmForm &form,
   // (docs/PERFORMANCE.md), so the estimate's choice stays first and the
   // tuner decides.
   if (hopper && !plain && form.operandType.getIntOrFloatBitWidth() == 16) {
-    out.insert(out.begin() + 1, kPingPongSchedule);
+    out.insert(out.begin() + 1, pingPongSchedule(form, stagedOutputs));
     if (out.size() > kGemmAutotuneSpace)
       out.pop_back();
   }
   return out;
+}
+
+GemmSchedule pingPongSchedule(const tsched::GemmForm &form,
+                              int64_t stagedOutputs) {
+  GemmSchedule s = kPingPongSchedule;
+  // The programs share one ring: the deepest that fits, up to
+  // kMaxGemmStages, beside a shared buffer for each output tile of each
+  // program where that leaves five stages or more; else the deepest ring
+  // alone (the outputs are stored from registers).
+  int64_t elt = form.operandType.getIntOrFloatBitWidth() / 8;
+  int64_t stage = (s.bm + s.bn) * s.bk * elt;
+  int64_t room = kHopperSharedBytes - 2 * 1024;
+  int64_t buffers = kPingPongPrograms * stagedOutputs * s.bm * s.bn * 2;
+  int64_t withBuffers = (room - buffers) / stage;
+  int64_t fit = withBuffers >= 5 ? withBuffers : room / stage;
+  int64_t kSteps = llvm::divideCeil(form.k, s.bk);
+  s.stages = std::max<int64_t>(
+      2, std::min({fit, kMaxGemmStages, std::max<int64_t>(kSteps, 1)}));
+  return s;
 }
 
 /// The flat batch index of an operand whose batch dims are
@@ -283,9 +318,10 @@ LogicalResult RowKernel::buildGemm(func::FuncOp kernel, GemmPart part) {
                     : Value();
   Value zeros = arith::ConstantOp::create(
       b, loc, DenseElementsAttr::get(accType, b.getF32FloatAttr(0)));
+  // (A ping-pong program's tile past the last runs its K loop on the last
+  // tile's operands all the same: the programs of a block share the ring,
+  // each run of the loop as long as the others'.)
   Value kEnd = index(kLength);
-  if (valid)
-    kEnd = arith::SelectOp::create(b, loc, valid, kEnd, index(0));
   auto kLoop = tt::RangeOp::create(b, loc, TypeRange{accType}, index(0), kEnd,
                                    index(bk), ValueRange{zeros},
                                    b.getI32IntegerAttr(int32_t(stages)));

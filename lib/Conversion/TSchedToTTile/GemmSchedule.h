@@ -40,8 +40,9 @@ struct GemmSchedule {
 /// loops spill, ptxas, sm_90a.)
 constexpr int64_t kPingPongPrograms = 2;
 /// The ping-pong GEMM's schedule (the parts a product's own `pingpong`
-/// schedule does not give come from it).
-constexpr GemmSchedule kPingPongSchedule{64, 128, 64, 4, 4, 1, true};
+/// schedule does not give come from it): a 128x128 tile a warpgroup, as
+/// the cooperative 128x256 tile gives each of its two.
+constexpr GemmSchedule kPingPongSchedule{128, 128, 64, 4, 4, 1, true};
 
 /// The tiles a GEMM of `form` is built with: of the candidates for its
 /// operand type (wide tiles on the tensor cores, narrower ones for small
@@ -87,6 +88,12 @@ SmallVector<GemmSchedule> gemmScheduleSpace(const tsched::GemmForm &form,
                                             bool maysplit, bool hopper,
                                             int64_t stagedOutputs = 0,
                                             bool wideEpilogue = false);
+
+/// The ping-pong GEMM of a product of `form` whose epilogue stores
+/// `stagedOutputs` 16-bit tiles: kPingPongSchedule with the deepest ring
+/// the two programs' shared ring can take.
+GemmSchedule pingPongSchedule(const tsched::GemmForm &form,
+                              int64_t stagedOutputs);
 
 /// The deepest ring a Hopper GEMM's space gives a tile (cuBLAS keeps six
 /// 128x128x64 stages in flight on the H100 and H200).

@@ -96,7 +96,7 @@ public:
       // (A schedule of its own that asks for ping-pong starts from the
       // ping-pong GEMM's.)
       if (user && user.getPingpong())
-        s = kPingPongSchedule;
+        s = pingPongSchedule(*gemm, staged);
       // The parts of the product's own schedule replace the chosen ones.
       if (user) {
         if (user.getSplit())

@@ -31,8 +31,9 @@ LogicalResult KernelLowering::run() {
   if (programs > 1) {
     // Several programs a block (ttile.programs_per_block): consumer warp
     // w is warp w % numWarps of program w / numWarps; producer warp j
-    // (after all consumers) is warp numWarps + j of program j, as in a
-    // kernel of one program a block.
+    // (after all consumers) is warp numWarps + j, its program j (the
+    // last for j >= programs). Producer warp 0 fills the rings of every
+    // program (LowerProducer.cpp).
     Value consumers = index(numWarps * programs);
     Value isConsumer = arith::CmpIOp::create(
         b, loc, arith::CmpIPredicate::ult, warp, consumers);
@@ -45,12 +46,16 @@ LogicalResult KernelLowering::run() {
         b, loc, isConsumer,
         arith::RemUIOp::create(b, loc, warp, index(numWarps)),
         arith::AddIOp::create(b, loc, producerWarp, index(numWarps)));
-    if (!useTma || !planSpecialization())
+    if (!useTma || !planSpecialization()) {
+      if (planError)
+        return failure();
       return src.emitError()
              << "ttile.programs_per_block = " << programs
              << " needs a warp-specialized kernel (sm_90a, top-level "
-                "ranges whose shared tiles TMA can copy) within "
-             << sharedLimit << " bytes of shared memory a program";
+                "ranges whose shared tiles TMA can copy, the rings and "
+                "each program's other shared tiles within "
+             << sharedLimit << " bytes of shared memory)";
+    }
     if (multicastCluster > 1)
       return src.emitError() << "ttile.programs_per_block does not go "
                                 "with multicast loads (ttile.cluster)";

@@ -45,9 +45,6 @@ public:
         useTma(tma), sharedLimit(sharedLimit) {
     if (auto n = src->getAttrOfType<IntegerAttr>("ttile.programs_per_block"))
       programs = n.getInt();
-    // Each program's shared memory is a window of its own.
-    if (programs > 1)
-      this->sharedLimit = (sharedLimit - 1024) / programs / 1024 * 1024;
   }
 
   /// Lowers the kernel into `dst` (KernelLowering.cpp).
@@ -56,11 +53,11 @@ public:
   /// Dynamic shared memory the kernel needs at launch (0 for none): the
   /// shared tiles at their peak, then the scratch area.
   int64_t dynamicSharedBytes() const {
-    int64_t total = programs * windowBytes();
+    int64_t total = ringAreaBytes + programs * windowBytes();
     return total ? total + 1024 : 0;
   }
   /// Of which each program's (one window a program, with
-  /// ttile.programs_per_block).
+  /// ttile.programs_per_block; the rings the programs share come first).
   int64_t windowBytes() const {
     int64_t total = tileSharedBytes() + scratchBytes;
     return programs > 1 ? int64_t(llvm::alignTo(total, 1024)) : total;
@@ -93,10 +90,19 @@ private:
   Value lane, warp;
   int64_t numWarps;
   /// Programs a block (ttile.programs_per_block), and this thread's: each
-  /// has numWarps consumer warps, a producer warp and a window of shared
-  /// memory of its own, and they take turns to run their wgmma loops.
+  /// has numWarps consumer warps and a window of shared memory of its own,
+  /// they share the TMA rings and the producer warp that fills them, and
+  /// they take turns to run their wgmma loops.
   int64_t programs = 1;
   Value programIndex;
+  /// With several programs a block: the rings they share (and their
+  /// mbarriers), at the start of dynamic shared memory before the
+  /// programs' windows, and the address they start at.
+  int64_t ringAreaBytes = 0;
+  Value ringAreaBase;
+  /// The offset of the first window (the ring area's size, set once the
+  /// kernel is lowered).
+  arith::ConstantIndexOp windowsOffset;
   /// Dynamic shared memory: the 1024-byte aligned base address, the bytes
   /// handed out (a stack: a loop gives back the buffers of the shared tiles
   /// it loads when it ends, so loops one after the other reuse them) and
@@ -119,6 +125,8 @@ private:
       scratchOffset->setAttr("value", b.getIndexAttr(tileSharedBytes()));
     if (windowStride)
       windowStride->setAttr("value", b.getIndexAttr(windowBytes()));
+    if (windowsOffset)
+      windowsOffset->setAttr("value", b.getIndexAttr(ringAreaBytes));
   }
   /// Shared-tile loads of the range being lowered: this iteration's buffer.
   DenseMap<Operation *, Value> ringSlots;
@@ -155,9 +163,12 @@ private:
     /// The loops around it, outermost first, and it.
     SmallVector<Operation *> chain;
     /// Ring iterations before this run of the loop (a private counter: the
-    /// loop may run once per iteration of loops around it), and its value
-    /// at the start of the run being lowered.
-    Value counter, start;
+    /// loop may run once per iteration of loops around it), its value
+    /// when the run being lowered starts (`round`) and the run's first
+    /// iteration in the ring (`start`: with several programs a block
+    /// sharing the ring, program p's run comes after those of programs
+    /// 0..p-1 in the same round).
+    Value counter, round, start;
     int64_t barriers = 0;
     bool overlap = false;
     /// Whether it holds a tile multicast to the cluster (its slots are
@@ -751,6 +762,12 @@ private:
   /// Reserves `bytes` (rounded up to 1024) of dynamic shared memory; returns
   /// their offset from dynamicSharedBase().
   int64_t allocateDynamicShared(int64_t bytes);
+  /// Reserves `bytes` for a ring's buffers or mbarriers: in the area the
+  /// programs of a block share (offsets from ringsBase()), or with one
+  /// program a block, as allocateDynamicShared.
+  int64_t allocateRingShared(int64_t bytes);
+  /// Where ring offsets count from.
+  Value ringsBase();
 
   /// The byte offset of element (row, col) in a shared tile of `rows` rows
   /// in the layout wgmma, TMA and the cp.async copies share.
@@ -860,13 +877,25 @@ private:
   /// bounds and its loads' indices, memrefs and leading-dim indices.
   void ringNeeds(ProducerRing &ring, SmallVectorImpl<Value> &needed);
 
-  /// The producer's loop of one ring.
+  /// The producer's loops of one ring: one run of the loop, or with
+  /// several programs a block, one run of each program in turn.
   void emitProducerRing(ProducerRing &ring, IRMapping &pmap,
                         ArrayRef<Value> usable, Value laneZero, Value anyCopy);
+  /// One program's run of `ring` from ring iteration `start`, its values
+  /// from `pmap`.
+  void emitProducerRun(ProducerRing &ring, IRMapping &pmap, Value start,
+                       ArrayRef<Value> usable, Value laneZero, Value anyCopy);
+  /// Whether `v` (a ring loop's bound) is the same in every program of a
+  /// block: computed from constants, kernel arguments and num_programs
+  /// alone.
+  bool uniformOverPrograms(Value v);
 
   /// Decides whether the kernel is specialized and, if so, allocates the
   /// rings, their barriers and the tensor maps.
   bool planSpecialization();
+  /// Whether planSpecialization refused the kernel with an error of its
+  /// own (not merely chose not to specialize it).
+  bool planError = false;
 
   /// The kernel argument a ring load reads through TMA, with the indices
   /// of its leading dims: the load's memref itself (2-d), or a subview of

@@ -24,7 +24,9 @@
 // it to the next program once the loop's last product is issued, so the
 // tensor cores run one program's K loop while the others run their
 // epilogues. The same barriers and hand-offs, one a program; the loops
-// around must run the same number of times in every program.
+// around must run the same number of times in every program. The programs
+// share the loop's ring (LowerProducer.cpp): program p's run starts after
+// the runs of programs 0..p-1 of the same round.
 //
 //===----------------------------------------------------------------------===//
 

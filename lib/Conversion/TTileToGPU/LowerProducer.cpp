@@ -17,6 +17,15 @@
 //   - the producer gives its registers to the consumers (setmaxnreg) and
 //     the consumers' barriers become a named barrier of their own threads.
 //
+// With several programs a block (ttile.programs_per_block, a ping-pong
+// GEMM) the programs share the rings and the one producer warp: the
+// producer walks program 0's loops around a ring and, at each run of the
+// ring's loop, fills program 0's run, then program 1's, ... (the order in
+// which the programs take their turns on the tensor cores), so a ring as
+// deep as one program would have runs on under both. Each program's run
+// starts after those of the programs before it in the same round; every
+// program's loop takes as many slots (its bounds are the same in all).
+//
 // In a kernel of `ttile.cluster` programs a cluster, a ring's loads marked
 // `multicast` (the same tile in every program of the cluster) are copied
 // once for the cluster: the producer of cluster rank r issues the tile's
@@ -102,28 +111,34 @@ void arriveOn(OpBuilder &b, Location loc, Value addr) {
 }
 
 /// Where the iteration at `iv` of a ring's loop (from `lb` by `step`) is:
-/// its number in this run (`local`), among all of the ring's iterations
-/// (`k`, the run starting at `start`), its slot, and the parity of the
-/// slot's phase it fills (i32).
+/// whether it is the first of this run (`first`, i1), its number among
+/// all of the ring's iterations (`k`, i32; the run starting at `start`),
+/// its slot (index) and the parity of the slot's phase it fills (i32).
+/// In 32-bit arithmetic (a ring's iterations are counted in i32): a loop
+/// of wgmma products runs these each iteration, and 64-bit divisions by
+/// the stage count took a tenth of a ping-pong K loop's instructions.
 struct RingPosition {
-  Value local, k, slot, parity;
+  Value first, k, slot, parity;
 };
 
 RingPosition ringPosition(OpBuilder &b, Location loc, Value start, Value iv,
                           Value lb, Value step, int64_t stages) {
-  auto index = [&](int64_t v) {
-    return arith::ConstantIndexOp::create(b, loc, v).getResult();
+  Type i32 = b.getI32Type();
+  auto narrow = [&](Value v) {
+    return arith::IndexCastUIOp::create(b, loc, i32, v).getResult();
+  };
+  auto c = [&](int64_t v) {
+    return arith::ConstantIntOp::create(b, loc, i32, v).getResult();
   };
   RingPosition p;
-  p.local = arith::DivUIOp::create(b, loc,
-                                   arith::SubIOp::create(b, loc, iv, lb), step);
-  p.k = arith::AddIOp::create(b, loc, start, p.local);
-  p.slot = arith::RemUIOp::create(b, loc, p.k, index(stages));
-  p.parity =
-      i32Of(b, loc,
-            arith::AndIOp::create(
-                b, loc, arith::DivUIOp::create(b, loc, p.k, index(stages)),
-                index(1)));
+  p.first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, iv, lb);
+  Value local = arith::DivUIOp::create(
+      b, loc, narrow(arith::SubIOp::create(b, loc, iv, lb)), narrow(step));
+  p.k = arith::AddIOp::create(b, loc, narrow(start), local);
+  p.slot = arith::IndexCastUIOp::create(
+      b, loc, b.getIndexType(), arith::RemUIOp::create(b, loc, p.k, c(stages)));
+  p.parity = arith::AndIOp::create(
+      b, loc, arith::DivUIOp::create(b, loc, p.k, c(stages)), c(1));
   return p;
 }
 
@@ -271,7 +286,7 @@ Value KernelLowering::barrierAddress(const ProducerRing &ring, bool empty,
   Location loc = loop.getLoc();
   int64_t first = ring.barriers + (empty ? 8 * loop.getStages() : 0);
   return arith::AddIOp::create(
-      b, loc, dynamicSharedBase(),
+      b, loc, ringsBase(),
       arith::AddIOp::create(b, loc, index(first),
                             arith::MulIOp::create(b, loc, slot, index(8))));
 }
@@ -291,12 +306,19 @@ LogicalResult KernelLowering::runSpecialized() {
         b, loc, MemRefType::get({1}, b.getIndexType()));
     memref::StoreOp::create(b, loc, index(0), ring.counter, index(0));
   }
-  // The mbarriers, initialized by one thread before the roles split (one
-  // a program, in its window). A slot is given back by each consumer
-  // thread, or, in a multicast ring, by each consumer warp of the cluster.
+  // The mbarriers, initialized by one thread before the roles split (of
+  // program 0 where the programs of a block share the rings). A slot is
+  // given back by each consumer thread of the program it was filled for,
+  // or, in a multicast ring, by each consumer warp of the cluster.
+  Value initializer =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid, index(0));
+  if (programs > 1)
+    initializer = arith::AndIOp::create(
+        b, loc, initializer,
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, programIndex,
+                              index(0)));
   under(
-      b, loc,
-      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid, index(0)),
+      b, loc, initializer,
       [&] {
         for (ProducerRing &ring : producerRings) {
           Value consumers = i32Constant(
@@ -398,10 +420,10 @@ LogicalResult KernelLowering::runSpecialized() {
 }
 
 void KernelLowering::emitProducer(Location loc) {
-  // (Producer warp j serves program j.)
-  Value oneWarp = arith::CmpIOp::create(
-      b, loc, arith::CmpIPredicate::ult,
-      arith::SubIOp::create(b, loc, warp, index(numWarps)), index(programs));
+  // (One warp fills the rings, for every program of the block: its
+  // program index is 0.)
+  Value oneWarp = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, warp,
+                                        index(numWarps));
   under(b, loc, oneWarp, [&] {
     unsigned count = unsigned(tmaMaps.size());
     SmallVector<Value> usable;
@@ -496,6 +518,62 @@ void KernelLowering::emitProducerRing(ProducerRing &ring, IRMapping &pmap,
                                       Value anyCopy) {
   Location loc = ring.loop.getLoc();
   RangeOp loop = ring.loop;
+  Value round = memref::LoadOp::create(b, loc, ring.counter, index(0));
+  if (programs == 1) {
+    emitProducerRun(ring, pmap, round, usable, laneZero, anyCopy);
+    Value n = tripCount(b, loc, producerValue(loop.getLowerBound(), pmap),
+                        producerValue(loop.getUpperBound(), pmap),
+                        producerValue(loop.getStep(), pmap));
+    memref::StoreOp::create(b, loc, arith::AddIOp::create(b, loc, round, n),
+                            ring.counter, index(0));
+    return;
+  }
+  // The programs' runs in program order, each `n` iterations (the same in
+  // every program, planSpecialization). The producer walks program 0's
+  // loops around the ring (`pmap`); program p's are at the same iteration
+  // of each: induction variable lb_p + j * step_p where program 0's is
+  // lb_0 + j * step_0 (the loops run as often in every program, as their
+  // turns need).
+  Value n = tripCount(b, loc, producerValue(loop.getLowerBound(), pmap),
+                      producerValue(loop.getUpperBound(), pmap),
+                      producerValue(loop.getStep(), pmap));
+  Value own = programIndex;
+  for (int64_t p = 0; p < programs; ++p) {
+    Value start = arith::AddIOp::create(
+        b, loc, round, arith::MulIOp::create(b, loc, n, index(p)));
+    if (p == 0) {
+      emitProducerRun(ring, pmap, start, usable, laneZero, anyCopy);
+      continue;
+    }
+    programIndex = index(p);
+    IRMapping other;
+    for (Operation *l : ArrayRef<Operation *>(ring.chain).drop_back()) {
+      auto [lb, ub, step] = loopBounds(l);
+      Value j = arith::DivUIOp::create(
+          b, loc,
+          arith::SubIOp::create(b, loc, pmap.lookup(inductionVar(l)),
+                                producerValue(lb, pmap)),
+          producerValue(step, pmap));
+      Value iv = arith::AddIOp::create(
+          b, loc, producerValue(lb, other),
+          arith::MulIOp::create(b, loc, j, producerValue(step, other)));
+      other.map(inductionVar(l), iv);
+    }
+    emitProducerRun(ring, other, start, usable, laneZero, anyCopy);
+    programIndex = own;
+  }
+  memref::StoreOp::create(
+      b, loc,
+      arith::AddIOp::create(b, loc, round,
+                            arith::MulIOp::create(b, loc, n, index(programs))),
+      ring.counter, index(0));
+}
+
+void KernelLowering::emitProducerRun(ProducerRing &ring, IRMapping &pmap,
+                                     Value start, ArrayRef<Value> usable,
+                                     Value laneZero, Value anyCopy) {
+  Location loc = ring.loop.getLoc();
+  RangeOp loop = ring.loop;
   int64_t stages = loop.getStages();
   // What the loop needs from outside it, computed before it.
   SmallVector<Value> needed;
@@ -504,7 +582,6 @@ void KernelLowering::emitProducerRing(ProducerRing &ring, IRMapping &pmap,
   Value lb = producerValue(loop.getLowerBound(), pmap);
   Value ub = producerValue(loop.getUpperBound(), pmap);
   Value step = producerValue(loop.getStep(), pmap);
-  Value start = memref::LoadOp::create(b, loc, ring.counter, index(0));
   // The memrefs (for cp.async copies) and the leading-dim indices of
   // the maps.
   SmallVector<Value> sources;
@@ -630,10 +707,6 @@ void KernelLowering::emitProducerRing(ProducerRing &ring, IRMapping &pmap,
         });
         scf::YieldOp::create(b, loc);
       });
-  memref::StoreOp::create(
-      b, loc,
-      arith::AddIOp::create(b, loc, start, tripCount(b, loc, lb, ub, step)),
-      ring.counter, index(0));
 }
 
 void KernelLowering::consumeRing(ProducerRing &ring, Value iv) {
@@ -662,13 +735,15 @@ void KernelLowering::releaseRing(ProducerRing &ring, Value iv) {
   // This iteration's wgmma wait left only its own group running: the
   // previous iteration's slot is no longer read (the last one's is given
   // back after the loop, finishRun).
-  Value previous = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ugt,
-                                         at.local, index(0));
+  Value previous = arith::XOrIOp::create(
+      b, loc, at.first,
+      arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1));
   under(b, loc, previous, [&] {
     Value slot = arith::RemUIOp::create(
-        b, loc, arith::AddIOp::create(b, loc, at.k, index(stages - 1)),
-        index(stages));
-    releaseSlot(ring, slot);
+        b, loc, arith::AddIOp::create(b, loc, at.k, i32Constant(b, loc, stages - 1)),
+        i32Constant(b, loc, stages));
+    releaseSlot(ring, arith::IndexCastUIOp::create(b, loc, b.getIndexType(),
+                                                   slot));
   });
 }
 
@@ -703,8 +778,19 @@ void KernelLowering::clusterBarrier(Location loc) {
 }
 
 void KernelLowering::startRun(ProducerRing &ring) {
-  ring.start =
-      memref::LoadOp::create(b, ring.loop.getLoc(), ring.counter, index(0));
+  RangeOp loop = ring.loop;
+  Location loc = loop.getLoc();
+  ring.round = memref::LoadOp::create(b, loc, ring.counter, index(0));
+  ring.start = ring.round;
+  if (programs == 1)
+    return;
+  // After the runs of the programs before this one (each as long as its
+  // own).
+  Value n =
+      tripCount(b, loc, map.lookup(loop.getLowerBound()),
+                map.lookup(loop.getUpperBound()), map.lookup(loop.getStep()));
+  ring.start = arith::AddIOp::create(
+      b, loc, ring.round, arith::MulIOp::create(b, loc, n, programIndex));
 }
 
 void KernelLowering::finishRun(ProducerRing &ring, bool lastSlot) {
@@ -722,6 +808,10 @@ void KernelLowering::finishRun(ProducerRing &ring, bool lastSlot) {
     releaseSlot(ring, slot);
     return;
   }
+  // (Past every program's run of this round.)
+  if (programs > 1)
+    end = arith::AddIOp::create(
+        b, loc, ring.round, arith::MulIOp::create(b, loc, n, index(programs)));
   memref::StoreOp::create(b, loc, end, ring.counter, index(0));
 }
 

@@ -62,19 +62,35 @@ Value KernelLowering::dynamicSharedBase() {
   dynamicBase = arith::AndIOp::create(
       b, loc, arith::AddIOp::create(b, loc, raw, index(1023)), index(~1023LL));
   if (programs > 1) {
-    // This program's window (its stride set once the kernel is lowered).
+    // The rings the programs share, then this program's window (the ring
+    // area's size and the windows' stride set once the kernel is lowered).
+    ringAreaBase = dynamicBase;
     b.setInsertionPointAfterValue(programIndex);
+    windowsOffset = arith::ConstantIndexOp::create(b, loc, 0);
     windowStride = arith::ConstantIndexOp::create(b, loc, 0);
     dynamicBase = arith::AddIOp::create(
-        b, loc, dynamicBase,
+        b, loc, arith::AddIOp::create(b, loc, ringAreaBase, windowsOffset),
         arith::MulIOp::create(b, loc, programIndex, windowStride));
   }
   return dynamicBase;
 }
 
+Value KernelLowering::ringsBase() {
+  Value base = dynamicSharedBase();
+  return programs > 1 ? ringAreaBase : base;
+}
+
 int64_t KernelLowering::allocateDynamicShared(int64_t bytes) {
   int64_t offset = dynamicBytes;
   dynamicBytes += llvm::alignTo(bytes, 1024);
+  return offset;
+}
+
+int64_t KernelLowering::allocateRingShared(int64_t bytes) {
+  if (programs == 1)
+    return allocateDynamicShared(bytes);
+  int64_t offset = ringAreaBytes;
+  ringAreaBytes += llvm::alignTo(bytes, 1024);
   return offset;
 }
 
@@ -560,7 +576,7 @@ Value KernelLowering::ringAddress(LoadOp load, int64_t offset, Value slot) {
   Location loc = load.getLoc();
   int64_t bytes = sharedTileBytes(cast<RankedTensorType>(load.getType()));
   return arith::AddIOp::create(
-      b, loc, dynamicSharedBase(),
+      b, loc, ringsBase(),
       arith::AddIOp::create(b, loc, index(offset),
                             arith::MulIOp::create(b, loc, slot, index(bytes))));
 }
@@ -590,21 +606,46 @@ SmallVector<Value> KernelLowering::startAt(RangeOp loop, LoadOp load,
   return start;
 }
 
-/// The 64-bit wgmma matrix descriptor of the shared tile part at `addr`:
+/// The start-address field of wgmma matrix descriptors of the shared
+/// tile part at `addr` (bits 4..17 of the shared address, as an i32).
+/// Shared addresses are below 256 KiB: the field of `addr + offset` is
+/// this one plus offset / 16 for any offset (a multiple of 16) that stays
+/// in the block's shared memory, without a carry out of the field.
+static Value descriptorStart(OpBuilder &b, Location loc, Value addr) {
+  Type i32 = b.getI32Type();
+  Value a = arith::IndexCastOp::create(b, loc, i32, addr);
+  return arith::AndIOp::create(
+      b, loc,
+      arith::ShRUIOp::create(b, loc, a,
+                             arith::ConstantIntOp::create(b, loc, i32, 4)),
+      arith::ConstantIntOp::create(b, loc, i32, 0x3FFF));
+}
+
+/// The 64-bit wgmma matrix descriptor of the shared tile part `offset`
+/// bytes after the one whose start field is `start` (descriptorStart):
 /// leading and stride byte offsets, and the swizzle mode of `rowBytes`.
-static Value descriptor(OpBuilder &b, Location loc, Value addr, int64_t leading,
-                        int64_t stride, int64_t rowBytes) {
-  Type i64 = b.getI64Type();
-  auto c = [&](int64_t v) {
-    return arith::ConstantIntOp::create(b, loc, i64, v).getResult();
-  };
+/// Built from two 32-bit halves, one add for the low half and a constant
+/// high half, so that a loop of products issues few instructions between
+/// wgmmas (64-bit address arithmetic for each descriptor left a
+/// warpgroup's 64x128 products waiting on their operands' descriptors).
+static Value descriptor(OpBuilder &b, Location loc, Value start, int64_t offset,
+                        int64_t leading, int64_t stride, int64_t rowBytes) {
+  assert(offset % 16 == 0 && "wgmma operands start at 16-byte boundaries");
+  Type i32 = b.getI32Type(), i64 = b.getI64Type();
   int64_t mode = rowBytes == 128 ? 1 : rowBytes == 64 ? 2 : 3;
-  int64_t fixed = ((leading >> 4) & 0x3FFF) << 16 |
-                  ((stride >> 4) & 0x3FFF) << 32 | mode << 62;
-  Value a = arith::IndexCastOp::create(b, loc, i64, addr);
-  Value start = arith::ShRUIOp::create(
-      b, loc, arith::AndIOp::create(b, loc, a, c(0x3FFFF)), c(4));
-  return arith::OrIOp::create(b, loc, start, c(fixed));
+  int64_t lowFixed = ((leading >> 4) & 0x3FFF) << 16;
+  int64_t high = ((stride >> 4) & 0x3FFF) | mode << 30;
+  Value low = arith::AddIOp::create(
+      b, loc, start,
+      arith::ConstantIntOp::create(b, loc, i32, (offset >> 4) + lowFixed));
+  auto pair = VectorType::get({2}, i32);
+  Value v = vector::FromElementsOp::create(
+      b, loc, pair,
+      ValueRange{low, arith::ConstantIntOp::create(b, loc, i32, high)});
+  return vector::ExtractOp::create(
+      b, loc,
+      vector::BitCastOp::create(b, loc, VectorType::get({1}, i64), v),
+      int64_t(0));
 }
 
 /// Whether `v` is a constant tile of +0.0 (every bit clear).
@@ -790,21 +831,20 @@ LogicalResult KernelLowering::lowerWgmma(DotOp op, MmaAttr mma) {
   // (With ping-pong, once this warpgroup's turn has come.)
   takeTurn(loc);
   NVVM::WgmmaFenceAlignedOp::create(b, loc);
+  Value bStart = descriptorStart(b, loc, bPart);
+  Value aStart = aInRegisters ? Value() : descriptorStart(b, loc, aRows);
   for (int64_t kk = 0; kk < k; kk += instrK) {
     int64_t kb = kk * eltBytes; // the K step's first byte along a row
     for (int64_t i = 0; i < repM; ++i) {
       for (int64_t j = 0; j < repN; ++j) {
-        Value bAddr =
-            bKMajor
-                ? arith::AddIOp::create(b, loc, bPart,
-                                        index(kb / rowB * n * rowB +
-                                              j * instrN * rowB + kb % rowB))
-                : arith::AddIOp::create(
-                      b, loc, bPart,
-                      index(j * instrN / eltB * k * rowB + kk * rowB));
-        Value descB = bKMajor
-                          ? descriptor(b, loc, bAddr, 16, 8 * rowB, rowB)
-                          : descriptor(b, loc, bAddr, k * rowB, 8 * rowB, rowB);
+        Value descB =
+            bKMajor ? descriptor(b, loc, bStart,
+                                 kb / rowB * n * rowB + j * instrN * rowB +
+                                     kb % rowB,
+                                 16, 8 * rowB, rowB)
+                    : descriptor(b, loc, bStart,
+                                 j * instrN / eltB * k * rowB + kk * rowB,
+                                 k * rowB, 8 * rowB, rowB);
         int64_t first = (i * repN + j) * regs;
         SmallVector<Value> operands;
         if (aInRegisters) {
@@ -816,15 +856,13 @@ LogicalResult KernelLowering::lowerWgmma(DotOp op, MmaAttr mma) {
         } else if (aMMajor) {
           // As an N-contiguous B: blocks of one swizzle row of M, K rows
           // each.
-          Value aAddr = arith::AddIOp::create(
-              b, loc, aRows, index(64 * i / eltA * k * rowA + kk * rowA));
-          operands.push_back(
-              descriptor(b, loc, aAddr, k * rowA, 8 * rowA, rowA));
+          operands.push_back(descriptor(b, loc, aStart,
+                                        64 * i / eltA * k * rowA + kk * rowA,
+                                        k * rowA, 8 * rowA, rowA));
         } else {
-          Value aAddr = arith::AddIOp::create(
-              b, loc, aRows,
-              index(kb / rowA * m * rowA + 64 * i * rowA + kb % rowA));
-          operands.push_back(descriptor(b, loc, aAddr, 16, 8 * rowA, rowA));
+          operands.push_back(descriptor(
+              b, loc, aStart, kb / rowA * m * rowA + 64 * i * rowA + kb % rowA,
+              16, 8 * rowA, rowA));
         }
         operands.push_back(descB);
         Value product;

@@ -6,7 +6,10 @@
 // computes itself), the kernel's other shared tiles, then a shared buffer
 // for each 2-byte output tile stored in a loop, while they fit. Rings whose
 // depth the GEMM generator chose (`ttile.deepest_ring`) give up stages to
-// fit rather than the producer.
+// fit rather than the producer. With several programs a block
+// (ttile.programs_per_block) the rings are the programs' together, at the
+// start of shared memory; each program's other tiles are in a window of
+// its own after them.
 //
 //===----------------------------------------------------------------------===//
 
@@ -44,6 +47,21 @@ bool KernelLowering::producerComputable(Value v, ArrayRef<Operation *> scope) {
   return scalarPure && llvm::all_of(def->getOperands(), [&](Value o) {
            return producerComputable(o, scope);
          });
+}
+
+bool KernelLowering::uniformOverPrograms(Value v) {
+  if (auto arg = dyn_cast<BlockArgument>(v))
+    return arg.getOwner() == &src.getBody().front();
+  Operation *def = v.getDefiningOp();
+  if (isa<NumProgramsOp>(def))
+    return true;
+  if (def->getNumRegions() || isa<ProgramIdOp>(def) ||
+      !(isa<memref::DimOp>(def) ||
+        (isa<arith::ArithDialect>(def->getDialect()) &&
+         isMemoryEffectFree(def))))
+    return false;
+  return llvm::all_of(def->getOperands(),
+                      [&](Value o) { return uniformOverPrograms(o); });
 }
 
 FailureOr<std::pair<BlockArgument, SmallVector<OpFoldResult>>>
@@ -148,7 +166,26 @@ bool KernelLowering::planSpecialization() {
     chains.push_back(std::move(chain));
   }
 
-  int64_t bytes = 1024;
+  // With several programs a block, the programs take turns on one ring a
+  // loop, each run of the loop in program order: every program's run must
+  // take the same number of the ring's slots.
+  if (programs > 1)
+    for (auto &[loop, loads] : found)
+      for (Value v : loopBounds(loop))
+        if (!uniformOverPrograms(v)) {
+          planError = true;
+          loop.emitError()
+              << "ttile.programs_per_block = " << programs
+              << ": the programs of a block share this loop's ring, so its "
+                 "bounds must be the same in every program (computed from "
+                 "constants, kernel arguments and num_programs), but "
+              << v << " is not";
+          return false;
+        }
+  // Shared memory: the rings (shared by the programs of a block), then
+  // each program's other tiles.
+  int64_t ringBytes = 0, windowTiles = 0;
+  auto total = [&] { return 1024 + ringBytes + programs * windowTiles; };
   llvm::SmallPtrSet<Operation *, 8> inRings;
   // A stage of each ring's loop (its loads' tiles).
   SmallVector<int64_t> stageBytes;
@@ -167,11 +204,11 @@ bool KernelLowering::planSpecialization() {
       for (Value i : load.getIndices())
         if (!producerComputable(i, chain))
           return false;
-      bytes += loop.getStages() * sharedTileBytes(t);
+      ringBytes += loop.getStages() * sharedTileBytes(t);
       stageBytes.back() += sharedTileBytes(t);
       inRings.insert(load);
     }
-    bytes += 1024; // the ring's mbarriers
+    ringBytes += 1024; // the ring's mbarriers
   }
   // Synchronous shared tiles live beside the rings (which are not reused
   // from one loop to the next: the producer runs ahead into the next one).
@@ -179,18 +216,18 @@ bool KernelLowering::planSpecialization() {
   src.walk([&](LoadOp load) {
     if (!inRings.contains(load) &&
         isa_and_nonnull<SharedAttr>(load.getType().getEncoding()))
-      bytes += sharedTileBytes(cast<RankedTensorType>(load.getType()));
+      windowTiles += sharedTileBytes(cast<RankedTensorType>(load.getType()));
   });
   src.walk([&](ConvertLayoutOp cvt) {
     if (isa_and_nonnull<SharedAttr>(cvt.getType().getEncoding()))
-      bytes += sharedTileBytes(cvt.getType());
+      windowTiles += sharedTileBytes(cvt.getType());
   });
   // Rings whose depth the GEMM generator chose as the deepest that fits
   // (`ttile.deepest_ring`: it does not see the epilogue's other shared
   // tiles) give up a stage at a time where they do not fit beside those,
   // the widest stage first and two at least. A kernel's own stages are
   // kept: one that does not fit is an error of the schedule.
-  while (bytes > sharedLimit) {
+  while (total() > sharedLimit) {
     int64_t widest = -1;
     for (auto [i, f] : llvm::enumerate(found))
       if (f.first->hasAttr("ttile.deepest_ring") && f.first.getStages() > 2 &&
@@ -200,7 +237,7 @@ bool KernelLowering::planSpecialization() {
       return false;
     RangeOp loop = found[widest].first;
     loop->setAttr("stages", b.getI32IntegerAttr(loop.getStages() - 1));
-    bytes -= stageBytes[widest];
+    ringBytes -= stageBytes[widest];
   }
   // Stores of 2-byte tiles inside loops (a persistent kernel's output
   // tiles) go through a shared buffer and TMA where it fits: the consumers
@@ -214,9 +251,9 @@ bool KernelLowering::planSpecialization() {
         t.getShape()[1] % 64 || t.getShape()[0] % 8 ||
         (t.getShape()[0] > 256 && t.getShape()[0] % 256) ||
         failed(tmaView(st.getDest(), {}, /*anyIndex=*/true)) ||
-        bytes + sharedTileBytes(t) > sharedLimit)
+        total() + programs * sharedTileBytes(t) > sharedLimit)
       return;
-    bytes += sharedTileBytes(t);
+    windowTiles += sharedTileBytes(t);
     staged.push_back(st);
   });
 
@@ -234,9 +271,9 @@ bool KernelLowering::planSpecialization() {
       ring.maps.push_back(
           tmaMapFor(arg, leading.size(), t, shared.getSwizzle()));
       ring.offsets.push_back(
-          allocateDynamicShared(loop.getStages() * sharedTileBytes(t)));
+          allocateRingShared(loop.getStages() * sharedTileBytes(t)));
     }
-    ring.barriers = allocateDynamicShared(16 * loop.getStages());
+    ring.barriers = allocateRingShared(16 * loop.getStages());
     ring.overlap = canOverlapDots(loop, loads, /*minStages=*/2);
     // Multicast loads whose boxes split evenly over the cluster (others
     // are copied by each program: the same tile, only more traffic).

@@ -75,9 +75,13 @@ func.func @weight_grad(%x: tensor<16384x1024xbf16>, %dy: tensor<16384x1024xbf16>
 // stages than K has steps (4 here), nor fewer than the candidate's.
 // RUN: tessera-opt %s --tessera-gpu-generate-kernels | FileCheck %s --check-prefix=RING
 // These epilogues hold no tile of their own (a bias, 16-bit outputs): the
-// 128x256 tile comes first; its 48 KiB stages stay at four.
+// 128x256 tile is a candidate; its 48 KiB stages stay at four. With one
+// output it comes first. Two outputs' 64 KiB buffers do not fit beside
+// its ring (they would be stored from registers), so the 128x128 tile,
+// whose two buffers do fit, comes first and the 128x256 one after the
+// ping-pong GEMM.
 // RING-LABEL: func.func @two_outputs
-// RING: tsched.space = ["block(128, 256).k(64).warps(8).stages(4)", {{.*}}"block(128, 128).k(64).warps(8).stages(5)"
+// RING: tsched.schedule = #tsched.schedule<"block(128, 128).k(64).warps(8).stages(5)">, tsched.space = ["block(128, 128).k(64).warps(8).stages(5)", "block(128, 128).k(64).warps(4).stages(6).pingpong", "block(128, 256).k(64).warps(8).stages(4)", "block(64, 128).k(64).warps(4).stages(6)"]
 // RING-LABEL: func.func @one_output
 // RING: tsched.space = ["block(128, 256).k(64).warps(8).stages(4)", {{.*}}"block(128, 128).k(64).warps(8).stages(6)"
 // RING-LABEL: func.func @short_k

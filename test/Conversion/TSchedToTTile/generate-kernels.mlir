@@ -121,11 +121,12 @@ func.func @column_output(%x: tensor<4x8xf32>, %c: tensor<8xf32>) -> tensor<8xf32
 // the products). The group records
 // its autotune space (the schedules the estimate weighed, fastest first;
 // no 128 x 256 tile, whose accumulators would spill beside an epilogue;
-// a ping-pong GEMM of 64 x 128 tiles after the 128 x 128 one) and the key
+// a ping-pong GEMM of 128 x 128 tiles a warpgroup after the 128 x 128
+// one, its ring as deep as K, four stages) and the key
 // a tuned schedule of it is kept under.
 // CHECK-LABEL: func.func @dense
 // CHECK: tsched.group contraction [2048, 1024]
-// CHECK-SAME: tsched.grid = array<i64: 128>, tsched.kernel = @dense_gemm0, tsched.schedule = #tsched.schedule<"block(128, 128).k(64).warps(8).stages(4)">, tsched.space = ["block(128, 128).k(64).warps(8).stages(4)", "block(64, 128).k(64).warps(4).stages(4).pingpong", "block(64, 128).k(64).warps(4).stages(4)"], tsched.tuning_key = "gemm-{{[0-9a-f]+}}", tsched.views = [array<i64: 2048, 256>, array<i64: 256, 1024>, array<i64: 1024>, array<i64: 2048, 1024>, array<i64: 2048, 1024>]
+// CHECK-SAME: tsched.grid = array<i64: 128>, tsched.kernel = @dense_gemm0, tsched.schedule = #tsched.schedule<"block(128, 128).k(64).warps(8).stages(4)">, tsched.space = ["block(128, 128).k(64).warps(8).stages(4)", "block(128, 128).k(64).warps(4).stages(4).pingpong", "block(64, 128).k(64).warps(4).stages(4)"], tsched.tuning_key = "gemm-{{[0-9a-f]+}}", tsched.views = [array<i64: 2048, 256>, array<i64: 256, 1024>, array<i64: 1024>, array<i64: 2048, 1024>, array<i64: 2048, 1024>]
 // CHECK-LABEL: func.func @dense_gemm0
 // CHECK-SAME: (%[[A:.+]]: memref<?x?xbf16>, %[[B:.+]]: memref<?x?xbf16>, %[[BIAS:.+]]: memref<?xbf16>, %[[RES:.+]]: memref<?x?xbf16>, %[[C:.+]]: memref<?x?xbf16>)
 // CHECK-SAME: attributes {ttile.kernel, ttile.num_warps = 8 : i32}

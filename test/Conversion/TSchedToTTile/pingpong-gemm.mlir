@@ -4,10 +4,11 @@
 // A product with an epilogue (bias, tanh) whose schedule says `pingpong`
 // on sm_90a is a ping-pong GEMM: two programs a block of one warpgroup
 // each (ttile.programs_per_block = 2), a persistent grid of 3 blocks for
-// its 5 tiles of 128x128 ([640, 128]). The programs take turns, so each
-// runs the tiles loop as often as the others: over 6 tiles (5 rounded up
-// to whole blocks), the sixth computing nothing (its K loop runs to 0,
-// its epilogue is skipped), its coordinates those of the last tile.
+// its 5 tiles of 128x128 ([640, 128]). The programs take turns and share
+// one ring, each run of the K loop taking as many of its slots as the
+// others, so each program runs the tiles loop as often as the others and
+// every K loop runs in full: over 6 tiles (5 rounded up to whole blocks),
+// the sixth on the last tile's coordinates, its epilogue skipped.
 // CHECK-LABEL: func.func @epilogue
 // CHECK: tsched.group contraction [640, 128]
 // CHECK-SAME: tsched.grid = array<i64: 3>, tsched.kernel = @epilogue_gemm0, tsched.schedule = #tsched.schedule<"block(128, 128).k(64).warps(4).stages(3).pingpong">
@@ -15,14 +16,14 @@
 // GEMM is in its autotune space, after the estimate's choice (the 128x256
 // tile: the bias epilogue holds no tile of its own). (The tiles of one
 // program a block take the deepest ring that fits beside their output's
-// shared buffer, six stages at most; the ping-pong GEMM keeps four, two
-// programs sharing the block's memory.)
+// shared buffer, six stages at most; the ping-pong GEMM's two programs
+// share one ring, five stages beside each program's output buffer.)
 // CHECK-LABEL: func.func @tunable
-// CHECK: tsched.schedule = #tsched.schedule<"block(128, 256).k(64).warps(8).stages(4)">, tsched.space = ["block(128, 256).k(64).warps(8).stages(4)", "block(64, 128).k(64).warps(4).stages(4).pingpong", "block(128, 128).k(64).warps(8).stages(6)", "block(64, 128).k(64).warps(4).stages(6)"]
+// CHECK: tsched.schedule = #tsched.schedule<"block(128, 256).k(64).warps(8).stages(4)">, tsched.space = ["block(128, 256).k(64).warps(8).stages(4)", "block(128, 128).k(64).warps(4).stages(5).pingpong", "block(128, 128).k(64).warps(8).stages(6)", "block(64, 128).k(64).warps(4).stages(6)"]
 // A schedule of its own that only says `pingpong` takes the ping-pong
 // GEMM's tiles, warps and stages.
 // CHECK-LABEL: func.func @only_pingpong
-// CHECK: tsched.grid = array<i64: 132>, tsched.kernel = @only_pingpong_gemm0, tsched.schedule = #tsched.schedule<"block(64, 128).k(64).warps(4).stages(4).pingpong">
+// CHECK: tsched.grid = array<i64: 128>, tsched.kernel = @only_pingpong_gemm0, tsched.schedule = #tsched.schedule<"block(128, 128).k(64).warps(4).stages(5).pingpong">
 // A plain product has no epilogue to hide: no ping-pong in its space.
 // CHECK-LABEL: func.func @plain
 // CHECK: tsched.schedule = #tsched.schedule<"block(128, 256).k(64).warps(8).stages(4)">
@@ -35,8 +36,8 @@
 // CHECK: ttile.range %[[T:.+]] = %[[P]] to %c6 step %[[NP]] {
 // CHECK: %[[VALID:.+]] = arith.cmpi slt, %[[T]], %c5
 // CHECK: %[[TC:.+]] = arith.minsi %[[T]], %c4
-// CHECK: %[[KEND:.+]] = arith.select %[[VALID]], %c256{{.*}}, %c0
-// CHECK: ttile.range %{{.+}} = %c0{{.*}} to %[[KEND]] step %c64{{.*}} stages 3
+// CHECK-NOT: arith.select
+// CHECK: ttile.range %{{.+}} = %c0{{.*}} to %c256{{.*}} step %c64{{.*}} stages 3
 // CHECK: ttile.dot
 // CHECK: scf.if %[[VALID]] {
 // CHECK: math.tanh
