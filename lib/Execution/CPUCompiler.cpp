@@ -536,7 +536,10 @@ LogicalResult link(ModuleOp module, ArrayRef<std::string> objects,
   args.append({"--as-needed", runtimeFlag, "-lTesseraRuntime", "-rpath",
                "$ORIGIN", "-rpath", runtimeDirectory(),
                "-L" TESSERA_LLVM_LIBRARY_DIR, "-lomp", "-rpath",
-               TESSERA_LLVM_LIBRARY_DIR, TESSERA_LIBM});
+               TESSERA_LLVM_LIBRARY_DIR, TESSERA_LIBM,
+               // (Conversions the CPU has no instruction for: f32 to bf16
+               // without AVX512-BF16 is a call of __truncsfbf2.)
+               TESSERA_BUILTINS});
   PhaseTimer timer("linking");
   std::string error;
   int status = llvm::sys::ExecuteAndWait(TESSERA_LLD, args, std::nullopt, {}, 0,
