@@ -15,6 +15,11 @@ using namespace mlir::tessera;
 
 namespace mlir::tessera::group_kernels {
 
+/// The shared memory of a Hopper block that a GEMM's ring and output
+/// buffers may take: all of it but the launch's alignment slack and the
+/// ring's mbarriers (1 KiB each).
+static constexpr int64_t kRingRoom = kHopperSharedBytes - 2 * 1024;
+
 GemmSchedule chooseGemmSchedule(const tsched::GemmForm &form, int64_t sms,
                                 bool plain, bool maysplit) {
   // (Never a ping-pong GEMM: it is second in a space at most.)
@@ -61,7 +66,7 @@ SmallVector<GemmSchedule> gemmScheduleSpace(const tsched::GemmForm &form,
     for (Candidate &c : candidates) {
       int64_t ring = c.s.stages * (c.s.bm + c.s.bn) * c.s.bk * elt;
       int64_t buffers = stagedOutputs * c.s.bm * c.s.bn * 2;
-      if (ring + buffers > kHopperSharedBytes - 2 * 1024)
+      if (ring + buffers > kRingRoom)
         c.efficiency *= 0.8;
     }
   }
@@ -123,7 +128,7 @@ SmallVector<GemmSchedule> gemmScheduleSpace(const tsched::GemmForm &form,
       // A split's partials are f32 (no shared buffer); its sum has no ring.
       int64_t outputs = s.splits > 1 ? 0 : stagedOutputs;
       int64_t stage = (s.bm + s.bn) * s.bk * elt;
-      int64_t room = kHopperSharedBytes - 2 * 1024 - outputs * s.bm * s.bn * 2;
+      int64_t room = kRingRoom - outputs * s.bm * s.bn * 2;
       int64_t kSteps = llvm::divideCeil(
           s.splits > 1 ? form.k / s.splits : form.k, s.bk);
       int64_t fit = std::min({room / stage, kMaxGemmStages, kSteps});
@@ -153,7 +158,7 @@ GemmSchedule pingPongSchedule(const tsched::GemmForm &form,
   // alone (the outputs are stored from registers).
   int64_t elt = form.operandType.getIntOrFloatBitWidth() / 8;
   int64_t stage = (s.bm + s.bn) * s.bk * elt;
-  int64_t room = kHopperSharedBytes - 2 * 1024;
+  int64_t room = kRingRoom;
   int64_t buffers = kPingPongPrograms * stagedOutputs * s.bm * s.bn * 2;
   int64_t withBuffers = (room - buffers) / stage;
   int64_t fit = withBuffers >= 5 ? withBuffers : room / stage;

@@ -31,17 +31,15 @@ LogicalResult KernelLowering::run() {
   if (programs > 1) {
     // Several programs a block (ttile.programs_per_block): consumer warp
     // w is warp w % numWarps of program w / numWarps; producer warp j
-    // (after all consumers) is warp numWarps + j, its program j (the
-    // last for j >= programs). Producer warp 0 fills the rings of every
-    // program (LowerProducer.cpp).
+    // (after all consumers) is warp numWarps + j, of program 0: producer
+    // warp 0 fills the rings of every program (LowerProducer.cpp).
     Value consumers = index(numWarps * programs);
     Value isConsumer = arith::CmpIOp::create(
         b, loc, arith::CmpIPredicate::ult, warp, consumers);
     Value producerWarp = arith::SubIOp::create(b, loc, warp, consumers);
     programIndex = arith::SelectOp::create(
         b, loc, isConsumer,
-        arith::DivUIOp::create(b, loc, warp, index(numWarps)),
-        arith::MinUIOp::create(b, loc, producerWarp, index(programs - 1)));
+        arith::DivUIOp::create(b, loc, warp, index(numWarps)), index(0));
     warp = arith::SelectOp::create(
         b, loc, isConsumer,
         arith::RemUIOp::create(b, loc, warp, index(numWarps)),
