@@ -14,7 +14,10 @@
 //     The lse comes from the forward group whose output it differentiates
 //     (same q, k, v, causal and scale); otherwise the forward runs again
 //     first, into temporaries.
-// Every tensor is read as [BH, S, D] (the batch and head dims folded).
+// Every tensor is read as [BH, S, D] (the batch and head dims folded),
+// except those the group reads or writes through a head transpose
+// ([B, S, H, D] in memory, -tessera-gpu-form-groups): the kernels read
+// those as [B, S, H*D], each head a window of D columns.
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,6 +25,7 @@
 #include "StdlibKernels.h"
 
 #include "tessera/Dialect/TGraph/Transforms/Passes.h"
+#include "tessera/Dialect/TSched/Transforms/RowOps.h"
 
 #include "mlir/Parser/Parser.h"
 
@@ -71,42 +75,105 @@ AttentionLaunches::kernel(const stdlib_kernels::Entry &e, Location loc) {
   return ref;
 }
 
+namespace {
+
+/// Where an attention op's operand comes from or its result goes: an
+/// input or result of its group, and whether through a head transpose
+/// ([B, S, H, D] in memory, read or written as [B, S, H*D]).
+struct Place {
+  int64_t index = -1;
+  bool heads = false;
+};
+
+/// The group input that `v`, an operand of the group's attention op, reads:
+/// a block argument, or one through a head transpose. Nullopt otherwise.
+std::optional<Place> inputPlace(Value v, Block &body) {
+  Place p;
+  if (Operation *def = v.getDefiningOp()) {
+    if (!tsched::isHeadTranspose(def))
+      return std::nullopt;
+    v = def->getOperand(0);
+    p.heads = true;
+  }
+  auto arg = dyn_cast<BlockArgument>(v);
+  if (!arg || arg.getOwner() != &body)
+    return std::nullopt;
+  p.index = arg.getArgNumber();
+  return p;
+}
+
+/// The attention op of an attention group's body, with the head transposes
+/// (of its operands before it, of its results after it) that the kernels
+/// read and write in place; null if the body holds anything else.
+Operation *attentionOf(Block &body) {
+  Operation *found = nullptr;
+  for (Operation &op : body.without_terminator()) {
+    if (tsched::isHeadTranspose(&op))
+      continue;
+    if (found || !isa<tg::AttentionOp, tg::AttentionGradOp>(op))
+      return nullptr;
+    found = &op;
+  }
+  return found;
+}
+
+/// The group result each result of `op` is yielded as, directly or through
+/// its one reader, a head transpose; nullopt if one is not yielded, or
+/// yielded more than once or otherwise read.
+std::optional<SmallVector<Place>> resultPlaces(Operation *op, Block &body) {
+  Operation *yield = body.getTerminator();
+  SmallVector<Place> places(op->getNumResults());
+  for (auto [i, v] : llvm::enumerate(yield->getOperands())) {
+    Value from = v;
+    bool heads = false;
+    if (Operation *def = v.getDefiningOp();
+        def && tsched::isHeadTranspose(def)) {
+      from = def->getOperand(0);
+      heads = true;
+    }
+    auto r = dyn_cast<OpResult>(from);
+    if (!r || r.getOwner() != op || places[r.getResultNumber()].index != -1)
+      return std::nullopt;
+    places[r.getResultNumber()] = {int64_t(i), heads};
+  }
+  for (auto [r, p] : llvm::zip(op->getResults(), places))
+    if (p.index == -1 || !r.hasOneUse())
+      return std::nullopt;
+  return places;
+}
+
+} // namespace
+
 LogicalResult AttentionLaunches::generate(tsched::GroupOp group) {
   Block &body = group.getBodyBlock();
   auto noKernel = [&](const Twine &why) {
     group->setAttr("tsched.no_kernel", b.getStringAttr(why));
     return success();
   };
-  if (!llvm::hasSingleElement(body.without_terminator()))
-    return noKernel("an attention group holds one attention op");
-  Operation *op = &body.front();
+  Operation *op = attentionOf(body);
+  if (!op)
+    return noKernel("an attention group holds one tgraph.attention or "
+                    "tgraph.attention_grad, and head transposes of its "
+                    "operands and results");
   bool forward = isa<tg::AttentionOp>(op);
-  if (!forward && !isa<tg::AttentionGradOp>(op))
-    return noKernel("an attention group holds tgraph.attention or "
-                    "tgraph.attention_grad");
   if (!tg::isGpuFlashAttention(op))
     return noKernel("flash attention takes bf16 or f16 operands of one "
                     "static shape [..., S, 64 or 128], rank 3 or 4, at most "
                     "65535 batch x heads, and no policy but accum = f32");
   // Where each operand comes from (an input of the group) and where each
   // result goes (a result of the group).
-  SmallVector<int64_t> inputOf;
+  SmallVector<Place> inputOf;
   for (Value v : op->getOperands()) {
-    auto arg = dyn_cast<BlockArgument>(v);
-    if (!arg || arg.getOwner() != &body)
-      return noKernel("the attention op reads a value computed in its group");
-    inputOf.push_back(arg.getArgNumber());
+    std::optional<Place> p = inputPlace(v, body);
+    if (!p)
+      return noKernel("the attention op reads a value computed in its "
+                      "group other than a head transpose of an input");
+    inputOf.push_back(*p);
   }
-  Operation *yield = body.getTerminator();
-  SmallVector<int64_t> resultOf(op->getNumResults(), -1);
-  for (auto [i, v] : llvm::enumerate(yield->getOperands())) {
-    auto r = dyn_cast<OpResult>(v);
-    if (!r || r.getOwner() != op || resultOf[r.getResultNumber()] != -1)
-      return noKernel("an attention group yields each result of its op once");
-    resultOf[r.getResultNumber()] = int64_t(i);
-  }
-  if (llvm::is_contained(resultOf, -1))
-    return noKernel("an attention group yields every result of its op");
+  std::optional<SmallVector<Place>> resultOf = resultPlaces(op, body);
+  if (!resultOf)
+    return noKernel("an attention group yields each result of its op once, "
+                    "as it is or through a head transpose");
 
   auto q = cast<RankedTensorType>(op->getOperand(0).getType());
   ArrayRef<int64_t> shape = q.getShape();
@@ -130,15 +197,22 @@ LogicalResult AttentionLaunches::generate(tsched::GroupOp group) {
                           "for ") +
                     dtype + ", head dim " + Twine(d));
 
+  // A tensor is read as [BH, S, D], or with its heads side by side in
+  // each row as [B, S, H*D] (a head transpose's operand, [B, S, H, D]).
   SmallVector<int64_t> rows = {bh, seq, d}, stats = {bh, seq};
+  SmallVector<int64_t> headRows =
+      shape.size() == 4 ? SmallVector<int64_t>{shape[0], seq, shape[1] * d}
+                        : rows;
   auto ref = [&](LaunchArg kind, int64_t index, ArrayRef<int64_t> dims) {
     return launchArg(b, kind, index, dims);
   };
-  auto in = [&](int64_t operand, ArrayRef<int64_t> dims) {
-    return ref(LaunchArg::Input, inputOf[operand], dims);
+  auto in = [&](int64_t operand) {
+    const Place &p = inputOf[operand];
+    return ref(LaunchArg::Input, p.index, p.heads ? headRows : rows);
   };
   auto out = [&](int64_t result) {
-    return ref(LaunchArg::Result, resultOf[result], rows);
+    const Place &p = (*resultOf)[result];
+    return ref(LaunchArg::Result, p.index, p.heads ? headRows : rows);
   };
   auto scaleF32 = b.getF32FloatAttr(float(scale));
   SmallVector<Attribute> launches;
@@ -158,34 +232,42 @@ LogicalResult AttentionLaunches::generate(tsched::GroupOp group) {
   if (forward) {
     // o, and the lse saved with it.
     SmallVector<Attribute> saved(group.getNumResults(), b.getUnitAttr());
-    saved[resultOf[0]] = TypeAttr::get(MemRefType::get(stats, f32));
+    int64_t o = (*resultOf)[0].index;
+    saved[o] = TypeAttr::get(MemRefType::get(stats, f32));
     if (failed(launch(*fwd, fwd->blockM,
-                      {in(0, rows), in(1, rows), in(2, rows), out(0),
-                       ref(LaunchArg::SavedWithResult, resultOf[0], stats)})))
+                      {in(0), in(1), in(2), out(0),
+                       ref(LaunchArg::SavedWithResult, o, stats)})))
       return failure();
     group->setAttr("tsched.saved", b.getArrayAttr(saved));
   } else {
     // q, k, v, o, do -> dq, dk, dv.
     Attribute lse;
-    Value o = group.getInputs()[inputOf[3]];
+    // The forward group that computed o (read as it was written: the
+    // group's attention writes it through a head transpose exactly when
+    // this one reads it through one) from the same q, k, v read the same
+    // way, with the same mask and scale, saved its lse.
+    Value o = group.getInputs()[inputOf[3].index];
     auto producer = o.getDefiningOp<tsched::GroupOp>();
-    if (producer && producer.getKind() == tsched::GroupKind::Attention &&
-        producer->hasAttr("tsched.saved")) {
+    Operation *pop =
+        producer && producer.getKind() == tsched::GroupKind::Attention &&
+                producer->hasAttr("tsched.saved")
+            ? attentionOf(producer.getBodyBlock())
+            : nullptr;
+    if (pop && isa<tg::AttentionOp>(pop)) {
       Block &pb = producer.getBodyBlock();
-      Operation *pop = &pb.front();
-      auto r = cast<OpResult>(o);
       auto sameInput = [&](int64_t operand) {
-        auto arg = cast<BlockArgument>(pop->getOperand(operand));
-        return producer.getInputs()[arg.getArgNumber()] ==
-               group.getInputs()[inputOf[operand]];
+        std::optional<Place> p = inputPlace(pop->getOperand(operand), pb);
+        return p && p->heads == inputOf[operand].heads &&
+               producer.getInputs()[p->index] ==
+                   group.getInputs()[inputOf[operand].index];
       };
-      auto yielded = dyn_cast<OpResult>(
-          pb.getTerminator()->getOperand(r.getResultNumber()));
-      if (isa<tg::AttentionOp>(pop) && yielded && yielded.getOwner() == pop &&
-          sameInput(0) && sameInput(1) && sameInput(2) &&
-          pop->hasAttr("causal") == causal &&
+      std::optional<SmallVector<Place>> written = resultPlaces(pop, pb);
+      if (written &&
+          (*written)[0].index == cast<OpResult>(o).getResultNumber() &&
+          (*written)[0].heads == inputOf[3].heads && sameInput(0) &&
+          sameInput(1) && sameInput(2) && pop->hasAttr("causal") == causal &&
           pop->getAttr("scale") == op->getAttr("scale"))
-        lse = ref(LaunchArg::SavedWithInput, inputOf[3], stats);
+        lse = ref(LaunchArg::SavedWithInput, inputOf[3].index, stats);
     }
     if (!lse) {
       // The forward again, into temporaries: o' (unused) and the lse.
@@ -193,19 +275,19 @@ LogicalResult AttentionLaunches::generate(tsched::GroupOp group) {
           TypeAttr::get(MemRefType::get(rows, q.getElementType())));
       scratch.push_back(TypeAttr::get(MemRefType::get(stats, f32)));
       lse = ref(LaunchArg::Scratch, 1, stats);
-      if (failed(launch(*fwd, fwd->blockM,
-                        {in(0, rows), in(1, rows), in(2, rows),
-                         ref(LaunchArg::Scratch, 0, rows), lse})))
+      if (failed(launch(
+              *fwd, fwd->blockM,
+              {in(0), in(1), in(2), ref(LaunchArg::Scratch, 0, rows), lse})))
         return failure();
     }
     Attribute delta = ref(LaunchArg::Scratch, int64_t(scratch.size()), stats);
     scratch.push_back(TypeAttr::get(MemRefType::get(stats, f32)));
-    if (failed(launch(*dq, dq->blockM,
-                      {in(0, rows), in(1, rows), in(2, rows), in(3, rows),
-                       in(4, rows), lse, delta, out(0)})) ||
-        failed(launch(*dkdv, dkdv->blockN,
-                      {in(0, rows), in(1, rows), in(2, rows), in(4, rows),
-                       lse, delta, out(1), out(2)})))
+    if (failed(
+            launch(*dq, dq->blockM,
+                   {in(0), in(1), in(2), in(3), in(4), lse, delta, out(0)})) ||
+        failed(
+            launch(*dkdv, dkdv->blockN,
+                   {in(0), in(1), in(2), in(4), lse, delta, out(1), out(2)})))
       return failure();
     group->setAttr("tsched.scratch", b.getArrayAttr(scratch));
   }

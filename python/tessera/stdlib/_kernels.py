@@ -433,7 +433,17 @@ def batched_matmul(A: KTile["BA", "M", "K"], B: KTile["BB", "KN0", "KN1"],
 # Attention
 # --------------------------------------------------------------------------
 
-def _attend(T, Qb, K, V, nblk, scale, acc, m, l, p, causal, q0):
+def _head(x, bh, d):
+    """Head ``bh`` of ``x``: the [S, ...] rows it lies in and the column
+    its ``d`` columns start at. ``x`` is [BH, S, d] (head bh is x[bh]), or
+    [B, S, H d], the heads side by side in each row (the [B, S, H, d] of a
+    product whose heads were split off, read without a transpose): head bh
+    is then columns (bh % H) d .. (bh % H + 1) d of x[bh // H]."""
+    heads = x.shape[2] // d
+    return x[bh // heads], (bh % heads) * d
+
+
+def _attend(T, Qb, K, V, nblk, scale, acc, m, l, p, causal, q0, ck, cv):
     """Key block j of attention, with the output's product one block
     behind (FlashAttention-3's order within a warpgroup): block j's scores
     are issued first, then the product of block j-1's probabilities ``p``
@@ -442,8 +452,8 @@ def _attend(T, Qb, K, V, nblk, scale, acc, m, l, p, causal, q0):
     max of blocks < j and leaves scaled to block j's. Scores of keys after
     the query (causal, queries from q0) or past the last key are masked;
     the masks compare elements only in blocks that have such keys."""
-    Kb = tile.load(K, nblk, cols=T.d)
-    Vp = tile.load(V, at=(tile.maximum(tile.col_index(nblk) - T.n, 0), 0),
+    Kb = tile.load(K, at=(tile.col_index(nblk), ck), shape=(T.n, T.d))
+    Vp = tile.load(V, at=(tile.maximum(tile.col_index(nblk) - T.n, 0), cv),
                    shape=(T.n, T.d))
     S = tile.dot(Qb, tile.transpose(Kb))
     acc = tile.dot(p, Vp, acc)
@@ -482,20 +492,24 @@ def _program(size, causal, longest_last=True):
 
 
 @ts.kernel
-def flash_attention_fwd(q: KTile["BH", "S", "D"], k: KTile["BH", "S", "D"],
-                        v: KTile["BH", "S", "D"], o: KTile["BH", "S", "D"],
+def flash_attention_fwd(q: KTile["Q_B", "S", "Q_C"],
+                        k: KTile["K_B", "S", "K_C"],
+                        v: KTile["V_B", "S", "V_C"],
+                        o: KTile["O_B", "S", "O_C"],
                         lse: KTile["BH", "S", ts.f32], scale: float, *,
                         causal: bool):
     """Attention forward (one program per T.m queries of one head, keys in
-    T.n blocks; grid (cdiv(S, T.m), BH)), each block's output product
-    issued with the next block's scores (_attend). Also writes each
+    T.n blocks; grid (cdiv(S, T.m), BH)). Each of q, k, v and o is
+    [BH, S, D] or [B, S, H D] on its own (_head). Each block's output
+    product is issued with the next block's scores (_attend). Also writes each
     query's log-sum-exp of scaled scores (backward). One loop over the key
     blocks: the masks cost blocks below the diagonal and inside the
     sequence one uniform branch, so a second loop for the masked blocks
     (another query load, a ring drained and refilled) does not pay."""
     T = tile.context()
     bh, q0 = _program(T.m, causal)
-    Q, K, V, O = q[bh], k[bh], v[bh], o[bh]
+    (Q, cq), (K, ck), (V, cv), (O, co) = (_head(x, bh, T.d)
+                                          for x in (q, k, v, o))
     L = lse[bh]
     keys = K.shape[0]
     acc = tile.zeros((T.m, T.d))
@@ -503,7 +517,7 @@ def flash_attention_fwd(q: KTile["BH", "S", "D"], k: KTile["BH", "S", "D"],
     l = tile.zeros((T.m,))
     p = tile.zeros((T.m, T.n), V.dtype)
     end = tile.minimum(q0 + T.m, keys) if causal else keys
-    Qb = tile.load(Q, at=(q0, 0), shape=(T.m, T.d))
+    Qb = tile.load(Q, at=(q0, cq), shape=(T.m, T.d))
     # One block past the keys: that block's scores are all masked (its
     # probabilities 0, the running max and sum unchanged) and its product
     # is the last block's. (A product after the loop would need one more
@@ -511,8 +525,8 @@ def flash_attention_fwd(q: KTile["BH", "S", "D"], k: KTile["BH", "S", "D"],
     # ring.)
     for nblk in tile.range_n(end + T.n, T.n, prefetch=T.stages):
         acc, m, l, p = _attend(T, Qb, K, V, nblk, scale, acc, m, l, p,
-                               causal, q0)
-    tile.store(O, tile.cast(acc / l[:, None], O.dtype), at=(q0, 0))
+                               causal, q0, ck, cv)
+    tile.store(O, tile.cast(acc / l[:, None], O.dtype), at=(q0, co))
     tile.store(L, m + tile.log(l), at=(q0,))
 
 
@@ -527,31 +541,34 @@ def _probabilities(T, S, lse, scale, q0, k0, causal):
 
 
 @ts.kernel
-def flash_attention_bwd_dkdv(q: KTile["BH", "S", "D"], k: KTile["BH", "S", "D"],
-                             v: KTile["BH", "S", "D"],
-                             do: KTile["BH", "S", "D"],
+def flash_attention_bwd_dkdv(q: KTile["Q_B", "S", "Q_C"],
+                             k: KTile["K_B", "S", "K_C"],
+                             v: KTile["V_B", "S", "V_C"],
+                             do: KTile["DO_B", "S", "DO_C"],
                              lse: KTile["BH", "S", ts.f32],
                              delta: KTile["BH", "S", ts.f32],
-                             dk: KTile["BH", "S", "D"],
-                             dv: KTile["BH", "S", "D"], scale: float, *,
+                             dk: KTile["DK_B", "S", "DK_C"],
+                             dv: KTile["DV_B", "S", "DV_C"], scale: float, *,
                              causal: bool):
     """dK and dV of T.n keys of one head, over every query block that sees
     them; grid (cdiv(S, T.n), BH). No atomics: each program owns its rows
-    of dK and dV."""
+    of dK and dV. Each [.., S, ..] tensor is [BH, S, D] or [B, S, H D] on
+    its own (_head)."""
     T = tile.context()
     bh, k0 = _program(T.n, causal, longest_last=False)
-    Q, K, V, DO = q[bh], k[bh], v[bh], do[bh]
-    L, Dl, DK, DV = lse[bh], delta[bh], dk[bh], dv[bh]
+    (Q, cq), (K, ck), (V, cv), (DO, cdo), (DK, cdk), (DV, cdv) = (
+        _head(x, bh, T.d) for x in (q, k, v, do, dk, dv))
+    L, Dl = lse[bh], delta[bh]
     seq = Q.shape[0]
-    Kb = tile.load(K, at=(k0, 0), shape=(T.n, T.d))
-    Vb = tile.load(V, at=(k0, 0), shape=(T.n, T.d))
+    Kb = tile.load(K, at=(k0, ck), shape=(T.n, T.d))
+    Vb = tile.load(V, at=(k0, cv), shape=(T.n, T.d))
     dK = tile.zeros((T.n, T.d))
     dV = tile.zeros((T.n, T.d))
     # Causal: queries before the block's first key see none of it.
     start = (k0 // T.m) * T.m if causal else 0
     for q0 in tile.range(start, seq, T.m, stages=T.stages):
-        Qb = tile.load(Q, at=(q0, 0), shape=(T.m, T.d))
-        dOb = tile.load(DO, at=(q0, 0), shape=(T.m, T.d))
+        Qb = tile.load(Q, at=(q0, cq), shape=(T.m, T.d))
+        dOb = tile.load(DO, at=(q0, cdo), shape=(T.m, T.d))
         l = tile.load(L, at=(q0,), shape=(T.m,))
         dl = tile.load(Dl, at=(q0,), shape=(T.m,))
         # The two products of the scores, then the two of the gradients,
@@ -565,44 +582,47 @@ def flash_attention_bwd_dkdv(q: KTile["BH", "S", "D"], k: KTile["BH", "S", "D"],
         Pt, dSt = tile.transpose(Pb), tile.transpose(dSb)
         dV = tile.dot(Pt, dOb, dV)
         dK = tile.dot(dSt, Qb, dK)
-    tile.store(DK, tile.cast(dK * scale, dk.dtype), at=(k0, 0))
-    tile.store(DV, tile.cast(dV, dv.dtype), at=(k0, 0))
+    tile.store(DK, tile.cast(dK * scale, dk.dtype), at=(k0, cdk))
+    tile.store(DV, tile.cast(dV, dv.dtype), at=(k0, cdv))
 
 
 @ts.kernel
-def flash_attention_bwd_dq(q: KTile["BH", "S", "D"], k: KTile["BH", "S", "D"],
-                           v: KTile["BH", "S", "D"],
-                           o: KTile["BH", "S", "D"],
-                           do: KTile["BH", "S", "D"],
+def flash_attention_bwd_dq(q: KTile["Q_B", "S", "Q_C"],
+                           k: KTile["K_B", "S", "K_C"],
+                           v: KTile["V_B", "S", "V_C"],
+                           o: KTile["O_B", "S", "O_C"],
+                           do: KTile["DO_B", "S", "DO_C"],
                            lse: KTile["BH", "S", ts.f32],
                            delta: KTile["BH", "S", ts.f32],
-                           dq: KTile["BH", "S", "D"], scale: float, *,
+                           dq: KTile["DQ_B", "S", "DQ_C"], scale: float, *,
                            causal: bool):
     """dQ of T.m queries of one head, over the key blocks they see; grid
     (cdiv(S, T.m), BH). Also computes and writes the softmax backward's
     row term delta = rowsum(dO * O) of its queries (f32), which the dK/dV
-    kernel, launched after it, reads."""
+    kernel, launched after it, reads. Each [.., S, ..] tensor is
+    [BH, S, D] or [B, S, H D] on its own (_head)."""
     T = tile.context()
     bh, q0 = _program(T.m, causal)
-    Q, K, V, DO = q[bh], k[bh], v[bh], do[bh]
-    L, Dl, DQ = lse[bh], delta[bh], dq[bh]
+    (Q, cq), (K, ck), (V, cv), (O, co), (DO, cdo), (DQ, cdq) = (
+        _head(x, bh, T.d) for x in (q, k, v, o, do, dq))
+    L, Dl = lse[bh], delta[bh]
     keys = K.shape[0]
-    Qb = tile.load(Q, at=(q0, 0), shape=(T.m, T.d))
-    dOb = tile.load(DO, at=(q0, 0), shape=(T.m, T.d))
+    Qb = tile.load(Q, at=(q0, cq), shape=(T.m, T.d))
+    dOb = tile.load(DO, at=(q0, cdo), shape=(T.m, T.d))
     l = tile.load(L, at=(q0,), shape=(T.m,))
     dl = tile.sum(
-        tile.cast(tile.load(o[bh], at=(q0, 0), shape=(T.m, T.d)), ts.f32) *
-        tile.cast(tile.load(DO, at=(q0, 0), shape=(T.m, T.d)), ts.f32),
+        tile.cast(tile.load(O, at=(q0, co), shape=(T.m, T.d)), ts.f32) *
+        tile.cast(tile.load(DO, at=(q0, cdo), shape=(T.m, T.d)), ts.f32),
         axis=1)
     tile.store(Dl, dl, at=(q0,))
     dQ = tile.zeros((T.m, T.d))
     end = tile.minimum(q0 + T.m, keys) if causal else keys
     for k0 in tile.range(0, end, T.n, stages=T.stages):
-        Kb = tile.load(K, at=(k0, 0), shape=(T.n, T.d))
-        Vb = tile.load(V, at=(k0, 0), shape=(T.n, T.d))
+        Kb = tile.load(K, at=(k0, ck), shape=(T.n, T.d))
+        Vb = tile.load(V, at=(k0, cv), shape=(T.n, T.d))
         S = tile.dot(Qb, tile.transpose(Kb))
         dP = tile.dot(dOb, tile.transpose(Vb))
         P = _probabilities(T, S, l, scale, q0, k0, causal)
         dS = tile.cast(P * (dP - dl[:, None]), q.dtype)
         dQ = tile.dot(dS, Kb, dQ)
-    tile.store(DQ, tile.cast(dQ * scale, dq.dtype), at=(q0, 0))
+    tile.store(DQ, tile.cast(dQ * scale, dq.dtype), at=(q0, cdq))

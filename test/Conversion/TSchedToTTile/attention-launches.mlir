@@ -91,3 +91,49 @@ func.func @f32_attention(%q: tensor<2x16x64xf32>) -> tensor<2x16x64xf32> {
   }
   return %o : tensor<2x16x64xf32>
 }
+
+// -----
+
+// Groups that read and write through head transposes: q, k, v, the
+// output, dO and dV are read as [2, 200, 256] (4 heads of 64 side by side
+// in each row), dQ and dK as [8, 200, 64]; the backward still finds the
+// forward's lse (kind 3), through the transposed output.
+// CHECK-LABEL: func.func @head_transposes
+// CHECK: tsched.launches = [{args = [array<i64: 0, 0, 2, 200, 256>, array<i64: 0, 1, 2, 200, 256>, array<i64: 0, 2, 2, 200, 256>, array<i64: 1, 0, 2, 200, 256>, array<i64: 2, 0, 8, 200>], grid = array<i64: 2, 8>, kernel = @flash_attention_fwd_bf16_d64_causal
+// CHECK: tsched.launches = [{args = [array<i64: 0, 0, 2, 200, 256>, array<i64: 0, 1, 2, 200, 256>, array<i64: 0, 2, 2, 200, 256>, array<i64: 0, 3, 2, 200, 256>, array<i64: 0, 4, 2, 200, 256>, array<i64: 3, 3, 8, 200>, array<i64: 4, 0, 8, 200>, array<i64: 1, 0, 8, 200, 64>], grid = array<i64: 2, 8>, kernel = @flash_attention_bwd_dq_bf16_d64_causal
+// CHECK-SAME: {args = [array<i64: 0, 0, 2, 200, 256>, array<i64: 0, 1, 2, 200, 256>, array<i64: 0, 2, 2, 200, 256>, array<i64: 0, 4, 2, 200, 256>, array<i64: 3, 3, 8, 200>, array<i64: 4, 0, 8, 200>, array<i64: 1, 1, 8, 200, 64>, array<i64: 1, 2, 2, 200, 256>], grid = array<i64: 2, 8>, kernel = @flash_attention_bwd_dkdv_bf16_d64_causal
+// CHECK-SAME: tsched.scratch = [memref<8x200xf32>]
+// HOST-LABEL: func.func @head_transposes
+// HOST: %[[OUT:.+]] = memref.alloc() : memref<2x200x4x64xbf16>
+// HOST: %[[O:.+]] = tsched.view %[[OUT]] : memref<2x200x4x64xbf16> to memref<2x200x256xbf16>
+// HOST: tsched.launch @flash_attention_fwd_bf16_d64_causal grid [2, 8] (%[[Q:.+]], %{{.+}}, %{{.+}}, %[[O]], %[[LSE:.+]]) scalars
+// HOST-SAME: : memref<2x200x256xbf16>, memref<2x200x256xbf16>, memref<2x200x256xbf16>, memref<2x200x256xbf16>, memref<8x200xf32>
+// HOST: tsched.launch @flash_attention_bwd_dq_bf16_d64_causal grid [2, 8] (%[[Q]], %{{.+}}, %{{.+}}, %[[O]], %{{.+}}, %[[LSE]],
+func.func @head_transposes(%arg0: tensor<2x200x256xbf16>, %arg1: tensor<2x200x256xbf16>, %arg2: tensor<2x200x256xbf16>, %arg3: tensor<2x200x256xbf16>) -> (tensor<2x200x256xbf16>, tensor<2x4x200x64xbf16>, tensor<2x4x200x64xbf16>, tensor<2x200x4x64xbf16>) {
+  %0 = tgraph.reshape %arg0 : tensor<2x200x256xbf16> -> tensor<2x200x4x64xbf16>
+  %1 = tgraph.reshape %arg1 : tensor<2x200x256xbf16> -> tensor<2x200x4x64xbf16>
+  %2 = tgraph.reshape %arg2 : tensor<2x200x256xbf16> -> tensor<2x200x4x64xbf16>
+  %3 = tsched.group attention (%0, %1, %2) : (tensor<2x200x4x64xbf16>, tensor<2x200x4x64xbf16>, tensor<2x200x4x64xbf16>) -> tensor<2x200x4x64xbf16> {
+  ^bb0(%arg4: tensor<2x200x4x64xbf16>, %arg5: tensor<2x200x4x64xbf16>, %arg6: tensor<2x200x4x64xbf16>):
+    %7 = tgraph.transpose %arg4 {permutation = array<i64: 0, 2, 1, 3>} : tensor<2x200x4x64xbf16> -> tensor<2x4x200x64xbf16>
+    %8 = tgraph.transpose %arg5 {permutation = array<i64: 0, 2, 1, 3>} : tensor<2x200x4x64xbf16> -> tensor<2x4x200x64xbf16>
+    %9 = tgraph.transpose %arg6 {permutation = array<i64: 0, 2, 1, 3>} : tensor<2x200x4x64xbf16> -> tensor<2x4x200x64xbf16>
+    %10 = tgraph.attention %7, %8, %9 {causal} : tensor<2x4x200x64xbf16>
+    %11 = tgraph.transpose %10 {permutation = array<i64: 0, 2, 1, 3>} : tensor<2x4x200x64xbf16> -> tensor<2x200x4x64xbf16>
+    tsched.yield %11 : tensor<2x200x4x64xbf16>
+  }
+  %4 = tgraph.reshape %3 : tensor<2x200x4x64xbf16> -> tensor<2x200x256xbf16>
+  %5 = tgraph.reshape %arg3 : tensor<2x200x256xbf16> -> tensor<2x200x4x64xbf16>
+  %6:3 = tsched.group attention (%0, %1, %2, %3, %5) : (tensor<2x200x4x64xbf16>, tensor<2x200x4x64xbf16>, tensor<2x200x4x64xbf16>, tensor<2x200x4x64xbf16>, tensor<2x200x4x64xbf16>) -> (tensor<2x4x200x64xbf16>, tensor<2x4x200x64xbf16>, tensor<2x200x4x64xbf16>) {
+  ^bb0(%arg4: tensor<2x200x4x64xbf16>, %arg5: tensor<2x200x4x64xbf16>, %arg6: tensor<2x200x4x64xbf16>, %arg7: tensor<2x200x4x64xbf16>, %arg8: tensor<2x200x4x64xbf16>):
+    %7 = tgraph.transpose %arg4 {permutation = array<i64: 0, 2, 1, 3>} : tensor<2x200x4x64xbf16> -> tensor<2x4x200x64xbf16>
+    %8 = tgraph.transpose %arg5 {permutation = array<i64: 0, 2, 1, 3>} : tensor<2x200x4x64xbf16> -> tensor<2x4x200x64xbf16>
+    %9 = tgraph.transpose %arg6 {permutation = array<i64: 0, 2, 1, 3>} : tensor<2x200x4x64xbf16> -> tensor<2x4x200x64xbf16>
+    %10 = tgraph.transpose %arg7 {permutation = array<i64: 0, 2, 1, 3>} : tensor<2x200x4x64xbf16> -> tensor<2x4x200x64xbf16>
+    %11 = tgraph.transpose %arg8 {permutation = array<i64: 0, 2, 1, 3>} : tensor<2x200x4x64xbf16> -> tensor<2x4x200x64xbf16>
+    %query_grad, %key_grad, %value_grad = tgraph.attention_grad %7, %8, %9, %10, %11 {causal} : (tensor<2x4x200x64xbf16>, tensor<2x4x200x64xbf16>, tensor<2x4x200x64xbf16>, tensor<2x4x200x64xbf16>, tensor<2x4x200x64xbf16>) -> (tensor<2x4x200x64xbf16>, tensor<2x4x200x64xbf16>, tensor<2x4x200x64xbf16>)
+    %12 = tgraph.transpose %value_grad {permutation = array<i64: 0, 2, 1, 3>} : tensor<2x4x200x64xbf16> -> tensor<2x200x4x64xbf16>
+    tsched.yield %query_grad, %key_grad, %12 : tensor<2x4x200x64xbf16>, tensor<2x4x200x64xbf16>, tensor<2x200x4x64xbf16>
+  }
+  return %4, %6#0, %6#1, %6#2 : tensor<2x200x256xbf16>, tensor<2x4x200x64xbf16>, tensor<2x4x200x64xbf16>, tensor<2x200x4x64xbf16>
+}

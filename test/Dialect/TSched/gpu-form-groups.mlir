@@ -386,3 +386,68 @@ func.func @cast_for_loss(%x: tensor<8x32xbf16>, %w: tensor<32x128xbf16>) -> tens
   %s = tgraph.reduce_sum %f {dims = array<i64: 0, 1>} : tensor<8x128xf32> -> tensor<f32>
   return %s : tensor<f32>
 }
+
+// -----
+
+// Head transposes around flash attention are not copied: the attention
+// groups read q, k, v and dO ([2, 200, 4, 64] views of the products) in
+// place, through transposes of their own, and take in the transposes of
+// the forward's output and of dV, whose results they yield. The backward
+// reads the forward's output back through a transpose of the transposed
+// result.
+// CHECK-LABEL: func.func @head_transposes
+// CHECK-NOT: tsched.group layout
+// CHECK: %[[Q:.+]] = tgraph.reshape %arg0
+// CHECK: %[[K:.+]] = tgraph.reshape %arg1
+// CHECK: %[[V:.+]] = tgraph.reshape %arg2
+// CHECK: %[[O:.+]] = tsched.group attention (%[[Q]], %[[K]], %[[V]]) : (tensor<2x200x4x64xbf16>, tensor<2x200x4x64xbf16>, tensor<2x200x4x64xbf16>) -> tensor<2x200x4x64xbf16> {
+// CHECK-NEXT: ^bb0(%[[A:.+]]: tensor<2x200x4x64xbf16>, %[[B:.+]]: tensor<2x200x4x64xbf16>, %[[C:.+]]: tensor<2x200x4x64xbf16>):
+// CHECK-NEXT: %[[AT:.+]] = tgraph.transpose %[[A]] {permutation = array<i64: 0, 2, 1, 3>}
+// CHECK-NEXT: %[[BT:.+]] = tgraph.transpose %[[B]]
+// CHECK-NEXT: %[[CT:.+]] = tgraph.transpose %[[C]]
+// CHECK-NEXT: %[[R:.+]] = tgraph.attention %[[AT]], %[[BT]], %[[CT]] {causal}
+// CHECK-NEXT: %[[RT:.+]] = tgraph.transpose %[[R]] {permutation = array<i64: 0, 2, 1, 3>} : tensor<2x4x200x64xbf16> -> tensor<2x200x4x64xbf16>
+// CHECK-NEXT: tsched.yield %[[RT]]
+// CHECK: %[[DO:.+]] = tgraph.reshape %arg3
+// CHECK: %[[G:.+]]:3 = tsched.group attention (%[[Q]], %[[K]], %[[V]], %[[O]], %[[DO]]) : {{.+}} -> (tensor<2x4x200x64xbf16>, tensor<2x4x200x64xbf16>, tensor<2x200x4x64xbf16>) {
+// CHECK-COUNT-5: tgraph.transpose
+// CHECK-NEXT: %[[DQ:.+]], %[[DK:.+]], %[[DV:.+]] = tgraph.attention_grad
+// CHECK-NEXT: %[[DVT:.+]] = tgraph.transpose %[[DV]]
+// CHECK-NEXT: tsched.yield %[[DQ]], %[[DK]], %[[DVT]]
+// CHECK-NOT: tsched.group layout
+func.func @head_transposes(%qp: tensor<2x200x256xbf16>, %kp: tensor<2x200x256xbf16>, %vp: tensor<2x200x256xbf16>, %dy: tensor<2x200x256xbf16>) -> (tensor<2x200x256xbf16>, tensor<2x4x200x64xbf16>, tensor<2x4x200x64xbf16>, tensor<2x200x4x64xbf16>) {
+  %q4 = tgraph.reshape %qp : tensor<2x200x256xbf16> -> tensor<2x200x4x64xbf16>
+  %k4 = tgraph.reshape %kp : tensor<2x200x256xbf16> -> tensor<2x200x4x64xbf16>
+  %v4 = tgraph.reshape %vp : tensor<2x200x256xbf16> -> tensor<2x200x4x64xbf16>
+  %q = tgraph.transpose %q4 {permutation = array<i64: 0, 2, 1, 3>} : tensor<2x200x4x64xbf16> -> tensor<2x4x200x64xbf16>
+  %k = tgraph.transpose %k4 {permutation = array<i64: 0, 2, 1, 3>} : tensor<2x200x4x64xbf16> -> tensor<2x4x200x64xbf16>
+  %v = tgraph.transpose %v4 {permutation = array<i64: 0, 2, 1, 3>} : tensor<2x200x4x64xbf16> -> tensor<2x4x200x64xbf16>
+  %o = tgraph.attention %q, %k, %v {causal} : tensor<2x4x200x64xbf16>
+  %ot = tgraph.transpose %o {permutation = array<i64: 0, 2, 1, 3>} : tensor<2x4x200x64xbf16> -> tensor<2x200x4x64xbf16>
+  %y = tgraph.reshape %ot : tensor<2x200x4x64xbf16> -> tensor<2x200x256xbf16>
+  %dy4 = tgraph.reshape %dy : tensor<2x200x256xbf16> -> tensor<2x200x4x64xbf16>
+  %do = tgraph.transpose %dy4 {permutation = array<i64: 0, 2, 1, 3>} : tensor<2x200x4x64xbf16> -> tensor<2x4x200x64xbf16>
+  %dq, %dk, %dv = tgraph.attention_grad %q, %k, %v, %o, %do {causal} : (tensor<2x4x200x64xbf16>, tensor<2x4x200x64xbf16>, tensor<2x4x200x64xbf16>, tensor<2x4x200x64xbf16>, tensor<2x4x200x64xbf16>) -> (tensor<2x4x200x64xbf16>, tensor<2x4x200x64xbf16>, tensor<2x4x200x64xbf16>)
+  %dvt = tgraph.transpose %dv {permutation = array<i64: 0, 2, 1, 3>} : tensor<2x4x200x64xbf16> -> tensor<2x200x4x64xbf16>
+  return %y, %dq, %dk, %dvt : tensor<2x200x256xbf16>, tensor<2x4x200x64xbf16>, tensor<2x4x200x64xbf16>, tensor<2x200x4x64xbf16>
+}
+
+// -----
+
+// A head transpose that something besides attention reads, and one of an
+// attention result that is read elsewhere too, stay copies.
+// CHECK-LABEL: func.func @copied
+// CHECK: tsched.group layout
+// CHECK: tsched.group attention
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: tgraph.attention
+// CHECK-NEXT: tsched.yield
+// CHECK: tsched.group layout
+
+func.func @copied(%qp: tensor<2x200x256xbf16>) -> (tensor<2x4x200x64xbf16>, tensor<2x4x200x64xbf16>, tensor<2x200x4x64xbf16>) {
+  %q4 = tgraph.reshape %qp : tensor<2x200x256xbf16> -> tensor<2x200x4x64xbf16>
+  %q = tgraph.transpose %q4 {permutation = array<i64: 0, 2, 1, 3>} : tensor<2x200x4x64xbf16> -> tensor<2x4x200x64xbf16>
+  %o = tgraph.attention %q, %q, %q : tensor<2x4x200x64xbf16>
+  %ot = tgraph.transpose %o {permutation = array<i64: 0, 2, 1, 3>} : tensor<2x4x200x64xbf16> -> tensor<2x200x4x64xbf16>
+  return %q, %o, %ot : tensor<2x4x200x64xbf16>, tensor<2x4x200x64xbf16>, tensor<2x200x4x64xbf16>
+}

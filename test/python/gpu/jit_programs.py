@@ -49,6 +49,33 @@ def attention_loss(q, k, v, w):
     return op.reduce_sum(op.cast(o, "f32") * w)
 
 
+def _split(x, heads):
+    b, s, c = x.shape                       # [B, S, H*D] -> [B, H, S, D]
+    return op.transpose(op.reshape(x, [b, s, heads, c // heads]),
+                        [0, 2, 1, 3])
+
+
+def _merge(x):
+    b, h, s, d = x.shape                    # [B, H, S, D] -> [B, S, H*D]
+    return op.reshape(op.transpose(x, [0, 2, 1, 3]), [b, s, h * d])
+
+
+def head_attention_loss(q, k, v, w):
+    """sum(w * heads merged back) of causal attention over 3 heads of 64
+    split off [B, S, H*D] bf16 q, k, v (S = 200: a partial block). The
+    attention kernels read the heads and write the output and all three
+    gradients in place: no head transposes are copied."""
+    o = op.attention(_split(q, 3), _split(k, 3), _split(v, 3), causal=True)
+    return op.reduce_sum(op.cast(_merge(o), "f32") * w)
+
+
+def mixed_head_attention_loss(q, k, v, w):
+    """Attention without a mask over 2 heads of 128: q split off [B, S, H*D],
+    k and v given as [B, H, S, D]; the output stays [B, H, S, D]."""
+    o = op.attention(_split(q, 2), k, v)
+    return op.reduce_sum(op.cast(o, "f32") * w)
+
+
 def layouts(x, y):
     """Row copies of odd sizes: a head split, a slice and concat of the
     last dim (as rope does), a pad, a broadcast along a middle dim."""
@@ -149,6 +176,16 @@ def cases():
                    device="cuda"),
             tuple(r(2, 4, 192, 64, dtype=bf) for _ in range(3)) +
             (r(2, 4, 192, 64, scale=0.1),)),
+        "head_attention_grad": (
+            ts.jit(ts.value_and_grad(head_attention_loss,
+                                     argnums=(0, 1, 2)), device="cuda"),
+            tuple(r(2, 200, 192, dtype=bf) for _ in range(3)) +
+            (r(2, 200, 192, scale=0.1),)),
+        "mixed_head_attention_grad": (
+            ts.jit(ts.value_and_grad(mixed_head_attention_loss,
+                                     argnums=(0, 1, 2)), device="cuda"),
+            (r(1, 136, 256, dtype=bf), r(1, 2, 136, 128, dtype=bf),
+             r(1, 2, 136, 128, dtype=bf), r(1, 2, 136, 128, scale=0.1))),
         "layouts": (ts.jit(layouts, device="cuda"),
                     (r(37, 5, 24), r(37, 1, 24))),
         "column_windows": (ts.jit(column_windows, device="cuda"),

@@ -188,6 +188,37 @@ def test_bf16_attention_gradients_on_flash_attention():
         _close(got, t.grad, 2e-2, f"d{name}")
 
 
+def _heads(x, h):
+    b, s, c = x.shape
+    return x.view(b, s, h, c // h).transpose(1, 2)
+
+
+@pytest.mark.parametrize("name", ["head_attention_grad",
+                                  "mixed_head_attention_grad"])
+def test_attention_reads_and_writes_heads_in_place(name):
+    prog, arrays = _program(name)
+    # The heads are split and merged by the attention kernels themselves:
+    # no copy kernels around them.
+    assert not any("_layout" in k for k in prog.kernels), sorted(prog.kernels)
+    arrays = _bf16_arrays(arrays)
+    outs = [o.numpy().astype(np.float64) for o in prog(*arrays)]
+    q, k, v = (_t(a.astype(np.float64)) for a in arrays[:3])
+    w = torch.tensor(arrays[3].astype(np.float64))
+    if name == "head_attention_grad":
+        o = torch.nn.functional.scaled_dot_product_attention(
+            _heads(q, 3), _heads(k, 3), _heads(v, 3), is_causal=True)
+        y = o.transpose(1, 2).reshape(q.shape)
+    else:
+        y = torch.nn.functional.scaled_dot_product_attention(
+            _heads(q, 2), k, v)
+    loss = torch.sum(y * w)
+    loss.backward()
+    _close(outs[0], loss, 2e-2, "loss")
+    for got, t, n in zip(outs[1:], (q, k, v), "qkv"):
+        assert got.shape == tuple(t.shape), (n, got.shape)
+        _close(got, t.grad, 2e-2, f"d{n}")
+
+
 def test_layout_copies_match_numpy():
     prog, (x, y) = _program("layouts")
     t, half, padded, wide = (o.numpy() for o in prog(x, y))

@@ -23,11 +23,20 @@
 // place as well, and one that is the only reader of such a concat is
 // written in place: heads split off a product and put back cost none.
 //
+// Head transposes around flash attention ([B, S, H, D] to [B, H, S, D]
+// and back) are not copied either: the attention group reads an operand
+// that only attention ops read through such a transpose in place, and
+// takes into itself the one transpose of a result, writing the result in
+// [B, S, H, D] order. (Another attention op that reads that result, the
+// backward reading the forward's output, reads it back through a
+// transpose of its own.)
+//
 //===----------------------------------------------------------------------===//
 
 #include "tessera/Dialect/TSched/Transforms/Passes.h"
 
 #include "tessera/Dialect/TGraph/IR/TGraph.h"
+#include "tessera/Dialect/TGraph/Transforms/Passes.h"
 #include "tessera/Dialect/TSched/IR/GemmForm.h"
 #include "tessera/Dialect/TSched/IR/RowLayout.h"
 #include "tessera/Dialect/TSched/Transforms/RowOps.h"
@@ -119,6 +128,59 @@ bool isContraction(Operation *op) { return gemmForm(op).has_value(); }
 bool isAttention(Operation *op) {
   StringRef name = op->getName().getStringRef();
   return name == "tgraph.attention" || name == "tgraph.attention_grad";
+}
+
+/// An attention op that runs the stdlib's flash-attention kernels (which
+/// read and write head-transposed tensors in place).
+bool isFlashAttention(Operation *op) {
+  return mlir::tessera::tgraph::isGpuFlashAttention(op);
+}
+
+/// Whether the head transpose `op` is read only as operands of flash
+/// attention ops, which then read its operand in place.
+bool onlyAttentionReads(Operation *op) {
+  return !op->use_empty() && llvm::all_of(op->getUsers(), [](Operation *u) {
+    return isFlashAttention(u);
+  });
+}
+
+/// Puts the head transpose of each flash attention result right after its
+/// op, and makes it the result's only reader: another flash attention op
+/// reading the result reads a transpose of the transpose instead (the
+/// backward reading the forward's output). The attention group then takes
+/// the transpose in and writes the result once, in the transposed order.
+void headTransposesAfterAttention(Block &block) {
+  for (Operation &op : llvm::make_early_inc_range(block)) {
+    if (!isFlashAttention(&op))
+      continue;
+    Operation *after = &op;
+    for (Value r : op.getResults()) {
+      SmallVector<Operation *> heads;
+      for (Operation *u : r.getUsers())
+        if (isHeadTranspose(u) && !llvm::is_contained(heads, u))
+          heads.push_back(u);
+      if (heads.size() != 1)
+        continue;
+      Operation *t = heads.front();
+      bool others = llvm::all_of(r.getUsers(), [&](Operation *u) {
+        return u == t || (isFlashAttention(u) && u->getBlock() == &block);
+      });
+      if (!others || t->getBlock() != &block)
+        continue;
+      t->moveAfter(after);
+      after = t;
+      for (OpOperand &use : llvm::make_early_inc_range(r.getUses())) {
+        Operation *u = use.getOwner();
+        if (u == t)
+          continue;
+        OpBuilder b(u);
+        auto back = mlir::tessera::tgraph::TransposeOp::create(
+            b, t->getLoc(), r.getType(), t->getResult(0),
+            b.getDenseI64ArrayAttr({0, 2, 1, 3}));
+        use.set(back.getResult());
+      }
+    }
+  }
 }
 
 bool isLayout(Operation *op) {
@@ -260,6 +322,7 @@ public:
 
   void run(Block &block) {
     padSumsToConcats(block);
+    headTransposesAfterAttention(block);
     for (Operation &op : block.without_terminator())
       visit(&op);
     // A broadcast that something other than a row or contraction kernel
@@ -431,6 +494,17 @@ private:
             return Class::Row;
       return Class::None;
     }
+    if (g.kind == GroupKind::Attention) {
+      // The one head transpose of a result (headTransposesAfterAttention),
+      // which the kernel writes in place.
+      if (!isHeadTranspose(op))
+        return Class::None;
+      Value x = op->getOperand(0);
+      Operation *def = x.getDefiningOp();
+      return def && isFlashAttention(def) && g.contains(def) && x.hasOneUse()
+                 ? Class::Full
+                 : Class::None;
+    }
     if (g.kind != GroupKind::Row)
       return Class::None;
     if (isColumnConcat(op)) {
@@ -497,6 +571,15 @@ private:
       return;
     }
     if (recomputed(op)) {
+      lazy.insert(op);
+      return;
+    }
+    // A head transpose that only flash attention reads: their kernels read
+    // its operand in place.
+    if (isHeadTranspose(op) && !isGenerated(op->getOperand(0)) &&
+        onlyAttentionReads(op)) {
+      if (Group *h = producerGroup(op->getOperand(0)))
+        h->open = false;
       lazy.insert(op);
       return;
     }
@@ -620,7 +703,9 @@ private:
                                          : GroupKind::Single;
     Group &g = newGroup(kind);
     add(g, op, Class::None);
-    g.open = false;
+    // (A flash attention group stays open for the head transposes of its
+    // results.)
+    g.open = kind == GroupKind::Attention && isFlashAttention(op);
   }
 
   /// A constant of one element or one value (a literal of the kernel), or
@@ -653,8 +738,11 @@ private:
 
   /// Whether `g`'s kernel computes the lazy broadcast `op` from its
   /// source: a row kernel reads any source, a GEMM's epilogue no periodic
-  /// one.
+  /// one. (An attention kernel reads a head transpose's operand in
+  /// place.)
   static bool replicableIn(Operation *op, const Group &g) {
+    if (g.kind == GroupKind::Attention)
+      return isHeadTranspose(op);
     if (!computesInRegisters(g))
       return false;
     if (g.kind == GroupKind::Row || isCheapUnary(op))
@@ -671,9 +759,12 @@ private:
   /// (`user`: the op of `g` that reads `v`; a GEMM reads its operands
   /// from memory.)
   bool isReplicated(Value v, const Group &g, Operation *user) const {
+    Operation *def = v.getDefiningOp();
+    if (g.kind == GroupKind::Attention)
+      return def && lazy.contains(def) && !g.contains(def) &&
+             replicableIn(def, g);
     if (!computesInRegisters(g) || isContraction(user))
       return false;
-    Operation *def = v.getDefiningOp();
     return isGenerated(v) || (def && lazy.contains(def) && !g.contains(def) &&
                               replicableIn(def, g));
   }

@@ -3,7 +3,8 @@
 // Forming GPU fusion groups (-tessera-gpu-form-groups) and generating their
 // kernels (-tessera-gpu-generate-kernels) agree on which Graph IR ops a row
 // kernel computes across its rows (reductions) and which slices and
-// transposes it reads or writes in place instead of copying: the tests are
+// transposes it reads or writes in place instead of copying (and the head
+// transposes an attention kernel reads and writes in place): the tests are
 // spelled here once, so a group the first pass forms around such an op is
 // one the second compiles.
 //
@@ -58,6 +59,17 @@ inline bool isRowTranspose(Operation *op) {
   ArrayRef<int64_t> perm = t.getPermutation();
   return t.getX().getType().hasStaticShape() && perm.size() >= 2 &&
          perm.back() == int64_t(perm.size()) - 1;
+}
+
+/// Whether `op` is a head transpose: [B, S, H, D] to [B, H, S, D] or back
+/// (a rank-4 transpose swapping dims 1 and 2, static shapes). Attention
+/// kernels read and write such a tensor in place, its heads side by side
+/// in each row of [B, S, H*D], so splitting heads off a product and
+/// merging them back costs no copies.
+inline bool isHeadTranspose(Operation *op) {
+  auto t = dyn_cast<tgraph::TransposeOp>(op);
+  return t && t.getX().getType().hasStaticShape() &&
+         t.getPermutation() == ArrayRef<int64_t>({0, 2, 1, 3});
 }
 
 } // namespace mlir::tessera::tsched
