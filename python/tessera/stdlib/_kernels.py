@@ -471,24 +471,38 @@ def _attend(T, Qb, K, V, nblk, scale, acc, m, l, p, causal, q0, ck, cv):
     return acc * a[:, None], m_new, l, tile.cast(P, V.dtype)
 
 
+# Heads whose causal blocks run together (_program): enough programs for a
+# wave of the card, and the keys and values they read (8 heads of S = 2048
+# and D = 64: 4 MiB) stay in L2.
+_HEAD_GROUP = 8
+
+
 def _program(size, causal, longest_last=True):
     """(head, first row of the block of ``size`` rows) of this program,
-    in a grid (blocks, heads). Without a mask every program does the same work:
-    program (x, y) takes block x of head y. Causal blocks differ: a later
-    query block sees more keys (longest_last), an earlier key block more
-    queries. Those programs take the blocks longest first over all heads:
-    the p-th program to start (the card starts them in the order of x +
-    y * blocks) takes the (p // heads)-th longest block of head p % heads,
-    so the longest programs run in the first wave and the last wave holds
-    the shortest of every head. (Longest first within each head would
-    start the last head's longest block near the end.)"""
+    in a grid (blocks, heads). Without a mask every program does the same
+    work: program (x, y) takes block x of head y. Causal blocks differ: a
+    later query block sees more keys (longest_last), an earlier key block
+    more queries. Those programs take the heads in groups of _HEAD_GROUP
+    and, within a group, the blocks longest first over its heads: the
+    p-th program of a group to start (the card starts them in the order
+    of x + y * blocks) takes the (p // n)-th longest block of its head
+    p % n (n the group's heads). So the programs running at once read the
+    keys and values of a few heads, which stay in L2 (taken longest first
+    over all heads, each wave read every head's from memory again), and
+    the last wave holds the shortest blocks of the last group. (Longest
+    first within each head would start the last head's longest block near
+    the end.)"""
     if not causal:
         return tile.program_id(1), tile.program_id(0) * size
     blocks, heads = tile.num_programs(0), tile.num_programs(1)
     p = tile.program_id(0) + tile.program_id(1) * blocks
-    rank = p // heads
+    group = p // (_HEAD_GROUP * blocks)
+    first = group * _HEAD_GROUP
+    n = tile.minimum(heads - first, _HEAD_GROUP)
+    q = p - first * blocks
+    rank = q // n
     block = blocks - 1 - rank if longest_last else rank
-    return p % heads, block * size
+    return first + q % n, block * size
 
 
 @ts.kernel
