@@ -451,3 +451,26 @@ func.func @copied(%qp: tensor<2x200x256xbf16>) -> (tensor<2x4x200x64xbf16>, tens
   %ot = tgraph.transpose %o {permutation = array<i64: 0, 2, 1, 3>} : tensor<2x4x200x64xbf16> -> tensor<2x200x4x64xbf16>
   return %q, %o, %ot : tensor<2x4x200x64xbf16>, tensor<2x4x200x64xbf16>, tensor<2x200x4x64xbf16>
 }
+
+// -----
+
+// A head transpose of a column window (q of a fused q/k/v product with its
+// heads interleaved) stays a copy: the window is read lazily, and only a
+// row kernel computes one, so that kernel writes the window out and the
+// copy transposes it.
+// CHECK-LABEL: func.func @window_heads
+// CHECK: %[[W:.+]] = tsched.group row [1600, 64] (%arg0)
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: tgraph.slice
+// CHECK: %[[T:.+]] = tsched.group layout (%[[W]])
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: tgraph.transpose
+// CHECK: tsched.group attention (%[[T]])
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: tgraph.attention
+func.func @window_heads(%qkv: tensor<2x200x4x192xbf16>) -> tensor<2x4x200x64xbf16> {
+  %q4 = tgraph.slice %qkv {start = #tgraph.dims<[0, 0, 0, 0]>, limit = #tgraph.dims<[2, 200, 4, 64]>, stride = array<i64: 1, 1, 1, 1>} : tensor<2x200x4x192xbf16> -> tensor<2x200x4x64xbf16>
+  %q = tgraph.transpose %q4 {permutation = array<i64: 0, 2, 1, 3>} : tensor<2x200x4x64xbf16> -> tensor<2x4x200x64xbf16>
+  %o = tgraph.attention %q, %q, %q {causal} : tensor<2x4x200x64xbf16>
+  return %o : tensor<2x4x200x64xbf16>
+}

@@ -62,7 +62,8 @@ def _merge(x):
 
 def head_attention_loss(q, k, v, w):
     """sum(w * heads merged back) of causal attention over 3 heads of 64
-    split off [B, S, H*D] bf16 q, k, v (S = 200: a partial block). The
+    split off [B, S, H*D] bf16 q, k, v (S = 200: a partial block; B = 3:
+    9 heads, a full group of causal programs and a partial one). The
     attention kernels read the heads and write the output and all three
     gradients in place: no head transposes are copied."""
     o = op.attention(_split(q, 3), _split(k, 3), _split(v, 3), causal=True)
@@ -179,8 +180,8 @@ def cases():
         "head_attention_grad": (
             ts.jit(ts.value_and_grad(head_attention_loss,
                                      argnums=(0, 1, 2)), device="cuda"),
-            tuple(r(2, 200, 192, dtype=bf) for _ in range(3)) +
-            (r(2, 200, 192, scale=0.1),)),
+            tuple(r(3, 200, 192, dtype=bf) for _ in range(3)) +
+            (r(3, 200, 192, scale=0.1),)),
         "mixed_head_attention_grad": (
             ts.jit(ts.value_and_grad(mixed_head_attention_loss,
                                      argnums=(0, 1, 2)), device="cuda"),

@@ -137,10 +137,10 @@ bool isFlashAttention(Operation *op) {
 }
 
 /// Whether the head transpose `op` is read only as operands of flash
-/// attention ops, which then read its operand in place.
+/// attention ops of its block, which then read its operand in place.
 bool onlyAttentionReads(Operation *op) {
-  return !op->use_empty() && llvm::all_of(op->getUsers(), [](Operation *u) {
-    return isFlashAttention(u);
+  return !op->use_empty() && llvm::all_of(op->getUsers(), [&](Operation *u) {
+    return isFlashAttention(u) && u->getBlock() == op->getBlock();
   });
 }
 
@@ -501,7 +501,8 @@ private:
         return Class::None;
       Value x = op->getOperand(0);
       Operation *def = x.getDefiningOp();
-      return def && isFlashAttention(def) && g.contains(def) && x.hasOneUse()
+      return def && isFlashAttention(def) && g.contains(def) && x.hasOneUse() &&
+                     !op->use_empty()
                  ? Class::Full
                  : Class::None;
     }
@@ -575,9 +576,12 @@ private:
       return;
     }
     // A head transpose that only flash attention reads: their kernels read
-    // its operand in place.
+    // its operand in place. (Not an operand that is itself read lazily, a
+    // column window or a broadcast: only row kernels compute those, so it
+    // stays a copy that writes it out.)
+    Operation *source = op->getOperand(0).getDefiningOp();
     if (isHeadTranspose(op) && !isGenerated(op->getOperand(0)) &&
-        onlyAttentionReads(op)) {
+        !(source && lazy.contains(source)) && onlyAttentionReads(op)) {
       if (Group *h = producerGroup(op->getOperand(0)))
         h->open = false;
       lazy.insert(op);
