@@ -133,6 +133,13 @@ def check_groups(lowered):
             assert layout is not None
             assert names[0] in CONTRACTIONS, names
             assert all(n in ELEMENTWISE for n in names[1:]), names
+        elif kind == "attention":
+            # The attention op, with head transposes of its operands (read
+            # in place) and of its results (written in place).
+            assert layout is None
+            assert sorted(set(names) - {"transpose"}) in (
+                ["attention"], ["attention_grad"]), names
+            assert len([n for n in names if n != "transpose"]) == 1, names
         else:
             assert layout is None
             assert len(names) == 1, (kind, names)

@@ -137,6 +137,11 @@ def test_bad_arguments_are_reported_before_anything_runs():
         with pytest.raises(ts.TesseraError, match="head dim 64 or 128, got 96"):
             q = fake((1, 2, 64, 96), "bf16")
             S.flash_attention_2(q, q, q)
+        with pytest.raises(ts.TesseraError, match="the schedule's head dim "
+                           "d = 128 differs from the tensors' head dim 64"):
+            q = fake((1, 2, 64, 64), "bf16")
+            S.flash_attention_2.with_schedule(ts.Schedule(
+                block=(128, 64), warps=8, stages=2, d=128))(q, q, q)
         with pytest.raises(ts.TesseraError, match="i32 labels"):
             S.cross_entropy(fake((4, 10), "f32"), fake((4,), "i64"))
         with pytest.raises(ts.TesseraError, match="cos and sin must be"):

@@ -80,7 +80,13 @@ def _attention_schedule(schedule, d, hopper, m_before_hopper):
                      else Schedule(block=(m_before_hopper,
                                           32 if d == 64 else 16),
                                    warps=4, stages=2, d=d))
-    return s if "d" in s.params else s.with_params(d=d)
+    if "d" not in s.params:
+        return s.with_params(d=d)
+    if s.params["d"] != d:
+        raise TesseraError(f"flash attention: the schedule's head dim d = "
+                           f"{s.params['d']} differs from the tensors' "
+                           f"head dim {d}")
+    return s
 
 
 @functools.lru_cache(maxsize=256)
