@@ -58,6 +58,8 @@ namespace mlir::tessera::tsched {
 using namespace mlir;
 using namespace mlir::tessera::tsched;
 
+using mlir::tessera::tgraph::isGpuFlashAttention;
+
 namespace {
 
 /// How a value spreads over a group's [R, C] layout.
@@ -130,17 +132,11 @@ bool isAttention(Operation *op) {
   return name == "tgraph.attention" || name == "tgraph.attention_grad";
 }
 
-/// An attention op that runs the stdlib's flash-attention kernels (which
-/// read and write head-transposed tensors in place).
-bool isFlashAttention(Operation *op) {
-  return mlir::tessera::tgraph::isGpuFlashAttention(op);
-}
-
 /// Whether the head transpose `op` is read only as operands of flash
 /// attention ops of its block, which then read its operand in place.
 bool onlyAttentionReads(Operation *op) {
   return !op->use_empty() && llvm::all_of(op->getUsers(), [&](Operation *u) {
-    return isFlashAttention(u) && u->getBlock() == op->getBlock();
+    return isGpuFlashAttention(u) && u->getBlock() == op->getBlock();
   });
 }
 
@@ -151,19 +147,17 @@ bool onlyAttentionReads(Operation *op) {
 /// the transpose in and writes the result once, in the transposed order.
 void headTransposesAfterAttention(Block &block) {
   for (Operation &op : llvm::make_early_inc_range(block)) {
-    if (!isFlashAttention(&op))
+    if (!isGpuFlashAttention(&op))
       continue;
     Operation *after = &op;
     for (Value r : op.getResults()) {
-      SmallVector<Operation *> heads;
-      for (Operation *u : r.getUsers())
-        if (isHeadTranspose(u) && !llvm::is_contained(heads, u))
-          heads.push_back(u);
-      if (heads.size() != 1)
+      // (A transpose has one operand: each reader appears once.)
+      auto heads = llvm::make_filter_range(r.getUsers(), isHeadTranspose);
+      if (!llvm::hasSingleElement(heads))
         continue;
-      Operation *t = heads.front();
+      Operation *t = *heads.begin();
       bool others = llvm::all_of(r.getUsers(), [&](Operation *u) {
-        return u == t || (isFlashAttention(u) && u->getBlock() == &block);
+        return u == t || (isGpuFlashAttention(u) && u->getBlock() == &block);
       });
       if (!others || t->getBlock() != &block)
         continue;
@@ -501,8 +495,8 @@ private:
         return Class::None;
       Value x = op->getOperand(0);
       Operation *def = x.getDefiningOp();
-      return def && isFlashAttention(def) && g.contains(def) && x.hasOneUse() &&
-                     !op->use_empty()
+      return def && isGpuFlashAttention(def) && g.contains(def) &&
+                     x.hasOneUse() && !op->use_empty()
                  ? Class::Full
                  : Class::None;
     }
@@ -579,9 +573,9 @@ private:
     // its operand in place. (Not an operand that is itself read lazily, a
     // column window or a broadcast: only row kernels compute those, so it
     // stays a copy that writes it out.)
-    Operation *source = op->getOperand(0).getDefiningOp();
     if (isHeadTranspose(op) && !isGenerated(op->getOperand(0)) &&
-        !(source && lazy.contains(source)) && onlyAttentionReads(op)) {
+        !lazy.contains(op->getOperand(0).getDefiningOp()) &&
+        onlyAttentionReads(op)) {
       if (Group *h = producerGroup(op->getOperand(0)))
         h->open = false;
       lazy.insert(op);
@@ -709,7 +703,7 @@ private:
     add(g, op, Class::None);
     // (A flash attention group stays open for the head transposes of its
     // results.)
-    g.open = kind == GroupKind::Attention && isFlashAttention(op);
+    g.open = kind == GroupKind::Attention && isGpuFlashAttention(op);
   }
 
   /// A constant of one element or one value (a literal of the kernel), or
